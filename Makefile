@@ -1,0 +1,41 @@
+# procctl: a thin wrapper over CMake.
+#   make test    install what is missing, build, run every test three ways:
+#                gcc -O2; clang with ASan+UBSan; clang TSan
+#   make clean
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
+
+.PHONY: all deps build test test-gcc test-asan test-tsan clean
+
+all: build
+
+deps:
+	@scripts/install-deps.sh
+
+build: deps
+	cmake -S . -B build $(CMAKE_FLAGS)
+	cmake --build build -j$(JOBS)
+
+test: deps
+	$(MAKE) test-gcc
+	$(MAKE) test-asan
+	$(MAKE) test-tsan
+
+test-gcc:
+	CC=gcc CXX=g++ cmake -S . -B build $(CMAKE_FLAGS)
+	cmake --build build -j$(JOBS)
+	ctest --test-dir build --output-on-failure
+
+# The header matrix is compiler-independent: it runs in test-gcc only.
+test-asan:
+	CC=clang CXX=clang++ cmake -S . -B build-asan $(CMAKE_FLAGS) -DPROCCTL_SANITIZE=address
+	cmake --build build-asan -j$(JOBS)
+	ctest --test-dir build-asan --output-on-failure -E header_matrix
+
+test-tsan:
+	CC=clang CXX=clang++ cmake -S . -B build-tsan $(CMAKE_FLAGS) -DPROCCTL_SANITIZE=thread
+	cmake --build build-tsan -j$(JOBS)
+	ctest --test-dir build-tsan --output-on-failure -E header_matrix
+
+clean:
+	rm -rf build build-asan build-tsan

@@ -1,0 +1,46 @@
+#!/bin/sh
+# Install, with apt-get, the Debian packages procctl needs that are missing.
+# Idempotent: when everything is present it only checks and exits 0.
+# Usage: scripts/install-deps.sh [--check]   (--check: list what is missing, exit 1 if any)
+set -eu
+
+# Build and test dependencies in use (DESIGN.md section 7).
+PKGS="
+build-essential
+cmake
+pkg-config
+clang
+libclang-rt-dev
+
+binutils
+"
+
+missing=""
+for p in $PKGS; do
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+		missing="$missing $p"
+	fi
+done
+
+if [ -z "$missing" ]; then
+	exit 0
+fi
+if [ "${1:-}" = "--check" ]; then
+	echo "missing:$missing"
+	exit 1
+fi
+
+echo "install-deps: installing:$missing" >&2
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+	if command -v sudo >/dev/null 2>&1; then
+		SUDO="sudo"
+	else
+		echo "install-deps: need root (or sudo) to install:$missing" >&2
+		exit 1
+	fi
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+# shellcheck disable=SC2086
+$SUDO apt-get install -y -q --no-install-recommends $missing
