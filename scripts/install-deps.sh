@@ -11,7 +11,7 @@ cmake
 pkg-config
 clang
 libclang-rt-dev
-
+libcmocka-dev
 binutils
 "
 

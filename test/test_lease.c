@@ -1,0 +1,148 @@
+/* Leases (SPEC.md 8.4), decided by the process on its own clock: bounds
+ * and clamping, a change mid-lease, expiry until the heartbeat moves,
+ * release and uninstall. Time is passed explicitly, so nothing here
+ * depends on how fast the test runs. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "th.h"
+
+#define MS 1000000ull
+
+/* The process clamps leases into [100 ms, 2 s]. */
+static int setup(void **state)
+{
+	struct th_proc *p = calloc(1, sizeof *p);
+	th_proc_start(p, 100 * MS, 2000 * MS);
+	*state = p;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	th_proc_stop(*state);
+	free(*state);
+	return 0;
+}
+
+static void expiry_and_heartbeat(void **state)
+{
+	struct th_proc *p = *state;
+	uint64_t t0;
+
+	/* Never attached = expired. */
+	assert_int_equal(procctl_lease_expired(&p->ctx, th_now_ns()), 1);
+	assert_int_equal(procctl_agent_attached(&p->ctx), 0);
+	th_agent_gen(&p->a, "claim 1 1 %llu", 1000 * MS); /* claims and beats once */
+	assert_int_equal(procctl_agent_attached(&p->ctx), 1);
+	t0 = th_now_ns();
+	assert_int_equal(procctl_lease_expired(&p->ctx, t0), 0);
+	assert_int_equal(procctl_lease_expired(&p->ctx, t0 + 999 * MS), 0);
+	assert_int_equal(procctl_lease_expired(&p->ctx, t0 + 1000 * MS), 1);
+	/* It stays expired, whatever the clock does, until the heartbeat moves. */
+	assert_int_equal(procctl_lease_expired(&p->ctx, t0 + 1001 * MS), 1);
+	assert_int_equal(procctl_lease_expired(&p->ctx, t0 + 500 * MS), 1);
+	th_agent_ok(&p->a, "hb");
+	assert_int_equal(procctl_lease_expired(&p->ctx, t0 + 1500 * MS), 0);
+	assert_int_equal(procctl_lease_expired(&p->ctx, t0 + 2499 * MS), 0);
+	assert_int_equal(procctl_lease_expired(&p->ctx, t0 + 2500 * MS), 1);
+}
+
+static void clamped_to_bounds(void **state)
+{
+	struct th_proc *p = *state;
+	uint64_t t0;
+
+	/* 1 us asked, 100 ms applied (the process's lower bound). */
+	th_agent_gen(&p->a, "claim 1 1 1000");
+	t0 = th_now_ns();
+	assert_int_equal(procctl_lease_expired(&p->ctx, t0), 0);
+	assert_int_equal(procctl_lease_expired(&p->ctx, t0 + 99 * MS), 0);
+	assert_int_equal(procctl_lease_expired(&p->ctx, t0 + 100 * MS), 1);
+	/* One hour asked, 2 s applied (the upper bound). A longer lease
+	 * applies at once. */
+	th_agent_ok(&p->a, "lease %llu", 3600000 * MS);
+	th_agent_ok(&p->a, "hb");
+	assert_int_equal(procctl_lease_expired(&p->ctx, t0 + 200 * MS), 0);
+	assert_int_equal(procctl_lease_expired(&p->ctx, t0 + 2199 * MS), 0);
+	assert_int_equal(procctl_lease_expired(&p->ctx, t0 + 2200 * MS), 1);
+}
+
+/* A shorter lease applies only after one old lease; until then the old,
+ * longer one holds, so a heartbeat sent on the old cadence still counts. */
+static void change_mid_lease(void **state)
+{
+	struct th_proc *p = *state;
+	uint64_t t0;
+
+	th_agent_gen(&p->a, "claim 1 1 %llu", 2000 * MS);
+	t0 = th_now_ns();
+	assert_int_equal(procctl_lease_expired(&p->ctx, t0), 0);
+	th_agent_ok(&p->a, "lease %llu", 100 * MS);
+	/* Seen at t0 + 10 ms: 2 s still applies until t0 + 10 ms + 2 s. */
+	assert_int_equal(procctl_lease_expired(&p->ctx, t0 + 10 * MS), 0);
+	assert_int_equal(procctl_lease_expired(&p->ctx, t0 + 1500 * MS), 0);
+	assert_int_equal(procctl_lease_expired(&p->ctx, t0 + 2009 * MS), 1);
+	/* Now 100 ms. */
+	th_agent_ok(&p->a, "hb");
+	assert_int_equal(procctl_lease_expired(&p->ctx, t0 + 3000 * MS), 0);
+	assert_int_equal(procctl_lease_expired(&p->ctx, t0 + 3099 * MS), 0);
+	assert_int_equal(procctl_lease_expired(&p->ctx, t0 + 3100 * MS), 1);
+}
+
+/* A release (hand-off) keeps the lease running; uninstall ends it at once,
+ * clears the config and every grant. */
+static void release_and_uninstall(void **state)
+{
+	struct th_proc *p = *state;
+	procctl_resource_t res;
+	procctl_grant_t g;
+	char buf[64];
+	uint64_t t0;
+
+	memset(&res, 0, sizeof res);
+	strcpy(res.kind, "gpu");
+	th_agent_gen(&p->a, "claim 1 1 %llu", 1000 * MS);
+	th_agent_gen(&p->a, "publish cfg");
+	th_agent_gen(&p->a, "grant gpu 00 42");
+	t0 = th_now_ns();
+	assert_int_equal(procctl_poll(&p->ctx, buf, sizeof buf, NULL), 3);
+	assert_int_equal(procctl_grant_get(&p->ctx, &res, &g), 1);
+	assert_int_equal(procctl_lease_expired(&p->ctx, t0), 0);
+
+	th_agent_ok(&p->a, "release");
+	assert_int_equal(procctl_agent_attached(&p->ctx), 0);
+	assert_int_equal(procctl_lease_expired(&p->ctx, t0 + 500 * MS), 0);
+	assert_int_equal(procctl_poll(&p->ctx, buf, sizeof buf, NULL), 0); /* no flap */
+
+	/* A successor claims (next epoch) and beats: all continues. */
+	th_agent_gen(&p->a, "claim 1 2 %llu", 1000 * MS);
+	assert_int_equal(procctl_agent_attached(&p->ctx), 1);
+	assert_int_equal(procctl_lease_expired(&p->ctx, t0 + 600 * MS), 0);
+	assert_int_equal(procctl_poll(&p->ctx, buf, sizeof buf, NULL), 0);
+	assert_int_equal(procctl_grant_get(&p->ctx, &res, &g), 1);
+
+	th_agent_gen(&p->a, "uninstall");
+	assert_int_equal(procctl_lease_expired(&p->ctx, t0 + 601 * MS), 1);
+	assert_int_equal(procctl_agent_attached(&p->ctx), 0);
+	assert_int_equal(procctl_poll(&p->ctx, buf, sizeof buf, NULL), -ENODATA);
+	assert_int_equal(procctl_poll(&p->ctx, buf, sizeof buf, NULL), 0);
+	assert_int_equal(procctl_grant_get(&p->ctx, &res, &g), 0);
+	assert_int_equal(g.grant_id, 0);
+	assert_int_equal(procctl_grant_usable(&p->ctx, &g), 0);
+	/* A heartbeat under an uninstalled owner does not revive it. */
+	th_agent_ok(&p->a, "hb");
+	assert_int_equal(procctl_lease_expired(&p->ctx, t0 + 602 * MS), 1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(expiry_and_heartbeat, setup, teardown),
+		cmocka_unit_test_setup_teardown(clamped_to_bounds, setup, teardown),
+		cmocka_unit_test_setup_teardown(change_mid_lease, setup, teardown),
+		cmocka_unit_test_setup_teardown(release_and_uninstall, setup, teardown),
+	};
+	return TH_RUN(tests);
+}

@@ -1,0 +1,181 @@
+/* th.c - test helpers. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "th.h"
+
+#ifndef AGENTSIM_PATH
+#error "AGENTSIM_PATH must name the agentsim binary"
+#endif
+
+int th_in_ci(void)
+{
+	const char *ci = getenv("CI");
+	return ci && (!strcmp(ci, "true") || !strcmp(ci, "1"));
+}
+
+uint64_t th_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void th_sleep_ms(unsigned ms)
+{
+	struct timespec ts = {ms / 1000u, (long)(ms % 1000u) * 1000000L};
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+void th_agent_start(struct th_agent *a, pid_t target, int fd)
+{
+	int cmd[2], rep[2];
+	assert_int_equal(pipe2(cmd, O_CLOEXEC), 0);
+	assert_int_equal(pipe2(rep, O_CLOEXEC), 0);
+	a->pid = fork();
+	assert_true(a->pid >= 0);
+	if (a->pid == 0) {
+		dup2(cmd[0], 0);
+		dup2(rep[1], 1);
+		execl(AGENTSIM_PATH, "agentsim", (char *)NULL);
+		_exit(127);
+	}
+	close(cmd[0]);
+	close(rep[1]);
+	a->in = cmd[1];
+	a->out = rep[0];
+	th_agent_ok(a, "attach %d %d", (int)target, fd);
+}
+
+static const char *vcmd(struct th_agent *a, const char *fmt, va_list ap)
+{
+	char line[70000];
+	size_t n = 0;
+	int len = vsnprintf(line, sizeof line - 1, fmt, ap);
+	assert_true(len > 0 && (size_t)len < sizeof line - 1);
+	line[len++] = '\n';
+	assert_int_equal(write(a->in, line, (size_t)len), len);
+	for (;;) {
+		char ch;
+		ssize_t r = read(a->out, &ch, 1);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			fail_msg("agentsim died during: %.*s", len - 1, line);
+		if (ch == '\n')
+			break;
+		if (n < sizeof a->reply - 1)
+			a->reply[n++] = ch;
+	}
+	a->reply[n] = 0;
+	return a->reply;
+}
+
+const char *th_agent_cmd(struct th_agent *a, const char *fmt, ...)
+{
+	va_list ap;
+	const char *r;
+	va_start(ap, fmt);
+	r = vcmd(a, fmt, ap);
+	va_end(ap);
+	return r;
+}
+
+const char *th_agent_ok(struct th_agent *a, const char *fmt, ...)
+{
+	va_list ap;
+	const char *r;
+	va_start(ap, fmt);
+	r = vcmd(a, fmt, ap);
+	va_end(ap);
+	if (strncmp(r, "ok", 2) != 0)
+		fail_msg("agentsim: %s", r);
+	return r[2] == ' ' ? r + 3 : r + 2;
+}
+
+int64_t th_agent_gen(struct th_agent *a, const char *fmt, ...)
+{
+	va_list ap;
+	const char *r;
+	va_start(ap, fmt);
+	r = vcmd(a, fmt, ap);
+	va_end(ap);
+	if (strncmp(r, "ok ", 3) != 0)
+		fail_msg("agentsim: %s", r);
+	return strtoll(r + 3, NULL, 10);
+}
+
+void th_agent_kill(struct th_agent *a)
+{
+	int st;
+	kill(a->pid, SIGKILL);
+	waitpid(a->pid, &st, 0);
+	close(a->in);
+	close(a->out);
+	a->pid = -1;
+}
+
+void th_agent_stop(struct th_agent *a)
+{
+	int st;
+	close(a->in);
+	waitpid(a->pid, &st, 0);
+	close(a->out);
+	a->pid = -1;
+}
+
+void th_wait_sleeping(pid_t tid)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)tid);
+	for (;;) {
+		FILE *f = fopen(path, "r");
+		char *p;
+		size_t n;
+		assert_non_null(f);
+		n = fread(buf, 1, sizeof buf - 1, f);
+		fclose(f);
+		buf[n] = 0;
+		p = strrchr(buf, ')');
+		if (p && p[1] == ' ' && p[2] == 'S')
+			return;
+		th_sleep_ms(1);
+	}
+}
+
+void th_proc_start(struct th_proc *p, uint64_t lease_min_ns, uint64_t lease_max_ns)
+{
+	procctl_config_t cfg;
+	memset(p, 0, sizeof *p);
+	memset(&cfg, 0, sizeof cfg);
+	cfg.consumer = "test";
+	cfg.schema_version = 1;
+	cfg.payload_capacity = 4096;
+	cfg.state_capacity = TH_DATA_CAP;
+	cfg.state_storage = p->storage;
+	cfg.resource_capacity = TH_NRES;
+	cfg.lease_min_ns = lease_min_ns;
+	cfg.lease_max_ns = lease_max_ns;
+	assert_int_equal(procctl_init(&p->ctx, &cfg), 0);
+	th_agent_start(&p->a, getpid(), procctl_fd(&p->ctx));
+}
+
+void th_proc_stop(struct th_proc *p)
+{
+	if (p->a.pid > 0)
+		th_agent_stop(&p->a);
+	procctl_close(&p->ctx);
+}
+
+struct procctl_state_hdr *th_state(struct th_proc *p)
+{
+	return (struct procctl_state_hdr *)(void *)(((uintptr_t)p->storage + 7u) & ~(uintptr_t)7u);
+}

@@ -1,0 +1,77 @@
+/* th.h - test helpers shared by the procctl test programs. */
+#ifndef PROCCTL_TH_H
+#define PROCCTL_TH_H
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "procctl.h"
+
+/* cmocka needs these before its header. */
+#include <setjmp.h>
+#include <cmocka.h>
+
+/* Skip when a kernel feature or privilege is missing; a failure when the
+ * environment says CI=true (CI must run everything). */
+#define TH_SKIP_OR_FAIL(why)                                             \
+	do {                                                             \
+		if (th_in_ci())                                          \
+			fail_msg("required in CI, missing here: %s", why); \
+		print_message("SKIP: %s\n", why);                        \
+		skip();                                                  \
+	} while (0)
+
+/* Run a cmocka group; PROCCTL_TEST_FILTER=pattern runs only matching tests. */
+#define TH_RUN(tests)                                                    \
+	(getenv("PROCCTL_TEST_FILTER") ? cmocka_set_test_filter(getenv("PROCCTL_TEST_FILTER")) : (void)0, \
+	 cmocka_run_group_tests(tests, NULL, NULL))
+
+int th_in_ci(void);
+uint64_t th_now_ns(void);
+void th_sleep_ms(unsigned ms);
+
+/* An agentsim process: a separate agent the test drives line by line. */
+struct th_agent {
+	pid_t pid;
+	int in;  /* we write commands */
+	int out; /* we read replies */
+	char reply[65536];
+};
+
+/* Start agentsim and attach it to (pid, fd) with pidfd_getfd. */
+void th_agent_start(struct th_agent *a, pid_t pid, int fd);
+/* Send one command (printf format); return the reply after "ok " (or ""),
+ * failing the test unless the reply starts with "ok". */
+const char *th_agent_ok(struct th_agent *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Send one command; return the whole reply line, "ok ..." or "err ...". */
+const char *th_agent_cmd(struct th_agent *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int64_t th_agent_gen(struct th_agent *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Kill it (SIGKILL) and reap it. */
+void th_agent_kill(struct th_agent *a);
+/* Ask it to exit and reap it. */
+void th_agent_stop(struct th_agent *a);
+
+/* A process side (this test process) with an agentsim attached to it. */
+#define TH_NRES 4
+#define TH_DATA_CAP 256
+struct th_proc {
+	procctl_t ctx;
+	unsigned char storage[PROCCTL_STATE_STORAGE(TH_NRES, TH_DATA_CAP)];
+	struct th_agent a;
+};
+
+/* procctl_init with consumer "test", schema 1, 4096 payload bytes,
+ * TH_DATA_CAP status bytes, TH_NRES resources and the given lease bounds
+ * (0: the defaults); then start an agentsim attached to it. */
+void th_proc_start(struct th_proc *p, uint64_t lease_min_ns, uint64_t lease_max_ns);
+void th_proc_stop(struct th_proc *p);
+/* The state block inside p->storage. */
+struct procctl_state_hdr *th_state(struct th_proc *p);
+
+/* Wait until thread tid of this process sleeps in the kernel (state S). */
+void th_wait_sleeping(pid_t tid);
+
+#endif
