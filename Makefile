@@ -1,6 +1,6 @@
 # procctl: a thin wrapper over CMake.
 #   make test    install what is missing, build, run every test three ways:
-#                gcc -O2; clang with ASan+UBSan; clang TSan
+#                gcc -O2; clang with ASan+UBSan (and libFuzzer); clang TSan
 #   make clean
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
@@ -35,7 +35,7 @@ test-asan:
 test-tsan:
 	CC=clang CXX=clang++ cmake -S . -B build-tsan $(CMAKE_FLAGS) -DPROCCTL_SANITIZE=thread
 	cmake --build build-tsan -j$(JOBS)
-	ctest --test-dir build-tsan --output-on-failure -E header_matrix
+	ctest --test-dir build-tsan --output-on-failure -E 'header_matrix|fuzz_'
 
 clean:
 	rm -rf build build-asan build-tsan
