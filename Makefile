@@ -1,11 +1,12 @@
 # procctl: a thin wrapper over CMake.
 #   make test    install what is missing, build, run every test three ways:
 #                gcc -O2; clang with ASan+UBSan (and libFuzzer); clang TSan
+#   make bench   build and write build/bench.json
 #   make clean
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
-.PHONY: all deps build test test-gcc test-asan test-tsan clean
+.PHONY: all deps build test test-gcc test-asan test-tsan bench clean
 
 all: build
 
@@ -36,6 +37,10 @@ test-tsan:
 	CC=clang CXX=clang++ cmake -S . -B build-tsan $(CMAKE_FLAGS) -DPROCCTL_SANITIZE=thread
 	cmake --build build-tsan -j$(JOBS)
 	ctest --test-dir build-tsan --output-on-failure -E 'header_matrix|fuzz_'
+
+bench: build
+	build/bench/bench_process | paste -sd, | sed 's/^/[/; s/$$/]/' > build/bench.json
+	@cat build/bench.json
 
 clean:
 	rm -rf build build-asan build-tsan
