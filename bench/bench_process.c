@@ -117,15 +117,10 @@ static void bench_poll_4k(const unsigned char *payload_src)
 	report("poll_4k", "ns", median(v, ROUNDS), median(f, ROUNDS));
 }
 
-/* ---- init ---- */
-static void bench_init(void)
+/* The configuration every benchmark uses: 4 KiB payload, 4 resources. */
+static procctl_config_t bench_cfg(void *storage)
 {
-	static unsigned char storage[PROCCTL_STATE_STORAGE(4, 256)];
 	procctl_config_t cfg;
-	double v[ROUNDS], f[ROUNDS];
-	const int n = 400;
-	int r;
-
 	memset(&cfg, 0, sizeof cfg);
 	cfg.consumer = "bench";
 	cfg.schema_version = 1;
@@ -133,6 +128,18 @@ static void bench_init(void)
 	cfg.state_capacity = 256;
 	cfg.resource_capacity = 4;
 	cfg.state_storage = storage;
+	return cfg;
+}
+
+/* ---- init ---- */
+static void bench_init(void)
+{
+	static unsigned char storage[PROCCTL_STATE_STORAGE(4, 256)];
+	procctl_config_t cfg = bench_cfg(storage);
+	double v[ROUNDS], f[ROUNDS];
+	const int n = 400;
+	int r;
+
 	for (r = 0; r < ROUNDS; r++) {
 		double t0 = now_ns();
 		int i;
@@ -167,17 +174,10 @@ int main(void)
 	static unsigned char payload[4096];
 	struct procctl_region reg;
 	enum procctl_reject why;
-	procctl_config_t cfg;
+	procctl_config_t cfg = bench_cfg(storage);
 	char path[64];
 	int fd, i;
 
-	memset(&cfg, 0, sizeof cfg);
-	cfg.consumer = "bench";
-	cfg.schema_version = 1;
-	cfg.payload_capacity = 4096;
-	cfg.state_capacity = 256;
-	cfg.resource_capacity = 4;
-	cfg.state_storage = storage;
 	if (procctl_init(&ctx, &cfg) < 0)
 		return 1;
 	/* This process is its own agent: map the region read/write. */

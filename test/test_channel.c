@@ -15,24 +15,6 @@
 #include "region.h"
 #include "th.h"
 
-#define LEASE_NS 10000000000ull /* 10 s: no lease expiry in these tests */
-
-static int setup(void **state)
-{
-	struct th_proc *p = calloc(1, sizeof *p);
-	th_proc_start(p, 0, 0);
-	th_agent_gen(&p->a, "claim 1 1 %llu", LEASE_NS);
-	*state = p;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	struct th_proc *p = *state;
-	th_proc_stop(p);
-	free(p);
-	return 0;
-}
 
 static void publish_poll_ack(void **state)
 {
@@ -126,8 +108,7 @@ static void wake_for(struct th_proc *p, const char *cmd)
 	pid_t tid;
 
 	/* Observe the current seq, as the caller's loop would. */
-	memset(&res, 0, sizeof res);
-	strcpy(res.kind, "gpu");
+	res = th_gpu(0);
 	(void)procctl_poll(&p->ctx, buf, sizeof buf, NULL);
 	assert_true(procctl_grant_get(&p->ctx, &res, &g) >= 0);
 	assert_int_equal(pthread_create(&t, NULL, wait_thread, &w), 0);
@@ -179,7 +160,7 @@ static void killed_mid_write(void **state)
 	assert_int_equal(procctl_poll(&p->ctx, buf, sizeof buf, &gen), 0); /* cached: one load */
 
 	th_agent_start(&p->a, getpid(), procctl_fd(&p->ctx));
-	th_agent_gen(&p->a, "claim 1 2 %llu", LEASE_NS);
+	th_agent_gen(&p->a, "claim 1 2 %llu", TH_LEASE_NS);
 	assert_int_equal(procctl_poll(&p->ctx, buf, sizeof buf, &gen), 4);
 	assert_memory_equal(buf, "good", 4);
 	assert_int_equal(gen, (uint64_t)g);
@@ -250,7 +231,7 @@ static void killed_at_random(void **state)
 		if (ctrl_seq(p) & 1u)
 			odd++;
 		th_agent_start(&p->a, getpid(), procctl_fd(&p->ctx));
-		th_agent_gen(&p->a, "claim 1 %d %llu", round + 2, LEASE_NS);
+		th_agent_gen(&p->a, "claim 1 %d %llu", round + 2, TH_LEASE_NS);
 	}
 	__atomic_store_n(&q.stop, 1, __ATOMIC_RELEASE);
 	pthread_join(t, NULL);
@@ -400,7 +381,7 @@ static void same_process_writer(void **state)
 	assert_true(fd >= 0);
 	assert_int_equal(procctl_region_map(&r, fd, &why), 0);
 	close(fd);
-	assert_true(procctl_region_claim(&r, 1, 2, LEASE_NS) > 0); /* the successor of agentsim */
+	assert_true(procctl_region_claim(&r, 1, 2, TH_LEASE_NS) > 0); /* the successor of agentsim */
 	for (i = 0; i < 2; i++)
 		assert_int_equal(pthread_create(&tq[i], NULL, poll_thread, &q[i]), 0);
 	assert_int_equal(pthread_create(&tw, NULL, writer_thread, &w), 0);
@@ -418,16 +399,16 @@ static void same_process_writer(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(publish_poll_ack, setup, teardown),
-		cmocka_unit_test_setup_teardown(clear_once, setup, teardown),
-		cmocka_unit_test_setup_teardown(too_small_is_not_consumed, setup, teardown),
-		cmocka_unit_test_setup_teardown(wakes, setup, teardown),
-		cmocka_unit_test_setup_teardown(write_between_read_and_wait, setup, teardown),
-		cmocka_unit_test_setup_teardown(killed_mid_write, setup, teardown),
-		cmocka_unit_test_setup_teardown(killed_at_random, setup, teardown),
-		cmocka_unit_test_setup_teardown(hostile_slots, setup, teardown),
-		cmocka_unit_test_setup_teardown(delivered_once, setup, teardown),
-		cmocka_unit_test_setup_teardown(same_process_writer, setup, teardown),
+		cmocka_unit_test_setup_teardown(publish_poll_ack, th_setup_claimed, th_teardown),
+		cmocka_unit_test_setup_teardown(clear_once, th_setup_claimed, th_teardown),
+		cmocka_unit_test_setup_teardown(too_small_is_not_consumed, th_setup_claimed, th_teardown),
+		cmocka_unit_test_setup_teardown(wakes, th_setup_claimed, th_teardown),
+		cmocka_unit_test_setup_teardown(write_between_read_and_wait, th_setup_claimed, th_teardown),
+		cmocka_unit_test_setup_teardown(killed_mid_write, th_setup_claimed, th_teardown),
+		cmocka_unit_test_setup_teardown(killed_at_random, th_setup_claimed, th_teardown),
+		cmocka_unit_test_setup_teardown(hostile_slots, th_setup_claimed, th_teardown),
+		cmocka_unit_test_setup_teardown(delivered_once, th_setup_claimed, th_teardown),
+		cmocka_unit_test_setup_teardown(same_process_writer, th_setup_claimed, th_teardown),
 	};
 	return TH_RUN(tests);
 }

@@ -26,21 +26,14 @@
 
 static int setup(void **state)
 {
-	struct th_proc *p = calloc(1, sizeof *p);
-	th_proc_start(p, 0, 0);
-	th_agent_gen(&p->a, "claim 1 1 10000000000");
+	struct th_proc *p;
+	th_setup_claimed(state);
+	p = *state;
 	th_agent_gen(&p->a, "publish parent-config");
 	th_agent_gen(&p->a, "grant gpu 00 99");
-	*state = p;
 	return 0;
 }
 
-static int teardown(void **state)
-{
-	th_proc_stop(*state);
-	free(*state);
-	return 0;
-}
 
 /* What every forked child must see, before and after its reinit. */
 static void child_checks(procctl_t *ctx, const procctl_grant_t *parent_grant)
@@ -198,8 +191,8 @@ static void fork_into_pid_namespace(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(plain_fork, setup, teardown),
-		cmocka_unit_test_setup_teardown(fork_into_pid_namespace, setup, teardown),
+		cmocka_unit_test_setup_teardown(plain_fork, setup, th_teardown),
+		cmocka_unit_test_setup_teardown(fork_into_pid_namespace, setup, th_teardown),
 	};
 	return TH_RUN(tests);
 }

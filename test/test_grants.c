@@ -9,37 +9,11 @@
 
 #include "th.h"
 
-#define LEASE_NS 10000000000ull
-
-static int setup(void **state)
-{
-	struct th_proc *p = calloc(1, sizeof *p);
-	th_proc_start(p, 0, 0);
-	th_agent_gen(&p->a, "claim 1 1 %llu", LEASE_NS);
-	*state = p;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	th_proc_stop(*state);
-	free(*state);
-	return 0;
-}
-
-static procctl_resource_t gpu(uint8_t id)
-{
-	procctl_resource_t r;
-	memset(&r, 0, sizeof r);
-	strcpy(r.kind, "gpu");
-	r.id[0] = id;
-	return r;
-}
 
 static void grant_revoke_report(void **state)
 {
 	struct th_proc *p = *state;
-	procctl_resource_t g0 = gpu(0), g1 = gpu(1);
+	procctl_resource_t g0 = th_gpu(0), g1 = th_gpu(1);
 	procctl_grant_t s, other;
 	char want[128];
 	int64_t gen, rgen;
@@ -95,7 +69,7 @@ static void grant_revoke_report(void **state)
 static void lapse_voids_grants(void **state)
 {
 	struct th_proc *p = *state;
-	procctl_resource_t g0 = gpu(0);
+	procctl_resource_t g0 = th_gpu(0);
 	procctl_grant_t s, again;
 	uint64_t t;
 
@@ -132,7 +106,7 @@ static void lapse_voids_grants(void **state)
 static void bad_keys_and_full_table(void **state)
 {
 	struct th_proc *p = *state;
-	procctl_resource_t r = gpu(0);
+	procctl_resource_t r = th_gpu(0);
 	procctl_grant_t s;
 	int i;
 
@@ -141,10 +115,10 @@ static void bad_keys_and_full_table(void **state)
 	memset(r.kind, 'a', sizeof r.kind); /* no terminator */
 	assert_int_equal(procctl_grant_get(&p->ctx, &r, &s), -EINVAL);
 	assert_int_equal(procctl_resource_report(&p->ctx, &r, PROCCTL_RES_IDLE, 0, NULL, 0), -EINVAL);
-	r = gpu(0);
+	r = th_gpu(0);
 	r.kind[0] = 0;
 	assert_int_equal(procctl_resource_report(&p->ctx, &r, PROCCTL_RES_IDLE, 0, NULL, 0), -EINVAL);
-	r = gpu(0);
+	r = th_gpu(0);
 	assert_int_equal(procctl_resource_report(&p->ctx, &r, 9, 0, NULL, 0), -EINVAL);
 	assert_int_equal(procctl_resource_report(&p->ctx, &r, PROCCTL_RES_IDLE, 0x4, NULL, 0), -EINVAL);
 	assert_int_equal(procctl_grant_get(&p->ctx, NULL, &s), -EINVAL);
@@ -153,12 +127,12 @@ static void bad_keys_and_full_table(void **state)
 	assert_int_equal(procctl_resource_report(&p->ctx, &r, PROCCTL_RES_IDLE, 0, NULL, 0), 0);
 	assert_non_null(strstr(th_agent_ok(&p->a, "readstate"), "res=gpu:0:0:0:0,"));
 	for (i = 1; i < TH_NRES; i++) {
-		r = gpu((uint8_t)i);
+		r = th_gpu((uint8_t)i);
 		assert_int_equal(procctl_resource_report(&p->ctx, &r, PROCCTL_RES_IDLE, 0, NULL, 0), 0);
 	}
-	r = gpu(TH_NRES);
+	r = th_gpu(TH_NRES);
 	assert_int_equal(procctl_resource_report(&p->ctx, &r, PROCCTL_RES_IDLE, 0, NULL, 0), -ENOSPC);
-	r = gpu(1); /* an existing entry is updated in place */
+	r = th_gpu(1); /* an existing entry is updated in place */
 	assert_int_equal(procctl_resource_report(&p->ctx, &r, PROCCTL_RES_IDLE, PROCCTL_RES_F_WANT, NULL, 0), 0);
 }
 
@@ -166,7 +140,7 @@ static void bad_keys_and_full_table(void **state)
 static void hostile_grants(void **state)
 {
 	struct th_proc *p = *state;
-	procctl_resource_t g0 = gpu(0);
+	procctl_resource_t g0 = th_gpu(0);
 	procctl_grant_t s;
 
 	th_agent_gen(&p->a, "grant gpu 00 5");
@@ -184,10 +158,10 @@ static void hostile_grants(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(grant_revoke_report, setup, teardown),
-		cmocka_unit_test_setup_teardown(lapse_voids_grants, setup, teardown),
-		cmocka_unit_test_setup_teardown(bad_keys_and_full_table, setup, teardown),
-		cmocka_unit_test_setup_teardown(hostile_grants, setup, teardown),
+		cmocka_unit_test_setup_teardown(grant_revoke_report, th_setup_claimed, th_teardown),
+		cmocka_unit_test_setup_teardown(lapse_voids_grants, th_setup_claimed, th_teardown),
+		cmocka_unit_test_setup_teardown(bad_keys_and_full_table, th_setup_claimed, th_teardown),
+		cmocka_unit_test_setup_teardown(hostile_grants, th_setup_claimed, th_teardown),
 	};
 	return TH_RUN(tests);
 }

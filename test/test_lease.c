@@ -19,13 +19,6 @@ static int setup(void **state)
 	return 0;
 }
 
-static int teardown(void **state)
-{
-	th_proc_stop(*state);
-	free(*state);
-	return 0;
-}
-
 static void expiry_and_heartbeat(void **state)
 {
 	struct th_proc *p = *state;
@@ -139,10 +132,10 @@ static void release_and_uninstall(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(expiry_and_heartbeat, setup, teardown),
-		cmocka_unit_test_setup_teardown(clamped_to_bounds, setup, teardown),
-		cmocka_unit_test_setup_teardown(change_mid_lease, setup, teardown),
-		cmocka_unit_test_setup_teardown(release_and_uninstall, setup, teardown),
+		cmocka_unit_test_setup_teardown(expiry_and_heartbeat, setup, th_teardown),
+		cmocka_unit_test_setup_teardown(clamped_to_bounds, setup, th_teardown),
+		cmocka_unit_test_setup_teardown(change_mid_lease, setup, th_teardown),
+		cmocka_unit_test_setup_teardown(release_and_uninstall, setup, th_teardown),
 	};
 	return TH_RUN(tests);
 }

@@ -13,22 +13,6 @@
 
 #include "th.h"
 
-static int setup(void **state)
-{
-	struct th_proc *p = calloc(1, sizeof *p);
-	th_proc_start(p, 0, 0);
-	th_agent_gen(&p->a, "claim 1 1 10000000000");
-	*state = p;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	th_proc_stop(*state);
-	free(*state);
-	return 0;
-}
-
 static void status_bytes(void **state)
 {
 	struct th_proc *p = *state;
@@ -162,9 +146,9 @@ static void many_writers(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(status_bytes, setup, teardown),
-		cmocka_unit_test_setup_teardown(try_and_wait, setup, teardown),
-		cmocka_unit_test_setup_teardown(many_writers, setup, teardown),
+		cmocka_unit_test_setup_teardown(status_bytes, th_setup_claimed, th_teardown),
+		cmocka_unit_test_setup_teardown(try_and_wait, th_setup_claimed, th_teardown),
+		cmocka_unit_test_setup_teardown(many_writers, th_setup_claimed, th_teardown),
 	};
 	return TH_RUN(tests);
 }

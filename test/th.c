@@ -179,3 +179,29 @@ struct procctl_state_hdr *th_state(struct th_proc *p)
 {
 	return (struct procctl_state_hdr *)(void *)(((uintptr_t)p->storage + 7u) & ~(uintptr_t)7u);
 }
+
+int th_setup_claimed(void **state)
+{
+	struct th_proc *p = calloc(1, sizeof *p);
+	assert_non_null(p);
+	th_proc_start(p, 0, 0);
+	th_agent_gen(&p->a, "claim 1 1 %llu", TH_LEASE_NS);
+	*state = p;
+	return 0;
+}
+
+int th_teardown(void **state)
+{
+	th_proc_stop(*state);
+	free(*state);
+	return 0;
+}
+
+procctl_resource_t th_gpu(uint8_t id)
+{
+	procctl_resource_t r;
+	memset(&r, 0, sizeof r);
+	strcpy(r.kind, "gpu");
+	r.id[0] = id;
+	return r;
+}

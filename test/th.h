@@ -68,6 +68,15 @@ struct th_proc {
  * (0: the defaults); then start an agentsim attached to it. */
 void th_proc_start(struct th_proc *p, uint64_t lease_min_ns, uint64_t lease_max_ns);
 void th_proc_stop(struct th_proc *p);
+/* cmocka fixtures: a th_proc (default lease bounds) whose agentsim has
+ * claimed the region with a 10 s lease; and its teardown. */
+#define TH_LEASE_NS 10000000000ull
+int th_setup_claimed(void **state);
+int th_teardown(void **state);
+
+/* A resource of kind "gpu" with id byte 0 = id. */
+procctl_resource_t th_gpu(uint8_t id);
+
 /* The state block inside p->storage. */
 struct procctl_state_hdr *th_state(struct th_proc *p);
 
