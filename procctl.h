@@ -203,6 +203,10 @@ struct procctl_ctrl {
 /* Slot flags. */
 #define PROCCTL_SLOT_CLEARED 0x1u /* the config was cleared at config_gen */
 
+/* Generations never exceed this (SPEC.md 12): an agent refuses to adopt a
+ * region that shows more, so gen + 1 never wraps. */
+#define PROCCTL_GEN_MAX (1ull << 62)
+
 /* A slot header: at hdr.slot_off[i], 64-byte aligned, followed by the grant
  * table (hdr.grant_off) and the payload (hdr.payload_off). W: agent, into
  * the inactive slot only. R: process, under the seqlock. A: relaxed loads
@@ -355,6 +359,7 @@ typedef struct procctl_grant {
 	uint64_t gen;        /* generation that issued the grant */
 	uint64_t revoke_gen; /* nonzero: revoked at that generation */
 	uint64_t seen_gen;   /* slot generation this snapshot was read from */
+	uint64_t instance_;    /* private */
 	uint64_t lease_epoch_; /* private */
 	int32_t pid_;          /* private */
 	uint32_t reserved_;    /* private */
@@ -378,10 +383,12 @@ typedef struct procctl {
 	uint32_t res_cap_, data_cap_, state_size_;
 	char consumer_[32];
 	/* read-side caches, atomics */
-	uint32_t seen_seq_;  /* last seq poll finished with (idle fast path) */
-	uint32_t wait_seq_;  /* last seq any read observed (procctl_wait) */
+	uint32_t seen_seq_;  /* last seq poll finished with: its idle fast path and wait token */
+	uint32_t grant_seq_; /* last seq procctl_grant_get read at: its wait token */
+	uint32_t reads_;     /* PROCCTL__READ_*: the kinds of reads made so far */
+	uint32_t data_len_;  /* consumer bytes in the state block (private copy) */
 	uint64_t applied_gen_; /* last config generation poll delivered */
-	uint64_t max_gen_;     /* highest slot generation any read observed */
+	uint64_t max_gen_;     /* highest generation of a verified slot a grant read saw */
 	/* lease tracking, under lease_lock_ */
 	uint32_t lease_lock_;
 	int32_t alive_;
@@ -390,7 +397,7 @@ typedef struct procctl {
 	uint64_t lease_epoch_, stale_gen_;
 	/* state writers */
 	uint32_t state_waiters_;
-	uint32_t reserved_;
+	uint32_t reserved2_;
 } procctl_t;
 
 PROCCTL_API int procctl_init(procctl_t *ctx, const procctl_config_t *cfg);
@@ -415,6 +422,13 @@ PROCCTL_API uint64_t procctl_instance_id(const procctl_t *ctx);
 PROCCTL_API uint32_t procctl_crc32c(uint32_t crc, const void *buf, size_t len);
 /* Validate a consumer name or a resource kind: 0 or -EINVAL. */
 PROCCTL_API int procctl_name_valid(const char *s, size_t max);
+/* Copy res into key with the kind NUL padded: keys compare as 32 raw
+ * bytes (SPEC.md 3.4). -EINVAL unless the kind is a valid name that ends
+ * inside its 16 bytes. */
+PROCCTL_API int procctl_resource_key(const procctl_resource_t *res, procctl_resource_t *key);
+/* 1 when a slot header copy is consistent (SPEC.md 3.3) for a region of
+ * these capacities; both sides use it. */
+PROCCTL_API int procctl_slot_valid(const struct procctl_slot *s, uint32_t payload_cap, uint32_t grant_cap);
 
 /* ------------------------------------------------------------------------
  * 5. ATOMICS, shared with libprocctl-agent (kernel names over the __atomic
@@ -458,6 +472,8 @@ PROCCTL_API int procctl_name_valid(const char *s, size_t max);
 #ifndef PROCCTL_READ_RETRIES
 #define PROCCTL_READ_RETRIES 4
 #endif
+#define PROCCTL__READ_POLL 0x1u
+#define PROCCTL__READ_GRANT 0x2u
 #ifndef MFD_CLOEXEC
 #define MFD_CLOEXEC 0x0001u
 #define MFD_ALLOW_SEALING 0x0002u
@@ -731,17 +747,17 @@ PROCCTL_API int procctl_name_valid(const char *s, size_t max)
 	return n ? 0 : -EINVAL;
 }
 
-/* Copy a caller's resource into key, NUL padded; -EINVAL unless its kind
- * is a valid name terminated inside the 16 bytes. */
-static int procctl__key(const procctl_resource_t *res, procctl_resource_t *key)
+PROCCTL_API int procctl_resource_key(const procctl_resource_t *res, procctl_resource_t *key)
 {
+	procctl_resource_t k; /* res and key may be the same */
 	const char *end;
 	if (!res || !(end = (const char *)memchr(res->kind, 0, sizeof res->kind)) ||
 	    procctl_name_valid(res->kind, PROCCTL_KIND_MAX) < 0)
 		return -EINVAL;
-	memset(key, 0, sizeof *key);
-	memcpy(key->kind, res->kind, (size_t)(end - res->kind));
-	memcpy(key->id, res->id, sizeof key->id);
+	memset(&k, 0, sizeof k);
+	memcpy(k.kind, res->kind, (size_t)(end - res->kind));
+	memcpy(k.id, res->id, sizeof k.id);
+	*key = k;
 	return 0;
 }
 
@@ -877,7 +893,7 @@ static uint64_t procctl__lease_update(procctl_t *c, uint64_t now)
 	if (hb != c->hb_seen_) {
 		/* More than a lease between two observations: it may have lapsed
 		 * unseen, so it counts as a lapse (SPEC.md 8.4). */
-		if (c->alive_ && now - c->hb_time_ns_ > lease)
+		if (c->alive_ && now - c->hb_time_ns_ >= lease)
 			procctl__lease_lapse(c);
 		c->hb_seen_ = hb;
 		c->hb_time_ns_ = now;
@@ -953,44 +969,58 @@ static int procctl__seq_unchanged(const procctl_t *c, uint32_t seq)
 	return procctl__load_relaxed(&c->ctrl_->seq) == seq;
 }
 
-static int procctl__slot_sane(const procctl_t *c, const struct procctl_slot *s)
+PROCCTL_API int procctl_slot_valid(const struct procctl_slot *s, uint32_t payload_cap, uint32_t grant_cap)
 {
 	int cleared = (s->flags & PROCCTL_SLOT_CLEARED) != 0;
-	if (s->length > c->payload_cap_ || s->ngrants > c->grant_cap_ || s->config_gen > s->gen)
+	if (s->gen > PROCCTL_GEN_MAX || s->length > payload_cap || s->ngrants > grant_cap || s->config_gen > s->gen)
 		return 0;
 	if (s->config_gen == 0) /* no config yet */
 		return s->length == 0 && !cleared;
 	return cleared ? s->length == 0 : s->length != 0;
 }
 
+/* Deliver config_gen unless this or another thread already delivered it
+ * or a later one: a CAS to the maximum, so no generation is lost. */
+static int procctl__deliver(procctl_t *c, uint64_t gen)
+{
+	uint64_t cur = procctl__load_relaxed(&c->applied_gen_);
+	while (cur < gen)
+		if (procctl__cas(&c->applied_gen_, &cur, gen, __ATOMIC_RELAXED))
+			return 1;
+	return 0;
+}
+
+static void procctl__read_kind(procctl_t *c, uint32_t kind)
+{
+	if (!(procctl__load_relaxed(&c->reads_) & kind))
+		__atomic_fetch_or(&c->reads_, kind, __ATOMIC_RELAXED);
+}
+
 static int procctl__poll_slow(procctl_t *c, void *buf, size_t cap, uint64_t *gen_out, uint32_t seq)
 {
 	int tries;
+	procctl__read_kind(c, PROCCTL__READ_POLL);
 	for (tries = 0;; tries++) {
 		struct procctl__snap sn;
-		uint64_t applied;
 		uint32_t crc;
 
 		if (tries) {
 			if (tries > PROCCTL_READ_RETRIES)
-				return -EAGAIN;
+				return -EAGAIN; /* nothing cached: the next call starts over */
 			seq = procctl__smp_load_acquire(&c->ctrl_->seq);
 		}
-		procctl__store_relaxed(&c->wait_seq_, seq);
 		if (seq & 1u) { /* a write is in progress, or its writer died */
 			procctl__store_relaxed(&c->seen_seq_, seq);
 			return -EBUSY;
 		}
 		procctl__snap_hdr(c, &sn);
-		applied = procctl__load_relaxed(&c->applied_gen_);
-		if (sn.s.gen == 0 || sn.s.config_gen <= applied) { /* nothing new */
+		if (sn.s.gen == 0 || sn.s.config_gen <= procctl__load_relaxed(&c->applied_gen_)) {
 			if (!procctl__seq_unchanged(c, seq))
 				continue;
-			procctl__max_gen(c, sn.s.gen);
-			procctl__store_relaxed(&c->seen_seq_, seq);
+			procctl__store_relaxed(&c->seen_seq_, seq); /* nothing new */
 			return 0;
 		}
-		if (!procctl__slot_sane(c, &sn.s)) {
+		if (!procctl_slot_valid(&sn.s, c->payload_cap_, c->grant_cap_)) {
 			if (!procctl__seq_unchanged(c, seq))
 				continue;
 			procctl__store_relaxed(&c->seen_seq_, seq);
@@ -1007,14 +1037,13 @@ static int procctl__poll_slow(procctl_t *c, void *buf, size_t cap, uint64_t *gen
 		crc = procctl__crc_shared(crc, buf, sn.base + c->payload_off_, sn.s.length);
 		if (!procctl__seq_unchanged(c, seq))
 			continue;
-		procctl__max_gen(c, sn.s.gen);
 		procctl__store_relaxed(&c->seen_seq_, seq);
 		if (~crc != sn.s.crc)
 			return -EBADMSG;
 		if (sn.s.epoch != sn.owner_epoch)
 			return -ESTALE;
-		if (!procctl__cas(&c->applied_gen_, &applied, sn.s.config_gen, __ATOMIC_RELAXED))
-			return 0; /* another thread delivered it */
+		if (!procctl__deliver(c, sn.s.config_gen))
+			return 0; /* another thread delivered it, or a later one */
 		if (gen_out)
 			*gen_out = sn.s.config_gen;
 		return (sn.s.flags & PROCCTL_SLOT_CLEARED) ? -ENODATA : (int)sn.s.length;
@@ -1040,10 +1069,11 @@ PROCCTL_API int procctl_grant_get(procctl_t *ctx, const procctl_resource_t *res,
 	uint64_t epoch;
 	int tries;
 
-	if (!out || procctl__key(res, &key) < 0)
-		return -EINVAL;
-	if (procctl__forked(ctx))
+	if (procctl__forked_pid(ctx))
 		return -ECHILD;
+	if (!out || procctl_resource_key(res, &key) < 0)
+		return -EINVAL;
+	procctl__read_kind(ctx, PROCCTL__READ_GRANT);
 	procctl__lease_lock(ctx);
 	procctl__lease_update(ctx, procctl__now_ns());
 	epoch = ctx->lease_epoch_;
@@ -1056,12 +1086,13 @@ PROCCTL_API int procctl_grant_get(procctl_t *ctx, const procctl_resource_t *res,
 		uint32_t crc, i, found = 0;
 		uint32_t seq = procctl__smp_load_acquire(&ctx->ctrl_->seq);
 
-		procctl__store_relaxed(&ctx->wait_seq_, seq);
+		procctl__store_relaxed(&ctx->grant_seq_, seq);
 		if (seq & 1u)
 			return -EBUSY;
 		procctl__snap_hdr(ctx, &sn);
 		memset(out, 0, sizeof *out);
 		out->res = key;
+		out->instance_ = ctx->instance_id_;
 		out->lease_epoch_ = epoch;
 		out->pid_ = ctx->pid_;
 		if (sn.s.gen == 0) { /* never written: no grants */
@@ -1069,7 +1100,7 @@ PROCCTL_API int procctl_grant_get(procctl_t *ctx, const procctl_resource_t *res,
 				continue;
 			return 0;
 		}
-		if (!procctl__slot_sane(ctx, &sn.s)) {
+		if (!procctl_slot_valid(&sn.s, ctx->payload_cap_, ctx->grant_cap_)) {
 			if (!procctl__seq_unchanged(ctx, seq))
 				continue;
 			return -EBADMSG;
@@ -1086,11 +1117,11 @@ PROCCTL_API int procctl_grant_get(procctl_t *ctx, const procctl_resource_t *res,
 		crc = procctl__crc_shared(crc, NULL, sn.base + ctx->payload_off_, sn.s.length);
 		if (!procctl__seq_unchanged(ctx, seq))
 			continue;
-		procctl__max_gen(ctx, sn.s.gen);
 		if (~crc != sn.s.crc || found > 1)
 			return -EBADMSG;
 		if (sn.s.epoch != sn.owner_epoch)
 			return -ESTALE;
+		procctl__max_gen(ctx, sn.s.gen); /* verified: counts for 9.3 */
 		out->seen_gen = sn.s.gen;
 		if (!found)
 			return 0;
@@ -1108,7 +1139,8 @@ PROCCTL_API int procctl_grant_get(procctl_t *ctx, const procctl_resource_t *res,
 PROCCTL_API int procctl_grant_usable(procctl_t *ctx, const procctl_grant_t *g)
 {
 	uint64_t left, epoch, stale;
-	if (!g || g->grant_id == 0 || g->revoke_gen != 0 || procctl__forked_pid(ctx) || g->pid_ != ctx->pid_)
+	if (!g || g->grant_id == 0 || g->revoke_gen != 0 || g->instance_ != ctx->instance_id_ ||
+	    procctl__forked_pid(ctx) || g->pid_ != ctx->pid_)
 		return 0;
 	procctl__lease_lock(ctx);
 	left = procctl__lease_update(ctx, procctl__now_ns());
@@ -1119,45 +1151,57 @@ PROCCTL_API int procctl_grant_usable(procctl_t *ctx, const procctl_grant_t *g)
 	return left != 0 && g->lease_epoch_ == epoch && g->gen > stale;
 }
 
+/* 1 when seq differs from what a read of each kind made so far last saw:
+ * a write happened that some reader of this context has not read. */
+static int procctl__unread(const procctl_t *c, uint32_t seq)
+{
+	uint32_t kinds = procctl__load_relaxed(&c->reads_);
+	if ((!kinds || (kinds & PROCCTL__READ_POLL)) && seq != procctl__load_relaxed(&c->seen_seq_))
+		return 1;
+	return (kinds & PROCCTL__READ_GRANT) && seq != procctl__load_relaxed(&c->grant_seq_);
+}
+
 PROCCTL_API int procctl_wait(procctl_t *ctx, int64_t timeout_ns)
 {
-	uint32_t tok;
-	uint64_t left, wait_ns;
-	struct timespec ts;
-	long r;
+	uint64_t end, now;
 
 	if (procctl__forked(ctx))
 		return -ECHILD;
-	tok = procctl__load_relaxed(&ctx->wait_seq_);
-	if (procctl__smp_load_acquire(&ctx->ctrl_->seq) != tok)
-		return 0;
-	procctl__lease_lock(ctx);
-	left = procctl__lease_update(ctx, procctl__now_ns());
-	procctl__lease_unlock(ctx);
-	/* Wake when a live lease would run out, so the caller sees it. */
-	wait_ns = timeout_ns < 0 ? UINT64_MAX : (uint64_t)timeout_ns;
-	if (left && left < wait_ns)
-		wait_ns = left;
-	if (wait_ns == 0)
-		return -ETIMEDOUT;
-	ts.tv_sec = (time_t)(wait_ns / 1000000000ull);
-	ts.tv_nsec = (long)(wait_ns % 1000000000ull);
-	/* Shared futex: the agent wakes it through its own mapping. */
-	r = procctl__futex(&ctx->ctrl_->seq, FUTEX_WAIT, tok, wait_ns == UINT64_MAX ? NULL : &ts);
-	if (r == 0 || errno == EAGAIN)
-		return 0;
-	return errno == ETIMEDOUT ? -ETIMEDOUT : errno == EINTR ? -EINTR : -errno;
+	now = procctl__now_ns();
+	end = timeout_ns < 0 || (uint64_t)timeout_ns > UINT64_MAX - now ? UINT64_MAX : now + (uint64_t)timeout_ns;
+	for (;;) {
+		uint32_t seq = procctl__smp_load_acquire(&ctx->ctrl_->seq);
+		uint64_t left, wait_ns;
+		struct timespec ts;
+
+		if (procctl__unread(ctx, seq))
+			return 0;
+		procctl__lease_lock(ctx);
+		left = procctl__lease_update(ctx, now);
+		procctl__lease_unlock(ctx);
+		/* Wake when a live lease would run out, so the caller sees it. */
+		wait_ns = end == UINT64_MAX ? UINT64_MAX : end > now ? end - now : 0;
+		if (left && left < wait_ns)
+			wait_ns = left;
+		if (wait_ns == 0)
+			return -ETIMEDOUT;
+		ts.tv_sec = (time_t)(wait_ns / 1000000000ull);
+		ts.tv_nsec = (long)(wait_ns % 1000000000ull);
+		/* Shared futex: the agent wakes it through its own mapping. A
+		 * wake can be spurious (anyone with the fd may send one): loop. */
+		if (procctl__futex(&ctx->ctrl_->seq, FUTEX_WAIT, seq, wait_ns == UINT64_MAX ? NULL : &ts) < 0 &&
+		    errno != EAGAIN && errno != ETIMEDOUT)
+			return -errno; /* EINTR, or a fault */
+		now = procctl__now_ns();
+	}
 }
 
 /* ---- the state block (SPEC.md section 7) ------------------------------ */
 static int procctl__state_begin(procctl_t *c, unsigned flags)
 {
-	uint32_t *seq;
+	uint32_t *seq = &c->state_->seq;
 	if (flags & ~PROCCTL_TRY)
 		return -EINVAL;
-	if (procctl__forked_pid(c))
-		return -ECHILD;
-	seq = &c->state_->seq;
 	for (;;) {
 		uint32_t s = procctl__load_relaxed(seq);
 		if (!(s & 1u)) {
@@ -1179,8 +1223,10 @@ static int procctl__state_begin(procctl_t *c, unsigned flags)
 static void procctl__state_end(procctl_t *c)
 {
 	struct procctl_state_hdr *st = c->state_;
-	size_t used = sizeof *st + (size_t)st->nres * sizeof(struct procctl_res_entry) + st->data_len;
+	/* Sizes from the private copies, never from caller storage. */
+	size_t used = sizeof *st + (size_t)c->res_cap_ * sizeof(struct procctl_res_entry) + c->data_len_;
 	uint32_t s = procctl__load_relaxed(&st->seq);
+	st->data_len = c->data_len_;
 	st->crc = ~procctl__crc_raw(~0u, (const unsigned char *)st + PROCCTL_STATE_CRC_OFF,
 				    used - PROCCTL_STATE_CRC_OFF);
 	/* Data before the even seq; pairs with the waiter's seq_cst load. */
@@ -1198,8 +1244,6 @@ static void procctl__doorbell(const procctl_t *c)
 static int procctl__ack(procctl_t *c, uint64_t gen, int32_t status, unsigned flags)
 {
 	int r;
-	if (procctl__forked_pid(c))
-		return -ECHILD;
 	if (gen == 0 || gen > procctl__load_relaxed(&c->applied_gen_))
 		return -EINVAL;
 	r = procctl__state_begin(c, flags);
@@ -1219,11 +1263,15 @@ static int procctl__ack(procctl_t *c, uint64_t gen, int32_t status, unsigned fla
 
 PROCCTL_API int procctl_ack(procctl_t *ctx, uint64_t gen, unsigned flags)
 {
+	if (procctl__forked_pid(ctx))
+		return -ECHILD;
 	return procctl__ack(ctx, gen, 0, flags);
 }
 
 PROCCTL_API int procctl_nack(procctl_t *ctx, uint64_t gen, int err, unsigned flags)
 {
+	if (procctl__forked_pid(ctx))
+		return -ECHILD;
 	if (err >= 0 || err < -4095)
 		return -EINVAL;
 	return procctl__ack(ctx, gen, err, flags);
@@ -1232,6 +1280,8 @@ PROCCTL_API int procctl_nack(procctl_t *ctx, uint64_t gen, int err, unsigned fla
 PROCCTL_API int procctl_state_set(procctl_t *ctx, const void *data, size_t len, unsigned flags)
 {
 	int r;
+	if (procctl__forked_pid(ctx))
+		return -ECHILD;
 	if (len > ctx->data_cap_)
 		return -EMSGSIZE;
 	if (len && !data)
@@ -1243,7 +1293,7 @@ PROCCTL_API int procctl_state_set(procctl_t *ctx, const void *data, size_t len, 
 		memcpy((unsigned char *)ctx->state_ + sizeof *ctx->state_ +
 			       (size_t)ctx->res_cap_ * sizeof(struct procctl_res_entry),
 		       data, len);
-	ctx->state_->data_len = (uint32_t)len;
+	ctx->data_len_ = (uint32_t)len;
 	procctl__state_end(ctx);
 	return 0;
 }
@@ -1256,16 +1306,20 @@ PROCCTL_API int procctl_resource_report(procctl_t *ctx, const procctl_resource_t
 	uint32_t i;
 	int r;
 
-	if (procctl__key(res, &key) < 0 || state > PROCCTL_RES_RELEASED || (flags & ~PROCCTL_RES_F_WANT) ||
+	if (procctl__forked_pid(ctx))
+		return -ECHILD;
+	if (procctl_resource_key(res, &key) < 0 || state > PROCCTL_RES_RELEASED || (flags & ~PROCCTL_RES_F_WANT) ||
 	    (basis && memcmp(&basis->res, &key, sizeof key)))
 		return -EINVAL;
-	/* Only a usable grant may be acquired or held (SPEC.md 9.4). */
-	if ((state == PROCCTL_RES_ACQUIRING || state == PROCCTL_RES_HOLDING) &&
-	    !procctl_grant_usable(ctx, basis))
-		return procctl__forked_pid(ctx) ? -ECHILD : -EPERM;
 	r = procctl__state_begin(ctx, mode);
 	if (r < 0)
 		return r;
+	/* Only a usable grant may be acquired or held (SPEC.md 9.4); checked
+	 * inside the write section, so a lapse cannot slip in between. */
+	if ((state == PROCCTL_RES_ACQUIRING || state == PROCCTL_RES_HOLDING) && !procctl_grant_usable(ctx, basis)) {
+		procctl__state_end(ctx);
+		return -EPERM;
+	}
 	tab = (struct procctl_res_entry *)(void *)(ctx->state_ + 1);
 	for (i = 0; i < ctx->res_cap_; i++) {
 		if (!memcmp(tab[i].kind, key.kind, sizeof key.kind) && !memcmp(tab[i].id, key.id, sizeof key.id)) {
@@ -1275,7 +1329,11 @@ PROCCTL_API int procctl_resource_report(procctl_t *ctx, const procctl_resource_t
 		if (!e && tab[i].kind[0] == 0)
 			e = &tab[i];
 	}
-	if (!e) {
+	if (state == PROCCTL_RES_IDLE && !flags && !basis) {
+		/* Nothing held, nothing wanted, no grant to confirm: free it. */
+		if (e && e->kind[0])
+			memset(e, 0, sizeof *e);
+	} else if (!e) {
 		r = -ENOSPC;
 	} else {
 		memset(e, 0, sizeof *e);
@@ -1405,7 +1463,7 @@ static int procctl__create(procctl_t *c)
 	c->slot_[1] = c->map_ + h.slot_off[1];
 	c->grant_off_ = h.grant_off;
 	c->payload_off_ = h.payload_off;
-	c->seen_seq_ = c->wait_seq_ = 0;
+	c->seen_seq_ = c->grant_seq_ = c->reads_ = c->data_len_ = 0;
 	c->applied_gen_ = c->max_gen_ = 0;
 	c->lease_lock_ = 0;
 	c->alive_ = 0;

@@ -28,6 +28,13 @@ static const char *const reject_names[PROCCTL_REJECT__COUNT] = {
 	[PROCCTL_REJECT_STATE_WRITER] = "state_wrong_writer",
 	[PROCCTL_REJECT_STATE_CRC] = "state_bad_crc",
 	[PROCCTL_REJECT_STATE_CANARY] = "state_canary_mismatch",
+	[PROCCTL_REJECT_NOT_MEMFD] = "not_memfd",
+	[PROCCTL_REJECT_HUGETLB] = "hugetlbfs",
+	[PROCCTL_REJECT_UNSEALED] = "unsealed",
+	[PROCCTL_REJECT_WRONG_SEALS] = "wrong_seals",
+	[PROCCTL_REJECT_FD_SWAPPED] = "fd_swapped",
+	[PROCCTL_REJECT_CONSUMER_MISMATCH] = "consumer_mismatch",
+	[PROCCTL_REJECT_NOT_CREATOR] = "not_creator",
 };
 
 const char *procctl_reject_name(enum procctl_reject why)
@@ -161,13 +168,31 @@ static unsigned char *slot_base(const struct procctl_region *r, uint32_t i)
 	return r->map + r->hdr.slot_off[i & 1u];
 }
 
+static int writable(const struct procctl_region *r)
+{
+	if (r->broken)
+		return -EBUSY;
+	if (r->gen >= PROCCTL_GEN_MAX)
+		return -EOVERFLOW;
+	if (!r->owner || (r->owner & (PROCCTL_OWNER_RELEASED | PROCCTL_OWNER_UNINSTALL)))
+		return -EPERM;
+	return 0;
+}
+
+static void wake(struct procctl_region *r)
+{
+	syscall(SYS_futex, &r->ctrl->seq, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
 /* Enter the write section by CAS even -> odd from the seq this agent left;
  * never spin on a failed CAS (SPEC.md 6.1). */
 static int write_begin(struct procctl_region *r)
 {
 	uint32_t s = r->seq;
-	if (!procctl__cas(&r->ctrl->seq, &s, r->seq + 1u, __ATOMIC_ACQ_REL))
+	if (!procctl__cas(&r->ctrl->seq, &s, r->seq + 1u, __ATOMIC_ACQ_REL)) {
+		r->broken = 1;
 		return -EBUSY;
+	}
 	procctl__smp_wmb(); /* odd seq before the data; pairs with the reader's smp_rmb */
 	return 0;
 }
@@ -177,14 +202,29 @@ static int write_begin(struct procctl_region *r)
 static int write_end(struct procctl_region *r)
 {
 	uint32_t odd = r->seq + 1u;
-	if (!procctl__cas(&r->ctrl->seq, &odd, r->seq + 2u, __ATOMIC_RELEASE))
+	if (!procctl__cas(&r->ctrl->seq, &odd, r->seq + 2u, __ATOMIC_RELEASE)) {
+		r->broken = 1;
 		return -EBUSY;
+	}
 	r->seq += 2u;
-	syscall(SYS_futex, &r->ctrl->seq, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+	wake(r);
 	return 0;
 }
 
-/* Store a u64/u32 array into shared memory with relaxed atomics, so that a
+/* Leave a section in which nothing was written (the owner word moved
+ * under us): the region is contested, so it is broken for us too. */
+static int64_t write_abort(struct procctl_region *r)
+{
+	uint32_t odd = r->seq + 1u;
+	if (procctl__cas(&r->ctrl->seq, &odd, r->seq + 2u, __ATOMIC_RELEASE)) {
+		r->seq += 2u;
+		wake(r);
+	}
+	r->broken = 1;
+	return -EBUSY;
+}
+
+/* Store bytes into shared memory with relaxed atomics, so that a
  * concurrent reader's atomic loads race with nothing undefined. */
 static void store_shared(unsigned char *dst, const void *src, size_t n)
 {
@@ -198,13 +238,21 @@ static void store_shared(unsigned char *dst, const void *src, size_t n)
 		procctl__store_relaxed(dst++, *s++);
 }
 
+static uint32_t slot_crc(const struct procctl_region *r, const struct procctl_slot *s,
+			 const struct procctl_grant_entry *grants, const unsigned char *payload)
+{
+	uint32_t crc = procctl_crc32c(0, &r->hdr.instance_id, 8);
+	crc = procctl_crc32c(crc, s, PROCCTL_SLOT_CRC_BYTES);
+	crc = procctl_crc32c(crc, grants, (size_t)s->ngrants * sizeof *grants);
+	return procctl_crc32c(crc, payload, s->length);
+}
+
 /* Fill the inactive slot from the agent's copies at generation gen with
- * epoch, and flip; inside a write section. */
+ * the owner's epoch, and flip; inside a write section. */
 static void fill_slot(struct procctl_region *r, uint64_t gen)
 {
 	unsigned char *b = slot_base(r, r->active ^ 1u);
 	struct procctl_slot s;
-	uint32_t crc;
 
 	memset(&s, 0, sizeof s);
 	s.gen = gen;
@@ -213,11 +261,7 @@ static void fill_slot(struct procctl_region *r, uint64_t gen)
 	s.flags = r->slot_flags;
 	s.length = r->length;
 	s.ngrants = r->ngrants;
-	crc = procctl_crc32c(0, &r->hdr.instance_id, 8);
-	crc = procctl_crc32c(crc, &s, PROCCTL_SLOT_CRC_BYTES);
-	crc = procctl_crc32c(crc, r->grants, (size_t)r->ngrants * sizeof *r->grants);
-	crc = procctl_crc32c(crc, r->payload, r->length);
-	s.crc = crc;
+	s.crc = slot_crc(r, &s, r->grants, r->payload);
 	store_shared(b, &s, sizeof s);
 	store_shared(b + r->hdr.grant_off, r->grants, (size_t)r->ngrants * sizeof *r->grants);
 	store_shared(b + r->hdr.payload_off, r->payload, r->length);
@@ -228,18 +272,14 @@ static void fill_slot(struct procctl_region *r, uint64_t gen)
 
 /* The body of a write section entered by the caller: set the owner word
  * and lease, optionally a new slot from the agent's copies, and leave.
- * Returns the new generation, 0 when no slot was written, or -EBUSY (the
- * owner word moved under us: the section is left with nothing changed). */
+ * Returns the new generation, 0 when no slot was written, or -EBUSY. */
 static int64_t write_body(struct procctl_region *r, uint64_t owner, uint64_t lease_ns, int slot)
 {
 	uint64_t cur = procctl__load_relaxed(&r->ctrl->owner);
 	int err;
 
-	if (owner != cur && (cur != r->owner || !procctl__cas(&r->ctrl->owner, &cur, owner, __ATOMIC_ACQ_REL))) {
-		uint32_t odd = r->seq + 1u;
-		procctl__cas(&r->ctrl->seq, &odd, r->seq + 2u, __ATOMIC_RELEASE);
-		return -EBUSY;
-	}
+	if (owner != cur && (cur != r->owner || !procctl__cas(&r->ctrl->owner, &cur, owner, __ATOMIC_ACQ_REL)))
+		return write_abort(r);
 	r->owner = owner;
 	r->lease_ns = lease_ns;
 	procctl__store_relaxed(&r->ctrl->lease_ns, lease_ns);
@@ -251,7 +291,9 @@ static int64_t write_body(struct procctl_region *r, uint64_t owner, uint64_t lea
 
 static int64_t write_section(struct procctl_region *r, uint64_t owner, int slot)
 {
-	int err = write_begin(r);
+	int err = writable(r);
+	if (!err)
+		err = write_begin(r);
 	return err ? err : write_body(r, owner, r->lease_ns, slot);
 }
 
@@ -261,26 +303,41 @@ static int64_t write_slot(struct procctl_region *r)
 	return write_section(r, r->owner, 1);
 }
 
-/* Read the active slot with the process's own checks (SPEC.md 6.3) into
- * the agent's copies; 0 when it validates. Used only to adopt. */
-static int adopt_slot(struct procctl_region *r, uint32_t old_epoch)
+static int grant_entry_valid(const struct procctl_grant_entry *e, uint64_t slot_gen)
+{
+	procctl_resource_t k;
+	memcpy(k.kind, e->kind, sizeof k.kind);
+	memcpy(k.id, e->id, sizeof k.id);
+	return procctl_resource_key(&k, &k) == 0 && !memcmp(k.kind, e->kind, sizeof k.kind) && e->grant_id &&
+	       e->gen && e->gen <= slot_gen && e->revoke_gen <= slot_gen &&
+	       (!e->revoke_gen || e->revoke_gen >= e->gen);
+}
+
+/* Adopt the active slot into the agent's copies (SPEC.md 8.3): the
+ * process's checks, with the slot's own epoch (the CRC covers it: a
+ * claimer that died after changing the owner word left a good slot of the
+ * previous epoch). 0, or -EBADMSG when nothing valid is there. */
+static int adopt_slot(struct procctl_region *r)
 {
 	const unsigned char *b = slot_base(r, r->active);
 	struct procctl_slot s;
-	uint32_t crc;
+	uint32_t i, j;
 
 	memcpy(&s, b, sizeof s);
-	if (s.gen == 0 || s.length > r->hdr.payload_cap || s.ngrants > r->hdr.grant_cap ||
-	    s.epoch != old_epoch || s.config_gen > s.gen)
+	if (s.gen == 0 || !procctl_slot_valid(&s, r->hdr.payload_cap, r->hdr.grant_cap))
 		return -EBADMSG;
 	memcpy(r->grants, b + r->hdr.grant_off, (size_t)s.ngrants * sizeof *r->grants);
 	memcpy(r->payload, b + r->hdr.payload_off, s.length);
-	crc = procctl_crc32c(0, &r->hdr.instance_id, 8);
-	crc = procctl_crc32c(crc, &s, PROCCTL_SLOT_CRC_BYTES);
-	crc = procctl_crc32c(crc, r->grants, (size_t)s.ngrants * sizeof *r->grants);
-	crc = procctl_crc32c(crc, r->payload, s.length);
-	if (crc != s.crc)
+	if (slot_crc(r, &s, r->grants, r->payload) != s.crc)
 		return -EBADMSG;
+	for (i = 0; i < s.ngrants; i++) {
+		if (!grant_entry_valid(&r->grants[i], s.gen))
+			return -EBADMSG;
+		for (j = 0; j < i; j++)
+			if (!memcmp(r->grants[i].kind, r->grants[j].kind, 32))
+				return -EBADMSG;
+	}
+	r->gen = s.gen;
 	r->config_gen = s.config_gen;
 	r->slot_flags = s.flags & PROCCTL_SLOT_CLEARED;
 	r->length = s.length;
@@ -293,13 +350,13 @@ int64_t procctl_region_claim(struct procctl_region *r, uint32_t domain, uint32_t
 	uint64_t old = procctl__smp_load_acquire(&r->ctrl->owner);
 	uint64_t mine = PROCCTL_OWNER(domain, epoch, 0);
 	uint32_t s = procctl__load_relaxed(&r->ctrl->seq);
-	uint64_t g0, g1;
 	int64_t gen;
 
-	if (domain == 0 || domain > PROCCTL_DOMAIN_MAX)
+	if (domain == 0 || domain > PROCCTL_DOMAIN_MAX || epoch == 0)
 		return -EINVAL;
 	if (old && PROCCTL_OWNER_DOMAIN(old) != domain)
 		return -EEXIST;
+	r->broken = 0;
 	/* Enter the write section; a section left open by a dead writer (we
 	 * hold the lock, so nobody else is inside) is taken over: its data
 	 * went to the inactive slot, so the active one is the last good one. */
@@ -311,18 +368,20 @@ int64_t procctl_region_claim(struct procctl_region *r, uint32_t domain, uint32_t
 		r->seq = s - 1u;
 	}
 	r->active = procctl__load_relaxed(&r->ctrl->active) & 1u;
-	g0 = procctl__load_relaxed(&((const struct procctl_slot *)(const void *)slot_base(r, 0))->gen);
-	g1 = procctl__load_relaxed(&((const struct procctl_slot *)(const void *)slot_base(r, 1))->gen);
-	if (adopt_slot(r, PROCCTL_OWNER_EPOCH(old)) < 0) {
+	if (adopt_slot(r) < 0) {
 		/* Nothing valid to adopt: no config, no grants, and a generation
 		 * above anything either slot shows. */
+		uint64_t g0 = procctl__load_relaxed(&((const struct procctl_slot *)(const void *)slot_base(r, 0))->gen);
+		uint64_t g1 = procctl__load_relaxed(&((const struct procctl_slot *)(const void *)slot_base(r, 1))->gen);
 		r->config_gen = 0;
 		r->slot_flags = 0;
 		r->length = 0;
 		r->ngrants = 0;
 		r->gen = g0 > g1 ? g0 : g1;
-	} else {
-		r->gen = procctl__load_relaxed(&((const struct procctl_slot *)(const void *)slot_base(r, r->active))->gen);
+	}
+	if (r->gen >= PROCCTL_GEN_MAX) { /* no generation left to write */
+		write_abort(r);
+		return -EBADMSG;
 	}
 	r->owner = old; /* the word write_body replaces by CAS */
 	gen = write_body(r, mine, lease_ns, 1);
@@ -335,6 +394,9 @@ int64_t procctl_region_claim(struct procctl_region *r, uint32_t domain, uint32_t
 
 int64_t procctl_region_publish(struct procctl_region *r, const void *payload, uint32_t len)
 {
+	int err = writable(r);
+	if (err)
+		return err;
 	if (len == 0 || len > r->hdr.payload_cap || !payload)
 		return -EINVAL;
 	memcpy(r->payload, payload, len);
@@ -346,18 +408,25 @@ int64_t procctl_region_publish(struct procctl_region *r, const void *payload, ui
 
 int64_t procctl_region_clear(struct procctl_region *r)
 {
+	int err = writable(r);
+	if (err)
+		return err;
 	r->length = 0;
 	r->slot_flags = PROCCTL_SLOT_CLEARED;
 	r->config_gen = r->gen + 1u;
 	return write_slot(r);
 }
 
-static struct procctl_grant_entry *find_grant(struct procctl_region *r, const procctl_resource_t *res)
+/* The grant entry for res (NUL-padded into *key), or NULL. */
+static struct procctl_grant_entry *find_grant(struct procctl_region *r, const procctl_resource_t *res,
+					      procctl_resource_t *key)
 {
 	uint32_t i;
+	if (procctl_resource_key(res, key) < 0)
+		return NULL;
 	for (i = 0; i < r->ngrants; i++)
-		if (!memcmp(r->grants[i].kind, res->kind, sizeof res->kind) &&
-		    !memcmp(r->grants[i].id, res->id, sizeof res->id))
+		if (!memcmp(r->grants[i].kind, key->kind, sizeof key->kind) &&
+		    !memcmp(r->grants[i].id, key->id, sizeof key->id))
 			return &r->grants[i];
 	return NULL;
 }
@@ -365,17 +434,21 @@ static struct procctl_grant_entry *find_grant(struct procctl_region *r, const pr
 int64_t procctl_region_grant(struct procctl_region *r, const procctl_resource_t *res, uint64_t grant_id)
 {
 	struct procctl_grant_entry *e;
-	if (grant_id == 0 || procctl_name_valid(res->kind, PROCCTL_KIND_MAX) < 0)
+	procctl_resource_t key;
+	int err = writable(r);
+	if (err)
+		return err;
+	if (grant_id == 0 || procctl_resource_key(res, &key) < 0)
 		return -EINVAL;
-	e = find_grant(r, res);
+	e = find_grant(r, res, &key);
 	if (!e) {
 		if (r->ngrants >= r->hdr.grant_cap)
 			return -ENOSPC;
 		e = &r->grants[r->ngrants++];
 	}
 	memset(e, 0, sizeof *e);
-	memcpy(e->kind, res->kind, sizeof e->kind);
-	memcpy(e->id, res->id, sizeof e->id);
+	memcpy(e->kind, key.kind, sizeof e->kind);
+	memcpy(e->id, key.id, sizeof e->id);
 	e->grant_id = grant_id;
 	e->gen = r->gen + 1u;
 	return write_slot(r);
@@ -383,10 +456,15 @@ int64_t procctl_region_grant(struct procctl_region *r, const procctl_resource_t 
 
 int64_t procctl_region_revoke(struct procctl_region *r, const procctl_resource_t *res)
 {
-	struct procctl_grant_entry *e = find_grant(r, res);
+	procctl_resource_t key;
+	struct procctl_grant_entry *e;
+	int err = writable(r);
+	if (err)
+		return err;
+	e = find_grant(r, res, &key);
 	if (!e)
 		return -ENOENT;
-	if (e->revoke_gen)
+	if (e->revoke_gen) /* published: a failed write breaks the region */
 		return (int64_t)e->revoke_gen;
 	e->revoke_gen = r->gen + 1u;
 	return write_slot(r);
@@ -394,7 +472,12 @@ int64_t procctl_region_revoke(struct procctl_region *r, const procctl_resource_t
 
 int64_t procctl_region_drop(struct procctl_region *r, const procctl_resource_t *res)
 {
-	struct procctl_grant_entry *e = find_grant(r, res);
+	procctl_resource_t key;
+	struct procctl_grant_entry *e;
+	int err = writable(r);
+	if (err)
+		return err;
+	e = find_grant(r, res, &key);
 	if (!e)
 		return -ENOENT;
 	*e = r->grants[--r->ngrants];
@@ -403,7 +486,9 @@ int64_t procctl_region_drop(struct procctl_region *r, const procctl_resource_t *
 
 int procctl_region_set_lease(struct procctl_region *r, uint64_t lease_ns)
 {
-	int err = write_begin(r);
+	int err = writable(r);
+	if (!err)
+		err = write_begin(r);
 	return err ? err : (int)write_body(r, r->owner, lease_ns, 0);
 }
 
@@ -414,6 +499,9 @@ int procctl_region_release(struct procctl_region *r)
 
 int64_t procctl_region_uninstall(struct procctl_region *r)
 {
+	int err = writable(r);
+	if (err)
+		return err;
 	r->length = 0;
 	r->ngrants = 0;
 	r->slot_flags = PROCCTL_SLOT_CLEARED;
@@ -423,6 +511,8 @@ int64_t procctl_region_uninstall(struct procctl_region *r)
 
 void procctl_region_heartbeat(struct procctl_region *r)
 {
+	if (writable(r))
+		return;
 	/* Pairs with nothing: the process only compares the value. */
 	procctl__smp_store_release(&r->ctrl->heartbeat, ++r->heartbeat);
 }

@@ -1,6 +1,6 @@
 /* region.h - what an agent does to one mapped procctl region: validate its
  * header, claim it, publish, clear, grant, heartbeat, release, uninstall
- * (SPEC.md sections 3, 6, 8 and 9). Part of libprocctl-agent.
+ * (SPEC.md sections 3, 6, 8 and 9). Internal to libprocctl-agent.
  *
  * The agent never trusts what it reads back from the shared region (the
  * process can write it too): generation, seq, owner word, heartbeat, the
@@ -14,26 +14,7 @@
 #include <stdint.h>
 
 #include "procctl.h"
-
-/* Why a region was refused. Every refusal has one, with a stable name. */
-enum procctl_reject {
-	PROCCTL_REJECT_NONE = 0,
-	PROCCTL_REJECT_BAD_MAGIC,      /* not a procctl header */
-	PROCCTL_REJECT_BAD_VERSION,    /* unknown major version */
-	PROCCTL_REJECT_BAD_HEADER_CRC, /* header bytes do not match their CRC */
-	PROCCTL_REJECT_BAD_SIZE,       /* region size wrong, or over the hard limit */
-	PROCCTL_REJECT_BAD_LAYOUT,     /* offsets or capacities outside the file or limits */
-	PROCCTL_REJECT_BAD_FIELD,      /* a field outside its SPEC.md range */
-	PROCCTL_REJECT_STATE_MAGIC,    /* state block: not a PROCSTAT block */
-	PROCCTL_REJECT_STATE_LAYOUT,   /* state block: sizes disagree with the header */
-	PROCCTL_REJECT_STATE_INSTANCE, /* state block: another instance's */
-	PROCCTL_REJECT_STATE_WRITER,   /* state block: written by another pid (a forked child's) */
-	PROCCTL_REJECT_STATE_CRC,      /* state block: bytes do not match their CRC */
-	PROCCTL_REJECT_STATE_CANARY,   /* fork canary differs: not the creator's memory */
-	PROCCTL_REJECT__COUNT
-};
-
-const char *procctl_reject_name(enum procctl_reject why);
+#include "procctl_agent.h"
 
 /* Validate a header copy (header_size bytes at hdr) against a file of
  * file_size bytes; PROCCTL_REJECT_NONE when every SPEC.md 13.2 check holds. */
@@ -57,6 +38,7 @@ struct procctl_region {
 	uint32_t ngrants;
 	unsigned char *payload;     /* payload_cap bytes */
 	struct procctl_grant_entry *grants; /* grant_cap entries */
+	int broken;                 /* a write section failed: never write again */
 };
 
 /* Map fd (a memfd already checked to be a sealed tmpfs memfd) read/write
@@ -64,17 +46,21 @@ struct procctl_region {
 int procctl_region_map(struct procctl_region *r, int fd, enum procctl_reject *why);
 void procctl_region_unmap(struct procctl_region *r);
 
-/* Claim the region as (domain, epoch) with the given lease; the caller
- * holds the consumer's node lock. Adopts the current generation and
- * config, repairs a write section a dead writer left open, and returns the
- * claim's generation. -EEXIST: the owner word names another domain (a
- * conflict: stay passive). */
+/* Claim the region as (domain, epoch >= 1) with the given lease; the
+ * caller holds the consumer's node lock. Adopts the current generation,
+ * config and grants (SPEC.md 8.3), repairs a write section a dead writer
+ * left open, and returns the claim's generation. -EEXIST: the owner word
+ * names another domain (a conflict: stay passive). -EBADMSG: nothing to
+ * adopt and a generation past PROCCTL_GEN_MAX (refused). */
 int64_t procctl_region_claim(struct procctl_region *r, uint32_t domain, uint32_t epoch, uint64_t lease_ns);
 
 /* Writes by the owner; each is one write section that moves seq and wakes
  * the process, and returns the new generation (or 0 for writes that carry
- * no slot). -EBUSY: seq is not where this agent left it (another writer,
- * or the process punched a hole); nothing was written. */
+ * no slot). -EPERM: not claimed, or released or uninstalled. -EBUSY: seq
+ * or the owner word is not where this agent left it (another writer, or
+ * the process punched a hole): the region is broken for this agent, every
+ * later write fails the same way. Calls on one region must not overlap;
+ * the heartbeat included (client.c serialises them). */
 int64_t procctl_region_publish(struct procctl_region *r, const void *payload, uint32_t len);
 int64_t procctl_region_clear(struct procctl_region *r);
 int64_t procctl_region_grant(struct procctl_region *r, const procctl_resource_t *res, uint64_t grant_id);

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include "procctl.h"
 #include "state.h"
@@ -63,32 +64,48 @@ int procctl_state_parse(const void *buf, size_t len, uint64_t canary, const stru
 	return 0;
 }
 
-int procctl_state_read(pid_t pid, const struct procctl_hdr *hdr, void *buf, struct procctl_state_view *view,
-		       enum procctl_reject *why)
+/* One copy: the block, the canary, then seq again, in one call (the
+ * kernel copies remote iovecs in order; where it does not, the CRC
+ * catches the tear). Through /proc/<pid>/mem when process_vm_readv is
+ * refused. 0, or -errno; a short read is -EFAULT. */
+static int copy_once(pid_t pid, int mem_fd, const struct procctl_hdr *hdr, void *buf, uint64_t *canary, uint32_t *seq2)
+{
+	struct iovec lo[3] = {{buf, hdr->state_size}, {canary, 8}, {seq2, 4}};
+	struct iovec ro[3] = {{(void *)(uintptr_t)hdr->state_addr, hdr->state_size},
+			      {(void *)(uintptr_t)hdr->canary_addr, 8},
+			      {(void *)(uintptr_t)(hdr->state_addr + offsetof(struct procctl_state_hdr, seq)), 4}};
+	size_t want = hdr->state_size + 12u;
+	ssize_t n = process_vm_readv(pid, lo, 3, ro, 3, 0);
+	int i;
+
+	if (n >= 0)
+		return (size_t)n == want ? 0 : -EFAULT;
+	if ((errno != EPERM && errno != ENOSYS) || mem_fd < 0)
+		return -errno;
+	for (i = 0; i < 3; i++) {
+		n = pread(mem_fd, lo[i].iov_base, lo[i].iov_len, (off_t)(uintptr_t)ro[i].iov_base);
+		if (n < 0)
+			return -errno;
+		if ((size_t)n != lo[i].iov_len)
+			return n == 0 ? -ESRCH : -EFAULT; /* 0 bytes: the mm is gone (exec) */
+	}
+	return 0;
+}
+
+int procctl_state_read(pid_t pid, int mem_fd, const struct procctl_hdr *hdr, void *buf,
+		       struct procctl_state_view *view, enum procctl_reject *why)
 {
 	const struct procctl_state_hdr *st = buf;
-	void *seq_addr = (void *)(uintptr_t)(hdr->state_addr + offsetof(struct procctl_state_hdr, seq));
 	int tries, err = -EAGAIN;
 
 	*why = PROCCTL_REJECT_NONE;
 	for (tries = 0; tries < PROCCTL_STATE_RETRIES; tries++) {
 		uint64_t canary = 0;
 		uint32_t seq2 = 0;
-		struct iovec lo[2] = {{buf, hdr->state_size}, {&canary, sizeof canary}};
-		struct iovec ro[2] = {{(void *)(uintptr_t)hdr->state_addr, hdr->state_size},
-				      {(void *)(uintptr_t)hdr->canary_addr, sizeof canary}};
-		struct iovec l2 = {&seq2, sizeof seq2}, r2 = {seq_addr, sizeof seq2};
-		ssize_t n = process_vm_readv(pid, lo, 2, ro, 2, 0);
 
-		if (n < 0)
-			return -errno;
-		if ((size_t)n != hdr->state_size + sizeof canary) /* a short read is a fault */
-			return -EFAULT;
-		n = process_vm_readv(pid, &l2, 1, &r2, 1, 0);
-		if (n < 0)
-			return -errno;
-		if (n != (ssize_t)sizeof seq2)
-			return -EFAULT;
+		err = copy_once(pid, mem_fd, hdr, buf, &canary, &seq2);
+		if (err)
+			return err;
 		err = procctl_state_parse(buf, hdr->state_size, canary, hdr, view, why);
 		if (seq2 != st->seq || (seq2 & 1u)) { /* a write overlapped the copy */
 			err = -EAGAIN;
@@ -97,8 +114,8 @@ int procctl_state_read(pid_t pid, const struct procctl_hdr *hdr, void *buf, stru
 		}
 		if (err != -EPROTO || *why != PROCCTL_REJECT_STATE_CRC)
 			return err;
-		/* A CRC mismatch with seq unchanged: the copy may still be
-		 * unordered (arm64); only a repeated mismatch is final. */
+		/* A CRC mismatch with seq unchanged: the copy may be unordered
+		 * (arm64); only a repeated mismatch is final. */
 	}
 	return err;
 }

@@ -31,14 +31,17 @@ int procctl_state_parse(const void *buf, size_t len, uint64_t canary, const stru
 /* Copies a reader makes while a write is in progress before it says busy. */
 #define PROCCTL_STATE_RETRIES 8
 
-/* Read the state block of pid with process_vm_readv (SPEC.md 7.2): the
- * block and the canary in one call, then seq again; a copy counts only at
- * its exact length, with an even seq unchanged around it and a valid CRC.
- * Retries up to PROCCTL_STATE_RETRIES times while a write is in progress.
- * buf: hdr->state_size bytes, 8-byte aligned. Returns 0 (*view points into
- * buf), -EAGAIN (still being written), -EPROTO (*why), -EFAULT (a short or
- * faulting read), or the errno of process_vm_readv (-ESRCH: gone). */
-int procctl_state_read(pid_t pid, const struct procctl_hdr *hdr, void *buf, struct procctl_state_view *view,
-		       enum procctl_reject *why);
+/* Read the state block of pid (SPEC.md 7.2): the block, the canary and
+ * seq again in one process_vm_readv (through mem_fd, an open
+ * /proc/<pid>/mem, when that is refused; -1: no fallback). A copy counts
+ * only at its exact length, with an even seq unchanged around it, the
+ * canary and a valid CRC; up to PROCCTL_STATE_RETRIES copies while a write
+ * is in progress. buf: hdr->state_size bytes, 8-byte aligned. Returns 0
+ * (*view points into buf), -EAGAIN (still being written), -EPROTO (*why),
+ * -EFAULT (a short or faulting read), -ESRCH, or another errno of the
+ * read. The caller re-checks the process (its pidfd) afterwards: a pid can
+ * be reused. */
+int procctl_state_read(pid_t pid, int mem_fd, const struct procctl_hdr *hdr, void *buf,
+		       struct procctl_state_view *view, enum procctl_reject *why);
 
 #endif

@@ -221,7 +221,7 @@ static void cmd_readstate(char *args)
 	static char out[200000];
 	size_t n = 0;
 	uint32_t i;
-	int err = procctl_state_read(*args ? (pid_t)atoi(args) : target, &R.hdr, buf, &v, &why);
+	int err = procctl_state_read(*args ? (pid_t)atoi(args) : target, -1, &R.hdr, buf, &v, &why);
 
 	if (err)
 		return reply("err %d %s", -err, err == -EPROTO ? procctl_reject_name(why) : strerror(-err));

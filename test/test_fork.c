@@ -46,6 +46,9 @@ static void child_checks(procctl_t *ctx, const procctl_grant_t *parent_grant)
 
 	CK(procctl_poll(ctx, buf, sizeof buf, NULL) == -ECHILD);
 	CK(procctl_state_set(ctx, "x", 1, 0) == -ECHILD);
+	CK(procctl_state_set(ctx, NULL, 1u << 30, 0) == -ECHILD); /* before argument checks */
+	CK(procctl_nack(ctx, 1, 5, 0) == -ECHILD);
+	CK(procctl_grant_get(ctx, NULL, &g) == -ECHILD);
 	CK(procctl_ack(ctx, 1, 0) == -ECHILD);
 	CK(procctl_nack(ctx, 1, -EIO, 0) == -ECHILD);
 	CK(procctl_resource_report(ctx, &r, PROCCTL_RES_IDLE, 0, NULL, 0) == -ECHILD);

@@ -124,15 +124,19 @@ static void bad_keys_and_full_table(void **state)
 	assert_int_equal(procctl_grant_get(&p->ctx, NULL, &s), -EINVAL);
 	/* Bytes after the kind's NUL do not make it another resource. */
 	r.kind[10] = 'z';
-	assert_int_equal(procctl_resource_report(&p->ctx, &r, PROCCTL_RES_IDLE, 0, NULL, 0), 0);
-	assert_non_null(strstr(th_agent_ok(&p->a, "readstate"), "res=gpu:0:0:0:0,"));
+	assert_int_equal(procctl_resource_report(&p->ctx, &r, PROCCTL_RES_IDLE, PROCCTL_RES_F_WANT, NULL, 0), 0);
+	assert_non_null(strstr(th_agent_ok(&p->a, "readstate"), "res=gpu:0:0:0:1,"));
 	for (i = 1; i < TH_NRES; i++) {
 		r = th_gpu((uint8_t)i);
-		assert_int_equal(procctl_resource_report(&p->ctx, &r, PROCCTL_RES_IDLE, 0, NULL, 0), 0);
+		assert_int_equal(procctl_resource_report(&p->ctx, &r, PROCCTL_RES_IDLE, PROCCTL_RES_F_WANT, NULL, 0), 0);
 	}
 	r = th_gpu(TH_NRES);
-	assert_int_equal(procctl_resource_report(&p->ctx, &r, PROCCTL_RES_IDLE, 0, NULL, 0), -ENOSPC);
-	r = th_gpu(1); /* an existing entry is updated in place */
+	assert_int_equal(procctl_resource_report(&p->ctx, &r, PROCCTL_RES_IDLE, PROCCTL_RES_F_WANT, NULL, 0), -ENOSPC);
+	/* IDLE, wanting nothing, about no grant: the entry is freed. */
+	r = th_gpu(1);
+	assert_int_equal(procctl_resource_report(&p->ctx, &r, PROCCTL_RES_IDLE, 0, NULL, 0), 0);
+	assert_null(strstr(th_agent_ok(&p->a, "readstate"), "gpu:0:0:0:1,gpu:0:0:0:1,gpu:0:0:0:1,gpu"));
+	r = th_gpu(TH_NRES);
 	assert_int_equal(procctl_resource_report(&p->ctx, &r, PROCCTL_RES_IDLE, PROCCTL_RES_F_WANT, NULL, 0), 0);
 }
 
@@ -155,6 +159,22 @@ static void hostile_grants(void **state)
 	assert_int_equal(s.grant_id, 6);
 }
 
+/* A region re-created in the same process (procctl_reinit) voids every
+ * snapshot of the old one. */
+static void reinit_voids_grants(void **state)
+{
+	struct th_proc *p = *state;
+	procctl_resource_t g0 = th_gpu(0);
+	procctl_grant_t s;
+
+	th_agent_gen(&p->a, "grant gpu 00 31");
+	assert_int_equal(procctl_grant_get(&p->ctx, &g0, &s), 1);
+	assert_int_equal(procctl_grant_usable(&p->ctx, &s), 1);
+	assert_int_equal(procctl_reinit(&p->ctx), 0);
+	assert_int_equal(procctl_grant_usable(&p->ctx, &s), 0);
+	assert_int_equal(procctl_resource_report(&p->ctx, &g0, PROCCTL_RES_HOLDING, 0, &s, 0), -EPERM);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -162,6 +182,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(lapse_voids_grants, th_setup_claimed, th_teardown),
 		cmocka_unit_test_setup_teardown(bad_keys_and_full_table, th_setup_claimed, th_teardown),
 		cmocka_unit_test_setup_teardown(hostile_grants, th_setup_claimed, th_teardown),
+		cmocka_unit_test_setup_teardown(reinit_voids_grants, th_setup_claimed, th_teardown),
 	};
 	return TH_RUN(tests);
 }

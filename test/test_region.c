@@ -184,11 +184,11 @@ static void state_refusals(void **state)
 	assert_int_equal(why, PROCCTL_REJECT_STATE_LAYOUT);
 
 	/* The real remote read of this very process. */
-	assert_int_equal(procctl_state_read(getpid(), &gh, buf, &v, &why), 0);
+	assert_int_equal(procctl_state_read(getpid(), -1, &gh, buf, &v, &why), 0);
 	assert_int_equal(v.data_len, 3);
 	assert_memory_equal(v.data, "abc", 3);
 	/* A pid that does not exist. */
-	assert_int_equal(procctl_state_read(0x3ffffff, &gh, buf, &v, &why), -ESRCH);
+	assert_int_equal(procctl_state_read(0x3ffffff, -1, &gh, buf, &v, &why), -ESRCH);
 }
 
 int main(void)

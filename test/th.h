@@ -77,6 +77,11 @@ int th_teardown(void **state);
 /* A resource of kind "gpu" with id byte 0 = id. */
 procctl_resource_t th_gpu(uint8_t id);
 
+/* Map ctx's region read/write as an agent would (through /proc/self/fd,
+ * no seal check): for tests where this process is its own agent. */
+struct procctl_region;
+void th_map_own(procctl_t *ctx, struct procctl_region *r);
+
 /* The state block inside p->storage. */
 struct procctl_state_hdr *th_state(struct th_proc *p);
 
