@@ -4,7 +4,12 @@
  * on failure; pointer returns are NULL with errno set. The library never
  * prints. SPEC.md is the contract this implements.
  *
- *   Reasons   why a region or a state block was refused
+ *   Scan      find regions in /proc (procctl_scan, procctl_scan_pid)
+ *   Client    one attached region: info, write, clear, read_state,
+ *             wait_ack (procctl_client_*)
+ *   Registry  discovery, attach, exit and exec detection, node locks,
+ *             ownership, heartbeats, hand-off (procctl_registry_*)
+ *   Logging   procctl_set_log
  */
 #ifndef PROCCTL_AGENT_H
 #define PROCCTL_AGENT_H
@@ -46,6 +51,213 @@ enum procctl_reject {
 };
 
 const char *procctl_reject_name(enum procctl_reject why);
+
+/* ---- Scan (SPEC.md 2.4) ---------------------------------------------- */
+
+/* One region found: fd in pid's table names "procctl:<consumer>-v<N>". */
+struct procctl_scan_entry {
+	pid_t pid;
+	int fd;
+	char consumer[32];
+	uint32_t schema_version;
+	dev_t dev; /* the memfd's identity as the scan saw it */
+	ino_t ino;
+};
+
+/* Called for each region found; a negative return stops the scan and is
+ * returned by it. */
+typedef int (*procctl_scan_cb)(const struct procctl_scan_entry *e, void *arg);
+
+/* Walk <proc_root>/<pid>/fd (proc_root NULL: "/proc") for regions of
+ * consumer (NULL: every consumer). Returns how many were found, or the
+ * callback's error; processes that vanish or cannot be read are skipped. */
+int procctl_scan(const char *proc_root, const char *consumer, procctl_scan_cb cb, void *arg);
+
+/* The same for one process: -ESRCH when it has no fd directory. */
+int procctl_scan_pid(const char *proc_root, pid_t pid, const char *consumer, procctl_scan_cb cb, void *arg);
+
+/* Parse a /proc fd link "/memfd:procctl:<consumer>-v<N> (deleted)" of len
+ * bytes (not NUL terminated): 0 and the consumer (NUL padded to 32 bytes)
+ * and N, or -EINVAL. The name is the process's: untrusted. */
+int procctl_scan_parse_link(const char *link, size_t len, char consumer[32], uint32_t *version);
+
+/* ---- Client: one attached region ----------------------------------- */
+
+typedef struct procctl_client procctl_client_t;
+
+#define PROCCTL_NSPID_MAX 8
+
+struct procctl_client_info {
+	pid_t pid;                      /* in the agent's pid namespace */
+	int nspid_count;                /* entries in nspid */
+	pid_t nspid[PROCCTL_NSPID_MAX]; /* /proc/<pid>/status NSpid: outermost first, the last is the process's own */
+	dev_t dev;                      /* with hdr.instance_id, the region's identity */
+	ino_t ino;
+	struct procctl_hdr hdr;         /* the validated private copy */
+};
+
+#define PROCCTL_ATTACH_NO_GETFD 0x1u /* use the O_PATH fallback, not pidfd_getfd */
+
+struct procctl_attach_opts {
+	size_t sz;             /* sizeof(struct procctl_attach_opts) */
+	const char *proc_root; /* NULL: "/proc" */
+	unsigned flags;        /* PROCCTL_ATTACH_* */
+};
+
+/* Attach to the region a scan found (SPEC.md 13.2): pin the process with
+ * pidfd_open, fetch the fd, check seals, filesystem, size and identity,
+ * copy and check the header, make sure the process is its creator, map it
+ * read/write. NULL with errno: EPROTO refused (*why says why), ESRCH gone,
+ * EPERM no ptrace-level access, or a syscall's errno. opts may be NULL. */
+procctl_client_t *procctl_client_attach(const struct procctl_scan_entry *e, const struct procctl_attach_opts *opts,
+					enum procctl_reject *why);
+/* Unmap and forget; never writes the region. */
+void procctl_client_close(procctl_client_t *c);
+
+int procctl_client_info(const procctl_client_t *c, struct procctl_client_info *out);
+/* A pidfd for c's process: readable once it exits. */
+int procctl_client_pidfd(const procctl_client_t *c);
+/* 0 while the process that created the region runs it; -ESRCH once it
+ * exited; -ESTALE once it exec'd (the instance is gone). */
+int procctl_client_alive(procctl_client_t *c);
+
+/* Publish a config of len bytes (1 .. payload_cap) / clear it: a write
+ * section that wakes the process. Returns the generation. -EPERM: this
+ * agent does not own the region (no node lock: passive). -EBUSY: the
+ * region's seq is not where this agent left it (another writer, or the
+ * process punched it): the client is unusable for writes. */
+int64_t procctl_client_write(procctl_client_t *c, const void *payload, size_t len);
+int64_t procctl_client_clear(procctl_client_t *c);
+
+/* A validated copy of a process's state block. */
+struct procctl_state {
+	uint64_t acked_gen;
+	int32_t ack_status; /* 0 applied, -errno rejected */
+	uint32_t nres;
+	struct procctl_res_entry res[PROCCTL_RES_MAX];
+	uint32_t data_len;
+	unsigned char data[PROCCTL_STATE_DATA_MAX];
+	enum procctl_reject why; /* on -EPROTO */
+};
+
+/* Read the state block (SPEC.md 7.2) off the caller's path, waiting until
+ * deadline_ns (CLOCK_MONOTONIC). 0; -EAGAIN still being written; -EPROTO
+ * refused (out->why); -ETIMEDOUT the read did not finish (a stalled page:
+ * further reads of c fail at once until it does); -ESRCH exited; -ESTALE
+ * exec'd; -EFAULT unreadable. */
+int procctl_client_read_state(procctl_client_t *c, struct procctl_state *out, int64_t deadline_ns);
+
+enum procctl_ack_kind {
+	PROCCTL_ACK_APPLIED = 1,    /* acked_gen == gen, status 0 */
+	PROCCTL_ACK_REJECTED = 2,   /* acked_gen == gen, status < 0 */
+	PROCCTL_ACK_SUPERSEDED = 3, /* acked_gen > gen */
+};
+
+struct procctl_ack {
+	enum procctl_ack_kind kind;
+	uint64_t acked_gen;
+	int32_t status;
+};
+
+/* Wait until the process acks generation gen (SPEC.md 7.3) or
+ * deadline_ns: 0 and *out; -ETIMEDOUT; -EINVAL gen was not published
+ * through c; the errors of procctl_client_read_state. Woken by the ack
+ * doorbell, with a bounded backoff between reads. */
+int procctl_client_wait_ack(procctl_client_t *c, uint64_t gen, int64_t deadline_ns, struct procctl_ack *out);
+
+/* ---- Registry ------------------------------------------------------- */
+
+typedef struct procctl_registry procctl_registry_t;
+
+enum procctl_event_type {
+	PROCCTL_EV_ATTACHED = 1, /* a region was attached: client valid until DETACHED */
+	PROCCTL_EV_DETACHED,     /* the process exited (-ESRCH), exec'd (-ESTALE) or the registry closed (0) */
+	PROCCTL_EV_OWNERSHIP,    /* this agent took (held 1) or lost (0) a consumer's node lock */
+};
+
+struct procctl_event {
+	enum procctl_event_type type;
+	procctl_client_t *client; /* ATTACHED, DETACHED */
+	pid_t pid;
+	uint64_t instance_id;
+	const char *consumer;
+	int reason;               /* DETACHED: see above */
+	int held;                 /* OWNERSHIP */
+};
+
+typedef void (*procctl_event_cb)(const struct procctl_event *ev, void *arg);
+
+#define PROCCTL_REGISTRY_PASSIVE 0x1u /* never take a node lock: read-only */
+
+struct procctl_registry_opts {
+	size_t sz;                /* sizeof(struct procctl_registry_opts) */
+	const char *consumer;     /* NULL: every consumer */
+	uint64_t lease_ns;        /* 0: 10 s */
+	uint64_t rescan_ns;       /* 0: 60 s */
+	const char *lock_dir;     /* NULL: /run/procctl/locks */
+	const char *proc_root;    /* NULL: /proc */
+	procctl_event_cb on_event;
+	void *arg;
+	unsigned flags;           /* PROCCTL_REGISTRY_* */
+};
+
+struct procctl_registry_stats {
+	uint64_t scans;           /* full scans */
+	uint64_t scan_ns;         /* their total duration */
+	uint64_t targeted_scans;  /* notify(pid) */
+	uint64_t attach_attempts;
+	uint64_t attached;        /* total */
+	uint64_t detached;        /* total */
+	uint64_t rejects[PROCCTL_REJECT__COUNT];
+	uint64_t conflicts;       /* owner words naming another lock domain */
+	uint64_t heartbeats;
+	uint32_t clients;         /* attached now */
+	uint32_t owned;           /* of which this agent owns */
+};
+
+/* A registry: no thread runs its loop; call procctl_registry_run, or poll
+ * procctl_registry_fd in your own loop and call procctl_registry_dispatch
+ * when it is readable. It starts one heartbeat thread, which only stores
+ * to mapped memory. All calls but notify, stop and stats belong to the
+ * loop's thread; clients handed out are valid on it until DETACHED. */
+procctl_registry_t *procctl_registry_new(const struct procctl_registry_opts *opts);
+int procctl_registry_fd(const procctl_registry_t *r);
+/* Handle what is pending, without blocking: 0 or -errno. */
+int procctl_registry_dispatch(procctl_registry_t *r);
+/* Dispatch until procctl_registry_stop. */
+int procctl_registry_run(procctl_registry_t *r);
+/* Any thread, and async-signal-safe: make run return. */
+void procctl_registry_stop(procctl_registry_t *r);
+/* Any thread: scan pid soon (the hello probe's fast path). */
+int procctl_registry_notify(procctl_registry_t *r, pid_t pid);
+/* 1 once the first full scan finished. */
+int procctl_registry_first_scan_done(const procctl_registry_t *r);
+/* 1 when this agent holds consumer's node lock and a full scan begun
+ * after it took the lock has finished (SPEC.md 9.2). */
+int procctl_registry_ready(const procctl_registry_t *r, const char *consumer);
+int procctl_registry_owner(const procctl_registry_t *r, const char *consumer);
+/* The attached clients (at most max): their count. */
+size_t procctl_registry_clients(const procctl_registry_t *r, procctl_client_t **out, size_t max);
+/* The client attached for pid (the first, if it has several), or NULL. */
+procctl_client_t *procctl_registry_find(const procctl_registry_t *r, pid_t pid);
+void procctl_registry_stats(procctl_registry_t *r, struct procctl_registry_stats *out);
+
+#define PROCCTL_CLOSE_UNINSTALL 0x1u /* release leases: uninstall every owned region */
+
+/* Stop heartbeats; hand off every owned region (RELEASED, written last) or
+ * uninstall it; drop the node locks; detach everything; free. */
+void procctl_registry_close(procctl_registry_t *r, unsigned flags);
+
+/* ---- Logging --------------------------------------------------------- */
+
+enum procctl_log_level { PROCCTL_LOG_ERROR, PROCCTL_LOG_WARN, PROCCTL_LOG_INFO, PROCCTL_LOG_DEBUG };
+
+/* event: a stable snake_case name; fields: "key=value key=value". */
+typedef void (*procctl_log_fn)(enum procctl_log_level level, const char *event, const char *fields, void *arg);
+
+/* The library never prints; it calls fn (NULL: silence). Set it before
+ * starting registries. */
+void procctl_set_log(procctl_log_fn fn, void *arg);
 
 #ifdef __cplusplus
 }

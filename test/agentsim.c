@@ -38,21 +38,11 @@
 #include "flood.h"
 #include "procctl.h"
 #include "region.h"
+#include "reply.h"
 #include "state.h"
 
 static struct procctl_region R;
 static pid_t target;
-
-static void reply(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void reply(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	fflush(stdout);
-}
 
 static void reply_gen(int64_t g)
 {

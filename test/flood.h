@@ -36,4 +36,29 @@ static inline int flood_ok(const unsigned char *b, int n, uint32_t cap)
 	return 1;
 }
 
+/* The same as text, for helpers that print configs: "cfg I " then
+ * (I % 997) letters 'a' + I % 26; flood_text_ok checks one. */
+#include <stdio.h>
+
+#define FLOOD_TEXT_MAX 1100
+
+static inline int flood_text(uint64_t i, char *buf)
+{
+	int n = snprintf(buf, 32, "cfg %llu ", (unsigned long long)i), k, len = (int)(i % 997u);
+	for (k = 0; k < len; k++)
+		buf[n + k] = (char)('a' + i % 26u);
+	buf[n + len] = 0;
+	return n + len;
+}
+
+static inline int flood_text_ok(const char *s)
+{
+	char want[FLOOD_TEXT_MAX];
+	unsigned long long i;
+	if (sscanf(s, "cfg %llu ", &i) != 1)
+		return 0;
+	flood_text(i, want);
+	return !strcmp(s, want);
+}
+
 #endif

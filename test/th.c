@@ -12,8 +12,8 @@
 #include "region.h"
 #include "th.h"
 
-#ifndef AGENTSIM_PATH
-#error "AGENTSIM_PATH must name the agentsim binary"
+#if !defined(AGENTSIM_PATH) || !defined(PROCSIM_PATH)
+#error "AGENTSIM_PATH and PROCSIM_PATH must name the helper binaries"
 #endif
 
 int th_in_ci(void)
@@ -36,7 +36,7 @@ void th_sleep_ms(unsigned ms)
 		;
 }
 
-void th_agent_start(struct th_agent *a, pid_t target, int fd)
+void th_peer_start(struct th_agent *a, const char *path)
 {
 	int cmd[2], rep[2];
 	assert_int_equal(pipe2(cmd, O_CLOEXEC), 0);
@@ -46,14 +46,24 @@ void th_agent_start(struct th_agent *a, pid_t target, int fd)
 	if (a->pid == 0) {
 		dup2(cmd[0], 0);
 		dup2(rep[1], 1);
-		execl(AGENTSIM_PATH, "agentsim", (char *)NULL);
+		execl(path, path, (char *)NULL);
 		_exit(127);
 	}
 	close(cmd[0]);
 	close(rep[1]);
 	a->in = cmd[1];
 	a->out = rep[0];
+}
+
+void th_agent_start(struct th_agent *a, pid_t target, int fd)
+{
+	th_peer_start(a, AGENTSIM_PATH);
 	th_agent_ok(a, "attach %d %d", (int)target, fd);
+}
+
+void th_procsim_start(struct th_agent *a)
+{
+	th_peer_start(a, PROCSIM_PATH);
 }
 
 static const char *vcmd(struct th_agent *a, const char *fmt, va_list ap)

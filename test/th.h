@@ -41,8 +41,12 @@ struct th_agent {
 	char reply[65536];
 };
 
+/* Start a line-driven helper program (agentsim, procsim). */
+void th_peer_start(struct th_agent *a, const char *path);
 /* Start agentsim and attach it to (pid, fd) with pidfd_getfd. */
 void th_agent_start(struct th_agent *a, pid_t pid, int fd);
+/* Start procsim (a scriptable process side). */
+void th_procsim_start(struct th_agent *a);
 /* Send one command (printf format); return the reply after "ok " (or ""),
  * failing the test unless the reply starts with "ok". */
 const char *th_agent_ok(struct th_agent *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -1,0 +1,89 @@
+/* echo client - the config-only consumer. It applies each config, acks
+ * it, reports what it applied in its status bytes, and falls back to its
+ * defaults when the config is cleared or no agent holds a lease. Every
+ * change it makes is one log line on stdout:
+ *
+ *   event=applied gen=G bytes=N hash=H payload=TEXT
+ *   event=cleared gen=G            (back to defaults)
+ *   event=lease state=expired|live (defaults | the config again)
+ *
+ * Usage: echo-client [--consumer NAME]
+ */
+#define PROCCTL_IMPLEMENTATION
+#include "procctl.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+static volatile sig_atomic_t stop;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+int main(int argc, char **argv)
+{
+	static char storage[PROCCTL_STATE_STORAGE(0, 256)];
+	static char buf[4097];
+	procctl_config_t cfg;
+	procctl_t ctx;
+	uint64_t gen = 0, applied = 0;
+	uint32_t hash = 0, count = 0;
+	int err, expired = -1, have_config = 0;
+
+	memset(&cfg, 0, sizeof cfg);
+	cfg.consumer = argc == 3 && !strcmp(argv[1], "--consumer") ? argv[2] : "echo";
+	cfg.schema_version = 1;
+	cfg.payload_capacity = 4096;
+	cfg.state_capacity = 256;
+	cfg.state_storage = storage;
+	if (argc != 1 && argc != 3) {
+		fprintf(stderr, "usage: %s [--consumer NAME]\n", argv[0]);
+		return 2;
+	}
+	err = procctl_init(&ctx, &cfg);
+	if (err < 0) {
+		fprintf(stderr, "echo-client: procctl_init: %s\n", strerror(-err));
+		return 1;
+	}
+	signal(SIGTERM, on_signal);
+	signal(SIGINT, on_signal);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	printf("event=started pid=%d consumer=%s\n", (int)getpid(), cfg.consumer);
+
+	while (!stop) {
+		char status[256];
+		int n = procctl_poll(&ctx, buf, sizeof buf - 1, &gen), now_expired;
+
+		if (n > 0) {
+			buf[n] = 0;
+			applied = gen;
+			hash = procctl_crc32c(0, buf, (size_t)n);
+			count++;
+			have_config = 1;
+			printf("event=applied gen=%llu bytes=%d hash=%08x payload=%s\n", (unsigned long long)gen, n, hash, buf);
+			procctl_ack(&ctx, gen, 0);
+		} else if (n == -ENODATA) {
+			have_config = 0;
+			printf("event=cleared gen=%llu\n", (unsigned long long)gen);
+			procctl_ack(&ctx, gen, 0);
+		}
+		now_expired = procctl_lease_expired(&ctx, 0);
+		if (now_expired != expired && (expired != -1 || have_config)) {
+			printf("event=lease state=%s\n", now_expired ? "expired" : "live");
+		}
+		expired = now_expired;
+		n = snprintf(status, sizeof status, "applied=%llu hash=%08x count=%u mode=%s",
+			     (unsigned long long)applied, hash, count,
+			     have_config && !expired ? "config" : "defaults");
+		procctl_state_set(&ctx, status, (size_t)n, 0);
+		procctl_wait(&ctx, 1000000000);
+	}
+	printf("event=stopped\n");
+	procctl_close(&ctx);
+	return 0;
+}

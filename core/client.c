@@ -1,0 +1,491 @@
+/* client.c - attach to one region and talk to it (SPEC.md 6, 7, 13.2). */
+#define _GNU_SOURCE 1
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/vfs.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "client.h"
+#include "offpath.h"
+#include "state.h"
+
+#ifndef F_SEAL_FUTURE_WRITE
+#define F_SEAL_FUTURE_WRITE 0x0010
+#endif
+#define TMPFS_MAGIC 0x01021994
+#define HUGETLBFS_MAGIC 0x958458f6
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* pidfd_getfd exists (Linux 5.6); probed once. */
+static int have_getfd(void)
+{
+	static int cached; /* 0 unknown, 1 yes, 2 no */
+	int v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+	if (!v) {
+		v = (syscall(SYS_pidfd_getfd, -1, 0, 0) < 0 && errno == ENOSYS) ? 2 : 1;
+		__atomic_store_n(&cached, v, __ATOMIC_RELAXED);
+	}
+	return v == 1;
+}
+
+static int mnt_id_of(const char *fdinfo_path)
+{
+	char buf[512];
+	const char *p;
+	int fd = open(fdinfo_path, O_RDONLY | O_CLOEXEC), id = -1;
+	ssize_t n;
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	p = strstr(buf, "mnt_id:");
+	if (p)
+		id = atoi(p + 7);
+	return id;
+}
+
+/* Without pidfd_getfd (SPEC.md 2.4): open the link with O_PATH, check it
+ * lives on the same mount as a memfd of our own, reopen it through
+ * /proc/self/fd. Never open() a path the process controls. */
+static int fetch_fallback(const char *proc_root, pid_t pid, int fdnum)
+{
+	char path[128];
+	int opath, probe, ours, theirs, fd;
+
+	snprintf(path, sizeof path, "%s/%d/fd/%d", proc_root, (int)pid, fdnum);
+	opath = open(path, O_PATH | O_CLOEXEC);
+	if (opath < 0)
+		return -errno;
+	probe = (int)syscall(SYS_memfd_create, "procctl-probe", MFD_CLOEXEC);
+	snprintf(path, sizeof path, "/proc/self/fdinfo/%d", probe);
+	ours = probe >= 0 ? mnt_id_of(path) : -1;
+	if (probe >= 0)
+		close(probe);
+	snprintf(path, sizeof path, "/proc/self/fdinfo/%d", opath);
+	theirs = mnt_id_of(path);
+	if (ours < 0 || theirs != ours) {
+		close(opath);
+		return -EPROTO;
+	}
+	snprintf(path, sizeof path, "/proc/self/fd/%d", opath);
+	fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	close(opath);
+	return fd < 0 ? -errno : fd;
+}
+
+int procctl_read_nspid(const char *proc_root, pid_t pid, pid_t *out, int max)
+{
+	char path[128], buf[4096], *p;
+	int fd, n = 0;
+	ssize_t len;
+
+	snprintf(path, sizeof path, "%s/%d/status", proc_root, (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	len = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (len <= 0)
+		return -ESRCH;
+	buf[len] = 0;
+	p = strstr(buf, "\nNSpid:");
+	if (!p)
+		return -ENOENT;
+	p += 7;
+	while (*p && *p != '\n') {
+		char *end;
+		long v;
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (*p == '\n' || !*p)
+			break;
+		v = strtol(p, &end, 10);
+		if (end == p || v <= 0 || v > 0x3fffffff || n >= max)
+			return -EINVAL;
+		out[n++] = (pid_t)v;
+		p = end;
+	}
+	return n ? n : -EINVAL;
+}
+
+static int process_exited(int pidfd)
+{
+	struct pollfd p = {pidfd, POLLIN, 0};
+	return poll(&p, 1, 0) > 0;
+}
+
+/* Check the fetched fd (SPEC.md 13.2): F_GET_SEALS is the first syscall;
+ * then is it the fd the scan saw, its seals, filesystem and size. */
+static enum procctl_reject check_fd(int fd, const struct procctl_scan_entry *e, struct stat *st)
+{
+	struct statfs sfs;
+	int seals = fcntl(fd, F_GET_SEALS);
+	const int need = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
+
+	if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode))
+		return PROCCTL_REJECT_NOT_MEMFD;
+	if (st->st_dev != e->dev || st->st_ino != e->ino)
+		return PROCCTL_REJECT_FD_SWAPPED;
+	if (seals < 0)
+		return PROCCTL_REJECT_NOT_MEMFD;
+	if (seals & (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE))
+		return PROCCTL_REJECT_WRONG_SEALS;
+	if ((seals & need) != need)
+		return PROCCTL_REJECT_UNSEALED;
+	if (fstatfs(fd, &sfs) < 0)
+		return PROCCTL_REJECT_NOT_MEMFD;
+	if ((unsigned long)sfs.f_type == HUGETLBFS_MAGIC)
+		return PROCCTL_REJECT_HUGETLB;
+	if ((unsigned long)sfs.f_type != TMPFS_MAGIC)
+		return PROCCTL_REJECT_NOT_MEMFD;
+	if (st->st_size > PROCCTL_REGION_MAX || st->st_size < (off_t)sizeof(struct procctl_hdr))
+		return PROCCTL_REJECT_BAD_SIZE;
+	return PROCCTL_REJECT_NONE;
+}
+
+static void remote_put(struct procctl_remote *rm)
+{
+	if (__atomic_sub_fetch(&rm->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+		if (rm->mem_fd >= 0)
+			close(rm->mem_fd);
+		free(rm);
+	}
+}
+
+static procctl_client_t *attach_fail(procctl_client_t *c, int err)
+{
+	procctl_client_close(c);
+	errno = err;
+	return NULL;
+}
+
+procctl_client_t *procctl_client_attach(const struct procctl_scan_entry *e, const struct procctl_attach_opts *opts,
+					enum procctl_reject *why)
+{
+	const char *root = opts && opts->proc_root ? opts->proc_root : "/proc";
+	unsigned flags = opts ? opts->flags : 0;
+	procctl_client_t *c;
+	struct stat st;
+	char path[128];
+	int fd, err, n;
+
+	*why = PROCCTL_REJECT_NONE;
+	c = calloc(1, sizeof *c);
+	if (!c)
+		return NULL;
+	pthread_mutex_init(&c->wlock, NULL);
+	c->remote = calloc(1, sizeof *c->remote);
+	if (!c->remote) {
+		free(c);
+		return NULL;
+	}
+	c->remote->refs = 1;
+	c->remote->mem_fd = -1;
+	c->info.pid = e->pid;
+	c->pidfd = (int)syscall(SYS_pidfd_open, e->pid, 0);
+	if (c->pidfd < 0)
+		return attach_fail(c, errno);
+
+	if (have_getfd() && !(flags & PROCCTL_ATTACH_NO_GETFD))
+		fd = (int)syscall(SYS_pidfd_getfd, c->pidfd, e->fd, 0);
+	else
+		fd = fetch_fallback(root, e->pid, e->fd);
+	if (fd < 0) {
+		err = fd == -1 ? errno : -fd;
+		if (err == EPROTO || err == EBADF)
+			*why = err == EPROTO ? PROCCTL_REJECT_NOT_MEMFD : PROCCTL_REJECT_FD_SWAPPED;
+		return attach_fail(c, err == EBADF ? EPROTO : err);
+	}
+	*why = check_fd(fd, e, &st);
+	if (*why == PROCCTL_REJECT_NONE) {
+		err = procctl_region_map(&c->r, fd, why);
+	} else {
+		err = -EPROTO;
+	}
+	close(fd);
+	if (err)
+		return attach_fail(c, -err);
+	if (strncmp(c->r.hdr.consumer, e->consumer, sizeof c->r.hdr.consumer) ||
+	    c->r.hdr.schema_version != e->schema_version) {
+		*why = PROCCTL_REJECT_CONSUMER_MISMATCH;
+		return attach_fail(c, EPROTO);
+	}
+	/* Only through the creator: a forked child holds the same fd. */
+	n = procctl_read_nspid(root, e->pid, c->info.nspid, PROCCTL_NSPID_MAX);
+	if (n < 0)
+		return attach_fail(c, -n);
+	c->info.nspid_count = n;
+	if (c->info.nspid[n - 1] != c->r.hdr.creator_pid) {
+		*why = PROCCTL_REJECT_NOT_CREATOR;
+		return attach_fail(c, EPROTO);
+	}
+	snprintf(path, sizeof path, "%s/%d/mem", root, (int)e->pid);
+	c->remote->mem_fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (c->remote->mem_fd < 0)
+		return attach_fail(c, errno == ENOENT ? ESRCH : errno);
+	/* The pid read through /proc was the pinned process only if it has
+	 * not exited meanwhile. */
+	if (process_exited(c->pidfd))
+		return attach_fail(c, ESRCH);
+	c->info.dev = st.st_dev;
+	c->info.ino = st.st_ino;
+	c->info.hdr = c->r.hdr;
+	return c;
+}
+
+void procctl_client_close(procctl_client_t *c)
+{
+	if (!c)
+		return;
+	if (c->r.map)
+		procctl_region_unmap(&c->r);
+	if (c->pidfd >= 0)
+		close(c->pidfd);
+	remote_put(c->remote);
+	pthread_mutex_destroy(&c->wlock);
+	free(c);
+}
+
+int procctl_client_info(const procctl_client_t *c, struct procctl_client_info *out)
+{
+	*out = c->info;
+	return 0;
+}
+
+int procctl_client_pidfd(const procctl_client_t *c)
+{
+	return c->pidfd;
+}
+
+int procctl_client_alive(procctl_client_t *c)
+{
+	unsigned char b;
+	if (process_exited(c->pidfd))
+		return -ESRCH;
+	/* A /proc/<pid>/mem fd reads 0 bytes once the mm it was opened on is
+	 * gone: exec (SPEC.md 10.2). */
+	if (pread(c->remote->mem_fd, &b, 1, (off_t)c->r.hdr.state_addr) == 0)
+		return process_exited(c->pidfd) ? -ESRCH : -ESTALE;
+	return 0;
+}
+
+/* ---- writes --------------------------------------------------------- */
+
+int64_t procctl_client_claim(procctl_client_t *c, uint32_t domain, uint32_t epoch, uint64_t lease_ns)
+{
+	int64_t g;
+	pthread_mutex_lock(&c->wlock);
+	g = procctl_region_claim(&c->r, domain, epoch, lease_ns);
+	__atomic_store_n(&c->owned, g > 0, __ATOMIC_RELAXED);
+	if (g > 0 && c->r.config_gen > c->published_max)
+		c->published_max = c->r.config_gen; /* adopted */
+	pthread_mutex_unlock(&c->wlock);
+	return g;
+}
+
+void procctl_client_heartbeat(procctl_client_t *c)
+{
+	pthread_mutex_lock(&c->wlock);
+	if (c->owned)
+		procctl_region_heartbeat(&c->r);
+	pthread_mutex_unlock(&c->wlock);
+}
+
+/* Run one owner write under the lock; -EPERM unless owned. */
+#define OWNED_WRITE(c, expr)                          \
+	do {                                          \
+		int64_t g_ = -EPERM;                  \
+		pthread_mutex_lock(&(c)->wlock);      \
+		if ((c)->owned)                       \
+			g_ = (expr);                  \
+		if (g_ == -EBUSY)                     \
+			procctl__store_relaxed(&(c)->owned, 0); \
+		pthread_mutex_unlock(&(c)->wlock);    \
+		return g_;                            \
+	} while (0)
+
+static int64_t publish_locked(procctl_client_t *c, const void *payload, size_t len)
+{
+	int64_t g;
+	if (len == 0 || len > c->r.hdr.payload_cap)
+		return -EINVAL;
+	g = procctl_region_publish(&c->r, payload, (uint32_t)len);
+	if (g > 0)
+		c->published_max = (uint64_t)g;
+	return g;
+}
+
+static int64_t clear_locked(procctl_client_t *c)
+{
+	int64_t g = procctl_region_clear(&c->r);
+	if (g > 0)
+		c->published_max = (uint64_t)g;
+	return g;
+}
+
+int64_t procctl_client_write(procctl_client_t *c, const void *payload, size_t len)
+{
+	OWNED_WRITE(c, publish_locked(c, payload, len));
+}
+
+int64_t procctl_client_clear(procctl_client_t *c)
+{
+	OWNED_WRITE(c, clear_locked(c));
+}
+
+int procctl_client_set_lease(procctl_client_t *c, uint64_t lease_ns)
+{
+	OWNED_WRITE(c, procctl_region_set_lease(&c->r, lease_ns));
+}
+
+int procctl_client_release(procctl_client_t *c)
+{
+	int r;
+	pthread_mutex_lock(&c->wlock);
+	r = c->owned ? procctl_region_release(&c->r) : -EPERM;
+	__atomic_store_n(&c->owned, 0, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&c->wlock);
+	return r;
+}
+
+int64_t procctl_client_uninstall(procctl_client_t *c)
+{
+	int64_t g;
+	pthread_mutex_lock(&c->wlock);
+	g = c->owned ? procctl_region_uninstall(&c->r) : -EPERM;
+	__atomic_store_n(&c->owned, 0, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&c->wlock);
+	return g;
+}
+
+/* ---- reads ------------------------------------------------------------ */
+
+struct read_job {
+	struct procctl_job job;
+	struct procctl_remote *remote;
+	pid_t pid;
+	struct procctl_hdr hdr;
+	struct procctl_state_view view;
+	enum procctl_reject why;
+	uint64_t buf[]; /* state_size bytes */
+};
+
+static int read_fn(struct procctl_job *j)
+{
+	struct read_job *rj = (struct read_job *)j;
+	return procctl_state_read(rj->pid, rj->remote->mem_fd, &rj->hdr, rj->buf, &rj->view, &rj->why);
+}
+
+static void read_abandon(struct procctl_job *j)
+{
+	__atomic_add_fetch(&((struct read_job *)j)->remote->blocked, 1, __ATOMIC_ACQ_REL);
+}
+
+static void read_release(struct procctl_job *j)
+{
+	struct read_job *rj = (struct read_job *)j;
+	if (j->abandoned)
+		__atomic_sub_fetch(&rj->remote->blocked, 1, __ATOMIC_ACQ_REL);
+	remote_put(rj->remote);
+}
+
+int procctl_client_read_state(procctl_client_t *c, struct procctl_state *out, int64_t deadline_ns)
+{
+	struct read_job *rj;
+	int r, alive;
+
+	/* One blocked read per client at most: the next fails at once. */
+	if (__atomic_load_n(&c->remote->blocked, __ATOMIC_ACQUIRE))
+		return -ETIMEDOUT;
+	rj = (struct read_job *)procctl_job_new(sizeof *rj + c->r.hdr.state_size, read_fn);
+	if (!rj)
+		return -ENOMEM;
+	rj->pid = c->info.pid;
+	rj->hdr = c->r.hdr;
+	rj->remote = c->remote;
+	rj->job.abandon = read_abandon;
+	rj->job.release = read_release;
+	__atomic_add_fetch(&c->remote->refs, 1, __ATOMIC_ACQ_REL);
+	r = procctl_job_run(&rj->job, deadline_ns);
+	if (r == -ETIMEDOUT) /* abandoned: c is blocked until its worker returns */
+		return r;
+	/* Only a read of the process we pinned counts (SPEC.md 7.2 step 5). */
+	alive = procctl_client_alive(c);
+	if (alive < 0) {
+		r = alive;
+	} else if (r == 0) {
+		const struct procctl_state_view *v = &rj->view;
+		out->acked_gen = v->acked_gen;
+		out->ack_status = v->ack_status;
+		out->nres = v->nres;
+		memcpy(out->res, v->res, (size_t)v->nres * sizeof *v->res);
+		out->data_len = v->data_len;
+		memcpy(out->data, v->data, v->data_len);
+	}
+	out->why = rj->why;
+	procctl_job_free(&rj->job);
+	return r;
+}
+
+int procctl_client_wait_ack(procctl_client_t *c, uint64_t gen, int64_t deadline_ns, struct procctl_ack *out)
+{
+	struct procctl_state *st;
+	int64_t backoff = 50000; /* 50 us, doubling to 10 ms between reads */
+	int r;
+
+	if (gen == 0 || gen > __atomic_load_n(&c->published_max, __ATOMIC_RELAXED))
+		return -EINVAL;
+	st = malloc(sizeof *st);
+	if (!st)
+		return -ENOMEM;
+	for (;;) {
+		int64_t left;
+		struct timespec ts;
+		r = procctl_client_read_state(c, st, deadline_ns);
+		if (r == 0 && st->acked_gen >= gen && st->acked_gen <= c->published_max) {
+			out->acked_gen = st->acked_gen;
+			out->status = st->ack_status;
+			out->kind = st->acked_gen > gen ? PROCCTL_ACK_SUPERSEDED
+				    : st->ack_status < 0 ? PROCCTL_ACK_REJECTED
+							 : PROCCTL_ACK_APPLIED;
+			break;
+		}
+		if (r != 0 && r != -EAGAIN && !(r == -EPROTO && st->why == PROCCTL_REJECT_STATE_CRC))
+			break;
+		left = deadline_ns - now_ns();
+		if (left <= 0) {
+			r = -ETIMEDOUT;
+			break;
+		}
+		if (left > backoff)
+			left = backoff;
+		backoff = backoff * 2 > 10000000 ? 10000000 : backoff * 2;
+		ts.tv_sec = (time_t)(left / 1000000000);
+		ts.tv_nsec = (long)(left % 1000000000);
+		/* The doorbell (SPEC.md 6.5): a hint; its word is never written,
+		 * so a nonzero value (a process scribbling) just returns at once
+		 * and the backoff bounds the rate. */
+		if (syscall(SYS_futex, &c->r.ctrl->doorbell, FUTEX_WAIT, 0, &ts, NULL, 0) < 0 && errno == EAGAIN)
+			nanosleep(&ts, NULL);
+	}
+	free(st);
+	return r;
+}

@@ -1,0 +1,45 @@
+/* client.h - the parts of a client the registry (and the arbiter) use.
+ * Internal to libprocctl-agent. */
+#ifndef PROCCTL_CLIENT_H
+#define PROCCTL_CLIENT_H
+
+#include <pthread.h>
+
+#include "procctl_agent.h"
+#include "region.h"
+
+/* What a client shares with its remote reads, which may outlive it when
+ * abandoned at a deadline: freed (and mem_fd closed) by whichever lets go
+ * last. */
+struct procctl_remote {
+	int refs;
+	int blocked; /* reads that missed their deadline and are still blocked */
+	int mem_fd;  /* /proc/<pid>/mem, opened at attach: 0 bytes after exec */
+};
+
+struct procctl_client {
+	pthread_mutex_t wlock;   /* region writes: callers and the heartbeat thread */
+	struct procctl_region r; /* mapping and the agent's own copies */
+	struct procctl_client_info info;
+	int pidfd;
+	int owned;               /* claimed by this agent: writes allowed. Written
+	                          * under wlock; read anywhere with atomics */
+	struct procctl_remote *remote;
+	uint64_t published_max;  /* highest config generation this agent published */
+};
+
+/* The NSpid list of pid from <proc_root>/<pid>/status, outermost first:
+ * the count, or -ESRCH, -ENOENT (no NSpid line), -EINVAL (malformed or
+ * more than max entries). */
+int procctl_read_nspid(const char *proc_root, pid_t pid, pid_t *out, int max);
+
+/* Claim c for (domain, epoch) with lease_ns (the caller holds the node
+ * lock): see procctl_region_claim. Writes are allowed afterwards. */
+int64_t procctl_client_claim(procctl_client_t *c, uint32_t domain, uint32_t epoch, uint64_t lease_ns);
+void procctl_client_heartbeat(procctl_client_t *c);
+int procctl_client_set_lease(procctl_client_t *c, uint64_t lease_ns);
+/* Hand-off (RELEASED) or uninstall; writes are refused afterwards. */
+int procctl_client_release(procctl_client_t *c);
+int64_t procctl_client_uninstall(procctl_client_t *c);
+
+#endif

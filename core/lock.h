@@ -1,0 +1,24 @@
+/* lock.h - node locks (SPEC.md 8.1). Internal to libprocctl-agent. */
+#ifndef PROCCTL_LOCK_H
+#define PROCCTL_LOCK_H
+
+#include <stdint.h>
+
+#include "procctl.h"
+
+#define PROCCTL_LOCK_DIR_DEFAULT "/run/procctl/locks"
+
+/* The lock domain's id from <dir>/domain, creating dir and the file (a
+ * random id, linked into place atomically) when missing. */
+int procctl_lock_domain(const char *dir, uint32_t *domain);
+
+/* Open (creating) <dir>/<consumer>.lock: an fd, or -errno. */
+int procctl_lock_open(const char *dir, const char *consumer);
+
+/* Try to take the lock on fd without waiting: 0 and the new epoch (the
+ * last holder's + 1, written back), -EAGAIN held by someone else. The lock
+ * is released by procctl_lock_drop, close, or the process's death. */
+int procctl_lock_take(int fd, uint32_t *epoch);
+void procctl_lock_drop(int fd);
+
+#endif

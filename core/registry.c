@@ -1,0 +1,637 @@
+/* registry.c - discovery, attach, exit and exec detection, node locks and
+ * ownership, heartbeats and hand-off (SPEC.md 2.4, 8, 10). */
+#define _GNU_SOURCE 1
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "client.h"
+#include "lock.h"
+#include "log.h"
+
+#define DEFAULT_LEASE_NS 10000000000ull
+#define DEFAULT_RESCAN_NS 60000000000ull
+#define TICK_NS 20000000ull /* lock retries for passive consumers, exec sweeps */
+#define NOTIFY_MAX 1024
+#define REJECTED_MAX 256
+
+enum { TAG_EVENT = 1, TAG_RESCAN, TAG_TICK }; /* epoll tags; clients are pointers */
+
+struct lock_rec {
+	char consumer[32];
+	int fd;
+	int held;
+	uint32_t epoch;
+	uint64_t ready_scan; /* ready once scan number ready_scan has finished */
+	struct lock_rec *next;
+};
+
+struct entry {
+	procctl_client_t *c;
+	struct lock_rec *lk;
+	struct entry *next;
+};
+
+struct rejected {
+	pid_t pid;
+	dev_t dev;
+	ino_t ino;
+};
+
+struct procctl_registry {
+	struct procctl_registry_opts o;
+	char consumer[32], lock_dir[256], proc_root[256];
+	int epfd, evfd, rescan_fd, tick_fd;
+	uint32_t domain;
+	int have_domain;
+	struct lock_rec *locks;
+	uint64_t scans_started, scans_done;
+	int first_scan_done, stop;
+
+	pthread_mutex_t mu; /* entries, notify queue, stats: shared with the heartbeat thread */
+	struct entry *entries;
+	pid_t notify_q[NOTIFY_MAX];
+	unsigned nq;
+	int notify_all;
+	struct procctl_registry_stats stats;
+
+	struct rejected rejected[REJECTED_MAX];
+	unsigned nrejected;
+
+	pthread_t hb;
+	pthread_cond_t hb_cv;
+	int hb_stop, hb_started;
+};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void arm(int tfd, uint64_t first_ns, uint64_t every_ns)
+{
+	struct itimerspec it;
+	memset(&it, 0, sizeof it);
+	it.it_value.tv_sec = (time_t)(first_ns / 1000000000ull);
+	it.it_value.tv_nsec = (long)(first_ns % 1000000000ull);
+	it.it_interval.tv_sec = (time_t)(every_ns / 1000000000ull);
+	it.it_interval.tv_nsec = (long)(every_ns % 1000000000ull);
+	timerfd_settime(tfd, 0, &it, NULL);
+}
+
+/* Make the loop's fd readable: it has work. */
+static void kick(procctl_registry_t *r)
+{
+	uint64_t one = 1;
+	if (write(r->evfd, &one, sizeof one) < 0) {
+		/* EAGAIN: the counter is saturated, a wakeup is pending anyway */
+	}
+}
+
+static void emit(procctl_registry_t *r, struct procctl_event *ev)
+{
+	if (r->o.on_event)
+		r->o.on_event(ev, r->o.arg);
+}
+
+/* ---- heartbeats ------------------------------------------------------- */
+
+/* Only stores to mapped memory, under locks held for stores only: no
+ * remote read, no syscall on a fetched fd ever delays it (SPEC.md 8.3). */
+static void *hb_main(void *arg)
+{
+	procctl_registry_t *r = arg;
+	uint64_t every = r->o.lease_ns / 4;
+	pthread_mutex_lock(&r->mu);
+	while (!r->hb_stop) {
+		struct timespec ts;
+		uint64_t at;
+		struct entry *e;
+		for (e = r->entries; e; e = e->next)
+			if (__atomic_load_n(&e->c->owned, __ATOMIC_RELAXED)) {
+				procctl_client_heartbeat(e->c);
+				r->stats.heartbeats++;
+			}
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		at = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec + every;
+		ts.tv_sec = (time_t)(at / 1000000000ull);
+		ts.tv_nsec = (long)(at % 1000000000ull);
+		pthread_cond_timedwait(&r->hb_cv, &r->mu, &ts);
+	}
+	pthread_mutex_unlock(&r->mu);
+	return NULL;
+}
+
+/* ---- locks and ownership ----------------------------------------------- */
+
+static struct lock_rec *lock_find(procctl_registry_t *r, const char *consumer)
+{
+	struct lock_rec *l;
+	for (l = r->locks; l; l = l->next)
+		if (!strcmp(l->consumer, consumer))
+			return l;
+	return NULL;
+}
+
+static void claim(procctl_registry_t *r, struct entry *e)
+{
+	int64_t g = procctl_client_claim(e->c, r->domain, e->lk->epoch, r->o.lease_ns);
+	if (g == -EEXIST) {
+		pthread_mutex_lock(&r->mu);
+		r->stats.conflicts++;
+		pthread_mutex_unlock(&r->mu);
+		procctl_log(PROCCTL_LOG_WARN, "owner_conflict", "pid=%d consumer=%s",
+			    (int)e->c->info.pid, e->lk->consumer);
+	} else if (g < 0) {
+		procctl_log(PROCCTL_LOG_WARN, "claim_failed", "pid=%d consumer=%s errno=%d",
+			    (int)e->c->info.pid, e->lk->consumer, (int)-g);
+	}
+}
+
+/* Try to take l's lock; on success claim every region of its consumer and
+ * ask for the full scan that makes it ready. */
+static void lock_try(procctl_registry_t *r, struct lock_rec *l)
+{
+	struct procctl_event ev;
+	struct entry *e;
+	int err;
+
+	if (l->held || (r->o.flags & PROCCTL_REGISTRY_PASSIVE) || l->fd < 0)
+		return;
+	if (!r->have_domain) {
+		err = procctl_lock_domain(r->lock_dir, &r->domain);
+		if (err) {
+			procctl_log(PROCCTL_LOG_ERROR, "lock_domain_failed", "dir=%s errno=%d", r->lock_dir, -err);
+			return;
+		}
+		r->have_domain = 1;
+	}
+	err = procctl_lock_take(l->fd, &l->epoch);
+	if (err)
+		return;
+	l->held = 1;
+	l->ready_scan = r->scans_started + 1;
+	procctl_log(PROCCTL_LOG_INFO, "lock_taken", "consumer=%s epoch=%u domain=%u", l->consumer, l->epoch, r->domain);
+	for (e = r->entries; e; e = e->next)
+		if (e->lk == l)
+			claim(r, e);
+	pthread_mutex_lock(&r->mu);
+	r->notify_all = 1; /* a full scan begun now makes the consumer ready */
+	pthread_mutex_unlock(&r->mu);
+	kick(r);
+	memset(&ev, 0, sizeof ev);
+	ev.type = PROCCTL_EV_OWNERSHIP;
+	ev.consumer = l->consumer;
+	ev.held = 1;
+	emit(r, &ev);
+}
+
+static struct lock_rec *lock_for(procctl_registry_t *r, const char *consumer)
+{
+	struct lock_rec *l = lock_find(r, consumer);
+	if (l)
+		return l;
+	l = calloc(1, sizeof *l);
+	if (!l)
+		return NULL;
+	snprintf(l->consumer, sizeof l->consumer, "%s", consumer);
+	l->fd = (r->o.flags & PROCCTL_REGISTRY_PASSIVE) ? -1 : procctl_lock_open(r->lock_dir, consumer);
+	if (l->fd < 0 && !(r->o.flags & PROCCTL_REGISTRY_PASSIVE))
+		procctl_log(PROCCTL_LOG_ERROR, "lock_open_failed", "dir=%s consumer=%s errno=%d", r->lock_dir,
+			    consumer, -l->fd);
+	l->next = r->locks;
+	r->locks = l;
+	lock_try(r, l);
+	return l;
+}
+
+/* ---- attach and detach ------------------------------------------------ */
+
+static struct entry *entry_of(procctl_registry_t *r, pid_t pid, dev_t dev, ino_t ino)
+{
+	struct entry *e;
+	for (e = r->entries; e; e = e->next)
+		if (e->c->info.pid == pid && e->c->info.dev == dev && e->c->info.ino == ino)
+			return e;
+	return NULL;
+}
+
+static int was_rejected(procctl_registry_t *r, const struct procctl_scan_entry *s)
+{
+	unsigned i;
+	for (i = 0; i < r->nrejected && i < REJECTED_MAX; i++)
+		if (r->rejected[i].pid == s->pid && r->rejected[i].dev == s->dev && r->rejected[i].ino == s->ino)
+			return 1;
+	return 0;
+}
+
+static int on_found(const struct procctl_scan_entry *s, void *arg)
+{
+	procctl_registry_t *r = arg;
+	struct procctl_attach_opts ao = {sizeof ao, r->proc_root, 0};
+	struct procctl_event ev;
+	enum procctl_reject why;
+	struct epoll_event ee;
+	procctl_client_t *c;
+	struct entry *e;
+
+	if (entry_of(r, s->pid, s->dev, s->ino) || was_rejected(r, s))
+		return 0;
+	pthread_mutex_lock(&r->mu);
+	r->stats.attach_attempts++;
+	pthread_mutex_unlock(&r->mu);
+	c = procctl_client_attach(s, &ao, &why);
+	if (!c) {
+		if (errno == EPROTO) {
+			struct rejected *rj = &r->rejected[r->nrejected++ % REJECTED_MAX];
+			rj->pid = s->pid;
+			rj->dev = s->dev;
+			rj->ino = s->ino;
+			pthread_mutex_lock(&r->mu);
+			r->stats.rejects[why]++;
+			pthread_mutex_unlock(&r->mu);
+			procctl_log(PROCCTL_LOG_WARN, "attach_rejected", "pid=%d fd=%d consumer=%s reason=%s",
+				    (int)s->pid, s->fd, s->consumer, procctl_reject_name(why));
+		} else {
+			procctl_log(PROCCTL_LOG_DEBUG, "attach_failed", "pid=%d fd=%d errno=%d", (int)s->pid, s->fd,
+				    errno);
+		}
+		return 0;
+	}
+	e = calloc(1, sizeof *e);
+	if (!e || !(e->lk = lock_for(r, s->consumer))) {
+		free(e);
+		procctl_client_close(c);
+		return 0;
+	}
+	e->c = c;
+	memset(&ee, 0, sizeof ee);
+	ee.events = EPOLLIN;
+	ee.data.ptr = e;
+	epoll_ctl(r->epfd, EPOLL_CTL_ADD, c->pidfd, &ee);
+	pthread_mutex_lock(&r->mu);
+	e->next = r->entries;
+	r->entries = e;
+	r->stats.attached++;
+	r->stats.clients++;
+	pthread_mutex_unlock(&r->mu);
+	if (e->lk->held)
+		claim(r, e);
+	procctl_log(PROCCTL_LOG_INFO, "attached", "pid=%d consumer=%s instance=%016llx owned=%d", (int)s->pid,
+		    s->consumer, (unsigned long long)c->info.hdr.instance_id, __atomic_load_n(&c->owned, __ATOMIC_RELAXED));
+	memset(&ev, 0, sizeof ev);
+	ev.type = PROCCTL_EV_ATTACHED;
+	ev.client = c;
+	ev.pid = s->pid;
+	ev.instance_id = c->info.hdr.instance_id;
+	ev.consumer = e->lk->consumer;
+	emit(r, &ev);
+	return 0;
+}
+
+static void detach(procctl_registry_t *r, struct entry *e, int reason)
+{
+	struct procctl_event ev;
+	struct entry **pp;
+
+	epoll_ctl(r->epfd, EPOLL_CTL_DEL, e->c->pidfd, NULL);
+	pthread_mutex_lock(&r->mu); /* after this the heartbeat thread cannot see it */
+	for (pp = &r->entries; *pp; pp = &(*pp)->next)
+		if (*pp == e) {
+			*pp = e->next;
+			break;
+		}
+	r->stats.detached++;
+	r->stats.clients--;
+	pthread_mutex_unlock(&r->mu);
+	procctl_log(PROCCTL_LOG_INFO, "detached", "pid=%d consumer=%s reason=%d", (int)e->c->info.pid,
+		    e->lk->consumer, reason);
+	memset(&ev, 0, sizeof ev);
+	ev.type = PROCCTL_EV_DETACHED;
+	ev.client = e->c;
+	ev.pid = e->c->info.pid;
+	ev.instance_id = e->c->info.hdr.instance_id;
+	ev.consumer = e->lk->consumer;
+	ev.reason = reason;
+	emit(r, &ev);
+	procctl_client_close(e->c);
+	free(e);
+}
+
+/* Exec keeps the pid and the pidfd quiet: look at every client. */
+static void sweep(procctl_registry_t *r)
+{
+	struct entry *e = r->entries, *next;
+	for (; e; e = next) {
+		int a = procctl_client_alive(e->c);
+		next = e->next;
+		if (a < 0)
+			detach(r, e, a);
+	}
+}
+
+static void full_scan(procctl_registry_t *r)
+{
+	uint64_t t0 = mono_ns(), scan = ++r->scans_started;
+	struct lock_rec *l;
+
+	/* Before the scan: a consumer named up front has its lock taken
+	 * first, so this scan already counts for its readiness. */
+	if (r->consumer[0])
+		lock_for(r, r->consumer);
+	sweep(r);
+	procctl_scan(r->proc_root, r->consumer[0] ? r->consumer : NULL, on_found, r);
+	r->scans_done = scan;
+	r->first_scan_done = 1;
+	pthread_mutex_lock(&r->mu);
+	r->stats.scans++;
+	r->stats.scan_ns += mono_ns() - t0;
+	pthread_mutex_unlock(&r->mu);
+	for (l = r->locks; l; l = l->next)
+		if (l->held && l->ready_scan == scan)
+			procctl_log(PROCCTL_LOG_INFO, "ready", "consumer=%s epoch=%u", l->consumer, l->epoch);
+}
+
+/* ---- the loop ------------------------------------------------------- */
+
+static void drain_notify(procctl_registry_t *r)
+{
+	pid_t q[NOTIFY_MAX];
+	unsigned n, i;
+	int all;
+	uint64_t v;
+
+	if (read(r->evfd, &v, sizeof v) < 0 && errno != EAGAIN)
+		return;
+	pthread_mutex_lock(&r->mu);
+	n = r->nq;
+	memcpy(q, r->notify_q, n * sizeof *q);
+	r->nq = 0;
+	all = r->notify_all;
+	r->notify_all = 0;
+	r->stats.targeted_scans += n;
+	pthread_mutex_unlock(&r->mu);
+	if (all) {
+		full_scan(r);
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		struct entry *e = r->entries, *next;
+		for (; e; e = next) { /* a pid that exec'd has a new region */
+			next = e->next;
+			if (e->c->info.pid == q[i]) {
+				int a = procctl_client_alive(e->c);
+				if (a < 0)
+					detach(r, e, a);
+			}
+		}
+		procctl_scan_pid(r->proc_root, q[i], r->consumer[0] ? r->consumer : NULL, on_found, r);
+	}
+}
+
+int procctl_registry_dispatch(procctl_registry_t *r)
+{
+	struct epoll_event evs[64];
+	int n, i;
+
+	if (!r->first_scan_done)
+		full_scan(r);
+	n = epoll_wait(r->epfd, evs, 64, 0);
+	if (n < 0)
+		return errno == EINTR ? 0 : -errno;
+	for (i = 0; i < n; i++) {
+		uint64_t tag = evs[i].data.u64, v;
+		if (tag == TAG_EVENT) {
+			drain_notify(r);
+		} else if (tag == TAG_RESCAN) {
+			if (read(r->rescan_fd, &v, sizeof v) > 0)
+				full_scan(r);
+		} else if (tag == TAG_TICK) {
+			struct lock_rec *l;
+			if (read(r->tick_fd, &v, sizeof v) <= 0)
+				continue;
+			for (l = r->locks; l; l = l->next)
+				lock_try(r, l);
+			sweep(r);
+		} else {
+			struct entry *e = evs[i].data.ptr, *x;
+			for (x = r->entries; x && x != e; x = x->next) /* still ours? */
+				;
+			if (x)
+				detach(r, e, -ESRCH);
+		}
+	}
+	return 0;
+}
+
+int procctl_registry_run(procctl_registry_t *r)
+{
+	while (!__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE)) {
+		struct epoll_event ev;
+		int err = procctl_registry_dispatch(r);
+		if (err)
+			return err;
+		if (epoll_wait(r->epfd, &ev, 1, -1) < 0 && errno != EINTR)
+			return -errno;
+	}
+	return 0;
+}
+
+void procctl_registry_stop(procctl_registry_t *r)
+{
+	__atomic_store_n(&r->stop, 1, __ATOMIC_RELEASE);
+	kick(r);
+}
+
+int procctl_registry_notify(procctl_registry_t *r, pid_t pid)
+{
+	if (pid <= 0)
+		return -EINVAL;
+	pthread_mutex_lock(&r->mu);
+	if (r->nq < NOTIFY_MAX)
+		r->notify_q[r->nq++] = pid;
+	else
+		r->notify_all = 1; /* too many at once: a full scan finds them all */
+	pthread_mutex_unlock(&r->mu);
+	kick(r);
+	return 0;
+}
+
+/* ---- lifecycle ------------------------------------------------------ */
+
+procctl_registry_t *procctl_registry_new(const struct procctl_registry_opts *opts)
+{
+	procctl_registry_t *r;
+	struct epoll_event ee;
+	size_t n;
+
+	if (!opts || opts->sz < sizeof *opts ||
+	    (opts->consumer && procctl_name_valid(opts->consumer, PROCCTL_CONSUMER_MAX) < 0) ||
+	    (opts->lease_ns && (opts->lease_ns < PROCCTL_LEASE_FLOOR_NS || opts->lease_ns > PROCCTL_LEASE_CEIL_NS))) {
+		errno = EINVAL;
+		return NULL;
+	}
+	r = calloc(1, sizeof *r);
+	if (!r)
+		return NULL;
+	r->o = *opts;
+	if (!r->o.lease_ns)
+		r->o.lease_ns = DEFAULT_LEASE_NS;
+	if (!r->o.rescan_ns)
+		r->o.rescan_ns = DEFAULT_RESCAN_NS;
+	snprintf(r->consumer, sizeof r->consumer, "%s", opts->consumer ? opts->consumer : "");
+	n = (size_t)snprintf(r->lock_dir, sizeof r->lock_dir, "%s", opts->lock_dir ? opts->lock_dir : PROCCTL_LOCK_DIR_DEFAULT);
+	n |= (size_t)snprintf(r->proc_root, sizeof r->proc_root, "%s", opts->proc_root ? opts->proc_root : "/proc");
+	if (n >= sizeof r->lock_dir) {
+		free(r);
+		errno = ENAMETOOLONG;
+		return NULL;
+	}
+	pthread_mutex_init(&r->mu, NULL);
+	{
+		pthread_condattr_t ca;
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&r->hb_cv, &ca);
+		pthread_condattr_destroy(&ca);
+	}
+	r->epfd = epoll_create1(EPOLL_CLOEXEC);
+	r->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	r->rescan_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	r->tick_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (r->epfd < 0 || r->evfd < 0 || r->rescan_fd < 0 || r->tick_fd < 0) {
+		int err = errno;
+		procctl_registry_close(r, 0);
+		errno = err;
+		return NULL;
+	}
+	memset(&ee, 0, sizeof ee);
+	ee.events = EPOLLIN;
+	ee.data.u64 = TAG_EVENT;
+	epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->evfd, &ee);
+	ee.data.u64 = TAG_RESCAN;
+	epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->rescan_fd, &ee);
+	ee.data.u64 = TAG_TICK;
+	epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->tick_fd, &ee);
+	arm(r->rescan_fd, r->o.rescan_ns, r->o.rescan_ns);
+	arm(r->tick_fd, TICK_NS, TICK_NS);
+	kick(r); /* the first dispatch runs the first scan */
+	if (pthread_create(&r->hb, NULL, hb_main, r) == 0)
+		r->hb_started = 1;
+	return r;
+}
+
+int procctl_registry_fd(const procctl_registry_t *r)
+{
+	return r->epfd;
+}
+
+int procctl_registry_first_scan_done(const procctl_registry_t *r)
+{
+	return r->first_scan_done;
+}
+
+int procctl_registry_owner(const procctl_registry_t *r, const char *consumer)
+{
+	const struct lock_rec *l;
+	for (l = r->locks; l; l = l->next)
+		if (!strcmp(l->consumer, consumer))
+			return l->held;
+	return 0;
+}
+
+int procctl_registry_ready(const procctl_registry_t *r, const char *consumer)
+{
+	const struct lock_rec *l;
+	for (l = r->locks; l; l = l->next)
+		if (!strcmp(l->consumer, consumer))
+			return l->held && r->scans_done >= l->ready_scan;
+	return 0;
+}
+
+size_t procctl_registry_clients(const procctl_registry_t *r, procctl_client_t **out, size_t max)
+{
+	const struct entry *e;
+	size_t n = 0;
+	for (e = r->entries; e; e = e->next, n++)
+		if (n < max)
+			out[n] = e->c;
+	return n;
+}
+
+procctl_client_t *procctl_registry_find(const procctl_registry_t *r, pid_t pid)
+{
+	const struct entry *e;
+	for (e = r->entries; e; e = e->next)
+		if (e->c->info.pid == pid)
+			return e->c;
+	return NULL;
+}
+
+void procctl_registry_stats(procctl_registry_t *r, struct procctl_registry_stats *out)
+{
+	const struct entry *e;
+	pthread_mutex_lock(&r->mu);
+	*out = r->stats;
+	out->owned = 0;
+	for (e = r->entries; e; e = e->next)
+		out->owned += __atomic_load_n(&e->c->owned, __ATOMIC_RELAXED) != 0;
+	pthread_mutex_unlock(&r->mu);
+}
+
+void procctl_registry_close(procctl_registry_t *r, unsigned flags)
+{
+	struct lock_rec *l, *ln;
+
+	if (!r)
+		return;
+	if (r->hb_started) {
+		pthread_mutex_lock(&r->mu);
+		r->hb_stop = 1;
+		pthread_cond_signal(&r->hb_cv);
+		pthread_mutex_unlock(&r->mu);
+		pthread_join(r->hb, NULL);
+	}
+	/* Stop writing; the hand-off (RELEASED) or uninstall is the last
+	 * write to each region, then the locks go (SPEC.md 8.3). */
+	while (r->entries) {
+		struct entry *e = r->entries;
+		if (__atomic_load_n(&e->c->owned, __ATOMIC_RELAXED)) {
+			if (flags & PROCCTL_CLOSE_UNINSTALL)
+				procctl_client_uninstall(e->c);
+			else
+				procctl_client_release(e->c);
+		}
+		detach(r, e, 0);
+	}
+	for (l = r->locks; l; l = ln) {
+		ln = l->next;
+		if (l->fd >= 0) {
+			if (l->held)
+				procctl_lock_drop(l->fd);
+			close(l->fd);
+		}
+		free(l);
+	}
+	if (r->epfd >= 0)
+		close(r->epfd);
+	if (r->evfd >= 0)
+		close(r->evfd);
+	if (r->rescan_fd >= 0)
+		close(r->rescan_fd);
+	if (r->tick_fd >= 0)
+		close(r->tick_fd);
+	pthread_cond_destroy(&r->hb_cv);
+	pthread_mutex_destroy(&r->mu);
+	free(r);
+}

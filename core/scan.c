@@ -1,0 +1,165 @@
+/* scan.c - find procctl regions by walking /proc/<pid>/fd (SPEC.md 2.4). */
+#define _GNU_SOURCE 1
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "procctl.h"
+#include "procctl_agent.h"
+
+#define LINK_PREFIX "/memfd:" PROCCTL_NAME_PREFIX
+#define LINK_SUFFIX " (deleted)"
+
+int procctl_scan_parse_link(const char *link, size_t len, char consumer[32], uint32_t *version)
+{
+	const size_t pre = sizeof LINK_PREFIX - 1, suf = sizeof LINK_SUFFIX - 1;
+	const char *name, *v = NULL;
+	size_t n, i, clen;
+	uint64_t ver = 0;
+
+	/* "/memfd:procctl:<consumer>-v<N> (deleted)": memfds are never linked. */
+	if (len < pre + suf || memcmp(link, LINK_PREFIX, pre) || memcmp(link + len - suf, LINK_SUFFIX, suf))
+		return -EINVAL;
+	name = link + pre;
+	n = len - pre - suf;
+	for (i = 0; i + 1 < n; i++) /* the last "-v" */
+		if (name[i] == '-' && name[i + 1] == 'v')
+			v = name + i;
+	if (!v)
+		return -EINVAL;
+	clen = (size_t)(v - name);
+	if (clen == 0 || clen > PROCCTL_CONSUMER_MAX)
+		return -EINVAL;
+	for (i = 0; i < clen; i++) {
+		char ch = name[i];
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_' || ch == '.' || ch == '-'))
+			return -EINVAL;
+	}
+	/* N: decimal, >= 1, no leading zero, fits in 32 bits. */
+	if (v + 2 == name + n || v[2] == '0')
+		return -EINVAL;
+	for (i = (size_t)(v + 2 - name); i < n; i++) {
+		if (name[i] < '0' || name[i] > '9')
+			return -EINVAL;
+		ver = ver * 10u + (uint64_t)(name[i] - '0');
+		if (ver > UINT32_MAX)
+			return -EINVAL;
+	}
+	memset(consumer, 0, 32);
+	memcpy(consumer, name, clen);
+	*version = (uint32_t)ver;
+	return 0;
+}
+
+static int is_pid(const char *s, pid_t *pid)
+{
+	long v = 0;
+	if (!*s)
+		return 0;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9' || v > 0x3fffffff)
+			return 0;
+		v = v * 10 + (*s - '0');
+	}
+	*pid = (pid_t)v;
+	return v > 0;
+}
+
+/* The regions among the fds of one process; its fd directory is dirfd. */
+static int scan_fds(int fddir, pid_t pid, const char *consumer, procctl_scan_cb cb, void *arg)
+{
+	DIR *d = fdopendir(fddir);
+	struct dirent *de;
+	int found = 0, r = 0;
+
+	if (!d) {
+		close(fddir);
+		return 0;
+	}
+	while ((de = readdir(d))) {
+		struct procctl_scan_entry e;
+		char link[300];
+		ssize_t n;
+		pid_t fdnum;
+
+		/* Only symlinks can be memfds; skip the rest without a syscall. */
+		if ((de->d_type != DT_LNK && de->d_type != DT_UNKNOWN) || !is_pid(de->d_name, &fdnum))
+			continue;
+		n = readlinkat(dirfd(d), de->d_name, link, sizeof link);
+		if (n <= 0 || (size_t)n >= sizeof link)
+			continue;
+		memset(&e, 0, sizeof e);
+		if (procctl_scan_parse_link(link, (size_t)n, e.consumer, &e.schema_version) < 0)
+			continue;
+		if (consumer && strcmp(consumer, e.consumer))
+			continue;
+		{
+			/* The identity attach compares against; 0 when the fd
+			 * closed meanwhile (attach then refuses it as swapped). */
+			struct stat st;
+			if (fstatat(dirfd(d), de->d_name, &st, 0) == 0) {
+				e.dev = st.st_dev;
+				e.ino = st.st_ino;
+			}
+		}
+		e.pid = pid;
+		e.fd = (int)fdnum;
+		found++;
+		r = cb(&e, arg);
+		if (r < 0)
+			break;
+	}
+	closedir(d);
+	return r < 0 ? r : found;
+}
+
+int procctl_scan_pid(const char *proc_root, pid_t pid, const char *consumer, procctl_scan_cb cb, void *arg)
+{
+	char path[64];
+	int root, fddir;
+
+	root = open(proc_root ? proc_root : "/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (root < 0)
+		return -errno;
+	snprintf(path, sizeof path, "%d/fd", (int)pid);
+	fddir = openat(root, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	close(root);
+	if (fddir < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	return scan_fds(fddir, pid, consumer, cb, arg);
+}
+
+int procctl_scan(const char *proc_root, const char *consumer, procctl_scan_cb cb, void *arg)
+{
+	DIR *d = opendir(proc_root ? proc_root : "/proc");
+	struct dirent *de;
+	int total = 0;
+
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		char path[64];
+		pid_t pid;
+		int fddir, r;
+
+		if (!is_pid(de->d_name, &pid))
+			continue;
+		snprintf(path, sizeof path, "%d/fd", (int)pid);
+		fddir = openat(dirfd(d), path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fddir < 0) /* gone, or a kernel thread we may not look into */
+			continue;
+		r = scan_fds(fddir, pid, consumer, cb, arg);
+		if (r < 0) {
+			closedir(d);
+			return r;
+		}
+		total += r;
+	}
+	closedir(d);
+	return total;
+}

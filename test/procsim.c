@@ -1,0 +1,281 @@
+/* procsim - a scriptable process side for the agent tests: one command a
+ * line on stdin, one reply line on stdout ("ok ..." or "err <errno> ...").
+ *
+ *   init CONSUMER                procctl_init; prints "ok FD"
+ *   hostile MODE                 a region an agent must refuse (see below);
+ *                                prints "ok FD"
+ *   poll                         "ok N GEN PAYLOAD" | "ok 0" | "err E"
+ *   ack GEN | nack GEN ERR       acks
+ *   state TEXT                   procctl_state_set
+ *   swapfd                       replace the region's fd number with another
+ *                                procctl memfd (the scan saw the old one)
+ *   punch                        punch the whole region (FALLOC_FL_PUNCH_HOLE)
+ *   stall                        put the state block behind a userfaultfd
+ *                                page nobody serves
+ *   fork                         fork a child that keeps the region's fd
+ *                                and the state block; prints "ok PID"
+ *   forkreinit                   the same, the child calls procctl_reinit;
+ *                                prints "ok PID FD"
+ *   lease                        "ok 1" expired, "ok 0" live
+ *   exec                         exec sleep: same pid, new image
+ *   exit                         leave
+ *
+ * Hostile modes: unsealed, writeseal, futurewrite, hugetlb, toobig,
+ * badmagic, badversion, badlayout, mismatch (name echo, header other),
+ * badstate (state CRC), badinstance (state instance id).
+ */
+#define PROCCTL_IMPLEMENTATION
+#include "procctl.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/falloc.h>
+#include <linux/userfaultfd.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "reply.h"
+
+#ifndef F_SEAL_FUTURE_WRITE
+#define F_SEAL_FUTURE_WRITE 0x0010
+#endif
+#ifndef MFD_HUGETLB
+#define MFD_HUGETLB 0x0004u
+#endif
+
+static procctl_t ctx;
+static unsigned char *storage; /* page aligned, so stall can drop it whole */
+static int region_fd = -1;
+
+static int do_init(const char *consumer)
+{
+	procctl_config_t cfg;
+	int err;
+	memset(&cfg, 0, sizeof cfg);
+	cfg.consumer = consumer;
+	cfg.schema_version = 1;
+	cfg.payload_capacity = 4096;
+	cfg.state_capacity = 256;
+	cfg.resource_capacity = 4;
+	cfg.state_storage = storage;
+	err = procctl_init(&ctx, &cfg);
+	region_fd = err ? -1 : procctl_fd(&ctx);
+	return err;
+}
+
+/* Rewrite header bytes through the fd (no WRITE seal stops the process)
+ * and fix the header CRC, so the agent's later checks are the ones hit. */
+static void patch_header(size_t off, const void *v, size_t n, int fix_crc)
+{
+	struct procctl_hdr h;
+	if (pread(region_fd, &h, sizeof h, 0) != (ssize_t)sizeof h)
+		abort();
+	memcpy((unsigned char *)&h + off, v, n);
+	if (fix_crc) {
+		h.header_crc = 0;
+		h.header_crc = procctl_crc32c(0, &h, sizeof h);
+	}
+	if (pwrite(region_fd, &h, sizeof h, 0) != (ssize_t)sizeof h)
+		abort();
+}
+
+/* A bare memfd named like a region, with the seals given; a valid header
+ * is copied from a real region so only the seals (or size) are wrong. */
+static int bare_region(unsigned mfd_flags, int seals, off_t size)
+{
+	unsigned char hdr[256];
+	int fd;
+	if (do_init("scratch") < 0 || pread(region_fd, hdr, sizeof hdr, 0) != (ssize_t)sizeof hdr)
+		return -EIO;
+	fd = (int)syscall(SYS_memfd_create, "procctl:test-v1", MFD_CLOEXEC | mfd_flags);
+	if (fd < 0)
+		return -errno;
+	if (!(mfd_flags & MFD_HUGETLB)) {
+		if (ftruncate(fd, size) < 0 || pwrite(fd, hdr, sizeof hdr, 0) != (ssize_t)sizeof hdr)
+			return -errno;
+	}
+	if (seals && fcntl(fd, F_ADD_SEALS, seals) < 0)
+		return -errno;
+	return fd;
+}
+
+static void do_hostile(const char *mode)
+{
+	uint64_t v64;
+	uint32_t v32;
+	int fd = -1;
+
+	if (!strcmp(mode, "unsealed"))
+		fd = bare_region(MFD_ALLOW_SEALING, 0, 16384);
+	else if (!strcmp(mode, "writeseal"))
+		fd = bare_region(MFD_ALLOW_SEALING, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL, 16384);
+	else if (!strcmp(mode, "futurewrite"))
+		fd = bare_region(MFD_ALLOW_SEALING, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE | F_SEAL_SEAL,
+				 16384);
+	else if (!strcmp(mode, "hugetlb"))
+		fd = bare_region(MFD_HUGETLB | MFD_ALLOW_SEALING, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL, 0);
+	else if (!strcmp(mode, "toobig"))
+		fd = bare_region(MFD_ALLOW_SEALING, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL, 8 << 20);
+	if (fd != -1) {
+		if (fd < 0)
+			return reply("err %d %s", -fd, strerror(-fd));
+		return reply("ok %d", fd);
+	}
+	if (do_init(!strcmp(mode, "mismatch") ? "other" : "test") < 0)
+		return reply("err %d init", errno);
+	if (!strcmp(mode, "badmagic")) {
+		v64 = 0x1234;
+		patch_header(offsetof(struct procctl_hdr, magic), &v64, 8, 1);
+	} else if (!strcmp(mode, "badversion")) {
+		uint16_t v16 = 9;
+		patch_header(offsetof(struct procctl_hdr, version_major), &v16, 2, 1);
+	} else if (!strcmp(mode, "badlayout")) {
+		v32 = 0x7fffffc0u; /* a slot far outside the file */
+		patch_header(offsetof(struct procctl_hdr, slot_off[1]), &v32, 4, 1);
+	} else if (!strcmp(mode, "mismatch")) {
+		/* name "procctl:test-v1", header consumer "other": make a new
+		 * memfd with the test name and this header */
+		unsigned char hdr[256];
+		int m = (int)syscall(SYS_memfd_create, "procctl:test-v1", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+		struct procctl_hdr h;
+		if (m < 0 || pread(region_fd, hdr, sizeof hdr, 0) != 256)
+			return reply("err %d mismatch", errno);
+		memcpy(&h, hdr, sizeof h);
+		if (ftruncate(m, (off_t)h.region_size) < 0 || pwrite(m, hdr, sizeof hdr, 0) != 256 ||
+		    fcntl(m, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
+			return reply("err %d mismatch", errno);
+		return reply("ok %d", m);
+	} else if (!strcmp(mode, "badstate")) {
+		struct procctl_state_hdr *st = (void *)(((uintptr_t)storage + 7u) & ~(uintptr_t)7u);
+		st->crc ^= 1;
+	} else if (!strcmp(mode, "badinstance")) {
+		struct procctl_state_hdr *st = (void *)(((uintptr_t)storage + 7u) & ~(uintptr_t)7u);
+		st->instance_id ^= 1;
+		st->crc = procctl_crc32c(0, (unsigned char *)st + PROCCTL_STATE_CRC_OFF,
+					 sizeof *st + 4u * sizeof(struct procctl_res_entry) - PROCCTL_STATE_CRC_OFF);
+	} else if (strcmp(mode, "valid")) {
+		return reply("err %d unknown mode", EINVAL);
+	}
+	reply("ok %d", region_fd);
+}
+
+/* The state block's page: dropped, then registered with userfaultfd in
+ * MISSING mode and never served. Any read of it blocks forever. */
+static void do_stall(void)
+{
+	struct uffdio_api api = {UFFD_API, 0, 0};
+	struct uffdio_register reg;
+	int uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	if (uffd < 0 || ioctl(uffd, UFFDIO_API, &api) < 0)
+		return reply("err %d userfaultfd", errno);
+	if (madvise(storage, 4096, MADV_DONTNEED) < 0)
+		return reply("err %d madvise", errno);
+	memset(&reg, 0, sizeof reg);
+	reg.range.start = (uintptr_t)storage;
+	reg.range.len = 4096;
+	reg.mode = UFFDIO_REGISTER_MODE_MISSING;
+	if (ioctl(uffd, UFFDIO_REGISTER, &reg) < 0)
+		return reply("err %d register", errno);
+	reply("ok");
+}
+
+int main(void)
+{
+	static char line[8192], buf[4097];
+	storage = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (storage == MAP_FAILED)
+		return 1;
+	signal(SIGPIPE, SIG_IGN);
+	while (fgets(line, sizeof line, stdin)) {
+		char *arg = strchr(line, ' ');
+		line[strcspn(line, "\n")] = 0;
+		if (arg)
+			*arg++ = 0;
+		else
+			arg = line + strlen(line);
+		if (!strcmp(line, "init")) {
+			int err = do_init(arg);
+			if (err)
+				reply("err %d init", -err);
+			else
+				reply("ok %d", region_fd);
+		} else if (!strcmp(line, "hostile")) {
+			do_hostile(arg);
+		} else if (!strcmp(line, "poll")) {
+			uint64_t gen = 0;
+			int n = procctl_poll(&ctx, buf, sizeof buf - 1, &gen);
+			if (n > 0) {
+				buf[n] = 0;
+				reply("ok %d %llu %s", n, (unsigned long long)gen, buf);
+			} else if (n == 0) {
+				reply("ok 0");
+			} else {
+				reply("err %d %llu", -n, (unsigned long long)gen);
+			}
+		} else if (!strcmp(line, "ack") || !strcmp(line, "nack")) {
+			unsigned long long gen = 0;
+			int e = 0, err;
+			sscanf(arg, "%llu %d", &gen, &e);
+			err = line[0] == 'a' ? procctl_ack(&ctx, gen, 0) : procctl_nack(&ctx, gen, e, 0);
+			if (err)
+				reply("err %d", -err);
+			else
+				reply("ok");
+		} else if (!strcmp(line, "state")) {
+			int err = procctl_state_set(&ctx, arg, strlen(arg), 0);
+			if (err)
+				reply("err %d", -err);
+			else
+				reply("ok");
+		} else if (!strcmp(line, "swapfd")) {
+			int other = (int)syscall(SYS_memfd_create, "procctl:test-v1", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+			if (other < 0 || dup3(other, region_fd, O_CLOEXEC) < 0)
+				reply("err %d", errno);
+			else
+				reply("ok");
+		} else if (!strcmp(line, "punch")) {
+			struct procctl_hdr h;
+			if (pread(region_fd, &h, sizeof h, 0) != (ssize_t)sizeof h ||
+			    fallocate(region_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, (off_t)h.region_size) < 0)
+				reply("err %d", errno);
+			else
+				reply("ok");
+		} else if (!strcmp(line, "stall")) {
+			do_stall();
+		} else if (!strcmp(line, "fork") || !strcmp(line, "forkreinit")) {
+			pid_t pid = fork();
+			if (pid == 0) {
+				if (line[4] == 'r') {
+					if (procctl_reinit(&ctx) < 0)
+						_exit(1);
+					printf("ok %d %d\n", (int)getpid(), procctl_fd(&ctx));
+				} else {
+					printf("ok %d\n", (int)getpid());
+				}
+				fflush(stdout);
+				for (;;)
+					pause();
+			}
+			if (pid < 0)
+				reply("err %d", errno);
+		} else if (!strcmp(line, "lease")) {
+			reply("ok %d", procctl_lease_expired(&ctx, 0));
+		} else if (!strcmp(line, "exec")) {
+			reply("ok");
+			execlp("sleep", "sleep", "1000", (char *)NULL);
+			_exit(127);
+		} else if (!strcmp(line, "exit")) {
+			break;
+		} else {
+			reply("err %d unknown %s", EINVAL, line);
+		}
+	}
+	return 0;
+}

@@ -1,0 +1,182 @@
+/* Scan: the /proc fd link parser, a fixture /proc tree, and the live one. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "client.h"
+#include "th.h"
+
+#ifndef FIXTURES
+#error "FIXTURES must name test/fixtures"
+#endif
+
+static int parse(const char *link, char consumer[32], uint32_t *v)
+{
+	return procctl_scan_parse_link(link, strlen(link), consumer, v);
+}
+
+static void link_names(void **state)
+{
+	char c[32];
+	uint32_t v;
+	(void)state;
+	assert_int_equal(parse("/memfd:procctl:echo-v1 (deleted)", c, &v), 0);
+	assert_string_equal(c, "echo");
+	assert_int_equal(v, 1);
+	assert_int_equal(parse("/memfd:procctl:a.b_c-d-v4294967295 (deleted)", c, &v), 0);
+	assert_string_equal(c, "a.b_c-d");
+	assert_int_equal(v, 4294967295u);
+	/* split at the last -v */
+	assert_int_equal(parse("/memfd:procctl:a-v1-v2 (deleted)", c, &v), 0);
+	assert_string_equal(c, "a-v1");
+	assert_int_equal(v, 2);
+	assert_int_equal(parse("/memfd:procctl:abcdefghijklmnopqrstuvwxyz01234-v9 (deleted)", c, &v), 0);
+	{
+		const char *bad[] = {
+			"/memfd:procctl:echo-v1",                              /* not deleted: not a memfd */
+			"/memfd:procctl:echo-v1 (deleted) ",
+			"/memfd:other:echo-v1 (deleted)",
+			"memfd:procctl:echo-v1 (deleted)",
+			"/memfd:procctl:Echo-v1 (deleted)",                    /* upper case */
+			"/memfd:procctl:ec ho-v1 (deleted)",
+			"/memfd:procctl:-v1 (deleted)",                        /* empty consumer */
+			"/memfd:procctl:echo (deleted)",                       /* no version */
+			"/memfd:procctl:echo-v (deleted)",
+			"/memfd:procctl:echo-v0 (deleted)",
+			"/memfd:procctl:echo-v01 (deleted)",                   /* leading zero */
+			"/memfd:procctl:echo-v1x (deleted)",
+			"/memfd:procctl:echo-v4294967296 (deleted)",           /* 33 bits */
+			"/memfd:procctl:abcdefghijklmnopqrstuvwxyz012345-v1 (deleted)", /* 32 bytes */
+			" (deleted)",
+			"",
+		};
+		size_t i;
+		for (i = 0; i < sizeof bad / sizeof *bad; i++)
+			if (parse(bad[i], c, &v) != -EINVAL)
+				fail_msg("accepted: '%s'", bad[i]);
+	}
+	/* Not NUL terminated: only len bytes count. */
+	assert_int_equal(procctl_scan_parse_link("/memfd:procctl:echo-v1 (deleted)XYZ", 32, c, &v), 0);
+}
+
+struct seen {
+	int n;
+	struct procctl_scan_entry e[16];
+};
+
+static int collect(const struct procctl_scan_entry *e, void *arg)
+{
+	struct seen *s = arg;
+	if (s->n < 16)
+		s->e[s->n++] = *e;
+	return 0;
+}
+
+static int stop_at_first(const struct procctl_scan_entry *e, void *arg)
+{
+	(void)e;
+	(void)arg;
+	return -ECANCELED;
+}
+
+static const struct procctl_scan_entry *find(const struct seen *s, pid_t pid, int fd)
+{
+	int i;
+	for (i = 0; i < s->n; i++)
+		if (s->e[i].pid == pid && s->e[i].fd == fd)
+			return &s->e[i];
+	return NULL;
+}
+
+static void fixture_tree(void **state)
+{
+	const char *root = FIXTURES "/proc";
+	struct seen s;
+	const struct procctl_scan_entry *e;
+	pid_t ns[8];
+	(void)state;
+
+	memset(&s, 0, sizeof s);
+	assert_int_equal(procctl_scan(root, NULL, collect, &s), 4);
+	e = find(&s, 100, 3);
+	assert_non_null(e);
+	assert_string_equal(e->consumer, "echo");
+	assert_int_equal(e->schema_version, 1);
+	assert_int_equal(e->ino, 0); /* the fixture links lead nowhere */
+	e = find(&s, 100, 5);
+	assert_non_null(e);
+	assert_string_equal(e->consumer, "token");
+	assert_int_equal(e->schema_version, 2);
+	assert_non_null(find(&s, 400, 9));
+	assert_non_null(find(&s, 500, 1));
+	assert_null(find(&s, 200, 0));
+	assert_null(find(&s, 200, 1));
+	assert_null(find(&s, 200, 2));
+
+	memset(&s, 0, sizeof s);
+	assert_int_equal(procctl_scan(root, "echo", collect, &s), 2);
+	memset(&s, 0, sizeof s);
+	assert_int_equal(procctl_scan_pid(root, 100, "token", collect, &s), 1);
+	assert_int_equal(procctl_scan_pid(root, 300, NULL, collect, &s), -ESRCH);
+	assert_int_equal(procctl_scan_pid(root, 999, NULL, collect, &s), -ESRCH);
+	assert_int_equal(procctl_scan(root, NULL, stop_at_first, NULL), -ECANCELED);
+	assert_int_equal(procctl_scan(FIXTURES "/nowhere", NULL, collect, &s), -ENOENT);
+
+	/* NSpid: outermost first */
+	assert_int_equal(procctl_read_nspid(root, 100, ns, 8), 3);
+	assert_int_equal(ns[0], 100);
+	assert_int_equal(ns[2], 1);
+	assert_int_equal(procctl_read_nspid(root, 100, ns, 2), -EINVAL);
+	assert_int_equal(procctl_read_nspid(root, 200, ns, 8), -ENOENT);
+	assert_int_equal(procctl_read_nspid(root, 400, ns, 8), 1);
+	assert_int_equal(procctl_read_nspid(root, 500, ns, 8), -EINVAL);
+	assert_int_equal(procctl_read_nspid(root, 999, ns, 8), -ESRCH);
+}
+
+/* This process's own regions, in the real /proc. */
+static void live(void **state)
+{
+	static unsigned char st1[PROCCTL_STATE_STORAGE(0, 8)], st2[PROCCTL_STATE_STORAGE(0, 8)];
+	procctl_config_t cfg;
+	procctl_t a, b;
+	struct seen s;
+	const struct procctl_scan_entry *e;
+	struct stat fs;
+	(void)state;
+
+	memset(&cfg, 0, sizeof cfg);
+	cfg.consumer = "scantest";
+	cfg.schema_version = 7;
+	cfg.payload_capacity = 16;
+	cfg.state_capacity = 8;
+	cfg.state_storage = st1;
+	assert_int_equal(procctl_init(&a, &cfg), 0);
+	cfg.consumer = "scantest.b";
+	cfg.state_storage = st2;
+	assert_int_equal(procctl_init(&b, &cfg), 0);
+	memset(&s, 0, sizeof s);
+	assert_int_equal(procctl_scan(NULL, "scantest", collect, &s), 1);
+	e = find(&s, getpid(), procctl_fd(&a));
+	assert_non_null(e);
+	assert_int_equal(e->schema_version, 7);
+	assert_int_equal(fstat(procctl_fd(&a), &fs), 0);
+	assert_true(e->dev == fs.st_dev && e->ino == fs.st_ino);
+	memset(&s, 0, sizeof s);
+	assert_true(procctl_scan_pid(NULL, getpid(), NULL, collect, &s) >= 2);
+	assert_non_null(find(&s, getpid(), procctl_fd(&b)));
+	procctl_close(&a);
+	procctl_close(&b);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(link_names),
+		cmocka_unit_test(fixture_tree),
+		cmocka_unit_test(live),
+	};
+	return TH_RUN(tests);
+}
