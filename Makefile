@@ -1,4 +1,5 @@
 # procctl: a thin wrapper over CMake.
+#   make demo    install what is missing, build, run the echo demo
 #   make test    install what is missing, build, run every test three ways:
 #                gcc -O2; clang with ASan+UBSan (and libFuzzer); clang TSan
 #   make bench   build and write build/bench.json
@@ -6,7 +7,7 @@
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
-.PHONY: all deps build test test-gcc test-asan test-tsan bench clean
+.PHONY: all deps build demo test test-gcc test-asan test-tsan bench clean
 
 all: build
 
@@ -16,6 +17,9 @@ deps:
 build: deps
 	cmake -S . -B build $(CMAKE_FLAGS)
 	cmake --build build -j$(JOBS)
+
+demo: build
+	scripts/demo.sh
 
 test: deps
 	$(MAKE) test-gcc
