@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -175,6 +176,7 @@ int main(void)
 	struct procctl_region reg;
 	enum procctl_reject why;
 	procctl_config_t cfg = bench_cfg(storage);
+	struct stat st;
 	char path[64];
 	int fd, i;
 
@@ -183,7 +185,8 @@ int main(void)
 	/* This process is its own agent: map the region read/write. */
 	snprintf(path, sizeof path, "/proc/self/fd/%d", procctl_fd(&ctx));
 	fd = open(path, O_RDWR | O_CLOEXEC);
-	if (fd < 0 || procctl_region_map(&reg, fd, &why) < 0 || procctl_region_claim(&reg, 1, 1, 10000000000ull) < 0)
+	if (fd < 0 || fstat(fd, &st) < 0 || procctl_region_map(&reg, fd, (uint64_t)st.st_size, &why) < 0 ||
+	    procctl_region_claim(&reg, 1, 1, 10000000000ull) < 0)
 		return 1;
 	close(fd);
 	for (i = 0; i < 4096; i++)

@@ -132,6 +132,25 @@ static int process_exited(int pidfd)
 	return poll(&p, 1, 0) > 0;
 }
 
+/* 1 when pid is in this process's pid namespace: its innermost NSpid is
+ * then pid itself, and /proc/<pid>/status need not be read. */
+static int same_pidns(const char *root, pid_t pid)
+{
+	static dev_t dev;
+	static ino_t ino; /* ours, probed once (a registry never setns()) */
+	struct stat st;
+	char path[128];
+	if (!__atomic_load_n(&ino, __ATOMIC_ACQUIRE)) {
+		if (stat("/proc/self/ns/pid", &st) < 0)
+			return 0;
+		__atomic_store_n(&dev, st.st_dev, __ATOMIC_RELAXED);
+		__atomic_store_n(&ino, st.st_ino, __ATOMIC_RELEASE);
+	}
+	snprintf(path, sizeof path, "%s/%d/ns/pid", root, (int)pid);
+	return stat(path, &st) == 0 && st.st_ino == __atomic_load_n(&ino, __ATOMIC_ACQUIRE) &&
+	       st.st_dev == __atomic_load_n(&dev, __ATOMIC_RELAXED);
+}
+
 /* Check the fetched fd (SPEC.md 13.2): F_GET_SEALS is the first syscall;
  * then is it the fd the scan saw, its seals, filesystem and size. */
 static enum procctl_reject check_fd(int fd, const struct procctl_scan_entry *e, struct stat *st)
@@ -166,6 +185,8 @@ static void remote_put(struct procctl_remote *rm)
 	if (__atomic_sub_fetch(&rm->refs, 1, __ATOMIC_ACQ_REL) == 0) {
 		if (rm->mem_fd >= 0)
 			close(rm->mem_fd);
+		if (rm->pidfd >= 0)
+			close(rm->pidfd);
 		free(rm);
 	}
 }
@@ -199,13 +220,14 @@ procctl_client_t *procctl_client_attach(const struct procctl_scan_entry *e, cons
 	}
 	c->remote->refs = 1;
 	c->remote->mem_fd = -1;
+	c->remote->pid = e->pid;
 	c->info.pid = e->pid;
-	c->pidfd = (int)syscall(SYS_pidfd_open, e->pid, 0);
-	if (c->pidfd < 0)
+	c->remote->pidfd = (int)syscall(SYS_pidfd_open, e->pid, 0);
+	if (c->remote->pidfd < 0)
 		return attach_fail(c, errno);
 
 	if (have_getfd() && !(flags & PROCCTL_ATTACH_NO_GETFD))
-		fd = (int)syscall(SYS_pidfd_getfd, c->pidfd, e->fd, 0);
+		fd = (int)syscall(SYS_pidfd_getfd, c->remote->pidfd, e->fd, 0);
 	else
 		fd = fetch_fallback(root, e->pid, e->fd);
 	if (fd < 0) {
@@ -216,7 +238,7 @@ procctl_client_t *procctl_client_attach(const struct procctl_scan_entry *e, cons
 	}
 	*why = check_fd(fd, e, &st);
 	if (*why == PROCCTL_REJECT_NONE) {
-		err = procctl_region_map(&c->r, fd, why);
+		err = procctl_region_map(&c->r, fd, (uint64_t)st.st_size, why);
 	} else {
 		err = -EPROTO;
 	}
@@ -229,9 +251,14 @@ procctl_client_t *procctl_client_attach(const struct procctl_scan_entry *e, cons
 		return attach_fail(c, EPROTO);
 	}
 	/* Only through the creator: a forked child holds the same fd. */
-	n = procctl_read_nspid(root, e->pid, c->info.nspid, PROCCTL_NSPID_MAX);
-	if (n < 0)
-		return attach_fail(c, -n);
+	if (same_pidns(root, e->pid)) {
+		c->info.nspid[0] = e->pid;
+		n = 1;
+	} else {
+		n = procctl_read_nspid(root, e->pid, c->info.nspid, PROCCTL_NSPID_MAX);
+		if (n < 0)
+			return attach_fail(c, -n);
+	}
 	c->info.nspid_count = n;
 	if (c->info.nspid[n - 1] != c->r.hdr.creator_pid) {
 		*why = PROCCTL_REJECT_NOT_CREATOR;
@@ -243,7 +270,7 @@ procctl_client_t *procctl_client_attach(const struct procctl_scan_entry *e, cons
 		return attach_fail(c, errno == ENOENT ? ESRCH : errno);
 	/* The pid read through /proc was the pinned process only if it has
 	 * not exited meanwhile. */
-	if (process_exited(c->pidfd))
+	if (process_exited(c->remote->pidfd))
 		return attach_fail(c, ESRCH);
 	c->info.dev = st.st_dev;
 	c->info.ino = st.st_ino;
@@ -257,8 +284,6 @@ void procctl_client_close(procctl_client_t *c)
 		return;
 	if (c->r.map)
 		procctl_region_unmap(&c->r);
-	if (c->pidfd >= 0)
-		close(c->pidfd);
 	remote_put(c->remote);
 	pthread_mutex_destroy(&c->wlock);
 	free(c);
@@ -272,18 +297,19 @@ int procctl_client_info(const procctl_client_t *c, struct procctl_client_info *o
 
 int procctl_client_pidfd(const procctl_client_t *c)
 {
-	return c->pidfd;
+	return c->remote->pidfd;
 }
 
 int procctl_client_alive(procctl_client_t *c)
 {
 	unsigned char b;
-	if (process_exited(c->pidfd))
+	if (process_exited(c->remote->pidfd))
 		return -ESRCH;
 	/* A /proc/<pid>/mem fd reads 0 bytes once the mm it was opened on is
-	 * gone: exec (SPEC.md 10.2). */
+	 * gone: exec (SPEC.md 10.2). Such reads never wait on userfaultfd
+	 * (the kernel fails them instead). */
 	if (pread(c->remote->mem_fd, &b, 1, (off_t)c->r.hdr.state_addr) == 0)
-		return process_exited(c->pidfd) ? -ESRCH : -ESTALE;
+		return process_exited(c->remote->pidfd) ? -ESRCH : -ESTALE;
 	return 0;
 }
 
@@ -381,17 +407,19 @@ int64_t procctl_client_uninstall(procctl_client_t *c)
 struct read_job {
 	struct procctl_job job;
 	struct procctl_remote *remote;
-	pid_t pid;
 	struct procctl_hdr hdr;
 	struct procctl_state_view view;
 	enum procctl_reject why;
 	uint64_t buf[]; /* state_size bytes */
 };
 
+/* On a worker: the read, then the pidfd (SPEC.md 7.2 step 5): only a read
+ * of the process we pinned counts. */
 static int read_fn(struct procctl_job *j)
 {
 	struct read_job *rj = (struct read_job *)j;
-	return procctl_state_read(rj->pid, rj->remote->mem_fd, &rj->hdr, rj->buf, &rj->view, &rj->why);
+	int r = procctl_state_read(rj->remote->pid, rj->remote->mem_fd, &rj->hdr, rj->buf, &rj->view, &rj->why);
+	return process_exited(rj->remote->pidfd) ? -ESRCH : r;
 }
 
 static void read_abandon(struct procctl_job *j)
@@ -418,20 +446,24 @@ int procctl_client_read_state(procctl_client_t *c, struct procctl_state *out, in
 	rj = (struct read_job *)procctl_job_new(sizeof *rj + c->r.hdr.state_size, read_fn);
 	if (!rj)
 		return -ENOMEM;
-	rj->pid = c->info.pid;
 	rj->hdr = c->r.hdr;
 	rj->remote = c->remote;
 	rj->job.abandon = read_abandon;
 	rj->job.release = read_release;
 	__atomic_add_fetch(&c->remote->refs, 1, __ATOMIC_ACQ_REL);
-	r = procctl_job_run(&rj->job, deadline_ns);
-	if (r == -ETIMEDOUT) /* abandoned: c is blocked until its worker returns */
-		return r;
-	/* Only a read of the process we pinned counts (SPEC.md 7.2 step 5). */
-	alive = procctl_client_alive(c);
-	if (alive < 0) {
+	if (deadline_ns < 0) { /* on this thread, for callers that may block */
+		r = read_fn(&rj->job);
+	} else {
+		r = procctl_job_run(&rj->job, deadline_ns);
+		if (r == -ETIMEDOUT) /* abandoned: c is blocked until its worker returns */
+			return r;
+	}
+	/* A canary that no longer matches, or an address that no longer
+	 * reads: the process may have exec'd. Say so. */
+	if ((r == -EFAULT || (r == -EPROTO && rj->why == PROCCTL_REJECT_STATE_CANARY)) &&
+	    (alive = procctl_client_alive(c)) < 0)
 		r = alive;
-	} else if (r == 0) {
+	if (r == 0) {
 		const struct procctl_state_view *v = &rj->view;
 		out->acked_gen = v->acked_gen;
 		out->ack_status = v->ack_status;

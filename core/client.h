@@ -14,6 +14,8 @@
 struct procctl_remote {
 	int refs;
 	int blocked; /* reads that missed their deadline and are still blocked */
+	pid_t pid;
+	int pidfd;   /* pins the process: readable once it exits */
 	int mem_fd;  /* /proc/<pid>/mem, opened at attach: 0 bytes after exec */
 };
 
@@ -21,7 +23,6 @@ struct procctl_client {
 	pthread_mutex_t wlock;   /* region writes: callers and the heartbeat thread */
 	struct procctl_region r; /* mapping and the agent's own copies */
 	struct procctl_client_info info;
-	int pidfd;
 	int owned;               /* claimed by this agent: writes allowed. Written
 	                          * under wlock; read anywhere with atomics */
 	struct procctl_remote *remote;

@@ -144,7 +144,14 @@ struct procctl_state {
  * deadline_ns (CLOCK_MONOTONIC). 0; -EAGAIN still being written; -EPROTO
  * refused (out->why); -ETIMEDOUT the read did not finish (a stalled page:
  * further reads of c fail at once until it does); -ESRCH exited; -ESTALE
- * exec'd; -EFAULT unreadable. */
+ * exec'd; -EFAULT unreadable.
+ *
+ * The read runs on a worker thread because nothing else can bound it: a
+ * remote read of a page behind userfaultfd or a stalled FUSE file blocks
+ * in the kernel, and no signal short of SIGKILL ends it. The handoff costs
+ * two thread wakeups. A caller that accepts blocking for as long as the
+ * process's memory does may pass deadline_ns < 0: the read then runs on
+ * its own thread, at the cost of the syscalls alone. */
 int procctl_client_read_state(procctl_client_t *c, struct procctl_state *out, int64_t deadline_ns);
 
 enum procctl_ack_kind {

@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -116,34 +115,31 @@ enum procctl_reject procctl_hdr_check(const void *buf, size_t len, uint64_t file
 	return PROCCTL_REJECT_NONE;
 }
 
-int procctl_region_map(struct procctl_region *r, int fd, enum procctl_reject *why)
+int procctl_region_map(struct procctl_region *r, int fd, uint64_t size, enum procctl_reject *why)
 {
 	unsigned char buf[PROCCTL_HDR_AREA];
-	struct stat st;
-	ssize_t n;
+	size_t n = size < sizeof buf ? (size_t)size : sizeof buf;
 	void *map;
 
 	memset(r, 0, sizeof *r);
 	*why = PROCCTL_REJECT_NONE;
-	if (fstat(fd, &st) < 0)
-		return -errno;
-	if (st.st_size < (off_t)sizeof r->hdr || st.st_size > PROCCTL_REGION_MAX) {
+	if (size < sizeof r->hdr || size > PROCCTL_REGION_MAX) {
 		*why = PROCCTL_REJECT_BAD_SIZE;
 		return -EPROTO;
 	}
-	/* One private copy of the header, read once (SPEC.md 13.2). */
-	n = pread(fd, buf, sizeof buf, 0);
-	if (n < 0)
-		return -errno;
-	*why = procctl_hdr_check(buf, (size_t)n, (uint64_t)st.st_size);
+	/* One private copy of the header, read once (SPEC.md 13.2); pread,
+	 * not the mapping: touching a fresh mapping costs a page fault. */
+	if (pread(fd, buf, n, 0) != (ssize_t)n)
+		return -EIO;
+	*why = procctl_hdr_check(buf, n, size);
 	if (*why != PROCCTL_REJECT_NONE)
 		return -EPROTO;
-	memcpy(&r->hdr, buf, sizeof r->hdr);
-	map = mmap(NULL, (size_t)r->hdr.region_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	map = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (map == MAP_FAILED)
 		return -errno;
+	memcpy(&r->hdr, buf, sizeof r->hdr);
 	r->map = map;
-	r->size = (size_t)r->hdr.region_size;
+	r->size = (size_t)size;
 	r->ctrl = (struct procctl_ctrl *)(void *)(r->map + r->hdr.ctrl_off);
 	r->payload = calloc(1, r->hdr.payload_cap);
 	r->grants = calloc(r->hdr.grant_cap + 1u, sizeof *r->grants);

@@ -41,9 +41,10 @@ struct procctl_region {
 	int broken;                 /* a write section failed: never write again */
 };
 
-/* Map fd (a memfd already checked to be a sealed tmpfs memfd) read/write
- * and validate its header. On refusal returns -EPROTO and sets *why. */
-int procctl_region_map(struct procctl_region *r, int fd, enum procctl_reject *why);
+/* Map fd, a memfd of size bytes already checked to be a sealed tmpfs
+ * memfd, read/write; copy its header once and validate the copy. On
+ * refusal returns -EPROTO and sets *why. */
+int procctl_region_map(struct procctl_region *r, int fd, uint64_t size, enum procctl_reject *why);
 void procctl_region_unmap(struct procctl_region *r);
 
 /* Claim the region as (domain, epoch >= 1) with the given lease; the

@@ -278,7 +278,7 @@ static int on_found(const struct procctl_scan_entry *s, void *arg)
 	memset(&ee, 0, sizeof ee);
 	ee.events = EPOLLIN;
 	ee.data.ptr = e;
-	epoll_ctl(r->epfd, EPOLL_CTL_ADD, c->pidfd, &ee);
+	epoll_ctl(r->epfd, EPOLL_CTL_ADD, procctl_client_pidfd(c), &ee);
 	pthread_mutex_lock(&r->mu);
 	e->next = r->entries;
 	r->entries = e;
@@ -304,7 +304,7 @@ static void detach(procctl_registry_t *r, struct entry *e, int reason)
 	struct procctl_event ev;
 	struct entry **pp;
 
-	epoll_ctl(r->epfd, EPOLL_CTL_DEL, e->c->pidfd, NULL);
+	epoll_ctl(r->epfd, EPOLL_CTL_DEL, procctl_client_pidfd(e->c), NULL);
 	pthread_mutex_lock(&r->mu); /* after this the heartbeat thread cannot see it */
 	for (pp = &r->entries; *pp; pp = &(*pp)->next)
 		if (*pp == e) {

@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -86,7 +87,10 @@ static void cmd_attach(char *args)
 	mfd = (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);
 	if (mfd < 0)
 		return reply("err %d pidfd_getfd", errno);
-	err = procctl_region_map(&R, mfd, &why);
+	{
+		struct stat st;
+		err = fstat(mfd, &st) < 0 ? -errno : procctl_region_map(&R, mfd, (uint64_t)st.st_size, &why);
+	}
 	close(mfd);
 	if (err)
 		return reply("err %d map %s", -err, procctl_reject_name(why));

@@ -158,6 +158,22 @@ static void wait_log(const char *path, const char *what, int n)
 		fail_msg("'%s' not %d times in %s after 10 s", what, n, path);
 }
 
+static int any(const struct procctl_scan_entry *e, void *arg)
+{
+	(void)e;
+	(void)arg;
+	return 0;
+}
+
+/* Until pid has created its region (10 s). */
+static void wait_region(pid_t pid)
+{
+	int i;
+	for (i = 0; i < 1000 && procctl_scan_pid(NULL, pid, NULL, any, NULL) < 1; i++)
+		th_sleep_ms(10);
+	assert_true(procctl_scan_pid(NULL, pid, NULL, any, NULL) >= 1);
+}
+
 static void discovery(void **state)
 {
 	struct evlog log;
@@ -171,7 +187,8 @@ static void discovery(void **state)
 	memset(&log, 0, sizeof log);
 	c1 = echo_client("/dev/null");
 	c2 = echo_client("/dev/null");
-	th_sleep_ms(100);
+	wait_region(c1);
+	wait_region(c2);
 	/* An hour between rescans: anything found later came from notify. */
 	r = registry(NULL, lockdir, 0, 3600000 * MS, &log);
 	pump_until(r, &log.attached, 2);
@@ -184,7 +201,7 @@ static void discovery(void **state)
 	assert_non_null(procctl_registry_find(r, c1));
 
 	c3 = echo_client("/dev/null");
-	th_sleep_ms(100);
+	wait_region(c3);
 	assert_int_equal(procctl_registry_notify(r, c3), 0);
 	pump_until(r, &log.attached, 3);
 	assert_int_equal(log.last_pid, c3);
@@ -219,6 +236,43 @@ static void discovery(void **state)
 	reap(c2);
 	reap(c3);
 	th_agent_kill(&bad);
+	th_agent_kill(&sim);
+}
+
+/* A forked child holds its parent's region fd: the parent stays attached,
+ * the child's inherited region is refused (not its creator) and counted;
+ * a child that reinits appears as a region of its own. */
+static void forked_clients(void **state)
+{
+	struct evlog log;
+	struct procctl_registry_stats st;
+	struct th_agent sim;
+	procctl_registry_t *r;
+	pid_t plain, reinit;
+	(void)state;
+
+	th_procsim_start(&sim);
+	th_agent_ok(&sim, "init test");
+	memset(&log, 0, sizeof log);
+	r = registry("test", lockdir, 0, 3600000 * MS, &log);
+	pump_until(r, &log.attached, 1);
+	plain = child((pid_t)atoi(th_agent_ok(&sim, "fork")));
+	procctl_registry_notify(r, plain);
+	pump_for(r, 100);
+	procctl_registry_stats(r, &st);
+	assert_int_equal(st.rejects[PROCCTL_REJECT_NOT_CREATOR], 1);
+	assert_int_equal(log.attached, 1);
+	assert_non_null(procctl_registry_find(r, sim.pid));
+	assert_null(procctl_registry_find(r, plain));
+
+	reinit = child((pid_t)atoi(th_agent_ok(&sim, "forkreinit")));
+	procctl_registry_notify(r, reinit);
+	pump_until(r, &log.attached, 2);
+	assert_int_equal(log.last_pid, reinit);
+	procctl_registry_stats(r, &st);
+	assert_int_equal(st.clients, 2);
+	assert_int_equal(st.owned, 2);
+	procctl_registry_close(r, 0);
 	th_agent_kill(&sim);
 }
 
@@ -445,6 +499,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(discovery, setup, teardown),
+		cmocka_unit_test_setup_teardown(forked_clients, setup, teardown),
 		cmocka_unit_test_setup_teardown(sigkill_writing_owner, setup, teardown),
 		cmocka_unit_test_setup_teardown(sigkill_owner_mid_write, setup, teardown),
 		cmocka_unit_test_setup_teardown(handoff_then_uninstall, setup, teardown),

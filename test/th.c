@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -220,11 +221,13 @@ procctl_resource_t th_gpu(uint8_t id)
 void th_map_own(procctl_t *ctx, struct procctl_region *r)
 {
 	enum procctl_reject why;
+	struct stat st;
 	char path[64];
 	int fd;
 	snprintf(path, sizeof path, "/proc/self/fd/%d", procctl_fd(ctx));
 	fd = open(path, O_RDWR | O_CLOEXEC);
 	assert_true(fd >= 0);
-	assert_int_equal(procctl_region_map(r, fd, &why), 0);
+	assert_int_equal(fstat(fd, &st), 0);
+	assert_int_equal(procctl_region_map(r, fd, (uint64_t)st.st_size, &why), 0);
 	close(fd);
 }
