@@ -2,8 +2,10 @@
 #define _GNU_SOURCE 1
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/futex.h>
 #include <poll.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,11 +45,11 @@ static int have_getfd(void)
 	return v == 1;
 }
 
-static int mnt_id_of(const char *fdinfo_path)
+int procctl_fdinfo_mnt_id(int dirfd, const char *fdinfo_path)
 {
 	char buf[512];
 	const char *p;
-	int fd = open(fdinfo_path, O_RDONLY | O_CLOEXEC), id = -1;
+	int fd = openat(dirfd, fdinfo_path, O_RDONLY | O_CLOEXEC), id = -1;
 	ssize_t n;
 	if (fd < 0)
 		return -1;
@@ -62,42 +64,61 @@ static int mnt_id_of(const char *fdinfo_path)
 	return id;
 }
 
+int procctl_memfd_mnt_id(void)
+{
+	static int cached; /* 0 unknown; memfds all live on one internal mount */
+	int v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+	if (!v) {
+		char path[64];
+		int probe = (int)syscall(SYS_memfd_create, "procctl-probe", MFD_CLOEXEC);
+		if (probe < 0)
+			return -1;
+		snprintf(path, sizeof path, "/proc/self/fdinfo/%d", probe);
+		v = procctl_fdinfo_mnt_id(AT_FDCWD, path);
+		close(probe);
+		if (v < 0)
+			return -1;
+		__atomic_store_n(&cached, v, __ATOMIC_RELAXED);
+	}
+	return v;
+}
+
 /* Without pidfd_getfd (SPEC.md 2.4): open the link with O_PATH, check it
  * lives on the same mount as a memfd of our own, reopen it through
  * /proc/self/fd. Never open() a path the process controls. */
 static int fetch_fallback(const char *proc_root, pid_t pid, int fdnum)
 {
-	char path[128];
-	int opath, probe, ours, theirs, fd;
+	char path[PATH_MAX];
+	int opath, ours, theirs, fd;
 
-	snprintf(path, sizeof path, "%s/%d/fd/%d", proc_root, (int)pid, fdnum);
+	if (snprintf(path, sizeof path, "%s/%d/fd/%d", proc_root, (int)pid, fdnum) >= (int)sizeof path)
+		return -ENAMETOOLONG;
 	opath = open(path, O_PATH | O_CLOEXEC);
-	if (opath < 0)
-		return -errno;
-	probe = (int)syscall(SYS_memfd_create, "procctl-probe", MFD_CLOEXEC);
-	snprintf(path, sizeof path, "/proc/self/fdinfo/%d", probe);
-	ours = probe >= 0 ? mnt_id_of(path) : -1;
-	if (probe >= 0)
-		close(probe);
+	if (opath < 0) /* closed since the scan: swapped; no access: EPERM */
+		return errno == ENOENT ? -EBADF : errno == EACCES ? -EPERM : -errno;
+	ours = procctl_memfd_mnt_id();
 	snprintf(path, sizeof path, "/proc/self/fdinfo/%d", opath);
-	theirs = mnt_id_of(path);
+	theirs = procctl_fdinfo_mnt_id(AT_FDCWD, path);
 	if (ours < 0 || theirs != ours) {
 		close(opath);
 		return -EPROTO;
 	}
+	/* The magic link of our own O_PATH fd: it names that file, whatever
+	 * the process does to its fd table meanwhile. */
 	snprintf(path, sizeof path, "/proc/self/fd/%d", opath);
-	fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	fd = open(path, O_RDWR | O_CLOEXEC);
 	close(opath);
 	return fd < 0 ? -errno : fd;
 }
 
 int procctl_read_nspid(const char *proc_root, pid_t pid, pid_t *out, int max)
 {
-	char path[128], buf[4096], *p;
+	char path[PATH_MAX], buf[4096], *p;
 	int fd, n = 0;
 	ssize_t len;
 
-	snprintf(path, sizeof path, "%s/%d/status", proc_root, (int)pid);
+	if (snprintf(path, sizeof path, "%s/%d/status", proc_root, (int)pid) >= (int)sizeof path)
+		return -ENAMETOOLONG;
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return errno == ENOENT ? -ESRCH : -errno;
@@ -139,42 +160,42 @@ static int same_pidns(const char *root, pid_t pid)
 	static dev_t dev;
 	static ino_t ino; /* ours, probed once (a registry never setns()) */
 	struct stat st;
-	char path[128];
+	char path[PATH_MAX];
 	if (!__atomic_load_n(&ino, __ATOMIC_ACQUIRE)) {
 		if (stat("/proc/self/ns/pid", &st) < 0)
 			return 0;
 		__atomic_store_n(&dev, st.st_dev, __ATOMIC_RELAXED);
 		__atomic_store_n(&ino, st.st_ino, __ATOMIC_RELEASE);
 	}
-	snprintf(path, sizeof path, "%s/%d/ns/pid", root, (int)pid);
+	if (snprintf(path, sizeof path, "%s/%d/ns/pid", root, (int)pid) >= (int)sizeof path)
+		return 0;
 	return stat(path, &st) == 0 && st.st_ino == __atomic_load_n(&ino, __ATOMIC_ACQUIRE) &&
 	       st.st_dev == __atomic_load_n(&dev, __ATOMIC_RELAXED);
 }
 
-/* Check the fetched fd (SPEC.md 13.2): F_GET_SEALS is the first syscall;
- * then is it the fd the scan saw, its seals, filesystem and size. */
+/* Check the fetched fd (SPEC.md 13.2): F_GET_SEALS is the first syscall,
+ * and only files that can carry seals (shmem, hugetlbfs) get further; then
+ * the filesystem, whether it is the fd the scan saw, its seals and size. */
 static enum procctl_reject check_fd(int fd, const struct procctl_scan_entry *e, struct stat *st)
 {
 	struct statfs sfs;
 	int seals = fcntl(fd, F_GET_SEALS);
 	const int need = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
 
-	if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode))
+	/* No seals, no memfd: stop before anything (fstat of a FUSE file
+	 * could wait forever on its daemon). */
+	if (seals < 0 || fstatfs(fd, &sfs) < 0)
+		return PROCCTL_REJECT_NOT_MEMFD;
+	if ((unsigned long)sfs.f_type == HUGETLBFS_MAGIC)
+		return PROCCTL_REJECT_HUGETLB;
+	if ((unsigned long)sfs.f_type != TMPFS_MAGIC || fstat(fd, st) < 0 || !S_ISREG(st->st_mode))
 		return PROCCTL_REJECT_NOT_MEMFD;
 	if (st->st_dev != e->dev || st->st_ino != e->ino)
 		return PROCCTL_REJECT_FD_SWAPPED;
-	if (seals < 0)
-		return PROCCTL_REJECT_NOT_MEMFD;
 	if (seals & (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE))
 		return PROCCTL_REJECT_WRONG_SEALS;
 	if ((seals & need) != need)
 		return PROCCTL_REJECT_UNSEALED;
-	if (fstatfs(fd, &sfs) < 0)
-		return PROCCTL_REJECT_NOT_MEMFD;
-	if ((unsigned long)sfs.f_type == HUGETLBFS_MAGIC)
-		return PROCCTL_REJECT_HUGETLB;
-	if ((unsigned long)sfs.f_type != TMPFS_MAGIC)
-		return PROCCTL_REJECT_NOT_MEMFD;
 	if (st->st_size > PROCCTL_REGION_MAX || st->st_size < (off_t)sizeof(struct procctl_hdr))
 		return PROCCTL_REJECT_BAD_SIZE;
 	return PROCCTL_REJECT_NONE;
@@ -201,17 +222,21 @@ static procctl_client_t *attach_fail(procctl_client_t *c, int err)
 procctl_client_t *procctl_client_attach(const struct procctl_scan_entry *e, const struct procctl_attach_opts *opts,
 					enum procctl_reject *why)
 {
-	const char *root = opts && opts->proc_root ? opts->proc_root : "/proc";
-	unsigned flags = opts ? opts->flags : 0;
+	/* Fields past an older caller's opts->sz count as 0. */
+	int has_root = opts && opts->sz > offsetof(struct procctl_attach_opts, proc_root);
+	int has_flags = opts && opts->sz > offsetof(struct procctl_attach_opts, flags);
+	const char *root = has_root && opts->proc_root ? opts->proc_root : "/proc";
+	unsigned flags = has_flags ? opts->flags : 0;
 	procctl_client_t *c;
 	struct stat st;
-	char path[128];
+	char path[PATH_MAX];
 	int fd, err, n;
 
 	*why = PROCCTL_REJECT_NONE;
 	c = calloc(1, sizeof *c);
 	if (!c)
 		return NULL;
+	c->refs = 1;
 	pthread_mutex_init(&c->wlock, NULL);
 	c->remote = calloc(1, sizeof *c->remote);
 	if (!c->remote) {
@@ -225,6 +250,13 @@ procctl_client_t *procctl_client_attach(const struct procctl_scan_entry *e, cons
 	c->remote->pidfd = (int)syscall(SYS_pidfd_open, e->pid, 0);
 	if (c->remote->pidfd < 0)
 		return attach_fail(c, errno);
+	/* /proc/<pid>/mem before the fd: opened on the mm that created the
+	 * region (an exec before this closes the memfd: the fetch fails). */
+	if (snprintf(path, sizeof path, "%s/%d/mem", root, (int)e->pid) >= (int)sizeof path)
+		return attach_fail(c, ENAMETOOLONG);
+	c->remote->mem_fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (c->remote->mem_fd < 0)
+		return attach_fail(c, errno == ENOENT ? ESRCH : errno == EACCES ? EPERM : errno);
 
 	if (have_getfd() && !(flags & PROCCTL_ATTACH_NO_GETFD))
 		fd = (int)syscall(SYS_pidfd_getfd, c->remote->pidfd, e->fd, 0);
@@ -264,10 +296,6 @@ procctl_client_t *procctl_client_attach(const struct procctl_scan_entry *e, cons
 		*why = PROCCTL_REJECT_NOT_CREATOR;
 		return attach_fail(c, EPROTO);
 	}
-	snprintf(path, sizeof path, "%s/%d/mem", root, (int)e->pid);
-	c->remote->mem_fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (c->remote->mem_fd < 0)
-		return attach_fail(c, errno == ENOENT ? ESRCH : errno);
 	/* The pid read through /proc was the pinned process only if it has
 	 * not exited meanwhile. */
 	if (process_exited(c->remote->pidfd))
@@ -278,9 +306,15 @@ procctl_client_t *procctl_client_attach(const struct procctl_scan_entry *e, cons
 	return c;
 }
 
+procctl_client_t *procctl_client_ref(procctl_client_t *c)
+{
+	__atomic_add_fetch(&c->refs, 1, __ATOMIC_RELAXED);
+	return c;
+}
+
 void procctl_client_close(procctl_client_t *c)
 {
-	if (!c)
+	if (!c || __atomic_sub_fetch(&c->refs, 1, __ATOMIC_ACQ_REL) > 0)
 		return;
 	if (c->r.map)
 		procctl_region_unmap(&c->r);
@@ -306,9 +340,10 @@ int procctl_client_alive(procctl_client_t *c)
 	if (process_exited(c->remote->pidfd))
 		return -ESRCH;
 	/* A /proc/<pid>/mem fd reads 0 bytes once the mm it was opened on is
-	 * gone: exec (SPEC.md 10.2). Such reads never wait on userfaultfd
-	 * (the kernel fails them instead). */
-	if (pread(c->remote->mem_fd, &b, 1, (off_t)c->r.hdr.state_addr) == 0)
+	 * gone: exec (SPEC.md 10.2). Probe an address no process can map
+	 * (above any user address space): EIO while the mm lives, and never a
+	 * page the process could make block. */
+	if (pread(c->remote->mem_fd, &b, 1, (off_t)0x7ffffffffffff000ll) == 0)
 		return process_exited(c->remote->pidfd) ? -ESRCH : -ESTALE;
 	return 0;
 }
@@ -415,6 +450,45 @@ struct read_job {
 
 /* On a worker: the read, then the pidfd (SPEC.md 7.2 step 5): only a read
  * of the process we pinned counts. */
+/* Processes with a read stuck off-path: every read of any of their
+ * regions fails at once, so one process cannot tie up the pool. */
+#define BLOCKED_MAX 256
+static pthread_mutex_t blocked_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	pid_t pid;
+	int n;
+} blocked[BLOCKED_MAX];
+
+static void blocked_add(pid_t pid, int delta)
+{
+	int i, free_slot = -1;
+	pthread_mutex_lock(&blocked_mu);
+	for (i = 0; i < BLOCKED_MAX; i++) {
+		if (blocked[i].n && blocked[i].pid == pid) {
+			blocked[i].n += delta;
+			pthread_mutex_unlock(&blocked_mu);
+			return;
+		}
+		if (!blocked[i].n && free_slot < 0)
+			free_slot = i;
+	}
+	if (delta > 0 && free_slot >= 0) {
+		blocked[free_slot].pid = pid;
+		blocked[free_slot].n = delta;
+	}
+	pthread_mutex_unlock(&blocked_mu);
+}
+
+static int blocked_has(pid_t pid)
+{
+	int i, hit = 0;
+	pthread_mutex_lock(&blocked_mu);
+	for (i = 0; i < BLOCKED_MAX && !hit; i++)
+		hit = blocked[i].n && blocked[i].pid == pid;
+	pthread_mutex_unlock(&blocked_mu);
+	return hit;
+}
+
 static int read_fn(struct procctl_job *j)
 {
 	struct read_job *rj = (struct read_job *)j;
@@ -424,14 +498,14 @@ static int read_fn(struct procctl_job *j)
 
 static void read_abandon(struct procctl_job *j)
 {
-	__atomic_add_fetch(&((struct read_job *)j)->remote->blocked, 1, __ATOMIC_ACQ_REL);
+	blocked_add(((struct read_job *)j)->remote->pid, 1);
 }
 
 static void read_release(struct procctl_job *j)
 {
 	struct read_job *rj = (struct read_job *)j;
 	if (j->abandoned)
-		__atomic_sub_fetch(&rj->remote->blocked, 1, __ATOMIC_ACQ_REL);
+		blocked_add(rj->remote->pid, -1);
 	remote_put(rj->remote);
 }
 
@@ -440,9 +514,12 @@ int procctl_client_read_state(procctl_client_t *c, struct procctl_state *out, in
 	struct read_job *rj;
 	int r, alive;
 
-	/* One blocked read per client at most: the next fails at once. */
-	if (__atomic_load_n(&c->remote->blocked, __ATOMIC_ACQUIRE))
-		return -ETIMEDOUT;
+	/* One blocked read per process at most: the next fails at once,
+	 * unless the process is gone meanwhile. */
+	if (blocked_has(c->remote->pid)) {
+		alive = procctl_client_alive(c);
+		return alive < 0 ? alive : -ETIMEDOUT;
+	}
 	rj = (struct read_job *)procctl_job_new(sizeof *rj + c->r.hdr.state_size, read_fn);
 	if (!rj)
 		return -ENOMEM;

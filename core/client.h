@@ -13,13 +13,13 @@
  * last. */
 struct procctl_remote {
 	int refs;
-	int blocked; /* reads that missed their deadline and are still blocked */
 	pid_t pid;
 	int pidfd;   /* pins the process: readable once it exits */
 	int mem_fd;  /* /proc/<pid>/mem, opened at attach: 0 bytes after exec */
 };
 
 struct procctl_client {
+	int refs;                /* procctl_client_ref / procctl_client_close */
 	pthread_mutex_t wlock;   /* region writes: callers and the heartbeat thread */
 	struct procctl_region r; /* mapping and the agent's own copies */
 	struct procctl_client_info info;
@@ -33,6 +33,11 @@ struct procctl_client {
  * the count, or -ESRCH, -ENOENT (no NSpid line), -EINVAL (malformed or
  * more than max entries). */
 int procctl_read_nspid(const char *proc_root, pid_t pid, pid_t *out, int max);
+
+/* The mount id in an fdinfo file (dirfd-relative path): -1 unknown. */
+int procctl_fdinfo_mnt_id(int dirfd, const char *fdinfo_path);
+/* The mount id every memfd has (probed once with one of our own). */
+int procctl_memfd_mnt_id(void);
 
 /* Claim c for (domain, epoch) with lease_ns (the caller holds the node
  * lock): see procctl_region_claim. Writes are allowed afterwards. */

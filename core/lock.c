@@ -69,10 +69,13 @@ int procctl_lock_domain(const char *dir, uint32_t *domain)
 		while (v == 0 || v > PROCCTL_DOMAIN_MAX)
 			if (getrandom(&v, sizeof v, 0) != (ssize_t)sizeof v)
 				return -errno;
-		snprintf(tmp, sizeof tmp, "%s/.domain.%d", dir, (int)getpid());
-		fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		/* A unique name: agents in separate containers are often all
+		 * pid 1, so a pid would not do. */
+		snprintf(tmp, sizeof tmp, "%s/.domain.XXXXXX", dir);
+		fd = mkostemp(tmp, O_CLOEXEC);
 		if (fd < 0)
 			return -errno;
+		fchmod(fd, 0644);
 		err = write_u32(fd, v);
 		close(fd);
 		if (!err && link(tmp, path) < 0 && errno != EEXIST)
@@ -107,12 +110,27 @@ int procctl_lock_open(const char *dir, const char *consumer)
 	return fd < 0 ? -errno : fd;
 }
 
-int procctl_lock_take(int fd, uint32_t *epoch)
+int procctl_lock_current(int fd, const char *dir, const char *consumer)
+{
+	char path[PATH_MAX];
+	struct stat a, b;
+	snprintf(path, sizeof path, "%s/%s.lock", dir, consumer);
+	if (fstat(fd, &a) < 0 || stat(path, &b) < 0)
+		return 0;
+	return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+int procctl_lock_take(int fd, const char *dir, const char *consumer, uint32_t *epoch)
 {
 	uint32_t last = 0;
 	int err;
 	if (flock(fd, LOCK_EX | LOCK_NB) < 0)
 		return errno == EWOULDBLOCK ? -EAGAIN : -errno;
+	/* A lock on a file no longer at the path excludes nobody. */
+	if (!procctl_lock_current(fd, dir, consumer)) {
+		flock(fd, LOCK_UN);
+		return -ESTALE;
+	}
 	err = read_u32(fd, &last);
 	if (err && err != -ENODATA)
 		goto fail;

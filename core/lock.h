@@ -15,10 +15,14 @@ int procctl_lock_domain(const char *dir, uint32_t *domain);
 /* Open (creating) <dir>/<consumer>.lock: an fd, or -errno. */
 int procctl_lock_open(const char *dir, const char *consumer);
 
-/* Try to take the lock on fd without waiting: 0 and the new epoch (the
- * last holder's + 1, written back), -EAGAIN held by someone else. The lock
- * is released by procctl_lock_drop, close, or the process's death. */
-int procctl_lock_take(int fd, uint32_t *epoch);
+/* Try to take the lock on fd, opened on <dir>/<consumer>.lock, without
+ * waiting: 0 and the new epoch (the last holder's + 1, written back);
+ * -EAGAIN held by someone else; -ESTALE the file at the path is another
+ * (deleted or replaced): reopen. The lock is released by
+ * procctl_lock_drop, close, or the process's death. */
+int procctl_lock_take(int fd, const char *dir, const char *consumer, uint32_t *epoch);
+/* 1 while fd is still the file at <dir>/<consumer>.lock. */
+int procctl_lock_current(int fd, const char *dir, const char *consumer);
 void procctl_lock_drop(int fd);
 
 #endif

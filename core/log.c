@@ -4,25 +4,33 @@
 
 #include "log.h"
 
-static procctl_log_fn log_fn;
-static void *log_arg;
+/* The hook and its argument change together: one pointer to a pair. */
+struct hook {
+	procctl_log_fn fn;
+	void *arg;
+};
+static struct hook hooks[2];
+static struct hook *hook;
+static unsigned next;
 
 void procctl_set_log(procctl_log_fn fn, void *arg)
 {
-	__atomic_store_n(&log_arg, arg, __ATOMIC_RELAXED);
-	__atomic_store_n(&log_fn, fn, __ATOMIC_RELEASE);
+	struct hook *h = &hooks[next++ & 1u]; /* "set it before starting registries" */
+	h->fn = fn;
+	h->arg = arg;
+	__atomic_store_n(&hook, fn ? h : NULL, __ATOMIC_RELEASE);
 }
 
 void procctl_log(enum procctl_log_level level, const char *event, const char *fmt, ...)
 {
-	procctl_log_fn fn = __atomic_load_n(&log_fn, __ATOMIC_ACQUIRE);
+	struct hook *h = __atomic_load_n(&hook, __ATOMIC_ACQUIRE);
 	char fields[512];
 	va_list ap;
 
-	if (!fn)
+	if (!h)
 		return;
 	va_start(ap, fmt);
 	vsnprintf(fields, sizeof fields, fmt, ap);
 	va_end(ap);
-	fn(level, event, fields, __atomic_load_n(&log_arg, __ATOMIC_RELAXED));
+	h->fn(level, event, fields, h->arg);
 }

@@ -2,26 +2,45 @@
  * behind userfaultfd or FUSE, SPEC.md 7.2) on a worker thread, and wait
  * for it only until a deadline. A job that misses its deadline is
  * abandoned: its worker stays blocked, the job frees itself when (if) it
- * finishes, and the caller has long moved on. */
+ * finishes, and the caller has long moved on.
+ *
+ * Workers that are stuck in abandoned jobs do not count against the pool:
+ * up to MAX_READY workers serve new jobs, and at most MAX_WORKERS threads
+ * exist; past that, a new job fails at once with -EAGAIN. */
 #define _GNU_SOURCE 1
 #include <errno.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <time.h>
 
 #include "offpath.h"
 
-#define MAX_WORKERS 16
+#define MAX_READY 16   /* workers not stuck in an abandoned job */
+#define MAX_WORKERS 64 /* threads in all */
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t work = PTHREAD_COND_INITIALIZER;
-static pthread_cond_t done = PTHREAD_COND_INITIALIZER;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static pthread_cond_t work, done; /* CLOCK_MONOTONIC */
 static struct procctl_job *queue_head, *queue_tail;
-static int workers, idle;
+static int workers, idle, stuck, queued; /* all under mu */
 
+static void init_conds(void)
+{
+	pthread_condattr_t a;
+	pthread_condattr_init(&a);
+	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+	pthread_cond_init(&work, &a);
+	pthread_cond_init(&done, &a);
+	pthread_condattr_destroy(&a);
+}
+
+/* Under mu. */
 static void job_put(struct procctl_job *j)
 {
 	if (--j->refs == 0) {
+		if (j->abandoned)
+			stuck--; /* its worker is free again */
 		if (j->release)
 			j->release(j);
 		free(j);
@@ -43,6 +62,7 @@ static void *worker(void *arg)
 		queue_head = j->next;
 		if (!queue_head)
 			queue_tail = NULL;
+		queued--;
 		pthread_mutex_unlock(&mu);
 		j->result = j->fn(j);
 		pthread_mutex_lock(&mu);
@@ -63,28 +83,31 @@ struct procctl_job *procctl_job_new(size_t size, int (*fn)(struct procctl_job *)
 	return j;
 }
 
-static void deadline_ts(int64_t deadline_ns, struct timespec *ts)
-{
-	/* The condvar waits on CLOCK_REALTIME; convert from MONOTONIC. */
-	struct timespec now_m, now_r;
-	int64_t left;
-	clock_gettime(CLOCK_MONOTONIC, &now_m);
-	clock_gettime(CLOCK_REALTIME, &now_r);
-	left = deadline_ns - ((int64_t)now_m.tv_sec * 1000000000 + now_m.tv_nsec);
-	if (left < 0)
-		left = 0;
-	left += (int64_t)now_r.tv_sec * 1000000000 + now_r.tv_nsec;
-	ts->tv_sec = (time_t)(left / 1000000000);
-	ts->tv_nsec = (long)(left % 1000000000);
-}
-
 int procctl_job_run(struct procctl_job *j, int64_t deadline_ns)
 {
 	struct timespec ts;
 	int r;
 
-	deadline_ts(deadline_ns, &ts);
+	pthread_once(&once, init_conds);
+	if (deadline_ns < 0)
+		deadline_ns = 0;
+	ts.tv_sec = (time_t)(deadline_ns / 1000000000);
+	ts.tv_nsec = (long)(deadline_ns % 1000000000);
 	pthread_mutex_lock(&mu);
+	/* A worker for every queued job, if the pool allows. */
+	if (queued + 1 > idle && workers - stuck < MAX_READY) {
+		pthread_t t;
+		pthread_attr_t a;
+		pthread_attr_init(&a);
+		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+		if (workers < MAX_WORKERS && pthread_create(&t, &a, worker, NULL) == 0)
+			workers++;
+		pthread_attr_destroy(&a);
+	}
+	if (!idle && workers - stuck <= 0) {
+		pthread_mutex_unlock(&mu);
+		return -EAGAIN; /* every thread is stuck: nothing can run it */
+	}
 	j->refs++; /* the worker's */
 	j->next = NULL;
 	if (queue_tail)
@@ -92,35 +115,33 @@ int procctl_job_run(struct procctl_job *j, int64_t deadline_ns)
 	else
 		queue_head = j;
 	queue_tail = j;
-	if (!idle && workers < MAX_WORKERS) {
-		pthread_t t;
-		pthread_attr_t a;
-		pthread_attr_init(&a);
-		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-		if (pthread_create(&t, &a, worker, NULL) == 0)
-			workers++;
-		pthread_attr_destroy(&a);
-	}
+	queued++;
 	pthread_cond_signal(&work);
-	while (!j->finished)
-		if (pthread_cond_timedwait(&done, &mu, &ts) == ETIMEDOUT && !j->finished)
-			break;
+	/* Any error from timedwait (past deadline, EINVAL) ends the wait. */
+	while (!j->finished && pthread_cond_timedwait(&done, &mu, &ts) == 0)
+		;
 	if (j->finished) {
 		r = j->result;
 	} else {
 		/* Abandon it; if no worker took it yet, take it back first. */
 		struct procctl_job **pp = &queue_head, *prev = NULL;
-		j->abandoned = 1;
-		if (j->abandon)
-			j->abandon(j);
+		int taken = 0;
 		for (; *pp; prev = *pp, pp = &(*pp)->next)
 			if (*pp == j) {
 				*pp = j->next;
 				if (queue_tail == j)
 					queue_tail = prev;
+				queued--;
 				j->refs--;
+				taken = 1;
 				break;
 			}
+		if (!taken) { /* a worker is inside it */
+			j->abandoned = 1;
+			stuck++;
+			if (j->abandon)
+				j->abandon(j);
+		}
 		job_put(j);
 		r = -ETIMEDOUT;
 	}

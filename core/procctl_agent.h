@@ -47,6 +47,7 @@ enum procctl_reject {
 	PROCCTL_REJECT_FD_SWAPPED,     /* the fd fetched is not the one the scan saw */
 	PROCCTL_REJECT_CONSUMER_MISMATCH, /* the name and the header disagree */
 	PROCCTL_REJECT_NOT_CREATOR,    /* header pid is not the process's: an inherited fd */
+	PROCCTL_REJECT_LIMIT,          /* over the regions allowed per process or per agent */
 	PROCCTL_REJECT__COUNT
 };
 
@@ -85,7 +86,7 @@ int procctl_scan_parse_link(const char *link, size_t len, char consumer[32], uin
 
 typedef struct procctl_client procctl_client_t;
 
-#define PROCCTL_NSPID_MAX 8
+#define PROCCTL_NSPID_MAX 32 /* pid namespaces nest at most 32 deep */
 
 struct procctl_client_info {
 	pid_t pid;                      /* in the agent's pid namespace */
@@ -108,10 +109,15 @@ struct procctl_attach_opts {
  * pidfd_open, fetch the fd, check seals, filesystem, size and identity,
  * copy and check the header, make sure the process is its creator, map it
  * read/write. NULL with errno: EPROTO refused (*why says why), ESRCH gone,
- * EPERM no ptrace-level access, or a syscall's errno. opts may be NULL. */
+ * EPERM no ptrace-level access, or a syscall's errno. opts may be NULL.
+ * The caller holds the one reference. */
 procctl_client_t *procctl_client_attach(const struct procctl_scan_entry *e, const struct procctl_attach_opts *opts,
 					enum procctl_reject *why);
-/* Unmap and forget; never writes the region. */
+/* Clients are reference counted and every client call may be made from
+ * any thread. ref takes a reference (e.g. in an ATTACHED handler, to use
+ * the client on another thread); close drops one: the last unmaps and
+ * frees (never writing the region). */
+procctl_client_t *procctl_client_ref(procctl_client_t *c);
 void procctl_client_close(procctl_client_t *c);
 
 int procctl_client_info(const procctl_client_t *c, struct procctl_client_info *out);
@@ -141,10 +147,11 @@ struct procctl_state {
 };
 
 /* Read the state block (SPEC.md 7.2) off the caller's path, waiting until
- * deadline_ns (CLOCK_MONOTONIC). 0; -EAGAIN still being written; -EPROTO
- * refused (out->why); -ETIMEDOUT the read did not finish (a stalled page:
- * further reads of c fail at once until it does); -ESRCH exited; -ESTALE
- * exec'd; -EFAULT unreadable.
+ * deadline_ns (CLOCK_MONOTONIC). 0; -EAGAIN still being written, or no
+ * worker free (all stuck on stalled reads); -EPROTO refused (out->why);
+ * -ETIMEDOUT the read did not finish (a stalled page: further reads of
+ * that process fail at once until it does); -ESRCH exited; -ESTALE exec'd;
+ * -EFAULT unreadable.
  *
  * The read runs on a worker thread because nothing else can bound it: a
  * remote read of a page behind userfaultfd or a stalled FUSE file blocks
@@ -179,7 +186,7 @@ typedef struct procctl_registry procctl_registry_t;
 enum procctl_event_type {
 	PROCCTL_EV_ATTACHED = 1, /* a region was attached: client valid until DETACHED */
 	PROCCTL_EV_DETACHED,     /* the process exited (-ESRCH), exec'd (-ESTALE) or the registry closed (0) */
-	PROCCTL_EV_OWNERSHIP,    /* this agent took (held 1) or lost (0) a consumer's node lock */
+	PROCCTL_EV_OWNERSHIP,    /* this agent took (held 1) or gave up or lost (0) a consumer's node lock */
 };
 
 struct procctl_event {
@@ -197,7 +204,7 @@ typedef void (*procctl_event_cb)(const struct procctl_event *ev, void *arg);
 #define PROCCTL_REGISTRY_PASSIVE 0x1u /* never take a node lock: read-only */
 
 struct procctl_registry_opts {
-	size_t sz;                /* sizeof(struct procctl_registry_opts) */
+	size_t sz;                /* sizeof(struct procctl_registry_opts); older, smaller ones are fine */
 	const char *consumer;     /* NULL: every consumer */
 	uint64_t lease_ns;        /* 0: 10 s */
 	uint64_t rescan_ns;       /* 0: 60 s */
@@ -206,6 +213,8 @@ struct procctl_registry_opts {
 	procctl_event_cb on_event;
 	void *arg;
 	unsigned flags;           /* PROCCTL_REGISTRY_* */
+	uint32_t max_per_process; /* regions attached per process; 0: 8 */
+	uint32_t max_regions;     /* regions attached in all; 0: 4096 */
 };
 
 struct procctl_registry_stats {
@@ -225,8 +234,13 @@ struct procctl_registry_stats {
 /* A registry: no thread runs its loop; call procctl_registry_run, or poll
  * procctl_registry_fd in your own loop and call procctl_registry_dispatch
  * when it is readable. It starts one heartbeat thread, which only stores
- * to mapped memory. All calls but notify, stop and stats belong to the
- * loop's thread; clients handed out are valid on it until DETACHED. */
+ * to mapped memory. All registry calls but notify, stop and stats belong
+ * to the loop's thread, and on_event must not call registry functions
+ * that change it (dispatch, run, close). Clients handed out hold until
+ * DETACHED returns; take a reference (procctl_client_ref) to keep one
+ * longer or to use it on another thread. A client call that waits
+ * (read_state, wait_ack) made on the loop's thread holds the loop up to
+ * its deadline. */
 procctl_registry_t *procctl_registry_new(const struct procctl_registry_opts *opts);
 int procctl_registry_fd(const procctl_registry_t *r);
 /* Handle what is pending, without blocking: 0 or -errno. */
@@ -252,7 +266,8 @@ void procctl_registry_stats(procctl_registry_t *r, struct procctl_registry_stats
 #define PROCCTL_CLOSE_UNINSTALL 0x1u /* release leases: uninstall every owned region */
 
 /* Stop heartbeats; hand off every owned region (RELEASED, written last) or
- * uninstall it; drop the node locks; detach everything; free. */
+ * uninstall it; drop the node locks (OWNERSHIP held 0); detach everything;
+ * free. */
 void procctl_registry_close(procctl_registry_t *r, unsigned flags);
 
 /* ---- Logging --------------------------------------------------------- */

@@ -19,11 +19,16 @@
 
 #define DEFAULT_LEASE_NS 10000000000ull
 #define DEFAULT_RESCAN_NS 60000000000ull
-#define TICK_NS 20000000ull /* lock retries for passive consumers, exec sweeps */
+#define TICK_NS 20000000ull   /* lock retries for passive consumers */
+#define SWEEP_TICKS 12        /* exec sweeps every 240 ms; notify finds most sooner */
 #define NOTIFY_MAX 1024
 #define REJECTED_MAX 256
+#define DEFAULT_PER_PROCESS 8
+#define DEFAULT_REGIONS 4096
 
-enum { TAG_EVENT = 1, TAG_RESCAN, TAG_TICK }; /* epoll tags; clients are pointers */
+/* epoll tags; a client's is its entry id, TAG_FIRST_ID and up (never a
+ * pointer: a freed entry's address can come back in the same batch). */
+enum { TAG_EVENT = 1, TAG_RESCAN, TAG_TICK, TAG_FIRST_ID };
 
 struct lock_rec {
 	char consumer[32];
@@ -37,6 +42,7 @@ struct lock_rec {
 struct entry {
 	procctl_client_t *c;
 	struct lock_rec *lk;
+	uint64_t id;
 	struct entry *next;
 };
 
@@ -51,9 +57,9 @@ struct procctl_registry {
 	char consumer[32], lock_dir[256], proc_root[256];
 	int epfd, evfd, rescan_fd, tick_fd;
 	uint32_t domain;
-	int have_domain;
+	int have_domain, domain_logged;
 	struct lock_rec *locks;
-	uint64_t scans_started, scans_done;
+	uint64_t scans_started, scans_done, next_id, ticks;
 	int first_scan_done, stop;
 
 	pthread_mutex_t mu; /* entries, notify queue, stats: shared with the heartbeat thread */
@@ -106,21 +112,34 @@ static void emit(procctl_registry_t *r, struct procctl_event *ev)
 
 /* ---- heartbeats ------------------------------------------------------- */
 
+/* The lease a process applies: ours clamped into its header's bounds. */
+static uint64_t clamped_lease(const procctl_registry_t *r, const procctl_client_t *c)
+{
+	uint64_t l = r->o.lease_ns;
+	return l < c->info.hdr.lease_min_ns ? c->info.hdr.lease_min_ns
+	       : l > c->info.hdr.lease_max_ns ? c->info.hdr.lease_max_ns
+					      : l;
+}
+
 /* Only stores to mapped memory, under locks held for stores only: no
- * remote read, no syscall on a fetched fd ever delays it (SPEC.md 8.3). */
+ * remote read, no syscall on a fetched fd ever delays it (SPEC.md 8.3).
+ * Every owned region is beaten at a quarter of the shortest lease any of
+ * them applies (beating more often than needed is harmless). */
 static void *hb_main(void *arg)
 {
 	procctl_registry_t *r = arg;
-	uint64_t every = r->o.lease_ns / 4;
 	pthread_mutex_lock(&r->mu);
 	while (!r->hb_stop) {
 		struct timespec ts;
-		uint64_t at;
+		uint64_t at, every = r->o.lease_ns / 4;
 		struct entry *e;
 		for (e = r->entries; e; e = e->next)
 			if (__atomic_load_n(&e->c->owned, __ATOMIC_RELAXED)) {
+				uint64_t l = clamped_lease(r, e->c) / 4;
 				procctl_client_heartbeat(e->c);
 				r->stats.heartbeats++;
+				if (l < every)
+					every = l;
 			}
 		clock_gettime(CLOCK_MONOTONIC, &ts);
 		at = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec + every;
@@ -146,6 +165,11 @@ static struct lock_rec *lock_find(procctl_registry_t *r, const char *consumer)
 static void claim(procctl_registry_t *r, struct entry *e)
 {
 	int64_t g = procctl_client_claim(e->c, r->domain, e->lk->epoch, r->o.lease_ns);
+	if (g > 0) { /* its lease may be the shortest: let the beat recompute */
+		pthread_mutex_lock(&r->mu);
+		pthread_cond_signal(&r->hb_cv);
+		pthread_mutex_unlock(&r->mu);
+	}
 	if (g == -EEXIST) {
 		pthread_mutex_lock(&r->mu);
 		r->stats.conflicts++;
@@ -158,28 +182,46 @@ static void claim(procctl_registry_t *r, struct entry *e)
 	}
 }
 
+static void emit_ownership(procctl_registry_t *r, struct lock_rec *l)
+{
+	struct procctl_event ev;
+	memset(&ev, 0, sizeof ev);
+	ev.type = PROCCTL_EV_OWNERSHIP;
+	ev.consumer = l->consumer;
+	ev.held = l->held;
+	emit(r, &ev);
+}
+
 /* Try to take l's lock; on success claim every region of its consumer and
  * ask for the full scan that makes it ready. */
 static void lock_try(procctl_registry_t *r, struct lock_rec *l)
 {
-	struct procctl_event ev;
 	struct entry *e;
 	int err;
 
-	if (l->held || (r->o.flags & PROCCTL_REGISTRY_PASSIVE) || l->fd < 0)
+	if (l->held || (r->o.flags & PROCCTL_REGISTRY_PASSIVE))
 		return;
+	if (l->fd < 0 && (l->fd = procctl_lock_open(r->lock_dir, l->consumer)) < 0)
+		return; /* not yet: the next tick tries again */
 	if (!r->have_domain) {
 		err = procctl_lock_domain(r->lock_dir, &r->domain);
-		if (err) {
-			procctl_log(PROCCTL_LOG_ERROR, "lock_domain_failed", "dir=%s errno=%d", r->lock_dir, -err);
+		if (err) { /* said once; retried every tick */
+			if (!r->domain_logged++)
+				procctl_log(PROCCTL_LOG_ERROR, "lock_domain_failed", "dir=%s errno=%d (retrying)",
+					    r->lock_dir, -err);
 			return;
 		}
 		r->have_domain = 1;
 	}
-	err = procctl_lock_take(l->fd, &l->epoch);
+	err = procctl_lock_take(l->fd, r->lock_dir, l->consumer, &l->epoch);
+	if (err == -ESTALE) { /* the file was replaced: the next tick reopens */
+		close(l->fd);
+		l->fd = -1;
+	}
 	if (err)
 		return;
 	l->held = 1;
+	/* Ready after a full scan that begins after now (SPEC.md 9.2). */
 	l->ready_scan = r->scans_started + 1;
 	procctl_log(PROCCTL_LOG_INFO, "lock_taken", "consumer=%s epoch=%u domain=%u", l->consumer, l->epoch, r->domain);
 	for (e = r->entries; e; e = e->next)
@@ -189,11 +231,25 @@ static void lock_try(procctl_registry_t *r, struct lock_rec *l)
 	r->notify_all = 1; /* a full scan begun now makes the consumer ready */
 	pthread_mutex_unlock(&r->mu);
 	kick(r);
-	memset(&ev, 0, sizeof ev);
-	ev.type = PROCCTL_EV_OWNERSHIP;
-	ev.consumer = l->consumer;
-	ev.held = 1;
-	emit(r, &ev);
+	emit_ownership(r, l);
+}
+
+/* Our lock file is no longer the one at the path (deleted or replaced):
+ * another agent can lock the new one, so this one stops writing. */
+static void lock_check(procctl_registry_t *r, struct lock_rec *l)
+{
+	struct entry *e;
+	if (!l->held || procctl_lock_current(l->fd, r->lock_dir, l->consumer))
+		return;
+	procctl_log(PROCCTL_LOG_ERROR, "lock_lost", "consumer=%s epoch=%u", l->consumer, l->epoch);
+	for (e = r->entries; e; e = e->next)
+		if (e->lk == l)
+			procctl_client_release(e->c);
+	procctl_lock_drop(l->fd);
+	close(l->fd);
+	l->fd = -1;
+	l->held = 0;
+	emit_ownership(r, l);
 }
 
 static struct lock_rec *lock_for(procctl_registry_t *r, const char *consumer)
@@ -207,8 +263,8 @@ static struct lock_rec *lock_for(procctl_registry_t *r, const char *consumer)
 	snprintf(l->consumer, sizeof l->consumer, "%s", consumer);
 	l->fd = (r->o.flags & PROCCTL_REGISTRY_PASSIVE) ? -1 : procctl_lock_open(r->lock_dir, consumer);
 	if (l->fd < 0 && !(r->o.flags & PROCCTL_REGISTRY_PASSIVE))
-		procctl_log(PROCCTL_LOG_ERROR, "lock_open_failed", "dir=%s consumer=%s errno=%d", r->lock_dir,
-			    consumer, -l->fd);
+		procctl_log(PROCCTL_LOG_ERROR, "lock_open_failed", "dir=%s consumer=%s errno=%d (retrying)",
+			    r->lock_dir, consumer, -l->fd);
 	l->next = r->locks;
 	r->locks = l;
 	lock_try(r, l);
@@ -235,6 +291,31 @@ static int was_rejected(procctl_registry_t *r, const struct procctl_scan_entry *
 	return 0;
 }
 
+/* Forget pid's refusals: a notify(pid) says it has something new. */
+static void forget_rejected(procctl_registry_t *r, pid_t pid)
+{
+	unsigned i;
+	for (i = 0; i < r->nrejected && i < REJECTED_MAX; i++)
+		if (r->rejected[i].pid == pid)
+			r->rejected[i].pid = 0;
+}
+
+static int over_limit(procctl_registry_t *r, pid_t pid)
+{
+	const struct entry *e;
+	uint32_t mine = 0, all = 0;
+	for (e = r->entries; e; e = e->next, all++)
+		mine += e->c->info.pid == pid;
+	return mine >= r->o.max_per_process || all >= r->o.max_regions;
+}
+
+static void count_reject(procctl_registry_t *r, enum procctl_reject why)
+{
+	pthread_mutex_lock(&r->mu);
+	r->stats.rejects[why]++;
+	pthread_mutex_unlock(&r->mu);
+}
+
 static int on_found(const struct procctl_scan_entry *s, void *arg)
 {
 	procctl_registry_t *r = arg;
@@ -247,21 +328,32 @@ static int on_found(const struct procctl_scan_entry *s, void *arg)
 
 	if (entry_of(r, s->pid, s->dev, s->ino) || was_rejected(r, s))
 		return 0;
+	if (over_limit(r, s->pid)) {
+		count_reject(r, PROCCTL_REJECT_LIMIT);
+		procctl_log(PROCCTL_LOG_DEBUG, "attach_rejected", "pid=%d fd=%d consumer=%s reason=limit", (int)s->pid,
+			    s->fd, s->consumer);
+		return 0;
+	}
 	pthread_mutex_lock(&r->mu);
 	r->stats.attach_attempts++;
 	pthread_mutex_unlock(&r->mu);
 	c = procctl_client_attach(s, &ao, &why);
 	if (!c) {
 		if (errno == EPROTO) {
-			struct rejected *rj = &r->rejected[r->nrejected++ % REJECTED_MAX];
-			rj->pid = s->pid;
-			rj->dev = s->dev;
-			rj->ino = s->ino;
-			pthread_mutex_lock(&r->mu);
-			r->stats.rejects[why]++;
-			pthread_mutex_unlock(&r->mu);
-			procctl_log(PROCCTL_LOG_WARN, "attach_rejected", "pid=%d fd=%d consumer=%s reason=%s",
-				    (int)s->pid, s->fd, s->consumer, procctl_reject_name(why));
+			/* Unsealed may be a process inside procctl_init (the name
+			 * exists before the seals): not remembered, and quiet. The
+			 * rest is remembered, logged once, counted each time. */
+			int final = why != PROCCTL_REJECT_UNSEALED;
+			if (final) {
+				struct rejected *rj = &r->rejected[r->nrejected++ % REJECTED_MAX];
+				rj->pid = s->pid;
+				rj->dev = s->dev;
+				rj->ino = s->ino;
+			}
+			count_reject(r, why);
+			procctl_log(final ? PROCCTL_LOG_WARN : PROCCTL_LOG_DEBUG, "attach_rejected",
+				    "pid=%d fd=%d consumer=%s reason=%s", (int)s->pid, s->fd, s->consumer,
+				    procctl_reject_name(why));
 		} else {
 			procctl_log(PROCCTL_LOG_DEBUG, "attach_failed", "pid=%d fd=%d errno=%d", (int)s->pid, s->fd,
 				    errno);
@@ -275,9 +367,10 @@ static int on_found(const struct procctl_scan_entry *s, void *arg)
 		return 0;
 	}
 	e->c = c;
+	e->id = TAG_FIRST_ID + r->next_id++;
 	memset(&ee, 0, sizeof ee);
 	ee.events = EPOLLIN;
-	ee.data.ptr = e;
+	ee.data.u64 = e->id;
 	epoll_ctl(r->epfd, EPOLL_CTL_ADD, procctl_client_pidfd(c), &ee);
 	pthread_mutex_lock(&r->mu);
 	e->next = r->entries;
@@ -342,13 +435,14 @@ static void sweep(procctl_registry_t *r)
 
 static void full_scan(procctl_registry_t *r)
 {
-	uint64_t t0 = mono_ns(), scan = ++r->scans_started;
+	uint64_t t0 = mono_ns(), scan;
 	struct lock_rec *l;
 
-	/* Before the scan: a consumer named up front has its lock taken
-	 * first, so this scan already counts for its readiness. */
+	/* A consumer named up front has its lock taken before the scan
+	 * begins, so this very scan makes it ready. */
 	if (r->consumer[0])
 		lock_for(r, r->consumer);
+	scan = ++r->scans_started;
 	sweep(r);
 	procctl_scan(r->proc_root, r->consumer[0] ? r->consumer : NULL, on_found, r);
 	r->scans_done = scan;
@@ -387,6 +481,7 @@ static void drain_notify(procctl_registry_t *r)
 	}
 	for (i = 0; i < n; i++) {
 		struct entry *e = r->entries, *next;
+		forget_rejected(r, q[i]);
 		for (; e; e = next) { /* a pid that exec'd has a new region */
 			next = e->next;
 			if (e->c->info.pid == q[i]) {
@@ -420,14 +515,17 @@ int procctl_registry_dispatch(procctl_registry_t *r)
 			struct lock_rec *l;
 			if (read(r->tick_fd, &v, sizeof v) <= 0)
 				continue;
-			for (l = r->locks; l; l = l->next)
+			for (l = r->locks; l; l = l->next) {
+				lock_check(r, l);
 				lock_try(r, l);
-			sweep(r);
+			}
+			if (++r->ticks % SWEEP_TICKS == 0)
+				sweep(r);
 		} else {
-			struct entry *e = evs[i].data.ptr, *x;
-			for (x = r->entries; x && x != e; x = x->next) /* still ours? */
+			struct entry *e;
+			for (e = r->entries; e && e->id != tag; e = e->next) /* still attached? */
 				;
-			if (x)
+			if (e)
 				detach(r, e, -ESRCH);
 		}
 	}
@@ -436,15 +534,15 @@ int procctl_registry_dispatch(procctl_registry_t *r)
 
 int procctl_registry_run(procctl_registry_t *r)
 {
-	while (!__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE)) {
+	int err = 0;
+	while (!err && !__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE)) {
 		struct epoll_event ev;
-		int err = procctl_registry_dispatch(r);
-		if (err)
-			return err;
-		if (epoll_wait(r->epfd, &ev, 1, -1) < 0 && errno != EINTR)
-			return -errno;
+		err = procctl_registry_dispatch(r);
+		if (!err && epoll_wait(r->epfd, &ev, 1, -1) < 0 && errno != EINTR)
+			err = -errno;
 	}
-	return 0;
+	__atomic_store_n(&r->stop, 0, __ATOMIC_RELEASE); /* run may be called again */
+	return err;
 }
 
 void procctl_registry_stop(procctl_registry_t *r)
@@ -475,7 +573,7 @@ procctl_registry_t *procctl_registry_new(const struct procctl_registry_opts *opt
 	struct epoll_event ee;
 	size_t n;
 
-	if (!opts || opts->sz < sizeof *opts ||
+	if (!opts || opts->sz < offsetof(struct procctl_registry_opts, flags) + sizeof opts->flags ||
 	    (opts->consumer && procctl_name_valid(opts->consumer, PROCCTL_CONSUMER_MAX) < 0) ||
 	    (opts->lease_ns && (opts->lease_ns < PROCCTL_LEASE_FLOOR_NS || opts->lease_ns > PROCCTL_LEASE_CEIL_NS))) {
 		errno = EINVAL;
@@ -484,7 +582,12 @@ procctl_registry_t *procctl_registry_new(const struct procctl_registry_opts *opt
 	r = calloc(1, sizeof *r);
 	if (!r)
 		return NULL;
-	r->o = *opts;
+	/* An older caller's smaller struct: the fields it lacks are 0. */
+	memcpy(&r->o, opts, opts->sz < sizeof r->o ? opts->sz : sizeof r->o);
+	if (!r->o.max_per_process)
+		r->o.max_per_process = DEFAULT_PER_PROCESS;
+	if (!r->o.max_regions)
+		r->o.max_regions = DEFAULT_REGIONS;
 	if (!r->o.lease_ns)
 		r->o.lease_ns = DEFAULT_LEASE_NS;
 	if (!r->o.rescan_ns)
@@ -526,8 +629,13 @@ procctl_registry_t *procctl_registry_new(const struct procctl_registry_opts *opt
 	arm(r->rescan_fd, r->o.rescan_ns, r->o.rescan_ns);
 	arm(r->tick_fd, TICK_NS, TICK_NS);
 	kick(r); /* the first dispatch runs the first scan */
-	if (pthread_create(&r->hb, NULL, hb_main, r) == 0)
-		r->hb_started = 1;
+	if (pthread_create(&r->hb, NULL, hb_main, r) != 0) {
+		int err = errno;
+		procctl_registry_close(r, 0);
+		errno = err ? err : EAGAIN;
+		return NULL;
+	}
+	r->hb_started = 1;
 	return r;
 }
 
@@ -620,6 +728,10 @@ void procctl_registry_close(procctl_registry_t *r, unsigned flags)
 			if (l->held)
 				procctl_lock_drop(l->fd);
 			close(l->fd);
+		}
+		if (l->held) {
+			l->held = 0;
+			emit_ownership(r, l);
 		}
 		free(l);
 	}

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "procctl.h"
+#include "client.h"
 #include "procctl_agent.h"
 
 #define LINK_PREFIX "/memfd:" PROCCTL_NAME_PREFIX
@@ -70,8 +71,9 @@ static int is_pid(const char *s, pid_t *pid)
 	return v > 0;
 }
 
-/* The regions among the fds of one process; its fd directory is dirfd. */
-static int scan_fds(int fddir, pid_t pid, const char *consumer, procctl_scan_cb cb, void *arg)
+/* The regions among the fds of one process: fddir is <root>/<pid>/fd,
+ * rootfd the proc root. */
+static int scan_fds(int rootfd, int fddir, pid_t pid, const char *consumer, procctl_scan_cb cb, void *arg)
 {
 	DIR *d = fdopendir(fddir);
 	struct dirent *de;
@@ -99,10 +101,15 @@ static int scan_fds(int fddir, pid_t pid, const char *consumer, procctl_scan_cb 
 		if (consumer && strcmp(consumer, e.consumer))
 			continue;
 		{
-			/* The identity attach compares against; 0 when the fd
-			 * closed meanwhile (attach then refuses it as swapped). */
+			/* The identity attach compares against; 0 when unknown (the
+			 * fd closed meanwhile, or it is not on the memfd mount: a
+			 * link name proves nothing, and stat of a FUSE file could
+			 * wait forever). attach then refuses it as swapped. */
 			struct stat st;
-			if (fstatat(dirfd(d), de->d_name, &st, 0) == 0) {
+			char info[64];
+			snprintf(info, sizeof info, "%d/fdinfo/%d", (int)pid, (int)fdnum);
+			if (procctl_fdinfo_mnt_id(rootfd, info) == procctl_memfd_mnt_id() &&
+			    fstatat(dirfd(d), de->d_name, &st, 0) == 0) {
 				e.dev = st.st_dev;
 				e.ino = st.st_ino;
 			}
@@ -121,17 +128,21 @@ static int scan_fds(int fddir, pid_t pid, const char *consumer, procctl_scan_cb 
 int procctl_scan_pid(const char *proc_root, pid_t pid, const char *consumer, procctl_scan_cb cb, void *arg)
 {
 	char path[64];
-	int root, fddir;
+	int root, fddir, n;
 
 	root = open(proc_root ? proc_root : "/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (root < 0)
 		return -errno;
 	snprintf(path, sizeof path, "%d/fd", (int)pid);
 	fddir = openat(root, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fddir < 0) {
+		int err = errno == ENOENT ? -ESRCH : -errno;
+		close(root);
+		return err;
+	}
+	n = scan_fds(root, fddir, pid, consumer, cb, arg);
 	close(root);
-	if (fddir < 0)
-		return errno == ENOENT ? -ESRCH : -errno;
-	return scan_fds(fddir, pid, consumer, cb, arg);
+	return n;
 }
 
 int procctl_scan(const char *proc_root, const char *consumer, procctl_scan_cb cb, void *arg)
@@ -153,7 +164,7 @@ int procctl_scan(const char *proc_root, const char *consumer, procctl_scan_cb cb
 		fddir = openat(dirfd(d), path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (fddir < 0) /* gone, or a kernel thread we may not look into */
 			continue;
-		r = scan_fds(fddir, pid, consumer, cb, arg);
+		r = scan_fds(dirfd(d), fddir, pid, consumer, cb, arg);
 		if (r < 0) {
 			closedir(d);
 			return r;

@@ -1,7 +1,8 @@
 /* procsim - a scriptable process side for the agent tests: one command a
  * line on stdin, one reply line on stdout ("ok ..." or "err <errno> ...").
  *
- *   init CONSUMER                procctl_init; prints "ok FD"
+ *   init CONSUMER [MAX_LEASE_MS] procctl_init (optionally clamping leases to
+ *                                at most MAX_LEASE_MS); prints "ok FD"
  *   hostile MODE                 a region an agent must refuse (see below);
  *                                prints "ok FD"
  *   poll                         "ok N GEN PAYLOAD" | "ok 0" | "err E"
@@ -57,8 +58,13 @@ static int region_fd = -1;
 static int do_init(const char *consumer)
 {
 	procctl_config_t cfg;
+	char name[64];
+	unsigned max_ms = 0;
 	int err;
 	memset(&cfg, 0, sizeof cfg);
+	if (sscanf(consumer, "%63s %u", name, &max_ms) >= 1)
+		consumer = name;
+	cfg.lease_max_ns = (uint64_t)max_ms * 1000000ull;
 	cfg.consumer = consumer;
 	cfg.schema_version = 1;
 	cfg.payload_capacity = 4096;

@@ -148,6 +148,49 @@ static void ack_kinds(void **state)
 	th_agent_kill(&p);
 }
 
+/* Without pidfd_getfd: the O_PATH fallback, checked against the memfd
+ * mount and reopened through /proc/self/fd. And a deadline far away
+ * (INT64_MAX) is just a long one. */
+static void fallback_and_far_deadline(void **state)
+{
+	static struct procctl_state st;
+	struct procctl_attach_opts o = {sizeof o, NULL, PROCCTL_ATTACH_NO_GETFD};
+	struct procctl_scan_entry e;
+	struct procctl_ack ack;
+	struct th_agent p;
+	enum procctl_reject why;
+	procctl_client_t *c, *ref;
+	int64_t g;
+	(void)state;
+
+	th_procsim_start(&p);
+	memset(&e, 0, sizeof e);
+	e.fd = atoi(th_agent_ok(&p, "init test"));
+	{
+		struct found f;
+		memset(&f, 0, sizeof f);
+		f.fd = e.fd;
+		assert_true(procctl_scan_pid(NULL, p.pid, "test", keep, &f) >= 1);
+		e = f.e;
+	}
+	c = procctl_client_attach(&e, &o, &why);
+	if (!c)
+		fail_msg("fallback attach: %s (%s)", strerror(errno), procctl_reject_name(why));
+	assert_true(procctl_client_claim(c, 1, 1, 10000000000ull) > 0);
+	g = procctl_client_write(c, "via O_PATH", 10);
+	assert_true(g > 0);
+	th_agent_ok(&p, "poll");
+	th_agent_ok(&p, "ack %lld", (long long)g);
+	assert_int_equal(procctl_client_wait_ack(c, (uint64_t)g, INT64_MAX, &ack), 0);
+	assert_int_equal(procctl_client_read_state(c, &st, INT64_MAX), 0);
+	/* References: the last close frees; the region stays usable until. */
+	ref = procctl_client_ref(c);
+	procctl_client_close(c);
+	assert_int_equal(procctl_client_read_state(ref, &st, INT64_MAX), 0);
+	procctl_client_close(ref);
+	th_agent_kill(&p);
+}
+
 /* exec keeps the pid and the pidfd quiet; the instance is gone. */
 static void exec_is_detached(void **state)
 {
@@ -201,6 +244,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(echo_roundtrip),
 		cmocka_unit_test(ack_kinds),
+		cmocka_unit_test(fallback_and_far_deadline),
 		cmocka_unit_test(exec_is_detached),
 		cmocka_unit_test(stalled_read),
 	};

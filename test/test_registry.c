@@ -25,7 +25,7 @@
 #define MS 1000000ull
 
 struct evlog {
-	int attached, detached, ownership, last_reason, held;
+	int attached, detached, ownership, lost, last_reason, held;
 	pid_t last_pid;
 };
 
@@ -38,7 +38,7 @@ static void on_event(const struct procctl_event *ev, void *arg)
 	else if (ev->type == PROCCTL_EV_DETACHED)
 		l->detached++, l->last_reason = ev->reason;
 	else
-		l->ownership++, l->held = ev->held;
+		l->ownership++, l->held = ev->held, l->lost += !ev->held;
 }
 
 static procctl_registry_t *registry(const char *consumer, const char *lockdir, uint64_t lease_ns,
@@ -276,6 +276,103 @@ static void forked_clients(void **state)
 	th_agent_kill(&sim);
 }
 
+/* Names are untrusted: a process gets at most max_per_process regions
+ * attached; an unsealed region (perhaps a process inside procctl_init) is
+ * refused each time it is seen, never remembered. */
+static void limits_and_unsealed(void **state)
+{
+	struct procctl_registry_opts o;
+	struct procctl_registry_stats st;
+	struct evlog log;
+	struct th_agent sim, half;
+	procctl_registry_t *r;
+	(void)state;
+
+	th_procsim_start(&sim);
+	th_agent_ok(&sim, "init test");
+	th_agent_ok(&sim, "init test");
+	th_agent_ok(&sim, "init test"); /* three regions in one process */
+	memset(&log, 0, sizeof log);
+	memset(&o, 0, sizeof o);
+	o.sz = sizeof o;
+	o.consumer = "test";
+	o.lock_dir = lockdir;
+	o.rescan_ns = 3600000 * MS;
+	o.on_event = on_event;
+	o.arg = &log;
+	o.max_per_process = 2;
+	r = procctl_registry_new(&o);
+	assert_non_null(r);
+	pump_until(r, &log.attached, 2);
+	pump_for(r, 50);
+	procctl_registry_stats(r, &st);
+	assert_int_equal(log.attached, 2);
+	assert_true(st.rejects[PROCCTL_REJECT_LIMIT] >= 1); /* counted at every scan */
+
+	th_procsim_start(&half);
+	th_agent_ok(&half, "hostile unsealed");
+	procctl_registry_notify(r, half.pid);
+	pump_for(r, 50);
+	procctl_registry_notify(r, half.pid);
+	pump_for(r, 50);
+	procctl_registry_stats(r, &st);
+	assert_int_equal(st.rejects[PROCCTL_REJECT_UNSEALED], 2);
+	procctl_registry_close(r, 0);
+	th_agent_kill(&half);
+	th_agent_kill(&sim);
+}
+
+/* A process that clamps leases to 200 ms stays live under a registry
+ * whose lease is 10 s: heartbeats follow the clamped lease. */
+static void heartbeat_follows_clamp(void **state)
+{
+	struct evlog log;
+	struct th_agent sim;
+	procctl_registry_t *r;
+	int i;
+	(void)state;
+
+	th_procsim_start(&sim);
+	th_agent_ok(&sim, "init test 200");
+	memset(&log, 0, sizeof log);
+	r = registry("test", lockdir, 10000 * MS, 0, &log);
+	pump_until(r, &log.attached, 1);
+	for (i = 0; i < 10; i++) { /* 1 s: five of its leases */
+		pump_for(r, 100);
+		assert_string_equal(th_agent_ok(&sim, "lease"), "0");
+	}
+	procctl_registry_close(r, 0);
+	th_agent_kill(&sim);
+}
+
+/* A lock file deleted under its holder excludes nobody: the holder lets
+ * go (OWNERSHIP held 0, regions released) and takes the new file. */
+static void lock_file_replaced(void **state)
+{
+	char path[128];
+	struct evlog log;
+	struct th_agent sim;
+	procctl_registry_t *r;
+	(void)state;
+
+	th_procsim_start(&sim);
+	th_agent_ok(&sim, "init test");
+	memset(&log, 0, sizeof log);
+	r = registry("test", lockdir, 10000 * MS, 0, &log);
+	pump_until(r, &log.ownership, 1);
+	assert_int_equal(log.held, 1);
+	snprintf(path, sizeof path, "%s/test.lock", lockdir);
+	assert_int_equal(unlink(path), 0);
+	pump_until(r, &log.lost, 1);
+	pump_until(r, &log.ownership, 3); /* reopened, taken again */
+	assert_int_equal(log.held, 1);
+	assert_int_equal(procctl_registry_owner(r, "test"), 1);
+	procctl_registry_close(r, 0);
+	assert_int_equal(log.lost, 2); /* close gives it up */
+	assert_int_equal(log.held, 0);
+	th_agent_kill(&sim);
+}
+
 /* ---- an owner in its own process (ownersim) ---------------------------- */
 
 static pid_t owner(const char *consumer, unsigned lease_ms, const char *mode)
@@ -500,6 +597,9 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(discovery, setup, teardown),
 		cmocka_unit_test_setup_teardown(forked_clients, setup, teardown),
+		cmocka_unit_test_setup_teardown(limits_and_unsealed, setup, teardown),
+		cmocka_unit_test_setup_teardown(heartbeat_follows_clamp, setup, teardown),
+		cmocka_unit_test_setup_teardown(lock_file_replaced, setup, teardown),
 		cmocka_unit_test_setup_teardown(sigkill_writing_owner, setup, teardown),
 		cmocka_unit_test_setup_teardown(sigkill_owner_mid_write, setup, teardown),
 		cmocka_unit_test_setup_teardown(handoff_then_uninstall, setup, teardown),
