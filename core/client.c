@@ -66,21 +66,24 @@ int procctl_fdinfo_mnt_id(int dirfd, const char *fdinfo_path)
 
 int procctl_memfd_mnt_id(void)
 {
-	static int cached; /* 0 unknown; memfds all live on one internal mount */
+	/* id + 1, 0 unknown: memfds all live on one internal mount, whose id
+	 * is often 0 itself. */
+	static int cached;
 	int v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
 	if (!v) {
 		char path[64];
-		int probe = (int)syscall(SYS_memfd_create, "procctl-probe", MFD_CLOEXEC);
+		int probe = (int)syscall(SYS_memfd_create, "procctl-probe", MFD_CLOEXEC), id;
 		if (probe < 0)
 			return -1;
 		snprintf(path, sizeof path, "/proc/self/fdinfo/%d", probe);
-		v = procctl_fdinfo_mnt_id(AT_FDCWD, path);
+		id = procctl_fdinfo_mnt_id(AT_FDCWD, path);
 		close(probe);
-		if (v < 0)
+		if (id < 0)
 			return -1;
+		v = id + 1;
 		__atomic_store_n(&cached, v, __ATOMIC_RELAXED);
 	}
-	return v;
+	return v - 1;
 }
 
 /* Without pidfd_getfd (SPEC.md 2.4): open the link with O_PATH, check it
@@ -357,7 +360,7 @@ int64_t procctl_client_claim(procctl_client_t *c, uint32_t domain, uint32_t epoc
 	g = procctl_region_claim(&c->r, domain, epoch, lease_ns);
 	__atomic_store_n(&c->owned, g > 0, __ATOMIC_RELAXED);
 	if (g > 0 && c->r.config_gen > c->published_max)
-		c->published_max = c->r.config_gen; /* adopted */
+		__atomic_store_n(&c->published_max, c->r.config_gen, __ATOMIC_RELAXED); /* adopted */
 	pthread_mutex_unlock(&c->wlock);
 	return g;
 }
@@ -383,6 +386,12 @@ void procctl_client_heartbeat(procctl_client_t *c)
 		return g_;                            \
 	} while (0)
 
+/* Under wlock; read anywhere with atomics. */
+static void published(procctl_client_t *c, uint64_t gen)
+{
+	__atomic_store_n(&c->published_max, gen, __ATOMIC_RELEASE);
+}
+
 static int64_t publish_locked(procctl_client_t *c, const void *payload, size_t len)
 {
 	int64_t g;
@@ -390,7 +399,7 @@ static int64_t publish_locked(procctl_client_t *c, const void *payload, size_t l
 		return -EINVAL;
 	g = procctl_region_publish(&c->r, payload, (uint32_t)len);
 	if (g > 0)
-		c->published_max = (uint64_t)g;
+		published(c, (uint64_t)g);
 	return g;
 }
 
@@ -398,7 +407,7 @@ static int64_t clear_locked(procctl_client_t *c)
 {
 	int64_t g = procctl_region_clear(&c->r);
 	if (g > 0)
-		c->published_max = (uint64_t)g;
+		published(c, (uint64_t)g);
 	return g;
 }
 
@@ -557,10 +566,11 @@ int procctl_client_read_state(procctl_client_t *c, struct procctl_state *out, in
 int procctl_client_wait_ack(procctl_client_t *c, uint64_t gen, int64_t deadline_ns, struct procctl_ack *out)
 {
 	struct procctl_state *st;
-	int64_t backoff = 50000; /* 50 us, doubling to 10 ms between reads */
-	int r;
+	int64_t backoff = 10000; /* 10 us (a lost doorbell wake costs no more), doubling to 10 ms */
+	uint64_t max = __atomic_load_n(&c->published_max, __ATOMIC_ACQUIRE);
+	int r = 0;
 
-	if (gen == 0 || gen > __atomic_load_n(&c->published_max, __ATOMIC_RELAXED))
+	if (gen == 0 || gen > max)
 		return -EINVAL;
 	st = malloc(sizeof *st);
 	if (!st)
@@ -568,8 +578,11 @@ int procctl_client_wait_ack(procctl_client_t *c, uint64_t gen, int64_t deadline_
 	for (;;) {
 		int64_t left;
 		struct timespec ts;
+		/* Read first: a doorbell wake is not sticky, and the ack may
+		 * already be there. */
 		r = procctl_client_read_state(c, st, deadline_ns);
-		if (r == 0 && st->acked_gen >= gen && st->acked_gen <= c->published_max) {
+		max = __atomic_load_n(&c->published_max, __ATOMIC_ACQUIRE);
+		if (r == 0 && st->acked_gen >= gen && st->acked_gen <= max) {
 			out->acked_gen = st->acked_gen;
 			out->status = st->ack_status;
 			out->kind = st->acked_gen > gen ? PROCCTL_ACK_SUPERSEDED

@@ -26,7 +26,7 @@ struct procctl_client {
 	int owned;               /* claimed by this agent: writes allowed. Written
 	                          * under wlock; read anywhere with atomics */
 	struct procctl_remote *remote;
-	uint64_t published_max;  /* highest config generation this agent published */
+	uint64_t published_max;  /* highest config generation this agent published; atomic */
 };
 
 /* The NSpid list of pid from <proc_root>/<pid>/status, outermost first:

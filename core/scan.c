@@ -7,11 +7,18 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "procctl.h"
 #include "client.h"
 #include "procctl_agent.h"
+
+#ifndef STATX_MNT_ID
+#define PROCCTL_STATX_MNT_ID 0x1000u /* Linux 5.8 */
+#else
+#define PROCCTL_STATX_MNT_ID STATX_MNT_ID
+#endif
 
 #define LINK_PREFIX "/memfd:" PROCCTL_NAME_PREFIX
 #define LINK_SUFFIX " (deleted)"
@@ -71,9 +78,8 @@ static int is_pid(const char *s, pid_t *pid)
 	return v > 0;
 }
 
-/* The regions among the fds of one process: fddir is <root>/<pid>/fd,
- * rootfd the proc root. */
-static int scan_fds(int rootfd, int fddir, pid_t pid, const char *consumer, procctl_scan_cb cb, void *arg)
+/* The regions among the fds of one process; fddir is <root>/<pid>/fd. */
+static int scan_fds(int fddir, pid_t pid, const char *consumer, procctl_scan_cb cb, void *arg)
 {
 	DIR *d = fdopendir(fddir);
 	struct dirent *de;
@@ -102,16 +108,15 @@ static int scan_fds(int rootfd, int fddir, pid_t pid, const char *consumer, proc
 			continue;
 		{
 			/* The identity attach compares against; 0 when unknown (the
-			 * fd closed meanwhile, or it is not on the memfd mount: a
-			 * link name proves nothing, and stat of a FUSE file could
-			 * wait forever). attach then refuses it as swapped. */
-			struct stat st;
-			char info[64];
-			snprintf(info, sizeof info, "%d/fdinfo/%d", (int)pid, (int)fdnum);
-			if (procctl_fdinfo_mnt_id(rootfd, info) == procctl_memfd_mnt_id() &&
-			    fstatat(dirfd(d), de->d_name, &st, 0) == 0) {
-				e.dev = st.st_dev;
-				e.ino = st.st_ino;
+			 * fd closed meanwhile, or not on the memfd mount: a link name
+			 * proves nothing). AT_STATX_DONT_SYNC: a FUSE or NFS file
+			 * named like a memfd answers from cached attributes, never
+			 * from a server that could keep us waiting. */
+			struct statx sx;
+			if (statx(dirfd(d), de->d_name, AT_STATX_DONT_SYNC, STATX_INO | PROCCTL_STATX_MNT_ID, &sx) == 0 &&
+			    (!(sx.stx_mask & PROCCTL_STATX_MNT_ID) || (int64_t)sx.stx_mnt_id == procctl_memfd_mnt_id())) {
+				e.dev = makedev(sx.stx_dev_major, sx.stx_dev_minor);
+				e.ino = (ino_t)sx.stx_ino;
 			}
 		}
 		e.pid = pid;
@@ -140,7 +145,7 @@ int procctl_scan_pid(const char *proc_root, pid_t pid, const char *consumer, pro
 		close(root);
 		return err;
 	}
-	n = scan_fds(root, fddir, pid, consumer, cb, arg);
+	n = scan_fds(fddir, pid, consumer, cb, arg);
 	close(root);
 	return n;
 }
@@ -164,7 +169,7 @@ int procctl_scan(const char *proc_root, const char *consumer, procctl_scan_cb cb
 		fddir = openat(dirfd(d), path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (fddir < 0) /* gone, or a kernel thread we may not look into */
 			continue;
-		r = scan_fds(dirfd(d), fddir, pid, consumer, cb, arg);
+		r = scan_fds(fddir, pid, consumer, cb, arg);
 		if (r < 0) {
 			closedir(d);
 			return r;
