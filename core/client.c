@@ -421,6 +421,31 @@ int64_t procctl_client_clear(procctl_client_t *c)
 	OWNED_WRITE(c, clear_locked(c));
 }
 
+int64_t procctl_client_grant(procctl_client_t *c, const procctl_resource_t *res, uint64_t grant_id)
+{
+	OWNED_WRITE(c, procctl_region_grant(&c->r, res, grant_id));
+}
+
+int64_t procctl_client_revoke(procctl_client_t *c, const procctl_resource_t *res)
+{
+	OWNED_WRITE(c, procctl_region_revoke(&c->r, res));
+}
+
+int64_t procctl_client_drop(procctl_client_t *c, const procctl_resource_t *res)
+{
+	OWNED_WRITE(c, procctl_region_drop(&c->r, res));
+}
+
+int procctl_client_grants(procctl_client_t *c, struct procctl_grant_entry *out, uint32_t max)
+{
+	uint32_t n;
+	pthread_mutex_lock(&c->wlock);
+	n = c->r.ngrants;
+	memcpy(out, c->r.grants, (size_t)(n < max ? n : max) * sizeof *out);
+	pthread_mutex_unlock(&c->wlock);
+	return (int)n;
+}
+
 int procctl_client_set_lease(procctl_client_t *c, uint64_t lease_ns)
 {
 	OWNED_WRITE(c, procctl_region_set_lease(&c->r, lease_ns));

@@ -1,0 +1,435 @@
+/* arbiter.c - exclusive resources, one kind (SPEC.md section 9).
+ *
+ * Each tick looks at every target: its resource reports (untrusted) and the
+ * grant entries this agent wrote to its region (trusted: the agent's own
+ * copies). For each resource:
+ *  - a revoked grant is confirmed released only by an IDLE or RELEASED
+ *    report with the same grant id and a seen generation at or above the
+ *    revocation's, or by the holder's exit (or exec, for process-bound
+ *    kinds); then its entry is dropped;
+ *  - a live (not revoked) grant is held, whatever its holder reports; with
+ *    several (adopted after a hand-off) all are revoked; a single holder is
+ *    revoked when it no longer wants the resource, when it saw the grant
+ *    and declined it (its lease lapsed: the grant is void for it), or when
+ *    it has held it hold_ns and someone else wants it; a lone wanter keeps
+ *    it (renewed);
+ *  - the resource is free only when no target holds a grant for it, live or
+ *    revoked, and no report shows ACQUIRING, HOLDING or RELEASING for it (an
+ *    unreadable target counts as holding what it last showed or was granted);
+ *    then it goes to the next admitted wanter after the last holder, in a
+ *    fixed order of (pid, instance).
+ * Time during which someone wants a resource that cannot move is blocked.
+ */
+#define _GNU_SOURCE 1
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "procctl_arbiter.h"
+
+struct res_state {
+	procctl_resource_t res;
+	pid_t holder_pid;
+	uint64_t holder_instance, grant_id, granted_at, pending_since;
+	uint64_t blocked_ns, hold_total_ns, pending_ns, handoffs;
+	pid_t last_pid; /* the last holder: round robin continues after it */
+	uint64_t last_instance;
+	uint32_t waiters;
+};
+
+/* What one tick knows of one target. */
+struct view {
+	struct procctl_arb_target t;
+	int alive, readable, admitted;
+	uint32_t nrep, ngr;
+	struct procctl_res_entry rep[PROCCTL_RES_MAX];
+	struct procctl_grant_entry gr[PROCCTL_GRANT_MAX];
+};
+
+/* What the last readable report of a target showed: an unreadable target
+ * counts as holding it. */
+struct last_seen {
+	pid_t pid;
+	uint64_t instance;
+	uint64_t holding; /* bit i: resource i */
+};
+
+struct procctl_arbiter {
+	struct procctl_arbiter_opts o;
+	struct procctl_arbiter_source src;
+	char kind[16];
+	struct res_state res[PROCCTL_ARB_MAX_RESOURCES];
+	size_t nres;
+	uint64_t last_tick;
+	struct view *views;     /* PROCCTL_ARB_MAX_TARGETS, reused each tick */
+	struct last_seen *seen; /* the same */
+	size_t nseen;
+};
+
+static int same_key(const procctl_resource_t *a, const char kind[16], const uint8_t id[16])
+{
+	return !memcmp(a->kind, kind, 16) && !memcmp(a->id, id, 16);
+}
+
+static int find_res(procctl_arbiter_t *a, const char kind[16], const uint8_t id[16])
+{
+	size_t i;
+	for (i = 0; i < a->nres; i++)
+		if (same_key(&a->res[i].res, kind, id))
+			return (int)i;
+	return -1;
+}
+
+static int add_res(procctl_arbiter_t *a, const procctl_resource_t *r)
+{
+	procctl_resource_t key;
+	int i;
+	if (procctl_resource_key(r, &key) < 0 || memcmp(key.kind, a->kind, 16))
+		return -EINVAL;
+	i = find_res(a, key.kind, key.id);
+	if (i >= 0)
+		return i;
+	if (a->nres >= PROCCTL_ARB_MAX_RESOURCES)
+		return -ENOSPC;
+	memset(&a->res[a->nres], 0, sizeof a->res[a->nres]);
+	a->res[a->nres].res = key;
+	return (int)a->nres++;
+}
+
+procctl_arbiter_t *procctl_arbiter_new(const struct procctl_arbiter_opts *o, const struct procctl_arbiter_source *src)
+{
+	procctl_arbiter_t *a;
+	size_t i;
+
+	if (!o || o->sz < sizeof *o || !src || !src->targets || !src->ready || !src->reports || !src->grants ||
+	    !src->grant || !src->revoke || !src->drop || !src->alive || !src->pid_exists || !src->now ||
+	    !src->random_id ||
+	    procctl_name_valid(o->kind, PROCCTL_KIND_MAX) < 0 || o->nresources > PROCCTL_ARB_MAX_RESOURCES) {
+		errno = EINVAL;
+		return NULL;
+	}
+	a = calloc(1, sizeof *a);
+	if (!a)
+		return NULL;
+	a->views = calloc(PROCCTL_ARB_MAX_TARGETS, sizeof *a->views);
+	a->seen = calloc(PROCCTL_ARB_MAX_TARGETS, sizeof *a->seen);
+	if (!a->views || !a->seen) {
+		procctl_arbiter_free(a);
+		errno = ENOMEM;
+		return NULL;
+	}
+	a->o = *o;
+	a->src = *src;
+	memcpy(a->kind, o->kind, strlen(o->kind));
+	for (i = 0; i < o->nresources; i++)
+		if (add_res(a, &o->resources[i]) < 0) {
+			procctl_arbiter_free(a);
+			errno = EINVAL;
+			return NULL;
+		}
+	return a;
+}
+
+void procctl_arbiter_free(procctl_arbiter_t *a)
+{
+	if (!a)
+		return;
+	free(a->views);
+	free(a->seen);
+	free(a);
+}
+
+static const struct procctl_res_entry *report_of(const struct view *v, const procctl_resource_t *r)
+{
+	uint32_t i;
+	for (i = 0; i < v->nrep; i++)
+		if (same_key(r, v->rep[i].kind, v->rep[i].id))
+			return &v->rep[i];
+	return NULL;
+}
+
+static const struct procctl_grant_entry *grant_of(const struct view *v, const procctl_resource_t *r)
+{
+	uint32_t i;
+	for (i = 0; i < v->ngr; i++)
+		if (same_key(r, v->gr[i].kind, v->gr[i].id))
+			return &v->gr[i];
+	return NULL;
+}
+
+static int busy_state(uint32_t s)
+{
+	return s == PROCCTL_RES_ACQUIRING || s == PROCCTL_RES_HOLDING || s == PROCCTL_RES_RELEASING;
+}
+
+static struct last_seen *seen_of(procctl_arbiter_t *a, const struct procctl_arb_target *t, int create)
+{
+	size_t i;
+	for (i = 0; i < a->nseen; i++)
+		if (a->seen[i].pid == t->pid && a->seen[i].instance == t->instance_id)
+			return &a->seen[i];
+	if (!create || a->nseen >= PROCCTL_ARB_MAX_TARGETS)
+		return NULL;
+	a->seen[a->nseen].pid = t->pid;
+	a->seen[a->nseen].instance = t->instance_id;
+	a->seen[a->nseen].holding = 0;
+	return &a->seen[a->nseen++];
+}
+
+/* Read every target into a->views; learn resources from reports that want
+ * them; keep what each readable target showed. */
+static size_t look(procctl_arbiter_t *a)
+{
+	struct procctl_arb_target ts[PROCCTL_ARB_MAX_TARGETS];
+	size_t n = a->src.targets(a->src.ctx, ts, PROCCTL_ARB_MAX_TARGETS), i, r;
+	if (n > PROCCTL_ARB_MAX_TARGETS)
+		n = PROCCTL_ARB_MAX_TARGETS;
+	for (i = 0; i < n; i++) {
+		struct view *v = &a->views[i];
+		int k;
+		memset(v, 0, offsetof(struct view, rep));
+		v->t = ts[i];
+		v->alive = a->src.alive(a->src.ctx, v->t.handle);
+		v->admitted = !a->o.admit || a->o.admit(a->o.admit_arg, &v->t);
+		k = a->src.grants(a->src.ctx, v->t.handle, v->gr, PROCCTL_GRANT_MAX);
+		v->ngr = k > 0 ? (uint32_t)k : 0;
+		k = a->src.reports(a->src.ctx, v->t.handle, v->rep, PROCCTL_RES_MAX);
+		v->readable = k >= 0;
+		v->nrep = k > 0 ? (uint32_t)k : 0;
+		if (v->readable) {
+			struct last_seen *s = seen_of(a, &v->t, 1);
+			uint32_t j;
+			for (j = 0; j < v->nrep; j++)
+				if (!memcmp(v->rep[j].kind, a->kind, 16) && (v->rep[j].flags & PROCCTL_RES_F_WANT))
+					add_res(a, (const procctl_resource_t *)(const void *)&v->rep[j]);
+			if (s) {
+				s->holding = 0;
+				for (r = 0; r < a->nres; r++) {
+					const struct procctl_res_entry *e = report_of(v, &a->res[r].res);
+					if (e && busy_state(e->state))
+						s->holding |= 1ull << r;
+				}
+			}
+		}
+	}
+	/* Forget the targets that are gone. */
+	for (i = 0; i < a->nseen;) {
+		size_t j;
+		for (j = 0; j < n; j++)
+			if (a->views[j].t.pid == a->seen[i].pid && a->views[j].t.instance_id == a->seen[i].instance)
+				break;
+		if (j == n)
+			a->seen[i] = a->seen[--a->nseen];
+		else
+			i++;
+	}
+	return n;
+}
+
+/* The holder is gone: exited, or exec'd for a process-bound kind. */
+static int gone(const procctl_arbiter_t *a, const struct view *v)
+{
+	return v->alive == -ESRCH || (v->alive == -ESTALE && (a->o.flags & PROCCTL_ARB_PROCESS_BOUND));
+}
+
+static int wants(const struct view *v, const procctl_resource_t *r)
+{
+	const struct procctl_res_entry *e = report_of(v, r);
+	return v->admitted && v->readable && v->alive == 0 && e && (e->flags & PROCCTL_RES_F_WANT);
+}
+
+static int before(pid_t p1, uint64_t i1, pid_t p2, uint64_t i2)
+{
+	return p1 < p2 || (p1 == p2 && i1 < i2);
+}
+
+/* The next wanter after (pid, instance) in (pid, instance) order, wrapping. */
+static struct view *next_wanter(procctl_arbiter_t *a, size_t n, const struct res_state *rs)
+{
+	struct view *first = NULL, *after = NULL;
+	size_t i;
+	for (i = 0; i < n; i++) {
+		struct view *v = &a->views[i];
+		if (!wants(v, &rs->res))
+			continue;
+		if (!first || before(v->t.pid, v->t.instance_id, first->t.pid, first->t.instance_id))
+			first = v;
+		if (before(rs->last_pid, rs->last_instance, v->t.pid, v->t.instance_id) &&
+		    (!after || before(v->t.pid, v->t.instance_id, after->t.pid, after->t.instance_id)))
+			after = v;
+	}
+	return after ? after : first;
+}
+
+static void set_holder(struct res_state *rs, const struct view *v, uint64_t grant_id, uint64_t now)
+{
+	rs->holder_pid = v->t.pid;
+	rs->holder_instance = v->t.instance_id;
+	rs->grant_id = grant_id;
+	rs->granted_at = now;
+}
+
+static int arbitrate(procctl_arbiter_t *a, size_t n, struct res_state *rs, size_t ri, uint64_t now, uint64_t dt)
+{
+	struct view *live[PROCCTL_ARB_MAX_TARGETS];
+	size_t nlive = 0, i;
+	int pending = 0, revoked = 0, busy = 0, err = 0, holder_listed = 0;
+	uint32_t waiters = 0;
+
+	for (i = 0; i < n; i++) {
+		struct view *v = &a->views[i];
+		const struct procctl_grant_entry *g = grant_of(v, &rs->res);
+		const struct procctl_res_entry *e = report_of(v, &rs->res);
+		struct last_seen *s = seen_of(a, &v->t, 0);
+
+		if (rs->holder_pid == v->t.pid && rs->holder_instance == v->t.instance_id) {
+			holder_listed = 1;
+			if (gone(a, v))
+				rs->holder_pid = 0; /* released by its exit (or exec, process-bound) */
+		}
+		if (wants(v, &rs->res))
+			waiters++;
+		if (gone(a, v))
+			continue; /* its region, and any grant in it, go with it */
+		if (g && g->revoke_gen) {
+			/* Confirmed only by a report about this grant that saw the
+			 * revocation (SPEC.md 9.5). Since the last tick it was
+			 * pending, confirmed now or not. */
+			revoked = 1;
+			if (v->readable && e && e->grant_id == g->grant_id && e->seen_gen >= g->revoke_gen &&
+			    (e->state == PROCCTL_RES_IDLE || e->state == PROCCTL_RES_RELEASED)) {
+				int64_t d = a->src.drop(a->src.ctx, v->t.handle, &rs->res);
+				if (d < 0 && !err)
+					err = (int)d;
+				if (rs->holder_pid == v->t.pid && rs->holder_instance == v->t.instance_id)
+					rs->holder_pid = 0;
+			} else {
+				pending = 1;
+			}
+		} else if (g) {
+			live[nlive++] = v;
+		} else if (v->readable ? (e && busy_state(e->state)) : (s && (s->holding >> ri & 1u))) {
+			busy = 1; /* using it without a grant of ours (a predecessor's?), or unreadable */
+		}
+	}
+	/* A holder that left the targets: exited, or exec'd (the registry
+	 * detaches both). Free only when the kind dies with the image, or the
+	 * pid is gone. */
+	if (rs->holder_pid && !holder_listed) {
+		if ((a->o.flags & PROCCTL_ARB_PROCESS_BOUND) || !a->src.pid_exists(a->src.ctx, rs->holder_pid))
+			rs->holder_pid = 0;
+		else
+			busy = 1;
+	}
+
+	if (revoked) {
+		rs->pending_ns += dt;
+		if (waiters && !pending)
+			rs->blocked_ns += dt; /* waited for this confirmation */
+	}
+	if (nlive > 1) {
+		/* Several holders (adopted after a hand-off): revoke them all and
+		 * wait for every confirmation (SPEC.md 9.6). */
+		for (i = 0; i < nlive; i++) {
+			int64_t r = a->src.revoke(a->src.ctx, live[i]->t.handle, &rs->res);
+			if (r < 0 && !err)
+				err = (int)r;
+		}
+		pending = 1;
+		nlive = 0;
+		if (!rs->pending_since)
+			rs->pending_since = now;
+	}
+	if (nlive == 1) {
+		struct view *h = live[0];
+		const struct procctl_grant_entry *g = grant_of(h, &rs->res);
+		uint32_t others = waiters - (wants(h, &rs->res) ? 1u : 0u);
+		if (rs->holder_pid != h->t.pid || rs->holder_instance != h->t.instance_id || rs->grant_id != g->grant_id)
+			set_holder(rs, h, g->grant_id, now); /* adopted: a grant this arbiter did not give */
+		rs->hold_total_ns += dt;
+		rs->waiters = others;
+		const struct procctl_res_entry *e = report_of(h, &rs->res);
+		/* Saw this grant and does not use it (a lapse voided it, SPEC.md
+		 * 9.3): it needs a fresh one, so this one is taken back. */
+		int declined = h->readable && e && e->grant_id == g->grant_id && e->seen_gen >= g->gen &&
+			       (e->state == PROCCTL_RES_IDLE || e->state == PROCCTL_RES_RELEASED);
+		if ((h->readable && !wants(h, &rs->res)) || declined || (others && now - rs->granted_at >= a->o.hold_ns)) {
+			/* It does not want it any more, declined it, or its turn is
+			 * over: take it back; it stays its holder until the release is
+			 * confirmed. */
+			int64_t r = a->src.revoke(a->src.ctx, h->t.handle, &rs->res);
+			if (r < 0 && !err)
+				err = (int)r;
+			rs->pending_since = now;
+		} else if (others && !h->readable) {
+			rs->blocked_ns += dt; /* a hung holder */
+		}
+		return err;
+	}
+
+	rs->waiters = waiters;
+	if (pending || busy || rs->holder_pid) {
+		if (waiters)
+			rs->blocked_ns += dt; /* a release not confirmed yet, or a user we cannot see */
+		if (!rs->pending_since)
+			rs->pending_since = now;
+		return err;
+	}
+	rs->pending_since = 0;
+	if (waiters) {
+		struct view *w = next_wanter(a, n, rs);
+		uint64_t id = a->src.random_id(a->src.ctx);
+		int64_t r = a->src.grant(a->src.ctx, w->t.handle, &rs->res, id);
+		if (r < 0)
+			return err ? err : (int)r;
+		if (rs->last_pid && (rs->last_pid != w->t.pid || rs->last_instance != w->t.instance_id))
+			rs->handoffs++;
+		rs->last_pid = w->t.pid;
+		rs->last_instance = w->t.instance_id;
+		set_holder(rs, w, id, now);
+		rs->waiters = waiters - 1;
+	}
+	return err;
+}
+
+int procctl_arbiter_tick(procctl_arbiter_t *a)
+{
+	uint64_t now = a->src.now(a->src.ctx), dt = a->last_tick && now > a->last_tick ? now - a->last_tick : 0;
+	size_t n, r;
+	int err = 0;
+
+	a->last_tick = now;
+	/* A passive agent, or one not ready since it took the lock, never
+	 * grants, revokes or drops (SPEC.md 9.2, 9.6). */
+	if (!a->src.ready(a->src.ctx))
+		return 0;
+	n = look(a);
+	for (r = 0; r < a->nres; r++) {
+		int e = arbitrate(a, n, &a->res[r], r, now, dt);
+		if (e && !err)
+			err = e;
+	}
+	return err;
+}
+
+size_t procctl_arbiter_snapshot(const procctl_arbiter_t *a, struct procctl_arbiter_snapshot *out, size_t max)
+{
+	uint64_t now = a->last_tick;
+	size_t i;
+	for (i = 0; i < a->nres && i < max; i++) {
+		const struct res_state *rs = &a->res[i];
+		memset(&out[i], 0, sizeof out[i]);
+		out[i].res = rs->res;
+		out[i].holder_pid = rs->holder_pid;
+		out[i].holder_instance = rs->holder_pid ? rs->holder_instance : 0;
+		out[i].grant_id = rs->holder_pid ? rs->grant_id : 0;
+		out[i].held_ns = rs->holder_pid && now > rs->granted_at ? now - rs->granted_at : 0;
+		out[i].pending_since_ns = rs->pending_since;
+		out[i].blocked_ns = rs->blocked_ns;
+		out[i].hold_ns_total = rs->hold_total_ns;
+		out[i].pending_ns = rs->pending_ns;
+		out[i].handoffs = rs->handoffs;
+		out[i].waiters = rs->waiters;
+	}
+	return a->nres;
+}

@@ -1,0 +1,143 @@
+/* registry_source.c - the arbiter's source on a registry's clients. */
+#define _GNU_SOURCE 1
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "client.h"
+#include "procctl_arbiter.h"
+
+struct rsrc {
+	procctl_registry_t *r;
+	char consumer[32];
+	uint64_t deadline_ns;
+	struct procctl_state st; /* one read at a time: ticks run on the loop thread */
+};
+
+static uint64_t now_ns(void *ctx)
+{
+	struct timespec ts;
+	(void)ctx;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static size_t targets(void *ctx, struct procctl_arb_target *out, size_t max)
+{
+	struct rsrc *s = ctx;
+	procctl_client_t *cs[PROCCTL_ARB_MAX_TARGETS];
+	size_t n = procctl_registry_clients(s->r, cs, PROCCTL_ARB_MAX_TARGETS), i, k = 0;
+	if (n > PROCCTL_ARB_MAX_TARGETS)
+		n = PROCCTL_ARB_MAX_TARGETS;
+	for (i = 0; i < n && k < max; i++) {
+		if (strncmp(cs[i]->info.hdr.consumer, s->consumer, sizeof s->consumer))
+			continue;
+		out[k].handle = cs[i];
+		out[k].pid = cs[i]->info.pid;
+		out[k].instance_id = cs[i]->info.hdr.instance_id;
+		k++;
+	}
+	return k;
+}
+
+static int ready(void *ctx)
+{
+	struct rsrc *s = ctx;
+	return procctl_registry_ready(s->r, s->consumer);
+}
+
+static int reports(void *ctx, void *h, struct procctl_res_entry *out, uint32_t max)
+{
+	struct rsrc *s = ctx;
+	uint32_t n;
+	int err = procctl_client_read_state(h, &s->st, (int64_t)(now_ns(ctx) + s->deadline_ns));
+	if (err)
+		return err;
+	n = s->st.nres < max ? s->st.nres : max;
+	memcpy(out, s->st.res, (size_t)n * sizeof *out);
+	return (int)n;
+}
+
+static int grants(void *ctx, void *h, struct procctl_grant_entry *out, uint32_t max)
+{
+	(void)ctx;
+	return procctl_client_grants(h, out, max);
+}
+
+static int64_t grant(void *ctx, void *h, const procctl_resource_t *res, uint64_t id)
+{
+	(void)ctx;
+	return procctl_client_grant(h, res, id);
+}
+
+static int64_t s_revoke(void *ctx, void *h, const procctl_resource_t *res)
+{
+	(void)ctx;
+	return procctl_client_revoke(h, res);
+}
+
+static int64_t drop(void *ctx, void *h, const procctl_resource_t *res)
+{
+	(void)ctx;
+	return procctl_client_drop(h, res);
+}
+
+static int alive(void *ctx, void *h)
+{
+	(void)ctx;
+	return procctl_client_alive(h);
+}
+
+static int pid_exists(void *ctx, pid_t pid)
+{
+	(void)ctx;
+	return kill(pid, 0) == 0 || errno == EPERM;
+}
+
+/* Random, nonzero, never reused: 64 random bits (SPEC.md 9.1). */
+static uint64_t random_id(void *ctx)
+{
+	uint64_t v = 0;
+	(void)ctx;
+	while (v == 0)
+		if (getrandom(&v, sizeof v, 0) != (ssize_t)sizeof v)
+			v = 0;
+	return v;
+}
+
+int procctl_arbiter_registry_source(struct procctl_arbiter_source *src, procctl_registry_t *r, const char *consumer,
+				    uint64_t read_deadline_ns)
+{
+	struct rsrc *s;
+	if (!src || !r || procctl_name_valid(consumer, PROCCTL_CONSUMER_MAX) < 0)
+		return -EINVAL;
+	s = calloc(1, sizeof *s);
+	if (!s)
+		return -ENOMEM;
+	s->r = r;
+	memcpy(s->consumer, consumer, strlen(consumer));
+	s->deadline_ns = read_deadline_ns;
+	memset(src, 0, sizeof *src);
+	src->ctx = s;
+	src->targets = targets;
+	src->ready = ready;
+	src->reports = reports;
+	src->grants = grants;
+	src->grant = grant;
+	src->revoke = s_revoke;
+	src->drop = drop;
+	src->alive = alive;
+	src->pid_exists = pid_exists;
+	src->now = now_ns;
+	src->random_id = random_id;
+	return 0;
+}
+
+void procctl_arbiter_registry_source_free(struct procctl_arbiter_source *src)
+{
+	free(src->ctx);
+	src->ctx = NULL;
+}

@@ -1,0 +1,145 @@
+/* token client - an exclusive-resource holder (SPEC.md section 9). A
+ * control thread of its own runs the holder loop, so the resource goes back
+ * on time even when the application is idle:
+ *
+ *   wait on the futex; read the grant; if it holds and the grant is no
+ *   longer usable (revoked, lease expired): stop using it, report RELEASED;
+ *   if it does not hold and the grant is usable: report ACQUIRING, start
+ *   using it, report HOLDING; otherwise report what it is doing, with the
+ *   grant it saw. Always with WANT.
+ *
+ * Its "resource" is a witness: an append-only file where it writes
+ * "S <pid> <ns>" after it starts using the resource and "E <pid> <ns>"
+ * before it reports the release (CLOCK_MONOTONIC), so a checker can prove
+ * that no two holders ever overlapped.
+ *
+ * Usage: token-client [--consumer NAME] [--kind KIND] [--id BYTE]
+ *                     [--witness FILE] [--lease-max MS]
+ */
+#define PROCCTL_IMPLEMENTATION
+#include "procctl.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static procctl_t ctx;
+static procctl_resource_t key;
+static int witness = -1;
+static volatile sig_atomic_t stop;
+
+static void note(char what)
+{
+	struct timespec ts;
+	char line[64];
+	int n;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	n = snprintf(line, sizeof line, "%c %d %lld\n", what, (int)getpid(),
+		     (long long)ts.tv_sec * 1000000000ll + ts.tv_nsec);
+	if (witness >= 0 && write(witness, line, (size_t)n) != n)
+		abort(); /* a witness that cannot write proves nothing */
+	printf("event=%s pid=%d\n", what == 'S' ? "acquired" : "released", (int)getpid());
+}
+
+static void report(uint32_t state, const procctl_grant_t *g)
+{
+	/* Reports come from this thread only: wait for nothing. */
+	procctl_resource_report(&ctx, &key, state, PROCCTL_RES_F_WANT, g, 0);
+}
+
+static void *control(void *arg)
+{
+	int holding = 0;
+	(void)arg;
+	while (!stop) {
+		procctl_grant_t g;
+		int r, usable;
+		procctl_wait(&ctx, 100000000); /* writes wake it; 100 ms bounds a missed lease */
+		r = procctl_grant_get(&ctx, &key, &g);
+		if (r < 0)
+			continue; /* busy or torn: the next write wakes us */
+		usable = r == 1 && procctl_grant_usable(&ctx, &g) && !procctl_lease_expired(&ctx, 0);
+		if (holding && !usable) {
+			note('E');
+			holding = 0;
+			report(PROCCTL_RES_RELEASED, &g);
+		} else if (!holding && usable) {
+			if (procctl_resource_report(&ctx, &key, PROCCTL_RES_ACQUIRING, PROCCTL_RES_F_WANT, &g, 0) == 0) {
+				note('S');
+				holding = 1;
+				report(PROCCTL_RES_HOLDING, &g);
+			}
+		} else {
+			report(holding ? PROCCTL_RES_HOLDING : r == 1 ? PROCCTL_RES_RELEASED : PROCCTL_RES_IDLE, &g);
+		}
+	}
+	if (holding)
+		note('E');
+	return NULL;
+}
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+int main(int argc, char **argv)
+{
+	static char storage[PROCCTL_STATE_STORAGE(1, 64)];
+	procctl_config_t cfg;
+	const char *kind = "gpu";
+	pthread_t t;
+	int i, err, id = 0;
+
+	memset(&cfg, 0, sizeof cfg);
+	cfg.consumer = "token";
+	cfg.schema_version = 1;
+	cfg.payload_capacity = 64;
+	cfg.state_capacity = 64;
+	cfg.resource_capacity = 1;
+	cfg.state_storage = storage;
+	for (i = 1; i + 1 < argc; i += 2) {
+		if (!strcmp(argv[i], "--consumer"))
+			cfg.consumer = argv[i + 1];
+		else if (!strcmp(argv[i], "--kind"))
+			kind = argv[i + 1];
+		else if (!strcmp(argv[i], "--id"))
+			id = atoi(argv[i + 1]);
+		else if (!strcmp(argv[i], "--witness"))
+			witness = open(argv[i + 1], O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+		else if (!strcmp(argv[i], "--lease-max"))
+			cfg.lease_max_ns = strtoull(argv[i + 1], NULL, 10) * 1000000ull;
+		else
+			break;
+	}
+	if (i != argc || strlen(kind) >= sizeof key.kind) {
+		fprintf(stderr, "usage: %s [--consumer NAME] [--kind KIND] [--id BYTE] [--witness FILE] [--lease-max MS]\n",
+			argv[0]);
+		return 2;
+	}
+	memcpy(key.kind, kind, strlen(kind));
+	key.id[0] = (uint8_t)id;
+	err = procctl_init(&ctx, &cfg);
+	if (err < 0) {
+		fprintf(stderr, "token-client: procctl_init: %s\n", strerror(-err));
+		return 1;
+	}
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	signal(SIGTERM, on_signal);
+	signal(SIGINT, on_signal);
+	report(PROCCTL_RES_IDLE, NULL); /* asks for it at once */
+	printf("event=started pid=%d\n", (int)getpid());
+	if (pthread_create(&t, NULL, control, NULL) != 0)
+		return 1;
+	while (!stop)
+		pause();
+	pthread_join(t, NULL);
+	procctl_close(&ctx);
+	return 0;
+}
