@@ -259,6 +259,20 @@ static procctl_arbiter_t *arbiter(struct world *w, unsigned flags, int (*admit)(
 	return a;
 }
 
+/* Processes 10 and 20 both want gpu 0; run until 10 holds it. */
+static procctl_arbiter_t *two_wanters(struct world *w, unsigned flags)
+{
+	procctl_arbiter_t *a;
+	memset(w, 0, sizeof *w);
+	w->ready = 1;
+	proc(w, 10)->wants[0] = 1;
+	proc(w, 20)->wants[0] = 1;
+	a = arbiter(w, flags, NULL);
+	run(w, a, 10 * MS, MS);
+	assert_int_equal(holder(w, 0), 10);
+	return a;
+}
+
 static struct procctl_arbiter_snapshot snap(procctl_arbiter_t *a, int i)
 {
 	struct procctl_arbiter_snapshot s[4];
@@ -332,18 +346,10 @@ static void lone_wanter_renewed(void **state)
 static void hung_holder_blocks(void **state)
 {
 	struct world w;
-	procctl_arbiter_t *a;
-	struct fproc *h;
+	procctl_arbiter_t *a = two_wanters(&w, 0);
+	struct fproc *h = &w.p[0];
 	procctl_resource_t r = gpu(0);
 	(void)state;
-	memset(&w, 0, sizeof w);
-	w.ready = 1;
-	h = proc(&w, 10);
-	h->wants[0] = 1;
-	proc(&w, 20)->wants[0] = 1;
-	a = arbiter(&w, 0, NULL);
-	run(&w, a, 10 * MS, MS);
-	assert_int_equal(holder(&w, 0), 10);
 	h->readable = 0; /* SIGSTOPped, or its state page stalls */
 	run(&w, a, 5 * HOLD, MS);
 	assert_null(entry(&w.p[1], &r));
@@ -365,18 +371,10 @@ static void hung_holder_blocks(void **state)
 static void stale_release_ignored(void **state)
 {
 	struct world w;
-	procctl_arbiter_t *a;
-	struct fproc *h;
+	procctl_arbiter_t *a = two_wanters(&w, 0);
+	struct fproc *h = &w.p[0];
 	procctl_resource_t r = gpu(0);
 	(void)state;
-	memset(&w, 0, sizeof w);
-	w.ready = 1;
-	h = proc(&w, 10);
-	h->wants[0] = 1;
-	proc(&w, 20)->wants[0] = 1;
-	a = arbiter(&w, 0, NULL);
-	run(&w, a, 10 * MS, MS);
-	assert_int_equal(holder(&w, 0), 10);
 	/* It says RELEASED about its grant, but saw only the grant's write. */
 	h->readable = 1;
 	w.now += HOLD;
@@ -471,16 +469,8 @@ static void exec_and_exit(void **state)
 	(void)state;
 	for (bound = 0; bound < 2; bound++) {
 		struct world w;
-		procctl_arbiter_t *a;
-		struct fproc *h;
-		memset(&w, 0, sizeof w);
-		w.ready = 1;
-		h = proc(&w, 10);
-		h->wants[0] = 1;
-		proc(&w, 20)->wants[0] = 1;
-		a = arbiter(&w, bound ? PROCCTL_ARB_PROCESS_BOUND : 0, NULL);
-		run(&w, a, 10 * MS, MS);
-		assert_int_equal(holder(&w, 0), 10);
+		procctl_arbiter_t *a = two_wanters(&w, bound ? PROCCTL_ARB_PROCESS_BOUND : 0);
+		struct fproc *h = &w.p[0];
 		h->alive = -ESTALE;
 		h->readable = 0;
 		run(&w, a, 5 * MS, MS);
