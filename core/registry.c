@@ -23,6 +23,8 @@
 #define SWEEP_TICKS 12        /* exec sweeps every 240 ms; notify finds most sooner */
 #define NOTIFY_MAX 1024
 #define REJECTED_MAX 256
+#define UNSEALED_MAX 64
+#define UNSEALED_TICKS 50 /* a region found mid-init is probed again for 1 s */
 #define DEFAULT_PER_PROCESS 8
 #define DEFAULT_REGIONS 4096
 
@@ -71,6 +73,11 @@ struct procctl_registry {
 
 	struct rejected rejected[REJECTED_MAX];
 	unsigned nrejected;
+	struct {
+		pid_t pid;
+		unsigned ticks; /* probes left */
+	} unsealed[UNSEALED_MAX];
+	int reprobing; /* inside probe_unsealed: its refusals are not new */
 
 	pthread_t hb;
 	pthread_cond_t hb_cv;
@@ -300,6 +307,23 @@ static void forget_rejected(procctl_registry_t *r, pid_t pid)
 			r->rejected[i].pid = 0;
 }
 
+/* A region without its seals yet: its process may be inside procctl_init,
+ * so it is probed again on each tick for a while (no notify need come). */
+static void retry_unsealed(procctl_registry_t *r, pid_t pid)
+{
+	unsigned i, free_slot = UNSEALED_MAX;
+	for (i = 0; i < UNSEALED_MAX; i++) {
+		if (r->unsealed[i].ticks && r->unsealed[i].pid == pid)
+			return; /* already counting down: a region that never seals stops */
+		if (!r->unsealed[i].ticks && free_slot == UNSEALED_MAX)
+			free_slot = i;
+	}
+	if (free_slot < UNSEALED_MAX) {
+		r->unsealed[free_slot].pid = pid;
+		r->unsealed[free_slot].ticks = UNSEALED_TICKS;
+	}
+}
+
 static int over_limit(procctl_registry_t *r, pid_t pid)
 {
 	const struct entry *e;
@@ -341,16 +365,19 @@ static int on_found(const struct procctl_scan_entry *s, void *arg)
 	if (!c) {
 		if (errno == EPROTO) {
 			/* Unsealed may be a process inside procctl_init (the name
-			 * exists before the seals): not remembered, and quiet. The
-			 * rest is remembered, logged once, counted each time. */
+			 * exists before the seals): probed again soon, and quiet.
+			 * The rest is remembered, logged once, counted each time. */
 			int final = why != PROCCTL_REJECT_UNSEALED;
-			if (final) {
+			if (!final) {
+				retry_unsealed(r, s->pid);
+			} else {
 				struct rejected *rj = &r->rejected[r->nrejected++ % REJECTED_MAX];
 				rj->pid = s->pid;
 				rj->dev = s->dev;
 				rj->ino = s->ino;
 			}
-			count_reject(r, why);
+			if (!r->reprobing)
+				count_reject(r, why);
 			procctl_log(final ? PROCCTL_LOG_WARN : PROCCTL_LOG_DEBUG, "attach_rejected",
 				    "pid=%d fd=%d consumer=%s reason=%s", (int)s->pid, s->fd, s->consumer,
 				    procctl_reject_name(why));
@@ -390,6 +417,24 @@ static int on_found(const struct procctl_scan_entry *s, void *arg)
 	ev.consumer = e->lk->consumer;
 	emit(r, &ev);
 	return 0;
+}
+
+static void probe_unsealed(procctl_registry_t *r)
+{
+	unsigned i;
+	for (i = 0; i < UNSEALED_MAX; i++) {
+		pid_t pid = r->unsealed[i].pid;
+		const struct entry *e;
+		if (!r->unsealed[i].ticks || !--r->unsealed[i].ticks)
+			continue;
+		r->reprobing = 1;
+		procctl_scan_pid(r->proc_root, pid, r->consumer[0] ? r->consumer : NULL, on_found, r);
+		r->reprobing = 0;
+		for (e = r->entries; e && e->c->info.pid != pid; e = e->next)
+			;
+		if (e) /* sealed and attached now */
+			r->unsealed[i].ticks = 0;
+	}
 }
 
 static void detach(procctl_registry_t *r, struct entry *e, int reason)
@@ -519,6 +564,7 @@ int procctl_registry_dispatch(procctl_registry_t *r)
 				lock_check(r, l);
 				lock_try(r, l);
 			}
+			probe_unsealed(r);
 			if (++r->ticks % SWEEP_TICKS == 0)
 				sweep(r);
 		} else {

@@ -8,6 +8,7 @@
  *   poll                         "ok N GEN PAYLOAD" | "ok 0" | "err E"
  *   ack GEN | nack GEN ERR       acks
  *   state TEXT                   procctl_state_set
+ *   seal                         add the region's seals (after hostile late)
  *   swapfd                       replace the region's fd number with another
  *                                procctl memfd (the scan saw the old one)
  *   punch                        punch the whole region (FALLOC_FL_PUNCH_HOLE)
@@ -23,7 +24,8 @@
  *
  * Hostile modes: unsealed, writeseal, futurewrite, hugetlb, toobig,
  * badmagic, badversion, badlayout, mismatch (name echo, header other),
- * badstate (state CRC), badinstance (state instance id).
+ * badstate (state CRC), badinstance (state instance id); and late: a valid
+ * region whose seals are still missing, as inside procctl_init, until seal.
  */
 #define PROCCTL_IMPLEMENTATION
 #include "procctl.h"
@@ -112,6 +114,25 @@ static int bare_region(unsigned mfd_flags, int seals, off_t size)
 	return fd;
 }
 
+/* Replace the region's fd with an unsealed copy of it. */
+static int late_region(void)
+{
+	unsigned char page[4096];
+	struct procctl_hdr h;
+	uint64_t off;
+	int m = (int)syscall(SYS_memfd_create, "procctl:test-v1", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (m < 0 || pread(region_fd, &h, sizeof h, 0) != (ssize_t)sizeof h || ftruncate(m, (off_t)h.region_size) < 0)
+		return -errno;
+	for (off = 0; off < h.region_size; off += sizeof page)
+		if (pread(region_fd, page, sizeof page, (off_t)off) != (ssize_t)sizeof page ||
+		    pwrite(m, page, sizeof page, (off_t)off) != (ssize_t)sizeof page)
+			return -errno;
+	if (dup3(m, region_fd, O_CLOEXEC) < 0)
+		return -errno;
+	close(m);
+	return 0;
+}
+
 static void do_hostile(const char *mode)
 {
 	uint64_t v64;
@@ -166,6 +187,10 @@ static void do_hostile(const char *mode)
 		st->instance_id ^= 1;
 		st->crc = procctl_crc32c(0, (unsigned char *)st + PROCCTL_STATE_CRC_OFF,
 					 sizeof *st + 4u * sizeof(struct procctl_res_entry) - PROCCTL_STATE_CRC_OFF);
+	} else if (!strcmp(mode, "late")) {
+		int err = late_region();
+		if (err)
+			return reply("err %d late", -err);
 	} else if (strcmp(mode, "valid")) {
 		return reply("err %d unknown mode", EINVAL);
 	}
@@ -238,6 +263,11 @@ int main(void)
 			int err = procctl_state_set(&ctx, arg, strlen(arg), 0);
 			if (err)
 				reply("err %d", -err);
+			else
+				reply("ok");
+		} else if (!strcmp(line, "seal")) {
+			if (fcntl(region_fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
+				reply("err %d", errno);
 			else
 				reply("ok");
 		} else if (!strcmp(line, "swapfd")) {

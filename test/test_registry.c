@@ -317,6 +317,18 @@ static void limits_and_unsealed(void **state)
 	pump_for(r, 50);
 	procctl_registry_stats(r, &st);
 	assert_int_equal(st.rejects[PROCCTL_REJECT_UNSEALED], 2);
+	th_agent_kill(&half);
+
+	/* Found between memfd_create and the seals, as inside procctl_init:
+	 * attached once sealed, with no second notify. */
+	th_procsim_start(&half);
+	th_agent_ok(&half, "hostile late");
+	procctl_registry_notify(r, half.pid);
+	pump_for(r, 50);
+	assert_int_equal(log.attached, 2);
+	th_agent_ok(&half, "seal");
+	pump_until(r, &log.attached, 3);
+	assert_int_equal(log.last_pid, half.pid);
 	procctl_registry_close(r, 0);
 	th_agent_kill(&half);
 	th_agent_kill(&sim);
