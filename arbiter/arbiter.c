@@ -11,8 +11,9 @@
  *    several (adopted after a hand-off) all are revoked; a single holder is
  *    revoked when it no longer wants the resource, when it saw the grant
  *    and declined it (its lease lapsed: the grant is void for it), or when
- *    it has held it hold_ns and someone else wants it; a lone wanter keeps
- *    it (renewed);
+ *    its turn is over and someone else wants it: hold_ns after a report
+ *    first showed the grant taken up (ACQUIRING or HOLDING), or hold_ns
+ *    after the grant when none did; a lone wanter keeps it (renewed);
  *  - the resource is free only when no target holds a grant for it, live or
  *    revoked, and no report shows ACQUIRING, HOLDING or RELEASING for it (an
  *    unreadable target counts as holding what it last showed or was granted);
@@ -31,6 +32,7 @@ struct res_state {
 	procctl_resource_t res;
 	pid_t holder_pid;
 	uint64_t holder_instance, grant_id, granted_at, pending_since;
+	uint64_t taken_at; /* a report first showed the grant taken up; 0: not yet */
 	uint64_t blocked_ns, hold_total_ns, pending_ns, handoffs;
 	pid_t last_pid; /* the last holder: round robin continues after it */
 	uint64_t last_instance;
@@ -267,6 +269,7 @@ static void set_holder(struct res_state *rs, const struct view *v, uint64_t gran
 	rs->holder_instance = v->t.instance_id;
 	rs->grant_id = grant_id;
 	rs->granted_at = now;
+	rs->taken_at = 0;
 }
 
 static int arbitrate(procctl_arbiter_t *a, size_t n, struct res_state *rs, size_t ri, uint64_t now, uint64_t dt)
@@ -349,11 +352,16 @@ static int arbitrate(procctl_arbiter_t *a, size_t n, struct res_state *rs, size_
 		rs->hold_total_ns += dt;
 		rs->waiters = others;
 		const struct procctl_res_entry *e = report_of(h, &rs->res);
+		int about = h->readable && e && e->grant_id == g->grant_id && e->seen_gen >= g->gen;
 		/* Saw this grant and does not use it (a lapse voided it, SPEC.md
 		 * 9.3): it needs a fresh one, so this one is taken back. */
-		int declined = h->readable && e && e->grant_id == g->grant_id && e->seen_gen >= g->gen &&
-			       (e->state == PROCCTL_RES_IDLE || e->state == PROCCTL_RES_RELEASED);
-		if ((h->readable && !wants(h, &rs->res)) || declined || (others && now - rs->granted_at >= a->o.hold_ns)) {
+		int declined = about && (e->state == PROCCTL_RES_IDLE || e->state == PROCCTL_RES_RELEASED);
+		/* The turn starts at the take-up: a holder slow to look at its
+		 * grant still gets all of hold_ns. */
+		if (!rs->taken_at && about && (e->state == PROCCTL_RES_ACQUIRING || e->state == PROCCTL_RES_HOLDING))
+			rs->taken_at = now;
+		if ((h->readable && !wants(h, &rs->res)) || declined ||
+		    (others && now - (rs->taken_at ? rs->taken_at : rs->granted_at) >= a->o.hold_ns)) {
 			/* It does not want it any more, declined it, or its turn is
 			 * over: take it back; it stays its holder until the release is
 			 * confirmed. */

@@ -20,6 +20,7 @@ struct fproc {
 	int exists;   /* its pid is taken */
 	int wants[2]; /* per resource */
 	int declines; /* its lease lapsed: its grants are void to it */
+	int slow;     /* it has not looked yet: its reports stay as they were */
 	uint64_t gen; /* its region's generation */
 	struct procctl_res_entry rep[2];
 	struct procctl_grant_entry gr[2];
@@ -200,7 +201,7 @@ static void all_cooperate(struct world *w)
 {
 	int i, r;
 	for (i = 0; i < w->n; i++)
-		if (w->p[i].alive == 0 && w->p[i].readable)
+		if (w->p[i].alive == 0 && w->p[i].readable && !w->p[i].slow)
 			for (r = 0; r < 2; r++)
 				cooperate(&w->p[i], r);
 }
@@ -514,6 +515,35 @@ static void declined_grant_replaced(void **state)
 	procctl_arbiter_free(a);
 }
 
+/* A holder slow to look at its grant still gets a whole turn: the turn
+ * starts when its report shows the grant taken up. */
+static void turn_starts_at_take_up(void **state)
+{
+	struct world w;
+	procctl_arbiter_t *a;
+	struct fproc *h;
+	procctl_resource_t r = gpu(0);
+	(void)state;
+	memset(&w, 0, sizeof w);
+	w.ready = 1;
+	h = proc(&w, 10);
+	h->wants[0] = 1;
+	all_cooperate(&w); /* IDLE, wanting */
+	h->slow = 1;
+	proc(&w, 20)->wants[0] = 1;
+	a = arbiter(&w, 0, NULL);
+	run(&w, a, HOLD * 8 / 10, MS);
+	assert_int_equal(holder(&w, 0), 10);
+	assert_int_equal(h->rep[0].state, PROCCTL_RES_IDLE); /* not taken up yet */
+	h->slow = 0;
+	run(&w, a, HOLD * 9 / 10, MS); /* 1.7 hold times after the grant */
+	assert_int_equal(holder(&w, 0), 10);
+	assert_int_equal(entry(h, &r)->revoke_gen, 0);
+	run(&w, a, HOLD * 2 / 10, MS); /* its turn is over */
+	assert_int_equal(holder(&w, 0), 20);
+	procctl_arbiter_free(a);
+}
+
 static int not_odd(void *arg, const struct procctl_arb_target *t)
 {
 	(void)arg;
@@ -581,6 +611,7 @@ int main(void)
 		cmocka_unit_test(adoption_after_handoff),
 		cmocka_unit_test(exec_and_exit),
 		cmocka_unit_test(declined_grant_replaced),
+		cmocka_unit_test(turn_starts_at_take_up),
 		cmocka_unit_test(independent_and_admitted),
 		cmocka_unit_test(bad_options),
 	};
