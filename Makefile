@@ -31,16 +31,17 @@ test-gcc:
 	cmake --build build -j$(JOBS)
 	ctest --test-dir build --output-on-failure
 
-# The header matrix is compiler-independent: it runs in test-gcc only.
+# The header matrix and the SPIN model are compiler-independent: they run in
+# test-gcc only.
 test-asan:
 	CC=clang CXX=clang++ cmake -S . -B build-asan $(CMAKE_FLAGS) -DPROCCTL_SANITIZE=address
 	cmake --build build-asan -j$(JOBS)
-	ctest --test-dir build-asan --output-on-failure -E header_matrix
+	ctest --test-dir build-asan --output-on-failure -E 'header_matrix|model_'
 
 test-tsan:
 	CC=clang CXX=clang++ cmake -S . -B build-tsan $(CMAKE_FLAGS) -DPROCCTL_SANITIZE=thread
 	cmake --build build-tsan -j$(JOBS)
-	ctest --test-dir build-tsan --output-on-failure -E 'header_matrix|fuzz_'
+	ctest --test-dir build-tsan --output-on-failure -E 'header_matrix|model_|fuzz_'
 
 bench: build
 	{ build/bench/bench_process && build/bench/bench_agent; } | paste -sd, | sed 's/^/[/; s/$$/]/' > build/bench.json

@@ -13,6 +13,7 @@ clang
 libclang-rt-dev
 libcmocka-dev
 binutils
+spin
 "
 
 missing=""
