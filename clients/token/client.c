@@ -11,7 +11,15 @@
  * Its "resource" is a witness: an append-only file where it writes
  * "S <pid> <ns>" after it starts using the resource and "E <pid> <ns>"
  * before it reports the release (CLOCK_MONOTONIC), so a checker can prove
- * that no two holders ever overlapped.
+ * that no two holders ever overlapped. Using the resource also means
+ * holding a POSIX write lock on the witness's first byte: the kernel
+ * drops it only when the holder lets go or dies, and never lets two
+ * processes hold it, so a holder that cannot take it at once writes
+ * "X <pid> <ns>": an overlap the kernel saw, even across kills.
+ *
+ * SIGUSR1 forks it: the child takes a region of its own (procctl_reinit),
+ * writes "F <pid> <ns>" and is a holder too. SIGTERM/SIGINT: release and
+ * exit.
  *
  * Usage: token-client [--consumer NAME] [--kind KIND] [--id BYTE]
  *                     [--witness FILE] [--lease-max MS]
@@ -31,19 +39,39 @@
 static procctl_t ctx;
 static procctl_resource_t key;
 static int witness = -1;
-static volatile sig_atomic_t stop;
+static int stop, fork_asked; /* set by signal handlers, read by both threads: atomics */
+
+/* Lines go out with write(2), never stdio: a forked child must not find a
+ * stream lock its parent's other thread held. */
+static void say(int fd, const char *line, int n)
+{
+	if (fd >= 0 && write(fd, line, (size_t)n) != n)
+		abort(); /* a witness that cannot write proves nothing */
+}
 
 static void note(char what)
 {
+	static const char *const names[] = {"acquired", "released", "overlap", "forked"};
 	struct timespec ts;
-	char line[64];
+	char line[80];
 	int n;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	n = snprintf(line, sizeof line, "%c %d %lld\n", what, (int)getpid(),
 		     (long long)ts.tv_sec * 1000000000ll + ts.tv_nsec);
-	if (witness >= 0 && write(witness, line, (size_t)n) != n)
-		abort(); /* a witness that cannot write proves nothing */
-	printf("event=%s pid=%d\n", what == 'S' ? "acquired" : "released", (int)getpid());
+	say(witness, line, n);
+	n = snprintf(line, sizeof line, "event=%s pid=%d\n", names[strchr("SEXF", what) - "SEXF"], (int)getpid());
+	say(1, line, n);
+}
+
+/* The kernel's side of the witness: a write lock on byte 0. */
+static int witness_lock(short type)
+{
+	struct flock fl;
+	memset(&fl, 0, sizeof fl);
+	fl.l_type = type;
+	fl.l_whence = SEEK_SET;
+	fl.l_len = 1;
+	return witness < 0 || fcntl(witness, F_SETLK, &fl) == 0;
 }
 
 static void report(uint32_t state, const procctl_grant_t *g)
@@ -56,7 +84,7 @@ static void *control(void *arg)
 {
 	int holding = 0;
 	(void)arg;
-	while (!stop) {
+	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
 		procctl_grant_t g;
 		int r, usable;
 		procctl_wait(&ctx, 100000000); /* writes wake it; 100 ms bounds a missed lease */
@@ -65,12 +93,15 @@ static void *control(void *arg)
 			continue; /* busy or torn: the next write wakes us */
 		usable = r == 1 && procctl_grant_usable(&ctx, &g) && !procctl_lease_expired(&ctx, 0);
 		if (holding && !usable) {
+			witness_lock(F_UNLCK);
 			note('E');
 			holding = 0;
 			report(PROCCTL_RES_RELEASED, &g);
 		} else if (!holding && usable) {
 			if (procctl_resource_report(&ctx, &key, PROCCTL_RES_ACQUIRING, PROCCTL_RES_F_WANT, &g, 0) == 0) {
 				note('S');
+				if (!witness_lock(F_WRLCK))
+					note('X');
 				holding = 1;
 				report(PROCCTL_RES_HOLDING, &g);
 			}
@@ -78,15 +109,31 @@ static void *control(void *arg)
 			report(holding ? PROCCTL_RES_HOLDING : r == 1 ? PROCCTL_RES_RELEASED : PROCCTL_RES_IDLE, &g);
 		}
 	}
-	if (holding)
+	if (holding) {
+		witness_lock(F_UNLCK);
 		note('E');
+	}
 	return NULL;
 }
 
 static void on_signal(int sig)
 {
-	(void)sig;
-	stop = 1;
+	if (sig == SIGUSR1)
+		__atomic_store_n(&fork_asked, 1, __ATOMIC_RELAXED);
+	else
+		__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+}
+
+/* In the child of a fork: a region of its own, a control thread of its
+ * own; it holds nothing (POSIX locks do not pass to a child either). */
+static int become_child(pthread_t *t)
+{
+	int err = procctl_reinit(&ctx);
+	if (err < 0)
+		return err;
+	note('F');
+	report(PROCCTL_RES_IDLE, NULL);
+	return -pthread_create(t, NULL, control, NULL);
 }
 
 int main(int argc, char **argv)
@@ -94,6 +141,7 @@ int main(int argc, char **argv)
 	static char storage[PROCCTL_STATE_STORAGE(1, 64)];
 	procctl_config_t cfg;
 	const char *kind = "gpu";
+	sigset_t mask, waitmask;
 	pthread_t t;
 	int i, err, id = 0;
 
@@ -130,15 +178,33 @@ int main(int argc, char **argv)
 		fprintf(stderr, "token-client: procctl_init: %s\n", strerror(-err));
 		return 1;
 	}
-	setvbuf(stdout, NULL, _IOLBF, 0);
+	/* The signals reach the main thread only, inside sigsuspend: none is
+	 * lost between the check and the wait. */
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &mask, &waitmask);
 	signal(SIGTERM, on_signal);
 	signal(SIGINT, on_signal);
+	signal(SIGUSR1, on_signal);
 	report(PROCCTL_RES_IDLE, NULL); /* asks for it at once */
 	printf("event=started pid=%d\n", (int)getpid());
+	fflush(stdout);
 	if (pthread_create(&t, NULL, control, NULL) != 0)
 		return 1;
-	while (!stop)
-		pause();
+	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
+		sigsuspend(&waitmask);
+		if (__atomic_exchange_n(&fork_asked, 0, __ATOMIC_RELAXED)) {
+			pid_t pid;
+			pid = fork();
+			if (pid == 0 && (err = become_child(&t)) < 0) {
+				char line[96];
+				say(2, line, snprintf(line, sizeof line, "token-client: forked child: %s\n", strerror(-err)));
+				_exit(1);
+			}
+		}
+	}
 	pthread_join(t, NULL);
 	procctl_close(&ctx);
 	return 0;

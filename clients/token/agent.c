@@ -1,0 +1,174 @@
+/* token agent - an exclusive-resource agent on libprocctl-agent alone (no
+ * daemon): a registry for the token consumer and an arbiter for one kind,
+ * which hands each resource to one token client at a time, round robin
+ * after the hold time. A second instance waits passive and takes over,
+ * adopting the grants, when the first goes.
+ *
+ * Usage: token-agent [--consumer NAME] [--lock-dir DIR] [--kind KIND]
+ *                    [--resources N] [--hold MS] [--lease MS] [--rescan MS]
+ * Resources are KIND ids 0 .. N-1 (token-client --id). SIGTERM/SIGINT:
+ * hand off and exit, after a summary line per resource.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "procctl_arbiter.h"
+
+#define MS 1000000ull
+#define TICK_MS 5 /* ticks also follow every registry event */
+
+static procctl_registry_t *reg;
+static volatile sig_atomic_t stop;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+static void on_log(enum procctl_log_level level, const char *event, const char *fields, void *arg)
+{
+	static const char *names[] = {"error", "warn", "info", "debug"};
+	(void)arg;
+	if (level <= PROCCTL_LOG_INFO)
+		fprintf(stderr, "level=%s event=%s %s\n", names[level], event, fields);
+}
+
+static void on_event(const struct procctl_event *ev, void *arg)
+{
+	(void)arg;
+	if (ev->type == PROCCTL_EV_OWNERSHIP)
+		printf("event=ownership consumer=%s held=%d\n", ev->consumer, ev->held);
+}
+
+/* One line per change of holder. */
+static void show(const struct procctl_arbiter_snapshot *s, size_t n, pid_t *last)
+{
+	size_t i;
+	for (i = 0; i < n; i++) {
+		if (s[i].holder_pid == last[i])
+			continue;
+		last[i] = s[i].holder_pid;
+		printf("event=holder resource=%s:%u pid=%d grant=%016llx waiters=%u handoffs=%llu\n", s[i].res.kind,
+		       s[i].res.id[0], (int)s[i].holder_pid, (unsigned long long)s[i].grant_id, s[i].waiters,
+		       (unsigned long long)s[i].handoffs);
+	}
+}
+
+static int usage(const char *argv0)
+{
+	fprintf(stderr,
+		"usage: %s [--consumer NAME] [--lock-dir DIR] [--kind KIND] [--resources N] [--hold MS] [--lease MS] "
+		"[--rescan MS]\n",
+		argv0);
+	return 2;
+}
+
+int main(int argc, char **argv)
+{
+	static procctl_resource_t res[PROCCTL_ARB_MAX_RESOURCES];
+	static struct procctl_arbiter_snapshot snap[PROCCTL_ARB_MAX_RESOURCES];
+	static pid_t last[PROCCTL_ARB_MAX_RESOURCES];
+	struct procctl_registry_opts o;
+	struct procctl_arbiter_source src;
+	struct procctl_arbiter_opts ao;
+	procctl_arbiter_t *a;
+	const char *kind = "gpu";
+	unsigned long nres = 1, hold_ms = 1000;
+	size_t i, n;
+	int err = 0, tick_err, last_err = 0, ai;
+
+	memset(&o, 0, sizeof o);
+	o.sz = sizeof o;
+	o.consumer = "token";
+	o.on_event = on_event;
+	for (ai = 1; ai < argc; ai++) {
+		char *end = NULL;
+		if (ai + 1 >= argc)
+			return usage(argv[0]);
+		if (!strcmp(argv[ai], "--consumer"))
+			o.consumer = argv[++ai];
+		else if (!strcmp(argv[ai], "--lock-dir"))
+			o.lock_dir = argv[++ai];
+		else if (!strcmp(argv[ai], "--kind"))
+			kind = argv[++ai];
+		else if (!strcmp(argv[ai], "--resources"))
+			nres = strtoul(argv[++ai], &end, 10);
+		else if (!strcmp(argv[ai], "--hold"))
+			hold_ms = strtoul(argv[++ai], &end, 10);
+		else if (!strcmp(argv[ai], "--lease"))
+			o.lease_ns = strtoull(argv[++ai], &end, 10) * MS;
+		else if (!strcmp(argv[ai], "--rescan"))
+			o.rescan_ns = strtoull(argv[++ai], &end, 10) * MS;
+		else
+			return usage(argv[0]);
+		if (end && *end)
+			return usage(argv[0]);
+	}
+	if (nres < 1 || nres > PROCCTL_ARB_MAX_RESOURCES || hold_ms < 1 ||
+	    strlen(kind) >= sizeof res[0].kind) {
+		fprintf(stderr, "token-agent: --resources 1..%d, --hold at least 1 ms, --kind under 16 bytes\n",
+			PROCCTL_ARB_MAX_RESOURCES);
+		return 2;
+	}
+	for (i = 0; i < nres; i++) {
+		memcpy(res[i].kind, kind, strlen(kind));
+		res[i].id[0] = (uint8_t)i;
+	}
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	procctl_set_log(on_log, NULL);
+	reg = procctl_registry_new(&o);
+	if (!reg) {
+		fprintf(stderr, "token-agent: %s\n", strerror(errno));
+		return 1;
+	}
+	if ((err = procctl_arbiter_registry_source(&src, reg, o.consumer, 100 * MS)) < 0) {
+		fprintf(stderr, "token-agent: %s\n", strerror(-err));
+		return 1;
+	}
+	memset(&ao, 0, sizeof ao);
+	ao.sz = sizeof ao;
+	ao.kind = kind;
+	ao.hold_ns = hold_ms * MS;
+	ao.resources = res;
+	ao.nresources = nres;
+	a = procctl_arbiter_new(&ao, &src);
+	if (!a) {
+		fprintf(stderr, "token-agent: %s\n", strerror(errno));
+		return 1;
+	}
+	signal(SIGTERM, on_signal);
+	signal(SIGINT, on_signal);
+	printf("event=started pid=%d kind=%s resources=%lu hold_ms=%lu\n", (int)getpid(), kind, nres, hold_ms);
+	while (!stop && !err) {
+		struct pollfd p = {procctl_registry_fd(reg), POLLIN, 0};
+		if (poll(&p, 1, TICK_MS) < 0 && errno != EINTR)
+			break;
+		err = procctl_registry_dispatch(reg);
+		if (err) {
+			fprintf(stderr, "token-agent: registry: %s\n", strerror(-err));
+			break;
+		}
+		tick_err = procctl_arbiter_tick(a); /* a write to one holder failed: the next tick retries */
+		if (tick_err && tick_err != last_err)
+			fprintf(stderr, "token-agent: arbiter: %s\n", strerror(-tick_err));
+		last_err = tick_err;
+		show(snap, procctl_arbiter_snapshot(a, snap, nres), last);
+	}
+	n = procctl_arbiter_snapshot(a, snap, nres);
+	for (i = 0; i < n; i++)
+		printf("event=summary resource=%s:%u handoffs=%llu held_ms=%llu pending_ms=%llu blocked_ms=%llu\n",
+		       snap[i].res.kind, snap[i].res.id[0], (unsigned long long)snap[i].handoffs,
+		       (unsigned long long)(snap[i].hold_ns_total / MS), (unsigned long long)(snap[i].pending_ns / MS),
+		       (unsigned long long)(snap[i].blocked_ns / MS));
+	printf("event=stopping mode=hand-off\n");
+	procctl_arbiter_free(a);
+	procctl_registry_close(reg, 0);
+	procctl_arbiter_registry_source_free(&src);
+	return err ? 1 : 0;
+}
