@@ -55,9 +55,10 @@ struct procctl_arbiter_source {
 	int64_t (*drop)(void *ctx, void *handle, const procctl_resource_t *res);
 	/* 0 running; -ESRCH exited; -ESTALE exec'd. */
 	int (*alive)(void *ctx, void *handle);
-	/* 1 while some process has this pid. A holder that left the targets
-	 * (exit or exec) holds a kind that is not process-bound until its pid
-	 * is gone (a reused pid only keeps the resource blocked longer). */
+	/* 1 while a live process (not a zombie) has this pid. A holder that
+	 * left the targets (exit or exec) holds a kind that is not
+	 * process-bound until its pid is gone (a reused pid only keeps the
+	 * resource blocked longer). */
 	int (*pid_exists)(void *ctx, pid_t pid);
 	/* CLOCK_MONOTONIC, ns. */
 	uint64_t (*now)(void *ctx);

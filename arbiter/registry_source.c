@@ -1,11 +1,14 @@
 /* registry_source.c - the arbiter's source on a registry's clients. */
 #define _GNU_SOURCE 1
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "client.h"
 #include "procctl_arbiter.h"
@@ -91,10 +94,27 @@ static int alive(void *ctx, void *h)
 	return procctl_client_alive(h);
 }
 
+/* A zombie holds nothing (its files and memory are gone): it counts as
+ * gone, so a parent slow to reap does not block the resource. */
 static int pid_exists(void *ctx, pid_t pid)
 {
+	char path[32], buf[512], *rp;
+	ssize_t n;
+	int fd;
 	(void)ctx;
-	return kill(pid, 0) == 0 || errno == EPERM;
+	if (kill(pid, 0) < 0 && errno != EPERM)
+		return 0;
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno != ENOENT; /* unreadable: it exists */
+	n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return 1;
+	buf[n] = 0;
+	rp = strrchr(buf, ')'); /* "pid (comm) S ...", comm may hold anything */
+	return !(rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X'));
 }
 
 /* Random, nonzero, never reused: 64 random bits (SPEC.md 9.1). */
