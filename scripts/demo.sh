@@ -1,8 +1,11 @@
 #!/bin/sh
-# make demo: the single-host echo demo on the agent core (no daemon yet).
-# Two echo clients; agent A owns the node lock, publishes, reads acks and
-# state; agent B waits passive; A hands off, B takes over with no flap in
-# the clients; B uninstalls on exit and the clients go back to defaults.
+# make demo: the single-host demo on the agent core (no daemon yet).
+# Echo: two echo clients; agent A owns the node lock, publishes, reads acks
+# and state; agent B waits passive; A hands off, B takes over with no flap
+# in the clients; B uninstalls on exit and the clients go back to defaults.
+# Token: three token clients want one exclusive resource; the token agent
+# rotates it among them, and a stopped holder blocks it (never two holders)
+# until it runs again and confirms its release.
 # Every step is checked; exit 0 only if all of them did what they said.
 set -eu
 BIN=${BIN:-build/clients}
@@ -75,4 +78,55 @@ echo "  client 2:"; show "$work/c2.log"
 kill -TERM "$c1" "$c2"
 wait "$c1" "$c2" || true
 pids=""
+
+# holder_lines: the token agent's "event=holder" lines with a holder
+holder_lines() { grep -c "event=holder .* pid=[1-9]" "$work/t.log" 2>/dev/null || true; }
+
+step "three token clients want gpu:0; the token agent grants it to one at a time, 200 ms each"
+for i in 1 2 3; do
+	"$BIN/token-client" --witness "$work/witness" >"$work/t$i.log" 2>&1 & pids="$pids $!"
+done
+"$BIN/token-agent" --lock-dir "$work/locks" --hold 200 >"$work/t.log" 2>"$work/t.err" & t=$!; pids="$pids $t"
+wait_for "$work/t.log" "event=holder .* pid=[1-9]" 6
+show "$work/t.log"
+
+step "SIGSTOP the holder: its turn ends, but nobody else gets gpu:0 until it confirms"
+current() { grep "event=holder .* pid=[1-9]" "$work/t.log" | tail -1 | sed 's/.* pid=\([0-9]*\) .*/\1/'; }
+tries=0
+while :; do # stop it, and make sure it was still the holder when stopped
+	holder=$(current)
+	before=$(holder_lines)
+	kill -STOP "$holder"
+	sleep 0.05
+	[ "$(current)" != "$holder" ] || [ "$(holder_lines)" != "$before" ] || break
+	kill -CONT "$holder"
+	tries=$((tries + 1))
+	[ $tries -lt 20 ] || fail "could not stop the holder while it held gpu:0"
+done
+sleep 1
+[ "$(holder_lines)" = "$before" ] || fail "gpu:0 moved while its holder was stopped"
+echo "    pid $holder stopped while holding: 1 s without a hand-off (blocked, not given twice)"
+kill -CONT "$holder"
+wait_for "$work/t.log" "event=holder .* pid=[1-9]" $((before + 2))
+echo "    pid $holder continued, saw the revocation, released; the rotation goes on:"
+tail -2 "$work/t.log" | sed 's/^/    /'
+
+step "SIGTERM to the token agent: per-resource totals, then a hand-off"
+kill -TERM "$t"
+wait "$t" || true
+grep "event=summary" "$work/t.log" | sed 's/^/    /'
+grep -q "event=summary .*blocked_ms=[1-9]" "$work/t.log" || fail "the stop was not accounted as blocked"
+for p in $pids; do kill -TERM "$p" 2>/dev/null || true; done
+wait 2>/dev/null || true
+pids=""
+
+step "the witness: each client's own log of when it used gpu:0"
+! grep -q "^X" "$work/witness" || fail "the kernel saw two holders at once"
+# In time order, a start (S) always follows an end (E): never two at once.
+sort -k3,3n "$work/witness" | awk '
+	$1 == "S" { if (holding) { bad = 1 } holding = 1; n++ }
+	$1 == "E" { holding = 0 }
+	END { printf "    %d turns, %s\n", n, bad ? "OVERLAP" : "no two holders at any time"; exit bad }' ||
+	fail "two holders at once"
+
 printf '\ndemo: OK\n'
