@@ -36,6 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench.h"
 #include "client.h"
 
 #define NPROC 1000
@@ -49,32 +50,6 @@ struct shared {       /* one page shared with the children */
 	int64_t woke_ns;      /* when the child returned from its wait */
 	int fd;               /* the child's region fd */
 };
-
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static int cmp_i64(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
-static double median(int64_t *v, int n)
-{
-	qsort(v, (size_t)n, sizeof *v, cmp_i64);
-	return (double)v[n / 2];
-}
-
-static void report(const char *name, const char *unit, double value, double floor)
-{
-	printf("{\"name\": \"%s\", \"value\": %.3f, \"unit\": \"%s\", \"floor\": %.3f, \"ratio\": %.3f}\n", name, value,
-	       unit, floor, value / floor);
-	fflush(stdout);
-}
 
 static long futex(uint32_t *w, int op, uint32_t v)
 {
@@ -117,7 +92,7 @@ static void child_main(struct shared *sh, int mode, const char *consumer)
 			__atomic_store_n(&sh->ready, 1, __ATOMIC_RELEASE);
 			procctl_wait(&ctx, -1);
 			if (mode == 1)
-				__atomic_store_n(&sh->woke_ns, now_ns(), __ATOMIC_RELEASE);
+				__atomic_store_n(&sh->woke_ns, bench_now_ns(), __ATOMIC_RELEASE);
 			if (procctl_poll(&ctx, buf, sizeof buf, &gen) > 0 && mode == 2)
 				procctl_ack(&ctx, gen, 0);
 		} else {
@@ -126,7 +101,7 @@ static void child_main(struct shared *sh, int mode, const char *consumer)
 			futex(&sh->floor_word, FUTEX_WAIT, v);
 			if (__atomic_load_n(&sh->floor_word, __ATOMIC_ACQUIRE) == v)
 				continue;
-			__atomic_store_n(&sh->woke_ns, now_ns(), __ATOMIC_RELEASE);
+			__atomic_store_n(&sh->woke_ns, bench_now_ns(), __ATOMIC_RELEASE);
 			__atomic_add_fetch(&sh->back_word, 1, __ATOMIC_ACQ_REL); /* round trip */
 			futex(&sh->back_word, FUTEX_WAKE, 1);
 		}
@@ -183,11 +158,11 @@ static void child_asleep(struct shared *sh)
 
 static void bench_attach(pid_t target, const struct procctl_scan_entry *e)
 {
-	int64_t v[ROUNDS], f[ROUNDS];
+	double v[ROUNDS], f[ROUNDS];
 	int i;
 	for (i = 0; i < ROUNDS; i++) {
 		enum procctl_reject why;
-		int64_t t0 = now_ns();
+		int64_t t0 = bench_now_ns();
 		int pfd = (int)syscall(SYS_pidfd_open, target, 0);
 		int fd = (int)syscall(SYS_pidfd_getfd, pfd, e->fd, 0);
 		struct stat st;
@@ -201,27 +176,27 @@ static void bench_attach(pid_t target, const struct procctl_scan_entry *e)
 		munmap(m, (size_t)st.st_size);
 		close(fd);
 		close(pfd);
-		f[i] = now_ns() - t0;
-		t0 = now_ns();
+		f[i] = bench_now_ns() - t0;
+		t0 = bench_now_ns();
 		c = procctl_client_attach(e, NULL, &why);
 		procctl_client_close(c);
-		v[i] = now_ns() - t0;
+		v[i] = bench_now_ns() - t0;
 		if (!c)
 			abort();
 	}
-	report("attach", "ns", median(v, ROUNDS), median(f, ROUNDS));
+	bench_report("attach", "ns", bench_median(v, ROUNDS), bench_median(f, ROUNDS));
 }
 
 static void bench_wake(struct shared *sh, struct shared *fl, procctl_client_t *c)
 {
 	static char payload[4096];
-	int64_t v[ROUNDS], f[ROUNDS];
+	double v[ROUNDS], f[ROUNDS];
 	int i;
 	for (i = 0; i < ROUNDS; i++) {
 		int64_t t0;
 		child_asleep(fl);
 		__atomic_store_n(&fl->woke_ns, 0, __ATOMIC_RELEASE);
-		t0 = now_ns();
+		t0 = bench_now_ns();
 		__atomic_add_fetch(&fl->floor_word, 1, __ATOMIC_ACQ_REL);
 		futex(&fl->floor_word, FUTEX_WAKE, INT_MAX);
 		while (!__atomic_load_n(&fl->woke_ns, __ATOMIC_ACQUIRE))
@@ -233,63 +208,63 @@ static void bench_wake(struct shared *sh, struct shared *fl, procctl_client_t *c
 		child_asleep(sh);
 		__atomic_store_n(&sh->woke_ns, 0, __ATOMIC_RELEASE);
 		payload[0] = (char)i;
-		t0 = now_ns();
+		t0 = bench_now_ns();
 		if (procctl_client_write(c, payload, sizeof payload) < 0)
 			abort();
 		while (!__atomic_load_n(&sh->woke_ns, __ATOMIC_ACQUIRE))
 			;
 		v[i] = sh->woke_ns - t0;
 	}
-	report("wake", "ns", median(v, ROUNDS), median(f, ROUNDS));
+	bench_report("wake", "ns", bench_median(v, ROUNDS), bench_median(f, ROUNDS));
 }
 
 static void bench_ack(struct shared *fl, struct shared *ash, procctl_client_t *c)
 {
 	static char payload[64];
-	int64_t v[ROUNDS], f[ROUNDS];
+	double v[ROUNDS], f[ROUNDS];
 	uint32_t back = __atomic_load_n(&fl->back_word, __ATOMIC_ACQUIRE);
 	int i;
 	for (i = 0; i < ROUNDS; i++) {
 		struct procctl_ack ack;
 		int64_t t0, g;
 		child_asleep(fl);
-		t0 = now_ns();
+		t0 = bench_now_ns();
 		__atomic_add_fetch(&fl->floor_word, 1, __ATOMIC_ACQ_REL);
 		futex(&fl->floor_word, FUTEX_WAKE, INT_MAX);
 		back++;
 		while (__atomic_load_n(&fl->back_word, __ATOMIC_ACQUIRE) != back)
 			futex(&fl->back_word, FUTEX_WAIT, back - 1);
-		f[i] = now_ns() - t0;
+		f[i] = bench_now_ns() - t0;
 
 		child_asleep(ash);
 		payload[0] = (char)i;
-		t0 = now_ns();
+		t0 = bench_now_ns();
 		g = procctl_client_write(c, payload, sizeof payload);
-		if (g < 0 || procctl_client_wait_ack(c, (uint64_t)g, now_ns() + 1000000000, &ack) < 0)
+		if (g < 0 || procctl_client_wait_ack(c, (uint64_t)g, bench_now_ns() + 1000000000, &ack) < 0)
 			abort();
-		v[i] = now_ns() - t0;
+		v[i] = bench_now_ns() - t0;
 	}
-	report("ack", "ns", median(v, ROUNDS), median(f, ROUNDS));
+	bench_report("ack", "ns", bench_median(v, ROUNDS), bench_median(f, ROUNDS));
 }
 
 static void bench_read_state(pid_t pid, procctl_client_t *c, int inline_read)
 {
 	static struct procctl_state st;
 	static uint64_t buf[4096 / 8 + 64];
-	int64_t v[ROUNDS * 4], f[ROUNDS * 4];
+	double v[ROUNDS * 4], f[ROUNDS * 4];
 	int i;
 	for (i = 0; i < ROUNDS * 4; i++) {
 		struct iovec lo = {buf, c->r.hdr.state_size}, ro = {(void *)(uintptr_t)c->r.hdr.state_addr, c->r.hdr.state_size};
-		int64_t t0 = now_ns();
+		int64_t t0 = bench_now_ns();
 		if (process_vm_readv(pid, &lo, 1, &ro, 1, 0) != (ssize_t)c->r.hdr.state_size)
 			abort();
-		f[i] = now_ns() - t0;
-		t0 = now_ns();
-		if (procctl_client_read_state(c, &st, inline_read ? -1 : now_ns() + 1000000000) != 0)
+		f[i] = bench_now_ns() - t0;
+		t0 = bench_now_ns();
+		if (procctl_client_read_state(c, &st, inline_read ? -1 : bench_now_ns() + 1000000000) != 0)
 			abort();
-		v[i] = now_ns() - t0;
+		v[i] = bench_now_ns() - t0;
 	}
-	report(inline_read ? "read_state_inline" : "read_state", "ns", median(v, ROUNDS * 4), median(f, ROUNDS * 4));
+	bench_report(inline_read ? "read_state_inline" : "read_state", "ns", bench_median(v, ROUNDS * 4), bench_median(f, ROUNDS * 4));
 }
 
 static int count(const struct procctl_scan_entry *e, void *arg)
@@ -327,21 +302,21 @@ static int walk(void)
 
 static void bench_scan(void)
 {
-	int64_t v[9], f[9];
+	double v[9], f[9];
 	int i;
 	for (i = 0; i < 9; i++) {
 		int n = 0;
-		int64_t t0 = now_ns();
+		int64_t t0 = bench_now_ns();
 		if (walk() < NPROC)
 			abort();
-		f[i] = now_ns() - t0;
-		t0 = now_ns();
+		f[i] = bench_now_ns() - t0;
+		t0 = bench_now_ns();
 		procctl_scan(NULL, "benchscan", count, &n);
-		v[i] = now_ns() - t0;
+		v[i] = bench_now_ns() - t0;
 		if (n < NPROC)
 			abort();
 	}
-	report("scan_1000", "ns", median(v, 9), median(f, 9));
+	bench_report("scan_1000", "ns", bench_median(v, 9), bench_median(f, 9));
 }
 
 int main(void)

@@ -19,35 +19,10 @@
 #include <unistd.h>
 
 #include "procctl.h"
+#include "bench.h"
 #include "region.h"
 
 #define ROUNDS 15
-
-static double now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof *v, cmp_double);
-	return v[n / 2];
-}
-
-static void report(const char *name, const char *unit, double value, double floor)
-{
-	printf("{\"name\": \"%s\", \"value\": %.3f, \"unit\": \"%s\", \"floor\": %.3f, \"ratio\": %.3f}\n", name, value,
-	       unit, floor, value / floor);
-	fflush(stdout);
-}
 
 /* ---- poll_idle ---- */
 static procctl_t ctx;
@@ -70,20 +45,20 @@ static void bench_poll_idle(void)
 	for (r = 0; r < ROUNDS; r++) {
 		int (*pf)(procctl_t *, void *, size_t, uint64_t *) = poll_fn;
 		int (*ff)(void) = floor_idle_fn;
-		double t0 = now_ns();
+		double t0 = bench_now_ns();
 		long i;
 		int acc = 0;
 		for (i = 0; i < n; i++)
 			acc += ff();
-		f[r] = (now_ns() - t0) / (double)n;
-		t0 = now_ns();
+		f[r] = (bench_now_ns() - t0) / (double)n;
+		t0 = bench_now_ns();
 		for (i = 0; i < n; i++)
 			acc += pf(&ctx, NULL, 0, NULL);
-		v[r] = (now_ns() - t0) / (double)n;
+		v[r] = (bench_now_ns() - t0) / (double)n;
 		if (acc)
 			abort();
 	}
-	report("poll_idle", "ns", median(v, ROUNDS), median(f, ROUNDS));
+	bench_report("poll_idle", "ns", bench_median(v, ROUNDS), bench_median(f, ROUNDS));
 }
 
 /* ---- poll_4k ---- */
@@ -95,15 +70,15 @@ static void bench_poll_4k(const unsigned char *payload_src)
 	uint32_t crc = 0;
 	int r;
 	for (r = 0; r < ROUNDS; r++) {
-		double t0 = now_ns();
+		double t0 = bench_now_ns();
 		int i;
 		for (i = 0; i < n; i++) {
 			memcpy(dst, payload_src, 4096);
 			__asm__ __volatile__("" : : "r"(dst) : "memory");
 			crc += procctl_crc32c(0, payload_src, 4096);
 		}
-		f[r] = (now_ns() - t0) / n;
-		t0 = now_ns();
+		f[r] = (bench_now_ns() - t0) / n;
+		t0 = bench_now_ns();
 		for (i = 0; i < n; i++) {
 			/* Forget the last delivery so each poll reads a new config. */
 			ctx.seen_seq_ = ~0u;
@@ -111,11 +86,11 @@ static void bench_poll_4k(const unsigned char *payload_src)
 			if (poll_fn(&ctx, dst, sizeof dst, NULL) != 4096)
 				abort();
 		}
-		v[r] = (now_ns() - t0) / n;
+		v[r] = (bench_now_ns() - t0) / n;
 	}
 	if (crc == 1)
 		puts("");
-	report("poll_4k", "ns", median(v, ROUNDS), median(f, ROUNDS));
+	bench_report("poll_4k", "ns", bench_median(v, ROUNDS), bench_median(f, ROUNDS));
 }
 
 /* The configuration every benchmark uses: 4 KiB payload, 4 resources. */
@@ -142,7 +117,7 @@ static void bench_init(void)
 	int r;
 
 	for (r = 0; r < ROUNDS; r++) {
-		double t0 = now_ns();
+		double t0 = bench_now_ns();
 		int i;
 		for (i = 0; i < n; i++) {
 			int fd = memfd_create("procctl:bench-v1", MFD_CLOEXEC | MFD_ALLOW_SEALING);
@@ -156,17 +131,17 @@ static void bench_init(void)
 			munmap(m, 3 * 4096);
 			close(fd);
 		}
-		f[r] = (now_ns() - t0) / n;
-		t0 = now_ns();
+		f[r] = (bench_now_ns() - t0) / n;
+		t0 = bench_now_ns();
 		for (i = 0; i < n; i++) {
 			procctl_t c;
 			if (procctl_init(&c, &cfg) < 0)
 				abort();
 			procctl_close(&c);
 		}
-		v[r] = (now_ns() - t0) / n;
+		v[r] = (bench_now_ns() - t0) / n;
 	}
-	report("init", "ns", median(v, ROUNDS), median(f, ROUNDS));
+	bench_report("init", "ns", bench_median(v, ROUNDS), bench_median(f, ROUNDS));
 }
 
 int main(void)
