@@ -187,11 +187,13 @@ enum procctl_event_type {
 	PROCCTL_EV_ATTACHED = 1, /* a region was attached: client valid until DETACHED */
 	PROCCTL_EV_DETACHED,     /* the process exited (-ESRCH), exec'd (-ESTALE) or the registry closed (0) */
 	PROCCTL_EV_OWNERSHIP,    /* this agent took (held 1) or gave up or lost (0) a consumer's node lock */
+	PROCCTL_EV_DOORBELL,     /* with PROCCTL_REGISTRY_DOORBELLS: a process rang its ack doorbell (it
+	                          * acked or reported); coalesced, one event may stand for several */
 };
 
 struct procctl_event {
 	enum procctl_event_type type;
-	procctl_client_t *client; /* ATTACHED, DETACHED */
+	procctl_client_t *client; /* ATTACHED, DETACHED, DOORBELL */
 	pid_t pid;
 	uint64_t instance_id;
 	const char *consumer;
@@ -202,6 +204,13 @@ struct procctl_event {
 typedef void (*procctl_event_cb)(const struct procctl_event *ev, void *arg);
 
 #define PROCCTL_REGISTRY_PASSIVE 0x1u /* never take a node lock: read-only */
+/* A thread waits on the ack doorbells of the first 127 attached regions
+ * (futex_waitv, Linux 5.16; registry_new fails with ENOSYS without it) and
+ * the loop emits PROCCTL_EV_DOORBELL: react to reports at once, not at
+ * the next poll. A process ringing more than 1000 times a second is not
+ * listened to for the rest of that second; one that writes its doorbell
+ * word is never listened to again. */
+#define PROCCTL_REGISTRY_DOORBELLS 0x2u
 
 struct procctl_registry_opts {
 	size_t sz;                /* sizeof(struct procctl_registry_opts); older, smaller ones are fine */
@@ -227,6 +236,9 @@ struct procctl_registry_stats {
 	uint64_t rejects[PROCCTL_REJECT__COUNT];
 	uint64_t conflicts;       /* owner words naming another lock domain */
 	uint64_t heartbeats;
+	uint64_t doorbells;       /* rings heard (PROCCTL_REGISTRY_DOORBELLS) */
+	uint64_t doorbells_muted; /* times a process rang too often and was muted */
+	uint64_t doorbells_bad;   /* regions whose doorbell word was written: never heard again */
 	uint32_t clients;         /* attached now */
 	uint32_t owned;           /* of which this agent owns */
 };

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "client.h"
+#include "doorbell.h"
 #include "lock.h"
 #include "log.h"
 
@@ -27,6 +28,8 @@
 #define UNSEALED_TICKS 50 /* a region found mid-init is probed again for 1 s */
 #define DEFAULT_PER_PROCESS 8
 #define DEFAULT_REGIONS 4096
+#define BELL_WINDOW_NS 1000000000ull
+#define BELL_LIMIT 1000 /* rings a process may make per window */
 
 /* epoll tags; a client's is its entry id, TAG_FIRST_ID and up (never a
  * pointer: a freed entry's address can come back in the same batch). */
@@ -46,6 +49,10 @@ struct entry {
 	struct lock_rec *lk;
 	uint64_t id;
 	struct entry *next;
+	/* its doorbell, under mu (the watcher's) */
+	uint64_t bell_window, bell_muted_until;
+	uint32_t bell_count;
+	int bell_bad;
 };
 
 struct rejected {
@@ -82,6 +89,10 @@ struct procctl_registry {
 	pthread_t hb;
 	pthread_cond_t hb_cv;
 	int hb_stop, hb_started;
+
+	struct procctl_doorbells bells; /* PROCCTL_REGISTRY_DOORBELLS */
+	uint64_t bell_id;               /* under mu: the entry that rang last */
+	int bell_pending;
 };
 
 static uint64_t mono_ns(void)
@@ -156,6 +167,87 @@ static void *hb_main(void *arg)
 	}
 	pthread_mutex_unlock(&r->mu);
 	return NULL;
+}
+
+/* ---- doorbells (the watcher thread, under mu) --------------------------- */
+
+static size_t bells_collect(void *arg, struct procctl_bell *out, size_t max)
+{
+	procctl_registry_t *r = arg;
+	uint64_t now = mono_ns();
+	struct entry *e;
+	size_t n = 0;
+	for (e = r->entries; e && n < max; e = e->next)
+		if (!e->bell_bad && now >= e->bell_muted_until) {
+			out[n].word = &e->c->r.ctrl->doorbell;
+			out[n++].id = e->id;
+		}
+	return n;
+}
+
+static struct entry *entry_by_id(const procctl_registry_t *r, uint64_t id)
+{
+	struct entry *e;
+	for (e = r->entries; e && e->id != id; e = e->next)
+		;
+	return e;
+}
+
+static void bells_rang(void *arg, uint64_t id)
+{
+	procctl_registry_t *r = arg;
+	struct entry *e = entry_by_id(r, id);
+	uint64_t now = mono_ns();
+	if (!e)
+		return;
+	if (now - e->bell_window >= BELL_WINDOW_NS) {
+		e->bell_window = now;
+		e->bell_count = 0;
+	}
+	if (++e->bell_count > BELL_LIMIT) {
+		e->bell_muted_until = e->bell_window + BELL_WINDOW_NS;
+		r->stats.doorbells_muted++;
+		procctl_log(PROCCTL_LOG_WARN, "doorbell_muted", "pid=%d rings=%u (for the rest of the second)",
+			    (int)e->c->info.pid, e->bell_count);
+	}
+	r->stats.doorbells++;
+	r->bell_id = id;
+	r->bell_pending = 1;
+	kick(r);
+}
+
+static void bells_nonzero(void *arg, uint64_t id)
+{
+	procctl_registry_t *r = arg;
+	struct entry *e = entry_by_id(r, id);
+	if (!e || e->bell_bad)
+		return;
+	e->bell_bad = 1;
+	r->stats.doorbells_bad++;
+	procctl_log(PROCCTL_LOG_WARN, "doorbell_written", "pid=%d (never listened to again)", (int)e->c->info.pid);
+}
+
+/* On the loop thread: one event for the rings since the last one. */
+static void emit_doorbell(procctl_registry_t *r)
+{
+	struct procctl_event ev;
+	struct entry *e;
+	uint64_t id;
+	int pending;
+	pthread_mutex_lock(&r->mu);
+	pending = r->bell_pending;
+	id = r->bell_id;
+	r->bell_pending = 0;
+	pthread_mutex_unlock(&r->mu);
+	if (!pending || !(e = entry_by_id(r, id)))
+		return; /* it detached since: DETACHED said so */
+	memset(&ev, 0, sizeof ev);
+	ev.type = PROCCTL_EV_DOORBELL;
+	ev.client = e->c;
+	ev.pid = e->c->info.pid;
+	ev.instance_id = e->c->info.hdr.instance_id;
+	ev.consumer = e->lk->consumer;
+	emit(r, &ev);
 }
 
 /* ---- locks and ownership ----------------------------------------------- */
@@ -405,6 +497,7 @@ static int on_found(const struct procctl_scan_entry *s, void *arg)
 	r->stats.attached++;
 	r->stats.clients++;
 	pthread_mutex_unlock(&r->mu);
+	procctl_doorbells_changed(&r->bells);
 	if (e->lk->held)
 		claim(r, e);
 	procctl_log(PROCCTL_LOG_INFO, "attached", "pid=%d consumer=%s instance=%016llx owned=%d", (int)s->pid,
@@ -452,6 +545,7 @@ static void detach(procctl_registry_t *r, struct entry *e, int reason)
 	r->stats.detached++;
 	r->stats.clients--;
 	pthread_mutex_unlock(&r->mu);
+	procctl_doorbells_changed(&r->bells);
 	procctl_log(PROCCTL_LOG_INFO, "detached", "pid=%d consumer=%s reason=%d", (int)e->c->info.pid,
 		    e->lk->consumer, reason);
 	memset(&ev, 0, sizeof ev);
@@ -553,6 +647,7 @@ int procctl_registry_dispatch(procctl_registry_t *r)
 		uint64_t tag = evs[i].data.u64, v;
 		if (tag == TAG_EVENT) {
 			drain_notify(r);
+			emit_doorbell(r);
 		} else if (tag == TAG_RESCAN) {
 			if (read(r->rescan_fd, &v, sizeof v) > 0)
 				full_scan(r);
@@ -620,6 +715,7 @@ procctl_registry_t *procctl_registry_new(const struct procctl_registry_opts *opt
 	size_t n;
 
 	if (!opts || opts->sz < offsetof(struct procctl_registry_opts, flags) + sizeof opts->flags ||
+	    (opts->flags & ~(PROCCTL_REGISTRY_PASSIVE | PROCCTL_REGISTRY_DOORBELLS)) ||
 	    (opts->consumer && procctl_name_valid(opts->consumer, PROCCTL_CONSUMER_MAX) < 0) ||
 	    (opts->lease_ns && (opts->lease_ns < PROCCTL_LEASE_FLOOR_NS || opts->lease_ns > PROCCTL_LEASE_CEIL_NS))) {
 		errno = EINVAL;
@@ -682,6 +778,19 @@ procctl_registry_t *procctl_registry_new(const struct procctl_registry_opts *opt
 		return NULL;
 	}
 	r->hb_started = 1;
+	if (r->o.flags & PROCCTL_REGISTRY_DOORBELLS) {
+		int err;
+		r->bells.mu = &r->mu;
+		r->bells.collect = bells_collect;
+		r->bells.rang = bells_rang;
+		r->bells.nonzero = bells_nonzero;
+		r->bells.arg = r;
+		if ((err = procctl_doorbells_start(&r->bells)) < 0) {
+			procctl_registry_close(r, 0);
+			errno = -err;
+			return NULL;
+		}
+	}
 	return r;
 }
 
@@ -749,6 +858,7 @@ void procctl_registry_close(procctl_registry_t *r, unsigned flags)
 
 	if (!r)
 		return;
+	procctl_doorbells_stop(&r->bells);
 	if (r->hb_started) {
 		pthread_mutex_lock(&r->mu);
 		r->hb_stop = 1;

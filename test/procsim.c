@@ -9,6 +9,9 @@
  *   ack GEN | nack GEN ERR       acks
  *   state TEXT                   procctl_state_set
  *   seal                         add the region's seals (after hostile late)
+ *   ring N                       FUTEX_WAKE the ack doorbell N times
+ *   bellword                     write 1 to the doorbell word (through a
+ *                                writable mapping of its own region)
  *   swapfd                       replace the region's fd number with another
  *                                procctl memfd (the scan saw the old one)
  *   punch                        punch the whole region (FALLOC_FL_PUNCH_HOLE)
@@ -32,7 +35,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/falloc.h>
+#include <linux/futex.h>
 #include <linux/userfaultfd.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -265,6 +270,23 @@ int main(void)
 				reply("err %d", -err);
 			else
 				reply("ok");
+		} else if (!strcmp(line, "ring")) {
+			long i, n = atol(arg);
+			for (i = 0; i < n; i++)
+				syscall(SYS_futex, &ctx.ctrl_->doorbell, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+			reply("ok");
+		} else if (!strcmp(line, "bellword")) {
+			struct procctl_hdr h;
+			unsigned char *m;
+			if (pread(region_fd, &h, sizeof h, 0) != (ssize_t)sizeof h ||
+			    (m = mmap(NULL, (size_t)h.region_size, PROT_READ | PROT_WRITE, MAP_SHARED, region_fd, 0)) ==
+				    MAP_FAILED) {
+				reply("err %d", errno);
+			} else {
+				__atomic_store_n((uint32_t *)(m + h.ctrl_off + offsetof(struct procctl_ctrl, doorbell)), 1u,
+						 __ATOMIC_RELAXED);
+				reply("ok");
+			}
 		} else if (!strcmp(line, "seal")) {
 			if (fcntl(region_fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
 				reply("err %d", errno);

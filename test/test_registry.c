@@ -25,7 +25,7 @@
 #define MS 1000000ull
 
 struct evlog {
-	int attached, detached, ownership, lost, last_reason, held;
+	int attached, detached, ownership, lost, last_reason, held, doorbells;
 	pid_t last_pid;
 };
 
@@ -37,6 +37,8 @@ static void on_event(const struct procctl_event *ev, void *arg)
 		l->attached++;
 	else if (ev->type == PROCCTL_EV_DETACHED)
 		l->detached++, l->last_reason = ev->reason;
+	else if (ev->type == PROCCTL_EV_DOORBELL)
+		l->doorbells++;
 	else
 		l->ownership++, l->held = ev->held, l->lost += !ev->held;
 }
@@ -237,6 +239,75 @@ static void discovery(void **state)
 	reap(c3);
 	th_agent_kill(&bad);
 	th_agent_kill(&sim);
+}
+
+/* With PROCCTL_REGISTRY_DOORBELLS a report reaches the loop at once as an
+ * event; a process that rings too often is muted, one that writes its
+ * doorbell word is never heard again, and the others still are. */
+static void doorbells(void **state)
+{
+	struct procctl_registry_opts o;
+	struct procctl_registry_stats st;
+	struct th_agent a, b;
+	struct evlog log;
+	procctl_registry_t *r;
+	procctl_client_t *ca;
+	int64_t gen;
+	int i, n;
+	(void)state;
+
+	th_procsim_start(&a);
+	th_agent_ok(&a, "init test");
+	th_procsim_start(&b);
+	th_agent_ok(&b, "init test");
+	memset(&log, 0, sizeof log);
+	memset(&o, 0, sizeof o);
+	o.sz = sizeof o;
+	o.consumer = "test";
+	o.lock_dir = lockdir;
+	o.rescan_ns = 3600000 * MS;
+	o.on_event = on_event;
+	o.arg = &log;
+	o.flags = 0x80;
+	assert_null(procctl_registry_new(&o));
+	assert_int_equal(errno, EINVAL);
+	o.flags = PROCCTL_REGISTRY_DOORBELLS;
+	r = procctl_registry_new(&o);
+	assert_non_null(r);
+	pump_until(r, &log.attached, 2);
+	pump_for(r, 50);
+
+	/* a acks a config: procctl_ack rings */
+	ca = procctl_registry_find(r, a.pid);
+	assert_non_null(ca);
+	gen = procctl_client_write(ca, "x", 1);
+	assert_true(gen > 0);
+	th_agent_ok(&a, "poll");
+	n = log.doorbells;
+	th_agent_ok(&a, "ack %lld", (long long)gen);
+	pump_until(r, &log.doorbells, n + 1);
+	assert_int_equal(log.last_pid, a.pid);
+
+	th_agent_ok(&b, "ring 200000");
+	pump_for(r, 100);
+	procctl_registry_stats(r, &st);
+	print_message("doorbells heard %llu, muted %llu\n", (unsigned long long)st.doorbells, (unsigned long long)st.doorbells_muted);
+	assert_true(st.doorbells_muted >= 1);
+	assert_true(st.doorbells <= 2 * 1000 + 10); /* heard at most a window's worth, twice */
+
+	th_agent_ok(&b, "bellword");
+	th_agent_ok(&b, "ring 1");
+	for (i = 0; i < 100 && (procctl_registry_stats(r, &st), st.doorbells_bad < 1); i++)
+		pump_for(r, 10);
+	assert_int_equal(st.doorbells_bad, 1);
+
+	n = log.doorbells;
+	th_agent_ok(&a, "ring 1");
+	pump_until(r, &log.doorbells, n + 1);
+	assert_int_equal(log.last_pid, a.pid);
+	procctl_registry_close(r, 0);
+	th_agent_kill(&a);
+	th_agent_kill(&b);
 }
 
 /* A forked child holds its parent's region fd: the parent stays attached,
@@ -610,6 +681,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(discovery, setup, teardown),
 		cmocka_unit_test_setup_teardown(forked_clients, setup, teardown),
 		cmocka_unit_test_setup_teardown(limits_and_unsealed, setup, teardown),
+		cmocka_unit_test_setup_teardown(doorbells, setup, teardown),
 		cmocka_unit_test_setup_teardown(heartbeat_follows_clamp, setup, teardown),
 		cmocka_unit_test_setup_teardown(lock_file_replaced, setup, teardown),
 		cmocka_unit_test_setup_teardown(sigkill_writing_owner, setup, teardown),

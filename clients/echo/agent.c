@@ -94,6 +94,8 @@ static void on_event(const struct procctl_event *ev, void *arg)
 		}
 		break;
 	}
+	case PROCCTL_EV_DOORBELL: /* not asked for: wait_ack listens itself */
+		break;
 	}
 }
 

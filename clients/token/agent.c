@@ -20,7 +20,7 @@
 #include "procctl_arbiter.h"
 
 #define MS 1000000ull
-#define TICK_MS 5 /* ticks also follow every registry event */
+#define TICK_MS 5 /* ticks also follow every registry event: attach, detach, doorbell */
 
 static procctl_registry_t *reg;
 static volatile sig_atomic_t stop;
@@ -122,7 +122,13 @@ int main(int argc, char **argv)
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	procctl_set_log(on_log, NULL);
+	o.flags = PROCCTL_REGISTRY_DOORBELLS; /* react to each report at once */
 	reg = procctl_registry_new(&o);
+	if (!reg && errno == ENOSYS) {
+		fprintf(stderr, "token-agent: no futex_waitv (Linux < 5.16): reports are seen at %d ms ticks\n", TICK_MS);
+		o.flags = 0;
+		reg = procctl_registry_new(&o);
+	}
 	if (!reg) {
 		fprintf(stderr, "token-agent: %s\n", strerror(errno));
 		return 1;

@@ -1,0 +1,142 @@
+/* doorbell.c - one thread in futex_waitv on many regions' ack doorbells.
+ *
+ * The doorbell word is never written (SPEC.md 6.5), so each is waited on
+ * with the value 0. The watcher's own private word is first in the vector:
+ * bumping it makes the watcher collect the set again (attach, detach,
+ * stop). Waits end after 100 ms at most, so a set that changed without a
+ * bump, or a muted region whose time is up, is collected again soon. */
+#define _GNU_SOURCE 1
+#include "doorbell.h"
+
+#include <errno.h>
+#include <linux/futex.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef SYS_futex_waitv
+#define SYS_futex_waitv 449
+#endif
+
+#define REFRESH_NS 100000000ll
+
+static long waitv(struct futex_waitv *w, unsigned n, const struct timespec *abs)
+{
+	return syscall(SYS_futex_waitv, w, n, 0u, abs, CLOCK_MONOTONIC);
+}
+
+static void own_word(struct futex_waitv *w, const uint32_t *word, uint32_t val)
+{
+	memset(w, 0, sizeof *w);
+	w->uaddr = (uintptr_t)word;
+	w->val = val;
+	w->flags = FUTEX_32 | FUTEX_PRIVATE_FLAG;
+}
+
+/* A failed wait with no bump: some watched word is not 0. Name it. */
+static void find_nonzero(struct procctl_doorbells *d, struct procctl_bell *bells)
+{
+	size_t n, i;
+	int found = 0;
+	pthread_mutex_lock(d->mu);
+	n = d->collect(d->arg, bells, PROCCTL_BELLS_MAX);
+	for (i = 0; i < n; i++)
+		if (__atomic_load_n(bells[i].word, __ATOMIC_RELAXED) != 0) {
+			d->nonzero(d->arg, bells[i].id);
+			found = 1;
+		}
+	pthread_mutex_unlock(d->mu);
+	if (!found) { /* written and cleared again: do not spin on it */
+		struct timespec ms = {0, 1000000};
+		nanosleep(&ms, NULL);
+	}
+}
+
+static void *watch(void *arg)
+{
+	struct procctl_doorbells *d = arg;
+	struct procctl_bell bells[PROCCTL_BELLS_MAX];
+	struct futex_waitv w[PROCCTL_BELLS_MAX + 1];
+
+	for (;;) {
+		struct timespec ts;
+		uint32_t gen;
+		size_t n, i;
+		long r;
+
+		pthread_mutex_lock(d->mu);
+		if (__atomic_load_n(&d->stop, __ATOMIC_ACQUIRE)) {
+			pthread_mutex_unlock(d->mu);
+			break;
+		}
+		gen = __atomic_load_n(&d->changed, __ATOMIC_ACQUIRE);
+		n = d->collect(d->arg, bells, PROCCTL_BELLS_MAX);
+		pthread_mutex_unlock(d->mu);
+
+		own_word(&w[0], &d->changed, gen);
+		for (i = 0; i < n; i++) {
+			memset(&w[i + 1], 0, sizeof w[i + 1]);
+			w[i + 1].uaddr = (uintptr_t)bells[i].word;
+			w[i + 1].flags = FUTEX_32; /* shared: the process wakes it */
+		}
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_nsec += REFRESH_NS;
+		if (ts.tv_nsec >= 1000000000l) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000l;
+		}
+		r = waitv(w, (unsigned)n + 1u, &ts);
+		if (r > 0) {
+			pthread_mutex_lock(d->mu);
+			d->rang(d->arg, bells[r - 1].id);
+			pthread_mutex_unlock(d->mu);
+		} else if (r < 0 && errno == EAGAIN && __atomic_load_n(&d->changed, __ATOMIC_ACQUIRE) == gen) {
+			find_nonzero(d, bells);
+		}
+		/* 0: bumped; ETIMEDOUT: refresh; EFAULT: a word was unmapped
+		 * after collect (its region detached); EINTR: again. All of
+		 * them collect again. */
+	}
+	return NULL;
+}
+
+int procctl_doorbells_start(struct procctl_doorbells *d)
+{
+	struct futex_waitv probe;
+	struct timespec now;
+	int err;
+
+	d->changed = 0;
+	d->stop = 0;
+	d->started = 0;
+	/* A wait that cannot start (the value differs) tells whether the
+	 * kernel has futex_waitv: EAGAIN it has, ENOSYS it has not. */
+	own_word(&probe, &d->changed, 1u);
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (waitv(&probe, 1u, &now) == 0 || errno != EAGAIN)
+		return errno == ENOSYS ? -ENOSYS : -EINVAL;
+	err = pthread_create(&d->thread, NULL, watch, d);
+	if (err)
+		return -err;
+	d->started = 1;
+	return 0;
+}
+
+void procctl_doorbells_changed(struct procctl_doorbells *d)
+{
+	if (!d->started)
+		return;
+	__atomic_add_fetch(&d->changed, 1u, __ATOMIC_RELEASE);
+	syscall(SYS_futex, &d->changed, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+void procctl_doorbells_stop(struct procctl_doorbells *d)
+{
+	if (!d->started)
+		return;
+	__atomic_store_n(&d->stop, 1, __ATOMIC_RELEASE);
+	procctl_doorbells_changed(d);
+	pthread_join(d->thread, NULL);
+	d->started = 0;
+}
