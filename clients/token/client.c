@@ -9,9 +9,9 @@
  *   grant it saw. Always with WANT.
  *
  * Its "resource" is a witness: an append-only file where it writes
- * "S <pid> <ns>" after it starts using the resource and "E <pid> <ns>"
- * before it reports the release (CLOCK_MONOTONIC), so a checker can prove
- * that no two holders ever overlapped. Using the resource also means
+ * "S <pid> <ns>" once it uses the resource and reported HOLDING, and
+ * "E <pid> <ns>" before it stops using it (CLOCK_MONOTONIC), so a checker
+ * can prove that no two holders ever overlapped. Using the resource also means
  * holding a POSIX write lock on the witness's first byte: the kernel
  * drops it only when the holder lets go or dies, and never lets two
  * processes hold it, so a holder that cannot take it at once writes
@@ -99,11 +99,11 @@ static void *control(void *arg)
 			report(PROCCTL_RES_RELEASED, &g);
 		} else if (!holding && usable) {
 			if (procctl_resource_report(&ctx, &key, PROCCTL_RES_ACQUIRING, PROCCTL_RES_F_WANT, &g, 0) == 0) {
-				note('S');
 				if (!witness_lock(F_WRLCK))
 					note('X');
 				holding = 1;
 				report(PROCCTL_RES_HOLDING, &g);
+				note('S'); /* its time: when HOLDING was reported */
 			}
 		} else {
 			report(holding ? PROCCTL_RES_HOLDING : r == 1 ? PROCCTL_RES_RELEASED : PROCCTL_RES_IDLE, &g);
