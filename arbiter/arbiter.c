@@ -48,13 +48,20 @@ struct view {
 	struct procctl_grant_entry gr[PROCCTL_GRANT_MAX];
 };
 
-/* What the last readable report of a target showed: an unreadable target
- * counts as holding it. */
+/* What the last read of a target gave: its reports, kept while its
+ * doorbell is quiet (source.changed), for REFRESH_NS at most; and what the
+ * last readable one showed held (an unreadable target counts as holding). */
 struct last_seen {
 	pid_t pid;
 	uint64_t instance;
 	uint64_t holding; /* bit i: resource i */
+	uint64_t read_at; /* 0: never read */
+	int readable;
+	uint32_t nrep;
+	struct procctl_res_entry rep[PROCCTL_RES_MAX];
 };
+
+#define REFRESH_NS 20000000ull
 
 struct procctl_arbiter {
 	struct procctl_arbiter_opts o;
@@ -172,15 +179,40 @@ static struct last_seen *seen_of(procctl_arbiter_t *a, const struct procctl_arb_
 			return &a->seen[i];
 	if (!create || a->nseen >= PROCCTL_ARB_MAX_TARGETS)
 		return NULL;
+	memset(&a->seen[a->nseen], 0, offsetof(struct last_seen, rep));
 	a->seen[a->nseen].pid = t->pid;
 	a->seen[a->nseen].instance = t->instance_id;
-	a->seen[a->nseen].holding = 0;
 	return &a->seen[a->nseen++];
+}
+
+/* The target's reports into v: read them, or the last ones read while its
+ * doorbell was quiet. Confirmations stay sound on an older report (one
+ * that saw a revocation never stops being true), and grants are the
+ * agent's own copies, never cached. */
+static void reports_of(procctl_arbiter_t *a, struct view *v, struct last_seen *s, uint64_t now)
+{
+	/* Asked first, every tick: a ring after this is read next tick. */
+	int quiet = s && a->src.changed && a->src.changed(a->src.ctx, v->t.handle) == 0, k;
+	if (quiet && s->read_at && now - s->read_at < REFRESH_NS) {
+		v->readable = s->readable;
+		v->nrep = s->nrep;
+		memcpy(v->rep, s->rep, (size_t)s->nrep * sizeof *v->rep);
+		return;
+	}
+	k = a->src.reports(a->src.ctx, v->t.handle, v->rep, PROCCTL_RES_MAX);
+	v->readable = k >= 0;
+	v->nrep = k > 0 ? (uint32_t)k : 0;
+	if (s) {
+		s->read_at = now ? now : 1;
+		s->readable = v->readable;
+		s->nrep = v->nrep;
+		memcpy(s->rep, v->rep, (size_t)v->nrep * sizeof *v->rep);
+	}
 }
 
 /* Read every target into a->views; learn resources from reports that want
  * them; keep what each readable target showed. */
-static size_t look(procctl_arbiter_t *a)
+static size_t look(procctl_arbiter_t *a, uint64_t now)
 {
 	struct procctl_arb_target ts[PROCCTL_ARB_MAX_TARGETS];
 	size_t n = a->src.targets(a->src.ctx, ts, PROCCTL_ARB_MAX_TARGETS), i, r;
@@ -188,6 +220,7 @@ static size_t look(procctl_arbiter_t *a)
 		n = PROCCTL_ARB_MAX_TARGETS;
 	for (i = 0; i < n; i++) {
 		struct view *v = &a->views[i];
+		struct last_seen *s;
 		int k;
 		memset(v, 0, offsetof(struct view, rep));
 		v->t = ts[i];
@@ -195,11 +228,9 @@ static size_t look(procctl_arbiter_t *a)
 		v->admitted = !a->o.admit || a->o.admit(a->o.admit_arg, &v->t);
 		k = a->src.grants(a->src.ctx, v->t.handle, v->gr, PROCCTL_GRANT_MAX);
 		v->ngr = k > 0 ? (uint32_t)k : 0;
-		k = a->src.reports(a->src.ctx, v->t.handle, v->rep, PROCCTL_RES_MAX);
-		v->readable = k >= 0;
-		v->nrep = k > 0 ? (uint32_t)k : 0;
+		s = seen_of(a, &v->t, 1);
+		reports_of(a, v, s, now);
 		if (v->readable) {
-			struct last_seen *s = seen_of(a, &v->t, 1);
 			uint32_t j;
 			for (j = 0; j < v->nrep; j++)
 				if (!memcmp(v->rep[j].kind, a->kind, 16) && (v->rep[j].flags & PROCCTL_RES_F_WANT))
@@ -411,7 +442,7 @@ int procctl_arbiter_tick(procctl_arbiter_t *a)
 	 * grants, revokes or drops (SPEC.md 9.2, 9.6). */
 	if (!a->src.ready(a->src.ctx))
 		return 0;
-	n = look(a);
+	n = look(a, now);
 	for (r = 0; r < a->nres; r++) {
 		int e = arbitrate(a, n, &a->res[r], r, now, dt);
 		if (e && !err)

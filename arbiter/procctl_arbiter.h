@@ -64,6 +64,11 @@ struct procctl_arbiter_source {
 	uint64_t (*now)(void *ctx);
 	/* A fresh random nonzero grant id. */
 	uint64_t (*random_id)(void *ctx);
+	/* Optional (NULL: every tick reads every target): 0 when the target
+	 * has not rung its doorbell since the last call, so the reports read
+	 * before still stand; anything else: read them. Reports are read
+	 * again at least every 20 ms whatever it says (a wake is a hint). */
+	int (*changed)(void *ctx, void *handle);
 };
 
 #define PROCCTL_ARB_PROCESS_BOUND 0x1u /* the resource dies with the image: exec releases it */

@@ -64,6 +64,12 @@ static int reports(void *ctx, void *h, struct procctl_res_entry *out, uint32_t m
 	return (int)n;
 }
 
+static int changed(void *ctx, void *h)
+{
+	struct rsrc *s = ctx;
+	return procctl_registry_doorbell_rang(s->r, h) != 0;
+}
+
 static int grants(void *ctx, void *h, struct procctl_grant_entry *out, uint32_t max)
 {
 	(void)ctx;
@@ -153,6 +159,7 @@ int procctl_arbiter_registry_source(struct procctl_arbiter_source *src, procctl_
 	src->pid_exists = pid_exists;
 	src->now = now_ns;
 	src->random_id = random_id;
+	src->changed = changed;
 	return 0;
 }
 

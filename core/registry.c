@@ -53,6 +53,8 @@ struct entry {
 	uint64_t bell_window, bell_muted_until;
 	uint32_t bell_count;
 	int bell_bad;
+	int bell_watched; /* in the watcher's set now */
+	int bell_rang;    /* rang since procctl_registry_doorbell_rang last asked */
 };
 
 struct rejected {
@@ -177,11 +179,13 @@ static size_t bells_collect(void *arg, struct procctl_bell *out, size_t max)
 	uint64_t now = mono_ns();
 	struct entry *e;
 	size_t n = 0;
-	for (e = r->entries; e && n < max; e = e->next)
-		if (!e->bell_bad && now >= e->bell_muted_until) {
+	for (e = r->entries; e; e = e->next) {
+		e->bell_watched = n < max && !e->bell_bad && now >= e->bell_muted_until;
+		if (e->bell_watched) {
 			out[n].word = &e->c->r.ctrl->doorbell;
 			out[n++].id = e->id;
 		}
+	}
 	return n;
 }
 
@@ -211,6 +215,7 @@ static void bells_rang(void *arg, uint64_t id)
 			    (int)e->c->info.pid, e->bell_count);
 	}
 	r->stats.doorbells++;
+	e->bell_rang = 1;
 	r->bell_id = id;
 	r->bell_pending = 1;
 	kick(r);
@@ -830,6 +835,21 @@ size_t procctl_registry_clients(const procctl_registry_t *r, procctl_client_t **
 		if (n < max)
 			out[n] = e->c;
 	return n;
+}
+
+int procctl_registry_doorbell_rang(procctl_registry_t *r, const procctl_client_t *c)
+{
+	struct entry *e;
+	int rang = -ENOTSUP;
+	pthread_mutex_lock(&r->mu);
+	for (e = r->entries; e && e->c != c; e = e->next)
+		;
+	if (e && e->bell_watched) {
+		rang = e->bell_rang;
+		e->bell_rang = 0;
+	}
+	pthread_mutex_unlock(&r->mu);
+	return rang;
 }
 
 procctl_client_t *procctl_registry_find(const procctl_registry_t *r, pid_t pid)
