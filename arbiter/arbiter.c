@@ -62,6 +62,7 @@ struct last_seen {
 };
 
 #define REFRESH_NS 20000000ull
+#define UNREADABLE_NS 1000000000ull
 
 struct procctl_arbiter {
 	struct procctl_arbiter_opts o;
@@ -193,7 +194,11 @@ static void reports_of(procctl_arbiter_t *a, struct view *v, struct last_seen *s
 {
 	/* Asked first, every tick: a ring after this is read next tick. */
 	int quiet = s && a->src.changed && a->src.changed(a->src.ctx, v->t.handle) == 0, k;
-	if (quiet && s->read_at && now - s->read_at < REFRESH_NS) {
+	/* A read that timed out cost the whole deadline on this thread: the
+	 * target stays unreadable (holding what it showed) for a while,
+	 * whatever it rings, so one stalled process cannot slow every tick. */
+	int stalled = s && s->read_at && !s->readable && now - s->read_at < UNREADABLE_NS;
+	if (stalled || (quiet && s->read_at && now - s->read_at < REFRESH_NS)) {
 		v->readable = s->readable;
 		v->nrep = s->nrep;
 		memcpy(v->rep, s->rep, (size_t)s->nrep * sizeof *v->rep);

@@ -23,6 +23,7 @@ struct fproc {
 	int slow;     /* it has not looked yet: its reports stay as they were */
 	int rang;     /* its doorbell rang since the arbiter last asked */
 	int mute;     /* its rings are lost */
+	int nreads;   /* f_reports calls for it */
 	uint64_t gen; /* its region's generation */
 	struct procctl_res_entry rep[2];
 	struct procctl_grant_entry gr[2];
@@ -74,6 +75,7 @@ static int f_reports(void *ctx, void *h, struct procctl_res_entry *out, uint32_t
 	struct fproc *p = of(ctx, h);
 	uint32_t i, n = 0;
 	((struct world *)ctx)->reads++;
+	p->nreads++;
 	if (!p->readable)
 		return -ETIMEDOUT;
 	for (i = 0; i < 2 && n < max; i++)
@@ -361,7 +363,8 @@ static void lone_wanter_renewed(void **state)
 
 /* A holder that stops answering keeps the resource: it is revoked after
  * its turn but never confirmed, so nobody else gets it; the time counts as
- * blocked. Its exit frees it. */
+ * blocked. A read that times out is not tried again for a second (each
+ * costs the deadline on the loop). Its exit frees it. */
 static void hung_holder_blocks(void **state)
 {
 	struct world w;
@@ -369,8 +372,10 @@ static void hung_holder_blocks(void **state)
 	struct fproc *h = &w.p[0];
 	procctl_resource_t r = gpu(0);
 	(void)state;
-	h->readable = 0; /* SIGSTOPped, or its state page stalls */
+	h->readable = 0; /* its state page stalls */
+	h->nreads = 0;
 	run(&w, a, 5 * HOLD, MS);
+	assert_int_equal(h->nreads, 1);
 	assert_null(entry(&w.p[1], &r));
 	assert_true(snap(a, 0).blocked_ns >= 4 * HOLD);
 	assert_true(snap(a, 0).pending_ns >= 4 * HOLD);
@@ -453,8 +458,10 @@ static void adoption_after_handoff(void **state)
 	assert_null(entry(p2, &r));        /* confirmed and dropped */
 	assert_non_null(entry(p1, &r));    /* waiting on its confirmation */
 	assert_int_equal(holder(&w, 0), 0); /* nobody got it meanwhile */
-	p1->readable = 1;
-	run(&w, a, 5 * MS, MS);
+	p1->readable = 1; /* read again a second after its read timed out */
+	run(&w, a, 900 * MS, MS);
+	assert_int_equal(holder(&w, 0), 0);
+	run(&w, a, 100 * MS, MS);
 	assert_true(holder(&w, 0) != 0);
 
 	/* A stray user: HOLDING with no grant of ours. */
