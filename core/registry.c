@@ -130,6 +130,20 @@ static void emit(procctl_registry_t *r, struct procctl_event *ev)
 		r->o.on_event(ev, r->o.arg);
 }
 
+/* An event about an attached region (entry e). */
+static void emit_entry(procctl_registry_t *r, const struct entry *e, enum procctl_event_type type, int reason)
+{
+	struct procctl_event ev;
+	memset(&ev, 0, sizeof ev);
+	ev.type = type;
+	ev.client = e->c;
+	ev.pid = e->c->info.pid;
+	ev.instance_id = e->c->info.hdr.instance_id;
+	ev.consumer = e->lk->consumer;
+	ev.reason = reason;
+	emit(r, &ev);
+}
+
 /* ---- heartbeats ------------------------------------------------------- */
 
 /* The lease a process applies: ours clamped into its header's bounds. */
@@ -235,7 +249,6 @@ static void bells_nonzero(void *arg, uint64_t id)
 /* On the loop thread: one event for the rings since the last one. */
 static void emit_doorbell(procctl_registry_t *r)
 {
-	struct procctl_event ev;
 	struct entry *e;
 	uint64_t id;
 	int pending;
@@ -244,15 +257,8 @@ static void emit_doorbell(procctl_registry_t *r)
 	id = r->bell_id;
 	r->bell_pending = 0;
 	pthread_mutex_unlock(&r->mu);
-	if (!pending || !(e = entry_by_id(r, id)))
-		return; /* it detached since: DETACHED said so */
-	memset(&ev, 0, sizeof ev);
-	ev.type = PROCCTL_EV_DOORBELL;
-	ev.client = e->c;
-	ev.pid = e->c->info.pid;
-	ev.instance_id = e->c->info.hdr.instance_id;
-	ev.consumer = e->lk->consumer;
-	emit(r, &ev);
+	if (pending && (e = entry_by_id(r, id))) /* else it detached since: DETACHED said so */
+		emit_entry(r, e, PROCCTL_EV_DOORBELL, 0);
 }
 
 /* ---- locks and ownership ----------------------------------------------- */
@@ -441,7 +447,6 @@ static int on_found(const struct procctl_scan_entry *s, void *arg)
 {
 	procctl_registry_t *r = arg;
 	struct procctl_attach_opts ao = {sizeof ao, r->proc_root, 0};
-	struct procctl_event ev;
 	enum procctl_reject why;
 	struct epoll_event ee;
 	procctl_client_t *c;
@@ -507,13 +512,7 @@ static int on_found(const struct procctl_scan_entry *s, void *arg)
 		claim(r, e);
 	procctl_log(PROCCTL_LOG_INFO, "attached", "pid=%d consumer=%s instance=%016llx owned=%d", (int)s->pid,
 		    s->consumer, (unsigned long long)c->info.hdr.instance_id, __atomic_load_n(&c->owned, __ATOMIC_RELAXED));
-	memset(&ev, 0, sizeof ev);
-	ev.type = PROCCTL_EV_ATTACHED;
-	ev.client = c;
-	ev.pid = s->pid;
-	ev.instance_id = c->info.hdr.instance_id;
-	ev.consumer = e->lk->consumer;
-	emit(r, &ev);
+	emit_entry(r, e, PROCCTL_EV_ATTACHED, 0);
 	return 0;
 }
 
@@ -537,7 +536,6 @@ static void probe_unsealed(procctl_registry_t *r)
 
 static void detach(procctl_registry_t *r, struct entry *e, int reason)
 {
-	struct procctl_event ev;
 	struct entry **pp;
 
 	epoll_ctl(r->epfd, EPOLL_CTL_DEL, procctl_client_pidfd(e->c), NULL);
@@ -553,14 +551,7 @@ static void detach(procctl_registry_t *r, struct entry *e, int reason)
 	procctl_doorbells_changed(&r->bells);
 	procctl_log(PROCCTL_LOG_INFO, "detached", "pid=%d consumer=%s reason=%d", (int)e->c->info.pid,
 		    e->lk->consumer, reason);
-	memset(&ev, 0, sizeof ev);
-	ev.type = PROCCTL_EV_DETACHED;
-	ev.client = e->c;
-	ev.pid = e->c->info.pid;
-	ev.instance_id = e->c->info.hdr.instance_id;
-	ev.consumer = e->lk->consumer;
-	ev.reason = reason;
-	emit(r, &ev);
+	emit_entry(r, e, PROCCTL_EV_DETACHED, reason);
 	procctl_client_close(e->c);
 	free(e);
 }

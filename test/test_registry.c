@@ -43,19 +43,25 @@ static void on_event(const struct procctl_event *ev, void *arg)
 		l->ownership++, l->held = ev->held, l->lost += !ev->held;
 }
 
+static void opts(struct procctl_registry_opts *o, const char *consumer, const char *lockdir, uint64_t lease_ns,
+		 uint64_t rescan_ns, struct evlog *log)
+{
+	memset(o, 0, sizeof *o);
+	o->sz = sizeof *o;
+	o->consumer = consumer;
+	o->lock_dir = lockdir;
+	o->lease_ns = lease_ns;
+	o->rescan_ns = rescan_ns;
+	o->on_event = on_event;
+	o->arg = log;
+}
+
 static procctl_registry_t *registry(const char *consumer, const char *lockdir, uint64_t lease_ns,
 				    uint64_t rescan_ns, struct evlog *log)
 {
 	struct procctl_registry_opts o;
 	procctl_registry_t *r;
-	memset(&o, 0, sizeof o);
-	o.sz = sizeof o;
-	o.consumer = consumer;
-	o.lock_dir = lockdir;
-	o.lease_ns = lease_ns;
-	o.rescan_ns = rescan_ns;
-	o.on_event = on_event;
-	o.arg = log;
+	opts(&o, consumer, lockdir, lease_ns, rescan_ns, log);
 	r = procctl_registry_new(&o);
 	assert_non_null(r);
 	return r;
@@ -261,13 +267,7 @@ static void doorbells(void **state)
 	th_procsim_start(&b);
 	th_agent_ok(&b, "init test");
 	memset(&log, 0, sizeof log);
-	memset(&o, 0, sizeof o);
-	o.sz = sizeof o;
-	o.consumer = "test";
-	o.lock_dir = lockdir;
-	o.rescan_ns = 3600000 * MS;
-	o.on_event = on_event;
-	o.arg = &log;
+	opts(&o, "test", lockdir, 0, 3600000 * MS, &log);
 	o.flags = 0x80;
 	assert_null(procctl_registry_new(&o));
 	assert_int_equal(errno, EINVAL);
@@ -364,13 +364,7 @@ static void limits_and_unsealed(void **state)
 	th_agent_ok(&sim, "init test");
 	th_agent_ok(&sim, "init test"); /* three regions in one process */
 	memset(&log, 0, sizeof log);
-	memset(&o, 0, sizeof o);
-	o.sz = sizeof o;
-	o.consumer = "test";
-	o.lock_dir = lockdir;
-	o.rescan_ns = 3600000 * MS;
-	o.on_event = on_event;
-	o.arg = &log;
+	opts(&o, "test", lockdir, 0, 3600000 * MS, &log);
 	o.max_per_process = 2;
 	r = procctl_registry_new(&o);
 	assert_non_null(r);
