@@ -1,0 +1,53 @@
+/* fuzz_podid - pod identity from /proc/<pid>/cgroup text, whose deeper
+ * cgroup names a process may choose. Whatever it accepts must be a
+ * well-formed pod UID and container ID; what it refuses leaves nothing. */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "podid.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static int lower_hex(const char *s, size_t n)
+{
+	size_t i;
+	for (i = 0; i < n; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return 0;
+	return 1;
+}
+
+static int uid_ok(const char *u)
+{
+	size_t n = strlen(u), i;
+	if (n == 32)
+		return lower_hex(u, n);
+	if (n != 36)
+		return 0;
+	for (i = 0; i < n; i++) {
+		int dash = i == 8 || i == 13 || i == 18 || i == 23;
+		if (dash ? u[i] != '-' : !lower_hex(u + i, 1))
+			return 0;
+	}
+	return 1;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct procctl_podid id;
+	int rc = procctl_podid_parse((const char *)data, size, &id);
+	if (rc == 0) {
+		if (!uid_ok(id.pod_uid) || !lower_hex(id.container_id, strlen(id.container_id)) ||
+		    (id.runtime[0] && strcmp(id.runtime, "containerd") && strcmp(id.runtime, "crio") &&
+		     strcmp(id.runtime, "docker")) ||
+		    (id.runtime[0] && !id.container_id[0]) || id.qos < PROCCTL_QOS_GUARANTEED ||
+		    id.qos > PROCCTL_QOS_BESTEFFORT || (id.cgroup_version != 1 && id.cgroup_version != 2))
+			abort();
+	} else if ((rc != -ENOENT && rc != -EINVAL) || id.pod_uid[0] || id.container_id[0] || id.runtime[0] ||
+		   id.qos || id.cgroup_version) {
+		abort();
+	}
+	return 0;
+}

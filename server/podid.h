@@ -1,0 +1,47 @@
+/* podid.h - a process's Kubernetes identity from /proc/<pid>/cgroup: pod
+ * UID, container ID and QoS class, for cgroup v1 and v2, the systemd and
+ * the cgroupfs drivers, and paths seen from another cgroup namespace.
+ *
+ * The text is untrusted: a process with a delegated cgroup subtree names
+ * the cgroups below its own. So the outermost pod in the path wins, and
+ * the container is the component right below it; names deeper down are
+ * never read. */
+#ifndef PROCCTL_PODID_H
+#define PROCCTL_PODID_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+enum procctl_qos {
+	PROCCTL_QOS_NONE = 0, /* not in a pod */
+	PROCCTL_QOS_GUARANTEED,
+	PROCCTL_QOS_BURSTABLE,
+	PROCCTL_QOS_BESTEFFORT,
+};
+
+#define PROCCTL_POD_UID_MAX 36       /* 8-4-4-4-12; a static pod's is 32 hex */
+#define PROCCTL_CONTAINER_ID_MAX 64  /* hex */
+
+struct procctl_podid {
+	char pod_uid[PROCCTL_POD_UID_MAX + 1];            /* lowercase, dashes as in the API; "" none */
+	char container_id[PROCCTL_CONTAINER_ID_MAX + 1];  /* lowercase hex; "" none */
+	char runtime[16];     /* "containerd", "crio", "docker", or "" (cgroupfs: not named) */
+	enum procctl_qos qos;
+	int cgroup_version;   /* 1 or 2: of the line the identity came from */
+};
+
+/* Parse the text of a /proc/<pid>/cgroup file. 0: in a pod (container_id
+ * empty when the process sits in the pod's own cgroup); -ENOENT: not in a
+ * pod (nothing is read outside one: the process may have named its own
+ * cgroups); -EINVAL: malformed, or lines naming different pods or
+ * containers. */
+int procctl_podid_parse(const char *text, size_t len, struct procctl_podid *out);
+
+/* The same for <proc_root>/<pid>/cgroup (proc_root NULL: /proc); also
+ * -ESRCH when the process is gone, -EIO when the file is over 64 KiB,
+ * -ENOMEM. */
+int procctl_podid_read(const char *proc_root, pid_t pid, struct procctl_podid *out);
+
+const char *procctl_qos_name(enum procctl_qos q);
+
+#endif

@@ -1,0 +1,151 @@
+/* Pod identity from /proc/<pid>/cgroup: every shape in
+ * test/fixtures/cgroup, hostile nesting, conflicts, and the file reader on
+ * a proc root of our own. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "podid.h"
+#include "th.h"
+
+#ifndef FIXTURES
+#error "FIXTURES must name test/fixtures"
+#endif
+
+#define U1 "0b6d7a2e-5c1f-4c1a-9f3e-2d7b8c9a1e4f"
+#define U2 "1a2b3c4d-1111-2222-3333-444455556666"
+#define C1 "3f4e5d6c7b8a9f0e1d2c3b4a5f6e7d8c9b0a1f2e3d4c5b6a7f8e9d0c1b2a3f4e"
+#define C2 "aaaabbbbccccddddeeeeffff0000111122223333444455556666777788889999"
+
+static const struct {
+	const char *file;
+	int rc;
+	const char *uid, *ctr, *runtime;
+	enum procctl_qos qos;
+	int version;
+} cases[] = {
+	{"v2-systemd-burstable-containerd", 0, U1, C1, "containerd", PROCCTL_QOS_BURSTABLE, 2},
+	{"v2-systemd-guaranteed-crio", 0, U2, C2, "crio", PROCCTL_QOS_GUARANTEED, 2},
+	{"v2-systemd-besteffort-docker", 0, U1, C1, "docker", PROCCTL_QOS_BESTEFFORT, 2},
+	{"v2-cgroupfs-burstable", 0, U1, C1, "", PROCCTL_QOS_BURSTABLE, 2},
+	{"v1-cgroupfs-guaranteed", 0, U1, C2, "", PROCCTL_QOS_GUARANTEED, 1},
+	{"v1-systemd-burstable", 0, U1, C1, "containerd", PROCCTL_QOS_BURSTABLE, 1},
+	{"v2-namespaced-besteffort", 0, U1, C1, "containerd", PROCCTL_QOS_BESTEFFORT, 2},
+	{"v2-kind-nested", 0, U1, C1, "containerd", PROCCTL_QOS_BURSTABLE, 2},
+	{"v2-crio-conmon", 0, U1, "", "", PROCCTL_QOS_BURSTABLE, 2},
+	{"v2-pod-only", 0, U1, "", "", PROCCTL_QOS_BESTEFFORT, 2},
+	{"v2-static-pod", 0, "6c3b0d8f2e1a4b5c9d7e8f0a1b2c3d4e", C1, "", PROCCTL_QOS_BURSTABLE, 2},
+	{"v2-nested-spoof", 0, U1, C1, "", PROCCTL_QOS_BURSTABLE, 2}, /* the outermost pod wins */
+	{"v2-odd-container", 0, U1, "", "", PROCCTL_QOS_BURSTABLE, 2},
+	{"v2-host-session", -ENOENT, "", "", "", PROCCTL_QOS_NONE, 0},
+	{"v2-root", -ENOENT, "", "", "", PROCCTL_QOS_NONE, 0},
+	{"v2-docker-no-pod", -ENOENT, "", "", "", PROCCTL_QOS_NONE, 0}, /* outside a pod nothing is read */
+	{"v1-two-pods", -EINVAL, "", "", "", PROCCTL_QOS_NONE, 0},
+	{"malformed", -EINVAL, "", "", "", PROCCTL_QOS_NONE, 0},
+};
+
+static size_t slurp(const char *name, char *buf, size_t cap)
+{
+	char path[512];
+	size_t n;
+	FILE *f;
+	snprintf(path, sizeof path, "%s/cgroup/%s", FIXTURES, name);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	n = fread(buf, 1, cap, f);
+	fclose(f);
+	return n;
+}
+
+static void fixtures(void **state)
+{
+	static char buf[65536];
+	size_t i;
+	(void)state;
+	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct procctl_podid id;
+		size_t n = slurp(cases[i].file, buf, sizeof buf);
+		int rc = procctl_podid_parse(buf, n, &id);
+		print_message("%-34s %d %s %s %s %s v%d\n", cases[i].file, rc, id.pod_uid, id.container_id, id.runtime,
+			      procctl_qos_name(id.qos), id.cgroup_version);
+		assert_int_equal(rc, cases[i].rc);
+		assert_string_equal(id.pod_uid, cases[i].uid);
+		assert_string_equal(id.container_id, cases[i].ctr);
+		assert_string_equal(id.runtime, cases[i].runtime);
+		assert_int_equal(id.qos, cases[i].qos);
+		assert_int_equal(id.cgroup_version, cases[i].version);
+	}
+}
+
+/* Lines that are not "ID:controllers:/path", names longer than a file
+ * name, and a file over 64 KiB are refused; a missing final newline is
+ * fine. */
+static void malformed(void **state)
+{
+	static char big[70000];
+	struct procctl_podid id;
+	const char *ok = "0::/kubepods/pod" U1 "/" C1;
+	char longname[600];
+	(void)state;
+	assert_int_equal(procctl_podid_parse(ok, strlen(ok), &id), 0);
+	assert_string_equal(id.container_id, C1);
+	assert_int_equal(procctl_podid_parse("0:/kubepods", 11, &id), -EINVAL);
+	assert_int_equal(procctl_podid_parse("0::kubepods/pod", 15, &id), -EINVAL);
+	assert_int_equal(procctl_podid_parse(":::/", 4, &id), -EINVAL);
+	assert_int_equal(procctl_podid_parse("0::", 3, &id), -EINVAL);
+	assert_int_equal(procctl_podid_parse("", 0, &id), -ENOENT);
+	snprintf(longname, sizeof longname, "0::/kubepods/pod%s/%0300d", U1, 7);
+	assert_int_equal(procctl_podid_parse(longname, strlen(longname), &id), -EINVAL);
+	memset(big, '\n', sizeof big);
+	assert_int_equal(procctl_podid_parse(big, sizeof big, &id), -EINVAL);
+	/* a UID one character off is not a UID */
+	assert_int_equal(procctl_podid_parse("0::/kubepods/pod0b6d7a2e-5c1f-4c1a-9f3e-2d7b8c9a1e4", 51, &id), -ENOENT);
+	assert_int_equal(procctl_podid_parse("0::/kubepods/pod0b6d7a2e-5c1f-4c1a-9f3e_2d7b8c9a1e4g", 52, &id), -ENOENT);
+}
+
+/* procctl_podid_read on a proc root of our own. */
+static void reader(void **state)
+{
+	char root[] = "/tmp/procctl-proc.XXXXXX", path[256], cmd[300];
+	const char *line = "0::/kubepods/besteffort/pod" U1 "/" C2 "\n";
+	static char big[70000];
+	struct procctl_podid id;
+	int fd;
+	(void)state;
+	assert_non_null(mkdtemp(root));
+	snprintf(path, sizeof path, "%s/4242", root);
+	assert_int_equal(mkdir(path, 0755), 0);
+	snprintf(path, sizeof path, "%s/4242/cgroup", root);
+	fd = open(path, O_WRONLY | O_CREAT, 0644);
+	assert_true(write(fd, line, strlen(line)) == (ssize_t)strlen(line));
+	close(fd);
+	assert_int_equal(procctl_podid_read(root, 4242, &id), 0);
+	assert_string_equal(id.pod_uid, U1);
+	assert_string_equal(id.container_id, C2);
+	assert_int_equal(id.qos, PROCCTL_QOS_BESTEFFORT);
+	assert_int_equal(procctl_podid_read(root, 4243, &id), -ESRCH);
+	fd = open(path, O_WRONLY | O_TRUNC);
+	memset(big, 'x', sizeof big);
+	assert_true(write(fd, big, sizeof big) == (ssize_t)sizeof big);
+	close(fd);
+	assert_int_equal(procctl_podid_read(root, 4242, &id), -EIO);
+	/* the real thing answers too: this test is a host process or a pod's */
+	fd = procctl_podid_read(NULL, getpid(), &id);
+	assert_true(fd == 0 || fd == -ENOENT);
+	snprintf(cmd, sizeof cmd, "rm -rf %s", root);
+	assert_int_equal(system(cmd), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(fixtures),
+		cmocka_unit_test(malformed),
+		cmocka_unit_test(reader),
+	};
+	return TH_RUN(tests);
+}
