@@ -22,6 +22,7 @@ demo: build
 	scripts/demo.sh
 
 test: deps
+	scripts/install-peers.sh
 	$(MAKE) test-gcc
 	$(MAKE) test-asan
 	$(MAKE) test-tsan
@@ -31,17 +32,17 @@ test-gcc:
 	cmake --build build -j$(JOBS)
 	ctest --test-dir build --output-on-failure
 
-# The header matrix and the SPIN model are compiler-independent: they run in
-# test-gcc only.
+# The header matrix, the SPIN model and the proto lint are compiler-independent:
+# they run in test-gcc only.
 test-asan:
 	CC=clang CXX=clang++ cmake -S . -B build-asan $(CMAKE_FLAGS) -DPROCCTL_SANITIZE=address
 	cmake --build build-asan -j$(JOBS)
-	ctest --test-dir build-asan --output-on-failure -E 'header_matrix|model_'
+	ctest --test-dir build-asan --output-on-failure -E 'header_matrix|model_|proto_'
 
 test-tsan:
 	CC=clang CXX=clang++ cmake -S . -B build-tsan $(CMAKE_FLAGS) -DPROCCTL_SANITIZE=thread
 	cmake --build build-tsan -j$(JOBS)
-	ctest --test-dir build-tsan --output-on-failure -E 'header_matrix|model_|fuzz_'
+	ctest --test-dir build-tsan --output-on-failure -E 'header_matrix|model_|proto_|fuzz_'
 
 bench: build
 	{ build/bench/bench_process && build/bench/bench_agent && build/bench/bench_arbiter; } | paste -sd, | sed 's/^/[/; s/$$/]/' > build/bench.json

@@ -23,6 +23,10 @@ for p in $PKGS; do
 	fi
 done
 
+# npm installs the test-only peers (scripts/install-peers.sh); Debian's when
+# the machine has none of its own.
+command -v npm >/dev/null 2>&1 || missing="$missing nodejs npm"
+
 if [ -z "$missing" ]; then
 	exit 0
 fi
