@@ -5,8 +5,7 @@
 #include <stdint.h>
 
 #include "procctl.h"
-
-#define PROCCTL_LOCK_DIR_DEFAULT "/run/procctl/locks"
+#include "procctl_agent.h" /* PROCCTL_LOCK_DIR_DEFAULT */
 
 /* The lock domain's id from <dir>/domain, creating dir and the file (a
  * random id, linked into place atomically) when missing. */

@@ -212,12 +212,14 @@ typedef void (*procctl_event_cb)(const struct procctl_event *ev, void *arg);
  * word is never listened to again. */
 #define PROCCTL_REGISTRY_DOORBELLS 0x2u
 
+#define PROCCTL_LOCK_DIR_DEFAULT "/run/procctl/locks"
+
 struct procctl_registry_opts {
 	size_t sz;                /* sizeof(struct procctl_registry_opts); older, smaller ones are fine */
 	const char *consumer;     /* NULL: every consumer */
 	uint64_t lease_ns;        /* 0: 10 s */
 	uint64_t rescan_ns;       /* 0: 60 s */
-	const char *lock_dir;     /* NULL: /run/procctl/locks */
+	const char *lock_dir;     /* NULL: PROCCTL_LOCK_DIR_DEFAULT */
 	const char *proc_root;    /* NULL: /proc */
 	procctl_event_cb on_event;
 	void *arg;

@@ -1,0 +1,69 @@
+/* config.h - procctl-node's configuration: the embedded defaults, a
+ * config file (server/procctl-node.conf is the commented example) and
+ * flags, each later source overriding the earlier. Errors name the file,
+ * the line and the key. */
+#ifndef PROCCTL_NODE_CONFIG_H
+#define PROCCTL_NODE_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "procctl.h"
+
+#define NODE_LISTEN_MAX 8
+#define NODE_CONSUMERS_MAX 32
+#define NODE_ARBITERS_MAX 8
+#define NODE_RESOURCES_MAX 16
+#define NODE_PATH_MAX 256
+#define NODE_DEFAULT_SOCKET "/run/procctl/node.sock"
+
+struct node_arbiter_cfg {
+	char kind[PROCCTL_KIND_MAX + 1];
+	uint64_t hold_ns;
+	int process_bound;
+	procctl_resource_t resources[NODE_RESOURCES_MAX]; /* known up front; others are learned */
+	size_t nresources;
+};
+
+struct node_cfg {
+	char grpc_listen[NODE_LISTEN_MAX][NODE_PATH_MAX]; /* "unix:PATH" or "HOST:PORT" */
+	size_t ngrpc_listen;
+	char http_listen[NODE_PATH_MAX]; /* "HOST:PORT"; "" disabled */
+	char consumers[NODE_CONSUMERS_MAX][PROCCTL_CONSUMER_MAX + 1]; /* none: every consumer */
+	size_t nconsumers;
+	uint64_t lease_ns, rescan_ns;
+	char lock_dir[NODE_PATH_MAX];
+	char state_dir[NODE_PATH_MAX]; /* desired configs are kept here */
+	char tls_cert[NODE_PATH_MAX], tls_key[NODE_PATH_MAX], tls_client_ca[NODE_PATH_MAX];
+	int insecure_tcp;        /* plain TCP listeners allowed (read-only) */
+	int insecure_tcp_writes; /* ... and mutating calls on them */
+	uint32_t max_regions, max_per_process;
+	uint32_t max_message_bytes;
+	uint32_t max_watchers;
+	int log_debug;
+	struct node_arbiter_cfg arbiters[NODE_ARBITERS_MAX];
+	size_t narbiters;
+	int grpc_listen_src; /* private: the source that set grpc_listen last */
+};
+
+/* The embedded defaults: gRPC on unix:/run/procctl/node.sock, HTTP off,
+ * every consumer, lease 10 s, rescan 60 s. */
+void node_cfg_defaults(struct node_cfg *c);
+
+/* Apply a config file's text (name is used in errors). 0, or -EINVAL with
+ * "NAME:LINE: KEY: what is wrong" in err. */
+int node_cfg_parse(struct node_cfg *c, const char *text, size_t len, const char *name, char *err, size_t errlen);
+
+/* The same for a file: also -errno when it cannot be read (said in err). */
+int node_cfg_load(struct node_cfg *c, const char *path, char *err, size_t errlen);
+
+/* Set one key of the file's global part from a flag (--lease-ms 5000 is
+ * key "lease_ms"; --grpc-listen is repeatable and its first replaces the
+ * file's listeners): 0, or -EINVAL with "--flag: what is wrong" in err. */
+int node_cfg_set(struct node_cfg *c, const char *key, const char *value, char *err, size_t errlen);
+
+/* What only the whole configuration can show (TLS files all or none, TCP
+ * listeners without TLS or the insecure flag): 0, or -EINVAL and err. */
+int node_cfg_check(const struct node_cfg *c, char *err, size_t errlen);
+
+#endif

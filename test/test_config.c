@@ -1,0 +1,228 @@
+/* procctl-node's configuration: the embedded defaults, the commented
+ * example (server/procctl-node.conf) which must say exactly the defaults,
+ * every key, flags over the file, and an error naming file, line and key
+ * for each kind of mistake. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "th.h"
+
+#ifndef EXAMPLE_CONF
+#error "EXAMPLE_CONF must name server/procctl-node.conf"
+#endif
+
+#define MS 1000000ull
+
+static char err[512];
+
+static int parse(struct node_cfg *c, const char *text)
+{
+	node_cfg_defaults(c);
+	err[0] = 0;
+	return node_cfg_parse(c, text, strlen(text), "t.conf", err, sizeof err);
+}
+
+static void defaults_and_example(void **state)
+{
+	struct node_cfg d, ex;
+	(void)state;
+	node_cfg_defaults(&d);
+	assert_int_equal(d.ngrpc_listen, 1);
+	assert_string_equal(d.grpc_listen[0], "unix:/run/procctl/node.sock");
+	assert_string_equal(d.http_listen, "");
+	assert_int_equal(d.nconsumers, 0);
+	assert_int_equal(d.lease_ns, 10000 * MS);
+	assert_int_equal(d.rescan_ns, 60000 * MS);
+	assert_string_equal(d.lock_dir, "/run/procctl/locks");
+	assert_int_equal(node_cfg_check(&d, err, sizeof err), 0);
+
+	/* The example, as shipped, is the defaults, and every key in it,
+	 * uncommented, parses. */
+	node_cfg_defaults(&ex);
+	assert_int_equal(node_cfg_load(&ex, EXAMPLE_CONF, err, sizeof err), 0);
+	assert_memory_equal(&ex, &d, sizeof d);
+	{
+		static char text[16384];
+		FILE *f = fopen(EXAMPLE_CONF, "r");
+		char line[512];
+		size_t n = 0;
+		assert_non_null(f);
+		while (fgets(line, sizeof line, f)) {
+			/* "# key = value" and "# [arbiter KIND]" lines, uncommented */
+			const char *s = line + 2;
+			size_t k = strspn(s, "abcdefghijklmnopqrstuvwxyz_");
+			if (!strncmp(line, "# ", 2) && (s[0] == '[' || (k && !strncmp(s + k, " =", 2))))
+				n += (size_t)snprintf(text + n, sizeof text - n, "%s", s);
+		}
+		fclose(f);
+		assert_int_equal(parse(&ex, text), 0);
+		assert_int_equal(ex.narbiters, 1);
+		assert_string_equal(ex.arbiters[0].kind, "gpu");
+		assert_int_equal(ex.arbiters[0].nresources, 1);
+		assert_int_equal(ex.arbiters[0].resources[0].id[0], 0x5a);
+		assert_int_equal(ex.arbiters[0].resources[0].id[15], 0x6c);
+		assert_int_equal(ex.nconsumers, 2);
+		assert_int_equal(node_cfg_check(&ex, err, sizeof err), 0);
+	}
+}
+
+static void every_key(void **state)
+{
+	struct node_cfg c;
+	(void)state;
+	assert_int_equal(parse(&c, "# a comment\n"
+				   "\n"
+				   "grpc_listen = unix:/tmp/a.sock\n"
+				   "grpc_listen = [::1]:7443\n"
+				   "  grpc_listen=127.0.0.1:7444   \n"
+				   "http_listen = 127.0.0.1:9464\n"
+				   "consumers = echo, token,gpu.prof\n"
+				   "lease_ms = 2500\n"
+				   "rescan_ms = 1000\n"
+				   "lock_dir = /tmp/locks\n"
+				   "state_dir = /tmp/state\n"
+				   "tls_cert = s.crt\n"
+				   "tls_key = s.key\n"
+				   "tls_client_ca = ca.crt\n"
+				   "insecure_tcp = true\n"
+				   "insecure_tcp_writes = false\n"
+				   "max_regions = 100\n"
+				   "max_per_process = 2\n"
+				   "max_message_bytes = 65536\n"
+				   "max_watchers = 10\n"
+				   "log_level = debug\n"
+				   "[arbiter gpu]\n"
+				   "policy = round_robin\n"
+				   "hold_ms = 250\n"
+				   "process_bound = true\n"
+				   "resources = 00112233-4455-6677-8899-aabbccddeeff, GPU-ffffffff-0000-0000-0000-000000000001\n"
+				   "[ arbiter fpga ]\n"
+				   "hold_ms = 5\n"),
+			 0);
+	assert_int_equal(c.ngrpc_listen, 3); /* the file's first replaced the default */
+	assert_string_equal(c.grpc_listen[1], "[::1]:7443");
+	assert_string_equal(c.grpc_listen[2], "127.0.0.1:7444");
+	assert_string_equal(c.http_listen, "127.0.0.1:9464");
+	assert_int_equal(c.nconsumers, 3);
+	assert_string_equal(c.consumers[2], "gpu.prof");
+	assert_int_equal(c.lease_ns, 2500 * MS);
+	assert_int_equal(c.rescan_ns, 1000 * MS);
+	assert_string_equal(c.state_dir, "/tmp/state");
+	assert_int_equal(c.insecure_tcp, 1);
+	assert_int_equal(c.max_per_process, 2);
+	assert_int_equal(c.max_message_bytes, 65536);
+	assert_int_equal(c.log_debug, 1);
+	assert_int_equal(c.narbiters, 2);
+	assert_int_equal(c.arbiters[0].hold_ns, 250 * MS);
+	assert_int_equal(c.arbiters[0].process_bound, 1);
+	assert_int_equal(c.arbiters[0].nresources, 2);
+	assert_int_equal(c.arbiters[0].resources[0].id[15], 0xff);
+	assert_int_equal(c.arbiters[0].resources[1].id[15], 0x01);
+	assert_string_equal(c.arbiters[0].resources[1].kind, "gpu");
+	assert_string_equal(c.arbiters[1].kind, "fpga");
+	assert_int_equal(c.arbiters[1].hold_ns, 5 * MS);
+	assert_int_equal(node_cfg_check(&c, err, sizeof err), 0);
+
+	/* Flags come after the file: the first --grpc-listen replaces the
+	 * file's listeners, the next adds one. */
+	assert_int_equal(node_cfg_set(&c, "grpc_listen", "unix:/tmp/b.sock", err, sizeof err), 0);
+	assert_int_equal(node_cfg_set(&c, "grpc_listen", "unix:/tmp/c.sock", err, sizeof err), 0);
+	assert_int_equal(c.ngrpc_listen, 2);
+	assert_string_equal(c.grpc_listen[0], "unix:/tmp/b.sock");
+	assert_int_equal(node_cfg_set(&c, "lease_ms", "20000", err, sizeof err), 0);
+	assert_int_equal(c.lease_ns, 20000 * MS);
+	assert_int_equal(node_cfg_set(&c, "lease_ms", "x", err, sizeof err), -EINVAL);
+	assert_string_equal(err, "--lease-ms: 'x' is not a whole number");
+	assert_int_equal(node_cfg_set(&c, "bogus_key", "1", err, sizeof err), -EINVAL);
+	assert_string_equal(err, "--bogus-key: no such flag");
+}
+
+static void errors(void **state)
+{
+	static const struct {
+		const char *text, *msg;
+	} bad[] = {
+		{"bogus = 1\n", "t.conf:1: bogus: no such key"},
+		{"\n\nlease_ms = 1000\nlease_ms = 2000\n", "t.conf:4: lease_ms: given twice"},
+		{"lease_ms = 5\n", "t.conf:1: lease_ms: 5 is outside 10..3600000"},
+		{"lease_ms = -5\n", "t.conf:1: lease_ms: '-5' is not a whole number"},
+		{"lease_ms = 10s\n", "t.conf:1: lease_ms: '10s' is not a whole number"},
+		{"lease_ms =\n", "t.conf:1: lease_ms: '' is not a whole number"},
+		{"insecure_tcp = yes\n", "t.conf:1: insecure_tcp: 'yes' is not true or false"},
+		{"grpc_listen = /run/x.sock\n", "t.conf:1: grpc_listen: '/run/x.sock' is neither unix:PATH nor HOST:PORT"},
+		{"grpc_listen = unix:x.sock\n", "t.conf:1: grpc_listen: 'unix:x.sock': a unix socket needs an absolute path"},
+		{"grpc_listen = localhost:99999\n", "t.conf:1: grpc_listen: 99999 is outside 1..65535"},
+		{"grpc_listen = ::1:80\n", "t.conf:1: grpc_listen: '::1:80' is neither unix:PATH nor HOST:PORT"},
+		{"consumers = echo,,token\n", "t.conf:1: consumers: an empty item in 'echo,,token'"},
+		{"consumers = Echo\n", "t.conf:1: consumers: 'Echo' is not a consumer name ([a-z0-9_.-], 1 to 31)"},
+		{"consumers = echo, echo\n", "t.conf:1: consumers: 'echo' twice"},
+		{"lock_dir = run/locks\n", "t.conf:1: lock_dir: 'run/locks' is not an absolute path"},
+		{"log_level = trace\n", "t.conf:1: log_level: 'trace' is not info or debug"},
+		{"lease_ms 1000\n", "t.conf:1: 'lease_ms 1000' is not key = value"},
+		{"= 5\n", "t.conf:1: : a value without a key"},
+		{"[server]\n", "t.conf:1: '[server]' is not a section ([arbiter KIND])"},
+		{"[arbiter GPU]\n", "t.conf:1: 'GPU' is not a resource kind ([a-z0-9_.-], 1 to 15)"},
+		{"[arbiter gpu]\n[arbiter gpu]\n", "t.conf:2: [arbiter gpu] twice"},
+		{"[arbiter gpu]\nlease_ms = 5000\n", "t.conf:2: lease_ms: no such key in an [arbiter] section"},
+		{"[arbiter gpu]\nhold_ms = 1\nhold_ms = 2\n", "t.conf:3: hold_ms: given twice"},
+		{"[arbiter gpu]\npolicy = fifo\n", "t.conf:2: policy: 'fifo': the one policy is round_robin"},
+		{"[arbiter gpu]\nresources = GPU-123\n",
+		 "t.conf:2: resources: 'GPU-123' is not a resource id (a UUID, or 32 hex digits)"},
+		{"[arbiter gpu]\nresources = 00112233445566778899aabbccddeeff00\n",
+		 "t.conf:2: resources: '00112233445566778899aabbccddeeff00' is not a resource id (a UUID, or 32 hex digits)"},
+		{"max_per_process = 0\n", "t.conf:1: max_per_process: 0 is outside 1..512"},
+	};
+	struct node_cfg c;
+	size_t i;
+	(void)state;
+	for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		assert_int_equal(parse(&c, bad[i].text), -EINVAL);
+		if (strcmp(err, bad[i].msg))
+			fail_msg("%s: got \"%s\", want \"%s\"", bad[i].text, err, bad[i].msg);
+	}
+	/* a NUL byte, an over-long line */
+	{
+		static char text[5000];
+		node_cfg_defaults(&c);
+		assert_int_equal(node_cfg_parse(&c, "lease_ms = 1\0000\n", 14, "t.conf", err, sizeof err), -EINVAL);
+		assert_string_equal(err, "t.conf:1: a NUL byte");
+		memset(text, 'a', sizeof text);
+		assert_int_equal(node_cfg_parse(&c, text, sizeof text, "t.conf", err, sizeof err), -EINVAL);
+		assert_string_equal(err, "t.conf:1: a line over 4095 bytes");
+	}
+	assert_int_equal(node_cfg_load(&c, "/nonexistent/procctl.conf", err, sizeof err), -ENOENT);
+	assert_string_equal(err, "/nonexistent/procctl.conf: No such file or directory");
+}
+
+/* What only the whole configuration can tell. */
+static void whole(void **state)
+{
+	struct node_cfg c;
+	(void)state;
+	assert_int_equal(parse(&c, "tls_cert = a\ntls_key = b\n"), 0);
+	assert_int_equal(node_cfg_check(&c, err, sizeof err), -EINVAL);
+	assert_string_equal(err, "tls_cert, tls_key and tls_client_ca go together (mTLS): 2 of 3 given");
+	assert_int_equal(parse(&c, "grpc_listen = 0.0.0.0:7443\n"), 0);
+	assert_int_equal(node_cfg_check(&c, err, sizeof err), -EINVAL);
+	assert_string_equal(err,
+			    "grpc_listen 0.0.0.0:7443: TCP needs tls_cert, tls_key and tls_client_ca, or insecure_tcp = true");
+	assert_int_equal(parse(&c, "grpc_listen = 0.0.0.0:7443\ninsecure_tcp = true\n"), 0);
+	assert_int_equal(node_cfg_check(&c, err, sizeof err), 0);
+	assert_int_equal(parse(&c, "insecure_tcp_writes = true\n"), 0);
+	assert_int_equal(node_cfg_check(&c, err, sizeof err), -EINVAL);
+	assert_string_equal(err, "insecure_tcp_writes needs insecure_tcp");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(defaults_and_example),
+		cmocka_unit_test(every_key),
+		cmocka_unit_test(errors),
+		cmocka_unit_test(whole),
+	};
+	return TH_RUN(tests);
+}
