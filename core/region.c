@@ -451,16 +451,24 @@ int64_t procctl_region_grant(struct procctl_region *r, const procctl_resource_t 
 	return write_slot(r);
 }
 
-int64_t procctl_region_revoke(struct procctl_region *r, const procctl_resource_t *res)
+/* The existing grant entry for res in a writable region: 0, -ENOENT, or
+ * why the region cannot be written. */
+static int existing_grant(struct procctl_region *r, const procctl_resource_t *res, struct procctl_grant_entry **e)
 {
 	procctl_resource_t key;
-	struct procctl_grant_entry *e;
 	int err = writable(r);
 	if (err)
 		return err;
-	e = find_grant(r, res, &key);
-	if (!e)
-		return -ENOENT;
+	*e = find_grant(r, res, &key);
+	return *e ? 0 : -ENOENT;
+}
+
+int64_t procctl_region_revoke(struct procctl_region *r, const procctl_resource_t *res)
+{
+	struct procctl_grant_entry *e;
+	int err = existing_grant(r, res, &e);
+	if (err)
+		return err;
 	if (e->revoke_gen) /* published: a failed write breaks the region */
 		return (int64_t)e->revoke_gen;
 	e->revoke_gen = r->gen + 1u;
@@ -469,14 +477,10 @@ int64_t procctl_region_revoke(struct procctl_region *r, const procctl_resource_t
 
 int64_t procctl_region_drop(struct procctl_region *r, const procctl_resource_t *res)
 {
-	procctl_resource_t key;
 	struct procctl_grant_entry *e;
-	int err = writable(r);
+	int err = existing_grant(r, res, &e);
 	if (err)
 		return err;
-	e = find_grant(r, res, &key);
-	if (!e)
-		return -ENOENT;
 	*e = r->grants[--r->ngrants];
 	return write_slot(r);
 }
