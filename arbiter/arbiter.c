@@ -313,7 +313,7 @@ static int arbitrate(procctl_arbiter_t *a, size_t n, struct res_state *rs, size_
 	struct view *live[PROCCTL_ARB_MAX_TARGETS];
 	size_t nlive = 0, i;
 	int pending = 0, revoked = 0, busy = 0, err = 0, holder_listed = 0;
-	uint32_t waiters = 0;
+	uint32_t waiters = 0, holder_wants = 0;
 
 	for (i = 0; i < n; i++) {
 		struct view *v = &a->views[i];
@@ -326,8 +326,10 @@ static int arbitrate(procctl_arbiter_t *a, size_t n, struct res_state *rs, size_
 			if (gone(a, v))
 				rs->holder_pid = 0; /* released by its exit (or exec, process-bound) */
 		}
-		if (wants(v, &rs->res))
+		if (wants(v, &rs->res)) {
 			waiters++;
+			holder_wants |= rs->holder_pid == v->t.pid && rs->holder_instance == v->t.instance_id;
+		}
 		if (gone(a, v))
 			continue; /* its region, and any grant in it, go with it */
 		if (g && g->revoke_gen) {
@@ -411,7 +413,7 @@ static int arbitrate(procctl_arbiter_t *a, size_t n, struct res_state *rs, size_
 		return err;
 	}
 
-	rs->waiters = waiters;
+	rs->waiters = waiters - (rs->holder_pid ? holder_wants : 0u); /* a holder waiting for its release confirmed */
 	if (pending || busy || rs->holder_pid) {
 		if (waiters)
 			rs->blocked_ns += dt; /* a release not confirmed yet, or a user we cannot see */

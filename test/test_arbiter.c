@@ -391,6 +391,28 @@ static void hung_holder_blocks(void **state)
 	procctl_arbiter_free(a);
 }
 
+/* A holder whose release is not confirmed yet is no waiter of its own
+ * resource: waiters counts the others. */
+static void holder_not_a_waiter(void **state)
+{
+	struct world w;
+	procctl_arbiter_t *a = two_wanters(&w, 0);
+	struct fproc *h = &w.p[0];
+	(void)state;
+	run(&w, a, HOLD / 2, MS);
+	assert_int_equal(snap(a, 0).waiters, 1);
+	h->slow = 1; /* it still reports HOLDING, and wanting it */
+	run(&w, a, HOLD, MS);
+	assert_true(snap(a, 0).pending_since_ns > 0);
+	assert_int_equal(snap(a, 0).holder_pid, 10);
+	assert_int_equal(snap(a, 0).waiters, 1);
+	h->slow = 0;
+	run(&w, a, 5 * MS, MS);
+	assert_int_equal(holder(&w, 0), 20);
+	assert_int_equal(snap(a, 0).waiters, 1);
+	procctl_arbiter_free(a);
+}
+
 /* A release report from before the revocation does not count. */
 static void stale_release_ignored(void **state)
 {
@@ -665,6 +687,7 @@ int main(void)
 		cmocka_unit_test(rotation_in_order),
 		cmocka_unit_test(lone_wanter_renewed),
 		cmocka_unit_test(hung_holder_blocks),
+		cmocka_unit_test(holder_not_a_waiter),
 		cmocka_unit_test(stale_release_ignored),
 		cmocka_unit_test(adoption_after_handoff),
 		cmocka_unit_test(exec_and_exit),
