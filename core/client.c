@@ -332,6 +332,15 @@ int procctl_client_info(const procctl_client_t *c, struct procctl_client_info *o
 	return 0;
 }
 
+uint64_t procctl_client_config_gen(procctl_client_t *c)
+{
+	uint64_t g;
+	pthread_mutex_lock(&c->wlock);
+	g = c->r.config_gen;
+	pthread_mutex_unlock(&c->wlock);
+	return g;
+}
+
 int procctl_client_pidfd(const procctl_client_t *c)
 {
 	return c->remote->pidfd;

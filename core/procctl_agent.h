@@ -121,6 +121,10 @@ procctl_client_t *procctl_client_ref(procctl_client_t *c);
 void procctl_client_close(procctl_client_t *c);
 
 int procctl_client_info(const procctl_client_t *c, struct procctl_client_info *out);
+/* The generation of the config now in the region, by the agent's own
+ * copy: the last write or clear, or what it adopted when it claimed the
+ * region (0: none published). */
+uint64_t procctl_client_config_gen(procctl_client_t *c);
 /* A pidfd for c's process: readable once it exits. */
 int procctl_client_pidfd(const procctl_client_t *c);
 /* 0 while the process that created the region runs it; -ESRCH once it
