@@ -1,9 +1,12 @@
 /* echo client - the config-only consumer. It applies each config, acks
  * it, reports what it applied in its status bytes, and falls back to its
- * defaults when the config is cleared or no agent holds a lease. Every
+ * defaults when the config is cleared or no agent holds a lease. Its
+ * configs are text: one with a byte below 0x20 (other than tab and
+ * newline) is rejected with -EINVAL and the config before it kept. Every
  * change it makes is one log line on stdout:
  *
  *   event=applied gen=G bytes=N hash=H payload=TEXT
+ *   event=rejected gen=G error=EINVAL
  *   event=cleared gen=G            (back to defaults)
  *   event=lease state=expired|live (defaults | the config again)
  *
@@ -23,6 +26,15 @@ static void on_signal(int sig)
 {
 	(void)sig;
 	stop = 1;
+}
+
+static int is_text(const char *s, size_t n)
+{
+	size_t i;
+	for (i = 0; i < n; i++)
+		if ((unsigned char)s[i] < 0x20 && s[i] != '\t' && s[i] != '\n')
+			return 0;
+	return 1;
 }
 
 int main(int argc, char **argv)
@@ -59,7 +71,10 @@ int main(int argc, char **argv)
 		char status[256];
 		int n = procctl_poll(&ctx, buf, sizeof buf - 1, &gen), now_expired;
 
-		if (n > 0) {
+		if (n > 0 && !is_text(buf, (size_t)n)) {
+			printf("event=rejected gen=%llu error=EINVAL\n", (unsigned long long)gen);
+			procctl_nack(&ctx, gen, -EINVAL, 0);
+		} else if (n > 0) {
 			buf[n] = 0;
 			applied = gen;
 			hash = procctl_crc32c(0, buf, (size_t)n);
