@@ -241,6 +241,8 @@ static int set_global(struct node_cfg *c, const struct where *w, const char *key
 		return u32(w, v, 4096, 64 << 20, &c->max_message_bytes);
 	if (!strcmp(key, "max_watchers"))
 		return u32(w, v, 1, 1 << 20, &c->max_watchers);
+	if (!strcmp(key, "watch_history"))
+		return u32(w, v, 64, 1 << 20, &c->watch_history);
 	if (!strcmp(key, "log_level")) {
 		if (strcmp(v, "info") && strcmp(v, "debug"))
 			return fail(w, "'%s' is not info or debug", v);
@@ -252,6 +254,10 @@ static int set_global(struct node_cfg *c, const struct where *w, const char *key
 
 static int set_arbiter(struct node_arbiter_cfg *a, const struct where *w, const char *key, const char *v)
 {
+	if (!strcmp(key, "consumer"))
+		return procctl_name_valid(v, PROCCTL_CONSUMER_MAX) < 0
+			       ? fail(w, "'%s' is not a consumer name ([a-z0-9_.-], 1 to %u)", v, PROCCTL_CONSUMER_MAX)
+			       : copy(w, a->consumer, sizeof a->consumer, v);
 	if (!strcmp(key, "hold_ms"))
 		return millis(w, v, 1 * MS, 86400000 * MS, &a->hold_ns);
 	if (!strcmp(key, "process_bound"))
@@ -278,6 +284,7 @@ void node_cfg_defaults(struct node_cfg *c)
 	c->max_per_process = 8;
 	c->max_message_bytes = 4 << 20;
 	c->max_watchers = 4096;
+	c->watch_history = 16384;
 }
 
 int node_cfg_parse(struct node_cfg *c, const char *text, size_t len, const char *name, char *err, size_t errlen)
@@ -412,6 +419,20 @@ int node_cfg_check(const struct node_cfg *c, char *err, size_t errlen)
 	if (!c->ngrpc_listen) {
 		snprintf(err, errlen, "grpc_listen: no listener");
 		return -EINVAL;
+	}
+	for (i = 0; i < c->narbiters; i++) {
+		const struct node_arbiter_cfg *a = &c->arbiters[i];
+		size_t j;
+		if (!a->consumer[0]) {
+			snprintf(err, errlen, "[arbiter %s]: consumer: missing (whose processes it grants to)", a->kind);
+			return -EINVAL;
+		}
+		for (j = 0; j < c->nconsumers && strcmp(c->consumers[j], a->consumer); j++)
+			;
+		if (c->nconsumers && j == c->nconsumers) {
+			snprintf(err, errlen, "[arbiter %s]: consumer %s is not one of consumers", a->kind, a->consumer);
+			return -EINVAL;
+		}
 	}
 	for (i = 0; i < c->ngrpc_listen; i++)
 		if (strncmp(c->grpc_listen[i], "unix:", 5) && !tls && !c->insecure_tcp) {

@@ -19,6 +19,7 @@
 
 struct node_arbiter_cfg {
 	char kind[PROCCTL_KIND_MAX + 1];
+	char consumer[PROCCTL_CONSUMER_MAX + 1]; /* whose processes it grants to */
 	uint64_t hold_ns;
 	int process_bound;
 	procctl_resource_t resources[NODE_RESOURCES_MAX]; /* known up front; others are learned */
@@ -40,6 +41,7 @@ struct node_cfg {
 	uint32_t max_regions, max_per_process;
 	uint32_t max_message_bytes;
 	uint32_t max_watchers;
+	uint32_t watch_history; /* events kept for resumes; a watcher that far behind is cut off */
 	int log_debug;
 	struct node_arbiter_cfg arbiters[NODE_ARBITERS_MAX];
 	size_t narbiters;

@@ -93,13 +93,16 @@ static void every_key(void **state)
 				   "max_per_process = 2\n"
 				   "max_message_bytes = 65536\n"
 				   "max_watchers = 10\n"
+				   "watch_history = 128\n"
 				   "log_level = debug\n"
 				   "[arbiter gpu]\n"
+				   "consumer = gpu.prof\n"
 				   "policy = round_robin\n"
 				   "hold_ms = 250\n"
 				   "process_bound = true\n"
 				   "resources = 00112233-4455-6677-8899-aabbccddeeff, GPU-ffffffff-0000-0000-0000-000000000001\n"
 				   "[ arbiter fpga ]\n"
+				   "consumer = token\n"
 				   "hold_ms = 5\n"),
 			 0);
 	assert_int_equal(c.ngrpc_listen, 3); /* the file's first replaced the default */
@@ -114,6 +117,7 @@ static void every_key(void **state)
 	assert_int_equal(c.insecure_tcp, 1);
 	assert_int_equal(c.max_per_process, 2);
 	assert_int_equal(c.max_message_bytes, 65536);
+	assert_int_equal(c.watch_history, 128);
 	assert_int_equal(c.log_debug, 1);
 	assert_int_equal(c.narbiters, 2);
 	assert_int_equal(c.arbiters[0].hold_ns, 250 * MS);
@@ -122,6 +126,7 @@ static void every_key(void **state)
 	assert_int_equal(c.arbiters[0].resources[0].id[15], 0xff);
 	assert_int_equal(c.arbiters[0].resources[1].id[15], 0x01);
 	assert_string_equal(c.arbiters[0].resources[1].kind, "gpu");
+	assert_string_equal(c.arbiters[0].consumer, "gpu.prof");
 	assert_string_equal(c.arbiters[1].kind, "fpga");
 	assert_int_equal(c.arbiters[1].hold_ns, 5 * MS);
 	assert_int_equal(node_cfg_check(&c, err, sizeof err), 0);
@@ -214,6 +219,14 @@ static void whole(void **state)
 	assert_int_equal(parse(&c, "insecure_tcp_writes = true\n"), 0);
 	assert_int_equal(node_cfg_check(&c, err, sizeof err), -EINVAL);
 	assert_string_equal(err, "insecure_tcp_writes needs insecure_tcp");
+	assert_int_equal(parse(&c, "[arbiter gpu]\nhold_ms = 5\n"), 0);
+	assert_int_equal(node_cfg_check(&c, err, sizeof err), -EINVAL);
+	assert_string_equal(err, "[arbiter gpu]: consumer: missing (whose processes it grants to)");
+	assert_int_equal(parse(&c, "consumers = echo\n[arbiter gpu]\nconsumer = token\n"), 0);
+	assert_int_equal(node_cfg_check(&c, err, sizeof err), -EINVAL);
+	assert_string_equal(err, "[arbiter gpu]: consumer token is not one of consumers");
+	assert_int_equal(parse(&c, "[arbiter gpu]\nconsumer = Token\n"), -EINVAL);
+	assert_string_equal(err, "t.conf:2: consumer: 'Token' is not a consumer name ([a-z0-9_.-], 1 to 31)");
 }
 
 int main(void)
