@@ -14,6 +14,11 @@ libclang-rt-dev
 libcmocka-dev
 binutils
 spin
+libgrpc-dev
+libprotobuf-c-dev
+protobuf-c-compiler
+protobuf-compiler
+openssl
 "
 
 missing=""
