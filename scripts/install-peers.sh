@@ -5,7 +5,7 @@
 # Usage: scripts/install-peers.sh
 set -eu
 cd "$(dirname "$0")/../test/peers"
-if [ -x node_modules/.bin/buf ] && [ node_modules/.package-lock.json -nt package-lock.json ]; then
+if [ -x node_modules/.bin/buf ] && [ -d node_modules/@grpc/grpc-js ] && [ node_modules/.package-lock.json -nt package-lock.json ]; then
 	exit 0
 fi
 if ! command -v npm >/dev/null 2>&1; then

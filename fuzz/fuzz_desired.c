@@ -1,0 +1,96 @@
+/* fuzz_desired - the desired-config file (<state_dir>/desired.pb) as the
+ * daemon reads it back: the bytes parsed into an empty store must be
+ * refused (-EINVAL, the store left empty) or give a store that answers
+ * like one: each config is effective for a process named by its own
+ * selector unless a more specific one is, a fixed set of processes gets
+ * the most specific match, and a set and a delete work on it. */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "desired.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define P1 "0b6d7a2e-5c1f-4c1a-9f3e-2d7b8c9a1e4f"
+#define C1 "3f4e5d6c7b8a9f0e1d2c3b4a5f6e7d8c9b0a1f2e3d4c5b6a7f8e9d0c1b2a3f4e"
+
+static const struct ev_key keys[] = {
+	{.pid = 1, .version = 1, .consumer = "billing"},
+	{.pid = 42, .version = 1, .consumer = "billing", .pod_uid = P1},
+	{.pid = 42, .version = 1, .consumer = "billing", .pod_uid = P1, .container_id = C1},
+	{.pid = 7, .version = 2, .consumer = "billing", .pod_uid = P1, .container_id = C1},
+	{.pid = 7, .version = 1, .consumer = "a"},
+	{.pid = 9, .version = 3, .consumer = "a", .pod_uid = "0", .container_id = "0"},
+};
+
+/* A process fits a filter: the fields the filter names agree. */
+static int fits(const struct ev_key *f, const struct ev_key *k)
+{
+	return (!f->pid || f->pid == k->pid) && f->version == k->version && !strcmp(f->consumer, k->consumer) &&
+	       (!f->pod_uid[0] || !strcmp(f->pod_uid, k->pod_uid)) &&
+	       (!f->container_id[0] || !strcmp(f->container_id, k->container_id));
+}
+
+/* The answer for k, checked against every config. */
+static void match(const struct desired_store *s, const struct ev_key *k)
+{
+	const struct desired *m = desired_match(s, k);
+	size_t i;
+	if (m && (!fits(&m->sel, k) || !desired_effective(s, m, k)))
+		abort();
+	for (i = 0; i < s->n; i++) {
+		const struct desired *d = &s->v[i];
+		if (fits(&d->sel, k) && (!m || d->level > m->level || (d != m && d->level == m->level)))
+			abort(); /* missed, or two of one level both match */
+		if (d != m && desired_effective(s, d, k))
+			abort();
+	}
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static const struct ev_key sel = {.version = 1, .consumer = "billing", .pod_uid = P1};
+	struct desired_store s;
+	const struct desired *out = NULL, *other = NULL;
+	const char *why = NULL;
+	char err[256];
+	size_t i, n;
+	int rc;
+
+	memset(&s, 0, sizeof s);
+	err[0] = 0;
+	rc = desired_parse(&s, data, size, err, sizeof err);
+	if (rc) {
+		if (rc != -EINVAL || !err[0] || s.n || s.v)
+			abort();
+		return 0;
+	}
+	for (i = 0; i < s.n; i++) {
+		struct ev_key k = s.v[i].sel;
+		if (!s.v[i].len || s.v[i].revision > s.revision || desired_check(&k, &why))
+			abort();
+		if (!k.pid)
+			k.pid = 4242;
+		if (i < 64)
+			match(&s, &k);
+	}
+	for (i = 0; i < sizeof keys / sizeof keys[0]; i++)
+		match(&s, &keys[i]);
+
+	/* not kept (no path): a set succeeds or names what it overlaps */
+	n = s.n;
+	rc = desired_set(&s, &sel, "x", 1, &out, &other, &why, err, sizeof err);
+	if (rc == 0) {
+		if (!out || out->len != 1 || out->revision != s.revision)
+			abort();
+		if (desired_delete(&s, &sel, err, sizeof err) || s.n > n)
+			abort();
+	} else if (rc != -EEXIST || !other || s.n != n) {
+		abort();
+	}
+	match(&s, &keys[1]);
+	desired_free(&s);
+	return 0;
+}

@@ -1,0 +1,62 @@
+/* desired.h - desired configs: the config a selector's processes should
+ * have, stated once by a controller. A process that matches several gets
+ * the most specific: pid over container over pod over consumer. Two
+ * configs of the same precedence that could match one process are
+ * refused. The set is kept in <state_dir>/desired.pb (a serialized
+ * procctl.v1.ListDesiredConfigsResponse, replaced atomically on every
+ * change), so a successor daemon keeps it. Pure: no gRPC, no registry. */
+#ifndef PROCCTL_NODE_DESIRED_H
+#define PROCCTL_NODE_DESIRED_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "events.h"
+
+enum desired_level { DESIRED_CONSUMER, DESIRED_POD, DESIRED_CONTAINER, DESIRED_PID };
+
+struct desired {
+	struct ev_key sel; /* consumer and version always set */
+	enum desired_level level;
+	uint64_t revision;
+	size_t len;
+	uint8_t *payload;
+};
+
+struct desired_store {
+	struct desired *v;
+	size_t n, cap;
+	uint64_t revision; /* the last assigned; kept in the file, so it only grows */
+	char path[300];    /* "" : not kept (no state_dir) */
+};
+
+/* Load the store kept under dir (dir NULL or "": none kept), making dir
+ * when missing. A missing file is an empty store. 0, or -errno with what
+ * is wrong in err (a corrupt file is an error: nothing is silently
+ * dropped; -ENAMETOOLONG: dir is too long). */
+int desired_load(struct desired_store *s, const char *dir, char *err, size_t errlen);
+/* Parse a serialized ListDesiredConfigsResponse into an empty store: 0 or
+ * -EINVAL (err says why). The file's bytes are the daemon's own, but are
+ * checked like a request's. */
+int desired_parse(struct desired_store *s, const uint8_t *buf, size_t len, char *err, size_t errlen);
+void desired_free(struct desired_store *s);
+
+/* Check a selector for a desired config: 0, or -EINVAL and why. */
+int desired_check(const struct ev_key *sel, const char **why);
+
+/* Set sel's config (replacing sel's own) with the next revision: 0 and
+ * *out the stored entry; -EINVAL (why) a bad selector or payload; -EEXIST
+ * *other is a config of the same precedence that overlaps; -ENOMEM; -EIO
+ * not kept on disk (the store is unchanged; err says which path, why). */
+int desired_set(struct desired_store *s, const struct ev_key *sel, const void *payload, size_t len,
+		const struct desired **out, const struct desired **other, const char **why, char *err, size_t errlen);
+/* Forget sel's config: 0; -ENOENT none; -EIO as above. */
+int desired_delete(struct desired_store *s, const struct ev_key *sel, char *err, size_t errlen);
+
+/* The config process k should have, or NULL. */
+const struct desired *desired_match(const struct desired_store *s, const struct ev_key *k);
+
+/* 1 when d is the config for k (it matches and nothing more specific does). */
+int desired_effective(const struct desired_store *s, const struct desired *d, const struct ev_key *k);
+
+#endif

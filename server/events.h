@@ -1,0 +1,65 @@
+/* events.h - the event history WatchEvents streams read: a ring of the
+ * last N events, each packed once (a procctl.v1.WatchEventsResponse) with
+ * the keys filters match on. The loop appends; watchers on the gRPC
+ * thread read at their own pace through a cursor, so a watcher costs no
+ * memory of its own, a slow one is noticed when the ring laps it, and a
+ * resume is a cursor placed again. */
+#ifndef PROCCTL_NODE_EVENTS_H
+#define PROCCTL_NODE_EVENTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "podid.h"
+#include "procctl.h"
+
+/* What selects a process: a Selector's fields, a process's identity.
+ * Empty or zero fields of a filter match anything. */
+struct ev_key {
+	pid_t pid;
+	uint32_t version;
+	char consumer[PROCCTL_CONSUMER_MAX + 1];
+	char pod_uid[PROCCTL_POD_UID_MAX + 1];
+	char container_id[PROCCTL_CONTAINER_ID_MAX + 1];
+	int always; /* the event matches every filter (ownership changes) */
+};
+
+int ev_key_match(const struct ev_key *filter, const struct ev_key *k);
+
+/* 0 when k's fields are well formed (a pid >= 0, a consumer name, a pod
+ * UID of lowercase hex and dashes, a container ID of lowercase hex; empty
+ * ones are fine); else -EINVAL and why names the field. */
+int ev_key_valid(const struct ev_key *k, const char **why);
+
+/* A Selector's fields as a key, checked like ev_key_valid (also: too
+ * long for the key): 0 or -EINVAL and why. */
+int ev_key_from(struct ev_key *k, int32_t pid, const char *consumer, uint32_t version, const char *pod_uid,
+		const char *container_id, const char **why);
+
+struct events;
+
+/* A history of cap events (cap >= 1). NULL with errno. */
+struct events *events_new(size_t cap);
+void events_free(struct events *ev);
+
+/* The sequence number of the last event appended (0: none yet). The next
+ * event is last + 1: the loop packs it with that number, then appends. */
+uint64_t events_last(struct events *ev);
+
+/* Append an event of len packed bytes (copied): its sequence number, or
+ * -ENOMEM (nothing appended). Loop thread only. */
+int64_t events_append(struct events *ev, const struct ev_key *k, const void *bytes, size_t len);
+
+/* 1 when seq is a point a watcher may continue after: every event after
+ * it is still kept (and seq was handed out). */
+int events_resumable(struct events *ev, uint64_t seq);
+
+/* The first event after *cursor that matches filter: 1 with a malloc'd
+ * copy in *out (*len bytes) and *cursor moved to it; 0 none yet (*cursor
+ * moved past the events that did not match); -ERANGE the events after
+ * *cursor are no longer kept (the watcher fell behind); -ENOMEM. Any
+ * thread. */
+int events_next(struct events *ev, uint64_t *cursor, const struct ev_key *filter, void **out, size_t *len);
+
+#endif

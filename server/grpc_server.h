@@ -1,0 +1,41 @@
+/* grpc_server.h - procctl-node's gRPC side, on the gRPC C core: the
+ * listeners, one completion-queue thread, procctl.v1.NodeService (decoded
+ * here, served by the loop through node_submit), grpc.health.v1, server
+ * reflection v1 and v1alpha, and UNIMPLEMENTED for every other method.
+ * Everything of gRPC stays in grpc_server.c. */
+#ifndef PROCCTL_NODE_GRPC_SERVER_H
+#define PROCCTL_NODE_GRPC_SERVER_H
+
+#include <stdint.h>
+
+#include <protobuf-c/protobuf-c.h>
+
+#include "config.h"
+#include "events.h"
+#include "node.h"
+
+struct grpc_srv;
+
+/* Bind every listener of cfg (a Unix socket's directory is made, a stale
+ * socket replaced only after connect() to it failed, the socket chmod
+ * 0660) and start serving for n. 0, or -errno and a message in err;
+ * nothing is left bound on failure. */
+int grpcsrv_start(const struct node_cfg *cfg, struct node *n, struct grpc_srv **out, char *err, size_t errlen);
+/* End every stream with UNAVAILABLE, stop taking calls, wait up to
+ * grace_ms for the calls in flight, cancel the rest; unlink the Unix
+ * sockets; free. Call after node_run returned. */
+void grpcsrv_stop(struct grpc_srv *s, unsigned grace_ms);
+
+/* From the loop: wake the watchers (events were appended, or readiness
+ * changed). */
+void grpcsrv_kick(struct grpc_srv *s);
+
+/* From the loop, once per job: answer the call (resp NULL unless code is
+ * NODE_OK) and forget it. */
+void rpc_reply(struct rpc *c, enum node_code code, const char *msg, const ProtobufCMessage *resp);
+/* From the loop, for NODE_WATCH_EVENTS: the stream starts with first
+ * (packed here; NULL: none, a resume) and goes on with the events after
+ * cursor that match filter. */
+void rpc_watch_begin(struct rpc *c, const ProtobufCMessage *first, uint64_t cursor, const struct ev_key *filter);
+
+#endif

@@ -1,0 +1,216 @@
+/* procctl-node - the node daemon: finds the procctl processes of this
+ * node, owns their leases and grants, and serves procctl.v1.NodeService
+ * over gRPC (proto/procctl/v1/node.proto).
+ *
+ * Usage: procctl-node [--config FILE] [--grpc-listen ADDR]... [--KEY VALUE]...
+ *                     [--uninstall] [--check-config] [--version] [--help]
+ *
+ * With no arguments it runs on the embedded defaults (server/config.h).
+ * Exit status: 0 stopped cleanly, 1 failed while running, 2 bad usage or
+ * configuration (nothing was started). */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "grpc_server.h"
+#include "node.h"
+
+#define GRACE_MS 2000 /* calls in flight at shutdown get this long */
+
+static struct node *the_node;
+static volatile sig_atomic_t stopping;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stopping = 1;
+	if (the_node)
+		node_stop(the_node);
+}
+
+static void on_lib_log(enum procctl_log_level level, const char *event, const char *fields, void *arg)
+{
+	(void)arg;
+	node_log(level, event, "%s", fields);
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: procctl-node [--config FILE] [--grpc-listen ADDR]... [--KEY VALUE]...\n"
+		"                    [--uninstall] [--check-config] [--version] [--help]\n"
+		"\n"
+		"The procctl node daemon: attaches to every procctl process on this node, owns\n"
+		"their leases and exclusive-resource grants, and serves procctl.v1.NodeService\n"
+		"(plus grpc.health.v1 and server reflection) over gRPC.\n"
+		"\n"
+		"  --config FILE        a config file (see procctl-node.conf); flags after it win\n"
+		"  --grpc-listen ADDR   unix:/PATH or HOST:PORT; repeatable; the first replaces\n"
+		"                       the configured listeners (default unix:%s)\n"
+		"  --KEY VALUE          any key of the config file, '_' written '-':\n"
+		"                       --consumers echo,token  --lease-ms 10000  --rescan-ms 60000\n"
+		"                       --lock-dir DIR  --tls-cert F --tls-key F --tls-client-ca F\n"
+		"                       --insecure-tcp true  --max-watchers N  --log-level debug\n"
+		"  --uninstall          on exit revert every process (default: hand off, so a\n"
+		"                       successor daemon takes over with no change in the processes)\n"
+		"  --check-config       validate the configuration and exit (0: valid)\n"
+		"  --version            print the version and exit\n"
+		"  --help               this text\n"
+		"\n"
+		"A second procctl-node started on the same node waits on standby (binding\n"
+		"nothing) and takes over when the first stops. SIGTERM or SIGINT stops it.\n",
+		NODE_DEFAULT_SOCKET);
+}
+
+/* Wait for the daemon's own lock: only its holder binds the sockets and
+ * writes. 0 held; 1 stopped while waiting; -errno. */
+static int take_node_lock(const char *dir, int *fd_out)
+{
+	char path[NODE_PATH_MAX + 16], sub[NODE_PATH_MAX];
+	size_t i;
+	int fd;
+	snprintf(sub, sizeof sub, "%s", dir);
+	for (i = 1; sub[i]; i++)
+		if (sub[i] == '/') {
+			sub[i] = 0;
+			mkdir(sub, 0755);
+			sub[i] = '/';
+		}
+	mkdir(sub, 0755);
+	/* Upper case: no consumer's lock file can have this name. */
+	snprintf(path, sizeof path, "%s/NODE.lock", dir);
+	if ((fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) < 0)
+		return -errno;
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		if (errno != EWOULDBLOCK) {
+			close(fd);
+			return -errno;
+		}
+		node_log(PROCCTL_LOG_INFO, "standby", "lock=%s reason=\"another procctl-node holds it\"", path);
+		while (flock(fd, LOCK_EX) < 0) {
+			if (errno != EINTR || stopping) {
+				close(fd);
+				return stopping ? 1 : -errno;
+			}
+		}
+		node_log(PROCCTL_LOG_INFO, "taking_over", "lock=%s", path);
+	}
+	*fd_out = fd;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static struct node_cfg cfg;
+	char err[512];
+	struct grpc_srv *srv = NULL;
+	struct sigaction sa;
+	int check = 0, uninstall = 0, lock_fd = -1, i, r;
+
+	node_cfg_defaults(&cfg);
+	/* The file first, wherever --config is: flags override it. */
+	for (i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--config")) {
+			if (i + 1 >= argc) {
+				fprintf(stderr, "procctl-node: --config: needs a FILE\n");
+				return 2;
+			}
+			if (node_cfg_load(&cfg, argv[i + 1], err, sizeof err) < 0) {
+				fprintf(stderr, "procctl-node: %s\n", err);
+				return 2;
+			}
+			i++;
+		}
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		char key[64];
+		size_t k;
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			usage(stdout);
+			return 0;
+		}
+		if (!strcmp(a, "--version")) {
+			printf("procctl-node %s (API procctl.v1, wire %u.%u)\n", PROCCTL_NODE_VERSION,
+			       (unsigned)PROCCTL_VERSION_MAJOR, (unsigned)PROCCTL_VERSION_MINOR);
+			return 0;
+		}
+		if (!strcmp(a, "--check-config")) {
+			check = 1;
+			continue;
+		}
+		if (!strcmp(a, "--uninstall")) {
+			uninstall = 1;
+			continue;
+		}
+		if (!strcmp(a, "--config")) {
+			i++;
+			continue;
+		}
+		if (strncmp(a, "--", 2) || strlen(a) - 2 >= sizeof key || i + 1 >= argc) {
+			fprintf(stderr, "procctl-node: %s: %s\n", a,
+				strncmp(a, "--", 2) ? "not a flag" : i + 1 >= argc ? "needs a value" : "no such flag");
+			usage(stderr);
+			return 2;
+		}
+		for (k = 0; a[k + 2]; k++)
+			key[k] = a[k + 2] == '-' ? '_' : a[k + 2];
+		key[k] = 0;
+		if (node_cfg_set(&cfg, key, argv[++i], err, sizeof err) < 0) {
+			fprintf(stderr, "procctl-node: %s\n", err);
+			return 2;
+		}
+	}
+	if (node_cfg_check(&cfg, err, sizeof err) < 0) {
+		fprintf(stderr, "procctl-node: %s\n", err);
+		return 2;
+	}
+	if (cfg.http_listen[0]) { /* refused, not ignored: nobody waits on a port that never opens */
+		fprintf(stderr, "procctl-node: http_listen %s: this procctl-node does not serve HTTP yet\n", cfg.http_listen);
+		return 2;
+	}
+	if (check) {
+		printf("procctl-node: configuration valid\n");
+		return 0;
+	}
+	node_log_level(cfg.log_debug ? PROCCTL_LOG_DEBUG : PROCCTL_LOG_INFO);
+	procctl_set_log(on_lib_log, NULL);
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_signal; /* no SA_RESTART: a standby's flock returns */
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	node_log(PROCCTL_LOG_INFO, "starting", "version=%s pid=%d", PROCCTL_NODE_VERSION, (int)getpid());
+	if ((r = take_node_lock(cfg.lock_dir, &lock_fd)) != 0) {
+		if (r > 0)
+			return 0;
+		node_log(PROCCTL_LOG_ERROR, "lock_failed", "dir=%s error=%s", cfg.lock_dir, strerror(-r));
+		return 1;
+	}
+	if (!(the_node = node_new(&cfg, err, sizeof err))) {
+		node_log(PROCCTL_LOG_ERROR, "start_failed", "error=\"%s\"", err);
+		return 1;
+	}
+	if (stopping)
+		node_stop(the_node);
+	if (grpcsrv_start(&cfg, the_node, &srv, err, sizeof err) < 0) {
+		node_log(PROCCTL_LOG_ERROR, "start_failed", "error=\"%s\"", err);
+		node_close(the_node, 0);
+		return 1;
+	}
+	node_set_server(the_node, srv);
+	r = node_run(the_node);
+	node_log(PROCCTL_LOG_INFO, "stopping", "mode=%s", uninstall ? "uninstall" : "hand-off");
+	grpcsrv_stop(srv, GRACE_MS);
+	node_close(the_node, uninstall ? PROCCTL_CLOSE_UNINSTALL : 0);
+	close(lock_fd);
+	node_log(PROCCTL_LOG_INFO, "stopped", "error=%s", r < 0 ? strerror(-r) : "none");
+	return r < 0 ? 1 : 0;
+}

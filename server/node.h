@@ -1,0 +1,94 @@
+/* node.h - procctl-node's event loop: the registries, the arbiters, the
+ * table of attached processes, the waits for acks and the event history.
+ * One thread runs it (node_run). The gRPC side (grpc_server.c, its own
+ * thread) hands it decoded requests with node_submit; the loop answers
+ * each through grpc_server.h's rpc_reply or rpc_watch_begin, and wakes
+ * the watchers with grpcsrv_kick after it appended events. */
+#ifndef PROCCTL_NODE_NODE_H
+#define PROCCTL_NODE_NODE_H
+
+#include <stdint.h>
+
+#include <protobuf-c/protobuf-c.h>
+
+#include "config.h"
+#include "events.h"
+#include "procctl_agent.h"
+
+/* gRPC status codes, by the protocol's numbers. */
+enum node_code {
+	NODE_OK = 0,
+	NODE_CANCELLED = 1,
+	NODE_INVALID_ARGUMENT = 3,
+	NODE_DEADLINE_EXCEEDED = 4,
+	NODE_NOT_FOUND = 5,
+	NODE_ALREADY_EXISTS = 6,
+	NODE_PERMISSION_DENIED = 7,
+	NODE_RESOURCE_EXHAUSTED = 8,
+	NODE_FAILED_PRECONDITION = 9,
+	NODE_OUT_OF_RANGE = 11,
+	NODE_UNIMPLEMENTED = 12,
+	NODE_INTERNAL = 13,
+	NODE_UNAVAILABLE = 14,
+};
+
+/* The NodeService methods the loop serves. */
+enum node_method {
+	NODE_LIST_PROCESSES,
+	NODE_GET_PROCESS,
+	NODE_WATCH_EVENTS,
+	NODE_PUBLISH,
+	NODE_CLEAR,
+	NODE_WAIT_ACK,
+	NODE_READ_STATE,
+	NODE_LIST_ARBITERS,
+	NODE_GET_ARBITER,
+	NODE_SET_DESIRED,
+	NODE_DELETE_DESIRED,
+	NODE_LIST_DESIRED,
+};
+
+struct rpc; /* a call, the gRPC side's */
+
+/* One request handed to the loop. */
+struct node_job {
+	enum node_method method;
+	ProtobufCMessage *req; /* unpacked; the loop frees it */
+	int64_t deadline_ns;   /* the call's deadline, CLOCK_MONOTONIC; INT64_MAX: none */
+	struct rpc *rpc;
+	struct node_job *next;
+};
+
+struct node;
+struct grpc_srv;
+
+/* Set up the loop for cfg (the registries take the node locks as they
+ * can: a consumer another agent owns is served read-only). NULL and a
+ * message in err. */
+struct node *node_new(const struct node_cfg *cfg, char *err, size_t errlen);
+/* The server the loop answers through and wakes (before node_run). */
+void node_set_server(struct node *n, struct grpc_srv *s);
+/* Run until node_stop; then answer every job still held UNAVAILABLE.
+ * 0, or -errno when the loop failed. */
+int node_run(struct node *n);
+/* Any thread, async-signal-safe: make node_run return. */
+void node_stop(struct node *n);
+/* After node_run returned: hand off (SIGTERM: RELEASED, a successor takes
+ * over) or, with PROCCTL_CLOSE_UNINSTALL, revert every process; free. */
+void node_close(struct node *n, unsigned flags);
+
+/* Any thread: queue a request for the loop. 0, or -ESHUTDOWN when the
+ * loop no longer takes requests (the caller answers UNAVAILABLE). */
+int node_submit(struct node *n, struct node_job *job);
+/* Any thread: 1 once every registry finished its first full scan. */
+int node_ready(const struct node *n);
+/* The event history the watchers read. */
+struct events *node_events(struct node *n);
+
+/* Structured log lines on stderr: "ts=... level=... event=... k=v ...".
+ * Any thread. */
+void node_log(enum procctl_log_level level, const char *event, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+void node_log_level(enum procctl_log_level max);
+
+#endif

@@ -1,0 +1,231 @@
+// api.test.js - procctl.v1.NodeService as a controller uses it: a real
+// procctl-node, real echo clients, @grpc/grpc-js on the .proto files.
+'use strict';
+
+const { test, before, after } = require('node:test');
+const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const h = require('./harness');
+
+let d, c;
+
+before(async () => {
+  d = await new h.Daemon().ready();
+  c = d.client();
+});
+
+after(async () => {
+  c.close();
+  await h.killAll();
+  await d.stop();
+});
+
+test('the Unix socket is mode 0660', () => {
+  assert.equal(fs.statSync(d.sock).mode & 0o777, 0o660);
+});
+
+test('ListProcesses and GetProcess describe an attached echo client', async () => {
+  const e = await h.echo();
+  const p = await h.attached(d, e.pid);
+  assert.equal(p.consumer, h.CONSUMER);
+  assert.equal(p.schemaVersion, 1);
+  assert.deepEqual(p.nspid, [e.pid]);
+  assert.notEqual(p.ref.instanceId, '0');
+  assert.equal(p.leaseState, 'LEASE_STATE_LIVE');
+  assert.equal(p.podUid, '');
+  assert.equal(p.qosClass, 'QOS_CLASS_UNSPECIFIED');
+
+  const g = await h.call(c, 'GetProcess', { process: { pid: e.pid } });
+  assert.deepEqual(g.process, p);
+  const byInstance = await h.call(c, 'GetProcess', { process: p.ref });
+  assert.deepEqual(byInstance.process, p);
+
+  const echoes = await h.call(c, 'ListProcesses', { filter: { consumer: h.CONSUMER } });
+  assert.ok(echoes.processes.some((x) => x.ref.pid === e.pid));
+  const none = await h.call(c, 'ListProcesses', { filter: { consumer: 'nosuch' } });
+  assert.equal(none.processes.length, 0);
+  const inPod = await h.call(c, 'ListProcesses', { filter: { podUid: '0b1c2d3e-0000-4000-8000-000000000001' } });
+  assert.equal(inPod.processes.length, 0);
+  const pids = (await h.call(c, 'ListProcesses', {})).processes.map((x) => x.ref.pid);
+  assert.deepEqual(pids, [...pids].sort((a, b) => a - b));
+});
+
+test('GetProcess: unknown pid NOT_FOUND, no pid or a bad instance INVALID_ARGUMENT / NOT_FOUND', async () => {
+  assert.equal(await h.code(h.call(c, 'GetProcess', { process: { pid: 0x3fffffff } })), 'NOT_FOUND');
+  assert.equal(await h.code(h.call(c, 'GetProcess', {})), 'INVALID_ARGUMENT');
+  assert.equal(await h.code(h.call(c, 'GetProcess', { process: { pid: -5 } })), 'INVALID_ARGUMENT');
+  const e = await h.echo();
+  await h.attached(d, e.pid);
+  assert.equal(await h.code(h.call(c, 'GetProcess', { process: { pid: e.pid, instanceId: '12345' } })), 'NOT_FOUND');
+});
+
+test('malformed selectors are INVALID_ARGUMENT', async () => {
+  for (const filter of [{ consumer: 'Echo' }, { consumer: 'x'.repeat(32) }, { podUid: 'POD' },
+    { containerId: 'zz' }, { containerId: 'a'.repeat(65) }, { pid: -1 }]) {
+    assert.equal(await h.code(h.call(c, 'ListProcesses', { filter })), 'INVALID_ARGUMENT', JSON.stringify(filter));
+  }
+});
+
+test('Publish to a pid waits for the ack: APPLIED, and the process has it', async () => {
+  const e = await h.echo();
+  await h.attached(d, e.pid);
+  const r = await h.call(c, 'Publish', { selector: { pid: e.pid }, payload: Buffer.from('hello node'), waitMs: 5000 });
+  assert.equal(r.results.length, 1);
+  const res = r.results[0];
+  assert.equal(res.status, 'PUBLISH_STATUS_APPLIED');
+  assert.equal(res.process.pid, e.pid);
+  assert.ok(Number(res.generation) > 0);
+  assert.equal(res.processStatus, 0);
+  await e.line(new RegExp(`event=applied gen=${res.generation} .*payload=hello node$`), { out: true });
+
+  const st = await h.call(c, 'ReadState', { process: { pid: e.pid } });
+  assert.equal(st.ackedGeneration, res.generation);
+  assert.equal(st.ackResult, 'ACK_RESULT_APPLIED');
+  assert.match(st.data.toString(), new RegExp(`^applied=${res.generation} .*mode=config$`));
+
+  const p = (await h.call(c, 'GetProcess', { process: { pid: e.pid } })).process;
+  assert.equal(p.generation, res.generation);
+  assert.equal(p.ackedGeneration, res.generation);
+  assert.equal(p.ackResult, 'ACK_RESULT_APPLIED');
+});
+
+test('Publish a config the process refuses: REJECTED with its status', async () => {
+  const e = await h.echo();
+  await h.attached(d, e.pid);
+  const r = await h.call(c, 'Publish', { selector: { pid: e.pid }, payload: Buffer.from([0x01, 0x02]), waitMs: 5000 });
+  assert.equal(r.results[0].status, 'PUBLISH_STATUS_REJECTED');
+  assert.equal(r.results[0].processStatus, -22); // -EINVAL
+  await e.line(/event=rejected .*error=EINVAL/, { out: true });
+  const p = (await h.call(c, 'GetProcess', { process: { pid: e.pid } })).process;
+  assert.equal(p.ackResult, 'ACK_RESULT_REJECTED');
+  assert.equal(p.ackStatus, -22);
+});
+
+test('Publish without a wait is PENDING; WaitAck then sees it APPLIED', async () => {
+  const e = await h.echo();
+  await h.attached(d, e.pid);
+  const r = await h.call(c, 'Publish', { selector: { pid: e.pid }, payload: Buffer.from('later') });
+  assert.equal(r.results[0].status, 'PUBLISH_STATUS_PENDING');
+  const w = await h.call(c, 'WaitAck', { process: { pid: e.pid }, generation: r.results[0].generation, waitMs: 5000 });
+  assert.equal(w.result.status, 'PUBLISH_STATUS_APPLIED');
+  assert.equal(w.result.generation, r.results[0].generation);
+  // A generation never published to it.
+  const bad = String(Number(r.results[0].generation) + 100);
+  assert.equal(await h.code(h.call(c, 'WaitAck', { process: { pid: e.pid }, generation: bad })), 'INVALID_ARGUMENT');
+  assert.equal(await h.code(h.call(c, 'WaitAck', { process: { pid: e.pid }, generation: '0' })), 'INVALID_ARGUMENT');
+});
+
+test('an older generation acked after a newer one was written is SUPERSEDED', async () => {
+  const e = await h.echo();
+  await h.attached(d, e.pid);
+  process.kill(e.pid, 'SIGSTOP'); // it cannot ack until both are written
+  try {
+    const a = await h.call(c, 'Publish', { selector: { pid: e.pid }, payload: Buffer.from('one') });
+    await h.call(c, 'Publish', { selector: { pid: e.pid }, payload: Buffer.from('two') });
+    process.kill(e.pid, 'SIGCONT');
+    const w = await h.call(c, 'WaitAck', { process: { pid: e.pid }, generation: a.results[0].generation, waitMs: 5000 });
+    assert.equal(w.result.status, 'PUBLISH_STATUS_SUPERSEDED');
+  } finally {
+    process.kill(e.pid, 'SIGCONT');
+  }
+});
+
+test('a wait ends at wait_ms with PENDING while the process cannot ack', async () => {
+  const e = await h.echo();
+  await h.attached(d, e.pid);
+  process.kill(e.pid, 'SIGSTOP');
+  try {
+    const t0 = Date.now();
+    const r = await h.call(c, 'Publish', { selector: { pid: e.pid }, payload: Buffer.from('stuck'), waitMs: 300 });
+    assert.equal(r.results[0].status, 'PUBLISH_STATUS_PENDING');
+    assert.ok(Date.now() - t0 >= 290);
+    // The call's own deadline ends the wait too.
+    assert.equal(await h.code(h.call(c, 'WaitAck', { process: { pid: e.pid }, generation: r.results[0].generation,
+      waitMs: 60000 }, { deadlineMs: 300 })), 'DEADLINE_EXCEEDED');
+  } finally {
+    process.kill(e.pid, 'SIGCONT');
+  }
+  // The daemon still answers at once.
+  await h.call(c, 'ListProcesses', {}, { deadlineMs: 2000 });
+});
+
+test('Publish to a selector: every matching process, in pid order, one consumer and version', async () => {
+  const es = [await h.echo(), await h.echo()];
+  for (const e of es) await h.attached(d, e.pid);
+  const r = await h.call(c, 'Publish', { selector: { consumer: h.CONSUMER, schemaVersion: 1 },
+    payload: Buffer.from('to all'), waitMs: 5000 });
+  const pids = r.results.map((x) => x.process.pid);
+  for (const e of es) assert.ok(pids.includes(e.pid));
+  assert.deepEqual(pids, [...pids].sort((a, b) => a - b));
+  for (const x of r.results) {
+    if (es.some((e) => e.pid === x.process.pid)) assert.equal(x.status, 'PUBLISH_STATUS_APPLIED');
+  }
+  for (const e of es) await e.line(/payload=to all$/, { out: true });
+  // A consumer without its version, or no consumer at all.
+  assert.equal(await h.code(h.call(c, 'Publish', { selector: { consumer: h.CONSUMER }, payload: Buffer.from('x') })),
+    'INVALID_ARGUMENT');
+  assert.equal(await h.code(h.call(c, 'Publish', { payload: Buffer.from('x') })), 'INVALID_ARGUMENT');
+  // Nothing matches: no results, not an error.
+  const none = await h.call(c, 'Publish', { selector: { consumer: 'nosuch', schemaVersion: 1 }, payload: Buffer.from('x') });
+  assert.equal(none.results.length, 0);
+});
+
+test('bad payloads: empty, or over the process capacity, are INVALID_ARGUMENT; unknown pid NOT_FOUND', async () => {
+  const e = await h.echo();
+  await h.attached(d, e.pid);
+  assert.equal(await h.code(h.call(c, 'Publish', { selector: { pid: e.pid }, payload: Buffer.alloc(0) })),
+    'INVALID_ARGUMENT');
+  assert.equal(await h.code(h.call(c, 'Publish', { selector: { pid: e.pid }, payload: Buffer.alloc(4097, 0x41) })),
+    'INVALID_ARGUMENT');
+  assert.equal(await h.code(h.call(c, 'Publish', { selector: { pid: 0x3fffffff }, payload: Buffer.from('x') })),
+    'NOT_FOUND');
+  // Over the daemon's message limit: refused by gRPC itself.
+  assert.equal(await h.code(h.call(c, 'Publish', { selector: { pid: e.pid }, payload: Buffer.alloc(5 << 20) })),
+    'RESOURCE_EXHAUSTED');
+});
+
+test('Clear withdraws the config: the process falls back to its defaults', async () => {
+  const e = await h.echo();
+  await h.attached(d, e.pid);
+  await h.call(c, 'Publish', { selector: { pid: e.pid }, payload: Buffer.from('some'), waitMs: 5000 });
+  const r = await h.call(c, 'Clear', { selector: { pid: e.pid }, waitMs: 5000 });
+  assert.equal(r.results[0].status, 'PUBLISH_STATUS_APPLIED');
+  await e.line(new RegExp(`event=cleared gen=${r.results[0].generation}$`), { out: true });
+  const st = await h.call(c, 'ReadState', { process: { pid: e.pid } });
+  assert.match(st.data.toString(), /mode=defaults$/);
+});
+
+test('a process that exited: NOT_FOUND once detached, GONE while a wait was on it', async () => {
+  const e = await h.echo();
+  await h.attached(d, e.pid);
+  process.kill(e.pid, 'SIGSTOP');
+  const p = h.call(c, 'Publish', { selector: { pid: e.pid }, payload: Buffer.from('never'), waitMs: 10000 });
+  await h.sleep(100);
+  process.kill(e.pid, 'SIGKILL');
+  const r = await p;
+  assert.equal(r.results[0].status, 'PUBLISH_STATUS_GONE');
+  await h.until(async () => (await h.code(h.call(c, 'ReadState', { process: { pid: e.pid } }))) === 'NOT_FOUND');
+});
+
+test('unknown methods and services are UNIMPLEMENTED; undecodable requests INVALID_ARGUMENT', async () => {
+  const raw = new h.grpc.Client(d.addr, h.grpc.credentials.createInsecure());
+  const unary = (method, bytes) => new Promise((resolve) => {
+    raw.makeUnaryRequest(method, (b) => b, (b) => b, bytes, { deadline: Date.now() + 5000 },
+      (err) => resolve(err ? h.grpc.status[err.code] : 'OK'));
+  });
+  try {
+    assert.equal(await unary('/procctl.v1.NodeService/Nope', Buffer.alloc(0)), 'UNIMPLEMENTED');
+    assert.equal(await unary('/no.such.Service/Call', Buffer.alloc(0)), 'UNIMPLEMENTED');
+    // A truncated varint, and a field of the wrong wire type.
+    assert.equal(await unary('/procctl.v1.NodeService/GetProcess', Buffer.from([0x0a, 0x05, 0x08])), 'INVALID_ARGUMENT');
+    assert.equal(await unary('/procctl.v1.NodeService/ListProcesses', Buffer.from([0x0a, 0xff, 0xff, 0xff, 0xff, 0x0f])),
+      'INVALID_ARGUMENT');
+  } finally {
+    raw.close();
+  }
+});
+
+test('ListArbiters is empty and GetArbiter NOT_FOUND without [arbiter] sections', async () => {
+  assert.deepEqual((await h.call(c, 'ListArbiters', {})).arbiters, []);
+  assert.equal(await h.code(h.call(c, 'GetArbiter', { kind: 'gpu' })), 'NOT_FOUND');
+});

@@ -1,0 +1,167 @@
+// daemon.test.js - procctl-node as a process: flags, configuration
+// errors, its socket, health, shutdown, and a standby taking over.
+'use strict';
+
+const { test } = require('node:test');
+const assert = require('node:assert/strict');
+const { spawnSync } = require('node:child_process');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const h = require('./harness');
+
+const run = (args) => spawnSync(h.NODE_BIN, args, { encoding: 'utf8', timeout: 10000 });
+const scratch = () => fs.mkdtempSync(path.join(os.tmpdir(), 'procctl-node-'));
+
+test('--version, --help, --check-config', () => {
+  let r = run(['--version']);
+  assert.equal(r.status, 0);
+  assert.match(r.stdout, /^procctl-node \d+\.\d+\.\d+ \(API procctl\.v1, wire 1\.0\)\n$/);
+  r = run(['--help']);
+  assert.equal(r.status, 0);
+  assert.match(r.stdout, /--grpc-listen ADDR/);
+  assert.match(r.stdout, /unix:\/run\/procctl\/node\.sock/);
+  r = run(['--check-config']);
+  assert.equal(r.status, 0);
+  assert.match(r.stdout, /configuration valid/);
+});
+
+test('bad configuration: the file, line and key named, exit 2, nothing bound', () => {
+  const dir = scratch();
+  const conf = path.join(dir, 'node.conf');
+  const sock = path.join(dir, 'node.sock');
+  fs.writeFileSync(conf, `# ok\ngrpc_listen = unix:${sock}\nlease_ms = soon\n`);
+  let r = run(['--config', conf]);
+  assert.equal(r.status, 2);
+  assert.match(r.stderr, new RegExp(`${conf}:3: lease_ms: `));
+  assert.ok(!fs.existsSync(sock));
+  r = run(['--check-config', '--config', conf]);
+  assert.equal(r.status, 2);
+  r = run(['--config', path.join(dir, 'missing.conf')]);
+  assert.equal(r.status, 2);
+  assert.match(r.stderr, /missing\.conf: No such file or directory/);
+  r = run(['--lease-ms', '-1']);
+  assert.equal(r.status, 2);
+  assert.match(r.stderr, /--lease-ms: /);
+  r = run(['--no-such-flag', 'x']);
+  assert.equal(r.status, 2);
+  assert.match(r.stderr, /no such flag/);
+  r = run(['--grpc-listen', '0.0.0.0:1']);
+  assert.equal(r.status, 2);
+  assert.match(r.stderr, /TCP needs tls_cert, tls_key and tls_client_ca, or insecure_tcp/);
+});
+
+test('the socket: directory made, a stale socket replaced, a live one or a file refused', async () => {
+  const dir = scratch();
+  const run1 = path.join(dir, 'run');
+  fs.mkdirSync(run1);
+  // A stale socket: bound, then its server killed (nothing unlinked it).
+  const sock = path.join(run1, 'node.sock');
+  spawnSync(process.execPath, ['-e',
+    `require('net').createServer().listen(${JSON.stringify(sock)}, () => process.kill(process.pid, 'SIGKILL'))`]);
+  assert.ok(fs.statSync(sock).isSocket());
+  const d = await new h.Daemon({ dir }).ready();
+  assert.ok(d.lines.some((l) => /event=stale_socket_replaced/.test(l)));
+
+  // A second daemon on another lock dir but the same socket: refused.
+  const other = scratch();
+  const r = spawnSync(h.NODE_BIN, ['--grpc-listen', `unix:${sock}`, '--lock-dir', path.join(other, 'locks'),
+    '--consumers', h.CONSUMER], { encoding: 'utf8', timeout: 10000 });
+  assert.equal(r.status, 1);
+  assert.match(r.stderr, /another server is listening there/);
+  await d.stop();
+  assert.ok(!fs.existsSync(sock), 'the socket is removed at exit');
+
+  // A regular file where the socket goes: refused, left alone.
+  fs.writeFileSync(sock, 'keep');
+  const r2 = spawnSync(h.NODE_BIN, ['--grpc-listen', `unix:${sock}`, '--lock-dir', path.join(other, 'locks'),
+    '--consumers', h.CONSUMER], { encoding: 'utf8', timeout: 10000 });
+  assert.equal(r2.status, 1);
+  assert.match(r2.stderr, /exists and is not a socket/);
+  assert.equal(fs.readFileSync(sock, 'utf8'), 'keep');
+});
+
+test('health: Check and Watch; an unknown service', async () => {
+  const d = await new h.Daemon().ready();
+  assert.equal(await h.health(d.addr), 'SERVING');
+  assert.equal(await h.health(d.addr, 'procctl.v1.NodeService'), 'SERVING');
+  await assert.rejects(h.health(d.addr, 'nope'), (e) => h.grpc.status[e.code] === 'NOT_FOUND');
+  const w = h.healthWatch(d.addr);
+  const unknown = h.healthWatch(d.addr, 'nope');
+  await h.until(() => w.statuses.length && unknown.statuses.length, { what: 'health statuses' });
+  assert.deepEqual(w.statuses, ['SERVING']);
+  assert.deepEqual(unknown.statuses, ['SERVICE_UNKNOWN']);
+  await d.stop();
+  await h.until(() => w.error && unknown.error, { what: 'the watches to end' });
+  assert.equal(h.grpc.status[w.error.code], 'UNAVAILABLE');
+  w.close();
+  unknown.close();
+});
+
+test('SIGTERM: open streams end UNAVAILABLE, the process exits 0 and hands off', async () => {
+  const d = await new h.Daemon().ready();
+  const e = await h.echo();
+  await h.attached(d, e.pid);
+  const c = d.client();
+  await h.call(c, 'Publish', { selector: { pid: e.pid }, payload: Buffer.from('kept'), waitMs: 5000 });
+  const w = h.watch(c, {});
+  await w.next((x) => x.event === 'snapshot');
+  const exit = d.kill('SIGTERM');
+  const err = await w.errored();
+  assert.equal(h.grpc.status[err.code], 'UNAVAILABLE');
+  assert.deepEqual(await exit, { code: 0, sig: null });
+  assert.ok(d.lines.some((l) => /event=stopping mode=hand-off/.test(l)));
+  // Handed off, not uninstalled: the process keeps its config.
+  await h.sleep(200);
+  assert.ok(!e.out.some((l) => /event=cleared|event=lease state=expired/.test(l)), e.out.join('\n'));
+  c.close();
+  await e.kill('SIGKILL');
+});
+
+test('--uninstall: the processes revert to their defaults on exit', async () => {
+  const d = await new h.Daemon({ args: ['--uninstall'] }).ready();
+  const e = await h.echo();
+  await h.attached(d, e.pid);
+  const c = d.client();
+  await h.call(c, 'Publish', { selector: { pid: e.pid }, payload: Buffer.from('gone soon'), waitMs: 5000 });
+  c.close();
+  await d.kill('SIGTERM');
+  await e.line(/event=lease state=expired/, { out: true });
+  await e.kill('SIGKILL');
+});
+
+for (const sig of ['SIGTERM', 'SIGKILL']) {
+  test(`a standby binds nothing, and takes over when the first gets ${sig}, with no flap in the clients`, async () => {
+    const first = await new h.Daemon().ready();
+    const ino = fs.statSync(first.sock).ino;
+    const second = new h.Daemon({ dir: first.dir });
+    await second.line(/event=standby/);
+    await h.sleep(300);
+    assert.equal(second.exit, null);
+    assert.equal(fs.statSync(first.sock).ino, ino, 'the standby left the socket alone');
+
+    const e = await h.echo();
+    await h.attached(first, e.pid);
+    const c = first.client();
+    const r = await h.call(c, 'Publish', { selector: { pid: e.pid }, payload: Buffer.from('last good'), waitMs: 5000 });
+    assert.equal(r.results[0].status, 'PUBLISH_STATUS_APPLIED');
+    c.close();
+
+    await first.kill(sig);
+    await second.line(/event=taking_over/);
+    await second.ready();
+    const p = await h.attached(second, e.pid);
+    assert.equal(p.leaseState, 'LEASE_STATE_LIVE');
+    assert.equal(p.generation, r.results[0].generation, 'the successor adopted the config');
+    const c2 = second.client();
+    const st = await h.call(c2, 'ReadState', { process: { pid: e.pid } });
+    assert.match(st.data.toString(), /mode=config$/);
+    const r2 = await h.call(c2, 'Publish', { selector: { pid: e.pid }, payload: Buffer.from('next'), waitMs: 5000 });
+    assert.equal(r2.results[0].status, 'PUBLISH_STATUS_APPLIED');
+    c2.close();
+    // The client never fell back to its defaults.
+    assert.ok(!e.out.some((l) => /event=cleared|event=lease state=expired/.test(l)), e.out.join('\n'));
+    await second.stop();
+    await e.kill('SIGKILL');
+  });
+}

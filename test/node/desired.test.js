@@ -1,0 +1,124 @@
+// desired.test.js - desired configs: stated once, given to the processes
+// that match now and to those that attach later, most specific first,
+// kept on the host for a successor daemon.
+'use strict';
+
+const { test, before, after } = require('node:test');
+const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const path = require('node:path');
+const { spawnSync } = require('node:child_process');
+const h = require('./harness');
+
+let d, c;
+const sel = (extra = {}) => ({ consumer: h.CONSUMER, schemaVersion: 1, ...extra });
+const set = (selector, text, waitMs = 5000) =>
+  h.call(c, 'SetDesiredConfig', { config: { selector, payload: Buffer.from(text) }, waitMs });
+
+before(async () => {
+  d = await new h.Daemon().ready();
+  c = d.client();
+});
+
+after(async () => {
+  c.close();
+  await h.killAll();
+  await d.stop();
+});
+
+test('a consumer config reaches the processes there now and those that come later', async () => {
+  const now = await h.echo();
+  await h.attached(d, now.pid);
+  const r = await set(sel(), 'for everyone');
+  assert.equal(r.config.payload.toString(), 'for everyone');
+  assert.ok(Number(r.config.revision) > 0);
+  const mine = r.results.find((x) => x.process.pid === now.pid);
+  assert.equal(mine.status, 'PUBLISH_STATUS_APPLIED');
+  await now.line(/payload=for everyone$/, { out: true });
+
+  const later = await h.echo();
+  await later.line(/payload=for everyone$/, { out: true });
+  const p = await h.attached(d, later.pid);
+  assert.notEqual(p.generation, '0');
+});
+
+test('precedence: a pid config wins over the consumer config, for that pid only', async () => {
+  const a = await h.echo();
+  const b = await h.echo();
+  await h.attached(d, a.pid);
+  await h.attached(d, b.pid);
+  await set(sel(), 'consumer wide');
+  const r = await set(sel({ pid: a.pid }), 'just a');
+  assert.deepEqual(r.results.map((x) => x.process.pid), [a.pid]);
+  assert.equal(r.results[0].status, 'PUBLISH_STATUS_APPLIED');
+  await a.line(/payload=just a$/, { out: true });
+  // A consumer-wide change now skips a: its own config is more specific.
+  const r2 = await set(sel(), 'consumer wide 2');
+  assert.ok(!r2.results.some((x) => x.process.pid === a.pid));
+  assert.ok(r2.results.some((x) => x.process.pid === b.pid && x.status === 'PUBLISH_STATUS_APPLIED'));
+  await b.line(/payload=consumer wide 2$/, { out: true });
+  const sa = await h.call(c, 'ReadState', { process: { pid: a.pid } });
+  assert.equal(sa.ackedGeneration, r.results[0].generation);
+});
+
+test('setting the same selector again replaces it; overlapping ones of one precedence are refused', async () => {
+  const e = await h.echo();
+  await h.attached(d, e.pid);
+  const r1 = await set(sel({ pid: e.pid }), 'v1');
+  const r2 = await set(sel({ pid: e.pid }), 'v2');
+  assert.ok(Number(r2.config.revision) > Number(r1.config.revision));
+  const list = await h.call(c, 'ListDesiredConfigs', {});
+  assert.equal(list.configs.filter((x) => x.selector.pid === e.pid).length, 1);
+  // The same pid, narrowed by a pod: still pid precedence, and it could
+  // match the same process.
+  const err = await h.code(set(sel({ pid: e.pid, podUid: '0b1c2d3e-0000-4000-8000-000000000001' }), 'x'));
+  assert.equal(err, 'ALREADY_EXISTS');
+});
+
+test('bad desired configs are INVALID_ARGUMENT', async () => {
+  assert.equal(await h.code(set({ consumer: h.CONSUMER }, 'x')), 'INVALID_ARGUMENT'); // no version
+  assert.equal(await h.code(set({ schemaVersion: 1 }, 'x')), 'INVALID_ARGUMENT'); // no consumer
+  assert.equal(await h.code(set(sel(), '')), 'INVALID_ARGUMENT'); // empty
+  assert.equal(await h.code(set(sel({ podUid: 'NOT-HEX' }), 'x')), 'INVALID_ARGUMENT');
+  assert.equal(await h.code(h.call(c, 'SetDesiredConfig', {})), 'INVALID_ARGUMENT');
+});
+
+test('ListDesiredConfigs: most specific first; DeleteDesiredConfig forgets one', async () => {
+  const e = await h.echo();
+  await h.attached(d, e.pid);
+  await set(sel(), 'wide');
+  await set(sel({ pid: e.pid }), 'narrow');
+  let list = (await h.call(c, 'ListDesiredConfigs', {})).configs;
+  const levels = list.map((x) => (x.selector.pid ? 3 : x.selector.containerId ? 2 : x.selector.podUid ? 1 : 0));
+  assert.deepEqual(levels, [...levels].sort((a, b) => b - a));
+  await h.call(c, 'DeleteDesiredConfig', { selector: sel({ pid: e.pid }) });
+  list = (await h.call(c, 'ListDesiredConfigs', {})).configs;
+  assert.ok(!list.some((x) => x.selector.pid === e.pid));
+  assert.equal(await h.code(h.call(c, 'DeleteDesiredConfig', { selector: sel({ pid: e.pid }) })), 'NOT_FOUND');
+  // What the process holds stays.
+  const st = await h.call(c, 'ReadState', { process: { pid: e.pid } });
+  assert.match(st.data.toString(), /mode=config$/);
+});
+
+test('kept on the host: a successor daemon has the same configs and gives them to new processes', async () => {
+  const dd = await new h.Daemon({ consumers: `${h.CONSUMER}p` }).ready();
+  const cc = dd.client();
+  const s2 = { consumer: `${h.CONSUMER}p`, schemaVersion: 1 };
+  await h.call(cc, 'SetDesiredConfig', { config: { selector: s2, payload: Buffer.from('persisted') } });
+  const before = (await h.call(cc, 'ListDesiredConfigs', {})).configs;
+  cc.close();
+  await dd.stop();
+  const d2 = await new h.Daemon({ dir: dd.dir, consumers: `${h.CONSUMER}p` }).ready();
+  const c2 = d2.client();
+  assert.deepEqual((await h.call(c2, 'ListDesiredConfigs', {})).configs, before);
+  const e = await h.echo(`${h.CONSUMER}p`);
+  await e.line(/payload=persisted$/, { out: true });
+  c2.close();
+  await d2.stop();
+  // A corrupt store: the daemon says which file and does not start.
+  fs.writeFileSync(path.join(dd.dir, 'state', 'desired.pb'), Buffer.from([0x0a, 0xff, 0x01]));
+  const r = spawnSync(h.NODE_BIN, ['--grpc-listen', `unix:${dd.sock}`, '--lock-dir', path.join(dd.dir, 'locks'),
+    '--state-dir', path.join(dd.dir, 'state')], { encoding: 'utf8', timeout: 10000 });
+  assert.equal(r.status, 1);
+  assert.match(r.stderr, /desired\.pb: corrupt/);
+});

@@ -1,0 +1,229 @@
+// harness.js - what the procctl-node tests share: start a real daemon in a
+// scratch directory, real echo and token clients, and a real gRPC client
+// (@grpc/grpc-js with @grpc/proto-loader on proto/procctl/v1/node.proto).
+//
+// ctest passes the binaries' paths: PROCCTL_NODE, ECHO_CLIENT,
+// TOKEN_CLIENT, PROTO_DIR, BUF.
+'use strict';
+
+const { spawn, spawnSync } = require('node:child_process');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const grpc = require('@grpc/grpc-js');
+const protoLoader = require('@grpc/proto-loader');
+
+const env = (name) => {
+  const v = process.env[name];
+  if (!v) throw new Error(`${name} is not set (ctest sets it)`);
+  return v;
+};
+const NODE_BIN = env('PROCCTL_NODE');
+const ECHO_CLIENT = env('ECHO_CLIENT');
+const TOKEN_CLIENT = env('TOKEN_CLIENT');
+const PROTO_DIR = env('PROTO_DIR');
+const BUF = env('BUF');
+
+const pkgDef = protoLoader.loadSync('procctl/v1/node.proto', {
+  includeDirs: [PROTO_DIR],
+  longs: String,
+  enums: String,
+  bytes: Buffer,
+  defaults: true,
+  oneofs: true,
+});
+const api = grpc.loadPackageDefinition(pkgDef).procctl.v1;
+
+// Each test file has its consumer name, so that the daemons of files run
+// side by side never see each other's clients.
+const CONSUMER = `echo${process.pid}`.slice(0, 31);
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// Poll fn until it returns a truthy value (or throws its last error).
+async function until(fn, { timeout = 10000, every = 20, what = 'condition' } = {}) {
+  const end = Date.now() + timeout;
+  let last;
+  for (;;) {
+    try {
+      const v = await fn();
+      if (v) return v;
+    } catch (e) {
+      last = e;
+    }
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}${last ? `: ${last.message}` : ''}`);
+    await sleep(every);
+  }
+}
+
+// A child process whose stdout/stderr lines are kept.
+class Child {
+  constructor(cmd, args, opts = {}) {
+    this.lines = [];
+    this.out = [];
+    this.proc = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], ...opts });
+    this.pid = this.proc.pid;
+    this.exited = new Promise((resolve) => this.proc.on('exit', (code, sig) => resolve({ code, sig })));
+    this.exit = null;
+    this.exited.then((e) => (this.exit = e));
+    const keep = (stream, into) => {
+      let buf = '';
+      stream.on('data', (d) => {
+        buf += d;
+        let i;
+        while ((i = buf.indexOf('\n')) >= 0) {
+          into.push(buf.slice(0, i));
+          buf = buf.slice(i + 1);
+        }
+      });
+    };
+    keep(this.proc.stdout, this.out);
+    keep(this.proc.stderr, this.lines);
+  }
+
+  // The first line (of stdout with out: true, else stderr) matching re.
+  async line(re, { out = false, timeout = 10000 } = {}) {
+    const lines = out ? this.out : this.lines;
+    return until(() => lines.find((l) => re.test(l)), { timeout, what: `${re} from ${this.pid}` });
+  }
+
+  kill(sig = 'SIGTERM') {
+    if (this.exit === null) this.proc.kill(sig);
+    return this.exited;
+  }
+}
+
+// A daemon in its own scratch directory. opts.args: extra flags;
+// opts.dir: share a directory (locks, socket) with another daemon.
+class Daemon extends Child {
+  constructor(opts = {}) {
+    const dir = opts.dir || fs.mkdtempSync(path.join(os.tmpdir(), 'procctl-node-'));
+    const sock = path.join(dir, 'run', 'node.sock');
+    const args = ['--grpc-listen', `unix:${sock}`, '--lock-dir', path.join(dir, 'locks'),
+      '--state-dir', path.join(dir, 'state'), '--rescan-ms', '100',
+      ...(opts.consumers === null ? [] : ['--consumers', opts.consumers || CONSUMER]), ...(opts.args || [])];
+    super(NODE_BIN, args);
+    this.dir = dir;
+    this.sock = sock;
+    this.addr = `unix:${sock}`;
+  }
+
+  // Wait until it serves (health SERVING on its socket).
+  async ready() {
+    await until(async () => {
+      if (this.exit) throw new Error(`procctl-node exited: ${JSON.stringify(this.exit)}\n${this.lines.join('\n')}`);
+      return (await health(this.addr)) === 'SERVING';
+    }, { what: 'procctl-node to serve' });
+    return this;
+  }
+
+  client(opts) {
+    return client(this.addr, opts);
+  }
+
+  // SIGTERM, and check it went cleanly: exit 0, no sanitizer report.
+  async stop() {
+    const e = await this.kill('SIGTERM');
+    const bad = this.lines.find((l) => /Sanitizer|runtime error:/.test(l));
+    if (e.code !== 0 || bad) {
+      throw new Error(`procctl-node did not stop cleanly: ${JSON.stringify(e)}\n${this.lines.slice(-60).join('\n')}`);
+    }
+    return e;
+  }
+}
+
+function client(addr, { creds = grpc.credentials.createInsecure(), options = {} } = {}) {
+  return new api.NodeService(addr, creds, options);
+}
+
+// Call a unary method as a promise: resolves with the response, rejects
+// with the grpc error (err.code, err.details).
+function call(c, method, req, { deadlineMs = 10000 } = {}) {
+  return new Promise((resolve, reject) => {
+    c[method](req, { deadline: Date.now() + deadlineMs }, (err, resp) => (err ? reject(err) : resolve(resp)));
+  });
+}
+
+// The status code name of a failed call.
+async function code(p) {
+  try {
+    await p;
+  } catch (e) {
+    return grpc.status[e.code];
+  }
+  return 'OK';
+}
+
+const healthPkg = grpc.loadPackageDefinition(protoLoader.loadSync('grpc/health/v1/health.proto', {
+  includeDirs: [path.join(PROTO_DIR, '..', 'server', 'proto')], enums: String,
+})).grpc.health.v1;
+
+// A health Watch stream: its statuses as they come.
+function healthWatch(addr, service = '') {
+  const hc = new healthPkg.Health(addr, grpc.credentials.createInsecure());
+  const s = hc.Watch({ service });
+  const w = { stream: s, statuses: [], error: null };
+  s.on('data', (r) => w.statuses.push(r.status));
+  s.on('error', (e) => (w.error = e));
+  w.close = () => hc.close();
+  return w;
+}
+
+function health(addr, service = '') {
+  const h = new healthPkg.Health(addr, grpc.credentials.createInsecure());
+  return new Promise((resolve, reject) => {
+    h.Check({ service }, { deadline: Date.now() + 2000 }, (err, r) => {
+      h.close();
+      return err ? reject(err) : resolve(r.status);
+    });
+  });
+}
+
+// The echo clients a test file started: killAll() at its end.
+const echoes = [];
+const killAll = () => Promise.all(echoes.map((k) => k.kill('SIGKILL')));
+
+// An echo client (this file's consumer, schema 1) that has said it started.
+async function echo(consumer = CONSUMER) {
+  const c = new Child(ECHO_CLIENT, ['--consumer', consumer]);
+  echoes.push(c);
+  await c.line(/event=started/, { out: true });
+  return c;
+}
+
+// Wait until the daemon lists pid.
+async function attached(d, pid) {
+  const c = d.client();
+  try {
+    return await until(async () => {
+      const r = await call(c, 'ListProcesses', {});
+      return r.processes.find((p) => p.ref.pid === pid);
+    }, { what: `pid ${pid} to be attached` });
+  } finally {
+    c.close();
+  }
+}
+
+// A WatchEvents stream whose events are collected as they come.
+function watch(c, req = {}, opts = {}) {
+  const s = c.WatchEvents(req, opts);
+  const w = { stream: s, events: [], error: null, ended: false };
+  s.on('data', (e) => w.events.push(e));
+  s.on('error', (e) => (w.error = e));
+  s.on('end', () => (w.ended = true));
+  s.on('status', (st) => (w.status = st));
+  w.next = (pred, what = 'an event') => until(() => w.events.find(pred), { what });
+  w.errored = () => until(() => w.error, { what: 'the stream to fail' });
+  return w;
+}
+
+// buf curl over the daemon's Unix socket, through reflection only.
+function bufCurl(sock, args) {
+  return spawnSync(BUF, ['curl', '--protocol', 'grpc', '--http2-prior-knowledge', '--unix-socket', sock, ...args],
+    { encoding: 'utf8', timeout: 20000 });
+}
+
+module.exports = {
+  grpc, api, sleep, until, Child, Daemon, client, call, code, health, healthWatch, echo, killAll, attached, watch, bufCurl,
+  CONSUMER, NODE_BIN, ECHO_CLIENT, TOKEN_CLIENT, PROTO_DIR, BUF,
+};

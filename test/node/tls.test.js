@@ -1,0 +1,168 @@
+// tls.test.js - TCP listeners: mTLS (a client certificate signed by
+// tls_client_ca is required, and its CN is logged with each mutating
+// call), plain TCP read-only, and plain TCP with insecure_tcp_writes.
+'use strict';
+
+const { test, before, after } = require('node:test');
+const assert = require('node:assert/strict');
+const { spawnSync } = require('node:child_process');
+const fs = require('node:fs');
+const net = require('node:net');
+const os = require('node:os');
+const path = require('node:path');
+const h = require('./harness');
+
+const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'procctl-tls-'));
+const file = (name) => path.join(scratch, name);
+const read = (name) => fs.readFileSync(file(name));
+
+function openssl(args) {
+  const r = spawnSync('openssl', args, { cwd: scratch, encoding: 'utf8', timeout: 20000 });
+  if (r.status !== 0) throw new Error(`openssl ${args.join(' ')}: ${r.error || r.stderr}`);
+}
+
+const newKey = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
+
+// A self-signed CA: NAME.crt, NAME.key.
+function ca(name) {
+  openssl(['req', '-x509', ...newKey, '-keyout', `${name}.key`, '-out', `${name}.crt`, '-days', '2',
+    '-subj', `/CN=${name}`, '-addext', 'basicConstraints=critical,CA:TRUE',
+    '-addext', 'keyUsage=critical,keyCertSign,cRLSign']);
+}
+
+// A leaf NAME.crt, NAME.key with subject CN and the extensions ext, signed by caName.
+function leaf(name, cn, caName, ext) {
+  fs.writeFileSync(file(`${name}.ext`), `basicConstraints = CA:FALSE\n${ext}\n`);
+  openssl(['req', ...newKey, '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', `/CN=${cn}`]);
+  openssl(['x509', '-req', '-in', `${name}.csr`, '-CA', `${caName}.crt`, '-CAkey', `${caName}.key`,
+    '-CAcreateserial', '-out', `${name}.crt`, '-days', '2', '-extfile', `${name}.ext`]);
+}
+
+// A port nothing listens on now.
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.on('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+const kids = [];
+const daemons = [];
+const clients = [];
+const tcpClient = (port, creds) => {
+  const c = h.client(`127.0.0.1:${port}`, { creds });
+  clients.push(c);
+  return c;
+};
+
+// Each daemon serves a consumer of its own, so that it never attaches the
+// echo clients of another daemon of this file.
+async function start(consumer, args) {
+  const d = await new h.Daemon({ consumers: consumer, args }).ready();
+  daemons.push(d);
+  return d;
+}
+
+async function spawnEcho(d, consumer) {
+  const e = await h.echo(consumer);
+  kids.push(e);
+  await h.attached(d, e.pid);
+  return e;
+}
+
+const publish = (c, pid, text) => h.call(c, 'Publish', { selector: { pid }, payload: Buffer.from(text), waitMs: 5000 });
+
+before(() => {
+  ca('ca');
+  leaf('server', 'localhost', 'ca', 'subjectAltName = IP:127.0.0.1, DNS:localhost\nextendedKeyUsage = serverAuth');
+  leaf('client', 'controller-1', 'ca', 'extendedKeyUsage = clientAuth');
+  ca('otherca');
+  leaf('stranger', 'controller-1', 'otherca', 'extendedKeyUsage = clientAuth');
+});
+
+after(async () => {
+  for (const c of clients) c.close();
+  await Promise.all(kids.map((k) => k.kill('SIGKILL')));
+  await Promise.all(daemons.map((d) => d.stop()));
+  fs.rmSync(scratch, { recursive: true, force: true });
+});
+
+test('mTLS: a client with a certificate of tls_client_ca reads and writes, its CN logged', async () => {
+  const consumer = h.CONSUMER;
+  const port = await freePort();
+  const d = await start(consumer, ['--grpc-listen', `127.0.0.1:${port}`, '--tls-cert', file('server.crt'),
+    '--tls-key', file('server.key'), '--tls-client-ca', file('ca.crt')]);
+  assert.ok(d.lines.some((l) => l.includes(`event=listening addr=127.0.0.1:${port} tls=mtls`)), d.lines.join('\n'));
+  const e = await spawnEcho(d, consumer);
+
+  const good = tcpClient(port, h.grpc.credentials.createSsl(read('ca.crt'), read('client.key'), read('client.crt')));
+  const list = await h.call(good, 'ListProcesses', {});
+  assert.ok(list.processes.some((p) => p.ref.pid === e.pid));
+  const r = await publish(good, e.pid, 'over mtls');
+  assert.equal(r.results.length, 1);
+  assert.equal(r.results[0].status, 'PUBLISH_STATUS_APPLIED');
+  await e.line(new RegExp(`event=applied gen=${r.results[0].generation} .*payload=over mtls$`), { out: true });
+  const logged = await d.line(/event=call method=\/procctl\.v1\.NodeService\/Publish .*cn=controller-1/);
+  assert.match(logged, /peer=ipv4:127\.0\.0\.1:\d+/);
+
+  // Each of these fails the handshake: no call reaches the daemon.
+  const refused = {
+    'no client certificate': h.grpc.credentials.createSsl(read('ca.crt')),
+    'a client certificate of another CA':
+      h.grpc.credentials.createSsl(read('ca.crt'), read('stranger.key'), read('stranger.crt')),
+    'a client that does not trust the server':
+      h.grpc.credentials.createSsl(read('otherca.crt'), read('client.key'), read('client.crt')),
+  };
+  for (const [what, creds] of Object.entries(refused)) {
+    const c = tcpClient(port, creds);
+    assert.equal(await h.code(h.call(c, 'ListProcesses', {})), 'UNAVAILABLE', what);
+    assert.equal(await h.code(publish(c, e.pid, 'refused')), 'UNAVAILABLE', what);
+  }
+  assert.equal(d.lines.filter((l) => /event=call method=\/procctl\.v1\.NodeService\/Publish /.test(l)).length, 1,
+    d.lines.join('\n'));
+  assert.ok(!e.out.some((l) => /payload=refused/.test(l)));
+
+  // The Unix socket still takes writes, without a certificate.
+  const local = d.client();
+  clients.push(local);
+  assert.equal((await publish(local, e.pid, 'over unix')).results[0].status, 'PUBLISH_STATUS_APPLIED');
+});
+
+test('plain TCP (insecure_tcp): reads served, writes PERMISSION_DENIED', async () => {
+  const consumer = `${h.CONSUMER}.ro`;
+  const port = await freePort();
+  const d = await start(consumer, ['--grpc-listen', `127.0.0.1:${port}`, '--insecure-tcp', 'true']);
+  assert.ok(d.lines.some((l) => l.includes(`event=listening addr=127.0.0.1:${port} tls=none`)), d.lines.join('\n'));
+  const e = await spawnEcho(d, consumer);
+
+  const c = tcpClient(port, h.grpc.credentials.createInsecure());
+  const list = await h.call(c, 'ListProcesses', {});
+  assert.ok(list.processes.some((p) => p.ref.pid === e.pid));
+  const g = await h.call(c, 'GetProcess', { process: { pid: e.pid } });
+  assert.equal(g.process.consumer, consumer);
+
+  assert.equal(await h.code(publish(c, e.pid, 'nope')), 'PERMISSION_DENIED');
+  assert.equal(await h.code(h.call(c, 'Clear', { selector: { pid: e.pid } })), 'PERMISSION_DENIED');
+  await d.line(/event=call_refused method=\/procctl\.v1\.NodeService\/Publish .*reason=read_only_listener/);
+  const p = (await h.call(c, 'GetProcess', { process: { pid: e.pid } })).process;
+  assert.equal(p.generation, '0', 'nothing was written');
+  assert.ok(!e.out.some((l) => /payload=nope/.test(l)));
+});
+
+test('plain TCP with insecure_tcp_writes: writes served', async () => {
+  const consumer = `${h.CONSUMER}.rw`;
+  const port = await freePort();
+  const d = await start(consumer, ['--grpc-listen', `127.0.0.1:${port}`, '--insecure-tcp', 'true',
+    '--insecure-tcp-writes', 'true']);
+  const e = await spawnEcho(d, consumer);
+  const c = tcpClient(port, h.grpc.credentials.createInsecure());
+  const r = await publish(c, e.pid, 'over plain tcp');
+  assert.equal(r.results[0].status, 'PUBLISH_STATUS_APPLIED');
+  await e.line(/event=applied .*payload=over plain tcp$/, { out: true });
+  const logged = await d.line(/event=call method=\/procctl\.v1\.NodeService\/Publish /);
+  assert.doesNotMatch(logged, /cn=/);
+});

@@ -1,0 +1,165 @@
+// watch.test.js - WatchEvents: the snapshot, the events after it, resumes,
+// the cut-off of a slow watcher, many watchers at once, cancels; and the
+// health service's Watch.
+'use strict';
+
+const { test, before, after } = require('node:test');
+const assert = require('node:assert/strict');
+const h = require('./harness');
+
+let d, c;
+
+before(async () => {
+  // A short history, so that a slow watcher falls behind it quickly.
+  d = await new h.Daemon({ args: ['--watch-history', '256', '--max-watchers', '1100'] }).ready();
+  c = d.client();
+});
+
+after(async () => {
+  c.close();
+  await h.killAll();
+  await d.stop();
+});
+
+const seqs = (w) => w.events.map((e) => Number(e.sequence));
+
+test('a snapshot first, then Attached, Acked, StateChanged, Detached, in sequence', async () => {
+  const before = await h.echo();
+  await h.attached(d, before.pid);
+  const w = h.watch(c, { filter: { consumer: h.CONSUMER } });
+  const snap = await w.next((e) => e.event === 'snapshot');
+  assert.equal(w.events[0].event, 'snapshot');
+  assert.ok(snap.snapshot.processes.some((p) => p.ref.pid === before.pid));
+
+  const e = await h.echo();
+  const att = await w.next((x) => x.event === 'attached' && x.attached.process.ref.pid === e.pid);
+  assert.equal(att.attached.process.consumer, h.CONSUMER);
+  const r = await h.call(c, 'Publish', { selector: { pid: e.pid }, payload: Buffer.from('watched'), waitMs: 5000 });
+  const gen = r.results[0].generation;
+  const ack = await w.next((x) => x.event === 'acked' && x.acked.process.pid === e.pid && x.acked.generation === gen);
+  assert.equal(ack.acked.result, 'ACK_RESULT_APPLIED');
+  await w.next((x) => x.event === 'stateChanged' && x.stateChanged.process.pid === e.pid);
+  e.kill('SIGKILL');
+  const det = await w.next((x) => x.event === 'detached' && x.detached.process.pid === e.pid);
+  assert.equal(det.detached.reason, 'DETACH_REASON_EXITED');
+
+  const s = seqs(w);
+  for (let i = 1; i < s.length; i++) assert.ok(s[i] > s[i - 1], `sequence ${s}`);
+  for (const ev of w.events) assert.match(ev.resumeToken, /^[0-9a-f]{16}\.\d+$/);
+  w.stream.cancel();
+});
+
+test('a filter keeps other processes\' events out', async () => {
+  const e = await h.echo();
+  await h.attached(d, e.pid);
+  const other = h.watch(c, { filter: { consumer: h.CONSUMER, pid: 1 } });
+  const mine = h.watch(c, { filter: { pid: e.pid } });
+  await other.next((x) => x.event === 'snapshot');
+  await mine.next((x) => x.event === 'snapshot');
+  await h.call(c, 'Publish', { selector: { pid: e.pid }, payload: Buffer.from('filtered'), waitMs: 5000 });
+  await mine.next((x) => x.event === 'acked');
+  await h.sleep(100);
+  assert.deepEqual(other.events.map((x) => x.event), ['snapshot']);
+  assert.equal(other.events[0].snapshot.processes.length, 0);
+  other.stream.cancel();
+  mine.stream.cancel();
+});
+
+test('a watch resumed from a token gets exactly what followed it, without a snapshot', async () => {
+  const e = await h.echo();
+  await h.attached(d, e.pid);
+  const w1 = h.watch(c, { filter: { pid: e.pid } });
+  const snap = await w1.next((x) => x.event === 'snapshot');
+  w1.stream.cancel();
+  // Three acks the first watcher missed.
+  const gens = [];
+  for (const t of ['a', 'b', 'c']) {
+    const r = await h.call(c, 'Publish', { selector: { pid: e.pid }, payload: Buffer.from(t), waitMs: 5000 });
+    gens.push(r.results[0].generation);
+  }
+  const w2 = h.watch(c, { filter: { pid: e.pid }, resumeToken: snap.resumeToken });
+  await h.until(() => w2.events.filter((x) => x.event === 'acked').length >= 3, { what: 'three acks' });
+  assert.notEqual(w2.events[0].event, 'snapshot');
+  assert.deepEqual(w2.events.filter((x) => x.event === 'acked').map((x) => x.acked.generation), gens);
+  assert.ok(Number(w2.events[0].sequence) > Number(snap.sequence));
+  w2.stream.cancel();
+});
+
+test('an unknown, foreign or too old resume token is OUT_OF_RANGE', async () => {
+  for (const resumeToken of ['nonsense', '0000000000000000.1', 'ffffffffffffffff.99999999999']) {
+    const w = h.watch(c, { resumeToken });
+    const err = await w.errored();
+    assert.equal(h.grpc.status[err.code], 'OUT_OF_RANGE', resumeToken);
+  }
+  // Too old: the daemon keeps 256 events; make more after a token.
+  const e = await h.echo();
+  await h.attached(d, e.pid);
+  const w = h.watch(c, { filter: { pid: e.pid } });
+  const snap = await w.next((x) => x.event === 'snapshot');
+  w.stream.cancel();
+  for (let i = 0; i < 200; i++) await h.call(c, 'Publish', { selector: { pid: e.pid }, payload: Buffer.from(`n${i}`), waitMs: 2000 });
+  const old = h.watch(c, { resumeToken: snap.resumeToken });
+  assert.equal(h.grpc.status[(await old.errored()).code], 'OUT_OF_RANGE');
+});
+
+test('a watcher that does not read is cut off with RESOURCE_EXHAUSTED, and others go on', async () => {
+  const e = await h.echo();
+  await h.attached(d, e.pid);
+  const slow = h.watch(c, {}, {});
+  await slow.next((x) => x.event === 'snapshot');
+  slow.stream.pause(); // HTTP/2 flow control stops the daemon's sends
+  const fast = h.watch(c, { filter: { pid: e.pid } });
+  await fast.next((x) => x.event === 'snapshot');
+  // Each publish is two events (Acked, StateChanged) of about 60 bytes:
+  // enough of them to fill the HTTP/2 windows and lap the 256 kept.
+  const n = 3000;
+  for (let i = 0; i < n; i++) {
+    await h.call(c, 'Publish', { selector: { pid: e.pid }, payload: Buffer.from(`x${i}`), waitMs: 2000 });
+  }
+  slow.stream.resume();
+  const err = await slow.errored();
+  assert.equal(h.grpc.status[err.code], 'RESOURCE_EXHAUSTED');
+  assert.match(err.details, /fell behind/);
+  // The fast one saw every ack.
+  await h.until(() => fast.events.filter((x) => x.event === 'acked').length >= n, { what: 'every ack' });
+  fast.stream.cancel();
+});
+
+test('1,000 concurrent watchers each get the snapshot and the same next event', async () => {
+  const e = await h.echo();
+  await h.attached(d, e.pid);
+  const ws = [];
+  for (let i = 0; i < 1000; i++) ws.push(h.watch(c, { filter: { pid: e.pid } }));
+  await h.until(() => ws.every((w) => w.events.length >= 1), { timeout: 60000, what: '1000 snapshots' });
+  for (const w of ws) assert.equal(w.events[0].event, 'snapshot');
+  const r = await h.call(c, 'Publish', { selector: { pid: e.pid }, payload: Buffer.from('fan-out'), waitMs: 5000 });
+  const gen = r.results[0].generation;
+  await h.until(() => ws.every((w) => w.events.some((x) => x.event === 'acked' && x.acked.generation === gen)),
+    { timeout: 60000, what: 'the ack at all 1000' });
+  const seq = ws[0].events.find((x) => x.event === 'acked').sequence;
+  for (const w of ws) assert.equal(w.events.find((x) => x.event === 'acked').sequence, seq);
+  for (const w of ws) w.stream.cancel();
+});
+
+test('cancelled watchers are let go: max_watchers is not used up by them', async () => {
+  // 1,100 allowed: open and cancel 1,500 in batches, then 1,000 at once.
+  for (let b = 0; b < 3; b++) {
+    const ws = [];
+    for (let i = 0; i < 500; i++) ws.push(h.watch(c, { filter: { pid: 1 } }));
+    await h.until(() => ws.every((w) => w.events.length >= 1), { timeout: 60000, what: 'snapshots' });
+    for (const w of ws) w.stream.cancel();
+  }
+  await h.sleep(300);
+  const ws = [];
+  for (let i = 0; i < 1000; i++) ws.push(h.watch(c, { filter: { pid: 1 } }));
+  await h.until(() => ws.every((w) => w.events.length >= 1 || w.error), { timeout: 60000, what: 'snapshots' });
+  assert.equal(ws.filter((w) => w.error).length, 0);
+  // Over the limit: RESOURCE_EXHAUSTED.
+  const extra = [];
+  for (let i = 0; i < 150; i++) extra.push(h.watch(c, { filter: { pid: 1 } }));
+  await h.until(() => extra.every((w) => w.events.length >= 1 || w.error), { timeout: 60000, what: 'answers' });
+  const refused = extra.filter((w) => w.error);
+  assert.ok(refused.length >= 50, `${refused.length} refused`);
+  for (const w of refused) assert.equal(h.grpc.status[w.error.code], 'RESOURCE_EXHAUSTED');
+  for (const w of [...ws, ...extra]) w.stream.cancel();
+});

@@ -1,0 +1,853 @@
+/* Desired configs (server/desired.c) against the real store and its real
+ * file in a scratch directory: precedence, replacement, overlap refusal,
+ * selector and payload checks, persistence across a fresh store, corrupt
+ * files refused whole, and a failed write that leaves the store as it was. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "desired.h"
+#include "procctl/v1/node.pb-c.h"
+#include "th.h"
+
+#define C "billing"
+#define P1 "0b6d7a2e-5c1f-4c1a-9f3e-2d7b8c9a1e4f"
+#define P2 "1a2b3c4d-1111-2222-3333-444455556666"
+#define P3 "6c3b0d8f2e1a4b5c9d7e8f0a1b2c3d4e"
+#define C1 "3f4e5d6c7b8a9f0e1d2c3b4a5f6e7d8c9b0a1f2e3d4c5b6a7f8e9d0c1b2a3f4e"
+#define C2 "aaaabbbbccccddddeeeeffff0000111122223333444455556666777788889999"
+#define C3 "0123456789abcdef"
+
+static char root[64]; /* the scratch directory of this run */
+
+/* A selector or a process's key: "" and 0 name nothing. */
+static struct ev_key key(pid_t pid, const char *consumer, uint32_t version, const char *pod, const char *ctr)
+{
+	struct ev_key k;
+	memset(&k, 0, sizeof k);
+	k.pid = pid;
+	k.version = version;
+	snprintf(k.consumer, sizeof k.consumer, "%s", consumer);
+	snprintf(k.pod_uid, sizeof k.pod_uid, "%s", pod);
+	snprintf(k.container_id, sizeof k.container_id, "%s", ctr);
+	return k;
+}
+
+static int same_key(const struct ev_key *a, const struct ev_key *b)
+{
+	return a->pid == b->pid && a->version == b->version && !strcmp(a->consumer, b->consumer) &&
+	       !strcmp(a->pod_uid, b->pod_uid) && !strcmp(a->container_id, b->container_id);
+}
+
+/* The stored entry of selector sel, or NULL. */
+static const struct desired *find(const struct desired_store *s, const struct ev_key *sel)
+{
+	size_t i;
+	for (i = 0; i < s->n; i++)
+		if (same_key(&s->v[i].sel, sel))
+			return &s->v[i];
+	return NULL;
+}
+
+/* Set a string payload; the call's return. */
+static int set(struct desired_store *s, struct ev_key sel, const char *payload, const struct desired **out,
+	       const struct desired **other)
+{
+	const struct desired *o = NULL, *x = NULL;
+	const char *why = NULL;
+	char err[512] = "";
+	int rc = desired_set(s, &sel, payload, strlen(payload), &o, &x, &why, err, sizeof err);
+	if (rc)
+		print_message("desired_set: %d %s %s\n", rc, why ? why : "", err);
+	if (out)
+		*out = o;
+	if (other)
+		*other = x;
+	return rc;
+}
+
+static void set_ok(struct desired_store *s, struct ev_key sel, const char *payload)
+{
+	const struct desired *d;
+	assert_int_equal(set(s, sel, payload, &d, NULL), 0);
+	assert_non_null(d);
+	assert_true(same_key(&d->sel, &sel));
+	assert_int_equal(d->len, strlen(payload));
+	assert_memory_equal(d->payload, payload, d->len);
+	assert_int_equal(d->revision, s->revision);
+}
+
+static void payload_is(const struct desired *d, const char *payload)
+{
+	assert_non_null(d);
+	assert_int_equal(d->len, strlen(payload));
+	assert_memory_equal(d->payload, payload, d->len);
+}
+
+static void subdir(char *path, size_t len, const char *name)
+{
+	snprintf(path, len, "%s/%s", root, name);
+}
+
+static void write_file(const char *path, const void *buf, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, buf, len), (ssize_t)len);
+	close(fd);
+}
+
+static int exists(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0;
+}
+
+/* ---- loading nothing ---- */
+
+static void load_empty(void **state)
+{
+	struct desired_store s;
+	struct stat st;
+	char dir[256], file[300], err[512] = "";
+	(void)state;
+
+	subdir(dir, sizeof dir, "fresh");
+	assert_false(exists(dir));
+	assert_int_equal(desired_load(&s, dir, err, sizeof err), 0);
+	assert_int_equal(stat(dir, &st), 0);
+	assert_true(S_ISDIR(st.st_mode));
+	assert_int_equal(s.n, 0);
+	assert_int_equal(s.revision, 0);
+	snprintf(file, sizeof file, "%s/desired.pb", dir);
+	assert_string_equal(s.path, file);
+	assert_false(exists(file)); /* nothing written until a change */
+	desired_free(&s);
+
+	/* The directory there already, still no file. */
+	assert_int_equal(desired_load(&s, dir, err, sizeof err), 0);
+	assert_int_equal(s.n, 0);
+	desired_free(&s);
+
+	/* Nothing kept: changes live in memory only. */
+	assert_int_equal(desired_load(&s, NULL, err, sizeof err), 0);
+	assert_string_equal(s.path, "");
+	assert_int_equal(s.n, 0);
+	set_ok(&s, key(0, C, 1, "", ""), "in memory");
+	assert_int_equal(s.n, 1);
+	assert_int_equal(desired_delete(&s, &s.v[0].sel, err, sizeof err), 0);
+	assert_int_equal(s.n, 0);
+	desired_free(&s);
+	assert_int_equal(desired_load(&s, "", err, sizeof err), 0);
+	assert_string_equal(s.path, "");
+	desired_free(&s);
+
+	/* A state_dir that cannot be made. */
+	subdir(dir, sizeof dir, "no/such/parent");
+	assert_int_equal(desired_load(&s, dir, err, sizeof err), -ENOENT);
+	assert_non_null(strstr(err, dir));
+	desired_free(&s);
+}
+
+/* ---- precedence ---- */
+
+static void precedence(void **state)
+{
+	struct desired_store s;
+	const struct desired *cons, *pod, *ctr, *ctr_any_pod, *pid, *pid_pod, *m;
+	char err[512] = "";
+	size_t i, j;
+	(void)state;
+
+	assert_int_equal(desired_load(&s, NULL, err, sizeof err), 0);
+	set_ok(&s, key(0, C, 1, "", ""), "consumer");
+	set_ok(&s, key(0, C, 1, P1, ""), "pod");
+	set_ok(&s, key(0, C, 1, P1, C1), "container");
+	set_ok(&s, key(0, C, 1, "", C3), "container, any pod");
+	set_ok(&s, key(42, C, 1, "", ""), "pid");
+	set_ok(&s, key(43, C, 1, P2, ""), "pid in a pod");
+	assert_int_equal(s.n, 6);
+	assert_int_equal(s.revision, 6);
+	/* s.v does not move from here on (no more sets) */
+	cons = find(&s, &(struct ev_key){.consumer = C, .version = 1});
+	pod = find(&s, &(struct ev_key){.consumer = C, .version = 1, .pod_uid = P1});
+	ctr = find(&s, &(struct ev_key){.consumer = C, .version = 1, .pod_uid = P1, .container_id = C1});
+	ctr_any_pod = find(&s, &(struct ev_key){.consumer = C, .version = 1, .container_id = C3});
+	pid = find(&s, &(struct ev_key){.pid = 42, .consumer = C, .version = 1});
+	pid_pod = find(&s, &(struct ev_key){.pid = 43, .consumer = C, .version = 1, .pod_uid = P2});
+	assert_non_null(cons);
+	assert_non_null(pod);
+	assert_non_null(ctr);
+	assert_non_null(ctr_any_pod);
+	assert_non_null(pid);
+	assert_non_null(pid_pod);
+	assert_int_equal(cons->level, DESIRED_CONSUMER);
+	assert_int_equal(pod->level, DESIRED_POD);
+	assert_int_equal(ctr->level, DESIRED_CONTAINER);
+	assert_int_equal(ctr_any_pod->level, DESIRED_CONTAINER);
+	assert_int_equal(pid->level, DESIRED_PID);
+	assert_int_equal(pid_pod->level, DESIRED_PID); /* a pid is pid level whatever else it names */
+
+	{
+		const struct {
+			struct ev_key k;
+			const struct desired *want;
+		} cases[] = {
+			/* every level matches: the pid's wins */
+			{key(42, C, 1, P1, C1), pid},
+			{key(42, C, 1, "", ""), pid},
+			/* another pid in the same container */
+			{key(7, C, 1, P1, C1), ctr},
+			/* another container of the pod, or the pod's own process */
+			{key(7, C, 1, P1, C2), pod},
+			{key(7, C, 1, P1, ""), pod},
+			/* C1 in another pod: the container config names P1 */
+			{key(7, C, 1, P2, C1), cons},
+			/* a host process */
+			{key(7, C, 1, "", ""), cons},
+			/* C3 in any pod, or none */
+			{key(8, C, 1, P1, C3), ctr_any_pod},
+			{key(8, C, 1, P3, C3), ctr_any_pod},
+			{key(8, C, 1, "", C3), ctr_any_pod},
+			/* pid 43 gets its config only in pod P2 */
+			{key(43, C, 1, P2, C2), pid_pod},
+			{key(43, C, 1, P1, C1), ctr},
+			{key(43, C, 1, "", ""), cons},
+			/* another consumer, another schema version: none */
+			{key(42, C, 2, P1, C1), NULL},
+			{key(7, C, 2, "", ""), NULL},
+			{key(42, "other", 1, P1, C1), NULL},
+			{key(7, "other", 1, "", ""), NULL},
+		};
+		for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+			const struct ev_key *k = &cases[i].k;
+			m = desired_match(&s, k);
+			print_message("pid %d %s v%u pod '%s' ctr '%.8s' -> %.*s\n", k->pid, k->consumer, k->version,
+				      k->pod_uid, k->container_id, m ? (int)m->len : 6,
+				      m ? (const char *)m->payload : "(none)");
+			assert_ptr_equal(m, cases[i].want);
+			/* effective for exactly the one that matched */
+			for (j = 0; j < s.n; j++)
+				assert_int_equal(desired_effective(&s, &s.v[j], k), &s.v[j] == cases[i].want);
+		}
+	}
+	desired_free(&s);
+}
+
+
+/* ---- replacement and overlap ---- */
+
+static void replace_and_overlap(void **state)
+{
+	struct desired_store s;
+	const struct desired *d, *other;
+	uint64_t r1, rev;
+	size_t n;
+	char err[512] = "";
+	(void)state;
+
+	assert_int_equal(desired_load(&s, NULL, err, sizeof err), 0);
+
+	/* the same selector again replaces */
+	set_ok(&s, key(0, C, 1, P1, ""), "one");
+	r1 = s.v[0].revision;
+	set_ok(&s, key(0, C, 1, P1, ""), "second");
+	assert_int_equal(s.n, 1);
+	assert_true(s.v[0].revision > r1);
+	payload_is(&s.v[0], "second");
+	assert_int_equal(s.v[0].level, DESIRED_POD);
+
+	/* more specific selectors of the same process are other levels */
+	set_ok(&s, key(0, C, 1, P1, C1), "container"); /* a container: container level */
+	set_ok(&s, key(0, C, 1, "", ""), "consumer");
+	set_ok(&s, key(5, C, 1, P1, C1), "pid"); /* a pid: pid level */
+
+	/* same level, one process could match both: refused, naming the other */
+	n = s.n;
+	rev = s.revision;
+	other = NULL;
+	assert_int_equal(set(&s, key(0, C, 1, "", C1), "x", &d, &other), -EEXIST);
+	assert_ptr_equal(other, find(&s, &(struct ev_key){.consumer = C, .version = 1, .pod_uid = P1, .container_id = C1}));
+	other = NULL;
+	assert_int_equal(set(&s, key(5, C, 1, "", ""), "x", &d, &other), -EEXIST);
+	assert_ptr_equal(other, find(&s, &(struct ev_key){.pid = 5, .consumer = C, .version = 1, .pod_uid = P1,
+							 .container_id = C1}));
+	other = NULL;
+	assert_int_equal(set(&s, key(5, C, 1, P1, ""), "x", &d, &other), -EEXIST);
+	assert_ptr_equal(other, find(&s, &(struct ev_key){.pid = 5, .consumer = C, .version = 1, .pod_uid = P1,
+							 .container_id = C1}));
+	assert_int_equal(s.n, n);
+	assert_int_equal(s.revision, rev);
+	payload_is(desired_match(&s, &(struct ev_key){.pid = 5, .consumer = C, .version = 1, .pod_uid = P1,
+						       .container_id = C1}),
+		   "pid");
+
+	/* same level, no process could match both: accepted */
+	set_ok(&s, key(0, C, 1, P2, ""), "pod 2");
+	set_ok(&s, key(0, C, 1, P2, C1), "C1 in pod 2");
+	set_ok(&s, key(0, C, 1, P1, C2), "C2 in pod 1");
+	set_ok(&s, key(6, C, 1, "", ""), "pid 6");
+	set_ok(&s, key(5, C, 1, P2, ""), "pid 5 in pod 2");
+	set_ok(&s, key(0, C, 2, "", ""), "consumer v2");
+	set_ok(&s, key(0, "other", 1, "", ""), "other consumer");
+	set_ok(&s, key(5, "other", 1, P1, C1), "other consumer's pid 5");
+	assert_int_equal(s.n, n + 8);
+	assert_int_equal(s.revision, rev + 8);
+
+	/* replacing keeps one entry and its place */
+	d = find(&s, &(struct ev_key){.consumer = C, .version = 1, .pod_uid = P2});
+	set_ok(&s, key(0, C, 1, P2, ""), "pod 2 again");
+	assert_int_equal(s.n, n + 8);
+	assert_ptr_equal(find(&s, &(struct ev_key){.consumer = C, .version = 1, .pod_uid = P2}), d);
+	payload_is(d, "pod 2 again");
+	assert_int_equal(d->revision, rev + 9);
+	payload_is(desired_match(&s, &(struct ev_key){.pid = 9, .consumer = C, .version = 1, .pod_uid = P2}),
+		   "pod 2 again");
+	payload_is(desired_match(&s, &(struct ev_key){.pid = 9, .consumer = C, .version = 1, .pod_uid = P2,
+						       .container_id = C1}),
+		   "C1 in pod 2");
+	payload_is(desired_match(&s, &(struct ev_key){.pid = 5, .consumer = C, .version = 1, .pod_uid = P2,
+						       .container_id = C1}),
+		   "pid 5 in pod 2");
+	desired_free(&s);
+}
+
+/* ---- refused selectors and payloads ---- */
+
+static void refusals(void **state)
+{
+	static const struct {
+		pid_t pid;
+		const char *consumer;
+		uint32_t version;
+		const char *pod, *ctr;
+	} bad[] = {
+		{0, "", 1, "", ""},                          /* no consumer */
+		{0, C, 0, "", ""},                           /* no schema version */
+		{42, C, 0, P1, C1},                          /* no schema version, however specific */
+		{0, "Billing", 1, "", ""},                   /* consumer name */
+		{0, "bad name", 1, "", ""},
+		{0, "bad/name", 1, "", ""},
+		{-1, C, 1, "", ""},                          /* negative pid */
+		{-42, C, 1, P1, C1},
+		{0, C, 1, "0B6D7A2E-5C1F-4C1A-9F3E-2D7B8C9A1E4F", ""}, /* uppercase pod UID */
+		{0, C, 1, "pod-one", ""},
+		{0, C, 1, "", "xyz123"},                     /* container ID not hex */
+		{0, C, 1, "", "3F4E5D6C"},                   /* nor uppercase */
+		{0, C, 1, "", "abc-def"},                    /* nor dashes */
+		{0, C, 1, P1, "g0"},
+	};
+	static const struct {
+		pid_t pid;
+		const char *consumer;
+		uint32_t version;
+		const char *pod, *ctr;
+	} good[] = {
+		{0, C, 1, "", ""},
+		{0, "a.b_c-9", 4294967295u, "", ""},
+		{42, C, 7, P1, C1},
+		{0, C, 1, P3, ""},
+		{0, C, 1, "", C3},
+	};
+	struct desired_store s;
+	const struct desired *d = NULL, *other = NULL;
+	const char *why;
+	char err[512] = "";
+	uint8_t *big;
+	size_t i;
+	(void)state;
+
+	assert_int_equal(desired_load(&s, NULL, err, sizeof err), 0);
+	for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		struct ev_key k = key(bad[i].pid, bad[i].consumer, bad[i].version, bad[i].pod, bad[i].ctr);
+		why = NULL;
+		assert_int_equal(desired_check(&k, &why), -EINVAL);
+		assert_non_null(why);
+		assert_true(why[0]);
+		print_message("refused %d '%s' v%u '%s' '%s': %s\n", k.pid, k.consumer, k.version, k.pod_uid,
+			      k.container_id, why);
+		why = NULL;
+		assert_int_equal(desired_set(&s, &k, "x", 1, &d, &other, &why, err, sizeof err), -EINVAL);
+		assert_non_null(why);
+		assert_int_equal(s.n, 0);
+		assert_int_equal(s.revision, 0);
+	}
+	for (i = 0; i < sizeof good / sizeof good[0]; i++) {
+		struct ev_key k = key(good[i].pid, good[i].consumer, good[i].version, good[i].pod, good[i].ctr);
+		why = NULL;
+		assert_int_equal(desired_check(&k, &why), 0);
+	}
+
+	/* payloads: 1 to PROCCTL_PAYLOAD_MAX bytes */
+	big = calloc(1, (size_t)PROCCTL_PAYLOAD_MAX + 1);
+	assert_non_null(big);
+	why = NULL;
+	assert_int_equal(desired_set(&s, &(struct ev_key){.consumer = C, .version = 1}, "x", 0, &d, &other, &why, err,
+				     sizeof err),
+			 -EINVAL);
+	assert_non_null(why);
+	print_message("empty payload: %s\n", why);
+	why = NULL;
+	assert_int_equal(desired_set(&s, &(struct ev_key){.consumer = C, .version = 1}, big,
+				     (size_t)PROCCTL_PAYLOAD_MAX + 1, &d, &other, &why, err, sizeof err),
+			 -EINVAL);
+	assert_non_null(why);
+	assert_int_equal(s.n, 0);
+	assert_int_equal(s.revision, 0);
+	big[PROCCTL_PAYLOAD_MAX - 1] = 0x5a;
+	d = NULL;
+	assert_int_equal(desired_set(&s, &(struct ev_key){.consumer = C, .version = 1}, big, PROCCTL_PAYLOAD_MAX, &d,
+				     &other, &why, err, sizeof err),
+			 0);
+	assert_non_null(d);
+	assert_int_equal(d->len, PROCCTL_PAYLOAD_MAX);
+	assert_int_equal(d->payload[PROCCTL_PAYLOAD_MAX - 1], 0x5a);
+	free(big);
+	desired_free(&s);
+}
+
+/* ---- persistence ---- */
+
+static void same_store(const struct desired_store *a, const struct desired_store *b)
+{
+	size_t i;
+	assert_int_equal(a->n, b->n);
+	for (i = 0; i < a->n; i++) {
+		const struct desired *x = &a->v[i], *y = find(b, &a->v[i].sel);
+		assert_non_null(y);
+		assert_int_equal(x->level, y->level);
+		assert_int_equal(x->revision, y->revision);
+		assert_int_equal(x->len, y->len);
+		assert_memory_equal(x->payload, y->payload, x->len);
+	}
+}
+
+static void persistence(void **state)
+{
+	static const uint8_t bin[] = {0, 1, 2, 0xff, 0, 0x80, 'z'};
+	struct desired_store s, t, u;
+	const struct desired *d = NULL, *other = NULL;
+	const char *why = NULL;
+	char dir[256], file[300], tmp[310], err[512] = "";
+	uint8_t buf[4096];
+	Procctl__V1__ListDesiredConfigsResponse *m;
+	struct ev_key gone = key(0, C, 1, P1, C1);
+	uint64_t top = 0;
+	ssize_t len;
+	size_t i;
+	int fd;
+	(void)state;
+
+	subdir(dir, sizeof dir, "persist");
+	assert_int_equal(desired_load(&s, dir, err, sizeof err), 0);
+	set_ok(&s, key(0, C, 1, "", ""), "consumer");
+	set_ok(&s, key(0, C, 1, P1, ""), "pod");
+	set_ok(&s, gone, "container");
+	set_ok(&s, key(42, C, 1, P2, ""), "pid");
+	assert_int_equal(desired_set(&s, &(struct ev_key){.consumer = C, .version = 2}, bin, sizeof bin, &d, &other,
+				     &why, err, sizeof err),
+			 0);
+	set_ok(&s, key(0, C, 1, P1, ""), "pod, replaced");
+	assert_int_equal(desired_delete(&s, &gone, err, sizeof err), 0);
+	assert_int_equal(s.n, 4);
+	assert_null(find(&s, &gone));
+
+	/* not there: -ENOENT, in memory and after a reload */
+	assert_int_equal(desired_delete(&s, &gone, err, sizeof err), -ENOENT);
+	assert_int_equal(desired_delete(&s, &(struct ev_key){.pid = 41, .consumer = C, .version = 1, .pod_uid = P2}, err,
+					sizeof err),
+			 -ENOENT);
+	assert_int_equal(desired_delete(&s, &(struct ev_key){.consumer = C, .version = 3}, err, sizeof err), -ENOENT);
+	assert_int_equal(s.n, 4);
+
+	/* the file is a ListDesiredConfigsResponse, and no temp file is left */
+	snprintf(file, sizeof file, "%s/desired.pb", dir);
+	snprintf(tmp, sizeof tmp, "%s.tmp", file);
+	assert_false(exists(tmp));
+	fd = open(file, O_RDONLY);
+	assert_true(fd >= 0);
+	len = read(fd, buf, sizeof buf);
+	close(fd);
+	assert_true(len > 0);
+	m = procctl__v1__list_desired_configs_response__unpack(NULL, (size_t)len, buf);
+	assert_non_null(m);
+	assert_int_equal(m->n_configs, 4);
+	procctl__v1__list_desired_configs_response__free_unpacked(m, NULL);
+
+	/* a fresh store sees the same */
+	assert_int_equal(desired_load(&t, dir, err, sizeof err), 0);
+	assert_string_equal(t.path, file);
+	same_store(&s, &t);
+	same_store(&t, &s);
+	for (i = 0; i < t.n; i++)
+		if (t.v[i].revision > top)
+			top = t.v[i].revision;
+	assert_int_equal(t.revision, top);
+	assert_int_equal(desired_delete(&t, &gone, err, sizeof err), -ENOENT);
+	payload_is(desired_match(&t, &(struct ev_key){.pid = 42, .consumer = C, .version = 1, .pod_uid = P2}), "pid");
+	payload_is(desired_match(&t, &(struct ev_key){.pid = 7, .consumer = C, .version = 1, .pod_uid = P1,
+						       .container_id = C1}),
+		   "pod, replaced");
+	d = desired_match(&t, &(struct ev_key){.pid = 7, .consumer = C, .version = 2});
+	assert_non_null(d);
+	assert_int_equal(d->len, sizeof bin);
+	assert_memory_equal(d->payload, bin, sizeof bin);
+
+	/* numbering goes on past every loaded revision */
+	set_ok(&t, key(0, C, 1, P2, ""), "after restart");
+	assert_true(find(&t, &(struct ev_key){.consumer = C, .version = 1, .pod_uid = P2})->revision > top);
+	set_ok(&t, key(0, C, 1, "", ""), "consumer, after restart");
+	assert_true(find(&t, &(struct ev_key){.consumer = C, .version = 1})->revision > top + 1);
+	assert_int_equal(desired_delete(&t, &(struct ev_key){.pid = 42, .consumer = C, .version = 1, .pod_uid = P2},
+					err, sizeof err),
+			 0);
+
+	/* and a third store sees the second's changes */
+	assert_int_equal(desired_load(&u, dir, err, sizeof err), 0);
+	same_store(&t, &u);
+	same_store(&u, &t);
+	assert_int_equal(u.revision, t.revision);
+
+	/* everything deleted: an empty file, an empty store */
+	while (u.n)
+		assert_int_equal(desired_delete(&u, &u.v[0].sel, err, sizeof err), 0);
+	desired_free(&t);
+	assert_int_equal(desired_load(&t, dir, err, sizeof err), 0);
+	assert_int_equal(t.n, 0);
+	desired_free(&s);
+	desired_free(&t);
+	desired_free(&u);
+}
+
+/* ---- corrupt files ---- */
+
+struct cfg {
+	struct ev_key sel;
+	const char *payload; /* NULL: none */
+	uint64_t revision;
+	int no_selector;
+};
+
+/* Serialize configs as a ListDesiredConfigsResponse; malloc'd, *len bytes. */
+static uint8_t *pack(const struct cfg *c, size_t n, size_t *len)
+{
+	Procctl__V1__ListDesiredConfigsResponse m = PROCCTL__V1__LIST_DESIRED_CONFIGS_RESPONSE__INIT;
+	Procctl__V1__DesiredConfig cs[8], *ps[8];
+	Procctl__V1__Selector sels[8];
+	uint8_t *buf;
+	size_t i;
+	assert_true(n <= 8);
+	for (i = 0; i < n; i++) {
+		procctl__v1__desired_config__init(&cs[i]);
+		procctl__v1__selector__init(&sels[i]);
+		sels[i].pid = c[i].sel.pid;
+		sels[i].consumer = (char *)c[i].sel.consumer;
+		sels[i].schema_version = c[i].sel.version;
+		sels[i].pod_uid = (char *)c[i].sel.pod_uid;
+		sels[i].container_id = (char *)c[i].sel.container_id;
+		cs[i].selector = c[i].no_selector ? NULL : &sels[i];
+		cs[i].payload.data = (uint8_t *)c[i].payload;
+		cs[i].payload.len = c[i].payload ? strlen(c[i].payload) : 0;
+		cs[i].revision = c[i].revision;
+		if (c[i].revision > m.revision && c[i].revision <= 1ull << 62)
+			m.revision = c[i].revision; /* the store's counter, as the daemon writes it */
+		ps[i] = &cs[i];
+	}
+	m.n_configs = n;
+	m.configs = ps;
+	*len = protobuf_c_message_get_packed_size(&m.base);
+	buf = malloc(*len ? *len : 1);
+	assert_non_null(buf);
+	assert_int_equal(protobuf_c_message_pack(&m.base, buf), *len);
+	return buf;
+}
+
+static void corrupt(void **state)
+{
+	static const uint8_t junk[][24] = {
+		{0x0a, 0x20, 'x'},                    /* a config longer than the file */
+		{'n', 'o', 't', ' ', 'p', 'r', 'o', 't', 'o', 'b', 'u', 'f'},
+		{0x0a, 0x04, 0x0a, 0x02, 0x08},       /* a selector cut short */
+		{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff},
+	};
+	static const size_t junk_len[] = {3, 12, 5, 11};
+	const struct cfg ok = {key(0, C, 1, "", ""), "fine", 1, 0};
+	const struct {
+		const char *what;
+		struct cfg c[3];
+		size_t n;
+	} bad[] = {
+		{"no schema version", {{key(0, C, 0, "", ""), "x", 1, 0}}, 1},
+		{"no schema version, after a good one", {ok, {key(0, C, 0, P1, ""), "x", 2, 0}}, 2},
+		{"no consumer", {ok, {key(0, "", 1, P1, ""), "x", 2, 0}}, 2},
+		{"no selector", {ok, {key(0, "", 0, "", ""), "x", 2, 1}}, 2},
+		{"a negative pid", {ok, {key(-5, C, 1, "", ""), "x", 2, 0}}, 2},
+		{"an uppercase pod UID", {ok, {key(0, C, 1, "ABC", ""), "x", 2, 0}}, 2},
+		{"overlapping containers", {{key(0, C, 1, "", C1), "a", 1, 0}, {key(0, C, 1, P1, C1), "b", 2, 0}}, 2},
+		{"overlapping pids", {ok, {key(9, C, 1, P1, ""), "a", 2, 0}, {key(9, C, 1, P1, C1), "b", 3, 0}}, 3},
+		{"one selector twice", {ok, {key(0, C, 1, P1, ""), "a", 2, 0}, {key(0, C, 1, P1, ""), "b", 3, 0}}, 3},
+		{"the consumer twice", {ok, ok}, 2},
+		{"an empty payload", {ok, {key(0, C, 1, P1, ""), NULL, 2, 0}}, 2},
+		{"only an empty payload", {{key(0, C, 1, P1, ""), "", 2, 0}}, 1},
+	};
+	struct desired_store s;
+	char dir[256], file[300], err[512];
+	uint8_t *buf;
+	size_t i, len;
+	(void)state;
+
+	subdir(dir, sizeof dir, "corrupt");
+	assert_int_equal(mkdir(dir, 0700), 0);
+	snprintf(file, sizeof file, "%s/desired.pb", dir);
+
+	for (i = 0; i < sizeof junk / sizeof junk[0] + sizeof bad / sizeof bad[0]; i++) {
+		if (i < sizeof junk / sizeof junk[0]) {
+			write_file(file, junk[i], junk_len[i]);
+		} else {
+			size_t b = i - sizeof junk / sizeof junk[0];
+			buf = pack(bad[b].c, bad[b].n, &len);
+			write_file(file, buf, len);
+			free(buf);
+		}
+		err[0] = 0;
+		memset(&s, 0x5a, sizeof s);
+		assert_int_equal(desired_load(&s, dir, err, sizeof err), -EINVAL);
+		print_message("%s: %s\n", i < sizeof junk / sizeof junk[0] ? "junk" : bad[i - sizeof junk / sizeof junk[0]].what,
+			      err);
+		assert_non_null(strstr(err, file));
+		assert_non_null(strstr(err, "corrupt"));
+		assert_int_equal(s.n, 0);
+		assert_null(s.v);
+		desired_free(&s);
+	}
+
+	/* the same ones parsed directly: refused, the store left empty */
+	for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		buf = pack(bad[i].c, bad[i].n, &len);
+		memset(&s, 0, sizeof s);
+		err[0] = 0;
+		assert_int_equal(desired_parse(&s, buf, len, err, sizeof err), -EINVAL);
+		assert_true(err[0]);
+		assert_int_equal(s.n, 0);
+		assert_null(s.v);
+		free(buf);
+	}
+
+	/* not a regular file */
+	assert_int_equal(unlink(file), 0);
+	assert_int_equal(mkdir(file, 0700), 0);
+	err[0] = 0;
+	assert_int_equal(desired_load(&s, dir, err, sizeof err), -EINVAL);
+	assert_non_null(strstr(err, file));
+	assert_int_equal(s.n, 0);
+	desired_free(&s);
+	assert_int_equal(rmdir(file), 0);
+
+	/* and a good one written the same way loads */
+	{
+		const struct cfg c[] = {
+			ok,
+			{key(0, C, 1, P1, ""), "pod", 7, 0},
+			{key(0, C, 1, P1, C1), "container", 3, 0},
+			{key(9, C, 1, P1, C1), "pid", 5, 0},
+		};
+		buf = pack(c, 4, &len);
+		write_file(file, buf, len);
+		free(buf);
+		assert_int_equal(desired_load(&s, dir, err, sizeof err), 0);
+		assert_int_equal(s.n, 4);
+		assert_int_equal(s.revision, 7);
+		payload_is(desired_match(&s, &(struct ev_key){.pid = 9, .consumer = C, .version = 1, .pod_uid = P1,
+							       .container_id = C1}),
+			   "pid");
+		desired_free(&s);
+	}
+}
+
+/* ---- a write that fails ---- */
+
+static void write_failure(void **state)
+{
+	struct desired_store s, t;
+	const struct desired *d = NULL, *other = NULL, *a;
+	const char *why = NULL;
+	struct ev_key ka = key(0, C, 1, P1, ""), kb = key(0, C, 1, "", ""), kc = key(0, C, 1, P2, "");
+	char dir[256], tmp[320], err[512];
+	uint64_t rev, arev;
+	(void)state;
+
+	subdir(dir, sizeof dir, "wfail");
+	assert_int_equal(desired_load(&s, dir, err, sizeof err), 0);
+	set_ok(&s, ka, "one");
+	set_ok(&s, kb, "base");
+	rev = s.revision;
+	a = find(&s, &ka);
+	arev = a->revision;
+
+	/* the temp file's name taken by a directory: open(O_TRUNC) fails */
+	snprintf(tmp, sizeof tmp, "%s.tmp", s.path);
+	assert_int_equal(mkdir(tmp, 0700), 0);
+
+	/* a replacement */
+	err[0] = 0;
+	assert_int_equal(desired_set(&s, &ka, "two", 3, &d, &other, &why, err, sizeof err), -EIO);
+	print_message("set: %s\n", err);
+	assert_non_null(strstr(err, s.path));
+	assert_int_equal(s.n, 2);
+	assert_int_equal(s.revision, rev);
+	assert_ptr_equal(find(&s, &ka), a);
+	payload_is(a, "one");
+	assert_int_equal(a->revision, arev);
+
+	/* a new selector */
+	err[0] = 0;
+	assert_int_equal(desired_set(&s, &kc, "three", 5, &d, &other, &why, err, sizeof err), -EIO);
+	assert_non_null(strstr(err, s.path));
+	assert_int_equal(s.n, 2);
+	assert_int_equal(s.revision, rev);
+	assert_null(find(&s, &kc));
+
+	/* a delete */
+	err[0] = 0;
+	assert_int_equal(desired_delete(&s, &ka, err, sizeof err), -EIO);
+	print_message("delete: %s\n", err);
+	assert_non_null(strstr(err, s.path));
+	assert_int_equal(s.n, 2);
+	a = find(&s, &ka);
+	payload_is(a, "one");
+	assert_int_equal(a->revision, arev);
+	payload_is(find(&s, &kb), "base");
+	payload_is(desired_match(&s, &(struct ev_key){.pid = 3, .consumer = C, .version = 1, .pod_uid = P1}), "one");
+	assert_int_equal(desired_delete(&s, &kb, err, sizeof err), -EIO);
+	assert_int_equal(s.n, 2);
+	payload_is(find(&s, &kb), "base");
+	payload_is(find(&s, &ka), "one");
+
+	/* the file still holds the last good state */
+	assert_int_equal(desired_load(&t, dir, err, sizeof err), 0);
+	same_store(&s, &t);
+	desired_free(&t);
+
+	/* the way cleared, changes are kept again */
+	assert_int_equal(rmdir(tmp), 0);
+	set_ok(&s, ka, "two");
+	assert_true(find(&s, &ka)->revision > rev);
+	assert_int_equal(desired_delete(&s, &kb, err, sizeof err), 0);
+	assert_int_equal(desired_load(&t, dir, err, sizeof err), 0);
+	same_store(&s, &t);
+	assert_int_equal(t.n, 1);
+	desired_free(&t);
+	desired_free(&s);
+}
+
+/* A process key is matched as a process: an event key's "always"
+ * (match every filter) does not make it match configs of another consumer
+ * or version. */
+static void match_ignores_always(void **state)
+{
+	struct desired_store s;
+	struct ev_key k = key(7, "other", 9, "", "");
+	const struct desired *m;
+	char err[512] = "";
+	int rc;
+	(void)state;
+
+	assert_int_equal(desired_load(&s, NULL, err, sizeof err), 0);
+	set_ok(&s, key(42, C, 1, "", ""), "billing's pid 42");
+	assert_null(desired_match(&s, &k));
+	k.always = 1;
+	m = desired_match(&s, &k);
+	rc = desired_effective(&s, &s.v[0], &k);
+	desired_free(&s); /* before the asserts: nothing for ASan to report */
+	assert_null(m);
+	assert_int_equal(rc, 0);
+	assert_int_equal(desired_effective(&s, NULL, &k), 0);
+}
+
+/* A state_dir too long for the file's path is refused, never truncated
+ * into another file. */
+static void long_state_dir_refused(void **state)
+{
+	struct desired_store s;
+	char dir[400], err[512] = "";
+	size_t n;
+	(void)state;
+
+	n = (size_t)snprintf(dir, sizeof dir, "%s/%0200d", root, 0);
+	assert_int_equal(mkdir(dir, 0700), 0);
+	memset(dir + n, 'b', 295 - n); /* dir is 295 bytes */
+	dir[n] = '/';
+	dir[295] = 0;
+	assert_int_equal(desired_load(&s, dir, err, sizeof err), -ENAMETOOLONG);
+	assert_non_null(strstr(err, "longer than"));
+	desired_free(&s);
+}
+
+/* Revisions only grow: a file whose revisions are out of range is
+ * corrupt, and after the newest config is deleted and the store reloaded,
+ * its revision is not handed out again. */
+static void revisions_only_grow(void **state)
+{
+	const struct cfg c[] = {{key(0, C, 1, P1, ""), "pod", UINT64_MAX, 0}};
+	struct desired_store s;
+	const struct desired *d = NULL;
+	char dir[256], file[300], err[512] = "";
+	uint64_t top;
+	uint8_t *buf;
+	size_t len;
+	(void)state;
+
+	subdir(dir, sizeof dir, "wrap");
+	assert_int_equal(mkdir(dir, 0700), 0);
+	snprintf(file, sizeof file, "%s/desired.pb", dir);
+	buf = pack(c, 1, &len);
+	write_file(file, buf, len);
+	free(buf);
+	assert_int_equal(desired_load(&s, dir, err, sizeof err), -EINVAL);
+	assert_non_null(strstr(err, "corrupt"));
+	desired_free(&s);
+
+	unlink(file);
+	assert_int_equal(desired_load(&s, dir, err, sizeof err), 0);
+	set_ok(&s, key(0, C, 1, P1, ""), "one");
+	set_ok(&s, key(0, C, 1, P2, ""), "two");
+	top = s.revision;
+	assert_int_equal(desired_delete(&s, &(struct ev_key){.consumer = C, .version = 1, .pod_uid = P2}, err, sizeof err), 0);
+	desired_free(&s);
+	assert_int_equal(desired_load(&s, dir, err, sizeof err), 0);
+	assert_int_equal(s.revision, top);
+	assert_int_equal(set(&s, key(0, C, 1, P2, ""), "three", &d, NULL), 0);
+	assert_true(d->revision > top);
+	desired_free(&s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(load_empty),
+		cmocka_unit_test(precedence),
+		cmocka_unit_test(replace_and_overlap),
+		cmocka_unit_test(refusals),
+		cmocka_unit_test(persistence),
+		cmocka_unit_test(corrupt),
+		cmocka_unit_test(write_failure),
+		cmocka_unit_test(match_ignores_always),
+		cmocka_unit_test(long_state_dir_refused),
+		cmocka_unit_test(revisions_only_grow),
+	};
+	char cmd[96];
+	int rc;
+	if (!mkdtemp(strcpy(root, "/tmp/test_desired.XXXXXX"))) {
+		perror("mkdtemp");
+		return 1;
+	}
+	rc = TH_RUN(tests);
+	snprintf(cmd, sizeof cmd, "rm -rf %s", root);
+	if (system(cmd) != 0)
+		rc = rc ? rc : 1;
+	return rc;
+}
