@@ -1,0 +1,406 @@
+/* bench_node - procctl-node through gRPC, with a C-core client over the
+ * daemon's Unix socket, each figure against a floor measured in the same
+ * run:
+ *   node_publish_ack      Publish to one echo client with wait-for-ack,
+ *                         against a grpc.health.v1 Check on the same
+ *                         server and socket (the cost of a gRPC call);
+ *   node_idle_stream_rss  the daemon's RSS with 2,000 idle WatchEvents
+ *                         streams, against its RSS before them;
+ *   node_idle_stream_cpu  its CPU time per second with them open, against
+ *                         the same without them;
+ *   node_fanout           one event to 1,000 watchers, until the last has
+ *                         it, against the same event to one watcher.
+ * Usage: bench_node (PROCCTL_NODE_PATH and ECHO_CLIENT_PATH are built in). */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <grpc/byte_buffer.h>
+#include <grpc/byte_buffer_reader.h>
+#include <grpc/grpc.h>
+#include <grpc/grpc_security.h>
+#include <grpc/support/time.h>
+
+#include "bench.h"
+#include "grpc/health/v1/health.pb-c.h"
+#include "pb_grpc.h"
+#include "procctl/v1/node.pb-c.h"
+
+#define ROUNDS 2000
+#define IDLE_STREAMS 2000
+#define FANOUT 1000
+#define FANOUT_ROUNDS 9
+
+static grpc_channel *ch;
+static grpc_completion_queue *pluck;
+static char dir[64], sock[128], consumer[32];
+static pid_t daemon_pid, echo_pid;
+
+static void cleanup(void)
+{
+	char cmd[128];
+	if (echo_pid > 0)
+		kill(echo_pid, SIGKILL);
+	if (daemon_pid > 0)
+		kill(daemon_pid, SIGKILL);
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	if (dir[0] && system(cmd) != 0)
+		fprintf(stderr, "bench_node: could not remove %s\n", dir);
+}
+
+static void die(const char *what)
+{
+	fprintf(stderr, "bench_node: %s\n", what);
+	cleanup();
+	exit(1);
+}
+
+static grpc_byte_buffer *pack(const ProtobufCMessage *m)
+{
+	grpc_byte_buffer *bb = pb_pack(m);
+	if (!bb)
+		die("out of memory");
+	return bb;
+}
+
+/* One unary call: the response (the caller frees it), or NULL and *code. */
+static ProtobufCMessage *unary(const char *method, const ProtobufCMessage *req, const ProtobufCMessageDescriptor *rd,
+			       grpc_status_code *code)
+{
+	grpc_metadata_array md_in, md_trail;
+	grpc_byte_buffer *out = pack(req), *in = NULL;
+	grpc_status_code st = GRPC_STATUS_UNKNOWN;
+	grpc_slice details;
+	grpc_op ops[6];
+	grpc_call *call;
+	ProtobufCMessage *resp;
+	gpr_timespec dl = gpr_time_add(gpr_now(GPR_CLOCK_REALTIME), gpr_time_from_seconds(10, GPR_TIMESPAN));
+
+	grpc_metadata_array_init(&md_in);
+	grpc_metadata_array_init(&md_trail);
+	call = grpc_channel_create_call(ch, NULL, 0, pluck, grpc_slice_from_static_string(method), NULL, dl, NULL);
+	memset(ops, 0, sizeof ops);
+	ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
+	ops[1].op = GRPC_OP_SEND_MESSAGE;
+	ops[1].data.send_message.send_message = out;
+	ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
+	ops[3].op = GRPC_OP_RECV_INITIAL_METADATA;
+	ops[3].data.recv_initial_metadata.recv_initial_metadata = &md_in;
+	ops[4].op = GRPC_OP_RECV_MESSAGE;
+	ops[4].data.recv_message.recv_message = &in;
+	ops[5].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
+	ops[5].data.recv_status_on_client.trailing_metadata = &md_trail;
+	ops[5].data.recv_status_on_client.status = &st;
+	ops[5].data.recv_status_on_client.status_details = &details;
+	if (grpc_call_start_batch(call, ops, 6, call, NULL) != GRPC_CALL_OK)
+		die("start_batch");
+	grpc_completion_queue_pluck(pluck, call, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+	grpc_call_unref(call);
+	grpc_slice_unref(details);
+	grpc_metadata_array_destroy(&md_in);
+	grpc_metadata_array_destroy(&md_trail);
+	grpc_byte_buffer_destroy(out);
+	*code = st;
+	resp = st == GRPC_STATUS_OK ? pb_unpack(rd, in) : NULL;
+	if (in)
+		grpc_byte_buffer_destroy(in);
+	return resp;
+}
+
+static int health_check(void)
+{
+	Grpc__Health__V1__HealthCheckRequest rq = GRPC__HEALTH__V1__HEALTH_CHECK_REQUEST__INIT;
+	grpc_status_code code;
+	Grpc__Health__V1__HealthCheckResponse *r = (void *)unary(
+		"/grpc.health.v1.Health/Check", &rq.base, &grpc__health__v1__health_check_response__descriptor, &code);
+	int ok = r && r->status == GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING;
+	if (r)
+		protobuf_c_message_free_unpacked(&r->base, NULL);
+	return ok;
+}
+
+/* Publish to pid and wait for its ack: 1 APPLIED. */
+static int publish(pid_t pid, int round, uint32_t wait_ms)
+{
+	Procctl__V1__PublishRequest rq = PROCCTL__V1__PUBLISH_REQUEST__INIT;
+	Procctl__V1__Selector sel = PROCCTL__V1__SELECTOR__INIT;
+	char payload[32];
+	grpc_status_code code;
+	Procctl__V1__PublishResponse *r;
+	int ok;
+	sel.pid = pid;
+	rq.selector = &sel;
+	rq.payload.len = (size_t)snprintf(payload, sizeof payload, "bench %d", round);
+	rq.payload.data = (uint8_t *)payload;
+	rq.wait_ms = wait_ms;
+	r = (void *)unary("/procctl.v1.NodeService/Publish", &rq.base, &procctl__v1__publish_response__descriptor, &code);
+	ok = r && r->n_results == 1 &&
+	     r->results[0]->status == (wait_ms ? PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_APPLIED
+					       : PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_PENDING);
+	if (r)
+		protobuf_c_message_free_unpacked(&r->base, NULL);
+	return ok;
+}
+
+static int listed(pid_t pid)
+{
+	Procctl__V1__GetProcessRequest rq = PROCCTL__V1__GET_PROCESS_REQUEST__INIT;
+	Procctl__V1__ProcessRef ref = PROCCTL__V1__PROCESS_REF__INIT;
+	grpc_status_code code;
+	ProtobufCMessage *r;
+	ref.pid = pid;
+	rq.process = &ref;
+	r = unary("/procctl.v1.NodeService/GetProcess", &rq.base, &procctl__v1__get_process_response__descriptor, &code);
+	if (r)
+		protobuf_c_message_free_unpacked(r, NULL);
+	return r != NULL;
+}
+
+/* ---- WatchEvents streams, on their own completion queue -------------- */
+
+struct stream {
+	grpc_call *call;
+	grpc_byte_buffer *req, *msg;
+	grpc_metadata_array md;
+	int msgs;
+	char tag; /* its address is the receive tag */
+};
+
+static grpc_completion_queue *scq;
+
+static void recv_next(struct stream *s)
+{
+	grpc_op op;
+	memset(&op, 0, sizeof op);
+	op.op = GRPC_OP_RECV_MESSAGE;
+	op.data.recv_message.recv_message = &s->msg;
+	if (grpc_call_start_batch(s->call, &op, 1, &s->tag, NULL) != GRPC_CALL_OK)
+		die("recv batch");
+}
+
+static void stream_open(struct stream *s, pid_t pid)
+{
+	Procctl__V1__WatchEventsRequest rq = PROCCTL__V1__WATCH_EVENTS_REQUEST__INIT;
+	Procctl__V1__Selector f = PROCCTL__V1__SELECTOR__INIT;
+	grpc_op ops[4];
+	f.pid = pid;
+	rq.filter = &f;
+	memset(s, 0, sizeof *s);
+	s->req = pack(&rq.base);
+	grpc_metadata_array_init(&s->md);
+	s->call = grpc_channel_create_call(ch, NULL, 0, scq, grpc_slice_from_static_string("/procctl.v1.NodeService/WatchEvents"),
+					   NULL, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+	memset(ops, 0, sizeof ops);
+	ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
+	ops[1].op = GRPC_OP_SEND_MESSAGE;
+	ops[1].data.send_message.send_message = s->req;
+	ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
+	ops[3].op = GRPC_OP_RECV_INITIAL_METADATA;
+	ops[3].data.recv_initial_metadata.recv_initial_metadata = &s->md;
+	if (grpc_call_start_batch(s->call, ops, 4, s, NULL) != GRPC_CALL_OK)
+		die("stream batch");
+	recv_next(s);
+}
+
+/* Drain stream completions until every one of n has at least want
+ * messages. */
+static void streams_wait(struct stream *ss, int n, int want)
+{
+	int behind = 0, i;
+	for (i = 0; i < n; i++)
+		behind += ss[i].msgs < want;
+	while (behind) {
+		grpc_event ev = grpc_completion_queue_next(
+			scq, gpr_time_add(gpr_now(GPR_CLOCK_REALTIME), gpr_time_from_seconds(60, GPR_TIMESPAN)), NULL);
+		struct stream *s;
+		if (ev.type == GRPC_QUEUE_TIMEOUT)
+			die("a stream stalled");
+		if (ev.type != GRPC_OP_COMPLETE)
+			continue;
+		for (s = ss; s < ss + n && &s->tag != (char *)ev.tag; s++)
+			;
+		if (s == ss + n)
+			continue; /* an open batch, or a stream closed before */
+		if (!ev.success || !s->msg)
+			die("a stream ended");
+		grpc_byte_buffer_destroy(s->msg);
+		s->msg = NULL;
+		if (++s->msgs == want)
+			behind--;
+		recv_next(s);
+	}
+}
+
+static void streams_close(struct stream *ss, int n)
+{
+	int i;
+	for (i = 0; i < n; i++) {
+		grpc_call_cancel(ss[i].call, NULL);
+		grpc_call_unref(ss[i].call);
+		grpc_byte_buffer_destroy(ss[i].req);
+		grpc_metadata_array_destroy(&ss[i].md);
+	}
+}
+
+/* ---- the daemon's resources ---------------------------------------------- */
+
+static long rss_kib(pid_t pid)
+{
+	char path[64], line[256];
+	long kib = -1;
+	FILE *f;
+	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+	if (!(f = fopen(path, "r")))
+		return -1;
+	while (fgets(line, sizeof line, f))
+		if (sscanf(line, "VmRSS: %ld kB", &kib) == 1)
+			break;
+	fclose(f);
+	return kib;
+}
+
+static double cpu_s(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long ut = 0, st = 0;
+	FILE *f;
+	size_t n;
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	if (!(f = fopen(path, "r")))
+		return -1;
+	n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	if (!(p = strrchr(buf, ')')) || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
+		return -1;
+	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* The daemon's CPU milliseconds per second over the next seconds. */
+static double cpu_rate(pid_t pid, int seconds)
+{
+	double c0 = cpu_s(pid);
+	sleep((unsigned)seconds);
+	return (cpu_s(pid) - c0) * 1000.0 / seconds;
+}
+
+static pid_t spawn(char *const argv[])
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+		dup2(null, 1);
+		dup2(null, 2);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+static void stop(pid_t pid)
+{
+	kill(pid, SIGTERM);
+	waitpid(pid, NULL, 0);
+}
+
+int main(void)
+{
+	static struct stream idle[IDLE_STREAMS], one[1], fan[FANOUT];
+	static double floor_v[ROUNDS], value_v[ROUNDS], one_v[FANOUT_ROUNDS], all_v[FANOUT_ROUNDS];
+	char lock_dir[96], listen[160];
+	grpc_channel_credentials *cr;
+	long rss0, rss1;
+	double cpu0, cpu1;
+	int i;
+
+	snprintf(dir, sizeof dir, "/tmp/bench_node.%d", (int)getpid());
+	snprintf(sock, sizeof sock, "%s/node.sock", dir);
+	snprintf(lock_dir, sizeof lock_dir, "%s/locks", dir);
+	snprintf(listen, sizeof listen, "unix:%s", sock);
+	snprintf(consumer, sizeof consumer, "bench%d", (int)getpid());
+	{
+		char *argv[] = {PROCCTL_NODE_PATH, "--grpc-listen", listen, "--lock-dir", lock_dir, "--consumers", consumer,
+				"--rescan-ms", "100", "--max-watchers", "4000", NULL};
+		daemon_pid = spawn(argv);
+	}
+	{
+		char *argv[] = {ECHO_CLIENT_PATH, "--consumer", consumer, NULL};
+		echo_pid = spawn(argv);
+	}
+	grpc_init();
+	cr = grpc_insecure_credentials_create();
+	ch = grpc_channel_create(listen, cr, NULL);
+	grpc_channel_credentials_release(cr);
+	pluck = grpc_completion_queue_create_for_pluck(NULL);
+	scq = grpc_completion_queue_create_for_next(NULL);
+	for (i = 0; i < 1000 && !(health_check() && listed(echo_pid)); i++)
+		usleep(10000);
+	if (i == 1000)
+		die("the daemon did not serve, or did not attach the echo client");
+
+	/* Publish with wait-for-ack against a health Check, interleaved. */
+	for (i = 0; i < 200; i++)
+		if (!health_check() || !publish(echo_pid, i, 5000))
+			die("warm-up failed");
+	for (i = 0; i < ROUNDS; i++) {
+		int64_t t0 = bench_now_ns(), t1, t2;
+		if (!health_check())
+			die("health Check failed");
+		t1 = bench_now_ns();
+		if (!publish(echo_pid, i, 5000))
+			die("publish not APPLIED");
+		t2 = bench_now_ns();
+		floor_v[i] = (double)(t1 - t0) / 1000.0;
+		value_v[i] = (double)(t2 - t1) / 1000.0;
+	}
+	bench_report("node_publish_ack", "us", bench_median(value_v, ROUNDS), bench_median(floor_v, ROUNDS));
+
+	/* 2,000 idle streams. */
+	rss0 = rss_kib(daemon_pid);
+	cpu0 = cpu_rate(daemon_pid, 3);
+	for (i = 0; i < IDLE_STREAMS; i++)
+		stream_open(&idle[i], 1); /* init has no region: the snapshot, then nothing */
+	streams_wait(idle, IDLE_STREAMS, 1);
+	rss1 = rss_kib(daemon_pid);
+	cpu1 = cpu_rate(daemon_pid, 3);
+	bench_report("node_idle_stream_rss", "KiB", (double)rss1, (double)rss0);
+	/* An idle daemon may use no CPU at all: the floor is one clock tick a second at least. */
+	bench_report("node_idle_stream_cpu", "ms/s", cpu1, cpu0 > 1000.0 / sysconf(_SC_CLK_TCK) ? cpu0 : 1000.0 / sysconf(_SC_CLK_TCK));
+	streams_close(idle, IDLE_STREAMS);
+
+	/* Fan-out: one Acked event to 1 watcher, then to 1,000. */
+	stream_open(&one[0], echo_pid);
+	streams_wait(one, 1, 1);
+	for (i = 0; i < FANOUT_ROUNDS; i++) {
+		int64_t t0 = bench_now_ns();
+		if (!publish(echo_pid, i, 0))
+			die("publish failed");
+		streams_wait(one, 1, 2 + 2 * i); /* Acked, then StateChanged */
+		one_v[i] = (double)(bench_now_ns() - t0) / 1000.0;
+	}
+	streams_close(one, 1);
+	for (i = 0; i < FANOUT; i++)
+		stream_open(&fan[i], echo_pid);
+	streams_wait(fan, FANOUT, 1);
+	for (i = 0; i < FANOUT_ROUNDS; i++) {
+		int64_t t0 = bench_now_ns();
+		if (!publish(echo_pid, i, 0))
+			die("publish failed");
+		streams_wait(fan, FANOUT, 2 + 2 * i);
+		all_v[i] = (double)(bench_now_ns() - t0) / 1000.0;
+	}
+	bench_report("node_fanout_1000", "us", bench_median(all_v, FANOUT_ROUNDS), bench_median(one_v, FANOUT_ROUNDS));
+	streams_close(fan, FANOUT);
+
+	grpc_channel_destroy(ch);
+	stop(echo_pid);
+	stop(daemon_pid);
+	echo_pid = daemon_pid = 0;
+	cleanup();
+	return 0;
+}
