@@ -87,6 +87,7 @@ struct proc {
 	int32_t ack_status;
 	uint32_t state_hash;  /* of its resources and bytes */
 	int waiting;          /* waits name it: poll it often */
+	int rings;            /* its doorbell was heard: it need not be polled as often */
 	int64_t next_poll_ns;
 };
 
@@ -517,8 +518,10 @@ static void on_event(const struct procctl_event *e, void *arg)
 		on_detached(n, e);
 		break;
 	case PROCCTL_EV_DOORBELL:
-		if ((p = find_client(n, e->client, NULL)))
+		if ((p = find_client(n, e->client, NULL))) {
+			p->rings = 1;
 			read_state(n, p, 0);
+		}
 		break;
 	case PROCCTL_EV_OWNERSHIP: {
 		Procctl__V1__OwnershipChanged m = PROCCTL__V1__OWNERSHIP_CHANGED__INIT;
@@ -1465,15 +1468,16 @@ static struct node_job *take_jobs(struct node *n, int close)
 }
 
 /* Poll the state of the processes due: those waited on often, the rest
- * now and then (a doorbell is a hint, and not every process has one). */
+ * now and then (a doorbell is a hint, and not every process is heard: a
+ * process is polled as one without a doorbell until it first rang). */
 static int64_t poll_states(struct node *n, int64_t now)
 {
 	int64_t next = now + POLL_IDLE_NS;
 	size_t i;
 	for (i = 0; i < n->nprocs; i++) {
 		struct proc *p = n->procs[i];
-		int rung = procctl_registry_doorbell_rang(p->reg, p->c) != -ENOTSUP;
-		int64_t every = p->waiting ? (rung ? POLL_RUNG_NS : POLL_WAITING_NS) : (rung ? POLL_QUIET_NS : POLL_IDLE_NS);
+		int64_t every = p->waiting ? (p->rings ? POLL_RUNG_NS : POLL_WAITING_NS)
+					   : (p->rings ? POLL_QUIET_NS : POLL_IDLE_NS);
 		if (p->next_poll_ns > now + every)
 			p->next_poll_ns = now + every;
 		if (p->next_poll_ns <= now) {
