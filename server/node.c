@@ -107,6 +107,7 @@ struct wait {
 	struct node_job *job;
 	int64_t deadline_ns;
 	struct desired desired; /* SetDesiredConfig: the config as stored (payload owned) */
+	int call_deadline;      /* the call's deadline ends it, not wait_ms */
 	size_t n;
 	struct wait *next;
 	struct wait_item item[];
@@ -641,7 +642,13 @@ static void waits_sweep(struct node *n, int64_t now, int all)
 				open = 1;
 		if (!open || all || now >= w->deadline_ns) {
 			*pw = w->next;
-			wait_reply(w);
+			if (open && !all && w->call_deadline) {
+				/* The call is over: what gRPC's own timer says too, whichever is first. */
+				free(w->desired.payload);
+				finish(w->job, NODE_DEADLINE_EXCEEDED, "the call's deadline came before the acks", NULL);
+			} else {
+				wait_reply(w);
+			}
 			free(w);
 			continue;
 		}
@@ -832,8 +839,10 @@ static struct wait *write_all(struct node_job *job, struct proc **v, size_t c, c
 	w->job = job;
 	w->n = c;
 	w->deadline_ns = now_ns() + (int64_t)wait_ms * MS;
-	if (w->deadline_ns > job->deadline_ns)
+	if (w->deadline_ns >= job->deadline_ns) {
 		w->deadline_ns = job->deadline_ns;
+		w->call_deadline = 1;
+	}
 	for (i = 0; i < c; i++) {
 		struct wait_item *it = &w->item[i];
 		struct proc *p = v[i];
@@ -1072,8 +1081,10 @@ static void do_wait_ack(struct node *n, struct node_job *job)
 	w->job = job;
 	w->n = 1;
 	w->deadline_ns = now_ns() + (int64_t)rq->wait_ms * MS;
-	if (w->deadline_ns > job->deadline_ns)
+	if (w->deadline_ns >= job->deadline_ns) {
 		w->deadline_ns = job->deadline_ns;
+		w->call_deadline = 1;
+	}
 	w->item[0].p = p;
 	w->item[0].pid = p->key.pid;
 	w->item[0].instance = p->instance;
