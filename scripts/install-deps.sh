@@ -19,6 +19,9 @@ libprotobuf-c-dev
 protobuf-c-compiler
 protobuf-compiler
 openssl
+libmicrohttpd-dev
+libjansson-dev
+prometheus
 "
 
 missing=""

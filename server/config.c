@@ -211,6 +211,10 @@ static int set_global(struct node_cfg *c, const struct where *w, const char *key
 	}
 	if (!strcmp(key, "http_listen"))
 		return *v && listen_addr(w, v) ? -EINVAL : copy(w, c->http_listen, sizeof c->http_listen, v);
+	if (!strcmp(key, "http_writes"))
+		return boolean(w, v, &c->http_writes);
+	if (!strcmp(key, "http_writes_remote"))
+		return boolean(w, v, &c->http_writes_remote);
 	if (!strcmp(key, "consumers")) {
 		c->nconsumers = 0;
 		return *v ? each_item(w, v, add_consumer, c) : 0;
@@ -410,6 +414,10 @@ int node_cfg_check(const struct node_cfg *c, char *err, size_t errlen)
 	size_t i;
 	if (tls && tls != 3) {
 		snprintf(err, errlen, "tls_cert, tls_key and tls_client_ca go together (mTLS): %d of 3 given", tls);
+		return -EINVAL;
+	}
+	if (c->http_writes_remote && !c->http_writes) {
+		snprintf(err, errlen, "http_writes_remote needs http_writes");
 		return -EINVAL;
 	}
 	if (c->insecure_tcp_writes && !c->insecure_tcp) {

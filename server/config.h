@@ -30,6 +30,8 @@ struct node_cfg {
 	char grpc_listen[NODE_LISTEN_MAX][NODE_PATH_MAX]; /* "unix:PATH" or "HOST:PORT" */
 	size_t ngrpc_listen;
 	char http_listen[NODE_PATH_MAX]; /* "HOST:PORT"; "" disabled */
+	int http_writes;        /* POST /v1/processes/{pid}/config served */
+	int http_writes_remote; /* ... on a listener off loopback too */
 	char consumers[NODE_CONSUMERS_MAX][PROCCTL_CONSUMER_MAX + 1]; /* none: every consumer */
 	size_t nconsumers;
 	uint64_t lease_ns, rescan_ns;

@@ -77,6 +77,7 @@ static const struct method methods[] = {
 	{"/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo", BIDI, H_REFLECT, 0, NULL, 0},
 };
 #define NMETHODS (sizeof methods / sizeof methods[0])
+#define NCODES 17 /* gRPC status codes 0 .. 16 */
 
 struct rpc;
 struct tag {
@@ -133,6 +134,7 @@ struct grpc_srv {
 	int shutdown_done;
 	char unix_paths[NODE_LISTEN_MAX][NODE_PATH_MAX];
 	size_t nunix;
+	uint64_t calls[NMETHODS + 1][NCODES]; /* atomic; the last row: unknown methods */
 };
 
 static int64_t mono_ns(void)
@@ -268,6 +270,8 @@ static void send_status(struct rpc *c, enum node_code code, const char *msg, grp
 		ops[n++].data.recv_close_on_server.cancelled = &c->client_cancelled;
 	}
 	c->status_sent = 1;
+	__atomic_add_fetch(&c->s->calls[c->m ? (size_t)(c->m - methods) : NMETHODS][(unsigned)code < NCODES ? code : NODE_INTERNAL], 1,
+			   __ATOMIC_RELAXED);
 	tag_arm(&c->t_status, on_status, c);
 	batch(c, ops, n, &c->t_status);
 }
@@ -284,7 +288,7 @@ static void end_stream(struct rpc *c, enum node_code code, const char *msg)
 		send_status(c, code, c->end_msg, NULL);
 }
 
-void rpc_reply(struct rpc *c, enum node_code code, const char *msg, const ProtobufCMessage *resp)
+static void rpc_reply(struct rpc *c, enum node_code code, const char *msg, const ProtobufCMessage *resp)
 {
 	grpc_byte_buffer *bb = NULL;
 	if (resp && !(bb = pb_pack(resp))) {
@@ -417,7 +421,7 @@ static void watch(struct rpc *c)
 	pthread_mutex_unlock(&s->wmu);
 }
 
-void rpc_watch_begin(struct rpc *c, const ProtobufCMessage *first, uint64_t cursor, const struct ev_key *filter)
+static void rpc_watch_begin(struct rpc *c, const ProtobufCMessage *first, uint64_t cursor, const struct ev_key *filter)
 {
 	pthread_mutex_lock(&c->mu);
 	c->cursor = cursor;
@@ -432,6 +436,44 @@ void rpc_watch_begin(struct rpc *c, const ProtobufCMessage *first, uint64_t curs
 	pthread_mutex_unlock(&c->mu);
 	watch(c); /* the loop's reference becomes the list's */
 }
+
+/* ---- metrics ----------------------------------------------------------- */
+
+void grpcsrv_metrics(struct grpc_srv *s, FILE *f)
+{
+	static const char *names[NCODES] = {"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED",
+					    "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED",
+					    "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL",
+					    "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"};
+	size_t m, k;
+	fprintf(f, "# HELP procctl_grpc_calls_total gRPC calls answered, by method and status code.\n"
+		   "# TYPE procctl_grpc_calls_total counter\n");
+	for (m = 0; m <= NMETHODS; m++)
+		for (k = 0; k < NCODES; k++) {
+			uint64_t v = __atomic_load_n(&s->calls[m][k], __ATOMIC_RELAXED);
+			if (v)
+				fprintf(f, "procctl_grpc_calls_total{method=\"%s\",code=\"%s\"} %llu\n",
+					m < NMETHODS ? methods[m].path + 1 : "unknown", names[k], (unsigned long long)v);
+		}
+	fprintf(f, "# HELP procctl_grpc_streams Server streams open (WatchEvents, health Watch).\n"
+		   "# TYPE procctl_grpc_streams gauge\n"
+		   "procctl_grpc_streams %d\n",
+		__atomic_load_n(&s->nwatch, __ATOMIC_RELAXED));
+}
+
+/* ---- the loop's answers -------------------------------------------------- */
+
+static void on_job_reply(struct node_job *job, enum node_code code, const char *msg, const ProtobufCMessage *resp)
+{
+	rpc_reply(job->ctx, code, msg, resp);
+}
+
+static void on_job_watch(struct node_job *job, const ProtobufCMessage *first, uint64_t cursor, const struct ev_key *filter)
+{
+	rpc_watch_begin(job->ctx, first, cursor, filter);
+}
+
+static const struct node_reply_ops job_ops = {on_job_reply, on_job_watch};
 
 void grpcsrv_kick(struct grpc_srv *s)
 {
@@ -615,7 +657,8 @@ static void on_request(struct rpc *c, int ok)
 		job->method = m->nm;
 		job->req = req;
 		job->deadline_ns = deadline_ns(c->deadline);
-		job->rpc = c; /* our reference becomes the loop's */
+		job->ops = &job_ops;
+		job->ctx = c; /* our reference becomes the loop's */
 		if (node_submit(s->node, job) < 0) {
 			free(job);
 			protobuf_c_message_free_unpacked(req, NULL);

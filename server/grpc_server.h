@@ -7,6 +7,7 @@
 #define PROCCTL_NODE_GRPC_SERVER_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include <protobuf-c/protobuf-c.h>
 
@@ -26,16 +27,12 @@ int grpcsrv_start(const struct node_cfg *cfg, struct node *n, struct grpc_srv **
  * sockets; free. Call after node_run returned. */
 void grpcsrv_stop(struct grpc_srv *s, unsigned grace_ms);
 
+/* Its Prometheus metrics (calls by method and code, streams open), for
+ * the loop's /metrics. Any thread. */
+void grpcsrv_metrics(struct grpc_srv *s, FILE *f);
+
 /* From the loop: wake the watchers (events were appended, or readiness
  * changed). */
 void grpcsrv_kick(struct grpc_srv *s);
-
-/* From the loop, once per job: answer the call (resp NULL unless code is
- * NODE_OK) and forget it. */
-void rpc_reply(struct rpc *c, enum node_code code, const char *msg, const ProtobufCMessage *resp);
-/* From the loop, for NODE_WATCH_EVENTS: the stream starts with first
- * (packed here; NULL: none, a resume) and goes on with the events after
- * cursor that match filter. */
-void rpc_watch_begin(struct rpc *c, const ProtobufCMessage *first, uint64_t cursor, const struct ev_key *filter);
 
 #endif

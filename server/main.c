@@ -20,6 +20,7 @@
 
 #include "config.h"
 #include "grpc_server.h"
+#include "http.h"
 #include "node.h"
 
 #define GRACE_MS 2000 /* calls in flight at shutdown get this long */
@@ -111,8 +112,9 @@ int main(int argc, char **argv)
 	static struct node_cfg cfg;
 	char err[512];
 	struct grpc_srv *srv = NULL;
+	struct httpsrv *http = NULL;
 	struct sigaction sa;
-	int check = 0, uninstall = 0, lock_fd = -1, i, r;
+	int check = 0, uninstall = 0, failed = 0, lock_fd = -1, i, r;
 
 	node_cfg_defaults(&cfg);
 	/* The file first, wherever --config is: flags override it. */
@@ -171,10 +173,6 @@ int main(int argc, char **argv)
 		fprintf(stderr, "procctl-node: %s\n", err);
 		return 2;
 	}
-	if (cfg.http_listen[0]) { /* refused, not ignored: nobody waits on a port that never opens */
-		fprintf(stderr, "procctl-node: http_listen %s: this procctl-node does not serve HTTP yet\n", cfg.http_listen);
-		return 2;
-	}
 	if (check) {
 		printf("procctl-node: configuration valid\n");
 		return 0;
@@ -206,11 +204,17 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	node_set_server(the_node, srv);
+	if (cfg.http_listen[0] && httpsrv_start(&cfg, the_node, &http, err, sizeof err) < 0) {
+		node_log(PROCCTL_LOG_ERROR, "start_failed", "error=\"%s\"", err);
+		node_stop(the_node); /* the loop answers what came meanwhile, then all is undone */
+		failed = 1;
+	}
 	r = node_run(the_node);
 	node_log(PROCCTL_LOG_INFO, "stopping", "mode=%s", uninstall ? "uninstall" : "hand-off");
+	httpsrv_stop(http);
 	grpcsrv_stop(srv, GRACE_MS);
 	node_close(the_node, uninstall ? PROCCTL_CLOSE_UNINSTALL : 0);
 	close(lock_fd);
 	node_log(PROCCTL_LOG_INFO, "stopped", "error=%s", r < 0 ? strerror(-r) : "none");
-	return r < 0 ? 1 : 0;
+	return r < 0 || failed ? 1 : 0;
 }

@@ -14,6 +14,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,6 +89,8 @@ struct proc {
 	uint32_t state_hash;  /* of its resources and bytes */
 	int waiting;          /* waits name it: poll it often */
 	int rings;            /* its doorbell was heard: it need not be polled as often */
+	uint64_t written_gen; /* the last config written, and when: its ack's latency */
+	int64_t written_ns;
 	int64_t next_poll_ns;
 };
 
@@ -121,6 +124,21 @@ struct arb {
 	struct procctl_arbiter_snapshot snap[PROCCTL_ARB_MAX_RESOURCES]; /* as of the last tick */
 };
 
+/* Publish-to-ack latency buckets, seconds (Prometheus "le"). */
+static const double ack_buckets[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
+				     0.025,  0.05,    0.1,    0.25,  0.5,    1,     2.5, 5, 10};
+#define NBUCKETS (sizeof ack_buckets / sizeof ack_buckets[0])
+
+/* The loop's own counters, for /metrics. */
+struct node_stats {
+	uint64_t writes;           /* configs written or cleared (Publish, Clear, desired configs) */
+	uint64_t acks_applied, acks_rejected;
+	uint64_t ack_hist[NBUCKETS + 1]; /* the last: over every bucket */
+	double ack_sum;
+	uint64_t ack_count;
+	uint64_t ownership_changes;
+};
+
 /* What a registry's on_event gets. */
 struct reg_arg {
 	struct node *n;
@@ -139,6 +157,7 @@ struct node {
 	struct wait *waits;
 	struct events *ev;
 	struct desired_store desired;
+	struct node_stats stats;
 	uint64_t incarnation;
 	struct grpc_srv *srv;
 	int kick;             /* events appended or readiness changed since the last kick */
@@ -211,8 +230,10 @@ static void ar_free(struct arena *a)
 /* Answer a job and free it. */
 static void finish(struct node_job *job, enum node_code code, const char *msg, const ProtobufCMessage *resp)
 {
-	rpc_reply(job->rpc, code, msg, code == NODE_OK ? resp : NULL);
-	protobuf_c_message_free_unpacked(job->req, NULL);
+	job->ops->reply(job, code, msg, code == NODE_OK ? resp : NULL);
+	if (job->req)
+		protobuf_c_message_free_unpacked(job->req, NULL);
+	free(job->text);
 	free(job);
 }
 
@@ -294,6 +315,16 @@ static Procctl__V1__DesiredConfig *mk_desired(struct arena *a, const struct ev_k
 	return m;
 }
 
+/* A config write (or clear) that made generation g of p. */
+static void wrote(struct node *n, struct proc *p, int64_t g)
+{
+	if (g <= 0)
+		return;
+	n->stats.writes++;
+	p->written_gen = (uint64_t)g;
+	p->written_ns = now_ns();
+}
+
 /* Give p the desired config it should have, if it has none yet (a
  * process found by a successor already has what the store says). */
 static void desired_apply(struct node *n, struct proc *p)
@@ -308,6 +339,7 @@ static void desired_apply(struct node *n, struct proc *p)
 		return;
 	}
 	g = procctl_client_write(p->c, d->payload, d->len);
+	wrote(n, p, g);
 	node_log(g > 0 ? PROCCTL_LOG_INFO : PROCCTL_LOG_WARN, "desired_applied", "pid=%d revision=%llu generation=%lld%s%s",
 		 (int)p->key.pid, (unsigned long long)d->revision, (long long)(g > 0 ? g : 0), g > 0 ? "" : " error=",
 		 g > 0 ? "" : strerror((int)-g));
@@ -406,8 +438,23 @@ static void read_state(struct node *n, struct proc *p, int quiet)
 	if (first || st->acked_gen != p->acked_gen || st->ack_status != p->ack_status) {
 		p->acked_gen = st->acked_gen;
 		p->ack_status = st->ack_status;
-		if (!first && !quiet)
+		if (!first && !quiet) {
 			emit_acked(n, p);
+			if (st->ack_status)
+				n->stats.acks_rejected++;
+			else
+				n->stats.acks_applied++;
+		}
+	}
+	if (p->written_ns && p->acked_gen >= p->written_gen) {
+		double sec = (double)(now_ns() - p->written_ns) / 1e9;
+		size_t b = 0;
+		while (b < NBUCKETS && sec > ack_buckets[b])
+			b++;
+		n->stats.ack_hist[b]++;
+		n->stats.ack_sum += sec;
+		n->stats.ack_count++;
+		p->written_ns = 0;
 	}
 	if (!first && h != p->state_hash && !quiet)
 		emit_state_changed(n, p);
@@ -535,6 +582,7 @@ static void on_event(const struct procctl_event *e, void *arg)
 		snprintf(k.consumer, sizeof k.consumer, "%s", e->consumer);
 		emit(n, &k, &ev);
 		node_log(PROCCTL_LOG_INFO, "ownership", "consumer=%s owner=%d", e->consumer, e->held);
+		n->stats.ownership_changes++;
 		if (e->held) {
 			size_t i;
 			for (i = 0; i < n->nprocs; i++)
@@ -827,8 +875,8 @@ static void do_read_state(struct node *n, struct node_job *job)
 
 /* Write payload (NULL: clear) to each of v, as one wait of job's: its
  * results, in v's order. NULL when out of memory (job answered). */
-static struct wait *write_all(struct node_job *job, struct proc **v, size_t c, const ProtobufCBinaryData *payload,
-			      uint32_t wait_ms)
+static struct wait *write_all(struct node *n, struct node_job *job, struct proc **v, size_t c,
+			      const ProtobufCBinaryData *payload, uint32_t wait_ms)
 {
 	struct wait *w = calloc(1, sizeof *w + sizeof w->item[0] * c);
 	size_t i;
@@ -857,6 +905,7 @@ static struct wait *write_all(struct node_job *job, struct proc **v, size_t c, c
 			continue;
 		}
 		g = payload ? procctl_client_write(p->c, payload->data, payload->len) : procctl_client_clear(p->c);
+		wrote(n, p, g);
 		if (g > 0) {
 			it->gen = (uint64_t)g;
 			it->status = PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_PENDING;
@@ -937,7 +986,7 @@ static void do_write(struct node *n, struct node_job *job)
 				free(v);
 				return finish(job, NODE_INVALID_ARGUMENT, msg, NULL);
 			}
-	w = write_all(job, v, (size_t)c, payload, wait_ms);
+	w = write_all(n, job, v, (size_t)c, payload, wait_ms);
 	free(v);
 	if (!w)
 		return;
@@ -1000,7 +1049,7 @@ static void do_set_desired(struct node *n, struct node_job *job)
 			eff[k++] = v[i];
 	{
 		ProtobufCBinaryData payload = {d->len, d->payload};
-		w = write_all(job, eff, (size_t)k, &payload, rq->wait_ms);
+		w = write_all(n, job, eff, (size_t)k, &payload, rq->wait_ms);
 	}
 	free(v);
 	if (!w)
@@ -1195,7 +1244,7 @@ static void do_watch(struct node *n, struct node_job *job)
 				      "resume_token: unknown, of another daemon incarnation, or too old: watch without "
 				      "one (a snapshot) and relist",
 				      NULL);
-		rpc_watch_begin(job->rpc, NULL, seq, &f);
+		job->ops->watch(job, NULL, seq, &f);
 	} else {
 		struct arena a = {0};
 		Procctl__V1__Snapshot snap = PROCCTL__V1__SNAPSHOT__INIT;
@@ -1220,11 +1269,169 @@ static void do_watch(struct node *n, struct node_job *job)
 		ev.resume_token = token;
 		ev.event_case = PROCCTL__V1__WATCH_EVENTS_RESPONSE__EVENT_SNAPSHOT;
 		ev.snapshot = &snap;
-		rpc_watch_begin(job->rpc, &ev.base, seq, &f);
+		job->ops->watch(job, &ev.base, seq, &f);
 		ar_free(&a);
 	}
 	protobuf_c_message_free_unpacked(job->req, NULL);
 	free(job);
+}
+
+/* ---- metrics ----------------------------------------------------------- */
+
+static void metric_head(FILE *f, const char *name, const char *type, const char *help)
+{
+	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void resource_label(const procctl_resource_t *r, char *out, size_t cap)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t i;
+	for (i = 0; i < sizeof r->id && 2 * i + 2 < cap; i++) {
+		out[2 * i] = hex[r->id[i] >> 4];
+		out[2 * i + 1] = hex[r->id[i] & 15];
+	}
+	out[2 * i] = 0;
+}
+
+/* The Prometheus text exposition (0.0.4) of everything the loop knows. */
+static char *render_metrics(struct node *n, size_t *len)
+{
+	static const struct {
+		const char *name, *help;
+		size_t off;
+	} res_counters[] = {
+		{"procctl_resource_hold_seconds_total", "Time the resource was held under a live grant.",
+		 offsetof(struct procctl_arbiter_snapshot, hold_ns_total)},
+		{"procctl_resource_blocked_seconds_total",
+		 "Time someone wanted the resource while it could not move (PSI style).",
+		 offsetof(struct procctl_arbiter_snapshot, blocked_ns)},
+		{"procctl_resource_pending_release_seconds_total",
+		 "Time revocations of the resource waited for their confirmation.",
+		 offsetof(struct procctl_arbiter_snapshot, pending_ns)},
+	};
+	struct procctl_registry_stats rs[NODE_CONSUMERS_MAX];
+	char *buf = NULL, label[40];
+	size_t i, j, k;
+	uint64_t cum;
+	FILE *f = open_memstream(&buf, len);
+	if (!f)
+		return NULL;
+	for (i = 0; i < n->nreg; i++)
+		procctl_registry_stats(n->reg[i], &rs[i]);
+
+	metric_head(f, "procctl_build_info", "gauge", "procctl-node's version and API; always 1.");
+	fprintf(f, "procctl_build_info{version=\"%s\",api=\"procctl.v1\",wire=\"%u.%u\"} 1\n", PROCCTL_NODE_VERSION,
+		(unsigned)PROCCTL_VERSION_MAJOR, (unsigned)PROCCTL_VERSION_MINOR);
+	metric_head(f, "procctl_ready", "gauge", "1 once every registry finished its first full scan.");
+	fprintf(f, "procctl_ready %d\n", node_ready(n));
+
+	metric_head(f, "procctl_processes", "gauge", "Attached processes (regions), by consumer and ownership.");
+	for (i = 0; i < n->nprocs; i++) { /* one line per (consumer, owned) seen, counted over the table */
+		const struct proc *p = n->procs[i];
+		int owned = procctl_registry_owner(p->reg, p->key.consumer), dup = 0;
+		size_t c = 0;
+		for (j = 0; j < i && !dup; j++)
+			dup = !strcmp(n->procs[j]->key.consumer, p->key.consumer) &&
+			      procctl_registry_owner(n->procs[j]->reg, p->key.consumer) == owned;
+		if (dup)
+			continue;
+		for (j = i; j < n->nprocs; j++)
+			c += !strcmp(n->procs[j]->key.consumer, p->key.consumer) &&
+			     procctl_registry_owner(n->procs[j]->reg, p->key.consumer) == owned;
+		fprintf(f, "procctl_processes{consumer=\"%s\",ownership=\"%s\"} %zu\n", p->key.consumer,
+			owned ? "owned" : "passive", c);
+	}
+
+	metric_head(f, "procctl_scans_total", "counter", "Full scans of /proc.");
+	for (i = 0, cum = 0; i < n->nreg; i++)
+		cum += rs[i].scans;
+	fprintf(f, "procctl_scans_total %llu\n", (unsigned long long)cum);
+	metric_head(f, "procctl_scan_seconds_total", "counter", "Time spent in full scans of /proc.");
+	for (i = 0, cum = 0; i < n->nreg; i++)
+		cum += rs[i].scan_ns;
+	fprintf(f, "procctl_scan_seconds_total %.9f\n", (double)cum / 1e9);
+	metric_head(f, "procctl_attach_attempts_total", "counter", "Regions found and attach attempted.");
+	for (i = 0, cum = 0; i < n->nreg; i++)
+		cum += rs[i].attach_attempts;
+	fprintf(f, "procctl_attach_attempts_total %llu\n", (unsigned long long)cum);
+	metric_head(f, "procctl_attach_rejections_total", "counter", "Regions refused, by reason.");
+	for (k = 1; k < PROCCTL_REJECT__COUNT; k++) {
+		for (i = 0, cum = 0; i < n->nreg; i++)
+			cum += rs[i].rejects[k];
+		fprintf(f, "procctl_attach_rejections_total{reason=\"%s\"} %llu\n", procctl_reject_name((enum procctl_reject)k),
+			(unsigned long long)cum);
+	}
+	metric_head(f, "procctl_heartbeats_total", "counter", "Lease heartbeats written.");
+	for (i = 0, cum = 0; i < n->nreg; i++)
+		cum += rs[i].heartbeats;
+	fprintf(f, "procctl_heartbeats_total %llu\n", (unsigned long long)cum);
+	metric_head(f, "procctl_ownership_changes_total", "counter",
+		    "Node locks taken or given up (hand-offs between daemons).");
+	fprintf(f, "procctl_ownership_changes_total %llu\n", (unsigned long long)n->stats.ownership_changes);
+
+	metric_head(f, "procctl_publishes_total", "counter", "Configs written or cleared.");
+	fprintf(f, "procctl_publishes_total %llu\n", (unsigned long long)n->stats.writes);
+	metric_head(f, "procctl_acks_total", "counter", "Acks seen, by result.");
+	fprintf(f, "procctl_acks_total{result=\"applied\"} %llu\n", (unsigned long long)n->stats.acks_applied);
+	fprintf(f, "procctl_acks_total{result=\"rejected\"} %llu\n", (unsigned long long)n->stats.acks_rejected);
+	metric_head(f, "procctl_publish_ack_seconds", "histogram", "From a config written to its ack seen.");
+	for (k = 0, cum = 0; k < NBUCKETS; k++) {
+		cum += n->stats.ack_hist[k];
+		fprintf(f, "procctl_publish_ack_seconds_bucket{le=\"%g\"} %llu\n", ack_buckets[k], (unsigned long long)cum);
+	}
+	cum += n->stats.ack_hist[NBUCKETS];
+	fprintf(f, "procctl_publish_ack_seconds_bucket{le=\"+Inf\"} %llu\n", (unsigned long long)cum);
+	fprintf(f, "procctl_publish_ack_seconds_sum %.9f\n", n->stats.ack_sum);
+	fprintf(f, "procctl_publish_ack_seconds_count %llu\n", (unsigned long long)n->stats.ack_count);
+
+	for (k = 0; k < sizeof res_counters / sizeof res_counters[0]; k++) {
+		metric_head(f, res_counters[k].name, "counter", res_counters[k].help);
+		for (i = 0; i < n->narb; i++)
+			for (j = 0; j < n->arb[i].nsnap; j++) {
+				const struct procctl_arbiter_snapshot *sn = &n->arb[i].snap[j];
+				resource_label(&sn->res, label, sizeof label);
+				fprintf(f, "%s{kind=\"%s\",resource=\"%s\"} %.9f\n", res_counters[k].name, n->arb[i].cfg->kind,
+					label, (double)*(const uint64_t *)((const char *)sn + res_counters[k].off) / 1e9);
+			}
+	}
+	metric_head(f, "procctl_resource_handoffs_total", "counter", "Grants to a process other than the last holder.");
+	for (i = 0; i < n->narb; i++)
+		for (j = 0; j < n->arb[i].nsnap; j++) {
+			resource_label(&n->arb[i].snap[j].res, label, sizeof label);
+			fprintf(f, "procctl_resource_handoffs_total{kind=\"%s\",resource=\"%s\"} %llu\n", n->arb[i].cfg->kind, label,
+				(unsigned long long)n->arb[i].snap[j].handoffs);
+		}
+	metric_head(f, "procctl_resource_holder", "gauge", "1 while a process holds the resource.");
+	for (i = 0; i < n->narb; i++)
+		for (j = 0; j < n->arb[i].nsnap; j++) {
+			resource_label(&n->arb[i].snap[j].res, label, sizeof label);
+			fprintf(f, "procctl_resource_holder{kind=\"%s\",resource=\"%s\"} %d\n", n->arb[i].cfg->kind, label,
+				n->arb[i].snap[j].holder_pid != 0);
+		}
+	metric_head(f, "procctl_resource_waiters", "gauge", "Processes that want the resource, the holder excluded.");
+	for (i = 0; i < n->narb; i++)
+		for (j = 0; j < n->arb[i].nsnap; j++) {
+			resource_label(&n->arb[i].snap[j].res, label, sizeof label);
+			fprintf(f, "procctl_resource_waiters{kind=\"%s\",resource=\"%s\"} %u\n", n->arb[i].cfg->kind, label,
+				n->arb[i].snap[j].waiters);
+		}
+	metric_head(f, "procctl_watch_events_total", "counter", "Events numbered for WatchEvents.");
+	fprintf(f, "procctl_watch_events_total %llu\n", (unsigned long long)events_last(n->ev));
+	if (n->srv)
+		grpcsrv_metrics(n->srv, f);
+	if (fclose(f) != 0) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+static void do_metrics(struct node *n, struct node_job *job)
+{
+	if (!(job->text = render_metrics(n, &job->text_len)))
+		return finish(job, NODE_RESOURCE_EXHAUSTED, "out of memory", NULL);
+	finish(job, NODE_OK, NULL, NULL);
 }
 
 static void handle(struct node *n, struct node_job *job)
@@ -1252,6 +1459,8 @@ static void handle(struct node *n, struct node_job *job)
 		return do_delete_desired(n, job);
 	case NODE_LIST_DESIRED:
 		return do_list_desired(n, job);
+	case NODE_METRICS:
+		return do_metrics(n, job);
 	}
 	finish(job, NODE_UNIMPLEMENTED, "no such method", NULL);
 }
@@ -1425,7 +1634,7 @@ fail:
 
 void node_set_server(struct node *n, struct grpc_srv *s)
 {
-	n->srv = s;
+	__atomic_store_n(&n->srv, s, __ATOMIC_RELEASE);
 }
 
 struct events *node_events(struct node *n)
@@ -1436,6 +1645,11 @@ struct events *node_events(struct node *n)
 int node_ready(const struct node *n)
 {
 	return __atomic_load_n(&n->ready, __ATOMIC_ACQUIRE);
+}
+
+int node_serving(const struct node *n)
+{
+	return node_ready(n) && __atomic_load_n(&n->srv, __ATOMIC_ACQUIRE) && !n->stop;
 }
 
 void node_stop(struct node *n)

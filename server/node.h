@@ -1,9 +1,10 @@
 /* node.h - procctl-node's event loop: the registries, the arbiters, the
  * table of attached processes, the waits for acks and the event history.
- * One thread runs it (node_run). The gRPC side (grpc_server.c, its own
- * thread) hands it decoded requests with node_submit; the loop answers
- * each through grpc_server.h's rpc_reply or rpc_watch_begin, and wakes
- * the watchers with grpcsrv_kick after it appended events. */
+ * One thread runs it (node_run). The gRPC side (grpc_server.c) and the
+ * HTTP side (http.c), each on threads of its own, hand it decoded
+ * requests with node_submit; the loop answers each job once through the
+ * job's node_reply_ops, and wakes the watchers with grpcsrv_kick after it
+ * appended events. */
 #ifndef PROCCTL_NODE_NODE_H
 #define PROCCTL_NODE_NODE_H
 
@@ -46,16 +47,30 @@ enum node_method {
 	NODE_SET_DESIRED,
 	NODE_DELETE_DESIRED,
 	NODE_LIST_DESIRED,
+	NODE_METRICS, /* no request: the Prometheus exposition, in job->text */
 };
 
-struct rpc; /* a call, the gRPC side's */
+struct node_job;
+
+/* Where a job's answer goes. Called on the loop's thread, once per job;
+ * the job is freed when it returns. */
+struct node_reply_ops {
+	/* resp is NULL unless code is NODE_OK (and for NODE_METRICS). */
+	void (*reply)(struct node_job *job, enum node_code code, const char *msg, const ProtobufCMessage *resp);
+	/* NODE_WATCH_EVENTS only: the stream starts with first (NULL: a
+	 * resume) and goes on with the events after cursor matching filter. */
+	void (*watch)(struct node_job *job, const ProtobufCMessage *first, uint64_t cursor, const struct ev_key *filter);
+};
 
 /* One request handed to the loop. */
 struct node_job {
 	enum node_method method;
-	ProtobufCMessage *req; /* unpacked; the loop frees it */
+	ProtobufCMessage *req; /* unpacked (NULL for NODE_METRICS); the loop frees it */
 	int64_t deadline_ns;   /* the call's deadline, CLOCK_MONOTONIC; INT64_MAX: none */
-	struct rpc *rpc;
+	const struct node_reply_ops *ops;
+	void *ctx;             /* the submitter's */
+	char *text;            /* NODE_METRICS: the answer (malloc'd; take it, or it is freed) */
+	size_t text_len;
 	struct node_job *next;
 };
 
@@ -82,6 +97,8 @@ void node_close(struct node *n, unsigned flags);
 int node_submit(struct node *n, struct node_job *job);
 /* Any thread: 1 once every registry finished its first full scan. */
 int node_ready(const struct node *n);
+/* Any thread: ready, gRPC serving, and not stopping (/readyz). */
+int node_serving(const struct node *n);
 /* The event history the watchers read. */
 struct events *node_events(struct node *n);
 

@@ -94,6 +94,8 @@ static void every_key(void **state)
 				   "max_message_bytes = 65536\n"
 				   "max_watchers = 10\n"
 				   "watch_history = 128\n"
+				   "http_writes = true\n"
+				   "http_writes_remote = true\n"
 				   "log_level = debug\n"
 				   "[arbiter gpu]\n"
 				   "consumer = gpu.prof\n"
@@ -118,6 +120,8 @@ static void every_key(void **state)
 	assert_int_equal(c.max_per_process, 2);
 	assert_int_equal(c.max_message_bytes, 65536);
 	assert_int_equal(c.watch_history, 128);
+	assert_int_equal(c.http_writes, 1);
+	assert_int_equal(c.http_writes_remote, 1);
 	assert_int_equal(c.log_debug, 1);
 	assert_int_equal(c.narbiters, 2);
 	assert_int_equal(c.arbiters[0].hold_ns, 250 * MS);
@@ -219,6 +223,9 @@ static void whole(void **state)
 	assert_int_equal(parse(&c, "insecure_tcp_writes = true\n"), 0);
 	assert_int_equal(node_cfg_check(&c, err, sizeof err), -EINVAL);
 	assert_string_equal(err, "insecure_tcp_writes needs insecure_tcp");
+	assert_int_equal(parse(&c, "http_writes_remote = true\n"), 0);
+	assert_int_equal(node_cfg_check(&c, err, sizeof err), -EINVAL);
+	assert_string_equal(err, "http_writes_remote needs http_writes");
 	assert_int_equal(parse(&c, "[arbiter gpu]\nhold_ms = 5\n"), 0);
 	assert_int_equal(node_cfg_check(&c, err, sizeof err), -EINVAL);
 	assert_string_equal(err, "[arbiter gpu]: consumer: missing (whose processes it grants to)");

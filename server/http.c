@@ -1,0 +1,478 @@
+/* http.c - procctl-node's HTTP side (http.h).
+ *
+ * libmicrohttpd runs one internal epoll thread. A request is read whole
+ * (bounded by HTTP_MAX_BODY), routed, and either answered at once
+ * (/healthz, /readyz, errors) or handed to the loop as a node_job while
+ * its connection is suspended; the loop's reply renders the answer (a
+ * gRPC response through pbjson, or the metrics text) and resumes it.
+ * Errors are {"error": ..., "code": ...} with the HTTP status of the gRPC
+ * code. */
+#include "http.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <jansson.h>
+#include <microhttpd.h>
+
+#include "httpbody.h"
+#include "pbjson.h"
+#include "procctl/v1/node.pb-c.h"
+
+struct httpsrv {
+	const struct node_cfg *cfg;
+	struct node *node;
+	struct MHD_Daemon *d;
+	int loopback; /* the listener is on a loopback address */
+};
+
+/* One request, from its first callback to its completion. */
+struct hreq {
+	struct httpsrv *h;
+	struct MHD_Connection *conn;
+	char *body;
+	size_t len;
+	int too_big;
+	int submitted;
+	/* the answer, set by the loop's reply before it resumes the connection;
+	 * done is stored with release and loaded with acquire, so the answer is
+	 * seen whole in a way ThreadSanitizer can follow (libmicrohttpd's own
+	 * ordering is invisible to it) */
+	int done;
+	unsigned status;
+	char *out;
+	size_t out_len;
+	const char *type;
+};
+
+static const char *code_name(enum node_code c)
+{
+	switch (c) {
+	case NODE_OK: return "OK";
+	case NODE_CANCELLED: return "CANCELLED";
+	case NODE_INVALID_ARGUMENT: return "INVALID_ARGUMENT";
+	case NODE_DEADLINE_EXCEEDED: return "DEADLINE_EXCEEDED";
+	case NODE_NOT_FOUND: return "NOT_FOUND";
+	case NODE_ALREADY_EXISTS: return "ALREADY_EXISTS";
+	case NODE_PERMISSION_DENIED: return "PERMISSION_DENIED";
+	case NODE_RESOURCE_EXHAUSTED: return "RESOURCE_EXHAUSTED";
+	case NODE_FAILED_PRECONDITION: return "FAILED_PRECONDITION";
+	case NODE_OUT_OF_RANGE: return "OUT_OF_RANGE";
+	case NODE_UNIMPLEMENTED: return "UNIMPLEMENTED";
+	case NODE_INTERNAL: return "INTERNAL";
+	case NODE_UNAVAILABLE: return "UNAVAILABLE";
+	}
+	return "UNKNOWN";
+}
+
+/* The HTTP status of a gRPC code (google.rpc's mapping). */
+static unsigned http_status(enum node_code c)
+{
+	switch (c) {
+	case NODE_OK: return 200;
+	case NODE_INVALID_ARGUMENT:
+	case NODE_FAILED_PRECONDITION:
+	case NODE_OUT_OF_RANGE: return 400;
+	case NODE_PERMISSION_DENIED: return 403;
+	case NODE_NOT_FOUND: return 404;
+	case NODE_ALREADY_EXISTS: return 409;
+	case NODE_RESOURCE_EXHAUSTED: return 429;
+	case NODE_CANCELLED: return 499;
+	case NODE_UNIMPLEMENTED: return 501;
+	case NODE_UNAVAILABLE: return 503;
+	case NODE_DEADLINE_EXCEEDED: return 504;
+	default: return 500;
+	}
+}
+
+/* Set r's answer to a JSON value (taken) with status. */
+static void answer_json(struct hreq *r, unsigned status, json_t *j)
+{
+	r->out = j ? json_dumps(j, JSON_COMPACT) : NULL;
+	json_decref(j);
+	if (!r->out) {
+		static const char oom[] = "{\"error\":\"out of memory\",\"code\":\"RESOURCE_EXHAUSTED\"}";
+		r->out = strdup(oom);
+		status = 500;
+	}
+	r->out_len = r->out ? strlen(r->out) : 0;
+	r->status = status;
+	r->type = "application/json";
+	__atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
+}
+
+static void answer_error(struct hreq *r, enum node_code code, const char *msg)
+{
+	answer_json(r, http_status(code), json_pack("{s:s, s:s}", "error", msg ? msg : code_name(code), "code", code_name(code)));
+}
+
+/* ---- the loop's answers -------------------------------------------------- */
+
+static void on_reply(struct node_job *job, enum node_code code, const char *msg, const ProtobufCMessage *resp)
+{
+	struct hreq *r = job->ctx;
+	if (code != NODE_OK) {
+		answer_error(r, code, msg);
+	} else if (job->method == NODE_METRICS) {
+		r->out = job->text;
+		r->out_len = job->text_len;
+		job->text = NULL;
+		r->status = 200;
+		r->type = "text/plain; version=0.0.4; charset=utf-8";
+		__atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
+	} else {
+		json_t *j = pbjson_from(resp);
+		if (j)
+			answer_json(r, 200, j);
+		else
+			answer_error(r, NODE_INTERNAL, "the response does not convert to JSON");
+	}
+	MHD_resume_connection(r->conn);
+}
+
+static void on_watch(struct node_job *job, const ProtobufCMessage *first, uint64_t cursor, const struct ev_key *filter)
+{
+	(void)first, (void)cursor, (void)filter;
+	on_reply(job, NODE_UNIMPLEMENTED, "no streams over HTTP", NULL);
+}
+
+static const struct node_reply_ops http_ops = {on_reply, on_watch};
+
+/* Hand a request to the loop; the connection waits suspended. */
+static enum MHD_Result submit(struct hreq *r, enum node_method m, ProtobufCMessage *req, int64_t timeout_ms)
+{
+	struct node_job *job = calloc(1, sizeof *job);
+	struct timespec t;
+	if (!job) {
+		if (req)
+			protobuf_c_message_free_unpacked(req, NULL);
+		answer_error(r, NODE_RESOURCE_EXHAUSTED, "out of memory");
+		return MHD_YES;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	job->method = m;
+	job->req = req;
+	job->deadline_ns = (int64_t)t.tv_sec * 1000000000ll + t.tv_nsec + timeout_ms * 1000000ll;
+	job->ops = &http_ops;
+	job->ctx = r;
+	r->submitted = 1;
+	MHD_suspend_connection(r->conn);
+	if (node_submit(r->h->node, job) < 0) {
+		free(job);
+		if (req)
+			protobuf_c_message_free_unpacked(req, NULL);
+		answer_error(r, NODE_UNAVAILABLE, "procctl-node is shutting down");
+		MHD_resume_connection(r->conn);
+	}
+	return MHD_YES;
+}
+
+/* ---- requests -------------------------------------------------------------- */
+
+/* A heap copy of m, made the way the loop frees requests (unpacked,
+ * with the system allocator); NULL when out of memory. */
+static ProtobufCMessage *copy_msg(const ProtobufCMessage *m)
+{
+	size_t n = protobuf_c_message_get_packed_size(m);
+	uint8_t *buf = malloc(n ? n : 1);
+	ProtobufCMessage *c = NULL;
+	if (buf) {
+		protobuf_c_message_pack(m, buf);
+		c = protobuf_c_message_unpack(m->descriptor, NULL, n, buf);
+		free(buf);
+	}
+	return c;
+}
+
+/* Hand a copy of m to the loop as a job of method m. */
+static enum MHD_Result submit_msg(struct hreq *r, enum node_method method, const ProtobufCMessage *m, int64_t timeout_ms)
+{
+	ProtobufCMessage *req = copy_msg(m);
+	if (!req)
+		return answer_error(r, NODE_RESOURCE_EXHAUSTED, "out of memory"), MHD_YES;
+	return submit(r, method, req, timeout_ms);
+}
+
+/* POST /v1/processes/{pid}/config: a Publish to pid. Body: JSON
+ * {"payload": base64, "waitMs": N} (application/json), or the payload's
+ * raw bytes (any other type; wait_ms from the query). */
+static enum MHD_Result post_config(struct hreq *r, int32_t pid)
+{
+	Procctl__V1__PublishRequest rq = PROCCTL__V1__PUBLISH_REQUEST__INIT;
+	Procctl__V1__Selector sel = PROCCTL__V1__SELECTOR__INIT;
+	const char *type = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+	const char *wait = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "wait_ms");
+	ProtobufCMessage *req;
+	uint8_t *payload = NULL;
+	size_t len = 0;
+	uint32_t wait_ms = 0;
+	char why[200];
+	int e;
+
+	if (!r->h->cfg->http_writes)
+		return answer_error(r, NODE_PERMISSION_DENIED, "mutating HTTP is off (http_writes)"), MHD_YES;
+	e = http_parse_config(type, r->body, r->len, wait, &payload, &len, &wait_ms, why, sizeof why);
+	if (e < 0)
+		return answer_error(r, e == -ENOMEM ? NODE_RESOURCE_EXHAUSTED : NODE_INVALID_ARGUMENT, why), MHD_YES;
+	sel.pid = pid;
+	rq.selector = &sel;
+	rq.payload.data = payload;
+	rq.payload.len = len;
+	rq.wait_ms = wait_ms;
+	req = copy_msg(&rq.base);
+	free(payload);
+	if (!req)
+		return answer_error(r, NODE_RESOURCE_EXHAUSTED, "out of memory"), MHD_YES;
+	return submit(r, NODE_PUBLISH, req, (int64_t)wait_ms + 10000);
+}
+
+static enum MHD_Result not_allowed(struct hreq *r, const char *allow)
+{
+	answer_error(r, NODE_UNIMPLEMENTED, "method not allowed here");
+	r->status = 405;
+	r->type = allow; /* sent as Allow (below) */
+	return MHD_YES;
+}
+
+/* Route a whole request. */
+static enum MHD_Result route(struct hreq *r, const char *url, const char *method)
+{
+	int get = !strcmp(method, "GET") || !strcmp(method, "HEAD"), post = !strcmp(method, "POST");
+	size_t n = strlen(url);
+	int32_t pid;
+
+	if (r->too_big) {
+		answer_error(r, NODE_RESOURCE_EXHAUSTED, "request body over 2 MiB");
+		r->status = 413;
+		return MHD_YES;
+	}
+	if (!strcmp(url, "/healthz")) {
+		if (!get)
+			return not_allowed(r, "GET");
+		answer_json(r, 200, json_pack("{s:s}", "status", "alive"));
+		return MHD_YES;
+	}
+	if (!strcmp(url, "/readyz")) {
+		int ready = node_serving(r->h->node);
+		if (!get)
+			return not_allowed(r, "GET");
+		answer_json(r, ready ? 200 : 503, json_pack("{s:s}", "status", ready ? "ready" : "not ready"));
+		return MHD_YES;
+	}
+	if (!strcmp(url, "/metrics"))
+		return get ? submit(r, NODE_METRICS, NULL, 10000) : not_allowed(r, "GET");
+	if (!strcmp(url, "/v1/processes")) {
+		Procctl__V1__ListProcessesRequest rq = PROCCTL__V1__LIST_PROCESSES_REQUEST__INIT;
+		Procctl__V1__Selector f = PROCCTL__V1__SELECTOR__INIT;
+		const char *consumer = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "consumer");
+		const char *pod = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "pod_uid");
+		const char *ctr = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "container_id");
+		if (!get)
+			return not_allowed(r, "GET");
+		f.consumer = (char *)(consumer ? consumer : "");
+		f.pod_uid = (char *)(pod ? pod : "");
+		f.container_id = (char *)(ctr ? ctr : "");
+		rq.filter = &f;
+		return submit_msg(r, NODE_LIST_PROCESSES, &rq.base, 10000);
+	}
+	if (!strncmp(url, "/v1/processes/", 14)) {
+		const char *p = url + 14, *slash = strchr(p, '/');
+		size_t plen = slash ? (size_t)(slash - p) : strlen(p);
+		Procctl__V1__ProcessRef ref = PROCCTL__V1__PROCESS_REF__INIT;
+		if (http_parse_pid(p, plen, &pid) < 0)
+			return answer_error(r, slash || plen ? NODE_INVALID_ARGUMENT : NODE_NOT_FOUND,
+					    "not a pid (1 to 2147483647)"), MHD_YES;
+		ref.pid = pid;
+		if (!slash) {
+			Procctl__V1__GetProcessRequest rq = PROCCTL__V1__GET_PROCESS_REQUEST__INIT;
+			if (!get)
+				return not_allowed(r, "GET");
+			rq.process = &ref;
+			return submit_msg(r, NODE_GET_PROCESS, &rq.base, 10000);
+		}
+		if (!strcmp(slash, "/state")) {
+			Procctl__V1__ReadStateRequest rq = PROCCTL__V1__READ_STATE_REQUEST__INIT;
+			if (!get)
+				return not_allowed(r, "GET");
+			rq.process = &ref;
+			return submit_msg(r, NODE_READ_STATE, &rq.base, 10000);
+		}
+		if (!strcmp(slash, "/config"))
+			return post ? post_config(r, pid) : not_allowed(r, "POST");
+	}
+	if (!strcmp(url, "/v1/arbiters")) {
+		Procctl__V1__ListArbitersRequest rq = PROCCTL__V1__LIST_ARBITERS_REQUEST__INIT;
+		if (!get)
+			return not_allowed(r, "GET");
+		return submit_msg(r, NODE_LIST_ARBITERS, &rq.base, 10000);
+	}
+	if (!strncmp(url, "/v1/arbiters/", 13) && n > 13 && !strchr(url + 13, '/')) {
+		Procctl__V1__GetArbiterRequest rq = PROCCTL__V1__GET_ARBITER_REQUEST__INIT;
+		if (!get)
+			return not_allowed(r, "GET");
+		rq.kind = (char *)(url + 13);
+		return submit_msg(r, NODE_GET_ARBITER, &rq.base, 10000);
+	}
+	answer_error(r, NODE_NOT_FOUND, "no such path");
+	return MHD_YES;
+}
+
+static enum MHD_Result send_answer(struct hreq *r)
+{
+	struct MHD_Response *resp =
+		MHD_create_response_from_buffer(r->out_len, r->out ? r->out : (char *)"", MHD_RESPMEM_MUST_FREE);
+	enum MHD_Result ret;
+	if (!resp)
+		return MHD_NO;
+	r->out = NULL; /* the response owns it */
+	if (r->status == 405) {
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, r->type);
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+	} else {
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, r->type);
+	}
+	ret = MHD_queue_response(r->conn, r->status, resp);
+	MHD_destroy_response(resp);
+	return ret;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+				  const char *version, const char *upload, size_t *upload_size, void **con_cls)
+{
+	struct hreq *r = *con_cls;
+	(void)version;
+	if (!r) { /* the headers only: make the request's state */
+		if (!(r = calloc(1, sizeof *r)))
+			return MHD_NO;
+		r->h = cls;
+		r->conn = conn;
+		*con_cls = r;
+		return MHD_YES;
+	}
+	if (__atomic_load_n(&r->done, __ATOMIC_ACQUIRE))
+		return send_answer(r);
+	if (r->submitted)
+		return MHD_YES; /* resumed before the answer: cannot happen, wait */
+	if (*upload_size) { /* body bytes, bounded */
+		if (!r->too_big) {
+			char *b = r->len + *upload_size <= HTTP_MAX_BODY ? realloc(r->body, r->len + *upload_size) : NULL;
+			if (!b) {
+				r->too_big = 1;
+				free(r->body);
+				r->body = NULL;
+				r->len = 0;
+			} else {
+				memcpy(b + r->len, upload, *upload_size);
+				r->body = b;
+				r->len += *upload_size;
+			}
+		}
+		*upload_size = 0;
+		return MHD_YES;
+	}
+	if (route(r, url, method) == MHD_NO)
+		return MHD_NO;
+	return __atomic_load_n(&r->done, __ATOMIC_ACQUIRE) ? send_answer(r) : MHD_YES;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode why)
+{
+	struct hreq *r = *con_cls;
+	(void)cls, (void)conn, (void)why;
+	if (!r)
+		return;
+	free(r->body);
+	free(r->out);
+	free(r);
+	*con_cls = NULL;
+}
+
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	char msg[300];
+	size_t n;
+	(void)cls;
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	n = strlen(msg);
+	while (n && msg[n - 1] == '\n')
+		msg[--n] = 0;
+	node_log(PROCCTL_LOG_WARN, "http", "msg=\"%s\"", msg);
+}
+
+int httpsrv_start(const struct node_cfg *cfg, struct node *n, struct httpsrv **out, char *err, size_t errlen)
+{
+	struct httpsrv *h;
+	struct addrinfo hints, *ai = NULL;
+	char host[NODE_PATH_MAX], *colon;
+	const char *port;
+	int r;
+
+	snprintf(host, sizeof host, "%s", cfg->http_listen);
+	if (!(colon = strrchr(host, ':'))) {
+		snprintf(err, errlen, "http_listen %s: not HOST:PORT", cfg->http_listen);
+		return -EINVAL;
+	}
+	*colon = 0;
+	port = colon + 1;
+	if (host[0] == '[' && colon > host + 1 && colon[-1] == ']') { /* [::1]:PORT */
+		colon[-1] = 0;
+		memmove(host, host + 1, strlen(host));
+	}
+	memset(&hints, 0, sizeof hints);
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_PASSIVE;
+	if ((r = getaddrinfo(host[0] ? host : NULL, port, &hints, &ai)) != 0) {
+		snprintf(err, errlen, "http_listen %s: %s", cfg->http_listen, gai_strerror(r));
+		return -EINVAL;
+	}
+	if (!(h = calloc(1, sizeof *h))) {
+		freeaddrinfo(ai);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	h->cfg = cfg;
+	h->node = n;
+	if (ai->ai_family == AF_INET)
+		h->loopback = (ntohl(((struct sockaddr_in *)ai->ai_addr)->sin_addr.s_addr) >> 24) == 127;
+	else if (ai->ai_family == AF_INET6)
+		h->loopback = IN6_IS_ADDR_LOOPBACK(&((struct sockaddr_in6 *)ai->ai_addr)->sin6_addr);
+	if (cfg->http_writes && !h->loopback && !cfg->http_writes_remote) {
+		freeaddrinfo(ai);
+		free(h);
+		snprintf(err, errlen,
+			 "http_listen %s: mutating HTTP (http_writes) off loopback needs http_writes_remote = true",
+			 cfg->http_listen);
+		return -EINVAL;
+	}
+	h->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
+					MHD_USE_ERROR_LOG | (ai->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0),
+				0, NULL, NULL, on_request, h, MHD_OPTION_SOCK_ADDR, ai->ai_addr, MHD_OPTION_CONNECTION_LIMIT,
+				(unsigned)HTTP_MAX_CONNECTIONS, MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)HTTP_MAX_PER_IP,
+				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_TIMEOUT_S, MHD_OPTION_NOTIFY_COMPLETED,
+				on_completed, h, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, h, MHD_OPTION_END);
+	freeaddrinfo(ai);
+	if (!h->d) {
+		free(h);
+		snprintf(err, errlen, "http_listen %s: cannot listen there (in use, or not an address)", cfg->http_listen);
+		return -EADDRNOTAVAIL;
+	}
+	node_log(PROCCTL_LOG_INFO, "listening", "addr=http://%s writes=%s", cfg->http_listen,
+		 cfg->http_writes ? "on" : "off");
+	*out = h;
+	return 0;
+}
+
+void httpsrv_stop(struct httpsrv *h)
+{
+	if (!h)
+		return;
+	MHD_stop_daemon(h->d);
+	free(h);
+}

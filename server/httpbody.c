@@ -1,0 +1,148 @@
+/* httpbody.c - what the HTTP side reads out of a request (httpbody.h). */
+#include "httpbody.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+
+#include <jansson.h>
+
+/* A pid in a path component: 1 .. INT_MAX, digits only. */
+int http_parse_pid(const char *s, size_t n, int32_t *pid)
+{
+	long v = 0;
+	size_t i;
+	if (!n || n > 10)
+		return -1;
+	for (i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		v = v * 10 + (s[i] - '0');
+	}
+	if (v < 1 || v > INT_MAX)
+		return -1;
+	*pid = (int32_t)v;
+	return 0;
+}
+
+/* JSON nesting deeper than HTTP_MAX_JSON_DEPTH is refused before any
+ * parser sees it. */
+static int json_too_deep(const char *s, size_t n)
+{
+	int depth = 0, in_str = 0;
+	size_t i;
+	for (i = 0; i < n; i++) {
+		char ch = s[i];
+		if (in_str) {
+			if (ch == '\\')
+				i++;
+			else if (ch == '"')
+				in_str = 0;
+		} else if (ch == '"') {
+			in_str = 1;
+		} else if (ch == '{' || ch == '[') {
+			if (++depth > HTTP_MAX_JSON_DEPTH)
+				return 1;
+		} else if (ch == '}' || ch == ']') {
+			depth--;
+		}
+	}
+	return 0;
+}
+
+static int b64val(int ch)
+{
+	return ch >= 'A' && ch <= 'Z' ? ch - 'A'
+	       : ch >= 'a' && ch <= 'z' ? ch - 'a' + 26
+	       : ch >= '0' && ch <= '9' ? ch - '0' + 52
+	       : ch == '+' || ch == '-' ? 62
+	       : ch == '/' || ch == '_' ? 63
+					 : -1;
+}
+
+/* Standard or URL-safe base64, padding optional: the length, or -1. */
+static ssize_t unbase64(const char *s, size_t n, uint8_t *out)
+{
+	uint32_t acc = 0;
+	size_t i, bits = 0, o = 0;
+	while (n && s[n - 1] == '=')
+		n--;
+	for (i = 0; i < n; i++) {
+		int v = b64val((unsigned char)s[i]);
+		if (v < 0)
+			return -1;
+		acc = acc << 6 | (uint32_t)v;
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			out[o++] = (uint8_t)(acc >> bits);
+		}
+	}
+	return (ssize_t)o;
+}
+
+int http_parse_config(const char *type, const char *body, size_t n, const char *wait_arg, uint8_t **payload,
+		      size_t *len, uint32_t *wait_ms, char *why, size_t whylen)
+{
+	ssize_t got;
+	*payload = NULL;
+	*len = 0;
+	*wait_ms = 0;
+	if (wait_arg) {
+		char *end;
+		unsigned long v = strtoul(wait_arg, &end, 10);
+		if (!*wait_arg || *end || *wait_arg == '-' || v > HTTP_MAX_WAIT_MS) {
+			snprintf(why, whylen, "wait_ms: 0 to %u", HTTP_MAX_WAIT_MS);
+			return -EINVAL;
+		}
+		*wait_ms = (uint32_t)v;
+	}
+	if (type && !strncmp(type, "application/json", 16)) {
+		json_error_t je;
+		json_t *j, *p, *w;
+		if (json_too_deep(body, n)) {
+			snprintf(why, whylen, "JSON nested too deep (over %d)", HTTP_MAX_JSON_DEPTH);
+			return -EINVAL;
+		}
+		if (!(j = json_loadb(body ? body : "", n, JSON_REJECT_DUPLICATES, &je))) {
+			snprintf(why, whylen, "not JSON: %s (line %d)", je.text, je.line);
+			return -EINVAL;
+		}
+		p = json_object_get(j, "payload");
+		w = json_object_get(j, "waitMs");
+		if (!json_is_object(j) || !json_is_string(p) ||
+		    (w && (!json_is_integer(w) || json_integer_value(w) < 0 || json_integer_value(w) > HTTP_MAX_WAIT_MS))) {
+			json_decref(j);
+			snprintf(why, whylen, "expected {\"payload\": a base64 string, \"waitMs\": 0 to %u}", HTTP_MAX_WAIT_MS);
+			return -EINVAL;
+		}
+		if (w)
+			*wait_ms = (uint32_t)json_integer_value(w);
+		if (!(*payload = malloc(json_string_length(p) / 4 * 3 + 3))) {
+			json_decref(j);
+			snprintf(why, whylen, "out of memory");
+			return -ENOMEM;
+		}
+		got = unbase64(json_string_value(p), json_string_length(p), *payload);
+		json_decref(j);
+		if (got < 0) {
+			free(*payload);
+			*payload = NULL;
+			snprintf(why, whylen, "payload: not base64");
+			return -EINVAL;
+		}
+		*len = (size_t)got;
+		return 0;
+	}
+	if (!(*payload = malloc(n ? n : 1))) {
+		snprintf(why, whylen, "out of memory");
+		return -ENOMEM;
+	}
+	if (n)
+		memcpy(*payload, body, n);
+	*len = n;
+	return 0;
+}

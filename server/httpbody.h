@@ -1,0 +1,27 @@
+/* httpbody.h - what procctl-node's HTTP side reads out of a request, all
+ * of it untrusted: a pid in a path, and a POST config body. Pure, and
+ * fuzzed (fuzz_httpbody). */
+#ifndef PROCCTL_NODE_HTTPBODY_H
+#define PROCCTL_NODE_HTTPBODY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define HTTP_MAX_JSON_DEPTH 16
+#define HTTP_MAX_WAIT_MS 600000u
+
+/* n bytes of a path component as a pid: digits only, 1 .. INT_MAX.
+ * 0, or -EINVAL. */
+int http_parse_pid(const char *s, size_t n, int32_t *pid);
+
+/* A POST /v1/processes/{pid}/config body of n bytes: with a content type
+ * of application/json, {"payload": base64 (standard or URL-safe, padding
+ * optional), "waitMs": 0 .. 600000} and nothing nested deeper than
+ * HTTP_MAX_JSON_DEPTH; with any other (or none), the payload's raw
+ * bytes. wait_arg: the wait_ms query argument, or NULL (a JSON waitMs
+ * wins). 0 with *payload (malloc'd, *len bytes; the caller frees it) and
+ * *wait_ms; -EINVAL with why; -ENOMEM. */
+int http_parse_config(const char *type, const char *body, size_t n, const char *wait_arg, uint8_t **payload,
+		      size_t *len, uint32_t *wait_ms, char *why, size_t whylen);
+
+#endif

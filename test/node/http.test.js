@@ -1,0 +1,187 @@
+// http.test.js - the HTTP side: health and readiness, JSON views equal
+// field for field to what the gRPC API returns, POST config when allowed,
+// and requests that are wrong in every way HTTP allows.
+'use strict';
+
+const { test, before, after } = require('node:test');
+const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const net = require('node:net');
+const os = require('node:os');
+const path = require('node:path');
+const h = require('./harness');
+
+const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'procctl-http-'));
+let d, c, base, ro, roBase;
+
+const freePort = () => new Promise((resolve) => {
+  const s = net.createServer().listen(0, '127.0.0.1', () => {
+    const { port } = s.address();
+    s.close(() => resolve(port));
+  });
+});
+
+const get = async (url, opts = {}) => {
+  const r = await fetch(url, opts);
+  const text = await r.text();
+  let json;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  return { status: r.status, headers: r.headers, text, json };
+};
+
+// A grpc-js object as the proto3 JSON mapping writes it: bytes in base64.
+const asJson = (v) => {
+  if (Buffer.isBuffer(v)) return v.toString('base64');
+  if (Array.isArray(v)) return v.map(asJson);
+  if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, asJson(x)]));
+  return v;
+};
+
+before(async () => {
+  const conf = path.join(scratch, 'node.conf');
+  fs.writeFileSync(conf, `[arbiter gpu]\nconsumer = ${h.CONSUMER}\nhold_ms = 100\n` +
+    'resources = GPU-5a8e2b0c-3f1d-4e6a-9b7c-1d2e3f4a5b6c\n');
+  const port = await freePort();
+  d = await new h.Daemon({ args: ['--config', conf, '--http-listen', `127.0.0.1:${port}`, '--http-writes', 'true'] })
+    .ready();
+  c = d.client();
+  base = `http://127.0.0.1:${port}`;
+  const port2 = await freePort();
+  ro = await new h.Daemon({ consumers: `${h.CONSUMER}ro`, args: ['--http-listen', `127.0.0.1:${port2}`] }).ready();
+  roBase = `http://127.0.0.1:${port2}`;
+});
+
+after(async () => {
+  c.close();
+  await h.killAll();
+  await d.stop();
+  await ro.stop();
+  fs.rmSync(scratch, { recursive: true, force: true });
+});
+
+test('/healthz and /readyz', async () => {
+  let r = await get(`${base}/healthz`);
+  assert.equal(r.status, 200);
+  assert.equal(r.headers.get('content-type'), 'application/json');
+  assert.deepEqual(r.json, { status: 'alive' });
+  r = await get(`${base}/readyz`);
+  assert.equal(r.status, 200);
+  assert.deepEqual(r.json, { status: 'ready' });
+});
+
+test('JSON views equal the gRPC responses field for field', async () => {
+  const e = await h.echo();
+  await h.attached(d, e.pid);
+  await h.call(c, 'Publish', { selector: { pid: e.pid }, payload: Buffer.from('viewed'), waitMs: 5000 });
+  const pairs = [
+    ['/v1/processes', 'ListProcesses', {}],
+    [`/v1/processes?consumer=${h.CONSUMER}`, 'ListProcesses', { filter: { consumer: h.CONSUMER } }],
+    [`/v1/processes/${e.pid}`, 'GetProcess', { process: { pid: e.pid } }],
+    [`/v1/processes/${e.pid}/state`, 'ReadState', { process: { pid: e.pid } }],
+  ];
+  for (const [url, method, req] of pairs) {
+    const r = await get(`${base}${url}`);
+    assert.equal(r.status, 200, `${url}: ${r.text}`);
+    assert.deepEqual(r.json, asJson(await h.call(c, method, req)), url);
+  }
+  // Arbiters: compared where nothing moves (nobody wants the gpu).
+  const a = await get(`${base}/v1/arbiters`);
+  assert.deepEqual(a.json, asJson(await h.call(c, 'ListArbiters', {})));
+  const g = await get(`${base}/v1/arbiters/gpu`);
+  assert.deepEqual(g.json, asJson(await h.call(c, 'GetArbiter', { kind: 'gpu' })));
+  assert.equal(g.json.arbiter.holdNs, '100000000');
+  assert.equal(g.json.arbiter.resources[0].id, Buffer.from('5a8e2b0c3f1d4e6a9b7c1d2e3f4a5b6c', 'hex').toString('base64'));
+});
+
+test('errors are JSON with the HTTP status of their gRPC code', async () => {
+  const cases = [
+    ['/nope', 404, 'NOT_FOUND'],
+    ['/v1/processes/1073741823', 404, 'NOT_FOUND'],
+    ['/v1/processes/1073741823/state', 404, 'NOT_FOUND'],
+    ['/v1/processes/abc', 400, 'INVALID_ARGUMENT'],
+    ['/v1/processes/0', 400, 'INVALID_ARGUMENT'],
+    ['/v1/processes/99999999999', 400, 'INVALID_ARGUMENT'],
+    ['/v1/processes?consumer=NOT_A_NAME', 400, 'INVALID_ARGUMENT'],
+    ['/v1/arbiters/fpga', 404, 'NOT_FOUND'],
+    ['/v1/processes/1/nope', 404, 'NOT_FOUND'],
+  ];
+  for (const [url, status, code] of cases) {
+    const r = await get(`${base}${url}`);
+    assert.equal(r.status, status, `${url}: ${r.text}`);
+    assert.equal(r.headers.get('content-type'), 'application/json');
+    assert.equal(r.json.code, code, url);
+    assert.equal(typeof r.json.error, 'string');
+  }
+  for (const [url, method, allow] of [['/metrics', 'DELETE', 'GET'], ['/healthz', 'POST', 'GET'],
+    ['/v1/processes', 'PUT', 'GET'], ['/v1/processes/1/config', 'GET', 'POST']]) {
+    const r = await get(`${base}${url}`, { method });
+    assert.equal(r.status, 405, `${method} ${url}`);
+    assert.equal(r.headers.get('allow'), allow);
+    assert.equal(typeof r.json.error, 'string');
+  }
+});
+
+test('POST config: JSON with base64, or raw bytes; then the process has it', async () => {
+  const e = await h.echo();
+  await h.attached(d, e.pid);
+  let r = await get(`${base}/v1/processes/${e.pid}/config`, {
+    method: 'POST', headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ payload: Buffer.from('over http').toString('base64'), waitMs: 5000 }),
+  });
+  assert.equal(r.status, 200, r.text);
+  assert.equal(r.json.results[0].status, 'PUBLISH_STATUS_APPLIED');
+  await e.line(/payload=over http$/, { out: true });
+  r = await get(`${base}/v1/processes/${e.pid}/config?wait_ms=5000`, {
+    method: 'POST', headers: { 'content-type': 'application/octet-stream' }, body: 'raw text',
+  });
+  assert.equal(r.status, 200, r.text);
+  assert.equal(r.json.results[0].status, 'PUBLISH_STATUS_APPLIED');
+  await e.line(/payload=raw text$/, { out: true });
+});
+
+test('POST config refused: bad JSON, deep nesting, bad base64, oversized, unknown pid, writes off', async () => {
+  const e = await h.echo();
+  await h.attached(d, e.pid);
+  const post = (body, type = 'application/json', b = base, pid = e.pid) =>
+    get(`${b}/v1/processes/${pid}/config`, { method: 'POST', headers: { 'content-type': type }, body });
+  let r = await post('{"payload": ');
+  assert.equal(r.status, 400);
+  assert.equal(r.json.code, 'INVALID_ARGUMENT');
+  r = await post(`${'['.repeat(64)}${']'.repeat(64)}`);
+  assert.equal(r.status, 400);
+  assert.match(r.json.error, /nested too deep/);
+  r = await post('{"payload": "not*base64"}');
+  assert.equal(r.status, 400);
+  r = await post('{"payload": 5}');
+  assert.equal(r.status, 400);
+  r = await post(JSON.stringify({ payload: 'eA==', waitMs: -1 }));
+  assert.equal(r.status, 400);
+  r = await post(Buffer.alloc(3 << 20, 0x41), 'application/octet-stream');
+  assert.equal(r.status, 413);
+  r = await post(Buffer.alloc(8192, 0x41), 'application/octet-stream');
+  assert.equal(r.status, 400); // over the process's 4 KiB capacity
+  r = await post('', 'application/octet-stream');
+  assert.equal(r.status, 400); // empty: a Clear is not a POST of nothing
+  r = await post('{"payload": "eA=="}', 'application/json', base, 1073741823);
+  assert.equal(r.status, 404);
+  // A daemon without http_writes: 403, and nothing written.
+  r = await post('{"payload": "eA=="}', 'application/json', roBase, 1);
+  assert.equal(r.status, 403);
+  assert.equal(r.json.code, 'PERMISSION_DENIED');
+});
+
+test('mutating HTTP off loopback needs http_writes_remote; the key needs http_writes', async () => {
+  const port = await freePort();
+  let r = require('node:child_process').spawnSync(h.NODE_BIN, ['--check-config', '--http-writes-remote', 'true'],
+    { encoding: 'utf8' });
+  assert.equal(r.status, 2);
+  assert.match(r.stderr, /http_writes_remote needs http_writes/);
+  const dd = new h.Daemon({ consumers: `${h.CONSUMER}x`, args: ['--http-listen', `0.0.0.0:${port}`, '--http-writes', 'true'] });
+  const exit = await dd.exited;
+  assert.equal(exit.code, 1);
+  assert.ok(dd.lines.some((l) => /needs http_writes_remote = true/.test(l)), dd.lines.join('\n'));
+});
