@@ -209,8 +209,16 @@ static int set_global(struct node_cfg *c, const struct where *w, const char *key
 			return fail(w, "more than %d listeners", NODE_LISTEN_MAX);
 		return copy(w, c->grpc_listen[c->ngrpc_listen++], NODE_PATH_MAX, v);
 	}
-	if (!strcmp(key, "http_listen"))
+	if (!strcmp(key, "http_listen")) {
+		char lo[32];
+		if (*v && strspn(v, "0123456789") == strlen(v)) { /* a port alone: loopback */
+			snprintf(lo, sizeof lo, "127.0.0.1:%.8s", v);
+			v = lo;
+		}
+		if (!strncmp(v, "unix:", 5))
+			return fail(w, "'%s': HTTP listens on HOST:PORT (a PORT alone: 127.0.0.1)", v);
 		return *v && listen_addr(w, v) ? -EINVAL : copy(w, c->http_listen, sizeof c->http_listen, v);
+	}
 	if (!strcmp(key, "http_writes"))
 		return boolean(w, v, &c->http_writes);
 	if (!strcmp(key, "http_writes_remote"))

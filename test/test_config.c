@@ -226,6 +226,10 @@ static void whole(void **state)
 	assert_int_equal(parse(&c, "http_writes_remote = true\n"), 0);
 	assert_int_equal(node_cfg_check(&c, err, sizeof err), -EINVAL);
 	assert_string_equal(err, "http_writes_remote needs http_writes");
+	assert_int_equal(parse(&c, "http_listen = 9464\n"), 0);
+	assert_string_equal(c.http_listen, "127.0.0.1:9464");
+	assert_int_equal(parse(&c, "http_listen = unix:/run/x.sock\n"), -EINVAL);
+	assert_string_equal(err, "t.conf:1: http_listen: 'unix:/run/x.sock': HTTP listens on HOST:PORT (a PORT alone: 127.0.0.1)");
 	assert_int_equal(parse(&c, "[arbiter gpu]\nhold_ms = 5\n"), 0);
 	assert_int_equal(node_cfg_check(&c, err, sizeof err), -EINVAL);
 	assert_string_equal(err, "[arbiter gpu]: consumer: missing (whose processes it grants to)");
