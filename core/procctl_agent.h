@@ -242,6 +242,8 @@ struct procctl_registry_stats {
 	uint64_t rejects[PROCCTL_REJECT__COUNT];
 	uint64_t conflicts;       /* owner words naming another lock domain */
 	uint64_t heartbeats;
+	uint64_t lease_lapses;    /* heartbeats that came more than a lease after the one before:
+	                           * owned processes may have seen their lease expire */
 	uint64_t doorbells;       /* rings heard (PROCCTL_REGISTRY_DOORBELLS) */
 	uint64_t doorbells_muted; /* times a process rang too often and was muted */
 	uint64_t doorbells_bad;   /* regions whose doorbell word was written: never heard again */

@@ -162,21 +162,32 @@ static uint64_t clamped_lease(const procctl_registry_t *r, const procctl_client_
 static void *hb_main(void *arg)
 {
 	procctl_registry_t *r = arg;
+	uint64_t last_beat = 0, last_lease = 0;
 	pthread_mutex_lock(&r->mu);
 	while (!r->hb_stop) {
 		struct timespec ts;
-		uint64_t at, every = r->o.lease_ns / 4;
+		uint64_t at, now, every = r->o.lease_ns / 4;
 		struct entry *e;
+		int beat = 0;
 		for (e = r->entries; e; e = e->next)
 			if (__atomic_load_n(&e->c->owned, __ATOMIC_RELAXED)) {
 				uint64_t l = clamped_lease(r, e->c) / 4;
 				procctl_client_heartbeat(e->c);
 				r->stats.heartbeats++;
+				beat = 1;
 				if (l < every)
 					every = l;
 			}
 		clock_gettime(CLOCK_MONOTONIC, &ts);
-		at = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec + every;
+		now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+		/* A beat more than a lease after the one before: the processes
+		 * may have seen their lease expire (this agent was stopped or
+		 * starved). */
+		if (beat && last_beat && now - last_beat > last_lease)
+			r->stats.lease_lapses++;
+		last_beat = beat ? now : 0;
+		last_lease = every * 4;
+		at = now + every;
 		ts.tv_sec = (time_t)(at / 1000000000ull);
 		ts.tv_nsec = (long)(at % 1000000000ull);
 		pthread_cond_timedwait(&r->hb_cv, &r->mu, &ts);

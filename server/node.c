@@ -1366,6 +1366,12 @@ static char *render_metrics(struct node *n, size_t *len)
 	for (i = 0, cum = 0; i < n->nreg; i++)
 		cum += rs[i].heartbeats;
 	fprintf(f, "procctl_heartbeats_total %llu\n", (unsigned long long)cum);
+	metric_head(f, "procctl_lease_lapses_total", "counter",
+		    "Heartbeats that came more than a lease after the one before: the processes may have seen their "
+		    "lease expire.");
+	for (i = 0, cum = 0; i < n->nreg; i++)
+		cum += rs[i].lease_lapses;
+	fprintf(f, "procctl_lease_lapses_total %llu\n", (unsigned long long)cum);
 	metric_head(f, "procctl_ownership_changes_total", "counter",
 		    "Node locks taken or given up (hand-offs between daemons).");
 	fprintf(f, "procctl_ownership_changes_total %llu\n", (unsigned long long)n->stats.ownership_changes);

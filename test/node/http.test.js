@@ -185,3 +185,27 @@ test('mutating HTTP off loopback needs http_writes_remote; the key needs http_wr
   assert.equal(exit.code, 1);
   assert.ok(dd.lines.some((l) => /needs http_writes_remote = true/.test(l)), dd.lines.join('\n'));
 });
+
+test('a daemon stopped past the lease: the client sees it expire, /metrics counts the lapse', async () => {
+  const port = await freePort();
+  const consumer = `${h.CONSUMER}l`;
+  const dd = await new h.Daemon({ consumers: consumer, args: ['--lease-ms', '200', '--http-listen', `127.0.0.1:${port}`] })
+    .ready();
+  const lapses = async () => {
+    const r = await get(`http://127.0.0.1:${port}/metrics`);
+    return Number(/^procctl_lease_lapses_total (\d+)$/m.exec(r.text)[1]);
+  };
+  const e = await h.echo(consumer);
+  await h.attached(dd, e.pid);
+  const cc = dd.client();
+  await h.call(cc, 'Publish', { selector: { pid: e.pid }, payload: Buffer.from('leased'), waitMs: 5000 });
+  assert.equal(await lapses(), 0);
+  dd.proc.kill('SIGSTOP');
+  await e.line(/event=lease state=expired/, { out: true });
+  dd.proc.kill('SIGCONT');
+  await h.until(() => e.out.slice(e.out.findIndex((l) => /state=expired/.test(l))).some((l) => /state=live/.test(l)),
+    { what: 'the lease live again' });
+  await h.until(async () => (await lapses()) >= 1, { what: 'a lapse counted' });
+  cc.close();
+  await dd.stop();
+});
