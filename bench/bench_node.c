@@ -325,7 +325,7 @@ int main(void)
 	snprintf(consumer, sizeof consumer, "bench%d", (int)getpid());
 	{
 		char *argv[] = {PROCCTL_NODE_PATH, "--grpc-listen", listen, "--lock-dir", lock_dir, "--consumers", consumer,
-				"--rescan-ms", "100", "--max-watchers", "4000", NULL};
+				"--rescan-ms", "100", "--max-watchers", "4000", "--http-listen", "", NULL};
 		daemon_pid = spawn(argv);
 	}
 	{

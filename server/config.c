@@ -288,6 +288,7 @@ void node_cfg_defaults(struct node_cfg *c)
 	memset(c, 0, sizeof *c);
 	snprintf(c->grpc_listen[0], sizeof c->grpc_listen[0], "unix:%s", NODE_DEFAULT_SOCKET);
 	c->ngrpc_listen = 1;
+	snprintf(c->http_listen, sizeof c->http_listen, "127.0.0.1:9464");
 	c->lease_ns = 10000 * MS;
 	c->rescan_ns = 60000 * MS;
 	snprintf(c->lock_dir, sizeof c->lock_dir, "%s", PROCCTL_LOCK_DIR_DEFAULT);

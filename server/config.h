@@ -29,7 +29,7 @@ struct node_arbiter_cfg {
 struct node_cfg {
 	char grpc_listen[NODE_LISTEN_MAX][NODE_PATH_MAX]; /* "unix:PATH" or "HOST:PORT" */
 	size_t ngrpc_listen;
-	char http_listen[NODE_PATH_MAX]; /* "HOST:PORT"; "" disabled */
+	char http_listen[NODE_PATH_MAX]; /* "HOST:PORT" (default 127.0.0.1:9464); "" off */
 	int http_writes;        /* POST /v1/processes/{pid}/config served */
 	int http_writes_remote; /* ... on a listener off loopback too */
 	char consumers[NODE_CONSUMERS_MAX][PROCCTL_CONSUMER_MAX + 1]; /* none: every consumer */
@@ -50,8 +50,8 @@ struct node_cfg {
 	int grpc_listen_src; /* private: the source that set grpc_listen last */
 };
 
-/* The embedded defaults: gRPC on unix:/run/procctl/node.sock, HTTP off,
- * every consumer, lease 10 s, rescan 60 s. */
+/* The embedded defaults: gRPC on unix:/run/procctl/node.sock, HTTP on
+ * 127.0.0.1:9464, every consumer, lease 10 s, rescan 60 s. */
 void node_cfg_defaults(struct node_cfg *c);
 
 /* Apply a config file's text (name is used in errors). 0, or -EINVAL with

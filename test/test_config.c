@@ -32,7 +32,7 @@ static void defaults_and_example(void **state)
 	node_cfg_defaults(&d);
 	assert_int_equal(d.ngrpc_listen, 1);
 	assert_string_equal(d.grpc_listen[0], "unix:/run/procctl/node.sock");
-	assert_string_equal(d.http_listen, "");
+	assert_string_equal(d.http_listen, "127.0.0.1:9464");
 	assert_int_equal(d.nconsumers, 0);
 	assert_int_equal(d.lease_ns, 10000 * MS);
 	assert_int_equal(d.rescan_ns, 60000 * MS);
@@ -78,7 +78,7 @@ static void every_key(void **state)
 				   "grpc_listen = unix:/tmp/a.sock\n"
 				   "grpc_listen = [::1]:7443\n"
 				   "  grpc_listen=127.0.0.1:7444   \n"
-				   "http_listen = 127.0.0.1:9464\n"
+				   "http_listen = 127.0.0.1:9465\n"
 				   "consumers = echo, token,gpu.prof\n"
 				   "lease_ms = 2500\n"
 				   "rescan_ms = 1000\n"
@@ -110,7 +110,7 @@ static void every_key(void **state)
 	assert_int_equal(c.ngrpc_listen, 3); /* the file's first replaced the default */
 	assert_string_equal(c.grpc_listen[1], "[::1]:7443");
 	assert_string_equal(c.grpc_listen[2], "127.0.0.1:7444");
-	assert_string_equal(c.http_listen, "127.0.0.1:9464");
+	assert_string_equal(c.http_listen, "127.0.0.1:9465");
 	assert_int_equal(c.nconsumers, 3);
 	assert_string_equal(c.consumers[2], "gpu.prof");
 	assert_int_equal(c.lease_ns, 2500 * MS);
@@ -226,8 +226,10 @@ static void whole(void **state)
 	assert_int_equal(parse(&c, "http_writes_remote = true\n"), 0);
 	assert_int_equal(node_cfg_check(&c, err, sizeof err), -EINVAL);
 	assert_string_equal(err, "http_writes_remote needs http_writes");
-	assert_int_equal(parse(&c, "http_listen = 9464\n"), 0);
-	assert_string_equal(c.http_listen, "127.0.0.1:9464");
+	assert_int_equal(parse(&c, "http_listen = 9466\n"), 0);
+	assert_string_equal(c.http_listen, "127.0.0.1:9466");
+	assert_int_equal(parse(&c, "http_listen =\n"), 0);
+	assert_string_equal(c.http_listen, ""); /* off */
 	assert_int_equal(parse(&c, "http_listen = unix:/run/x.sock\n"), -EINVAL);
 	assert_string_equal(err, "t.conf:1: http_listen: 'unix:/run/x.sock': HTTP listens on HOST:PORT (a PORT alone: 127.0.0.1)");
 	assert_int_equal(parse(&c, "[arbiter gpu]\nhold_ms = 5\n"), 0);

@@ -93,14 +93,15 @@ class Child {
   }
 }
 
-// A daemon in its own scratch directory. opts.args: extra flags;
-// opts.dir: share a directory (locks, socket) with another daemon.
+// A daemon in its own scratch directory, HTTP off unless opts.args turn
+// it on. opts.args: extra flags; opts.dir: share a directory (locks,
+// socket) with another daemon.
 class Daemon extends Child {
   constructor(opts = {}) {
     const dir = opts.dir || fs.mkdtempSync(path.join(os.tmpdir(), 'procctl-node-'));
     const sock = path.join(dir, 'run', 'node.sock');
     const args = ['--grpc-listen', `unix:${sock}`, '--lock-dir', path.join(dir, 'locks'),
-      '--state-dir', path.join(dir, 'state'), '--rescan-ms', '100',
+      '--state-dir', path.join(dir, 'state'), '--rescan-ms', '100', '--http-listen', '',
       ...(opts.consumers === null ? [] : ['--consumers', opts.consumers || CONSUMER]), ...(opts.args || [])];
     super(NODE_BIN, args);
     this.dir = dir;
