@@ -1,0 +1,762 @@
+/* procctl - the command line of procctl-node, on the gRPC C core over the
+ * daemon's Unix socket (like crictl for a container runtime).
+ *
+ * Usage: procctl [--socket PATH] [--timeout DUR] [-o table|json] COMMAND ...
+ *   ps [SELECTOR]                      the attached processes
+ *   get PID | state PID                one process; its state block
+ *   publish SELECTOR DATA [--wait]     write a config (DATA: --data STR | --file F | -)
+ *   clear SELECTOR [--wait]            withdraw it
+ *   watch [SELECTOR] [--from TOKEN] [--count N]   events, as they come
+ *   resources [KIND]                   the exclusive-resource arbiters
+ *   desired ls | set SELECTOR DATA [--wait] | rm SELECTOR
+ *   health | version
+ * SELECTOR: --pid PID | --consumer C [--schema N] [--pod UID] [--container ID]
+ * The socket: --socket, else $PROCCTL_SOCKET, else /run/procctl/node.sock.
+ * Exit status: 0 done; 1 failed (the daemon's status is printed); 2 bad
+ * usage; 3 written but not acked in time (--wait). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <grpc/grpc.h>
+#include <grpc/grpc_security.h>
+#include <grpc/support/alloc.h>
+#include <grpc/support/log.h>
+#include <grpc/support/time.h>
+
+#include "grpc/health/v1/health.pb-c.h"
+#include "pb_grpc.h"
+#include "pbjson.h"
+#include "procctl/v1/node.pb-c.h"
+
+#define EXIT_PENDING 3
+#define DEFAULT_SOCKET "/run/procctl/node.sock"
+
+static grpc_channel *ch;
+static grpc_completion_queue *cq;
+static int64_t timeout_ms = 10000;
+static int json_out;
+
+static int usage(void)
+{
+	fprintf(stderr,
+		"usage: procctl [--socket PATH] [--timeout DUR] [-o table|json] COMMAND ...\n"
+		"  ps [SELECTOR]                       the attached processes\n"
+		"  get PID                             one process\n"
+		"  state PID                           its state block: ack, resources, status bytes\n"
+		"  publish SELECTOR DATA [--wait]      write a config\n"
+		"  clear SELECTOR [--wait]             withdraw it (the process falls back to its defaults)\n"
+		"  watch [SELECTOR] [--from TOKEN] [--count N]\n"
+		"                                      events as they come (a snapshot first, unless --from)\n"
+		"  resources [KIND]                    exclusive resources: holders, blocked time\n"
+		"  desired ls | set SELECTOR DATA [--wait] | rm SELECTOR\n"
+		"                                      desired configs (kept by the daemon, given on attach)\n"
+		"  health                              the daemon's serving status\n"
+		"  version                             this program's version\n"
+		"SELECTOR: --pid PID | --consumer NAME [--schema N (default 1)] [--pod UID] [--container ID]\n"
+		"DATA: --data STRING | --file PATH | - (standard input)\n"
+		"DUR: seconds, or with a unit: 500ms, 5s, 2m (default 10s; --wait waits this long)\n"
+		"The socket: --socket, else $PROCCTL_SOCKET, else " DEFAULT_SOCKET ".\n"
+		"Exit status: 0 done, 1 failed, 2 bad usage, 3 not acked in time.\n");
+	return 2;
+}
+
+static const char *status_name(grpc_status_code c)
+{
+	static const char *n[] = {"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
+				  "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
+				  "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS",
+				  "UNAUTHENTICATED"};
+	return (unsigned)c < sizeof n / sizeof n[0] ? n[c] : "UNKNOWN";
+}
+
+static gpr_timespec deadline(void)
+{
+	return gpr_time_add(gpr_now(GPR_CLOCK_REALTIME), gpr_time_from_millis(timeout_ms + 2000, GPR_TIMESPAN));
+}
+
+/* One unary call: the response, or NULL after printing the failure. */
+static ProtobufCMessage *call(const char *method, const ProtobufCMessage *req, const ProtobufCMessageDescriptor *rd)
+{
+	grpc_metadata_array md_in, md_trail;
+	grpc_byte_buffer *out = pb_pack(req), *in = NULL;
+	grpc_status_code st = GRPC_STATUS_UNKNOWN;
+	grpc_slice details;
+	grpc_op ops[6];
+	grpc_call *c;
+	ProtobufCMessage *resp = NULL;
+
+	grpc_metadata_array_init(&md_in);
+	grpc_metadata_array_init(&md_trail);
+	c = grpc_channel_create_call(ch, NULL, 0, cq, grpc_slice_from_static_string(method), NULL, deadline(), NULL);
+	memset(ops, 0, sizeof ops);
+	ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
+	ops[1].op = GRPC_OP_SEND_MESSAGE;
+	ops[1].data.send_message.send_message = out;
+	ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
+	ops[3].op = GRPC_OP_RECV_INITIAL_METADATA;
+	ops[3].data.recv_initial_metadata.recv_initial_metadata = &md_in;
+	ops[4].op = GRPC_OP_RECV_MESSAGE;
+	ops[4].data.recv_message.recv_message = &in;
+	ops[5].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
+	ops[5].data.recv_status_on_client.trailing_metadata = &md_trail;
+	ops[5].data.recv_status_on_client.status = &st;
+	ops[5].data.recv_status_on_client.status_details = &details;
+	if (!out || grpc_call_start_batch(c, ops, 6, c, NULL) != GRPC_CALL_OK) {
+		fprintf(stderr, "procctl: cannot start the call\n");
+		return NULL;
+	}
+	grpc_completion_queue_pluck(cq, c, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+	if (st == GRPC_STATUS_OK && !(resp = pb_unpack(rd, in)))
+		fprintf(stderr, "procctl: the response does not parse\n");
+	if (st != GRPC_STATUS_OK) {
+		char *d = grpc_slice_to_c_string(details);
+		fprintf(stderr, "procctl: %s: %s\n", status_name(st),
+			st == GRPC_STATUS_UNAVAILABLE && !*d ? "no daemon answers on the socket" : d);
+		gpr_free(d);
+	}
+	grpc_slice_unref(details);
+	grpc_call_unref(c);
+	grpc_metadata_array_destroy(&md_in);
+	grpc_metadata_array_destroy(&md_trail);
+	grpc_byte_buffer_destroy(out);
+	if (in)
+		grpc_byte_buffer_destroy(in);
+	return resp;
+}
+
+static int print_json(const ProtobufCMessage *m)
+{
+	json_t *j = pbjson_from(m);
+	char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+	json_decref(j);
+	if (!s)
+		return 1;
+	printf("%s\n", s);
+	free(s);
+	return 0;
+}
+
+/* ---- options ------------------------------------------------------------ */
+
+struct opts {
+	Procctl__V1__Selector sel;
+	int have_sel;
+	const char *data, *file, *from;
+	int stdin_data, wait;
+	long count;
+};
+
+static int parse_dur(const char *s, int64_t *ms)
+{
+	char *end;
+	double v = strtod(s, &end);
+	if (end == s || v < 0)
+		return -1;
+	if (!strcmp(end, "ms"))
+		*ms = (int64_t)v;
+	else if (!*end || !strcmp(end, "s"))
+		*ms = (int64_t)(v * 1000);
+	else if (!strcmp(end, "m"))
+		*ms = (int64_t)(v * 60000);
+	else
+		return -1;
+	return 0;
+}
+
+static int parse_int(const char *s, long lo, long hi, long *out)
+{
+	char *end;
+	long v = strtol(s, &end, 10);
+	if (!*s || *end || v < lo || v > hi)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/* The options after a subcommand: 0, or 2 (usage, said). */
+static int parse_opts(int argc, char **argv, struct opts *o)
+{
+	int i;
+	long v;
+	memset(o, 0, sizeof *o);
+	procctl__v1__selector__init(&o->sel);
+	for (i = 0; i < argc; i++) {
+		const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!strcmp(a, "-")) {
+			o->stdin_data = 1;
+			continue;
+		}
+		if (!strcmp(a, "--wait")) {
+			o->wait = 1;
+			continue;
+		}
+		if (!val)
+			goto bad;
+		if (!strcmp(a, "--pid")) {
+			if (parse_int(val, 1, 0x7fffffff, &v) < 0)
+				goto bad;
+			o->sel.pid = (int32_t)v;
+		} else if (!strcmp(a, "--consumer")) {
+			o->sel.consumer = (char *)val;
+			if (!o->sel.schema_version)
+				o->sel.schema_version = 1;
+		} else if (!strcmp(a, "--schema")) {
+			if (parse_int(val, 1, 0x7fffffff, &v) < 0)
+				goto bad;
+			o->sel.schema_version = (uint32_t)v;
+		} else if (!strcmp(a, "--pod")) {
+			o->sel.pod_uid = (char *)val;
+		} else if (!strcmp(a, "--container")) {
+			o->sel.container_id = (char *)val;
+		} else if (!strcmp(a, "--data")) {
+			o->data = val;
+		} else if (!strcmp(a, "--file")) {
+			o->file = val;
+		} else if (!strcmp(a, "--from")) {
+			o->from = val;
+		} else if (!strcmp(a, "--count")) {
+			if (parse_int(val, 1, 1L << 30, &o->count) < 0)
+				goto bad;
+		} else {
+			goto bad;
+		}
+		o->have_sel |= !strcmp(a, "--pid") || !strcmp(a, "--consumer") || !strcmp(a, "--pod") ||
+			       !strcmp(a, "--container");
+		i++;
+	}
+	return 0;
+bad:
+	fprintf(stderr, "procctl: %s: unknown, or a bad value\n", argv[i]);
+	return 2;
+}
+
+/* The payload of DATA: malloc'd into *out; 0, or 1 (said). */
+static int read_data(const struct opts *o, ProtobufCBinaryData *out)
+{
+	size_t cap = 4096, len = 0;
+	ssize_t n;
+	int fd;
+	if (!!o->data + !!o->file + o->stdin_data != 1) {
+		fprintf(stderr, "procctl: give the config once: --data STRING, --file PATH or -\n");
+		return 2;
+	}
+	if (o->data) {
+		out->len = strlen(o->data);
+		out->data = (uint8_t *)strdup(o->data);
+		return out->data ? 0 : 1;
+	}
+	fd = o->file ? open(o->file, O_RDONLY | O_CLOEXEC) : 0;
+	if (fd < 0) {
+		fprintf(stderr, "procctl: %s: %s\n", o->file, strerror(errno));
+		return 1;
+	}
+	out->data = malloc(cap);
+	while (out->data && (n = read(fd, out->data + len, cap - len)) > 0) {
+		len += (size_t)n;
+		if (len == cap && len < (2u << 20))
+			out->data = realloc(out->data, cap *= 2);
+		else if (len == cap)
+			break;
+	}
+	if (fd > 0)
+		close(fd);
+	out->len = len;
+	return out->data ? 0 : 1;
+}
+
+/* ---- output -------------------------------------------------------------- */
+
+static const char *short_enum(const ProtobufCEnumDescriptor *d, int v, const char *prefix)
+{
+	const ProtobufCEnumValue *e = protobuf_c_enum_descriptor_get_value(d, v);
+	size_t n = strlen(prefix);
+	if (!e)
+		return "?";
+	return strncmp(e->name, prefix, n) ? e->name : e->name + n;
+}
+
+static int results(Procctl__V1__PublishResult **r, size_t n, int wait)
+{
+	int pending = 0;
+	size_t i;
+	if (!json_out)
+		printf("%-8s %-20s %-6s %-11s %-7s %s\n", "PID", "INSTANCE", "GEN", "STATUS", "PSTATUS", "ERROR");
+	for (i = 0; i < n; i++) {
+		pending |= r[i]->status == PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_PENDING;
+		if (!json_out)
+			printf("%-8d %-20llu %-6llu %-11s %-7d %s\n", r[i]->process ? r[i]->process->pid : 0,
+			       (unsigned long long)(r[i]->process ? r[i]->process->instance_id : 0),
+			       (unsigned long long)r[i]->generation,
+			       short_enum(&procctl__v1__publish_status__descriptor, r[i]->status, "PUBLISH_STATUS_"),
+			       r[i]->process_status, r[i]->error);
+	}
+	return wait && pending ? EXIT_PENDING : 0;
+}
+
+static void show_process(const Procctl__V1__Process *p)
+{
+	printf("%-8d %-16s %-3u %-36s %-12.12s %-7s %-6llu %-6llu %s\n", p->ref ? p->ref->pid : 0, p->consumer,
+	       p->schema_version, p->pod_uid[0] ? p->pod_uid : "-", p->container_id[0] ? p->container_id : "-",
+	       p->lease_state == PROCCTL__V1__LEASE_STATE__LEASE_STATE_LIVE ? "owned" : "passive",
+	       (unsigned long long)p->generation, (unsigned long long)p->acked_generation,
+	       short_enum(&procctl__v1__ack_result__descriptor, p->ack_result, "ACK_RESULT_"));
+}
+
+static void process_header(void)
+{
+	printf("%-8s %-16s %-3s %-36s %-12s %-7s %-6s %-6s %s\n", "PID", "CONSUMER", "VER", "POD", "CONTAINER",
+	       "OWNER", "GEN", "ACKED", "ACK");
+}
+
+static int printable(const uint8_t *p, size_t n)
+{
+	size_t i;
+	for (i = 0; i < n; i++)
+		if (p[i] < 0x20 || p[i] > 0x7e)
+			return 0;
+	return 1;
+}
+
+/* ---- commands ------------------------------------------------------------ */
+
+static int cmd_ps(const struct opts *o)
+{
+	Procctl__V1__ListProcessesRequest rq = PROCCTL__V1__LIST_PROCESSES_REQUEST__INIT;
+	Procctl__V1__ListProcessesResponse *r;
+	size_t i;
+	rq.filter = (Procctl__V1__Selector *)&o->sel;
+	if (!(r = (void *)call("/procctl.v1.NodeService/ListProcesses", &rq.base,
+			       &procctl__v1__list_processes_response__descriptor)))
+		return 1;
+	if (json_out) {
+		print_json(&r->base);
+	} else {
+		process_header();
+		for (i = 0; i < r->n_processes; i++)
+			show_process(r->processes[i]);
+	}
+	protobuf_c_message_free_unpacked(&r->base, NULL);
+	return 0;
+}
+
+static int one_pid(int argc, char **argv, Procctl__V1__ProcessRef *ref)
+{
+	long pid;
+	if (argc != 1 || parse_int(argv[0], 1, 0x7fffffff, &pid) < 0) {
+		fprintf(stderr, "procctl: give one PID\n");
+		return 2;
+	}
+	ref->pid = (int32_t)pid;
+	return 0;
+}
+
+static int cmd_get(int argc, char **argv)
+{
+	Procctl__V1__GetProcessRequest rq = PROCCTL__V1__GET_PROCESS_REQUEST__INIT;
+	Procctl__V1__ProcessRef ref = PROCCTL__V1__PROCESS_REF__INIT;
+	Procctl__V1__GetProcessResponse *r;
+	int e;
+	if ((e = one_pid(argc, argv, &ref)))
+		return e;
+	rq.process = &ref;
+	if (!(r = (void *)call("/procctl.v1.NodeService/GetProcess", &rq.base, &procctl__v1__get_process_response__descriptor)))
+		return 1;
+	if (json_out) {
+		print_json(&r->base);
+	} else {
+		process_header();
+		show_process(r->process);
+	}
+	protobuf_c_message_free_unpacked(&r->base, NULL);
+	return 0;
+}
+
+static int cmd_state(int argc, char **argv)
+{
+	Procctl__V1__ReadStateRequest rq = PROCCTL__V1__READ_STATE_REQUEST__INIT;
+	Procctl__V1__ProcessRef ref = PROCCTL__V1__PROCESS_REF__INIT;
+	Procctl__V1__ReadStateResponse *r;
+	size_t i, k;
+	int e;
+	if ((e = one_pid(argc, argv, &ref)))
+		return e;
+	rq.process = &ref;
+	if (!(r = (void *)call("/procctl.v1.NodeService/ReadState", &rq.base, &procctl__v1__read_state_response__descriptor)))
+		return 1;
+	if (json_out) {
+		print_json(&r->base);
+	} else {
+		printf("acked:     %llu %s (status %d)\n", (unsigned long long)r->acked_generation,
+		       short_enum(&procctl__v1__ack_result__descriptor, r->ack_result, "ACK_RESULT_"), r->ack_status);
+		for (i = 0; i < r->n_resources; i++) {
+			const Procctl__V1__ResourceReport *x = r->resources[i];
+			printf("resource:  %s:", x->kind);
+			for (k = 0; k < x->id.len; k++)
+				printf("%02x", x->id.data[k]);
+			printf(" %s%s grant=%016llx seen=%llu\n",
+			       short_enum(&procctl__v1__resource_state__descriptor, x->state, "RESOURCE_STATE_"),
+			       x->wants ? " wants" : "", (unsigned long long)x->grant_id, (unsigned long long)x->seen_generation);
+		}
+		if (printable(r->data.data, r->data.len))
+			printf("data:      %.*s\n", (int)r->data.len, (const char *)r->data.data);
+		else
+			printf("data:      %zu bytes (not text: -o json shows them in base64)\n", r->data.len);
+	}
+	protobuf_c_message_free_unpacked(&r->base, NULL);
+	return 0;
+}
+
+static int need_selector(const struct opts *o)
+{
+	if (!o->have_sel) {
+		fprintf(stderr, "procctl: name the processes: --pid PID, or --consumer NAME [--schema N] [--pod UID] "
+				"[--container ID]\n");
+		return 2;
+	}
+	return 0;
+}
+
+static int cmd_publish(const struct opts *o, int clear)
+{
+	Procctl__V1__PublishRequest pq = PROCCTL__V1__PUBLISH_REQUEST__INIT;
+	Procctl__V1__ClearRequest cq_ = PROCCTL__V1__CLEAR_REQUEST__INIT;
+	Procctl__V1__PublishResponse *r;
+	ProtobufCBinaryData data = {0, NULL};
+	uint32_t wait = o->wait ? (uint32_t)timeout_ms : 0;
+	int e;
+	if ((e = need_selector(o)) || (!clear && (e = read_data(o, &data))))
+		return e;
+	if (clear) {
+		cq_.selector = (Procctl__V1__Selector *)&o->sel;
+		cq_.wait_ms = wait;
+		/* ClearResponse and PublishResponse have one wire format */
+		r = (void *)call("/procctl.v1.NodeService/Clear", &cq_.base, &procctl__v1__publish_response__descriptor);
+	} else {
+		pq.selector = (Procctl__V1__Selector *)&o->sel;
+		pq.payload = data;
+		pq.wait_ms = wait;
+		r = (void *)call("/procctl.v1.NodeService/Publish", &pq.base, &procctl__v1__publish_response__descriptor);
+	}
+	free(data.data);
+	if (!r)
+		return 1;
+	e = results(r->results, r->n_results, o->wait);
+	if (json_out)
+		print_json(&r->base);
+	protobuf_c_message_free_unpacked(&r->base, NULL);
+	return e;
+}
+
+static int cmd_resources(int argc, char **argv)
+{
+	Procctl__V1__ListArbitersRequest rq = PROCCTL__V1__LIST_ARBITERS_REQUEST__INIT;
+	Procctl__V1__ListArbitersResponse *r;
+	size_t i, j, k;
+	if (argc > 1) {
+		fprintf(stderr, "procctl: resources [KIND]\n");
+		return 2;
+	}
+	if (!(r = (void *)call("/procctl.v1.NodeService/ListArbiters", &rq.base,
+			       &procctl__v1__list_arbiters_response__descriptor)))
+		return 1;
+	if (json_out) {
+		print_json(&r->base);
+	} else {
+		printf("%-8s %-32s %-8s %-9s %-10s %-10s %-9s %s\n", "KIND", "RESOURCE", "HOLDER", "HELD_S", "BLOCKED_S",
+		       "PENDING_S", "HANDOFFS", "WAITERS");
+		for (i = 0; i < r->n_arbiters; i++) {
+			const Procctl__V1__Arbiter *a = r->arbiters[i];
+			if (argc == 1 && strcmp(a->kind, argv[0]))
+				continue;
+			for (j = 0; j < a->n_resources; j++) {
+				const Procctl__V1__ArbiterResource *x = a->resources[j];
+				printf("%-8s ", a->kind);
+				for (k = 0; k < x->id.len; k++)
+					printf("%02x", x->id.data[k]);
+				printf(" %-8d %-9.3f %-10.3f %-10.3f %-9llu %u\n", x->holder ? x->holder->pid : 0,
+				       (double)x->held_ns / 1e9, (double)x->blocked_ns_total / 1e9,
+				       (double)x->pending_ns_total / 1e9, (unsigned long long)x->handoffs, x->waiters);
+			}
+		}
+	}
+	protobuf_c_message_free_unpacked(&r->base, NULL);
+	return 0;
+}
+
+static int cmd_desired(int argc, char **argv)
+{
+	struct opts o;
+	int e;
+	if (argc < 1)
+		return usage();
+	if ((e = parse_opts(argc - 1, argv + 1, &o)))
+		return e;
+	if (!strcmp(argv[0], "ls")) {
+		Procctl__V1__ListDesiredConfigsRequest rq = PROCCTL__V1__LIST_DESIRED_CONFIGS_REQUEST__INIT;
+		Procctl__V1__ListDesiredConfigsResponse *r;
+		size_t i;
+		if (!(r = (void *)call("/procctl.v1.NodeService/ListDesiredConfigs", &rq.base,
+				       &procctl__v1__list_desired_configs_response__descriptor)))
+			return 1;
+		if (json_out) {
+			print_json(&r->base);
+		} else {
+			printf("%-8s %-16s %-3s %-8s %-36s %-12s %s\n", "REVISION", "CONSUMER", "VER", "PID", "POD",
+			       "CONTAINER", "BYTES");
+			for (i = 0; i < r->n_configs; i++) {
+				const Procctl__V1__DesiredConfig *d = r->configs[i];
+				const Procctl__V1__Selector *s = d->selector;
+				printf("%-8llu %-16s %-3u %-8d %-36s %-12.12s %zu\n", (unsigned long long)d->revision,
+				       s ? s->consumer : "", s ? s->schema_version : 0, s ? s->pid : 0,
+				       s && s->pod_uid[0] ? s->pod_uid : "-", s && s->container_id[0] ? s->container_id : "-",
+				       d->payload.len);
+			}
+		}
+		protobuf_c_message_free_unpacked(&r->base, NULL);
+		return 0;
+	}
+	if ((e = need_selector(&o)))
+		return e;
+	if (!strcmp(argv[0], "set")) {
+		Procctl__V1__SetDesiredConfigRequest rq = PROCCTL__V1__SET_DESIRED_CONFIG_REQUEST__INIT;
+		Procctl__V1__DesiredConfig d = PROCCTL__V1__DESIRED_CONFIG__INIT;
+		Procctl__V1__SetDesiredConfigResponse *r;
+		if ((e = read_data(&o, &d.payload)))
+			return e;
+		d.selector = &o.sel;
+		rq.config = &d;
+		rq.wait_ms = o.wait ? (uint32_t)timeout_ms : 0;
+		r = (void *)call("/procctl.v1.NodeService/SetDesiredConfig", &rq.base,
+				 &procctl__v1__set_desired_config_response__descriptor);
+		free(d.payload.data);
+		if (!r)
+			return 1;
+		if (!json_out)
+			printf("revision %llu\n", (unsigned long long)(r->config ? r->config->revision : 0));
+		e = results(r->results, r->n_results, o.wait);
+		if (json_out)
+			print_json(&r->base);
+		protobuf_c_message_free_unpacked(&r->base, NULL);
+		return e;
+	}
+	if (!strcmp(argv[0], "rm")) {
+		Procctl__V1__DeleteDesiredConfigRequest rq = PROCCTL__V1__DELETE_DESIRED_CONFIG_REQUEST__INIT;
+		ProtobufCMessage *r;
+		rq.selector = &o.sel;
+		if (!(r = call("/procctl.v1.NodeService/DeleteDesiredConfig", &rq.base,
+			       &procctl__v1__delete_desired_config_response__descriptor)))
+			return 1;
+		if (json_out)
+			print_json(r);
+		protobuf_c_message_free_unpacked(r, NULL);
+		return 0;
+	}
+	return usage();
+}
+
+static int cmd_health(void)
+{
+	Grpc__Health__V1__HealthCheckRequest rq = GRPC__HEALTH__V1__HEALTH_CHECK_REQUEST__INIT;
+	Grpc__Health__V1__HealthCheckResponse *r;
+	int ok;
+	if (!(r = (void *)call("/grpc.health.v1.Health/Check", &rq.base, &grpc__health__v1__health_check_response__descriptor)))
+		return 1;
+	ok = r->status == GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING;
+	if (json_out)
+		print_json(&r->base);
+	else
+		printf("%s\n", short_enum(&grpc__health__v1__health_check_response__serving_status__descriptor, r->status, ""));
+	protobuf_c_message_free_unpacked(&r->base, NULL);
+	return ok ? 0 : 1;
+}
+
+/* A WatchEvents stream: one line per event until --count or the end. */
+static int cmd_watch(const struct opts *o)
+{
+	Procctl__V1__WatchEventsRequest rq = PROCCTL__V1__WATCH_EVENTS_REQUEST__INIT;
+	grpc_metadata_array md_in, md_trail;
+	grpc_byte_buffer *out, *in = NULL;
+	grpc_status_code st = GRPC_STATUS_UNKNOWN;
+	grpc_slice details;
+	grpc_op ops[5];
+	grpc_call *c;
+	long seen = 0;
+	int tag_status, tag_msg;
+
+	rq.filter = (Procctl__V1__Selector *)&o->sel;
+	rq.resume_token = (char *)(o->from ? o->from : "");
+	out = pb_pack(&rq.base);
+	grpc_metadata_array_init(&md_in);
+	grpc_metadata_array_init(&md_trail);
+	c = grpc_channel_create_call(ch, NULL, 0, cq, grpc_slice_from_static_string("/procctl.v1.NodeService/WatchEvents"),
+				     NULL, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+	memset(ops, 0, sizeof ops);
+	ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
+	ops[1].op = GRPC_OP_SEND_MESSAGE;
+	ops[1].data.send_message.send_message = out;
+	ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
+	ops[3].op = GRPC_OP_RECV_INITIAL_METADATA;
+	ops[3].data.recv_initial_metadata.recv_initial_metadata = &md_in;
+	ops[4].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
+	ops[4].data.recv_status_on_client.trailing_metadata = &md_trail;
+	ops[4].data.recv_status_on_client.status = &st;
+	ops[4].data.recv_status_on_client.status_details = &details;
+	if (grpc_call_start_batch(c, ops, 5, &tag_status, NULL) != GRPC_CALL_OK)
+		return 1;
+	for (;;) {
+		grpc_op op;
+		grpc_event ev;
+		Procctl__V1__WatchEventsResponse *e;
+		memset(&op, 0, sizeof op);
+		op.op = GRPC_OP_RECV_MESSAGE;
+		op.data.recv_message.recv_message = &in;
+		if (grpc_call_start_batch(c, &op, 1, &tag_msg, NULL) != GRPC_CALL_OK)
+			break;
+		ev = grpc_completion_queue_pluck(cq, &tag_msg, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+		if (!ev.success || !in)
+			break;
+		e = (void *)pb_unpack(&procctl__v1__watch_events_response__descriptor, in);
+		grpc_byte_buffer_destroy(in);
+		in = NULL;
+		if (!e)
+			break;
+		if (json_out) {
+			print_json(&e->base);
+		} else {
+			const ProtobufCFieldDescriptor *f = protobuf_c_message_descriptor_get_field(
+				&procctl__v1__watch_events_response__descriptor, (unsigned)e->event_case);
+			printf("%-8llu %-18s", (unsigned long long)e->sequence, f ? f->name : "?");
+			if (e->event_case == PROCCTL__V1__WATCH_EVENTS_RESPONSE__EVENT_SNAPSHOT)
+				printf(" processes=%zu", e->snapshot->n_processes);
+			else if (e->event_case == PROCCTL__V1__WATCH_EVENTS_RESPONSE__EVENT_ATTACHED && e->attached->process)
+				printf(" pid=%d consumer=%s", e->attached->process->ref ? e->attached->process->ref->pid : 0,
+				       e->attached->process->consumer);
+			else if (e->event_case == PROCCTL__V1__WATCH_EVENTS_RESPONSE__EVENT_DETACHED && e->detached->process)
+				printf(" pid=%d reason=%s", e->detached->process->pid,
+				       short_enum(&procctl__v1__detach_reason__descriptor, e->detached->reason, "DETACH_REASON_"));
+			else if (e->event_case == PROCCTL__V1__WATCH_EVENTS_RESPONSE__EVENT_ACKED && e->acked->process)
+				printf(" pid=%d generation=%llu result=%s", e->acked->process->pid,
+				       (unsigned long long)e->acked->generation,
+				       short_enum(&procctl__v1__ack_result__descriptor, e->acked->result, "ACK_RESULT_"));
+			else if (e->event_case == PROCCTL__V1__WATCH_EVENTS_RESPONSE__EVENT_STATE_CHANGED && e->state_changed->process)
+				printf(" pid=%d", e->state_changed->process->pid);
+			else if (e->event_case == PROCCTL__V1__WATCH_EVENTS_RESPONSE__EVENT_OWNERSHIP_CHANGED)
+				printf(" consumer=%s owner=%d", e->ownership_changed->consumer, e->ownership_changed->owner);
+			else if (e->event_case == PROCCTL__V1__WATCH_EVENTS_RESPONSE__EVENT_RESOURCE_GRANTED)
+				printf(" kind=%s pid=%d", e->resource_granted->kind,
+				       e->resource_granted->holder ? e->resource_granted->holder->pid : 0);
+			else if (e->event_case == PROCCTL__V1__WATCH_EVENTS_RESPONSE__EVENT_RESOURCE_RELEASED)
+				printf(" kind=%s pid=%d reason=%s", e->resource_released->kind,
+				       e->resource_released->holder ? e->resource_released->holder->pid : 0,
+				       short_enum(&procctl__v1__release_reason__descriptor, e->resource_released->reason,
+						  "RELEASE_REASON_"));
+			printf(" token=%s\n", e->resume_token);
+		}
+		fflush(stdout);
+		protobuf_c_message_free_unpacked(&e->base, NULL);
+		if (o->count && ++seen >= o->count)
+			break;
+	}
+	if (o->count && seen >= o->count) {
+		grpc_call_cancel(c, NULL);
+		st = GRPC_STATUS_OK;
+	}
+	grpc_completion_queue_pluck(cq, &tag_status, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+	if (st != GRPC_STATUS_OK && !(o->count && seen >= o->count)) {
+		char *d = grpc_slice_to_c_string(details);
+		fprintf(stderr, "procctl: %s: %s\n", status_name(st), d);
+		gpr_free(d);
+	}
+	grpc_slice_unref(details);
+	grpc_call_unref(c);
+	grpc_metadata_array_destroy(&md_in);
+	grpc_metadata_array_destroy(&md_trail);
+	grpc_byte_buffer_destroy(out);
+	return o->count && seen >= o->count ? 0 : 1;
+}
+
+int main(int argc, char **argv)
+{
+	const char *sock = getenv("PROCCTL_SOCKET"), *cmd;
+	char target[300];
+	grpc_channel_credentials *cr;
+	struct opts o;
+	int i, e;
+
+	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			usage();
+			return 0;
+		}
+		if (i + 1 >= argc)
+			return usage();
+		if (!strcmp(a, "--socket"))
+			sock = argv[++i];
+		else if (!strcmp(a, "--timeout")) {
+			if (parse_dur(argv[++i], &timeout_ms) < 0)
+				return usage();
+		} else if (!strcmp(a, "-o")) {
+			const char *v = argv[++i];
+			if (strcmp(v, "json") && strcmp(v, "table"))
+				return usage();
+			json_out = !strcmp(v, "json");
+		} else {
+			return usage();
+		}
+	}
+	if (i >= argc)
+		return usage();
+	cmd = argv[i++];
+	if (!strcmp(cmd, "version")) {
+		printf(json_out ? "{\"version\":\"%s\",\"api\":\"procctl.v1\"}\n" : "procctl %s (API procctl.v1)\n",
+		       PROCCTL_VERSION_STRING);
+		return 0;
+	}
+	if (!sock || !*sock)
+		sock = DEFAULT_SOCKET;
+	if (access(sock, F_OK) < 0) {
+		fprintf(stderr, "procctl: %s: %s (is procctl-node running? --socket or $PROCCTL_SOCKET name another)\n",
+			sock, strerror(errno));
+		return 1;
+	}
+	snprintf(target, sizeof target, "unix:%s", sock);
+	gpr_set_log_verbosity(GPR_LOG_SEVERITY_ERROR);
+	grpc_init();
+	cr = grpc_insecure_credentials_create();
+	ch = grpc_channel_create(target, cr, NULL);
+	grpc_channel_credentials_release(cr);
+	cq = grpc_completion_queue_create_for_pluck(NULL);
+
+	if (!strcmp(cmd, "get"))
+		e = cmd_get(argc - i, argv + i);
+	else if (!strcmp(cmd, "state"))
+		e = cmd_state(argc - i, argv + i);
+	else if (!strcmp(cmd, "resources"))
+		e = cmd_resources(argc - i, argv + i);
+	else if (!strcmp(cmd, "desired"))
+		e = cmd_desired(argc - i, argv + i);
+	else if (!strcmp(cmd, "health"))
+		e = cmd_health();
+	else if ((e = parse_opts(argc - i, argv + i, &o)))
+		; /* usage, said */
+	else if (!strcmp(cmd, "ps"))
+		e = cmd_ps(&o);
+	else if (!strcmp(cmd, "publish"))
+		e = cmd_publish(&o, 0);
+	else if (!strcmp(cmd, "clear"))
+		e = cmd_publish(&o, 1);
+	else if (!strcmp(cmd, "watch"))
+		e = cmd_watch(&o);
+	else
+		e = usage();
+	grpc_channel_destroy(ch);
+	grpc_completion_queue_shutdown(cq);
+	grpc_completion_queue_destroy(cq);
+	grpc_shutdown_blocking();
+	return e;
+}
