@@ -1,5 +1,5 @@
 # procctl: a thin wrapper over CMake.
-#   make demo    install what is missing, build, run the echo demo
+#   make demo    install what is missing, build, run the demo (core, then procctl-node)
 #   make test    install what is missing, build, run every test three ways:
 #                gcc -O2; clang with ASan+UBSan (and libFuzzer); clang TSan
 #   make bench   build and write build/bench.json

@@ -1,11 +1,15 @@
 #!/bin/sh
-# make demo: the single-host demo on the agent core (no daemon yet).
+# make demo: the single-host demo, on the agent core, then on procctl-node.
 # Echo: two echo clients; agent A owns the node lock, publishes, reads acks
 # and state; agent B waits passive; A hands off, B takes over with no flap
 # in the clients; B uninstalls on exit and the clients go back to defaults.
 # Token: three token clients want one exclusive resource; the token agent
 # rotates it among them, and a stopped holder blocks it (never two holders)
 # until it runs again and confirms its release.
+# procctl-node: the daemon with echo and token clients, driven with the
+# procctl command line: ps, publish to one and to all, state, watch while
+# a client exits, the token resource rotating and a stopped holder
+# blocking it (in `procctl resources` and /metrics), a hand-off at the end.
 # Every step is checked; exit 0 only if all of them did what they said.
 set -eu
 BIN=${BIN:-build/clients}
@@ -128,5 +132,85 @@ sort -k3,3n "$work/witness" | awk '
 	$1 == "E" { holding = 0 }
 	END { printf "    %d turns, %s\n", n, bad ? "OVERLAP" : "no two holders at any time"; exit bad }' ||
 	fail "two holders at once"
+
+# ---- procctl-node and the procctl command line --------------------------
+
+P="$BIN/procctl --socket $work/node.sock"
+HTTP=127.0.0.1:${DEMO_HTTP_PORT:-19464}
+metric() { curl -s "http://$HTTP/metrics" | grep "^$1" || true; }
+# ps_count N: until procctl ps lists N processes (10 s)
+ps_count() {
+	i=0
+	while [ "$($P ps 2>/dev/null | tail -n +2 | grep -c .)" -lt "$1" ]; do
+		i=$((i + 1))
+		[ $i -le 200 ] || fail "procctl ps did not list $1 processes"
+		sleep 0.05
+	done
+}
+
+step "procctl-node: the node daemon (gRPC on $work/node.sock, HTTP on $HTTP), one [arbiter gpu] for the token clients"
+printf '[arbiter gpu]\nconsumer = token\nhold_ms = 200\nresources = 00000000-0000-0000-0000-000000000000\n' >"$work/node.conf"
+build/procctl-node --config "$work/node.conf" --grpc-listen "unix:$work/node.sock" --lock-dir "$work/nlocks" \
+	--state-dir "$work/state" --rescan-ms 200 --http-listen "$HTTP" >"$work/node.log" 2>&1 & node=$!; pids="$pids $node"
+"$BIN/echo-client" >"$work/n1.log" 2>&1 & n1=$!; pids="$pids $n1"
+"$BIN/echo-client" >"$work/n2.log" 2>&1 & n2=$!; pids="$pids $n2"
+for i in 1 2; do
+	"$BIN/token-client" --witness "$work/nwitness" >"$work/nt$i.log" 2>&1 & pids="$pids $!"
+done
+ps_count 4
+
+step "procctl ps: what the daemon attached"
+$P ps | sed 's/^/    /'
+
+step "procctl publish --pid $n1 --wait: one client, and its ack"
+$P publish --pid "$n1" --data "for one" --wait | sed 's/^/    /'
+wait_for "$work/n1.log" "payload=for one"
+
+step "procctl publish --consumer echo --wait: every echo client"
+$P publish --consumer echo --data "for all" --wait | sed 's/^/    /'
+wait_for "$work/n1.log" "payload=for all"
+wait_for "$work/n2.log" "payload=for all"
+
+step "procctl state $n1: the state block, read from the client's own memory"
+$P state "$n1" | sed 's/^/    /'
+$P state "$n1" | grep -q "mode=config" || fail "client 1 does not report its config"
+
+step "procctl watch: the events while client 2 exits"
+$P watch --consumer echo --count 2 >"$work/watch.log" 2>&1 & w=$!
+wait_for "$work/watch.log" snapshot
+kill -TERM "$n2"
+wait "$w" || fail "the watch did not see the exit"
+show "$work/watch.log"
+grep -q "detached .*pid=$n2 reason=EXITED" "$work/watch.log" || fail "no detached event for client 2"
+
+step "procctl resources: gpu:0 rotating between the two token clients"
+i=0
+until $P -o json resources | grep -q '"handoffs":"[2-9]'; do
+	i=$((i + 1))
+	[ $i -le 200 ] || fail "gpu:0 did not rotate"
+	sleep 0.05
+done
+$P resources | sed 's/^/    /'
+
+step "SIGSTOP the holder: gpu:0 is blocked, and the blocked time grows"
+holder=$($P -o json resources | sed 's/.*"holder":{"pid":\([0-9]*\).*/\1/')
+[ "$holder" -gt 0 ] || fail "no holder"
+kill -STOP "$holder"
+sleep 1
+$P resources | sed 's/^/    /'
+metric procctl_resource_blocked_seconds_total | sed 's/^/    /'
+[ "$($P -o json resources | sed 's/.*"holder":{"pid":\([0-9]*\).*/\1/')" = "$holder" ] ||
+	fail "gpu:0 moved while its holder was stopped"
+metric procctl_resource_blocked_seconds_total | grep -q ' 0\.[0-9]*[1-9]\| [1-9]' || fail "no blocked time in /metrics"
+kill -CONT "$holder"
+
+step "SIGTERM to procctl-node: a hand-off; the echo client keeps its config"
+kill -TERM "$node"
+wait "$node" || fail "procctl-node did not stop cleanly"
+grep "event=stopping" "$work/node.log" | sed 's/^/    /'
+if grep -q "event=lease state=expired\|event=cleared" "$work/n1.log"; then
+	fail "client 1 saw its config go"
+fi
+! grep -q "^X" "$work/nwitness" || fail "the kernel saw two token holders at once"
 
 printf '\ndemo: OK\n'

@@ -22,6 +22,7 @@ openssl
 libmicrohttpd-dev
 libjansson-dev
 prometheus
+curl
 "
 
 missing=""
