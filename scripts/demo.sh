@@ -13,6 +13,7 @@
 # Every step is checked; exit 0 only if all of them did what they said.
 set -eu
 BIN=${BIN:-build/clients}
+NODE=${NODE:-build/procctl-node}
 work=$(mktemp -d /tmp/procctl-demo.XXXXXX)
 pids=""
 cleanup() {
@@ -150,7 +151,7 @@ ps_count() {
 
 step "procctl-node: the node daemon (gRPC on $work/node.sock, HTTP on $HTTP), one [arbiter gpu] for the token clients"
 printf '[arbiter gpu]\nconsumer = token\nhold_ms = 200\nresources = 00000000-0000-0000-0000-000000000000\n' >"$work/node.conf"
-build/procctl-node --config "$work/node.conf" --grpc-listen "unix:$work/node.sock" --lock-dir "$work/nlocks" \
+"$NODE" --config "$work/node.conf" --grpc-listen "unix:$work/node.sock" --lock-dir "$work/nlocks" \
 	--state-dir "$work/state" --rescan-ms 200 --http-listen "$HTTP" >"$work/node.log" 2>&1 & node=$!; pids="$pids $node"
 "$BIN/echo-client" >"$work/n1.log" 2>&1 & n1=$!; pids="$pids $n1"
 "$BIN/echo-client" >"$work/n2.log" 2>&1 & n2=$!; pids="$pids $n2"
