@@ -12,8 +12,9 @@
  *   health | version
  * SELECTOR: --pid PID | --consumer C [--schema N] [--pod UID] [--container ID]
  * The socket: --socket, else $PROCCTL_SOCKET, else /run/procctl/node.sock.
- * Exit status: 0 done; 1 failed (the daemon's status is printed); 2 bad
- * usage; 3 written but not acked in time (--wait). */
+ * Exit status: 0 done; 1 failed (the daemon's status is printed, or a
+ * process refused the config or was not written); 2 bad usage; 3 written
+ * but not acked in time (--wait). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -34,9 +35,11 @@
 
 #define EXIT_PENDING 3
 #define DEFAULT_SOCKET "/run/procctl/node.sock"
+#define DATA_MAX (4u << 20) /* configs are at most 1 MiB (PROCCTL_PAYLOAD_MAX): more is a mistake */
 
 static grpc_channel *ch;
 static grpc_completion_queue *cq;
+static const char *sock;
 static int64_t timeout_ms = 10000;
 static int json_out;
 
@@ -60,7 +63,8 @@ static int usage(void)
 		"DATA: --data STRING | --file PATH | - (standard input)\n"
 		"DUR: seconds, or with a unit: 500ms, 5s, 2m (default 10s; --wait waits this long)\n"
 		"The socket: --socket, else $PROCCTL_SOCKET, else " DEFAULT_SOCKET ".\n"
-		"Exit status: 0 done, 1 failed, 2 bad usage, 3 not acked in time.\n");
+		"Exit status: 0 done, 1 failed (or a process refused or missed the config), 2 bad usage,\n"
+		"3 not acked in time (--wait).\n");
 	return 2;
 }
 
@@ -78,6 +82,29 @@ static gpr_timespec deadline(void)
 	return gpr_time_add(gpr_now(GPR_CLOCK_REALTIME), gpr_time_from_millis(timeout_ms + 2000, GPR_TIMESPAN));
 }
 
+/* The channel to the daemon, made on first use (so bad usage is told
+ * apart from a missing daemon): 0, or -1 after saying why. */
+static int connect_once(void)
+{
+	char target[300];
+	grpc_channel_credentials *cr;
+	if (ch)
+		return 0;
+	if (access(sock, F_OK) < 0) {
+		fprintf(stderr, "procctl: %s: %s (is procctl-node running? --socket or $PROCCTL_SOCKET name another)\n",
+			sock, strerror(errno));
+		return -1;
+	}
+	snprintf(target, sizeof target, "unix:%s", sock);
+	gpr_set_log_verbosity(GPR_LOG_SEVERITY_ERROR);
+	grpc_init();
+	cr = grpc_insecure_credentials_create();
+	ch = grpc_channel_create(target, cr, NULL);
+	grpc_channel_credentials_release(cr);
+	cq = grpc_completion_queue_create_for_pluck(NULL);
+	return 0;
+}
+
 /* One unary call: the response, or NULL after printing the failure. */
 static ProtobufCMessage *call(const char *method, const ProtobufCMessage *req, const ProtobufCMessageDescriptor *rd)
 {
@@ -89,6 +116,10 @@ static ProtobufCMessage *call(const char *method, const ProtobufCMessage *req, c
 	grpc_call *c;
 	ProtobufCMessage *resp = NULL;
 
+	if (connect_once() < 0) {
+		grpc_byte_buffer_destroy(out);
+		return NULL;
+	}
 	grpc_metadata_array_init(&md_in);
 	grpc_metadata_array_init(&md_trail);
 	c = grpc_channel_create_call(ch, NULL, 0, cq, grpc_slice_from_static_string(method), NULL, deadline(), NULL);
@@ -154,7 +185,7 @@ static int parse_dur(const char *s, int64_t *ms)
 {
 	char *end;
 	double v = strtod(s, &end);
-	if (end == s || v < 0)
+	if (end == s || !(v >= 0 && v <= 86400)) /* also refuses nan and inf */
 		return -1;
 	if (!strcmp(end, "ms"))
 		*ms = (int64_t)v;
@@ -257,10 +288,17 @@ static int read_data(const struct opts *o, ProtobufCBinaryData *out)
 	out->data = malloc(cap);
 	while (out->data && (n = read(fd, out->data + len, cap - len)) > 0) {
 		len += (size_t)n;
-		if (len == cap && len < (2u << 20))
-			out->data = realloc(out->data, cap *= 2);
-		else if (len == cap)
-			break;
+		if (len == cap) {
+			uint8_t *more = cap < DATA_MAX ? realloc(out->data, cap * 2) : NULL;
+			if (!more) {
+				fprintf(stderr, "procctl: the config is over %u bytes\n", DATA_MAX);
+				free(out->data);
+				out->data = NULL;
+				break;
+			}
+			out->data = more;
+			cap *= 2;
+		}
 	}
 	if (fd > 0)
 		close(fd);
@@ -279,14 +317,20 @@ static const char *short_enum(const ProtobufCEnumDescriptor *d, int v, const cha
 	return strncmp(e->name, prefix, n) ? e->name : e->name + n;
 }
 
+/* The rows of a Publish or Clear: the exit status: 1 if a process refused
+ * it or was not written, else 3 if one did not ack in time (with --wait),
+ * else 0. */
 static int results(Procctl__V1__PublishResult **r, size_t n, int wait)
 {
-	int pending = 0;
+	int pending = 0, failed = 0;
 	size_t i;
 	if (!json_out)
 		printf("%-8s %-20s %-6s %-11s %-7s %s\n", "PID", "INSTANCE", "GEN", "STATUS", "PSTATUS", "ERROR");
 	for (i = 0; i < n; i++) {
 		pending |= r[i]->status == PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_PENDING;
+		failed |= r[i]->status != PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_PENDING &&
+			  r[i]->status != PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_APPLIED &&
+			  r[i]->status != PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_SUPERSEDED;
 		if (!json_out)
 			printf("%-8d %-20llu %-6llu %-11s %-7d %s\n", r[i]->process ? r[i]->process->pid : 0,
 			       (unsigned long long)(r[i]->process ? r[i]->process->instance_id : 0),
@@ -294,7 +338,7 @@ static int results(Procctl__V1__PublishResult **r, size_t n, int wait)
 			       short_enum(&procctl__v1__publish_status__descriptor, r[i]->status, "PUBLISH_STATUS_"),
 			       r[i]->process_status, r[i]->error);
 	}
-	return wait && pending ? EXIT_PENDING : 0;
+	return failed ? 1 : wait && pending ? EXIT_PENDING : 0;
 }
 
 static void show_process(const Procctl__V1__Process *p)
@@ -451,39 +495,54 @@ static int cmd_publish(const struct opts *o, int clear)
 	return e;
 }
 
+static void arbiter_rows(const Procctl__V1__Arbiter *a)
+{
+	size_t j, k;
+	for (j = 0; j < a->n_resources; j++) {
+		const Procctl__V1__ArbiterResource *x = a->resources[j];
+		printf("%-8s ", a->kind);
+		for (k = 0; k < x->id.len; k++)
+			printf("%02x", x->id.data[k]);
+		printf(" %-8d %-9.3f %-10.3f %-10.3f %-9llu %u\n", x->holder ? x->holder->pid : 0, (double)x->held_ns / 1e9,
+		       (double)x->blocked_ns_total / 1e9, (double)x->pending_ns_total / 1e9, (unsigned long long)x->handoffs,
+		       x->waiters);
+	}
+}
+
+/* resources: every arbiter (ListArbiters), or one kind's (GetArbiter:
+ * NOT_FOUND when the daemon runs none for it). */
 static int cmd_resources(int argc, char **argv)
 {
-	Procctl__V1__ListArbitersRequest rq = PROCCTL__V1__LIST_ARBITERS_REQUEST__INIT;
-	Procctl__V1__ListArbitersResponse *r;
-	size_t i, j, k;
+	ProtobufCMessage *r;
+	size_t i;
 	if (argc > 1) {
 		fprintf(stderr, "procctl: resources [KIND]\n");
 		return 2;
 	}
-	if (!(r = (void *)call("/procctl.v1.NodeService/ListArbiters", &rq.base,
-			       &procctl__v1__list_arbiters_response__descriptor)))
+	if (argc == 1) {
+		Procctl__V1__GetArbiterRequest rq = PROCCTL__V1__GET_ARBITER_REQUEST__INIT;
+		rq.kind = argv[0];
+		r = call("/procctl.v1.NodeService/GetArbiter", &rq.base, &procctl__v1__get_arbiter_response__descriptor);
+	} else {
+		Procctl__V1__ListArbitersRequest rq = PROCCTL__V1__LIST_ARBITERS_REQUEST__INIT;
+		r = call("/procctl.v1.NodeService/ListArbiters", &rq.base, &procctl__v1__list_arbiters_response__descriptor);
+	}
+	if (!r)
 		return 1;
 	if (json_out) {
-		print_json(&r->base);
+		print_json(r);
 	} else {
 		printf("%-8s %-32s %-8s %-9s %-10s %-10s %-9s %s\n", "KIND", "RESOURCE", "HOLDER", "HELD_S", "BLOCKED_S",
 		       "PENDING_S", "HANDOFFS", "WAITERS");
-		for (i = 0; i < r->n_arbiters; i++) {
-			const Procctl__V1__Arbiter *a = r->arbiters[i];
-			if (argc == 1 && strcmp(a->kind, argv[0]))
-				continue;
-			for (j = 0; j < a->n_resources; j++) {
-				const Procctl__V1__ArbiterResource *x = a->resources[j];
-				printf("%-8s ", a->kind);
-				for (k = 0; k < x->id.len; k++)
-					printf("%02x", x->id.data[k]);
-				printf(" %-8d %-9.3f %-10.3f %-10.3f %-9llu %u\n", x->holder ? x->holder->pid : 0,
-				       (double)x->held_ns / 1e9, (double)x->blocked_ns_total / 1e9,
-				       (double)x->pending_ns_total / 1e9, (unsigned long long)x->handoffs, x->waiters);
-			}
+		if (argc == 1) {
+			arbiter_rows(((Procctl__V1__GetArbiterResponse *)r)->arbiter);
+		} else {
+			const Procctl__V1__ListArbitersResponse *l = (void *)r;
+			for (i = 0; i < l->n_arbiters; i++)
+				arbiter_rows(l->arbiters[i]);
 		}
 	}
-	protobuf_c_message_free_unpacked(&r->base, NULL);
+	protobuf_c_message_free_unpacked(r, NULL);
 	return 0;
 }
 
@@ -587,6 +646,8 @@ static int cmd_watch(const struct opts *o)
 	long seen = 0;
 	int tag_status, tag_msg;
 
+	if (connect_once() < 0)
+		return 1;
 	rq.filter = (Procctl__V1__Selector *)&o->sel;
 	rq.resume_token = (char *)(o->from ? o->from : "");
 	out = pb_pack(&rq.base);
@@ -681,12 +742,11 @@ static int cmd_watch(const struct opts *o)
 
 int main(int argc, char **argv)
 {
-	const char *sock = getenv("PROCCTL_SOCKET"), *cmd;
-	char target[300];
-	grpc_channel_credentials *cr;
+	const char *cmd;
 	struct opts o;
 	int i, e;
 
+	sock = getenv("PROCCTL_SOCKET");
 	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
 		const char *a = argv[i];
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -719,19 +779,6 @@ int main(int argc, char **argv)
 	}
 	if (!sock || !*sock)
 		sock = DEFAULT_SOCKET;
-	if (access(sock, F_OK) < 0) {
-		fprintf(stderr, "procctl: %s: %s (is procctl-node running? --socket or $PROCCTL_SOCKET name another)\n",
-			sock, strerror(errno));
-		return 1;
-	}
-	snprintf(target, sizeof target, "unix:%s", sock);
-	gpr_set_log_verbosity(GPR_LOG_SEVERITY_ERROR);
-	grpc_init();
-	cr = grpc_insecure_credentials_create();
-	ch = grpc_channel_create(target, cr, NULL);
-	grpc_channel_credentials_release(cr);
-	cq = grpc_completion_queue_create_for_pluck(NULL);
-
 	if (!strcmp(cmd, "get"))
 		e = cmd_get(argc - i, argv + i);
 	else if (!strcmp(cmd, "state"))
@@ -754,9 +801,11 @@ int main(int argc, char **argv)
 		e = cmd_watch(&o);
 	else
 		e = usage();
-	grpc_channel_destroy(ch);
-	grpc_completion_queue_shutdown(cq);
-	grpc_completion_queue_destroy(cq);
-	grpc_shutdown_blocking();
+	if (ch) {
+		grpc_channel_destroy(ch);
+		grpc_completion_queue_shutdown(cq);
+		grpc_completion_queue_destroy(cq);
+		grpc_shutdown_blocking();
+	}
 	return e;
 }
