@@ -96,9 +96,16 @@ class Child {
 // A daemon in its own scratch directory, HTTP off unless opts.args turn
 // it on. opts.args: extra flags; opts.dir: share a directory (locks,
 // socket) with another daemon.
+// Scratch directories the daemons of this file made: removed at exit.
+const scratchDirs = [];
+process.on('exit', () => {
+  for (const d of scratchDirs) fs.rmSync(d, { recursive: true, force: true });
+});
+
 class Daemon extends Child {
   constructor(opts = {}) {
     const dir = opts.dir || fs.mkdtempSync(path.join(os.tmpdir(), 'procctl-node-'));
+    if (!opts.dir) scratchDirs.push(dir);
     const sock = path.join(dir, 'run', 'node.sock');
     const args = ['--grpc-listen', `unix:${sock}`, '--lock-dir', path.join(dir, 'locks'),
       '--state-dir', path.join(dir, 'state'), '--rescan-ms', '100', '--http-listen', '',

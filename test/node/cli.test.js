@@ -1,0 +1,616 @@
+// cli.test.js - the procctl command line (clients/cli/procctl.c) against a
+// real procctl-node, real echo and token clients: every subcommand in
+// table and JSON output, the JSON equal field for field to what the gRPC
+// API returns for the same thing, and the documented exit statuses
+// (0 done, 1 failed, 2 bad usage, 3 written but not acked in time).
+'use strict';
+
+const { test, before, after } = require('node:test');
+const assert = require('node:assert/strict');
+const { spawn } = require('node:child_process');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const h = require('./harness');
+
+const CLI = process.env.PROCCTL_CLI;
+if (!CLI) throw new Error('PROCCTL_CLI is not set (ctest sets it)');
+
+// Token clients of this file only (echo clients have h.CONSUMER).
+const CONSUMER_T = `tok${process.pid}`.slice(0, 31);
+const GPU_HEX = '0'.repeat(32); // token-client --id 0
+
+const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'procctl-cli-'));
+const nowhere = path.join(scratch, 'no', 'such.sock');
+let d, c;
+const tokens = []; // token clients
+const watchers = []; // procctl watch runs left streaming
+
+// Run procctl to its end: { code, signal, stdout, stderr }. A run that
+// hangs is killed after `timeout` ms and shows as signal SIGKILL.
+function cli(args, { sock = d.sock, input = '', env = {}, timeout = 30000 } = {}) {
+  return new Promise((resolve, reject) => {
+    const p = spawn(CLI, args, { env: { ...process.env, PROCCTL_SOCKET: sock, ...env } });
+    let stdout = '';
+    let stderr = '';
+    p.stdout.setEncoding('utf8').on('data', (s) => (stdout += s));
+    p.stderr.setEncoding('utf8').on('data', (s) => (stderr += s));
+    const timer = setTimeout(() => p.kill('SIGKILL'), timeout);
+    p.on('error', reject);
+    p.on('close', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ args, code, signal, stdout, stderr });
+    });
+    p.stdin.on('error', () => {}); // a run that never reads its stdin
+    p.stdin.end(input);
+  });
+}
+
+// A procctl run that streams (watch): its stdout lines as they come.
+function streaming(args) {
+  const w = new h.Child(CLI, args, { env: { ...process.env, PROCCTL_SOCKET: d.sock } });
+  watchers.push(w);
+  return w;
+}
+
+const said = (r) => `procctl ${r.args.join(' ')}: exit ${r.code}${r.signal ? ` (${r.signal}: it hung)` : ''}\n` +
+  `stdout: ${JSON.stringify(r.stdout)}\nstderr: ${JSON.stringify(r.stderr)}`;
+
+// Check the exit status; the run, for more checks.
+function exits(r, code) {
+  assert.equal(r.signal, null, said(r));
+  assert.equal(r.code, code, said(r));
+  return r;
+}
+
+// -o json output: one JSON document per line, every line one.
+function docs(r) {
+  assert.ok(r.stdout.endsWith('\n'), said(r));
+  return r.stdout.slice(0, -1).split('\n').map((l) => {
+    try {
+      return JSON.parse(l);
+    } catch (e) {
+      return assert.fail(`not a JSON document: ${JSON.stringify(l)} (${e.message})\n${said(r)}`);
+    }
+  });
+}
+
+function doc(r) {
+  const ds = docs(r);
+  assert.equal(ds.length, 1, said(r));
+  return ds[0];
+}
+
+// Table output: the header's column names, and each row's cells by name.
+function table(r, skip = 0) {
+  const lines = r.stdout.split('\n').filter(Boolean).slice(skip);
+  assert.ok(lines.length >= 1, said(r));
+  const header = lines[0].trim().split(/\s+/);
+  const rows = lines.slice(1).map((l) => {
+    const cells = l.trim().split(/\s+/);
+    return Object.fromEntries(header.map((name, i) => [name, cells[i] ?? '']));
+  });
+  return { header, rows };
+}
+
+// A grpc-js object as the proto3 JSON mapping writes it: bytes in base64;
+// without grpc-js's virtual field naming the member of a oneof.
+const asJson = (v) => {
+  if (Buffer.isBuffer(v)) return v.toString('base64');
+  if (Array.isArray(v)) return v.map(asJson);
+  if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, asJson(x)]));
+  return v;
+};
+const event = (e) => {
+  const { event: _, ...rest } = asJson(e);
+  return rest;
+};
+const snake = (s) => s.replace(/[A-Z]/g, (x) => `_${x.toLowerCase()}`);
+
+const PROCESS_COLUMNS = ['PID', 'CONSUMER', 'VER', 'POD', 'CONTAINER', 'OWNER', 'GEN', 'ACKED', 'ACK'];
+const RESULT_COLUMNS = ['PID', 'INSTANCE', 'GEN', 'STATUS', 'PSTATUS', 'ERROR'];
+
+async function attachedEcho() {
+  const e = await h.echo();
+  await h.attached(d, e.pid);
+  return e;
+}
+
+before(async () => {
+  const conf = path.join(scratch, 'node.conf');
+  fs.writeFileSync(conf, `[arbiter gpu]\nconsumer = ${CONSUMER_T}\nhold_ms = 200\n` +
+    'resources = 00000000-0000-0000-0000-000000000000\n');
+  d = await new h.Daemon({ consumers: `${h.CONSUMER},${CONSUMER_T}`, args: ['--config', conf] }).ready();
+  c = d.client();
+});
+
+after(async () => {
+  c.close();
+  await Promise.all(watchers.map((w) => w.kill('SIGKILL')));
+  await Promise.all(tokens.map((t) => t.kill('SIGKILL')));
+  await h.killAll();
+  await d.stop();
+  fs.rmSync(d.dir, { recursive: true, force: true });
+  fs.rmSync(scratch, { recursive: true, force: true });
+});
+
+test('version: exit 0 even without a daemon, in both outputs', async () => {
+  const t = exits(await cli(['version'], { sock: nowhere }), 0);
+  const m = t.stdout.match(/^procctl (\S+) \(API procctl\.v1\)\n$/);
+  assert.ok(m, said(t));
+  const j = doc(exits(await cli(['-o', 'json', 'version'], { sock: nowhere }), 0));
+  assert.deepEqual(j, { version: m[1], api: 'procctl.v1' });
+  // And with the daemon there, the same.
+  assert.equal(exits(await cli(['version']), 0).stdout, t.stdout);
+  assert.match(exits(await cli(['--help'], { sock: nowhere }), 0).stderr, /^usage: procctl /);
+});
+
+test('health: SERVING, exit 0, in both outputs; --socket wins over $PROCCTL_SOCKET', async () => {
+  assert.equal(exits(await cli(['health']), 0).stdout, 'SERVING\n');
+  const j = doc(exits(await cli(['-o', 'json', 'health']), 0));
+  assert.deepEqual(j, { status: await h.health(d.addr) });
+  assert.equal(exits(await cli(['--socket', d.sock, 'health'], { sock: nowhere }), 0).stdout, 'SERVING\n');
+});
+
+test('ps and get: the pid and consumer in their columns; JSON equal to ListProcesses and GetProcess', async () => {
+  const e = await attachedEcho();
+
+  const t = table(exits(await cli(['ps']), 0));
+  assert.deepEqual(t.header, PROCESS_COLUMNS);
+  const row = t.rows.find((x) => x.PID === String(e.pid));
+  assert.ok(row, JSON.stringify(t.rows));
+  assert.equal(row.CONSUMER, h.CONSUMER);
+  assert.equal(row.VER, '1');
+  assert.equal(row.POD, '-');
+  assert.equal(row.CONTAINER, '-');
+  assert.equal(row.OWNER, 'owned');
+  assert.equal(row.GEN, '0');
+  assert.equal(row.ACKED, '0');
+  assert.equal(row.ACK, 'UNSPECIFIED');
+
+  // ps -o json is ListProcesses, field for field; with a selector, the
+  // filtered list (--consumer means schema 1 unless --schema says).
+  assert.deepEqual(doc(exits(await cli(['-o', 'json', 'ps']), 0)), asJson(await h.call(c, 'ListProcesses', {})));
+  const mine = doc(exits(await cli(['-o', 'json', 'ps', '--consumer', h.CONSUMER]), 0));
+  assert.deepEqual(mine, asJson(await h.call(c, 'ListProcesses', { filter: { consumer: h.CONSUMER, schemaVersion: 1 } })));
+  assert.ok(mine.processes.some((p) => p.ref.pid === e.pid));
+  assert.deepEqual(doc(exits(await cli(['-o', 'json', 'ps', '--consumer', h.CONSUMER, '--schema', '2']), 0)),
+    { processes: [] });
+  const one = doc(exits(await cli(['-o', 'json', 'ps', '--pid', String(e.pid)]), 0));
+  assert.deepEqual(one.processes.map((p) => p.ref.pid), [e.pid]);
+  // A table with nothing in it is its header alone.
+  const empty = table(exits(await cli(['ps', '--consumer', 'nosuch']), 0));
+  assert.deepEqual(empty.header, PROCESS_COLUMNS);
+  assert.equal(empty.rows.length, 0);
+
+  const g = table(exits(await cli(['get', String(e.pid)]), 0));
+  assert.deepEqual(g.header, PROCESS_COLUMNS);
+  assert.equal(g.rows.length, 1);
+  assert.equal(g.rows[0].PID, String(e.pid));
+  assert.equal(g.rows[0].CONSUMER, h.CONSUMER);
+  assert.deepEqual(doc(exits(await cli(['-o', 'json', 'get', String(e.pid)]), 0)),
+    asJson(await h.call(c, 'GetProcess', { process: { pid: e.pid } })));
+});
+
+test('state: the ack and the status bytes; JSON equal to ReadState, bytes in base64', async () => {
+  const e = await attachedEcho();
+  const r = await h.call(c, 'Publish', { selector: { pid: e.pid }, payload: Buffer.from('stated'), waitMs: 5000 });
+  const gen = r.results[0].generation;
+  const t = exits(await cli(['state', String(e.pid)]), 0);
+  assert.match(t.stdout, new RegExp(`^acked: +${gen} APPLIED \\(status 0\\)$`, 'm'), said(t));
+  assert.match(t.stdout, new RegExp(`^data: +applied=${gen} .*mode=config$`, 'm'), said(t));
+  const j = doc(exits(await cli(['-o', 'json', 'state', String(e.pid)]), 0));
+  const st = await h.call(c, 'ReadState', { process: { pid: e.pid } });
+  assert.deepEqual(j, asJson(st));
+  assert.equal(Buffer.from(j.data, 'base64').toString(), st.data.toString());
+});
+
+test('publish --pid with --data, --file and - (stdin), --wait: APPLIED rows, the echo client has the payload', async () => {
+  const e = await attachedEcho();
+  const file = path.join(scratch, 'config');
+  const sources = [
+    [['--data', 'from data'], '', 'from data'],
+    [['--file', file], '', 'from file'],
+    [['-'], 'from stdin', 'from stdin'],
+  ];
+  fs.writeFileSync(file, 'from file');
+  for (const [data, input, payload] of sources) {
+    const r = exits(await cli(['publish', '--pid', String(e.pid), ...data, '--wait'], { input }), 0);
+    const t = table(r);
+    assert.deepEqual(t.header, RESULT_COLUMNS);
+    assert.equal(t.rows.length, 1, said(r));
+    const row = t.rows[0];
+    assert.equal(row.PID, String(e.pid));
+    assert.equal(row.STATUS, 'APPLIED');
+    assert.equal(row.PSTATUS, '0');
+    assert.equal(row.ERROR, '');
+    const p = (await h.call(c, 'GetProcess', { process: { pid: e.pid } })).process;
+    assert.equal(row.INSTANCE, p.ref.instanceId);
+    assert.equal(row.GEN, p.ackedGeneration);
+    await e.line(new RegExp(`event=applied gen=${row.GEN} .*payload=${payload}$`), { out: true });
+  }
+  // -o json: the PublishResponse; each result equal to WaitAck's for it.
+  fs.writeFileSync(file, 'json file');
+  for (const [data, input, payload] of [[['--data', 'json data'], '', 'json data'], [['--file', file], '', 'json file'],
+    [['-'], 'json stdin', 'json stdin']]) {
+    const j = doc(exits(await cli(['-o', 'json', 'publish', '--pid', String(e.pid), ...data, '--wait'], { input }), 0));
+    assert.equal(j.results.length, 1);
+    const res = j.results[0];
+    assert.equal(res.status, 'PUBLISH_STATUS_APPLIED');
+    assert.equal(res.process.pid, e.pid);
+    const w = await h.call(c, 'WaitAck', { process: { pid: e.pid }, generation: res.generation, waitMs: 5000 });
+    assert.deepEqual(res, asJson(w.result));
+    await e.line(new RegExp(`event=applied gen=${res.generation} .*payload=${payload}$`), { out: true });
+  }
+  // Without --wait: written, not waited for: PENDING, and still exit 0.
+  const nw = table(exits(await cli(['publish', '--pid', String(e.pid), '--data', 'no wait']), 0));
+  assert.equal(nw.rows[0].STATUS, 'PENDING');
+  await e.line(new RegExp(`event=applied gen=${nw.rows[0].GEN} .*payload=no wait$`), { out: true });
+});
+
+test('publish --consumer: schema 1 by default, every echo client of the consumer', async () => {
+  const es = [await attachedEcho(), await attachedEcho()];
+  const r = exits(await cli(['publish', '--consumer', h.CONSUMER, '--data', 'to all', '--wait']), 0);
+  const t = table(r);
+  assert.deepEqual(t.header, RESULT_COLUMNS);
+  for (const e of es) {
+    const row = t.rows.find((x) => x.PID === String(e.pid));
+    assert.ok(row, said(r));
+    assert.equal(row.STATUS, 'APPLIED');
+    await e.line(new RegExp(`event=applied gen=${row.GEN} .*payload=to all$`), { out: true });
+  }
+  assert.ok(t.rows.every((x) => x.STATUS === 'APPLIED'), said(r));
+  const pids = t.rows.map((x) => Number(x.PID));
+  assert.deepEqual(pids, [...pids].sort((a, b) => a - b));
+
+  const j = doc(exits(await cli(['-o', 'json', 'publish', '--consumer', h.CONSUMER, '-', '--wait'],
+    { input: 'to all json' }), 0));
+  for (const e of es) {
+    const res = j.results.find((x) => x.process.pid === e.pid);
+    assert.equal(res.status, 'PUBLISH_STATUS_APPLIED');
+    await e.line(new RegExp(`event=applied gen=${res.generation} .*payload=to all json$`), { out: true });
+  }
+  // Another schema matches none of them: no rows, not an error.
+  const none = table(exits(await cli(['publish', '--consumer', h.CONSUMER, '--schema', '2', '--data', 'x', '--wait']), 0));
+  assert.deepEqual(none.header, RESULT_COLUMNS);
+  assert.equal(none.rows.length, 0);
+  assert.deepEqual(doc(exits(await cli(['-o', 'json', 'publish', '--consumer', 'nosuch', '--data', 'x']), 0)),
+    { results: [] });
+});
+
+test('clear --wait: APPLIED, and the echo client falls back to its defaults', async () => {
+  const e = await attachedEcho();
+  exits(await cli(['publish', '--pid', String(e.pid), '--data', 'to clear', '--wait']), 0);
+  const t = table(exits(await cli(['clear', '--pid', String(e.pid), '--wait']), 0));
+  assert.deepEqual(t.header, RESULT_COLUMNS);
+  assert.equal(t.rows.length, 1);
+  assert.equal(t.rows[0].PID, String(e.pid));
+  assert.equal(t.rows[0].STATUS, 'APPLIED');
+  await e.line(new RegExp(`event=cleared gen=${t.rows[0].GEN}$`), { out: true });
+  assert.match((await h.call(c, 'ReadState', { process: { pid: e.pid } })).data.toString(), /mode=defaults$/);
+
+  exits(await cli(['publish', '--pid', String(e.pid), '--data', 'to clear again', '--wait']), 0);
+  const j = doc(exits(await cli(['-o', 'json', 'clear', '--consumer', h.CONSUMER, '--wait']), 0));
+  const res = j.results.find((x) => x.process.pid === e.pid);
+  assert.equal(res.status, 'PUBLISH_STATUS_APPLIED');
+  const w = await h.call(c, 'WaitAck', { process: { pid: e.pid }, generation: res.generation, waitMs: 5000 });
+  assert.deepEqual(res, asJson(w.result));
+  await e.line(new RegExp(`event=cleared gen=${res.generation}$`), { out: true });
+});
+
+test('watch: a snapshot, then events as they come, one JSON document per line with -o json', async () => {
+  const e = await attachedEcho();
+  const w = streaming(['-o', 'json', 'watch', '--pid', String(e.pid)]);
+  const first = JSON.parse(await w.line(/^/, { out: true }));
+  assert.equal(first.snapshot.processes.length, 1);
+  assert.deepEqual(first.snapshot.processes[0], asJson((await h.call(c, 'GetProcess', { process: { pid: e.pid } })).process));
+  assert.match(first.resumeToken, /^[0-9a-f]{16}\.\d+$/);
+  const r = await h.call(c, 'Publish', { selector: { pid: e.pid }, payload: Buffer.from('watched'), waitMs: 5000 });
+  const gen = r.results[0].generation;
+  await h.until(() => w.out.some((l) => /"acked"/.test(l)), { what: 'an acked event from procctl watch' });
+  const evs = w.out.map((l) => {
+    try {
+      return JSON.parse(l);
+    } catch (err) {
+      return assert.fail(`not a JSON document: ${JSON.stringify(l)}`);
+    }
+  });
+  const ack = evs.find((x) => x.acked);
+  assert.equal(ack.acked.process.pid, e.pid);
+  assert.equal(ack.acked.generation, gen);
+  assert.equal(ack.acked.result, 'ACK_RESULT_APPLIED');
+  for (let i = 1; i < evs.length; i++) assert.ok(Number(evs[i].sequence) > Number(evs[i - 1].sequence));
+  assert.equal(w.exit, null); // still watching
+  await w.kill('SIGTERM');
+
+  // Table, --count: it ends by itself after N events.
+  const t = streaming(['watch', '--consumer', h.CONSUMER, '--count', '2']);
+  const snap = await t.line(/snapshot/, { out: true });
+  assert.match(snap, /^\d+ +snapshot +processes=\d+ token=[0-9a-f]{16}\.\d+$/);
+  const n = await h.echo();
+  const ex = await t.exited;
+  assert.deepEqual(ex, { code: 0, sig: null }, t.lines.join('\n'));
+  assert.equal(t.out.length, 2, t.out.join('\n'));
+  assert.match(t.out[1], new RegExp(`^\\d+ +attached +pid=${n.pid} consumer=${h.CONSUMER} token=[0-9a-f]{16}\\.\\d+$`));
+});
+
+test('watch --from TOKEN: what followed the token, without a snapshot, as WatchEvents resumed there', async () => {
+  const e = await attachedEcho();
+  const pid = String(e.pid);
+  const snap = doc(exits(await cli(['-o', 'json', 'watch', '--pid', pid, '--count', '1']), 0));
+  assert.ok(snap.snapshot, JSON.stringify(snap));
+  const token = snap.resumeToken;
+  const t1 = exits(await cli(['watch', '--pid', pid, '--count', '1']), 0);
+  assert.match(t1.stdout, /^\d+ +snapshot +processes=1 token=[0-9a-f]{16}\.\d+\n$/, said(t1));
+
+  // Three acks after the token.
+  const gens = [];
+  for (const x of ['r1', 'r2', 'r3']) {
+    gens.push(doc(exits(await cli(['-o', 'json', 'publish', '--pid', pid, '--data', x, '--wait']), 0)).results[0].generation);
+  }
+  // What the API gives from that token: the CLI must print the same.
+  const w = h.watch(c, { filter: { pid: e.pid }, resumeToken: token });
+  const acks = () => w.events.filter((x) => x.event === 'acked');
+  await h.until(() => acks().length >= 3, { what: 'three acks from WatchEvents' });
+  w.stream.cancel();
+  const k = w.events.indexOf(acks()[2]) + 1;
+  const want = w.events.slice(0, k);
+  assert.deepEqual(acks().map((x) => x.acked.generation), gens);
+
+  const j = docs(exits(await cli(['-o', 'json', 'watch', '--pid', pid, '--from', token, '--count', String(k)]), 0));
+  assert.equal(j.length, k);
+  assert.ok(!j.some((x) => x.snapshot), JSON.stringify(j));
+  assert.ok(Number(j[0].sequence) > Number(snap.sequence));
+  assert.deepEqual(j, want.map(event));
+
+  const t = exits(await cli(['watch', '--pid', pid, '--from', token, '--count', String(k)]), 0);
+  const lines = t.stdout.split('\n').filter(Boolean);
+  assert.equal(lines.length, k, said(t));
+  lines.forEach((l, i) => {
+    const m = l.match(/^(\d+) +(\S+) .*token=(\S+)$/);
+    assert.ok(m, l);
+    assert.equal(m[1], want[i].sequence);
+    assert.equal(m[2], snake(want[i].event));
+    assert.equal(m[3], want[i].resumeToken);
+    if (want[i].event === 'acked') {
+      assert.match(l, new RegExp(` pid=${pid} generation=${want[i].acked.generation} result=APPLIED `));
+    }
+  });
+
+  // A token the daemon does not know: OUT_OF_RANGE, exit 1.
+  const bad = exits(await cli(['watch', '--from', 'nonsense', '--count', '1']), 1);
+  assert.match(bad.stderr, /OUT_OF_RANGE/);
+  assert.equal(bad.stdout, '');
+});
+
+test('watch: the daemon stopping ends it, exit 1 with the status', async () => {
+  const d2 = await new h.Daemon({ consumers: `${h.CONSUMER}w` }).ready();
+  const w = new h.Child(CLI, ['--socket', d2.sock, 'watch']);
+  watchers.push(w);
+  await w.line(/snapshot/, { out: true });
+  await d2.stop();
+  fs.rmSync(d2.dir, { recursive: true, force: true });
+  const ex = await w.exited;
+  assert.deepEqual(ex, { code: 1, sig: null }, w.lines.join('\n'));
+  assert.ok(w.lines.some((l) => /^procctl: UNAVAILABLE: /.test(l)), w.lines.join('\n'));
+});
+
+test('desired set | ls | rm, in both outputs; ls -o json equal to ListDesiredConfigs', async () => {
+  const e = await attachedEcho();
+  const del = () => h.call(c, 'DeleteDesiredConfig', { selector: { consumer: h.CONSUMER, schemaVersion: 1 } }).catch(() => {});
+  try {
+    const s = exits(await cli(['desired', 'set', '--consumer', h.CONSUMER, '--data', 'want', '--wait']), 0);
+    const rev = s.stdout.match(/^revision (\d+)\n/);
+    assert.ok(rev, said(s));
+    const st = table(s, 1);
+    assert.deepEqual(st.header, RESULT_COLUMNS);
+    const row = st.rows.find((x) => x.PID === String(e.pid));
+    assert.equal(row.STATUS, 'APPLIED');
+    await e.line(new RegExp(`event=applied gen=${row.GEN} .*payload=want$`), { out: true });
+
+    const l = table(exits(await cli(['desired', 'ls']), 0));
+    assert.deepEqual(l.header, ['REVISION', 'CONSUMER', 'VER', 'PID', 'POD', 'CONTAINER', 'BYTES']);
+    const mine = l.rows.find((x) => x.CONSUMER === h.CONSUMER);
+    assert.deepEqual(mine, { REVISION: rev[1], CONSUMER: h.CONSUMER, VER: '1', PID: '0', POD: '-', CONTAINER: '-', BYTES: '4' });
+    assert.deepEqual(doc(exits(await cli(['-o', 'json', 'desired', 'ls']), 0)),
+      asJson(await h.call(c, 'ListDesiredConfigs', {})));
+
+    // Set again: replaced, a later revision; the JSON is the response.
+    const j = doc(exits(await cli(['-o', 'json', 'desired', 'set', '--consumer', h.CONSUMER, '-', '--wait'],
+      { input: 'want more' }), 0));
+    assert.ok(Number(j.config.revision) > Number(rev[1]));
+    assert.equal(Buffer.from(j.config.payload, 'base64').toString(), 'want more');
+    assert.deepEqual(j.config.selector, { pid: 0, consumer: h.CONSUMER, schemaVersion: 1, podUid: '', containerId: '' });
+    const res = j.results.find((x) => x.process.pid === e.pid);
+    assert.equal(res.status, 'PUBLISH_STATUS_APPLIED');
+    await e.line(new RegExp(`event=applied gen=${res.generation} .*payload=want more$`), { out: true });
+    const listed = asJson(await h.call(c, 'ListDesiredConfigs', {}));
+    assert.deepEqual(listed.configs.filter((x) => x.selector.consumer === h.CONSUMER), [j.config]);
+
+    // rm: nothing on stdout in a table, {} in JSON; again: NOT_FOUND.
+    const rm = exits(await cli(['desired', 'rm', '--consumer', h.CONSUMER]), 0);
+    assert.equal(rm.stdout, '');
+    assert.ok(!(await h.call(c, 'ListDesiredConfigs', {})).configs.some((x) => x.selector.consumer === h.CONSUMER));
+    const again = exits(await cli(['desired', 'rm', '--consumer', h.CONSUMER]), 1);
+    assert.match(again.stderr, /NOT_FOUND/);
+    exits(await cli(['desired', 'set', '--consumer', h.CONSUMER, '--data', 'once more']), 0);
+    assert.deepEqual(doc(exits(await cli(['-o', 'json', 'desired', 'rm', '--consumer', h.CONSUMER]), 0)), {});
+    // A desired config names a consumer: the daemon refuses a pid alone.
+    const refused = exits(await cli(['desired', 'set', '--pid', String(e.pid), '--data', 'x']), 1);
+    assert.match(refused.stderr, /INVALID_ARGUMENT/);
+  } finally {
+    await del();
+  }
+});
+
+test('resources: the [arbiter gpu], then a token client holding it: its pid in the HOLDER column', async () => {
+  const RES_COLUMNS = ['KIND', 'RESOURCE', 'HOLDER', 'HELD_S', 'BLOCKED_S', 'PENDING_S', 'HANDOFFS', 'WAITERS'];
+  // Nobody wants it yet: nothing moves, the JSON is ListArbiters exactly.
+  const j0 = doc(exits(await cli(['-o', 'json', 'resources']), 0));
+  assert.deepEqual(j0, asJson(await h.call(c, 'ListArbiters', {})));
+  assert.equal(j0.arbiters[0].kind, 'gpu');
+  const t0 = table(exits(await cli(['resources']), 0));
+  assert.deepEqual(t0.header, RES_COLUMNS);
+  assert.deepEqual(t0.rows.map((x) => [x.KIND, x.RESOURCE, x.HOLDER]), [['gpu', GPU_HEX, '0']]);
+
+  const t = new h.Child(h.TOKEN_CLIENT, ['--consumer', CONSUMER_T, '--kind', 'gpu', '--id', '0',
+    '--witness', path.join(scratch, 'witness')]);
+  tokens.push(t);
+  await t.line(/^event=started pid=\d+$/, { out: true });
+  await h.attached(d, t.pid);
+  const held = await h.until(async () => {
+    const r = (await h.call(c, 'ListArbiters', {})).arbiters[0].resources[0];
+    return r.holder.pid === t.pid && r;
+  }, { what: `pid ${t.pid} to hold the gpu` });
+  await t.line(/^event=acquired /, { out: true });
+
+  for (const args of [['resources'], ['resources', 'gpu']]) {
+    const r = table(exits(await cli(args), 0));
+    assert.deepEqual(r.header, RES_COLUMNS);
+    assert.equal(r.rows.length, 1);
+    assert.equal(r.rows[0].KIND, 'gpu');
+    assert.equal(r.rows[0].RESOURCE, GPU_HEX);
+    assert.equal(r.rows[0].HOLDER, String(t.pid));
+    assert.equal(r.rows[0].WAITERS, '0');
+  }
+  const other = exits(await cli(['resources', 'fpga']), 1);
+  assert.match(other.stderr, /^procctl: NOT_FOUND: /, said(other));
+
+  // JSON: ListArbiters, but for the times, which move while it holds.
+  const still = (l) => l.arbiters.map((a) => ({ ...a, resources: a.resources.map((x) => {
+    const { heldNs: _1, holdNsTotal: _2, pendingNs: _3, pendingNsTotal: _4, blockedNsTotal: _5, ...rest } = x;
+    return rest;
+  }) }));
+  const j = doc(exits(await cli(['-o', 'json', 'resources']), 0));
+  assert.deepEqual(still(j), still(asJson(await h.call(c, 'ListArbiters', {}))));
+  assert.equal(j.arbiters[0].resources[0].holder.pid, t.pid);
+  assert.equal(j.arbiters[0].resources[0].grantId, held.grantId);
+
+  // Its state block: the resource report, in both outputs.
+  const grant = BigInt(held.grantId).toString(16).padStart(16, '0');
+  const s = exits(await cli(['state', String(t.pid)]), 0);
+  assert.match(s.stdout, new RegExp(`^resource: +gpu:${GPU_HEX} HOLDING wants grant=${grant} seen=\\d+$`, 'm'), said(s));
+  await h.until(async () => {
+    const sj = doc(exits(await cli(['-o', 'json', 'state', String(t.pid)]), 0));
+    assert.deepEqual(sj, asJson(await h.call(c, 'ReadState', { process: { pid: t.pid } })));
+    return true;
+  }, { what: 'state -o json equal to ReadState' });
+});
+
+test('resources KIND: that kind alone (GetArbiter), NOT_FOUND for a kind without an arbiter', async () => {
+  exits(await cli(['-o', 'json', 'resources', 'fpga']), 1);
+  const g = doc(exits(await cli(['-o', 'json', 'resources', 'gpu']), 0));
+  assert.equal(g.arbiter.kind, 'gpu');
+  assert.equal(g.arbiter.holdNs, (await h.call(c, 'GetArbiter', { kind: 'gpu' })).arbiter.holdNs);
+});
+
+test('no daemon: exit 1, and a message naming the socket', async () => {
+  for (const args of [['ps'], ['health'], ['get', '1'], ['watch'], ['publish', '--pid', '1', '--data', 'x']]) {
+    for (const r of [await cli(args, { sock: nowhere }), await cli(['--socket', nowhere, ...args], { sock: d.sock })]) {
+      exits(r, 1);
+      assert.equal(r.stdout, '');
+      assert.ok(r.stderr.includes(nowhere), said(r));
+      assert.match(r.stderr, /No such file or directory/);
+    }
+  }
+  // A path there, but nobody serving on it: UNAVAILABLE.
+  const dead = path.join(scratch, 'dead.sock');
+  fs.writeFileSync(dead, '');
+  const r = exits(await cli(['health'], { sock: dead }), 1);
+  assert.match(r.stderr, /^procctl: UNAVAILABLE: /, said(r));
+});
+
+test('unknown pid: exit 1, NOT_FOUND', async () => {
+  const pid = String(0x3fffffff);
+  for (const args of [['get', pid], ['state', pid], ['publish', '--pid', pid, '--data', 'x'], ['clear', '--pid', pid],
+    ['-o', 'json', 'get', pid], ['-o', 'json', 'publish', '--pid', pid, '--data', 'x', '--wait']]) {
+    const r = exits(await cli(args), 1);
+    assert.equal(r.stdout, '', said(r));
+    assert.match(r.stderr, /^procctl: NOT_FOUND: /, said(r));
+  }
+});
+
+test('bad usage: exit 2, nothing on stdout', async () => {
+  const e = await attachedEcho();
+  const pid = String(e.pid);
+  const file = path.join(scratch, 'usage');
+  fs.writeFileSync(file, 'x');
+  const cases = [
+    [], ['frob'], ['--bogus', 'ps'], ['-o'], ['-o', 'yaml', 'ps'], ['-o', 'JSON', 'ps'], ['--timeout', 'soon', 'ps'],
+    ['--timeout', '5h', 'ps'], ['--timeout', '-1', 'ps'],
+    ['publish', '--data', 'x'], ['clear'], ['publish', '--wait', '--data', 'x'],
+    ['desired'], ['desired', 'frob'], ['desired', 'set', '--data', 'x'], ['desired', 'rm'],
+    ['ps', '--pid', 'abc'], ['ps', '--pid', '0'], ['ps', '--pid', '-3'], ['ps', '--pid', '12x'], ['ps', '--pid'],
+    ['ps', '--schema', '0'], ['ps', '--bogus', 'x'], ['publish', '--pid', 'abc', '--data', 'x'],
+    ['get'], ['get', 'abc'], ['get', '0'], ['get', '1', '2'], ['state'], ['state', 'x'],
+    ['publish', '--pid', pid], ['publish', '--pid', pid, '--data', 'a', '--file', file],
+    ['publish', '--pid', pid, '--data', 'a', '-'], ['desired', 'set', '--consumer', h.CONSUMER],
+    ['watch', '--count', '0'], ['watch', '--count', 'many'], ['resources', 'gpu', 'fpga'],
+  ];
+  for (const args of cases) {
+    const r = exits(await cli(args), 2);
+    assert.equal(r.stdout, '', said(r));
+    assert.notEqual(r.stderr, '', said(r));
+  }
+  // None of them wrote anything.
+  const p = (await h.call(c, 'GetProcess', { process: { pid: e.pid } })).process;
+  assert.equal(p.generation, '0');
+});
+
+test('bad usage is exit 2 without a daemon too', async () => {
+  for (const args of [['frob'], ['ps', '--pid', 'abc'], ['get'], ['publish', '--data', 'x']]) {
+    exits(await cli(args, { sock: nowhere }), 2);
+  }
+});
+
+test('a DUR of nan or inf is bad usage', async () => {
+  for (const dur of ['nan', 'inf']) exits(await cli(['--timeout', dur, 'health']), 2);
+});
+
+test('not acked in time: exit 3 and a PENDING row (SIGSTOPped echo client, --timeout 300ms)', async () => {
+  const e = await attachedEcho();
+  const pid = String(e.pid);
+  process.kill(e.pid, 'SIGSTOP');
+  let gen;
+  try {
+    const r = exits(await cli(['--timeout', '300ms', 'publish', '--pid', pid, '--data', 'stuck', '--wait']), 3);
+    const t = table(r);
+    assert.deepEqual(t.header, RESULT_COLUMNS);
+    assert.equal(t.rows.length, 1);
+    assert.equal(t.rows[0].PID, pid);
+    assert.equal(t.rows[0].STATUS, 'PENDING');
+    const j = doc(exits(await cli(['-o', 'json', '--timeout', '300ms', 'publish', '--pid', pid, '--data', 'stuck json',
+      '--wait']), 3));
+    assert.equal(j.results[0].status, 'PUBLISH_STATUS_PENDING');
+    assert.equal(j.results[0].process.pid, e.pid);
+    const cl = table(exits(await cli(['--timeout', '300ms', 'clear', '--pid', pid, '--wait']), 3));
+    assert.equal(cl.rows[0].STATUS, 'PENDING');
+    gen = cl.rows[0].GEN;
+  } finally {
+    process.kill(e.pid, 'SIGCONT');
+  }
+  // Continued, it acks the last one.
+  await e.line(new RegExp(`event=cleared gen=${gen}$`), { out: true });
+  await h.until(async () => (await h.call(c, 'GetProcess', { process: { pid: e.pid } })).process.ackedGeneration === gen,
+    { what: `generation ${gen} acked` });
+});
+
+test('a refusal of the daemon: exit 1 with its status (empty payload, over the capacity)', async () => {
+  const e = await attachedEcho();
+  const cases = [
+    [['publish', '--consumer', h.CONSUMER, '--data', ''], ''],
+    [['publish', '--consumer', h.CONSUMER, '--data', '', '--wait'], ''],
+    [['publish', '--pid', String(e.pid), '-'], ''],
+    [['publish', '--pid', String(e.pid), '-'], 'A'.repeat(5000)],
+    [['-o', 'json', 'publish', '--pid', String(e.pid), '--data', 'B'.repeat(4097)], ''],
+  ];
+  for (const [args, input] of cases) {
+    const r = exits(await cli(args, { input }), 1);
+    assert.equal(r.stdout, '', said(r));
+    assert.match(r.stderr, /^procctl: INVALID_ARGUMENT: payload: /, said(r));
+  }
+  // A file that is not there: exit 1, nothing written.
+  const r = exits(await cli(['publish', '--pid', String(e.pid), '--file', path.join(scratch, 'nofile')]), 1);
+  assert.match(r.stderr, /No such file or directory/);
+  assert.equal((await h.call(c, 'GetProcess', { process: { pid: e.pid } })).process.generation, '0');
+});
