@@ -68,56 +68,20 @@ static grpc_byte_buffer *pack(const ProtobufCMessage *m)
 	return bb;
 }
 
-/* One unary call: the response (the caller frees it), or NULL and *code. */
-static ProtobufCMessage *unary(const char *method, const ProtobufCMessage *req, const ProtobufCMessageDescriptor *rd,
-			       grpc_status_code *code)
+/* One unary call: the response (the caller frees it), or NULL. */
+static ProtobufCMessage *unary(const char *method, const ProtobufCMessage *req, const ProtobufCMessageDescriptor *rd)
 {
-	grpc_metadata_array md_in, md_trail;
-	grpc_byte_buffer *out = pack(req), *in = NULL;
-	grpc_status_code st = GRPC_STATUS_UNKNOWN;
-	grpc_slice details;
-	grpc_op ops[6];
-	grpc_call *call;
 	ProtobufCMessage *resp;
 	gpr_timespec dl = gpr_time_add(gpr_now(GPR_CLOCK_REALTIME), gpr_time_from_seconds(10, GPR_TIMESPAN));
-
-	grpc_metadata_array_init(&md_in);
-	grpc_metadata_array_init(&md_trail);
-	call = grpc_channel_create_call(ch, NULL, 0, pluck, grpc_slice_from_static_string(method), NULL, dl, NULL);
-	memset(ops, 0, sizeof ops);
-	ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
-	ops[1].op = GRPC_OP_SEND_MESSAGE;
-	ops[1].data.send_message.send_message = out;
-	ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
-	ops[3].op = GRPC_OP_RECV_INITIAL_METADATA;
-	ops[3].data.recv_initial_metadata.recv_initial_metadata = &md_in;
-	ops[4].op = GRPC_OP_RECV_MESSAGE;
-	ops[4].data.recv_message.recv_message = &in;
-	ops[5].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
-	ops[5].data.recv_status_on_client.trailing_metadata = &md_trail;
-	ops[5].data.recv_status_on_client.status = &st;
-	ops[5].data.recv_status_on_client.status_details = &details;
-	if (grpc_call_start_batch(call, ops, 6, call, NULL) != GRPC_CALL_OK)
-		die("start_batch");
-	grpc_completion_queue_pluck(pluck, call, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
-	grpc_call_unref(call);
-	grpc_slice_unref(details);
-	grpc_metadata_array_destroy(&md_in);
-	grpc_metadata_array_destroy(&md_trail);
-	grpc_byte_buffer_destroy(out);
-	*code = st;
-	resp = st == GRPC_STATUS_OK ? pb_unpack(rd, in) : NULL;
-	if (in)
-		grpc_byte_buffer_destroy(in);
+	pb_unary(ch, pluck, method, dl, req, rd, &resp, NULL);
 	return resp;
 }
 
 static int health_check(void)
 {
 	Grpc__Health__V1__HealthCheckRequest rq = GRPC__HEALTH__V1__HEALTH_CHECK_REQUEST__INIT;
-	grpc_status_code code;
 	Grpc__Health__V1__HealthCheckResponse *r = (void *)unary(
-		"/grpc.health.v1.Health/Check", &rq.base, &grpc__health__v1__health_check_response__descriptor, &code);
+		"/grpc.health.v1.Health/Check", &rq.base, &grpc__health__v1__health_check_response__descriptor);
 	int ok = r && r->status == GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING;
 	if (r)
 		protobuf_c_message_free_unpacked(&r->base, NULL);
@@ -130,7 +94,6 @@ static int publish(pid_t pid, int round, uint32_t wait_ms)
 	Procctl__V1__PublishRequest rq = PROCCTL__V1__PUBLISH_REQUEST__INIT;
 	Procctl__V1__Selector sel = PROCCTL__V1__SELECTOR__INIT;
 	char payload[32];
-	grpc_status_code code;
 	Procctl__V1__PublishResponse *r;
 	int ok;
 	sel.pid = pid;
@@ -138,7 +101,7 @@ static int publish(pid_t pid, int round, uint32_t wait_ms)
 	rq.payload.len = (size_t)snprintf(payload, sizeof payload, "bench %d", round);
 	rq.payload.data = (uint8_t *)payload;
 	rq.wait_ms = wait_ms;
-	r = (void *)unary("/procctl.v1.NodeService/Publish", &rq.base, &procctl__v1__publish_response__descriptor, &code);
+	r = (void *)unary("/procctl.v1.NodeService/Publish", &rq.base, &procctl__v1__publish_response__descriptor);
 	ok = r && r->n_results == 1 &&
 	     r->results[0]->status == (wait_ms ? PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_APPLIED
 					       : PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_PENDING);
@@ -151,11 +114,10 @@ static int listed(pid_t pid)
 {
 	Procctl__V1__GetProcessRequest rq = PROCCTL__V1__GET_PROCESS_REQUEST__INIT;
 	Procctl__V1__ProcessRef ref = PROCCTL__V1__PROCESS_REF__INIT;
-	grpc_status_code code;
 	ProtobufCMessage *r;
 	ref.pid = pid;
 	rq.process = &ref;
-	r = unary("/procctl.v1.NodeService/GetProcess", &rq.base, &procctl__v1__get_process_response__descriptor, &code);
+	r = unary("/procctl.v1.NodeService/GetProcess", &rq.base, &procctl__v1__get_process_response__descriptor);
 	if (r)
 		protobuf_c_message_free_unpacked(r, NULL);
 	return r != NULL;

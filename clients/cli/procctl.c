@@ -108,54 +108,18 @@ static int connect_once(void)
 /* One unary call: the response, or NULL after printing the failure. */
 static ProtobufCMessage *call(const char *method, const ProtobufCMessage *req, const ProtobufCMessageDescriptor *rd)
 {
-	grpc_metadata_array md_in, md_trail;
-	grpc_byte_buffer *out = pb_pack(req), *in = NULL;
-	grpc_status_code st = GRPC_STATUS_UNKNOWN;
-	grpc_slice details;
-	grpc_op ops[6];
-	grpc_call *c;
-	ProtobufCMessage *resp = NULL;
-
-	if (connect_once() < 0) {
-		grpc_byte_buffer_destroy(out);
+	ProtobufCMessage *resp;
+	grpc_status_code st;
+	char *d = NULL;
+	if (connect_once() < 0)
 		return NULL;
-	}
-	grpc_metadata_array_init(&md_in);
-	grpc_metadata_array_init(&md_trail);
-	c = grpc_channel_create_call(ch, NULL, 0, cq, grpc_slice_from_static_string(method), NULL, deadline(), NULL);
-	memset(ops, 0, sizeof ops);
-	ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
-	ops[1].op = GRPC_OP_SEND_MESSAGE;
-	ops[1].data.send_message.send_message = out;
-	ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
-	ops[3].op = GRPC_OP_RECV_INITIAL_METADATA;
-	ops[3].data.recv_initial_metadata.recv_initial_metadata = &md_in;
-	ops[4].op = GRPC_OP_RECV_MESSAGE;
-	ops[4].data.recv_message.recv_message = &in;
-	ops[5].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
-	ops[5].data.recv_status_on_client.trailing_metadata = &md_trail;
-	ops[5].data.recv_status_on_client.status = &st;
-	ops[5].data.recv_status_on_client.status_details = &details;
-	if (!out || grpc_call_start_batch(c, ops, 6, c, NULL) != GRPC_CALL_OK) {
-		fprintf(stderr, "procctl: cannot start the call\n");
-		return NULL;
-	}
-	grpc_completion_queue_pluck(cq, c, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
-	if (st == GRPC_STATUS_OK && !(resp = pb_unpack(rd, in)))
+	st = pb_unary(ch, cq, method, deadline(), req, rd, &resp, &d);
+	if (st == GRPC_STATUS_OK && !resp)
 		fprintf(stderr, "procctl: the response does not parse\n");
-	if (st != GRPC_STATUS_OK) {
-		char *d = grpc_slice_to_c_string(details);
+	if (st != GRPC_STATUS_OK)
 		fprintf(stderr, "procctl: %s: %s\n", status_name(st),
-			st == GRPC_STATUS_UNAVAILABLE && !*d ? "no daemon answers on the socket" : d);
-		gpr_free(d);
-	}
-	grpc_slice_unref(details);
-	grpc_call_unref(c);
-	grpc_metadata_array_destroy(&md_in);
-	grpc_metadata_array_destroy(&md_trail);
-	grpc_byte_buffer_destroy(out);
-	if (in)
-		grpc_byte_buffer_destroy(in);
+			st == GRPC_STATUS_UNAVAILABLE && (!d || !*d) ? "no daemon answers on the socket" : d ? d : "");
+	gpr_free(d);
 	return resp;
 }
 
