@@ -1514,13 +1514,17 @@ static void emit_grant(struct node *n, const struct node_arbiter_cfg *cfg, const
 		 (int)s->holder_pid, (unsigned long long)s->grant_id, released ? (exited ? " reason=exited" : " reason=confirmed") : "");
 }
 
-static int attached(const struct node *n, pid_t pid, uint64_t instance)
+/* 1 when a grant's holder is gone: detached, or exited or exec'd and not
+ * detached yet (the arbiter can see the exit through the pidfd a tick
+ * before the registry's DETACHED comes). A holder that confirmed its
+ * release and exited within the same tick is reported as exited too. */
+static int holder_gone(const struct node *n, pid_t pid, uint64_t instance)
 {
 	size_t i;
 	for (i = 0; i < n->nprocs; i++)
 		if (n->procs[i]->key.pid == pid && n->procs[i]->instance == instance)
-			return 1;
-	return 0;
+			return procctl_client_alive(n->procs[i]->c) < 0;
+	return 1;
 }
 
 /* Tick every arbiter; a grant that changed hands is a Released event (for
@@ -1543,7 +1547,7 @@ static void arbiters_tick(struct node *n)
 			if (old && old->grant_id == now[j].grant_id)
 				continue;
 			if (old && old->grant_id)
-				emit_grant(n, ab->cfg, old, 1, !attached(n, old->holder_pid, old->holder_instance));
+				emit_grant(n, ab->cfg, old, 1, holder_gone(n, old->holder_pid, old->holder_instance));
 			if (now[j].grant_id)
 				emit_grant(n, ab->cfg, &now[j], 0, 0);
 		}
