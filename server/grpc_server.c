@@ -441,10 +441,6 @@ static void rpc_watch_begin(struct rpc *c, const ProtobufCMessage *first, uint64
 
 void grpcsrv_metrics(struct grpc_srv *s, FILE *f)
 {
-	static const char *names[NCODES] = {"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED",
-					    "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED",
-					    "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL",
-					    "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"};
 	size_t m, k;
 	fprintf(f, "# HELP procctl_grpc_calls_total gRPC calls answered, by method and status code.\n"
 		   "# TYPE procctl_grpc_calls_total counter\n");
@@ -453,7 +449,7 @@ void grpcsrv_metrics(struct grpc_srv *s, FILE *f)
 			uint64_t v = __atomic_load_n(&s->calls[m][k], __ATOMIC_RELAXED);
 			if (v)
 				fprintf(f, "procctl_grpc_calls_total{method=\"%s\",code=\"%s\"} %llu\n",
-					m < NMETHODS ? methods[m].path + 1 : "unknown", names[k], (unsigned long long)v);
+					m < NMETHODS ? methods[m].path + 1 : "unknown", pb_status_name((unsigned)k), (unsigned long long)v);
 		}
 	fprintf(f, "# HELP procctl_grpc_streams Server streams open (WatchEvents, health Watch).\n"
 		   "# TYPE procctl_grpc_streams gauge\n"

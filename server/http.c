@@ -22,6 +22,7 @@
 #include <microhttpd.h>
 
 #include "httpbody.h"
+#include "pb_grpc.h"
 #include "pbjson.h"
 #include "procctl/v1/node.pb-c.h"
 
@@ -50,26 +51,6 @@ struct hreq {
 	size_t out_len;
 	const char *type;
 };
-
-static const char *code_name(enum node_code c)
-{
-	switch (c) {
-	case NODE_OK: return "OK";
-	case NODE_CANCELLED: return "CANCELLED";
-	case NODE_INVALID_ARGUMENT: return "INVALID_ARGUMENT";
-	case NODE_DEADLINE_EXCEEDED: return "DEADLINE_EXCEEDED";
-	case NODE_NOT_FOUND: return "NOT_FOUND";
-	case NODE_ALREADY_EXISTS: return "ALREADY_EXISTS";
-	case NODE_PERMISSION_DENIED: return "PERMISSION_DENIED";
-	case NODE_RESOURCE_EXHAUSTED: return "RESOURCE_EXHAUSTED";
-	case NODE_FAILED_PRECONDITION: return "FAILED_PRECONDITION";
-	case NODE_OUT_OF_RANGE: return "OUT_OF_RANGE";
-	case NODE_UNIMPLEMENTED: return "UNIMPLEMENTED";
-	case NODE_INTERNAL: return "INTERNAL";
-	case NODE_UNAVAILABLE: return "UNAVAILABLE";
-	}
-	return "UNKNOWN";
-}
 
 /* The HTTP status of a gRPC code (google.rpc's mapping). */
 static unsigned http_status(enum node_code c)
@@ -109,7 +90,7 @@ static void answer_json(struct hreq *r, unsigned status, json_t *j)
 
 static void answer_error(struct hreq *r, enum node_code code, const char *msg)
 {
-	answer_json(r, http_status(code), json_pack("{s:s, s:s}", "error", msg ? msg : code_name(code), "code", code_name(code)));
+	answer_json(r, http_status(code), json_pack("{s:s, s:s}", "error", msg ? msg : pb_status_name(code), "code", pb_status_name(code)));
 }
 
 /* ---- the loop's answers -------------------------------------------------- */

@@ -15,6 +15,16 @@
 #include <string.h>
 #include <protobuf-c/protobuf-c.h>
 
+/* The name of a gRPC status code (the protocol's numbers, 0 .. 16). */
+static inline const char *pb_status_name(unsigned code)
+{
+	static const char *const names[] = {"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED",
+					    "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED",
+					    "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL",
+					    "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"};
+	return code < sizeof names / sizeof names[0] ? names[code] : "UNKNOWN";
+}
+
 /* A byte buffer that owns bytes (malloc'd; freed with the buffer). */
 static inline grpc_byte_buffer *pb_take(void *bytes, size_t len)
 {

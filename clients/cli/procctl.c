@@ -68,15 +68,6 @@ static int usage(void)
 	return 2;
 }
 
-static const char *status_name(grpc_status_code c)
-{
-	static const char *n[] = {"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
-				  "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
-				  "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS",
-				  "UNAUTHENTICATED"};
-	return (unsigned)c < sizeof n / sizeof n[0] ? n[c] : "UNKNOWN";
-}
-
 static gpr_timespec deadline(void)
 {
 	return gpr_time_add(gpr_now(GPR_CLOCK_REALTIME), gpr_time_from_millis(timeout_ms + 2000, GPR_TIMESPAN));
@@ -117,7 +108,7 @@ static ProtobufCMessage *call(const char *method, const ProtobufCMessage *req, c
 	if (st == GRPC_STATUS_OK && !resp)
 		fprintf(stderr, "procctl: the response does not parse\n");
 	if (st != GRPC_STATUS_OK)
-		fprintf(stderr, "procctl: %s: %s\n", status_name(st),
+		fprintf(stderr, "procctl: %s: %s\n", pb_status_name((unsigned)st),
 			st == GRPC_STATUS_UNAVAILABLE && (!d || !*d) ? "no daemon answers on the socket" : d ? d : "");
 	gpr_free(d);
 	return resp;
@@ -693,7 +684,7 @@ static int cmd_watch(const struct opts *o)
 	grpc_completion_queue_pluck(cq, &tag_status, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
 	if (st != GRPC_STATUS_OK && !(o->count && seen >= o->count)) {
 		char *d = grpc_slice_to_c_string(details);
-		fprintf(stderr, "procctl: %s: %s\n", status_name(st), d);
+		fprintf(stderr, "procctl: %s: %s\n", pb_status_name((unsigned)st), d);
 		gpr_free(d);
 	}
 	grpc_slice_unref(details);
