@@ -1,13 +1,19 @@
 /* bench.h - what every benchmark program shares: the clock, the median,
- * and the JSON line each figure is reported as (with its floor and the
- * ratio to it). */
+ * the JSON line each figure is reported as (with its floor and the ratio
+ * to it), and the cross-process futex ping-pong several floors are made
+ * of. Include after defining _GNU_SOURCE (sched_setaffinity). */
 #ifndef PROCCTL_BENCH_H
 #define PROCCTL_BENCH_H
 
+#include <linux/futex.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
 #include <time.h>
+#include <unistd.h>
 
 static inline int64_t bench_now_ns(void)
 {
@@ -34,6 +40,77 @@ static inline void bench_report(const char *name, const char *unit, double value
 	printf("{\"name\": \"%s\", \"value\": %.3f, \"unit\": \"%s\", \"floor\": %.3f, \"ratio\": %.3f}\n", name, value,
 	       unit, floor, value / floor);
 	fflush(stdout);
+}
+
+/* A ping-pong between two processes over a shared word pair (in a
+ * MAP_SHARED mapping made before the fork). */
+struct bench_pingpong {
+	uint32_t there, back;
+};
+
+static inline long bench_futex(uint32_t *w, int op, uint32_t v)
+{
+	return syscall(SYS_futex, w, op, v, NULL, NULL, 0);
+}
+
+/* The other side, in the forked child: answer each ping with a pong. */
+static inline void bench_ponger(struct bench_pingpong *pp)
+{
+	uint32_t seen = 0;
+	for (;;) {
+		while (__atomic_load_n(&pp->there, __ATOMIC_ACQUIRE) == seen)
+			bench_futex(&pp->there, FUTEX_WAIT, seen);
+		seen = __atomic_load_n(&pp->there, __ATOMIC_ACQUIRE);
+		__atomic_add_fetch(&pp->back, 1, __ATOMIC_ACQ_REL);
+		bench_futex(&pp->back, FUTEX_WAKE, 1);
+	}
+}
+
+static inline void bench_round_trip(struct bench_pingpong *pp)
+{
+	uint32_t back = __atomic_load_n(&pp->back, __ATOMIC_ACQUIRE);
+	__atomic_add_fetch(&pp->there, 1, __ATOMIC_ACQ_REL);
+	bench_futex(&pp->there, FUTEX_WAKE, 1);
+	while (__atomic_load_n(&pp->back, __ATOMIC_ACQUIRE) == back)
+		bench_futex(&pp->back, FUTEX_WAIT, back);
+}
+
+/* The median in ns of `trips` round trips in a row, over `rounds` rounds
+ * (at most 1001) each after a sleep of idle_us (as long as the other side
+ * is idle between two turns of the figure this floor is for). apart: the two processes
+ * on different CPUs, as a waker that goes on running and the process it
+ * woke are; else where the scheduler puts them, which is mostly one CPU
+ * taking turns (a lower floor on VMs, where waking another CPU is slow). */
+static inline double bench_pingpong_floor(struct bench_pingpong *pp, pid_t pong, int apart, int trips, int rounds, int idle_us)
+{
+	static double f[1001];
+	cpu_set_t all, one;
+	int i, k;
+	if (rounds > 1001)
+		rounds = 1001;
+	sched_getaffinity(0, sizeof all, &all);
+	if (apart) {
+		CPU_ZERO(&one);
+		CPU_SET(0, &one);
+		sched_setaffinity(0, sizeof one, &one);
+		CPU_ZERO(&one);
+		CPU_SET(1, &one);
+		if (sched_setaffinity(pong, sizeof one, &one) < 0)
+			fprintf(stderr, "bench: no second CPU: a floor \"apart\" is one CPU's\n");
+	} else {
+		sched_setaffinity(pong, sizeof all, &all);
+	}
+	for (i = 0; i < rounds; i++) {
+		int64_t t0;
+		if (idle_us)
+			usleep((useconds_t)idle_us);
+		t0 = bench_now_ns();
+		for (k = 0; k < trips; k++)
+			bench_round_trip(pp);
+		f[i] = (double)(bench_now_ns() - t0);
+	}
+	sched_setaffinity(0, sizeof all, &all);
+	return bench_median(f, rounds);
 }
 
 #endif

@@ -19,15 +19,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <linux/futex.h>
 #include <poll.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -41,70 +38,6 @@
 #define ROUNDS 301
 #define NHOLD 2
 #define MAXS 100000
-
-struct pingpong {
-	uint32_t there, back;
-};
-
-static long futex(uint32_t *w, int op, uint32_t v)
-{
-	return syscall(SYS_futex, w, op, v, NULL, NULL, 0);
-}
-
-/* The floor's other side: answer each ping with a pong. */
-static void ponger(struct pingpong *pp)
-{
-	uint32_t seen = 0;
-	for (;;) {
-		while (__atomic_load_n(&pp->there, __ATOMIC_ACQUIRE) == seen)
-			futex(&pp->there, FUTEX_WAIT, seen);
-		seen = __atomic_load_n(&pp->there, __ATOMIC_ACQUIRE);
-		__atomic_add_fetch(&pp->back, 1, __ATOMIC_ACQ_REL);
-		futex(&pp->back, FUTEX_WAKE, 1);
-	}
-}
-
-static void round_trip(struct pingpong *pp)
-{
-	uint32_t back = __atomic_load_n(&pp->back, __ATOMIC_ACQUIRE);
-	__atomic_add_fetch(&pp->there, 1, __ATOMIC_ACQ_REL);
-	futex(&pp->there, FUTEX_WAKE, 1);
-	while (__atomic_load_n(&pp->back, __ATOMIC_ACQUIRE) == back)
-		futex(&pp->back, FUTEX_WAIT, back);
-}
-
-/* Two round trips; apart: the two processes on different CPUs, as the
- * agent and the holders are (a waker that goes on running does not hand
- * its CPU to the one it woke); else where the scheduler puts them, which
- * is mostly one CPU taking turns. */
-static double floor_two_round_trips(struct pingpong *pp, pid_t pong, int apart)
-{
-	static double f[ROUNDS];
-	cpu_set_t all, one;
-	int i;
-	sched_getaffinity(0, sizeof all, &all);
-	if (apart) {
-		CPU_ZERO(&one);
-		CPU_SET(0, &one);
-		sched_setaffinity(0, sizeof one, &one);
-		CPU_ZERO(&one);
-		CPU_SET(1, &one);
-		if (sched_setaffinity(pong, sizeof one, &one) < 0)
-			fprintf(stderr, "bench_arbiter: no second CPU: the handoff floor is one CPU's\n");
-	} else {
-		sched_setaffinity(pong, sizeof all, &all);
-	}
-	for (i = 0; i < ROUNDS; i++) {
-		int64_t t0;
-		usleep(1000); /* as in a hand-off, the other side slept through a turn */
-		t0 = bench_now_ns();
-		round_trip(pp);
-		round_trip(pp);
-		f[i] = (double)(bench_now_ns() - t0);
-	}
-	sched_setaffinity(0, sizeof all, &all);
-	return bench_median(f, ROUNDS);
-}
 
 static pid_t holder(const char *consumer, const char *witness)
 {
@@ -146,7 +79,7 @@ int main(void)
 	static int64_t decided[ROUNDS + 8];
 	static double lat[ROUNDS + 8];
 	char consumer[16], lockdir[] = "/tmp/procctl-bench.XXXXXX", witness[] = "/tmp/procctl-benchw.XXXXXX", cmd[64];
-	struct pingpong *pp = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	struct bench_pingpong *pp = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	struct procctl_registry_opts o;
 	struct procctl_arbiter_source src;
 	struct procctl_arbiter_opts ao;
@@ -165,11 +98,11 @@ int main(void)
 	/* Every process first: no thread exists yet. */
 	pong = fork();
 	if (pong == 0)
-		ponger(pp);
+		bench_ponger(pp);
 	for (i = 0; i < NHOLD; i++)
 		h[i] = holder(consumer, witness);
-	fl = floor_two_round_trips(pp, pong, 1);
-	fl_near = floor_two_round_trips(pp, pong, 0);
+	fl = bench_pingpong_floor(pp, pong, 1, 2, ROUNDS, 1000);
+	fl_near = bench_pingpong_floor(pp, pong, 0, 2, ROUNDS, 1000);
 
 	memset(&o, 0, sizeof o);
 	o.sz = sizeof o;

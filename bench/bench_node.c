@@ -4,6 +4,12 @@
  *   node_publish_ack      Publish to one echo client with wait-for-ack,
  *                         against a grpc.health.v1 Check on the same
  *                         server and socket (the cost of a gRPC call);
+ *   node_publish_ack_vs_check_and_rtt  the same against that Check plus
+ *                         one cross-process futex round trip between
+ *                         processes on different CPUs: a publish with
+ *                         wait-for-ack cannot do with less (the client
+ *                         must wake and its ack be heard), so this ratio
+ *                         is what the daemon adds;
  *   node_idle_stream_rss  the daemon's RSS with 2,000 idle WatchEvents
  *                         streams, against its RSS before them;
  *   node_idle_stream_cpu  its CPU time per second with them open, against
@@ -11,12 +17,14 @@
  *   node_fanout           one event to 1,000 watchers, until the last has
  *                         it, against the same event to one watcher.
  * Usage: bench_node (PROCCTL_NODE_PATH and ECHO_CLIENT_PATH are built in). */
+#define _GNU_SOURCE 1
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -277,8 +285,21 @@ int main(void)
 	char lock_dir[96], listen[160];
 	grpc_channel_credentials *cr;
 	long rss0, rss1;
-	double cpu0, cpu1;
+	double cpu0, cpu1, rtt;
+	struct bench_pingpong *pp = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	pid_t pong;
 	int i;
+
+	if (pp == MAP_FAILED)
+		die("mmap");
+	/* Before any thread: the floor's other side. */
+	if ((pong = fork()) == 0)
+		bench_ponger(pp);
+	if (pong < 0)
+		die("fork");
+	rtt = bench_pingpong_floor(pp, pong, 1, 1, 1001, 0) / 1000.0;
+	kill(pong, SIGKILL);
+	waitpid(pong, NULL, 0);
 
 	snprintf(dir, sizeof dir, "/tmp/bench_node.%d", (int)getpid());
 	snprintf(sock, sizeof sock, "%s/node.sock", dir);
@@ -320,7 +341,11 @@ int main(void)
 		floor_v[i] = (double)(t1 - t0) / 1000.0;
 		value_v[i] = (double)(t2 - t1) / 1000.0;
 	}
-	bench_report("node_publish_ack", "us", bench_median(value_v, ROUNDS), bench_median(floor_v, ROUNDS));
+	{
+		double v = bench_median(value_v, ROUNDS), f = bench_median(floor_v, ROUNDS);
+		bench_report("node_publish_ack", "us", v, f);
+		bench_report("node_publish_ack_vs_check_and_rtt", "us", v, f + rtt);
+	}
 
 	/* 2,000 idle streams. */
 	rss0 = rss_kib(daemon_pid);
