@@ -43,29 +43,101 @@ static const char *sock;
 static int64_t timeout_ms = 10000;
 static int json_out;
 
+/* Every command: its synopsis, a line for the list, and its --help. */
+static const struct command {
+	const char *name, *synopsis, *summary, *help;
+} commands[] = {
+	{"ps", "ps [SELECTOR]", "the attached processes",
+	 "The attached processes (of SELECTOR only, when given): pid, consumer, schema version,\n"
+	 "pod UID, container ID, owner (owned or passive), config generation, acked generation\n"
+	 "and how it was acked.\n"},
+	{"get", "get PID", "one process", "One attached process, with its NSpid list, instance id, QoS class and lease.\n"},
+	{"state", "state PID", "its state block: ack, resources, status bytes",
+	 "The process's state block, read now: its last ack, its resource reports and its\n"
+	 "status bytes.\n"},
+	{"publish", "publish SELECTOR DATA [--wait]", "write a config",
+	 "Write DATA as the config of the selected processes (the set is fixed when the call\n"
+	 "starts). With --wait, wait up to --timeout for their acks. One row per process:\n"
+	 "APPLIED, REJECTED, PENDING, SUPERSEDED, NOT_OWNER or GONE.\n"},
+	{"clear", "clear SELECTOR [--wait]", "withdraw it (the process falls back to its defaults)",
+	 "Withdraw the config of the selected processes: each sees no config once and falls\n"
+	 "back to its defaults. --wait and the rows as for publish.\n"},
+	{"watch", "watch [SELECTOR] [--from TOKEN] [--count N]", "events as they come (a snapshot first, unless --from)",
+	 "Events as they come: a snapshot of the attached processes first, then attached,\n"
+	 "detached, acked, state changes, ownership changes, grants and releases, each with its\n"
+	 "resume token. --from TOKEN continues after that event instead of a snapshot; --count N\n"
+	 "stops after N events. -o json prints one JSON document per line.\n"},
+	{"resources", "resources [KIND]", "exclusive resources: holders, blocked time",
+	 "Every exclusive resource (of arbiter KIND only, when given): holder, time held,\n"
+	 "blocked and pending-release seconds, hand-offs and waiters. KIND with no arbiter:\n"
+	 "NOT_FOUND.\n"},
+	{"desired", "desired ls | set SELECTOR DATA [--wait] | rm SELECTOR",
+	 "desired configs (kept by the daemon, given on attach)",
+	 "Desired configs: stated once, given to the processes that match now and to every\n"
+	 "process that attaches later (pid over container over pod over consumer). ls lists\n"
+	 "them, set states one (--wait and the rows as for publish), rm withdraws one.\n"},
+	{"health", "health", "the daemon's serving status", "The daemon's serving status; exit 0 when SERVING.\n"},
+	{"version", "version", "this program's version", "This program's version and the API it speaks.\n"},
+};
+
+#define NCOMMANDS (sizeof commands / sizeof commands[0])
+
+static const char global_help[] =
+	"SELECTOR: --pid PID | --consumer NAME [--schema N (default 1)] [--pod UID] [--container ID]\n"
+	"DATA: --data STRING | --file PATH | - (standard input)\n"
+	"DUR: seconds, or with a unit: 500ms, 5s, 2m (default 10s; --wait waits this long)\n"
+	"The socket: --socket, else $PROCCTL_SOCKET, else " DEFAULT_SOCKET ".\n"
+	"Exit status: 0 done, 1 failed (or a process refused or missed the config), 2 bad usage,\n"
+	"3 not acked in time (--wait).\n";
+
+static void list_commands(FILE *f)
+{
+	size_t k;
+	fprintf(f, "usage: procctl [--socket PATH] [--timeout DUR] [-o table|json] COMMAND ...\n");
+	for (k = 0; k < NCOMMANDS; k++) {
+		if (strlen(commands[k].synopsis) > 34)
+			fprintf(f, "  %s\n  %-34s  %s\n", commands[k].synopsis, "", commands[k].summary);
+		else
+			fprintf(f, "  %-34s  %s\n", commands[k].synopsis, commands[k].summary);
+	}
+	fprintf(f, "Each command's own: procctl COMMAND --help\n%s", global_help);
+}
+
+/* An option of a command that takes the next argument as its value. */
+static int takes_value(const char *a)
+{
+	static const char *const with[] = {"--pid", "--consumer", "--schema", "--pod", "--container",
+					   "--data", "--file", "--from", "--count"};
+	size_t k;
+	for (k = 0; k < sizeof with / sizeof with[0]; k++)
+		if (!strcmp(a, with[k]))
+			return 1;
+	return 0;
+}
+
+/* Bad usage: the list on stderr, and 2. */
 static int usage(void)
 {
-	fprintf(stderr,
-		"usage: procctl [--socket PATH] [--timeout DUR] [-o table|json] COMMAND ...\n"
-		"  ps [SELECTOR]                       the attached processes\n"
-		"  get PID                             one process\n"
-		"  state PID                           its state block: ack, resources, status bytes\n"
-		"  publish SELECTOR DATA [--wait]      write a config\n"
-		"  clear SELECTOR [--wait]             withdraw it (the process falls back to its defaults)\n"
-		"  watch [SELECTOR] [--from TOKEN] [--count N]\n"
-		"                                      events as they come (a snapshot first, unless --from)\n"
-		"  resources [KIND]                    exclusive resources: holders, blocked time\n"
-		"  desired ls | set SELECTOR DATA [--wait] | rm SELECTOR\n"
-		"                                      desired configs (kept by the daemon, given on attach)\n"
-		"  health                              the daemon's serving status\n"
-		"  version                             this program's version\n"
-		"SELECTOR: --pid PID | --consumer NAME [--schema N (default 1)] [--pod UID] [--container ID]\n"
-		"DATA: --data STRING | --file PATH | - (standard input)\n"
-		"DUR: seconds, or with a unit: 500ms, 5s, 2m (default 10s; --wait waits this long)\n"
-		"The socket: --socket, else $PROCCTL_SOCKET, else " DEFAULT_SOCKET ".\n"
-		"Exit status: 0 done, 1 failed (or a process refused or missed the config), 2 bad usage,\n"
-		"3 not acked in time (--wait).\n");
+	list_commands(stderr);
 	return 2;
+}
+
+/* procctl COMMAND --help, procctl help [COMMAND]: on stdout, 0. */
+static int help(const char *name)
+{
+	size_t k;
+	if (!name) {
+		list_commands(stdout);
+		return 0;
+	}
+	for (k = 0; k < NCOMMANDS; k++)
+		if (!strcmp(commands[k].name, name)) {
+			printf("usage: procctl [--socket PATH] [--timeout DUR] [-o table|json] %s\n\n%s\n%s",
+			       commands[k].synopsis, commands[k].help, global_help);
+			return 0;
+		}
+	fprintf(stderr, "procctl: %s: no such command\n", name);
+	return usage();
 }
 
 static gpr_timespec deadline(void)
@@ -704,10 +776,8 @@ int main(int argc, char **argv)
 	sock = getenv("PROCCTL_SOCKET");
 	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
 		const char *a = argv[i];
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			usage();
-			return 0;
-		}
+		if (!strcmp(a, "--help") || !strcmp(a, "-h"))
+			return help(NULL);
 		if (i + 1 >= argc)
 			return usage();
 		if (!strcmp(a, "--socket"))
@@ -727,6 +797,13 @@ int main(int argc, char **argv)
 	if (i >= argc)
 		return usage();
 	cmd = argv[i++];
+	if (!strcmp(cmd, "help"))
+		return i + 1 < argc ? usage() : help(i < argc ? argv[i] : NULL);
+	for (e = i; e < argc; e++) {
+		if (!strcmp(argv[e], "--help") || !strcmp(argv[e], "-h"))
+			return help(cmd);
+		e += takes_value(argv[e]); /* --data --help is data */
+	}
 	if (!strcmp(cmd, "version")) {
 		printf(json_out ? "{\"version\":\"%s\",\"api\":\"procctl.v1\"}\n" : "procctl %s (API procctl.v1)\n",
 		       PROCCTL_VERSION_STRING);

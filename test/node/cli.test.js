@@ -142,7 +142,27 @@ test('version: exit 0 even without a daemon, in both outputs', async () => {
   assert.deepEqual(j, { version: m[1], api: 'procctl.v1' });
   // And with the daemon there, the same.
   assert.equal(exits(await cli(['version']), 0).stdout, t.stdout);
-  assert.match(exits(await cli(['--help'], { sock: nowhere }), 0).stderr, /^usage: procctl /);
+  assert.match(exits(await cli(['--help'], { sock: nowhere }), 0).stdout, /^usage: procctl /);
+});
+
+test('each command has its own --help (stdout, exit 0, no daemon needed); help COMMAND says the same', async () => {
+  const list = exits(await cli(['help'], { sock: nowhere }), 0).stdout;
+  const names = ['ps', 'get', 'state', 'publish', 'clear', 'watch', 'resources', 'desired', 'health', 'version'];
+  for (const name of names) {
+    assert.match(list, new RegExp(`^  ${name}\\b`, 'm'), `${name} is listed`);
+    const r = exits(await cli([name, '--help'], { sock: nowhere }), 0);
+    assert.match(r.stdout, new RegExp(`^usage: procctl \\[--socket PATH\\] \\[--timeout DUR\\] \\[-o table\\|json\\] ${name}\\b`), said(r));
+    assert.match(r.stdout, /\n\n\S.*\n/, 'a description follows the usage line');
+    assert.equal(r.stderr, '');
+    assert.equal(exits(await cli(['help', name], { sock: nowhere }), 0).stdout, r.stdout);
+    assert.equal(exits(await cli([name, '-h'], { sock: nowhere }), 0).stdout, r.stdout);
+  }
+  // After other options too; but a value that reads "--help" is a value.
+  assert.match(exits(await cli(['publish', '--pid', '1', '--help'], { sock: nowhere }), 0).stdout, /\] publish /);
+  const v = exits(await cli(['publish', '--pid', '1', '--data', '--help'], { sock: nowhere }), 1);
+  assert.match(v.stderr, /is procctl-node running/, said(v));
+  const u = exits(await cli(['help', 'frob'], { sock: nowhere }), 2);
+  assert.match(u.stderr, /frob: no such command/);
 });
 
 test('health: SERVING, exit 0, in both outputs; --socket wins over $PROCCTL_SOCKET', async () => {
