@@ -23,6 +23,7 @@ libmicrohttpd-dev
 libjansson-dev
 prometheus
 curl
+iproute2
 "
 
 missing=""
