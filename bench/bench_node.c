@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -264,6 +265,7 @@ static pid_t spawn(char *const argv[])
 	pid_t pid = fork();
 	if (pid == 0) {
 		int null = open("/dev/null", O_WRONLY);
+		prctl(PR_SET_PDEATHSIG, SIGTERM); /* a bench killed (a closed pipe) leaves no daemon */
 		dup2(null, 1);
 		dup2(null, 2);
 		execv(argv[0], argv);
