@@ -9,6 +9,8 @@
  *             wait_ack (procctl_client_*)
  *   Registry  discovery, attach, exit and exec detection, node locks,
  *             ownership, heartbeats, hand-off (procctl_registry_*)
+ *   Hello     fast discovery: the procctl:hello uprobe and executable
+ *             mappings tell which process to scan now (procctl_hello_*)
  *   Logging   procctl_set_log
  */
 #ifndef PROCCTL_AGENT_H
@@ -271,6 +273,8 @@ int procctl_registry_run(procctl_registry_t *r);
 void procctl_registry_stop(procctl_registry_t *r);
 /* Any thread: scan pid soon (the hello probe's fast path). */
 int procctl_registry_notify(procctl_registry_t *r, pid_t pid);
+/* Any thread: a full scan now (as at a rescan). 0. */
+int procctl_registry_rescan(procctl_registry_t *r);
 /* 1 once the first full scan finished. */
 int procctl_registry_first_scan_done(const procctl_registry_t *r);
 /* 1 when this agent holds consumer's node lock and a full scan begun
@@ -295,6 +299,72 @@ void procctl_registry_stats(procctl_registry_t *r, struct procctl_registry_stats
  * uninstall it; drop the node locks (OWNERSHIP held 0); detach everything;
  * free. */
 void procctl_registry_close(procctl_registry_t *r, unsigned flags);
+
+/* ---- Hello: fast discovery ------------------------------------------ */
+
+/* Watches the node for procctl:hello (procctl.h fires it in procctl_init
+ * and procctl_reinit) and calls on_pid(pid) for the process that said it,
+ * so a registry's procctl_registry_notify attaches it within a
+ * millisecond instead of at the next rescan. How: perf events on every
+ * CPU report executable mappings; a file mapped for the first time is
+ * read for procctl:hello notes (procctl_elf_hello_sites) and, when it has
+ * some, gets a uprobe on each; a process that maps such a file is also
+ * handed to on_pid 20 ms later (it may have said hello before the uprobe
+ * existed). on_pid(0): records were lost, scan everything
+ * (procctl_registry_rescan). Probes of files no process maps any more are
+ * closed; memory is bounded.
+ *
+ * Like a registry it runs in the caller's loop: poll procctl_hello_fd and
+ * call procctl_hello_dispatch when it is readable (on_pid runs there). All
+ * calls on one hello from one thread at a time.
+ *
+ * Needs system-wide perf events (CAP_PERFMON or CAP_SYS_ADMIN, or
+ * perf_event_paranoid <= 0) and the uprobe PMU; without them new returns
+ * NULL with errno (EACCES or EPERM: no permission; ENOENT: no uprobe
+ * PMU), procctl_hello_error(-errno) says it in words, and a registry
+ * still finds every process at its rescans. */
+typedef struct procctl_hello procctl_hello_t;
+
+struct procctl_hello_opts {
+	size_t sz;                            /* sizeof(struct procctl_hello_opts) */
+	void (*on_pid)(pid_t pid, void *arg); /* a process to scan now; 0: every process */
+	void *arg;
+	const char *proc_root;                /* NULL: "/proc" */
+	const char *sysfs_root;               /* NULL: "/sys" (the uprobe PMU's type is read there) */
+	unsigned ring_pages;                  /* per CPU, a power of two; 0: 16 */
+};
+
+struct procctl_hello_stats {
+	uint64_t mmaps;          /* executable file mappings seen */
+	uint64_t files_read;     /* files read for notes */
+	uint64_t files_probed;   /* ... that had procctl:hello sites and got uprobes */
+	uint64_t files_dropped;  /* probed files no process mapped any more */
+	uint64_t files_skipped;  /* probed files over the limit */
+	uint64_t files;          /* probed now */
+	uint64_t probes;         /* sites probed now (each on every CPU) */
+	uint64_t probe_failures; /* perf refused a uprobe */
+	uint64_t hits;           /* hellos heard */
+	uint64_t notifies;       /* on_pid calls */
+	uint64_t lost;           /* lost-record reports (a full ring) */
+	uint64_t open_failures;  /* a mapped file that could not be opened */
+	uint64_t elf_rejected;   /* files that are not (sane) 64-bit little-endian ELF */
+};
+
+procctl_hello_t *procctl_hello_new(const struct procctl_hello_opts *opts);
+int procctl_hello_fd(const procctl_hello_t *h);
+/* Handle what is pending, without blocking: 0 or -errno. */
+int procctl_hello_dispatch(procctl_hello_t *h);
+void procctl_hello_stats(const procctl_hello_t *h, struct procctl_hello_stats *out);
+void procctl_hello_free(procctl_hello_t *h);
+/* Why procctl_hello_new failed (its -errno), in words. */
+const char *procctl_hello_error(int err);
+
+/* The file offsets of the procctl:hello sites in the ELF file open as fd
+ * (where a uprobe goes): up to max of them in off, and their count, 0 for
+ * a file without any. The file is read as hostile: -ENOEXEC for anything
+ * but a sane 64-bit little-endian ELF with section headers, -EFBIG for
+ * notes over 1 MiB; -errno of a failed read. */
+int procctl_elf_hello_sites(int fd, uint64_t *off, int max);
 
 /* ---- Logging --------------------------------------------------------- */
 

@@ -713,6 +713,15 @@ int procctl_registry_notify(procctl_registry_t *r, pid_t pid)
 	return 0;
 }
 
+int procctl_registry_rescan(procctl_registry_t *r)
+{
+	pthread_mutex_lock(&r->mu);
+	r->notify_all = 1;
+	pthread_mutex_unlock(&r->mu);
+	kick(r);
+	return 0;
+}
+
 /* ---- lifecycle ------------------------------------------------------ */
 
 procctl_registry_t *procctl_registry_new(const struct procctl_registry_opts *opts)

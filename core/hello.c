@@ -1,0 +1,653 @@
+/* hello.c - fast discovery: the procctl:hello probe.
+ *
+ * On every CPU a software dummy perf event reports executable mappings
+ * (MMAP2), forks, exits and execs into a ring. A file mapped for the first
+ * time (by device and inode) is opened through /proc/<pid>/map_files (the
+ * exact mapping, in any mount namespace; /proc/<pid>/root/<path>, checked
+ * against the record's device and inode, when that is refused) and its
+ * .note.stapsdt read (elfnote.c). A file with procctl:hello sites gets a
+ * uprobe per site and CPU, whose samples go to the same ring: each hit is
+ * one on_pid(pid), a targeted scan of the process that just said hello.
+ * A process that maps a probed file is also handed to on_pid shortly
+ * after the mapping (HELLO_RECHECK_NS), so one that initialised before
+ * its uprobe existed is found as well.
+ *
+ * A probed file keeps the pids that map it (from MMAP2, inherited on
+ * fork, dropped on exit and exec); when none is left its uprobes are
+ * closed. Files without sites are remembered in a direct-mapped cache so
+ * they are read once, mostly. Everything is bounded: HELLO_FILES_MAX
+ * probed files, HELLO_SITES_MAX sites each, HELLO_PIDS_MAX pids each (a
+ * file with more is kept until the agent stops), HELLO_DELAYED_MAX
+ * pending rechecks (more: on_pid at once).
+ *
+ * Lost records (a full ring) are reported as on_pid(0): scan everything.
+ */
+#define _GNU_SOURCE 1
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/perf_event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "procctl_agent.h"
+
+#define HELLO_FILES_MAX 1024
+#define HELLO_SITES_MAX 16
+#define HELLO_PIDS_MAX 65536
+#define HELLO_SEEN_SLOTS 4096 /* power of two */
+#define HELLO_DELAYED_MAX 4096
+#define HELLO_RECHECK_NS 20000000ll
+#define HELLO_RING_PAGES 16
+
+struct key {
+	uint32_t maj, min;
+	uint64_t ino;
+};
+
+struct file {
+	struct key k;
+	int nsites;
+	int *probes; /* ncpu * nsites perf fds */
+	pid_t *pids;
+	size_t npids, cap;
+	int sticky; /* more than HELLO_PIDS_MAX pids: kept */
+	struct file *next;
+};
+
+struct ring {
+	int fd;
+	struct perf_event_mmap_page *meta;
+	unsigned char *data;
+	uint64_t size; /* data bytes, a power of two */
+};
+
+struct delayed {
+	pid_t pid;
+	int64_t due;
+};
+
+struct procctl_hello {
+	struct procctl_hello_opts o;
+	char proc[256];
+	int epfd, tfd, uprobe_type;
+	struct ring *rings;
+	int nrings;
+	struct file *files;
+	size_t nfiles;
+	struct key seen[HELLO_SEEN_SLOTS];
+	struct delayed delayed[HELLO_DELAYED_MAX];
+	size_t dhead, dlen;
+	int64_t armed; /* the timer's due time, 0: disarmed */
+	struct procctl_hello_stats st;
+	unsigned char rec[65536]; /* a record that wraps the ring's end */
+};
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int perf_open(struct perf_event_attr *a, int cpu)
+{
+	return (int)syscall(SYS_perf_event_open, a, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+static uint32_t key_slot(const struct key *k)
+{
+	uint64_t h = (k->ino ^ ((uint64_t)k->maj << 40) ^ ((uint64_t)k->min << 20)) * 0x9e3779b97f4a7c15ull;
+	return (uint32_t)(h >> 52) & (HELLO_SEEN_SLOTS - 1);
+}
+
+static int key_eq(const struct key *a, const struct key *b)
+{
+	return a->ino == b->ino && a->maj == b->maj && a->min == b->min;
+}
+
+static struct file *file_find(struct procctl_hello *h, const struct key *k)
+{
+	struct file *f;
+	for (f = h->files; f; f = f->next)
+		if (key_eq(&f->k, k))
+			return f;
+	return NULL;
+}
+
+static int pid_index(const struct file *f, pid_t pid)
+{
+	size_t i;
+	for (i = 0; i < f->npids; i++)
+		if (f->pids[i] == pid)
+			return (int)i;
+	return -1;
+}
+
+static void pid_add(struct file *f, pid_t pid)
+{
+	if (f->sticky || pid_index(f, pid) >= 0)
+		return;
+	if (f->npids == f->cap) {
+		size_t cap = f->cap ? f->cap * 2 : 8;
+		pid_t *p;
+		if (cap > HELLO_PIDS_MAX || !(p = realloc(f->pids, cap * sizeof *p))) {
+			f->sticky = 1; /* cannot follow them all: keep the probe */
+			return;
+		}
+		f->pids = p;
+		f->cap = cap;
+	}
+	f->pids[f->npids++] = pid;
+}
+
+static void file_close(struct procctl_hello *h, struct file *f)
+{
+	int i;
+	for (i = 0; i < h->nrings * f->nsites; i++)
+		if (f->probes[i] >= 0)
+			close(f->probes[i]);
+	h->st.probes -= (uint64_t)f->nsites;
+	free(f->probes);
+	free(f->pids);
+	free(f);
+}
+
+/* pid left every file it mapped (exit, exec); files left by all unprobed. */
+static void pid_gone(struct procctl_hello *h, pid_t pid)
+{
+	struct file **pp = &h->files, *f;
+	while ((f = *pp)) {
+		int i = pid_index(f, pid);
+		if (i >= 0)
+			f->pids[i] = f->pids[--f->npids];
+		if (i >= 0 && !f->npids && !f->sticky) {
+			*pp = f->next;
+			h->seen[key_slot(&f->k)] = (struct key){0, 0, 0}; /* read again when mapped again */
+			file_close(h, f);
+			h->nfiles--;
+			h->st.files_dropped++;
+			continue;
+		}
+		pp = &f->next;
+	}
+}
+
+static void pid_forked(struct procctl_hello *h, pid_t parent, pid_t child)
+{
+	struct file *f;
+	for (f = h->files; f; f = f->next)
+		if (pid_index(f, parent) >= 0)
+			pid_add(f, child);
+}
+
+static void arm(struct procctl_hello *h)
+{
+	struct itimerspec its;
+	int64_t due = h->dlen ? h->delayed[h->dhead].due : 0;
+	if (due == h->armed)
+		return;
+	memset(&its, 0, sizeof its);
+	if (due) {
+		its.it_value.tv_sec = due / 1000000000;
+		its.it_value.tv_nsec = due % 1000000000;
+	}
+	timerfd_settime(h->tfd, TFD_TIMER_ABSTIME, &its, NULL);
+	h->armed = due;
+}
+
+static void say(struct procctl_hello *h, pid_t pid)
+{
+	h->st.notifies++;
+	h->o.on_pid(pid, h->o.arg);
+}
+
+/* on_pid(pid) after HELLO_RECHECK_NS (in order: every delay is the same). */
+static void recheck(struct procctl_hello *h, pid_t pid)
+{
+	if (h->dlen == HELLO_DELAYED_MAX) {
+		say(h, pid);
+		return;
+	}
+	h->delayed[(h->dhead + h->dlen++) % HELLO_DELAYED_MAX] = (struct delayed){pid, now_ns() + HELLO_RECHECK_NS};
+	arm(h);
+}
+
+/* The mapped file, opened: the mapping itself, else the path in the
+ * process's root if it is the same inode. -1 when neither. */
+static int open_mapped(struct procctl_hello *h, pid_t pid, uint64_t start, uint64_t end, const struct key *k,
+		       const char *path)
+{
+	char p[4352];
+	struct stat st;
+	int fd;
+	snprintf(p, sizeof p, "%s/%d/map_files/%" PRIx64 "-%" PRIx64, h->proc, (int)pid, start, end);
+	if ((fd = open(p, O_RDONLY | O_CLOEXEC)) >= 0)
+		return fd;
+	if (!path || path[0] != '/')
+		return -1;
+	snprintf(p, sizeof p, "%s/%d/root%s", h->proc, (int)pid, path);
+	if ((fd = open(p, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)) < 0)
+		return -1;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_ino != k->ino || major(st.st_dev) != k->maj ||
+	    minor(st.st_dev) != k->min) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Uprobes on every site of the file open as fd, on every CPU, into the rings. */
+static int probe(struct procctl_hello *h, struct file *f, int fd, const uint64_t *off)
+{
+	char path[64];
+	int c, s;
+	snprintf(path, sizeof path, "/proc/self/fd/%d", fd); /* the inode, whatever its namespace */
+	for (c = 0; c < h->nrings; c++)
+		for (s = 0; s < f->nsites; s++) {
+			struct perf_event_attr a;
+			int pfd;
+			memset(&a, 0, sizeof a);
+			a.size = sizeof a;
+			a.type = (uint32_t)h->uprobe_type;
+			a.config1 = (uint64_t)(uintptr_t)path; /* uprobe_path */
+			a.config2 = off[s];                    /* probe_offset */
+			a.sample_period = 1;
+			a.sample_type = PERF_SAMPLE_TID;
+			a.disabled = 1;
+			if ((pfd = perf_open(&a, c)) < 0)
+				return -errno;
+			f->probes[c * f->nsites + s] = pfd;
+			if (ioctl(pfd, PERF_EVENT_IOC_SET_OUTPUT, h->rings[c].fd) < 0 ||
+			    ioctl(pfd, PERF_EVENT_IOC_ENABLE, 0) < 0)
+				return -errno;
+		}
+	return 0;
+}
+
+/* pid maps [start, end) of file k (path as the process named it). */
+static void mapped(struct procctl_hello *h, pid_t pid, uint64_t start, uint64_t end, const struct key *k,
+		   const char *path, int live)
+{
+	uint64_t off[HELLO_SITES_MAX];
+	struct file *f;
+	uint32_t slot = key_slot(k);
+	int fd, n, i;
+
+	if (!k->ino)
+		return; /* anonymous: JIT code, the vdso */
+	h->st.mmaps++;
+	if ((f = file_find(h, k))) {
+		pid_add(f, pid);
+		if (live)
+			recheck(h, pid);
+		return;
+	}
+	if (key_eq(&h->seen[slot], k))
+		return; /* read before: no probe in it */
+	if ((fd = open_mapped(h, pid, start, end, k, path)) < 0) {
+		h->st.open_failures++; /* gone already, or not ours to open: the next mapping tries again */
+		return;
+	}
+	h->st.files_read++;
+	n = procctl_elf_hello_sites(fd, off, HELLO_SITES_MAX);
+	if (n < 0)
+		h->st.elf_rejected++;
+	if (n <= 0 || h->nfiles >= HELLO_FILES_MAX) {
+		h->st.files_skipped += n > 0;
+		h->seen[slot] = *k;
+		close(fd);
+		return;
+	}
+	if (!(f = calloc(1, sizeof *f)) || !(f->probes = malloc((size_t)(h->nrings * n) * sizeof *f->probes))) {
+		free(f);
+		close(fd);
+		return;
+	}
+	f->k = *k;
+	f->nsites = n;
+	for (i = 0; i < h->nrings * n; i++)
+		f->probes[i] = -1;
+	h->st.probes += (uint64_t)n;
+	if (probe(h, f, fd, off) < 0) {
+		h->st.probe_failures++;
+		h->seen[slot] = *k; /* not again and again */
+		file_close(h, f);
+		close(fd);
+		return;
+	}
+	close(fd);
+	f->next = h->files;
+	h->files = f;
+	h->nfiles++;
+	h->st.files_probed++;
+	pid_add(f, pid);
+	if (live)
+		recheck(h, pid);
+}
+
+/* Field access in a record of len bytes. */
+#define REC_NEED(n) \
+	do { \
+		if (len < (size_t)(n)) \
+			return; \
+	} while (0)
+
+static void record(struct procctl_hello *h, const unsigned char *r, size_t len)
+{
+	struct perf_event_header hd;
+	uint32_t a[4];
+	memcpy(&hd, r, sizeof hd);
+	r += sizeof hd;
+	len -= sizeof hd;
+	switch (hd.type) {
+	case PERF_RECORD_SAMPLE: /* a uprobe hit: PERF_SAMPLE_TID */
+		REC_NEED(8);
+		memcpy(a, r, 8);
+		h->st.hits++;
+		say(h, (pid_t)a[0]);
+		break;
+	case PERF_RECORD_MMAP2: {
+		uint64_t v[3], ino;
+		struct key k;
+		const char *name;
+		REC_NEED(8 + 24 + 8 + 8 + 8 + 8 + 1);
+		memcpy(a, r, 8);
+		memcpy(v, r + 8, 24); /* addr, len, pgoff */
+		memcpy(&k.maj, r + 32, 4);
+		memcpy(&k.min, r + 36, 4);
+		memcpy(&ino, r + 40, 8);
+		k.ino = ino;
+		name = (const char *)r + 64;
+		if (!memchr(name, 0, len - 64))
+			return;
+		if (hd.misc & PERF_RECORD_MISC_MMAP_BUILD_ID)
+			return; /* not asked for */
+		mapped(h, (pid_t)a[0], v[0], v[0] + v[1], &k, name, 1);
+		break;
+	}
+	case PERF_RECORD_FORK: /* pid, ppid, tid, ptid */
+		REC_NEED(16);
+		memcpy(a, r, 16);
+		if (a[0] == a[2] && a[0] != a[1])
+			pid_forked(h, (pid_t)a[1], (pid_t)a[0]);
+		break;
+	case PERF_RECORD_EXIT:
+		REC_NEED(16);
+		memcpy(a, r, 16);
+		if (a[0] == a[2])
+			pid_gone(h, (pid_t)a[0]);
+		break;
+	case PERF_RECORD_COMM:
+		REC_NEED(8);
+		memcpy(a, r, 8);
+		if (hd.misc & PERF_RECORD_MISC_COMM_EXEC)
+			pid_gone(h, (pid_t)a[0]); /* a new image: its mappings follow */
+		break;
+	case PERF_RECORD_LOST:
+		h->st.lost++;
+		say(h, 0);
+		break;
+	default:
+		break;
+	}
+}
+
+static void drain(struct procctl_hello *h, struct ring *rg)
+{
+	uint64_t head = __atomic_load_n(&rg->meta->data_head, __ATOMIC_ACQUIRE);
+	uint64_t tail = rg->meta->data_tail;
+	while (head - tail >= sizeof(struct perf_event_header)) {
+		struct perf_event_header hd;
+		uint64_t at = tail & (rg->size - 1);
+		const unsigned char *r;
+		if (at + sizeof hd <= rg->size) {
+			memcpy(&hd, rg->data + at, sizeof hd);
+		} else {
+			size_t first = (size_t)(rg->size - at);
+			memcpy(&hd, rg->data + at, first);
+			memcpy((unsigned char *)&hd + first, rg->data, sizeof hd - first);
+		}
+		if (hd.size < sizeof hd || hd.size > head - tail)
+			break; /* cannot be: the kernel writes whole records */
+		if (at + hd.size <= rg->size) {
+			r = rg->data + at;
+		} else {
+			size_t first = (size_t)(rg->size - at);
+			memcpy(h->rec, rg->data + at, first);
+			memcpy(h->rec + first, rg->data, hd.size - first);
+			r = h->rec;
+		}
+		record(h, r, hd.size);
+		tail += hd.size;
+	}
+	__atomic_store_n(&rg->meta->data_tail, tail, __ATOMIC_RELEASE);
+}
+
+/* The executable file mappings that exist already, from /proc/<pid>/maps. */
+static void sweep(struct procctl_hello *h)
+{
+	DIR *d = opendir(h->proc);
+	struct dirent *de;
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		char p[320], line[4608];
+		FILE *f;
+		char *end;
+		long pid = strtol(de->d_name, &end, 10);
+		if (pid <= 0 || *end)
+			continue;
+		snprintf(p, sizeof p, "%s/%ld/maps", h->proc, pid);
+		if (!(f = fopen(p, "re")))
+			continue;
+		while (fgets(line, sizeof line, f)) {
+			uint64_t start, stop, off, ino;
+			unsigned maj, min;
+			char perms[8];
+			int at = 0;
+			struct key k;
+			if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %x:%x %" SCNu64 " %n", &start, &stop, perms, &off,
+				   &maj, &min, &ino, &at) < 7 ||
+			    strlen(perms) < 3 || perms[2] != 'x')
+				continue;
+			line[strcspn(line, "\n")] = 0;
+			k = (struct key){maj, min, ino};
+			mapped(h, (pid_t)pid, start, stop, &k, at ? line + at : NULL, 0);
+		}
+		fclose(f);
+	}
+	closedir(d);
+}
+
+static int read_int(const char *path, int *v)
+{
+	FILE *f = fopen(path, "re");
+	int ok;
+	if (!f)
+		return -errno;
+	ok = fscanf(f, "%d", v) == 1;
+	fclose(f);
+	return ok ? 0 : -EINVAL;
+}
+
+const char *procctl_hello_error(int err)
+{
+	switch (err) {
+	case -EACCES:
+	case -EPERM:
+		return "no permission for system-wide perf events (CAP_PERFMON, or perf_event_paranoid <= 0)";
+	case -ENOENT:
+		return "no uprobe PMU (/sys/bus/event_source/devices/uprobe)";
+	case -ENOSYS:
+		return "no perf_event_open in this kernel";
+	case -ENOMEM:
+		return "out of memory";
+	default:
+		return "perf_event_open failed";
+	}
+}
+
+void procctl_hello_free(procctl_hello_t *h)
+{
+	int c;
+	if (!h)
+		return;
+	while (h->files) {
+		struct file *f = h->files;
+		h->files = f->next;
+		file_close(h, f);
+	}
+	for (c = 0; c < h->nrings; c++) {
+		if (h->rings[c].meta)
+			munmap(h->rings[c].meta, (size_t)(h->rings[c].size + (uint64_t)sysconf(_SC_PAGESIZE)));
+		if (h->rings[c].fd >= 0)
+			close(h->rings[c].fd);
+	}
+	free(h->rings);
+	if (h->tfd >= 0)
+		close(h->tfd);
+	if (h->epfd >= 0)
+		close(h->epfd);
+	free(h);
+}
+
+procctl_hello_t *procctl_hello_new(const struct procctl_hello_opts *o)
+{
+	procctl_hello_t *h;
+	char p[320];
+	long ncpu = sysconf(_SC_NPROCESSORS_CONF), page = sysconf(_SC_PAGESIZE);
+	unsigned pages;
+	int c, err = 0;
+
+	if (!o || o->sz < offsetof(struct procctl_hello_opts, ring_pages) + sizeof o->ring_pages || !o->on_pid ||
+	    (o->ring_pages & (o->ring_pages - 1)) || ncpu < 1) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (!(h = calloc(1, sizeof *h))) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	h->o = *o;
+	h->epfd = h->tfd = -1;
+	snprintf(h->proc, sizeof h->proc, "%s", o->proc_root ? o->proc_root : "/proc");
+	pages = o->ring_pages ? o->ring_pages : HELLO_RING_PAGES;
+	snprintf(p, sizeof p, "%s/bus/event_source/devices/uprobe/type", o->sysfs_root ? o->sysfs_root : "/sys");
+	if ((err = read_int(p, &h->uprobe_type)) < 0) {
+		err = -ENOENT;
+		goto fail;
+	}
+	if ((h->epfd = epoll_create1(EPOLL_CLOEXEC)) < 0 ||
+	    (h->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK)) < 0 ||
+	    !(h->rings = calloc((size_t)ncpu, sizeof *h->rings))) {
+		err = errno ? -errno : -ENOMEM;
+		goto fail;
+	}
+	{
+		struct epoll_event ee = {.events = EPOLLIN, .data.u32 = UINT32_MAX};
+		if (epoll_ctl(h->epfd, EPOLL_CTL_ADD, h->tfd, &ee) < 0) {
+			err = -errno;
+			goto fail;
+		}
+	}
+	for (c = 0; c < ncpu; c++) {
+		struct perf_event_attr a;
+		struct ring *rg = &h->rings[h->nrings];
+		struct epoll_event ee = {.events = EPOLLIN, .data.u32 = (uint32_t)h->nrings};
+		void *m;
+		memset(&a, 0, sizeof a);
+		a.size = sizeof a;
+		a.type = PERF_TYPE_SOFTWARE;
+		a.config = PERF_COUNT_SW_DUMMY;
+		a.sample_type = PERF_SAMPLE_TID;
+		a.sample_id_all = 1;
+		a.mmap = 1; /* executable mappings only (no mmap_data) */
+		a.mmap2 = 1;
+		a.task = 1;
+		a.comm = 1;
+		a.comm_exec = 1;
+		a.watermark = 1;
+		a.wakeup_watermark = 1; /* every record wakes the loop */
+		rg->fd = perf_open(&a, c);
+		if (rg->fd < 0 && errno == ENODEV)
+			continue; /* an offline CPU */
+		if (rg->fd < 0) {
+			err = -errno;
+			goto fail;
+		}
+		rg->size = (uint64_t)pages * (uint64_t)page;
+		m = mmap(NULL, (size_t)(rg->size + (uint64_t)page), PROT_READ | PROT_WRITE, MAP_SHARED, rg->fd, 0);
+		if (m == MAP_FAILED) {
+			err = -errno;
+			close(rg->fd);
+			goto fail;
+		}
+		rg->meta = m;
+		rg->data = (unsigned char *)m + page;
+		h->nrings++;
+		if (epoll_ctl(h->epfd, EPOLL_CTL_ADD, rg->fd, &ee) < 0) {
+			err = -errno;
+			goto fail;
+		}
+	}
+	if (!h->nrings) {
+		err = -ENODEV;
+		goto fail;
+	}
+	sweep(h);
+	return h;
+fail:
+	procctl_hello_free(h);
+	errno = -err;
+	return NULL;
+}
+
+int procctl_hello_fd(const procctl_hello_t *h)
+{
+	return h->epfd;
+}
+
+int procctl_hello_dispatch(procctl_hello_t *h)
+{
+	struct epoll_event ev[16];
+	int64_t now;
+	uint64_t v;
+	int c;
+
+	/* Consume the readiness (a perf fd's is cleared by being polled), then
+	 * drain every ring whatever it said: records are cheap to look for. */
+	(void)epoll_wait(h->epfd, ev, 16, 0);
+	if (read(h->tfd, &v, sizeof v) < 0) {
+		/* EAGAIN: the timer has not fired */
+	}
+	for (c = 0; c < h->nrings; c++)
+		drain(h, &h->rings[c]);
+	now = now_ns();
+	while (h->dlen && h->delayed[h->dhead].due <= now) {
+		pid_t pid = h->delayed[h->dhead].pid;
+		h->dhead = (h->dhead + 1) % HELLO_DELAYED_MAX;
+		h->dlen--;
+		say(h, pid);
+	}
+	h->armed = -1; /* the timer fired or was read: set it again */
+	arm(h);
+	return 0;
+}
+
+void procctl_hello_stats(const procctl_hello_t *h, struct procctl_hello_stats *s)
+{
+	*s = h->st;
+	s->files = h->nfiles;
+}

@@ -1,0 +1,522 @@
+/* Fast discovery: the ELF note parser against hostile files, and the
+ * procctl:hello probe with real processes started after the agent (a
+ * program with procctl.h in it, and one that dlopens it in a shared
+ * library), with rescans an hour apart: they are attached only if the
+ * probe worked. Also: a process from before the agent is found by the
+ * first scan; probes of files nobody maps any more are dropped; without
+ * the uprobe PMU hello says so and the registry still finds processes at
+ * its rescans. */
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "th.h"
+#include "procctl_agent.h"
+
+#if !defined(ECHO_CLIENT_PATH) || !defined(HELLOLIB_CLIENT_PATH) || !defined(HELLOLIB_PATH)
+#error "ECHO_CLIENT_PATH, HELLOLIB_CLIENT_PATH and HELLOLIB_PATH must name the helpers"
+#endif
+
+#define MS 1000000ull
+#define HOUR (3600ull * 1000 * MS)
+
+/* ---- the parser ---------------------------------------------------------- */
+
+static int memfile(const void *p, size_t n)
+{
+	int fd = memfd_create("elf", MFD_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, p, n), (ssize_t)n);
+	return fd;
+}
+
+static int sites_of(const void *p, size_t n, uint64_t *off, int max)
+{
+	int fd = memfile(p, n), r = procctl_elf_hello_sites(fd, off, max);
+	close(fd);
+	return r;
+}
+
+/* A small ELF: one executable PT_LOAD (vaddr 0x400000, file offset 0),
+ * sections null, .shstrtab, .note.stapsdt (the given bytes) and, with
+ * base, .stapsdt.base at address base. */
+struct elf {
+	unsigned char b[4096];
+	size_t len;
+};
+
+static const char shstr[] = "\0.shstrtab\0.note.stapsdt\0.stapsdt.base";
+
+static void craft(struct elf *e, const void *notes, size_t nlen, uint64_t base)
+{
+	Elf64_Ehdr *eh = (Elf64_Ehdr *)e->b;
+	Elf64_Phdr *ph = (Elf64_Phdr *)(e->b + sizeof *eh);
+	Elf64_Shdr sh[4];
+	size_t str_at = 512, note_at = 640, sh_at = 2048;
+	memset(e, 0, sizeof *e);
+	memcpy(eh->e_ident, ELFMAG, SELFMAG);
+	eh->e_ident[EI_CLASS] = ELFCLASS64;
+	eh->e_ident[EI_DATA] = ELFDATA2LSB;
+	eh->e_ident[EI_VERSION] = EV_CURRENT;
+	eh->e_type = ET_EXEC;
+	eh->e_machine = EM_X86_64;
+	eh->e_phoff = sizeof *eh;
+	eh->e_phentsize = sizeof *ph;
+	eh->e_phnum = 1;
+	eh->e_shoff = sh_at;
+	eh->e_shentsize = sizeof(Elf64_Shdr);
+	eh->e_shnum = base ? 4 : 3;
+	eh->e_shstrndx = 1;
+	ph->p_type = PT_LOAD;
+	ph->p_flags = PF_R | PF_X;
+	ph->p_vaddr = 0x400000;
+	ph->p_filesz = ph->p_memsz = 2048;
+	memset(sh, 0, sizeof sh);
+	sh[1].sh_name = 1;
+	sh[1].sh_type = SHT_STRTAB;
+	sh[1].sh_offset = str_at;
+	sh[1].sh_size = sizeof shstr;
+	sh[2].sh_name = 11;
+	sh[2].sh_type = SHT_NOTE;
+	sh[2].sh_offset = note_at;
+	sh[2].sh_size = nlen;
+	sh[3].sh_name = 25;
+	sh[3].sh_type = SHT_PROGBITS;
+	sh[3].sh_addr = base;
+	memcpy(e->b + str_at, shstr, sizeof shstr);
+	assert_true(nlen <= sh_at - note_at);
+	memcpy(e->b + note_at, notes, nlen);
+	memcpy(e->b + sh_at, sh, sizeof sh);
+	e->len = sh_at + eh->e_shnum * sizeof(Elf64_Shdr);
+}
+
+/* One stapsdt note for provider/name at pc (with base): its bytes in out. */
+static size_t note(unsigned char *out, const char *provider, const char *name, uint64_t pc, uint64_t base)
+{
+	Elf64_Nhdr nh;
+	unsigned char desc[256];
+	size_t d = 0, n = 0;
+	memcpy(desc, &pc, 8);
+	memcpy(desc + 8, &base, 8);
+	memset(desc + 16, 0, 8);
+	d = 24;
+	memcpy(desc + d, provider, strlen(provider) + 1);
+	d += strlen(provider) + 1;
+	memcpy(desc + d, name, strlen(name) + 1);
+	d += strlen(name) + 1;
+	desc[d++] = 0; /* no arguments */
+	nh.n_namesz = 8;
+	nh.n_descsz = (uint32_t)d;
+	nh.n_type = 3;
+	memcpy(out, &nh, sizeof nh);
+	n = sizeof nh;
+	memcpy(out + n, "stapsdt", 8);
+	n += 8;
+	memcpy(out + n, desc, d);
+	n += (d + 3) & ~(size_t)3;
+	return n;
+}
+
+static void parser_finds_sites(void **state)
+{
+	unsigned char notes[1024];
+	uint64_t off[4];
+	struct elf e;
+	size_t n;
+	(void)state;
+
+	/* Two sites and a probe of another provider: the two, as file offsets. */
+	n = note(notes, "procctl", "hello", 0x400100, 0);
+	n += note(notes + n, "other", "hello", 0x400200, 0);
+	n += note(notes + n, "procctl", "hello", 0x400300, 0);
+	craft(&e, notes, n, 0);
+	assert_int_equal(sites_of(e.b, e.len, off, 4), 2);
+	assert_int_equal(off[0], 0x100);
+	assert_int_equal(off[1], 0x300);
+	/* max bounds what is written. */
+	assert_int_equal(sites_of(e.b, e.len, off, 1), 1);
+	/* Prelinked: .stapsdt.base now at 0x400800, recorded at 0x400700. */
+	n = note(notes, "procctl", "hello", 0x400100, 0x400700);
+	craft(&e, notes, n, 0x400800);
+	assert_int_equal(sites_of(e.b, e.len, off, 4), 1);
+	assert_int_equal(off[0], 0x200);
+	/* A pc in no executable segment is no site. */
+	n = note(notes, "procctl", "hello", 0x900000, 0);
+	craft(&e, notes, n, 0);
+	assert_int_equal(sites_of(e.b, e.len, off, 4), 0);
+}
+
+static void parser_refuses_hostile_files(void **state)
+{
+	unsigned char notes[1024];
+	uint64_t off[4];
+	struct elf e, bad;
+	Elf64_Ehdr *eh = (Elf64_Ehdr *)bad.b;
+	Elf64_Shdr *sh;
+	size_t n;
+	int fd;
+	(void)state;
+
+	n = note(notes, "procctl", "hello", 0x400100, 0);
+	craft(&e, notes, n, 0);
+	assert_int_equal(sites_of("#!/bin/sh\n", 10, off, 4), -ENOEXEC);
+	assert_int_equal(sites_of(e.b, 10, off, 4), -ENOEXEC);        /* shorter than a header */
+	assert_int_equal(sites_of(e.b, e.len - 1, off, 4), -ENOEXEC); /* section table past the end */
+	bad = e;
+	eh->e_ident[EI_CLASS] = ELFCLASS32;
+	assert_int_equal(sites_of(bad.b, bad.len, off, 4), -ENOEXEC);
+	bad = e;
+	eh->e_ident[EI_DATA] = ELFDATA2MSB;
+	assert_int_equal(sites_of(bad.b, bad.len, off, 4), -ENOEXEC);
+	bad = e;
+	eh->e_shnum = 0xffff; /* lying counts */
+	assert_int_equal(sites_of(bad.b, bad.len, off, 4), -ENOEXEC);
+	bad = e;
+	eh->e_shstrndx = 7;
+	assert_int_equal(sites_of(bad.b, bad.len, off, 4), -ENOEXEC);
+	bad = e;
+	eh->e_shoff = UINT64_MAX - 16; /* offset + size overflows */
+	assert_int_equal(sites_of(bad.b, bad.len, off, 4), -ENOEXEC);
+	bad = e;
+	sh = (Elf64_Shdr *)(bad.b + eh->e_shoff);
+	sh[2].sh_size = 1u << 30; /* a huge note section */
+	assert_int_equal(sites_of(bad.b, bad.len, off, 4), -EFBIG);
+	bad = e;
+	sh[2].sh_offset = bad.len - 4; /* notes past the end */
+	assert_int_equal(sites_of(bad.b, bad.len, off, 4), -ENOEXEC);
+	bad = e;
+	sh[1].sh_size = 1u << 30; /* a huge string table */
+	assert_int_equal(sites_of(bad.b, bad.len, off, 4), -ENOEXEC);
+	bad = e;
+	memcpy(bad.b + 640 + 4, "\xff\xff\xff\x7f", 4); /* descsz runs past the section */
+	assert_int_equal(sites_of(bad.b, bad.len, off, 4), -ENOEXEC);
+	/* Strings that do not end inside their note: no site. */
+	n = note(notes, "procctl", "hello", 0x400100, 0);
+	memset(notes + 12 + 8 + 24, 'x', n - 12 - 8 - 24);
+	craft(&bad, notes, n, 0);
+	assert_int_equal(sites_of(bad.b, bad.len, off, 4), 0);
+	/* Not a regular file. */
+	fd = open("/", O_RDONLY | O_DIRECTORY);
+	assert_int_equal(procctl_elf_hello_sites(fd, off, 4), -ENOEXEC);
+	close(fd);
+	/* A real program without the probe. */
+	fd = open("/bin/sh", O_RDONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(procctl_elf_hello_sites(fd, off, 4), 0);
+	close(fd);
+}
+
+/* ---- the probe ------------------------------------------------------------ */
+
+static char lockdir[64], consumer[32];
+static pid_t children[8];
+static int nchildren;
+
+struct world {
+	procctl_registry_t *r;
+	procctl_hello_t *h;
+	pid_t attached[16];
+	int nattached, rescans;
+};
+
+static void on_event(const struct procctl_event *ev, void *arg)
+{
+	struct world *w = arg;
+	if (ev->type == PROCCTL_EV_ATTACHED && w->nattached < 16)
+		w->attached[w->nattached++] = ev->pid;
+}
+
+static void on_pid(pid_t pid, void *arg)
+{
+	struct world *w = arg;
+	if (pid)
+		procctl_registry_notify(w->r, pid);
+	else
+		w->rescans++, procctl_registry_rescan(w->r);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(lockdir, sizeof lockdir, "/tmp/procctl-hello.XXXXXX");
+	assert_non_null(mkdtemp(lockdir));
+	snprintf(consumer, sizeof consumer, "hello%d", (int)getpid());
+	nchildren = 0;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	char cmd[128];
+	(void)state;
+	while (nchildren) {
+		pid_t p = children[--nchildren];
+		kill(p, SIGKILL);
+		waitpid(p, NULL, 0);
+	}
+	snprintf(cmd, sizeof cmd, "rm -rf %s", lockdir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static pid_t spawn(char *const argv[])
+{
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+		dup2(null, 1);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	children[nchildren++] = pid;
+	return pid;
+}
+
+static pid_t echo_client(void)
+{
+	char *argv[] = {ECHO_CLIENT_PATH, "--consumer", consumer, NULL};
+	return spawn(argv);
+}
+
+/* A copy of echo-client in lockdir: a file (inode) no other process maps. */
+static pid_t echo_client_copy(void)
+{
+	char path[128], cmd[320];
+	char *argv[] = {path, "--consumer", consumer, NULL};
+	snprintf(path, sizeof path, "%s/echo-client", lockdir);
+	snprintf(cmd, sizeof cmd, "cp %s %s", ECHO_CLIENT_PATH, path);
+	assert_int_equal(system(cmd), 0);
+	return spawn(argv);
+}
+
+static void world_start(struct world *w, uint64_t rescan_ns, const char *sysfs_root)
+{
+	struct procctl_registry_opts o;
+	struct procctl_hello_opts ho;
+	memset(w, 0, sizeof *w);
+	memset(&o, 0, sizeof o);
+	o.sz = sizeof o;
+	o.consumer = consumer;
+	o.lock_dir = lockdir;
+	o.rescan_ns = rescan_ns;
+	o.on_event = on_event;
+	o.arg = w;
+	assert_non_null(w->r = procctl_registry_new(&o));
+	memset(&ho, 0, sizeof ho);
+	ho.sz = sizeof ho;
+	ho.on_pid = on_pid;
+	ho.arg = w;
+	ho.sysfs_root = sysfs_root;
+	w->h = procctl_hello_new(&ho);
+	if (!w->h && !sysfs_root && (errno == EACCES || errno == EPERM || errno == ENOENT))
+		TH_SKIP_OR_FAIL(procctl_hello_error(-errno));
+}
+
+static void world_stop(struct world *w)
+{
+	procctl_hello_free(w->h);
+	procctl_registry_close(w->r, 0);
+}
+
+static int was_attached(const struct world *w, pid_t pid)
+{
+	int i;
+	for (i = 0; i < w->nattached; i++)
+		if (w->attached[i] == pid)
+			return 1;
+	return 0;
+}
+
+/* Dispatch both until cond(w, arg) or 10 s; its last value. */
+static int pump(struct world *w, int (*cond)(struct world *, long), long arg)
+{
+	uint64_t end = th_now_ns() + 10000 * MS;
+	while (!cond(w, arg) && th_now_ns() < end) {
+		struct pollfd p[2] = {{procctl_registry_fd(w->r), POLLIN, 0}, {w->h ? procctl_hello_fd(w->h) : -1, POLLIN, 0}};
+		poll(p, 2, 10);
+		assert_int_equal(procctl_registry_dispatch(w->r), 0);
+		if (w->h)
+			assert_int_equal(procctl_hello_dispatch(w->h), 0);
+	}
+	return cond(w, arg);
+}
+
+static int attached_cond(struct world *w, long pid)
+{
+	return was_attached(w, (pid_t)pid);
+}
+
+static int ready_cond(struct world *w, long unused)
+{
+	(void)unused;
+	return procctl_registry_first_scan_done(w->r);
+}
+
+static int files_cond(struct world *w, long want)
+{
+	struct procctl_hello_stats st;
+	procctl_hello_stats(w->h, &st);
+	return st.files == (uint64_t)want;
+}
+
+static void found_without_rescan(void **state)
+{
+	struct procctl_hello_stats st0, st;
+	struct world w;
+	pid_t pid;
+	(void)state;
+
+	world_start(&w, HOUR, NULL);
+	assert_true(pump(&w, ready_cond, 0));
+	procctl_hello_stats(w.h, &st0);
+	pid = echo_client_copy();
+	if (!pump(&w, attached_cond, pid))
+		fail_msg("a client started after the agent was not attached (rescans are an hour apart)");
+	procctl_hello_stats(w.h, &st);
+	print_message("hits %llu, files read %llu, probed %llu, notifies %llu\n",
+		      (unsigned long long)(st.hits - st0.hits), (unsigned long long)(st.files_read - st0.files_read),
+		      (unsigned long long)(st.files_probed - st0.files_probed),
+		      (unsigned long long)(st.notifies - st0.notifies));
+	assert_true(st.hits > st0.hits);                 /* its hello was heard */
+	assert_true(st.files_probed > st0.files_probed); /* echo-client's file got a probe */
+	/* It exits: nobody maps echo-client any more, its probe goes. */
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	nchildren--;
+	if (!pump(&w, files_cond, (long)st0.files))
+		fail_msg("the probe of a file no process maps stayed");
+	procctl_hello_stats(w.h, &st);
+	assert_true(st.files_dropped > st0.files_dropped);
+	world_stop(&w);
+}
+
+static void found_through_a_shared_library(void **state)
+{
+	char *argv[] = {HELLOLIB_CLIENT_PATH, HELLOLIB_PATH, consumer, NULL};
+	struct procctl_hello_stats st0, st;
+	struct world w;
+	pid_t pid;
+	uint64_t off[4];
+	int fd;
+	(void)state;
+
+	/* The program has no probe of its own: only the library does. */
+	assert_true((fd = open(HELLOLIB_CLIENT_PATH, O_RDONLY)) >= 0);
+	assert_int_equal(procctl_elf_hello_sites(fd, off, 4), 0);
+	close(fd);
+	assert_true((fd = open(HELLOLIB_PATH, O_RDONLY)) >= 0);
+	assert_true(procctl_elf_hello_sites(fd, off, 4) >= 1);
+	close(fd);
+
+	world_start(&w, HOUR, NULL);
+	assert_true(pump(&w, ready_cond, 0));
+	procctl_hello_stats(w.h, &st0);
+	pid = spawn(argv);
+	if (!pump(&w, attached_cond, pid))
+		fail_msg("a client with procctl.h in a dlopened library was not attached");
+	procctl_hello_stats(w.h, &st);
+	assert_true(st.files_probed > st0.files_probed);
+	world_stop(&w);
+}
+
+static void found_by_the_first_scan(void **state)
+{
+	struct world w;
+	pid_t pid;
+	(void)state;
+
+	pid = echo_client();
+	th_sleep_ms(200); /* it has said hello before any agent ran */
+	world_start(&w, HOUR, NULL);
+	if (!pump(&w, attached_cond, pid))
+		fail_msg("a process from before the agent was not found by the first scan");
+	world_stop(&w);
+}
+
+static void without_the_probe_rescans_still_find(void **state)
+{
+	char empty[] = "/tmp/procctl-nosys.XXXXXX";
+	struct world w;
+	pid_t pid;
+	(void)state;
+
+	assert_non_null(mkdtemp(empty));
+	world_start(&w, 100 * MS, empty); /* no uprobe PMU under this "sysfs" */
+	assert_null(w.h);
+	assert_int_equal(errno, ENOENT);
+	assert_non_null(strstr(procctl_hello_error(-errno), "uprobe"));
+	assert_true(pump(&w, ready_cond, 0));
+	pid = echo_client();
+	if (!pump(&w, attached_cond, pid))
+		fail_msg("the registry did not find a client at its rescans");
+	world_stop(&w);
+	rmdir(empty);
+}
+
+static void without_permission_it_says_so(void **state)
+{
+	pid_t pid;
+	int st;
+	(void)state;
+
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct procctl_hello_opts ho;
+		procctl_hello_t *h;
+		memset(&ho, 0, sizeof ho);
+		ho.sz = sizeof ho;
+		ho.on_pid = on_pid;
+		if (setgid(65534) < 0 || setuid(65534) < 0)
+			_exit(3);
+		h = procctl_hello_new(&ho);
+		_exit(h ? 1 : errno == EACCES || errno == EPERM ? 0 : 2);
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 3)
+		TH_SKIP_OR_FAIL("cannot drop to uid 65534 (not root)");
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 1)
+		TH_SKIP_OR_FAIL("perf_event_paranoid lets anyone watch every CPU here");
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
+static void bad_options(void **state)
+{
+	struct procctl_hello_opts ho;
+	(void)state;
+	memset(&ho, 0, sizeof ho);
+	ho.sz = sizeof ho;
+	assert_null(procctl_hello_new(&ho)); /* no on_pid */
+	assert_int_equal(errno, EINVAL);
+	ho.on_pid = on_pid;
+	ho.ring_pages = 3;
+	assert_null(procctl_hello_new(&ho));
+	assert_int_equal(errno, EINVAL);
+	assert_null(procctl_hello_new(NULL));
+	assert_int_equal(errno, EINVAL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(parser_finds_sites),
+		cmocka_unit_test(parser_refuses_hostile_files),
+		cmocka_unit_test(bad_options),
+		cmocka_unit_test_setup_teardown(found_without_rescan, setup, teardown),
+		cmocka_unit_test_setup_teardown(found_through_a_shared_library, setup, teardown),
+		cmocka_unit_test_setup_teardown(found_by_the_first_scan, setup, teardown),
+		cmocka_unit_test_setup_teardown(without_the_probe_rescans_still_find, setup, teardown),
+		cmocka_unit_test_setup_teardown(without_permission_it_says_so, setup, teardown),
+	};
+	return TH_RUN(tests);
+}
