@@ -32,6 +32,7 @@ struct node_cfg {
 	char http_listen[NODE_PATH_MAX]; /* "HOST:PORT" (default 127.0.0.1:9464); "" off */
 	int http_writes;        /* POST /v1/processes/{pid}/config served */
 	int http_writes_remote; /* ... on a listener off loopback too */
+	int hello;              /* fast discovery with the procctl:hello probe (default on) */
 	char consumers[NODE_CONSUMERS_MAX][PROCCTL_CONSUMER_MAX + 1]; /* none: every consumer */
 	size_t nconsumers;
 	uint64_t lease_ns, rescan_ns;

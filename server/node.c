@@ -150,6 +150,7 @@ struct node {
 	procctl_registry_t *reg[NODE_CONSUMERS_MAX];
 	struct reg_arg args[NODE_CONSUMERS_MAX];
 	size_t nreg;
+	procctl_hello_t *hello; /* NULL: off, or unavailable */
 	struct arb arb[NODE_ARBITERS_MAX];
 	size_t narb;
 	struct proc **procs;
@@ -552,6 +553,20 @@ static void on_detached(struct node *n, const struct procctl_event *e)
 	n->procs[at] = n->procs[--n->nprocs];
 	procctl_client_close(p->c);
 	free(p);
+}
+
+/* The hello probe: pid said hello (0: records were lost). Every
+ * registry looks: each attaches only its consumer's regions. */
+static void on_hello(pid_t pid, void *arg)
+{
+	struct node *n = arg;
+	size_t i;
+	for (i = 0; i < n->nreg; i++) {
+		if (pid)
+			procctl_registry_notify(n->reg[i], pid);
+		else
+			procctl_registry_rescan(n->reg[i]);
+	}
 }
 
 static void on_event(const struct procctl_event *e, void *arg)
@@ -1351,6 +1366,30 @@ static char *render_metrics(struct node *n, size_t *len)
 	for (i = 0, cum = 0; i < n->nreg; i++)
 		cum += rs[i].scan_ns;
 	fprintf(f, "procctl_scan_seconds_total %.9f\n", (double)cum / 1e9);
+	metric_head(f, "procctl_targeted_scans_total", "counter",
+		    "Scans of one process (the hello probe, a new mapping of a probed file).");
+	for (i = 0, cum = 0; i < n->nreg; i++)
+		cum += rs[i].targeted_scans;
+	fprintf(f, "procctl_targeted_scans_total %llu\n", (unsigned long long)cum);
+	{
+		struct procctl_hello_stats hs;
+		memset(&hs, 0, sizeof hs);
+		if (n->hello)
+			procctl_hello_stats(n->hello, &hs);
+		metric_head(f, "procctl_hello_available", "gauge",
+			    "1 when the procctl:hello probe runs; 0 when it is off or not allowed here (new processes "
+			    "are found at rescans).");
+		fprintf(f, "procctl_hello_available %d\n", n->hello != NULL);
+		metric_head(f, "procctl_hello_hits_total", "counter", "procctl:hello probes heard.");
+		fprintf(f, "procctl_hello_hits_total %llu\n", (unsigned long long)hs.hits);
+		metric_head(f, "procctl_hello_files", "gauge", "Files (programs, libraries) with the probe, watched now.");
+		fprintf(f, "procctl_hello_files %llu\n", (unsigned long long)hs.files);
+		metric_head(f, "procctl_hello_files_read_total", "counter", "Executable files read for the probe's notes.");
+		fprintf(f, "procctl_hello_files_read_total %llu\n", (unsigned long long)hs.files_read);
+		metric_head(f, "procctl_hello_lost_total", "counter",
+			    "Times perf records were lost (a full ring): a full scan followed.");
+		fprintf(f, "procctl_hello_lost_total %llu\n", (unsigned long long)hs.lost);
+	}
 	metric_head(f, "procctl_attach_attempts_total", "counter", "Regions found and attach attempted.");
 	for (i = 0, cum = 0; i < n->nreg; i++)
 		cum += rs[i].attach_attempts;
@@ -1608,6 +1647,16 @@ struct node *node_new(const struct node_cfg *cfg, char *err, size_t errlen)
 		}
 		n->args[i].reg = n->reg[i];
 	}
+	if (cfg->hello) {
+		struct procctl_hello_opts ho;
+		memset(&ho, 0, sizeof ho);
+		ho.sz = sizeof ho;
+		ho.on_pid = on_hello;
+		ho.arg = n;
+		if (!(n->hello = procctl_hello_new(&ho)))
+			node_log(PROCCTL_LOG_WARN, "hello_unavailable", "reason=\"%s\" error=\"%s\" rescan_ms=%llu",
+				 procctl_hello_error(-errno), strerror(errno), (unsigned long long)(cfg->rescan_ns / MS));
+	}
 	for (i = 0; i < cfg->narbiters; i++) {
 		const struct node_arbiter_cfg *ac = &cfg->arbiters[i];
 		struct arb *ab = &n->arb[n->narb];
@@ -1727,7 +1776,7 @@ static int64_t poll_states(struct node *n, int64_t now)
 
 int node_run(struct node *n)
 {
-	struct pollfd pfd[NODE_CONSUMERS_MAX + 1];
+	struct pollfd pfd[NODE_CONSUMERS_MAX + 2];
 	int64_t next_tick = 0;
 	int err = 0;
 	size_t i;
@@ -1735,6 +1784,7 @@ int node_run(struct node *n)
 	for (i = 0; i < n->nreg; i++)
 		pfd[i] = (struct pollfd){procctl_registry_fd(n->reg[i]), POLLIN, 0};
 	pfd[n->nreg] = (struct pollfd){n->efd, POLLIN, 0};
+	pfd[n->nreg + 1] = (struct pollfd){n->hello ? procctl_hello_fd(n->hello) : -1, POLLIN, 0};
 	while (!n->stop) {
 		struct node_job *j, *next;
 		int64_t now = now_ns(), due, timeout;
@@ -1745,6 +1795,10 @@ int node_run(struct node *n)
 		for (j = take_jobs(n, 0); j; j = next) {
 			next = j->next;
 			handle(n, j);
+		}
+		if (n->hello && (err = procctl_hello_dispatch(n->hello)) < 0) {
+			node_log(PROCCTL_LOG_ERROR, "hello_failed", "error=%s", strerror(-err));
+			goto out;
 		}
 		for (i = 0; i < n->nreg; i++) {
 			if ((err = procctl_registry_dispatch(n->reg[i])) < 0) {
@@ -1777,7 +1831,7 @@ int node_run(struct node *n)
 				due = w->deadline_ns;
 		now = now_ns();
 		timeout = due <= now ? 0 : (due - now + MS - 1) / MS;
-		if (poll(pfd, n->nreg + 1, (int)(timeout > 1000 ? 1000 : timeout)) < 0 && errno != EINTR) {
+		if (poll(pfd, n->nreg + 2, (int)(timeout > 1000 ? 1000 : timeout)) < 0 && errno != EINTR) {
 			err = -errno;
 			break;
 		}
@@ -1809,6 +1863,7 @@ void node_close(struct node *n, unsigned flags)
 		procctl_arbiter_free(n->arb[i].a);
 		procctl_arbiter_registry_source_free(&n->arb[i].src);
 	}
+	procctl_hello_free(n->hello);
 	for (i = 0; i < n->nreg; i++)
 		if (n->reg[i])
 			procctl_registry_close(n->reg[i], flags); /* DETACHED for each: the table empties */

@@ -95,7 +95,8 @@ class Child {
 
 // A daemon in its own scratch directory, HTTP off unless opts.args turn
 // it on. opts.args: extra flags; opts.dir: share a directory (locks,
-// socket) with another daemon.
+// socket) with another daemon; opts.spawn: child_process.spawn options
+// (uid, gid).
 // Scratch directories the daemons of this file made: removed at exit.
 const scratchDirs = [];
 process.on('exit', () => {
@@ -110,7 +111,7 @@ class Daemon extends Child {
     const args = ['--grpc-listen', `unix:${sock}`, '--lock-dir', path.join(dir, 'locks'),
       '--state-dir', path.join(dir, 'state'), '--rescan-ms', '100', '--http-listen', '',
       ...(opts.consumers === null ? [] : ['--consumers', opts.consumers || CONSUMER]), ...(opts.args || [])];
-    super(NODE_BIN, args);
+    super(NODE_BIN, args, opts.spawn);
     this.dir = dir;
     this.sock = sock;
     this.addr = `unix:${sock}`;

@@ -1,0 +1,115 @@
+// hello.test.js - fast discovery in the daemon: with rescans an hour
+// apart, a process started after the daemon is attached all the same
+// (the procctl:hello probe), and so is one that execs into a client;
+// `--hello false` leaves new processes to the rescan; a daemon without
+// perf permission (running as nobody) says so once in its log and in
+// /metrics, and serves.
+'use strict';
+
+const { test, after } = require('node:test');
+const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const http = require('node:http');
+const net = require('node:net');
+const os = require('node:os');
+const path = require('node:path');
+const h = require('./harness');
+
+const HOUR = ['--rescan-ms', '3600000'];
+
+// Whatever a failed test left running ends with the file.
+const started = [];
+const daemon = (opts) => {
+  const d = new h.Daemon(opts);
+  started.push(d);
+  return d.ready();
+};
+after(async () => {
+  await h.killAll();
+  await Promise.all(started.map((c) => c.kill('SIGKILL')));
+});
+
+function freePort() {
+  return new Promise((resolve) => {
+    const s = net.createServer().listen(0, '127.0.0.1', () => {
+      const p = s.address().port;
+      s.close(() => resolve(p));
+    });
+  });
+}
+
+function metrics(port) {
+  return new Promise((resolve, reject) => {
+    http.get({ host: '127.0.0.1', port, path: '/metrics', agent: false, timeout: 10000 }, (res) => {
+      let body = '';
+      res.on('data', (d) => (body += d));
+      res.on('end', () => resolve(body));
+    }).on('error', reject);
+  });
+}
+
+const value = (text, name) => {
+  const m = text.match(new RegExp(`^${name} (\\S+)$`, 'm'));
+  return m ? Number(m[1]) : undefined;
+};
+
+test('a process started after the daemon is attached without a rescan, and its hello is counted', async () => {
+  const port = await freePort();
+  const d = await daemon({ args: [...HOUR, '--http-listen', `127.0.0.1:${port}`] });
+  const before = await metrics(port);
+  assert.equal(value(before, 'procctl_hello_available'), 1, before);
+  const e = await h.echo();
+  await h.attached(d, e.pid); // an hour before any rescan
+  // The first echo client's exec made its file probed; it may have said
+  // hello before the uprobe was in place (then the scan that follows a
+  // new mapping found it). A second one says hello to the uprobe.
+  const mid = await metrics(port);
+  assert.ok(value(mid, 'procctl_targeted_scans_total') > value(before, 'procctl_targeted_scans_total'), mid);
+  assert.ok(value(mid, 'procctl_hello_files') >= 1, mid);
+  const e2 = await h.echo();
+  await h.attached(d, e2.pid);
+  const last = await metrics(port);
+  assert.ok(value(last, 'procctl_hello_hits_total') > value(mid, 'procctl_hello_hits_total'), last);
+  // A config reaches it as to any process.
+  const c = d.client();
+  const r = await h.call(c, 'Publish', { selector: { pid: e.pid }, payload: Buffer.from('fast'), waitMs: 5000 });
+  assert.equal(r.results[0].status, 'PUBLISH_STATUS_APPLIED');
+  c.close();
+  assert.ok(!d.lines.some((l) => /hello_unavailable/.test(l)), d.lines.join('\n'));
+  await e.kill('SIGKILL');
+  await e2.kill('SIGKILL');
+  await d.stop();
+});
+
+test('a shell that execs into a client is attached too', async () => {
+  const d = await daemon({ args: HOUR });
+  const sh = new h.Child('/bin/sh', ['-c', `sleep 0.2; exec "$0" --consumer ${h.CONSUMER}`, h.ECHO_CLIENT]);
+  await h.attached(d, sh.pid);
+  await sh.kill('SIGKILL');
+  await d.stop();
+});
+
+test('--hello false: new processes wait for the rescan; the metric says it is off', async () => {
+  const port = await freePort();
+  const d = await daemon({ args: ['--rescan-ms', '1000', '--hello', 'false', '--http-listen', `127.0.0.1:${port}`] });
+  assert.equal(value(await metrics(port), 'procctl_hello_available'), 0);
+  const e = await h.echo();
+  await h.attached(d, e.pid); // at the next rescan
+  assert.equal(value(await metrics(port), 'procctl_hello_hits_total'), 0);
+  await e.kill('SIGKILL');
+  await d.stop();
+});
+
+test('without perf permission (as nobody): said once in the log and /metrics, and it serves', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'procctl-node-'));
+  fs.chmodSync(dir, 0o777);
+  const port = await freePort();
+  const d = await daemon({ dir, spawn: { uid: 65534, gid: 65534 },
+    args: ['--http-listen', `127.0.0.1:${port}`] });
+  const said = d.lines.filter((l) => /event=hello_unavailable/.test(l));
+  assert.equal(said.length, 1, d.lines.join('\n'));
+  assert.match(said[0], /reason="no permission/);
+  assert.equal(value(await metrics(port), 'procctl_hello_available'), 0);
+  await d.stop();
+  fs.rmSync(dir, { recursive: true, force: true });
+});
