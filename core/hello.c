@@ -13,8 +13,9 @@
  * its uprobe existed is found as well.
  *
  * A probed file keeps the pids that map it (from MMAP2, inherited on
- * fork, dropped on exit and exec); when none is left its uprobes are
- * closed. Files without sites are remembered in a direct-mapped cache so
+ * fork, dropped on exit and exec); when none has been left for idle_ns
+ * (30 s by default: a program started again and again keeps its probe,
+ * and its processes do not race its installation) its uprobes are closed. Files without sites are remembered in a direct-mapped cache so
  * they are read once, mostly. Everything is bounded: HELLO_FILES_MAX
  * probed files, HELLO_SITES_MAX sites each, HELLO_PIDS_MAX pids each (a
  * file with more is kept until the agent stops), HELLO_DELAYED_MAX
@@ -50,6 +51,7 @@
 #define HELLO_DELAYED_MAX 4096
 #define HELLO_RECHECK_NS 20000000ll
 #define HELLO_RING_PAGES 16
+#define HELLO_IDLE_NS 30000000000ll
 
 struct key {
 	uint32_t maj, min;
@@ -62,7 +64,8 @@ struct file {
 	int *probes; /* ncpu * nsites perf fds */
 	pid_t *pids;
 	size_t npids, cap;
-	int sticky; /* more than HELLO_PIDS_MAX pids: kept */
+	int sticky;       /* more than HELLO_PIDS_MAX pids: kept */
+	int64_t idle_since; /* no pid maps it since then; 0: mapped */
 	struct file *next;
 };
 
@@ -90,6 +93,8 @@ struct procctl_hello {
 	struct delayed delayed[HELLO_DELAYED_MAX];
 	size_t dhead, dlen;
 	int64_t armed; /* the timer's due time, 0: disarmed */
+	int64_t idle_ns;
+	size_t nidle; /* files with idle_since set */
 	struct procctl_hello_stats st;
 	unsigned char rec[65536]; /* a record that wraps the ring's end */
 };
@@ -135,8 +140,12 @@ static int pid_index(const struct file *f, pid_t pid)
 	return -1;
 }
 
-static void pid_add(struct file *f, pid_t pid)
+static void pid_add(struct procctl_hello *h, struct file *f, pid_t pid)
 {
+	if (f->idle_since) {
+		f->idle_since = 0;
+		h->nidle--;
+	}
 	if (f->sticky || pid_index(f, pid) >= 0)
 		return;
 	if (f->npids == f->cap) {
@@ -164,24 +173,44 @@ static void file_close(struct procctl_hello *h, struct file *f)
 	free(f);
 }
 
-/* pid left every file it mapped (exit, exec); files left by all unprobed. */
+/* pid left every file it mapped (exit, exec): a file left by all is idle. */
 static void pid_gone(struct procctl_hello *h, pid_t pid)
 {
-	struct file **pp = &h->files, *f;
-	while ((f = *pp)) {
+	struct file *f;
+	for (f = h->files; f; f = f->next) {
 		int i = pid_index(f, pid);
-		if (i >= 0)
-			f->pids[i] = f->pids[--f->npids];
-		if (i >= 0 && !f->npids && !f->sticky) {
+		if (i < 0)
+			continue;
+		f->pids[i] = f->pids[--f->npids];
+		if (!f->npids && !f->sticky && !f->idle_since) {
+			f->idle_since = now_ns();
+			h->nidle++;
+		}
+	}
+}
+
+/* Unprobe the files idle for idle_ns; when one is, the next wake. */
+static int64_t drop_idle(struct procctl_hello *h, int64_t now)
+{
+	struct file **pp = &h->files, *f;
+	int64_t next = 0;
+	if (!h->nidle)
+		return 0;
+	while ((f = *pp)) {
+		if (f->idle_since && now - f->idle_since >= h->idle_ns) {
 			*pp = f->next;
 			h->seen[key_slot(&f->k)] = (struct key){0, 0, 0}; /* read again when mapped again */
 			file_close(h, f);
 			h->nfiles--;
+			h->nidle--;
 			h->st.files_dropped++;
 			continue;
 		}
+		if (f->idle_since && (!next || f->idle_since + h->idle_ns < next))
+			next = f->idle_since + h->idle_ns;
 		pp = &f->next;
 	}
+	return next;
 }
 
 static void pid_forked(struct procctl_hello *h, pid_t parent, pid_t child)
@@ -189,13 +218,16 @@ static void pid_forked(struct procctl_hello *h, pid_t parent, pid_t child)
 	struct file *f;
 	for (f = h->files; f; f = f->next)
 		if (pid_index(f, parent) >= 0)
-			pid_add(f, child);
+			pid_add(h, f, child);
 }
 
-static void arm(struct procctl_hello *h)
+/* The timer at the first of: the next recheck, the next idle drop. */
+static void arm(struct procctl_hello *h, int64_t idle_due)
 {
 	struct itimerspec its;
 	int64_t due = h->dlen ? h->delayed[h->dhead].due : 0;
+	if (idle_due && (!due || idle_due < due))
+		due = idle_due;
 	if (due == h->armed)
 		return;
 	memset(&its, 0, sizeof its);
@@ -221,7 +253,8 @@ static void recheck(struct procctl_hello *h, pid_t pid)
 		return;
 	}
 	h->delayed[(h->dhead + h->dlen++) % HELLO_DELAYED_MAX] = (struct delayed){pid, now_ns() + HELLO_RECHECK_NS};
-	arm(h);
+	if (h->dlen == 1)
+		arm(h, 0);
 }
 
 /* The mapped file, opened: the mapping itself, else the path in the
@@ -289,7 +322,7 @@ static void mapped(struct procctl_hello *h, pid_t pid, uint64_t start, uint64_t 
 		return; /* anonymous: JIT code, the vdso */
 	h->st.mmaps++;
 	if ((f = file_find(h, k))) {
-		pid_add(f, pid);
+		pid_add(h, f, pid);
 		if (live)
 			recheck(h, pid);
 		return;
@@ -332,7 +365,7 @@ static void mapped(struct procctl_hello *h, pid_t pid, uint64_t start, uint64_t 
 	h->files = f;
 	h->nfiles++;
 	h->st.files_probed++;
-	pid_add(f, pid);
+	pid_add(h, f, pid);
 	if (live)
 		recheck(h, pid);
 }
@@ -531,8 +564,8 @@ procctl_hello_t *procctl_hello_new(const struct procctl_hello_opts *o)
 	unsigned pages;
 	int c, err = 0;
 
-	if (!o || o->sz < offsetof(struct procctl_hello_opts, ring_pages) + sizeof o->ring_pages || !o->on_pid ||
-	    (o->ring_pages & (o->ring_pages - 1)) || ncpu < 1) {
+	if (!o || o->sz < offsetof(struct procctl_hello_opts, idle_ns) + sizeof o->idle_ns || !o->on_pid ||
+	    (o->ring_pages & (o->ring_pages - 1)) || o->idle_ns > INT64_MAX / 2 || ncpu < 1) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -542,6 +575,7 @@ procctl_hello_t *procctl_hello_new(const struct procctl_hello_opts *o)
 	}
 	h->o = *o;
 	h->epfd = h->tfd = -1;
+	h->idle_ns = o->idle_ns ? (int64_t)o->idle_ns : HELLO_IDLE_NS;
 	snprintf(h->proc, sizeof h->proc, "%s", o->proc_root ? o->proc_root : "/proc");
 	pages = o->ring_pages ? o->ring_pages : HELLO_RING_PAGES;
 	snprintf(p, sizeof p, "%s/bus/event_source/devices/uprobe/type", o->sysfs_root ? o->sysfs_root : "/sys");
@@ -642,7 +676,7 @@ int procctl_hello_dispatch(procctl_hello_t *h)
 		say(h, pid);
 	}
 	h->armed = -1; /* the timer fired or was read: set it again */
-	arm(h);
+	arm(h, drop_idle(h, now));
 	return 0;
 }
 

@@ -311,8 +311,8 @@ void procctl_registry_close(procctl_registry_t *r, unsigned flags);
  * some, gets a uprobe on each; a process that maps such a file is also
  * handed to on_pid 20 ms later (it may have said hello before the uprobe
  * existed). on_pid(0): records were lost, scan everything
- * (procctl_registry_rescan). Probes of files no process maps any more are
- * closed; memory is bounded.
+ * (procctl_registry_rescan). Probes of files no process has mapped for
+ * idle_ns are closed; memory is bounded.
  *
  * Like a registry it runs in the caller's loop: poll procctl_hello_fd and
  * call procctl_hello_dispatch when it is readable (on_pid runs there). All
@@ -332,6 +332,8 @@ struct procctl_hello_opts {
 	const char *proc_root;                /* NULL: "/proc" */
 	const char *sysfs_root;               /* NULL: "/sys" (the uprobe PMU's type is read there) */
 	unsigned ring_pages;                  /* per CPU, a power of two; 0: 16 */
+	uint64_t idle_ns;                     /* a probed file no process maps keeps its uprobes this
+						 long (a program started again is heard); 0: 30 s */
 };
 
 struct procctl_hello_stats {

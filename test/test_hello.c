@@ -316,6 +316,7 @@ static void world_start(struct world *w, uint64_t rescan_ns, const char *sysfs_r
 	ho.on_pid = on_pid;
 	ho.arg = w;
 	ho.sysfs_root = sysfs_root;
+	ho.idle_ns = 50 * MS; /* probes of unmapped files go soon */
 	w->h = procctl_hello_new(&ho);
 	if (!w->h && !sysfs_root && (errno == EACCES || errno == EPERM || errno == ENOENT))
 		TH_SKIP_OR_FAIL(procctl_hello_error(-errno));
@@ -388,7 +389,7 @@ static void found_without_rescan(void **state)
 		      (unsigned long long)(st.notifies - st0.notifies));
 	assert_true(st.hits > st0.hits);                 /* its hello was heard */
 	assert_true(st.files_probed > st0.files_probed); /* echo-client's file got a probe */
-	/* It exits: nobody maps echo-client any more, its probe goes. */
+	/* It exits: nobody maps echo-client any more, its probe goes (idle_ns). */
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
 	nchildren--;
