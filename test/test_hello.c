@@ -5,7 +5,9 @@
  * probe worked. Also: a process from before the agent is found by the
  * first scan; probes of files nobody maps any more are dropped; without
  * the uprobe PMU hello says so and the registry still finds processes at
- * its rescans. */
+ * its rescans. A client whose program is in another mount namespace is
+ * found through its mapping. */
+#define _GNU_SOURCE 1 /* unshare */
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -14,7 +16,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -429,6 +433,46 @@ static void found_through_a_shared_library(void **state)
 	world_stop(&w);
 }
 
+/* A client whose program exists only in its own mount namespace (a tmpfs
+ * mounted there): the agent cannot open its path, only the mapping. */
+static void found_in_another_mount_namespace(void **state)
+{
+	char dir[96], exe[128];
+	struct world w;
+	pid_t pid;
+	(void)state;
+
+	snprintf(dir, sizeof dir, "%s/ns", lockdir);
+	snprintf(exe, sizeof exe, "%s/echo-client", dir);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	world_start(&w, HOUR, NULL);
+	assert_true(pump(&w, ready_cond, 0));
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		char cmd[320];
+		int null = open("/dev/null", O_WRONLY);
+		if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+		    mount("tmpfs", dir, "tmpfs", 0, "mode=0755") < 0)
+			_exit(3);
+		snprintf(cmd, sizeof cmd, "cp %s %s", ECHO_CLIENT_PATH, exe);
+		if (system(cmd) != 0)
+			_exit(4);
+		dup2(null, 1);
+		execl(exe, "echo-client", "--consumer", consumer, (char *)NULL);
+		_exit(127);
+	}
+	children[nchildren++] = pid;
+	if (!pump(&w, attached_cond, pid)) {
+		int st;
+		if (waitpid(pid, &st, WNOHANG) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 3)
+			TH_SKIP_OR_FAIL("no mount namespace here (unshare(CLONE_NEWNS) needs CAP_SYS_ADMIN)");
+		fail_msg("a client whose program is only in its mount namespace was not attached");
+	}
+	assert_int_equal(access(exe, F_OK), -1); /* not in ours */
+	world_stop(&w);
+}
+
 static void found_by_the_first_scan(void **state)
 {
 	struct world w;
@@ -515,6 +559,7 @@ int main(void)
 		cmocka_unit_test(bad_options),
 		cmocka_unit_test_setup_teardown(found_without_rescan, setup, teardown),
 		cmocka_unit_test_setup_teardown(found_through_a_shared_library, setup, teardown),
+		cmocka_unit_test_setup_teardown(found_in_another_mount_namespace, setup, teardown),
 		cmocka_unit_test_setup_teardown(found_by_the_first_scan, setup, teardown),
 		cmocka_unit_test_setup_teardown(without_the_probe_rescans_still_find, setup, teardown),
 		cmocka_unit_test_setup_teardown(without_permission_it_says_so, setup, teardown),
