@@ -7,6 +7,8 @@
  * comma-separated, booleans are true or false. */
 #define _GNU_SOURCE 1
 #include "config.h"
+#include "desired.h"
+#include "httpbody.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -285,6 +287,63 @@ static int set_arbiter(struct node_arbiter_cfg *a, const struct where *w, const 
 	return fail(w, "no such key in an [arbiter] section");
 }
 
+static int set_desired(struct node_desired_cfg *d, const struct where *w, const char *key, const char *v)
+{
+	size_t n = strlen(v);
+	if (!strcmp(key, "consumer"))
+		return procctl_name_valid(v, PROCCTL_CONSUMER_MAX) < 0
+			       ? fail(w, "'%s' is not a consumer name ([a-z0-9_.-], 1 to %u)", v, PROCCTL_CONSUMER_MAX)
+			       : copy(w, d->sel.consumer, sizeof d->sel.consumer, v);
+	if (!strcmp(key, "schema"))
+		return u32(w, v, 1, UINT32_MAX, &d->sel.version);
+	if (!strcmp(key, "pod"))
+		return copy(w, d->sel.pod_uid, sizeof d->sel.pod_uid, v);
+	if (!strcmp(key, "container"))
+		return copy(w, d->sel.container_id, sizeof d->sel.container_id, v);
+	if (!strcmp(key, "data") || !strcmp(key, "data_base64")) {
+		ssize_t len;
+		if (d->has_data)
+			return fail(w, "give the config once: data or data_base64");
+		if (key[4]) {
+			if (n / 4 * 3 > sizeof d->data || (len = http_unbase64(v, n, d->data)) < 0)
+				return fail(w, "not base64 of at most %d bytes", NODE_DESIRED_DATA_MAX);
+		} else {
+			if (n > sizeof d->data)
+				return fail(w, "over %d bytes (data_base64 for more, or for bytes that are not text)",
+					    NODE_DESIRED_DATA_MAX);
+			memcpy(d->data, v, n);
+			len = (ssize_t)n;
+		}
+		d->len = (size_t)len;
+		d->has_data = 1;
+		return 0;
+	}
+	return fail(w, "no such key in a [desired] section (consumer, schema, pod, container, data, data_base64)");
+}
+
+/* What a [desired] section must have, once it has ended: 0, or -EINVAL. */
+static int desired_done(const struct node_desired_cfg *d, const char *name, char *err, size_t errlen)
+{
+	struct ev_key k;
+	const char *why = NULL;
+	if (!d)
+		return 0;
+	if (!d->sel.consumer[0]) {
+		snprintf(err, errlen, "%s: [desired %s]: consumer: required", name, d->name);
+		return -EINVAL;
+	}
+	if (!d->has_data) {
+		snprintf(err, errlen, "%s: [desired %s]: data or data_base64: missing", name, d->name);
+		return -EINVAL;
+	}
+	if (ev_key_from(&k, 0, d->sel.consumer, d->sel.version, d->sel.pod_uid, d->sel.container_id, &why) < 0 ||
+	    desired_check(&k, &why) < 0) {
+		snprintf(err, errlen, "%s: [desired %s]: %s", name, d->name, why ? why : "a bad selector");
+		return -EINVAL;
+	}
+	return 0;
+}
+
 void node_cfg_defaults(struct node_cfg *c)
 {
 	memset(c, 0, sizeof *c);
@@ -307,16 +366,16 @@ int node_cfg_parse(struct node_cfg *c, const char *text, size_t len, const char 
 {
 	char line[LINE_MAX_], where[LINE_MAX_ + 64], seen_keys[64][40];
 	struct node_arbiter_cfg *arb = NULL;
+	struct node_desired_cfg *des = NULL;
 	const char *p = text, *end = text + len;
 	size_t nseen = 0, i;
-	int lineno = 0;
+	int lineno = 0, r;
 
 	while (p < end) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 		size_t n = (size_t)((nl ? nl : end) - p);
 		struct where w = {SRC_FILE, err, errlen, where};
 		char *s, *eq, *key, *val;
-		int r;
 
 		lineno++;
 		snprintf(where, sizeof where, "%s:%d", name, lineno);
@@ -333,13 +392,35 @@ int node_cfg_parse(struct node_cfg *c, const char *text, size_t len, const char 
 		if (*s == '[') {
 			size_t sl = strlen(s);
 			char *in, *kind;
+			int is_desired;
 			if (s[sl - 1] != ']')
-				return fail(&w, "'%s' is not a section ([arbiter KIND])", s);
+				return fail(&w, "'%s' is not a section ([arbiter KIND] or [desired NAME])", s);
 			s[sl - 1] = 0;
 			in = trim(s + 1);
-			if (strncmp(in, "arbiter", 7) || (in[7] != ' ' && in[7] != '\t'))
-				return fail(&w, "'[%s]' is not a section ([arbiter KIND])", in);
+			is_desired = !strncmp(in, "desired", 7) && (in[7] == ' ' || in[7] == '\t');
+			if (!is_desired && (strncmp(in, "arbiter", 7) || (in[7] != ' ' && in[7] != '\t')))
+				return fail(&w, "'[%s]' is not a section ([arbiter KIND] or [desired NAME])", in);
+			if ((r = desired_done(des, name, err, errlen)) < 0)
+				return r;
+			arb = NULL;
+			des = NULL;
 			kind = trim(in + 8);
+			nseen = 0; /* keys are per section */
+			if (is_desired) {
+				if (procctl_name_valid(kind, PROCCTL_CONSUMER_MAX) < 0)
+					return fail(&w, "'%s' is not a name for a desired config ([a-z0-9_.-], 1 to %u)", kind,
+						    PROCCTL_CONSUMER_MAX);
+				for (i = 0; i < c->ndesired; i++)
+					if (!strcmp(c->desired[i].name, kind))
+						return fail(&w, "[desired %s] twice", kind);
+				if (c->ndesired == NODE_DESIRED_MAX)
+					return fail(&w, "more than %d desired configs", NODE_DESIRED_MAX);
+				des = &c->desired[c->ndesired++];
+				memset(des, 0, sizeof *des);
+				strcpy(des->name, kind);
+				des->sel.version = 1;
+				continue;
+			}
 			if (procctl_name_valid(kind, PROCCTL_KIND_MAX) < 0)
 				return fail(&w, "'%s' is not a resource kind ([a-z0-9_.-], 1 to %u)", kind, PROCCTL_KIND_MAX);
 			for (i = 0; i < c->narbiters; i++)
@@ -351,7 +432,6 @@ int node_cfg_parse(struct node_cfg *c, const char *text, size_t len, const char 
 			memset(arb, 0, sizeof *arb);
 			strcpy(arb->kind, kind);
 			arb->hold_ns = 1000 * MS;
-			nseen = 0; /* keys are per section */
 			continue;
 		}
 		eq = strchr(s, '=');
@@ -370,11 +450,11 @@ int node_cfg_parse(struct node_cfg *c, const char *text, size_t len, const char 
 			if (nseen < 64)
 				snprintf(seen_keys[nseen++], sizeof seen_keys[0], "%s", key);
 		}
-		r = arb ? set_arbiter(arb, &w, key, val) : set_global(c, &w, key, val);
+		r = arb ? set_arbiter(arb, &w, key, val) : des ? set_desired(des, &w, key, val) : set_global(c, &w, key, val);
 		if (r)
 			return r;
 	}
-	return 0;
+	return desired_done(des, name, err, errlen);
 }
 
 int node_cfg_load(struct node_cfg *c, const char *path, char *err, size_t errlen)

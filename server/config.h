@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "events.h"
 #include "procctl.h"
 
 #define NODE_LISTEN_MAX 8
@@ -15,6 +16,8 @@
 #define NODE_ARBITERS_MAX 8
 #define NODE_RESOURCES_MAX 16
 #define NODE_PATH_MAX 256
+#define NODE_DESIRED_MAX 64
+#define NODE_DESIRED_DATA_MAX 3000
 #define NODE_DEFAULT_SOCKET "/run/procctl/node.sock"
 
 struct node_arbiter_cfg {
@@ -24,6 +27,16 @@ struct node_arbiter_cfg {
 	int process_bound;
 	procctl_resource_t resources[NODE_RESOURCES_MAX]; /* known up front; others are learned */
 	size_t nresources;
+};
+
+/* A [desired NAME] section: a desired config kept in the file (a
+ * ConfigMap), for a consumer, narrowed by a pod or a container. */
+struct node_desired_cfg {
+	char name[PROCCTL_CONSUMER_MAX + 1];
+	struct ev_key sel;
+	size_t len;
+	int has_data;
+	uint8_t data[NODE_DESIRED_DATA_MAX];
 };
 
 struct node_cfg {
@@ -48,6 +61,8 @@ struct node_cfg {
 	int log_debug;
 	struct node_arbiter_cfg arbiters[NODE_ARBITERS_MAX];
 	size_t narbiters;
+	struct node_desired_cfg desired[NODE_DESIRED_MAX];
+	size_t ndesired;
 	int grpc_listen_src; /* private: the source that set grpc_listen last */
 };
 

@@ -29,18 +29,21 @@ int desired_check(const struct ev_key *sel, const char **why)
 	return ev_key_valid(sel, why);
 }
 
-static int same_sel(const struct ev_key *a, const struct ev_key *b)
-{
-	return a->pid == b->pid && a->version == b->version && !strcmp(a->consumer, b->consumer) &&
-	       !strcmp(a->pod_uid, b->pod_uid) && !strcmp(a->container_id, b->container_id);
-}
-
 /* Could one process match both? Fields both name must agree. */
 static int overlap(const struct ev_key *a, const struct ev_key *b)
 {
 	return a->version == b->version && !strcmp(a->consumer, b->consumer) && (!a->pid || !b->pid || a->pid == b->pid) &&
 	       (!a->pod_uid[0] || !b->pod_uid[0] || !strcmp(a->pod_uid, b->pod_uid)) &&
 	       (!a->container_id[0] || !b->container_id[0] || !strcmp(a->container_id, b->container_id));
+}
+
+const struct desired *desired_find(const struct desired_store *s, const struct ev_key *sel)
+{
+	size_t i;
+	for (i = 0; i < s->n; i++)
+		if (ev_key_same(&s->v[i].sel, sel))
+			return &s->v[i];
+	return NULL;
 }
 
 const struct desired *desired_match(const struct desired_store *s, const struct ev_key *k)
@@ -318,7 +321,7 @@ int desired_set(struct desired_store *s, const struct ev_key *sel, const void *p
 		return -EIO;
 	}
 	for (i = 0; i < s->n; i++) {
-		if (same_sel(&s->v[i].sel, sel))
+		if (ev_key_same(&s->v[i].sel, sel))
 			at = i;
 		else if (s->v[i].level == lv && overlap(&s->v[i].sel, sel)) {
 			*other = &s->v[i];
@@ -364,7 +367,7 @@ int desired_delete(struct desired_store *s, const struct ev_key *sel, char *err,
 	struct desired gone;
 	size_t i;
 	int r;
-	for (i = 0; i < s->n && !same_sel(&s->v[i].sel, sel); i++)
+	for (i = 0; i < s->n && !ev_key_same(&s->v[i].sel, sel); i++)
 		;
 	if (i == s->n)
 		return -ENOENT;

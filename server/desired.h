@@ -53,6 +53,9 @@ int desired_set(struct desired_store *s, const struct ev_key *sel, const void *p
 /* Forget sel's config: 0; -ENOENT none; -EIO as above. */
 int desired_delete(struct desired_store *s, const struct ev_key *sel, char *err, size_t errlen);
 
+/* sel's own config (the same selector), or NULL. */
+const struct desired *desired_find(const struct desired_store *s, const struct ev_key *sel);
+
 /* The config process k should have, or NULL. */
 const struct desired *desired_match(const struct desired_store *s, const struct ev_key *k);
 

@@ -42,6 +42,12 @@ static int hexstr(const char *s, size_t max, int dashes)
 	return 1;
 }
 
+int ev_key_same(const struct ev_key *a, const struct ev_key *b)
+{
+	return a->pid == b->pid && a->version == b->version && !strcmp(a->consumer, b->consumer) &&
+	       !strcmp(a->pod_uid, b->pod_uid) && !strcmp(a->container_id, b->container_id);
+}
+
 int ev_key_valid(const struct ev_key *k, const char **why)
 {
 	if (k->pid < 0)

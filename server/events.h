@@ -26,6 +26,8 @@ struct ev_key {
 };
 
 int ev_key_match(const struct ev_key *filter, const struct ev_key *k);
+/* The same selector: every field equal (always aside). */
+int ev_key_same(const struct ev_key *a, const struct ev_key *b);
 
 /* 0 when k's fields are well formed (a pid >= 0, a consumer name, a pod
  * UID of lowercase hex and dashes, a container ID of lowercase hex; empty

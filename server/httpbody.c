@@ -63,8 +63,7 @@ static int b64val(int ch)
 					 : -1;
 }
 
-/* Standard or URL-safe base64, padding optional: the length, or -1. */
-static ssize_t unbase64(const char *s, size_t n, uint8_t *out)
+ssize_t http_unbase64(const char *s, size_t n, uint8_t *out)
 {
 	uint32_t acc = 0;
 	size_t i, bits = 0, o = 0;
@@ -126,7 +125,7 @@ int http_parse_config(const char *type, const char *body, size_t n, const char *
 			snprintf(why, whylen, "out of memory");
 			return -ENOMEM;
 		}
-		got = unbase64(json_string_value(p), json_string_length(p), *payload);
+		got = http_unbase64(json_string_value(p), json_string_length(p), *payload);
 		json_decref(j);
 		if (got < 0) {
 			free(*payload);

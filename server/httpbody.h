@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define HTTP_MAX_JSON_DEPTH 16
 #define HTTP_MAX_WAIT_MS 600000u
@@ -23,5 +24,9 @@ int http_parse_pid(const char *s, size_t n, int32_t *pid);
  * *wait_ms; -EINVAL with why; -ENOMEM. */
 int http_parse_config(const char *type, const char *body, size_t n, const char *wait_arg, uint8_t **payload,
 		      size_t *len, uint32_t *wait_ms, char *why, size_t whylen);
+
+/* n characters of standard or URL-safe base64, padding optional, into
+ * out (room for n * 3 / 4 bytes): the length, or -1. */
+ssize_t http_unbase64(const char *s, size_t n, uint8_t *out);
 
 #endif

@@ -107,6 +107,71 @@ static int take_node_lock(const char *dir, int *fd_out)
 	return 0;
 }
 
+/* The command line, kept to build the configuration again on a reload. */
+static int g_argc;
+static char **g_argv;
+static const char *config_path;
+
+/* The whole configuration: the defaults, the file (--config, wherever it
+ * stands), then every flag. 0; 1 --help or --version (printed); -EINVAL
+ * (err says what, naming the file and line or the flag). */
+static int build_cfg(struct node_cfg *cfg, int *check, int *uninstall, char *err, size_t errlen)
+{
+	int i;
+	node_cfg_defaults(cfg);
+	for (i = 1; i < g_argc; i++)
+		if (!strcmp(g_argv[i], "--config")) {
+			if (i + 1 >= g_argc) {
+				snprintf(err, errlen, "--config: needs a FILE");
+				return -EINVAL;
+			}
+			config_path = g_argv[++i];
+			if (node_cfg_load(cfg, config_path, err, errlen) < 0)
+				return -EINVAL;
+		}
+	for (i = 1; i < g_argc; i++) {
+		const char *a = g_argv[i];
+		char key[64];
+		size_t k;
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			usage(stdout);
+			return 1;
+		}
+		if (!strcmp(a, "--version")) {
+			printf("procctl-node %s (API procctl.v1, wire %u.%u)\n", PROCCTL_NODE_VERSION,
+			       (unsigned)PROCCTL_VERSION_MAJOR, (unsigned)PROCCTL_VERSION_MINOR);
+			return 1;
+		}
+		if (!strcmp(a, "--check-config") || !strcmp(a, "--uninstall")) {
+			*(a[2] == 'c' ? check : uninstall) = 1;
+			continue;
+		}
+		if (!strcmp(a, "--config")) {
+			i++;
+			continue;
+		}
+		if (strncmp(a, "--", 2) || strlen(a) - 2 >= sizeof key || i + 1 >= g_argc) {
+			snprintf(err, errlen, "%s: %s", a,
+				 strncmp(a, "--", 2) ? "not a flag" : i + 1 >= g_argc ? "needs a value" : "no such flag");
+			return -EINVAL;
+		}
+		for (k = 0; a[k + 2]; k++)
+			key[k] = a[k + 2] == '-' ? '_' : a[k + 2];
+		key[k] = 0;
+		if (node_cfg_set(cfg, key, g_argv[++i], err, errlen) < 0)
+			return -EINVAL;
+	}
+	return node_cfg_check(cfg, err, errlen) < 0 ? -EINVAL : 0;
+}
+
+/* node_watch_config's builder: the same, again. */
+static int rebuild_cfg(struct node_cfg *cfg, char *err, size_t errlen, void *arg)
+{
+	int check = 0, uninstall = 0;
+	(void)arg;
+	return build_cfg(cfg, &check, &uninstall, err, errlen) == 0 ? 0 : -EINVAL;
+}
+
 int main(int argc, char **argv)
 {
 	static struct node_cfg cfg;
@@ -114,63 +179,16 @@ int main(int argc, char **argv)
 	struct grpc_srv *srv = NULL;
 	struct httpsrv *http = NULL;
 	struct sigaction sa;
-	int check = 0, uninstall = 0, failed = 0, lock_fd = -1, i, r;
+	int check = 0, uninstall = 0, failed = 0, lock_fd = -1, r;
 
-	node_cfg_defaults(&cfg);
-	/* The file first, wherever --config is: flags override it. */
-	for (i = 1; i < argc; i++)
-		if (!strcmp(argv[i], "--config")) {
-			if (i + 1 >= argc) {
-				fprintf(stderr, "procctl-node: --config: needs a FILE\n");
-				return 2;
-			}
-			if (node_cfg_load(&cfg, argv[i + 1], err, sizeof err) < 0) {
-				fprintf(stderr, "procctl-node: %s\n", err);
-				return 2;
-			}
-			i++;
-		}
-	for (i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		char key[64];
-		size_t k;
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			usage(stdout);
-			return 0;
-		}
-		if (!strcmp(a, "--version")) {
-			printf("procctl-node %s (API procctl.v1, wire %u.%u)\n", PROCCTL_NODE_VERSION,
-			       (unsigned)PROCCTL_VERSION_MAJOR, (unsigned)PROCCTL_VERSION_MINOR);
-			return 0;
-		}
-		if (!strcmp(a, "--check-config")) {
-			check = 1;
-			continue;
-		}
-		if (!strcmp(a, "--uninstall")) {
-			uninstall = 1;
-			continue;
-		}
-		if (!strcmp(a, "--config")) {
-			i++;
-			continue;
-		}
-		if (strncmp(a, "--", 2) || strlen(a) - 2 >= sizeof key || i + 1 >= argc) {
-			fprintf(stderr, "procctl-node: %s: %s\n", a,
-				strncmp(a, "--", 2) ? "not a flag" : i + 1 >= argc ? "needs a value" : "no such flag");
-			usage(stderr);
-			return 2;
-		}
-		for (k = 0; a[k + 2]; k++)
-			key[k] = a[k + 2] == '-' ? '_' : a[k + 2];
-		key[k] = 0;
-		if (node_cfg_set(&cfg, key, argv[++i], err, sizeof err) < 0) {
-			fprintf(stderr, "procctl-node: %s\n", err);
-			return 2;
-		}
-	}
-	if (node_cfg_check(&cfg, err, sizeof err) < 0) {
+	g_argc = argc;
+	g_argv = argv;
+	if ((r = build_cfg(&cfg, &check, &uninstall, err, sizeof err)) > 0)
+		return 0;
+	if (r < 0) {
 		fprintf(stderr, "procctl-node: %s\n", err);
+		if (strstr(err, "no such flag") || strstr(err, "not a flag") || strstr(err, "needs a value"))
+			usage(stderr);
 		return 2;
 	}
 	if (check) {
@@ -196,6 +214,9 @@ int main(int argc, char **argv)
 		node_log(PROCCTL_LOG_ERROR, "start_failed", "error=\"%s\"", err);
 		return 1;
 	}
+	if (config_path && (r = node_watch_config(the_node, config_path, rebuild_cfg, NULL)) < 0)
+		node_log(PROCCTL_LOG_WARN, "config_not_watched", "file=%s error=%s reason=\"changes need a restart\"",
+			 config_path, strerror(-r));
 	if (stopping)
 		node_stop(the_node);
 	if (grpcsrv_start(&cfg, the_node, &srv, err, sizeof err) < 0) {

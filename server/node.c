@@ -11,6 +11,7 @@
 #include "node.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -19,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/inotify.h>
 #include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
@@ -151,6 +153,11 @@ struct node {
 	struct reg_arg args[NODE_CONSUMERS_MAX];
 	size_t nreg;
 	procctl_hello_t *hello; /* NULL: off, or unavailable */
+	int cfg_ifd;            /* inotify on the config file's directories; -1: not followed */
+	int64_t cfg_due;        /* reload then (events settle first); 0: none pending */
+	const char *cfg_path;
+	int (*cfg_build)(struct node_cfg *c, char *err, size_t errlen, void *arg);
+	void *cfg_arg;
 	struct arb arb[NODE_ARBITERS_MAX];
 	size_t narb;
 	struct proc **procs;
@@ -888,6 +895,79 @@ static void do_read_state(struct node *n, struct node_job *job)
 	finish_arena(job, &a, &m.base);
 }
 
+/* Give d to the processes it is the config for now (those of this
+ * daemon's regions); no one waits for their acks. */
+static void desired_push(struct node *n, const struct desired *d)
+{
+	struct proc **v = NULL;
+	ssize_t c, i;
+	if ((c = matching(n, &d->sel, &v)) < 0)
+		return;
+	for (i = 0; i < c; i++) {
+		struct proc *p = v[i];
+		int64_t g;
+		if (!desired_effective(&n->desired, d, &p->key) || !procctl_registry_owner(p->reg, p->key.consumer) ||
+		    d->len > p->payload_cap)
+			continue;
+		g = procctl_client_write(p->c, d->payload, d->len);
+		wrote(n, p, g);
+	}
+	free(v);
+}
+
+/* The [desired] sections of the config file (at start, and at each
+ * reload; old: the file before, NULL at start). Each is set unless the
+ * store has its selector's config byte for byte already, and then given
+ * to its processes; a selector old had and cfg has not is deleted (its
+ * processes keep what they have, as after DeleteDesiredConfig). A section
+ * that cannot be set (it overlaps a config of the same precedence set
+ * through the API, or the store cannot be written) is logged by name; the
+ * others apply. */
+static void file_desired(struct node *n, const struct node_cfg *old, const struct node_cfg *cfg)
+{
+	char err[400];
+	size_t i, j;
+	for (i = 0; old && i < old->ndesired; i++) {
+		const struct node_desired_cfg *o = &old->desired[i];
+		for (j = 0; j < cfg->ndesired && !ev_key_same(&cfg->desired[j].sel, &o->sel); j++)
+			;
+		if (j < cfg->ndesired || !desired_find(&n->desired, &o->sel))
+			continue;
+		if (desired_delete(&n->desired, &o->sel, err, sizeof err) < 0)
+			node_log(PROCCTL_LOG_ERROR, "desired_file_failed", "section=%s error=\"%s\"", o->name, err);
+		else
+			node_log(PROCCTL_LOG_INFO, "desired_deleted", "section=%s consumer=%s version=%u pod=%s container=%.12s",
+				 o->name, o->sel.consumer, o->sel.version, o->sel.pod_uid[0] ? o->sel.pod_uid : "-",
+				 o->sel.container_id[0] ? o->sel.container_id : "-");
+	}
+	for (i = 0; i < cfg->ndesired; i++) {
+		const struct node_desired_cfg *f = &cfg->desired[i];
+		const struct desired *d = desired_find(&n->desired, &f->sel), *other = NULL;
+		const char *why = NULL;
+		int r;
+		if (d && d->len == f->len && !memcmp(d->payload, f->data, f->len))
+			continue; /* as the store has it */
+		r = desired_set(&n->desired, &f->sel, f->data, f->len, &d, &other, &why, err, sizeof err);
+		if (r == -EEXIST)
+			snprintf(err, sizeof err, "overlaps the desired config (revision %llu) of the same precedence for "
+				 "consumer=%s version=%u pid=%d pod=%s container=%s",
+				 (unsigned long long)other->revision, other->sel.consumer, other->sel.version,
+				 (int)other->sel.pid, other->sel.pod_uid, other->sel.container_id);
+		else if (r == -EINVAL)
+			snprintf(err, sizeof err, "%s", why);
+		else if (r < 0 && r != -EIO)
+			snprintf(err, sizeof err, "%s", strerror(-r));
+		if (r < 0) {
+			node_log(PROCCTL_LOG_ERROR, "desired_file_failed", "section=%s error=\"%s\"", f->name, err);
+			continue;
+		}
+		node_log(PROCCTL_LOG_INFO, "desired_set", "section=%s revision=%llu consumer=%s version=%u pod=%s container=%.12s bytes=%zu",
+			 f->name, (unsigned long long)d->revision, d->sel.consumer, d->sel.version,
+			 d->sel.pod_uid[0] ? d->sel.pod_uid : "-", d->sel.container_id[0] ? d->sel.container_id : "-", d->len);
+		desired_push(n, d);
+	}
+}
+
 /* Write payload (NULL: clear) to each of v, as one wait of job's: its
  * results, in v's order. NULL when out of memory (job answered). */
 static struct wait *write_all(struct node *n, struct node_job *job, struct proc **v, size_t c,
@@ -1608,6 +1688,7 @@ struct node *node_new(const struct node_cfg *cfg, char *err, size_t errlen)
 	n->cfg = *cfg;
 	pthread_mutex_init(&n->mu, NULL);
 	n->tail = &n->head;
+	n->cfg_ifd = -1;
 	n->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	n->ev = events_new(cfg->watch_history);
 	if (n->efd < 0 || !n->ev || getrandom(&n->incarnation, sizeof n->incarnation, 0) != sizeof n->incarnation) {
@@ -1619,6 +1700,7 @@ struct node *node_new(const struct node_cfg *cfg, char *err, size_t errlen)
 	if (n->desired.n)
 		node_log(PROCCTL_LOG_INFO, "desired_loaded", "configs=%zu revision=%llu", n->desired.n,
 			 (unsigned long long)n->desired.revision);
+	file_desired(n, NULL, &n->cfg);
 	n->nreg = cfg->nconsumers ? cfg->nconsumers : 1;
 	for (i = 0; i < n->nreg; i++) {
 		struct procctl_registry_opts o;
@@ -1774,9 +1856,88 @@ static int64_t poll_states(struct node *n, int64_t now)
 	return next;
 }
 
+/* ---- the configuration file -------------------------------------------- */
+
+#define RELOAD_SETTLE_NS (100 * MS) /* a file written in steps is read once it settled */
+
+/* Watch the directories of the path and of what it resolves to now (for
+ * a ConfigMap: the volume's, where ..data is swapped, and the dated one). */
+static void watch_dirs(struct node *n)
+{
+	char buf[PATH_MAX], *slash, *real;
+	const uint32_t mask = IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE | IN_ATTRIB;
+	snprintf(buf, sizeof buf, "%s", n->cfg_path);
+	slash = strrchr(buf, '/');
+	if (slash)
+		*slash = slash == buf ? (slash[1] = 0, '/') : 0;
+	inotify_add_watch(n->cfg_ifd, slash ? buf : ".", mask);
+	if ((real = realpath(n->cfg_path, NULL))) {
+		slash = strrchr(real, '/');
+		if (slash && slash != real) {
+			*slash = 0;
+			inotify_add_watch(n->cfg_ifd, real, mask);
+		}
+		free(real);
+	}
+}
+
+/* Something changed near the file: reload once things settle. */
+static void config_events(struct node *n, int64_t now)
+{
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	int any = 0;
+	while (read(n->cfg_ifd, buf, sizeof buf) > 0)
+		any = 1;
+	if (any)
+		n->cfg_due = now + RELOAD_SETTLE_NS;
+}
+
+/* Build the configuration again and apply its [desired] sections. */
+static void reload(struct node *n)
+{
+	struct node_cfg *c = malloc(sizeof *c);
+	char err[512];
+	int others, desired;
+	watch_dirs(n); /* a swap made a new directory to follow */
+	if (!c) {
+		node_log(PROCCTL_LOG_ERROR, "config_reload_failed", "file=%s error=\"out of memory\"", n->cfg_path);
+		return;
+	}
+	if (n->cfg_build(c, err, sizeof err, n->cfg_arg) < 0) {
+		node_log(PROCCTL_LOG_ERROR, "config_reload_failed", "file=%s error=\"%s\" kept=running", n->cfg_path, err);
+		free(c);
+		return;
+	}
+	others = memcmp(c, &n->cfg, offsetof(struct node_cfg, desired)) != 0;
+	desired = c->ndesired != n->cfg.ndesired || memcmp(c->desired, n->cfg.desired, sizeof c->desired) != 0;
+	if (others)
+		node_log(PROCCTL_LOG_WARN, "config_restart_needed", "file=%s reason=\"only [desired] sections apply while "
+			 "running; the rest at the next start\"", n->cfg_path);
+	if (desired) {
+		file_desired(n, &n->cfg, c);
+		memcpy(n->cfg.desired, c->desired, sizeof c->desired);
+		n->cfg.ndesired = c->ndesired;
+	}
+	if (others || desired)
+		node_log(PROCCTL_LOG_INFO, "config_reloaded", "file=%s desired=%zu", n->cfg_path, n->cfg.ndesired);
+	free(c);
+}
+
+int node_watch_config(struct node *n, const char *path,
+		      int (*build)(struct node_cfg *c, char *err, size_t errlen, void *arg), void *arg)
+{
+	if ((n->cfg_ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) < 0)
+		return -errno;
+	n->cfg_path = path;
+	n->cfg_build = build;
+	n->cfg_arg = arg;
+	watch_dirs(n);
+	return 0;
+}
+
 int node_run(struct node *n)
 {
-	struct pollfd pfd[NODE_CONSUMERS_MAX + 2];
+	struct pollfd pfd[NODE_CONSUMERS_MAX + 3];
 	int64_t next_tick = 0;
 	int err = 0;
 	size_t i;
@@ -1785,6 +1946,7 @@ int node_run(struct node *n)
 		pfd[i] = (struct pollfd){procctl_registry_fd(n->reg[i]), POLLIN, 0};
 	pfd[n->nreg] = (struct pollfd){n->efd, POLLIN, 0};
 	pfd[n->nreg + 1] = (struct pollfd){n->hello ? procctl_hello_fd(n->hello) : -1, POLLIN, 0};
+	pfd[n->nreg + 2] = (struct pollfd){n->cfg_ifd, POLLIN, 0};
 	while (!n->stop) {
 		struct node_job *j, *next;
 		int64_t now = now_ns(), due, timeout;
@@ -1826,12 +1988,20 @@ int node_run(struct node *n)
 		}
 		if (n->narb && next_tick < due)
 			due = next_tick;
+		if (n->cfg_ifd >= 0)
+			config_events(n, now_ns());
+		if (n->cfg_due && n->cfg_due <= now_ns()) {
+			n->cfg_due = 0;
+			reload(n);
+		}
+		if (n->cfg_due && n->cfg_due < due)
+			due = n->cfg_due;
 		for (w = n->waits; w; w = w->next)
 			if (w->deadline_ns < due)
 				due = w->deadline_ns;
 		now = now_ns();
 		timeout = due <= now ? 0 : (due - now + MS - 1) / MS;
-		if (poll(pfd, n->nreg + 2, (int)(timeout > 1000 ? 1000 : timeout)) < 0 && errno != EINTR) {
+		if (poll(pfd, n->nreg + 3, (int)(timeout > 1000 ? 1000 : timeout)) < 0 && errno != EINTR) {
 			err = -errno;
 			break;
 		}
@@ -1864,6 +2034,8 @@ void node_close(struct node *n, unsigned flags)
 		procctl_arbiter_registry_source_free(&n->arb[i].src);
 	}
 	procctl_hello_free(n->hello);
+	if (n->cfg_ifd >= 0)
+		close(n->cfg_ifd);
 	for (i = 0; i < n->nreg; i++)
 		if (n->reg[i])
 			procctl_registry_close(n->reg[i], flags); /* DETACHED for each: the table empties */

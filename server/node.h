@@ -86,6 +86,16 @@ void node_set_server(struct node *n, struct grpc_srv *s);
 /* Run until node_stop; then answer every job still held UNAVAILABLE.
  * 0, or -errno when the loop failed. */
 int node_run(struct node *n);
+/* Follow the configuration file at path (before node_run): when it
+ * changes, written in place or replaced (a rename over it, or over a
+ * symlink on its way: Kubernetes swaps the ..data symlink of a mounted
+ * ConfigMap), build(c, err, errlen, arg) builds the whole configuration
+ * again and the loop applies what can change while it runs, the
+ * [desired] sections; a change to anything else is logged as needing a
+ * restart, and a configuration that does not build is logged and
+ * ignored (the running one stays). 0 or -errno (inotify refused). */
+int node_watch_config(struct node *n, const char *path,
+		      int (*build)(struct node_cfg *c, char *err, size_t errlen, void *arg), void *arg);
 /* Any thread, async-signal-safe: make node_run return. */
 void node_stop(struct node *n);
 /* After node_run returned: hand off (SIGTERM: RELEASED, a successor takes

@@ -65,6 +65,11 @@ static void defaults_and_example(void **state)
 		assert_int_equal(ex.arbiters[0].resources[0].id[0], 0x5a);
 		assert_int_equal(ex.arbiters[0].resources[0].id[15], 0x6c);
 		assert_int_equal(ex.nconsumers, 2);
+		assert_int_equal(ex.ndesired, 1);
+		assert_string_equal(ex.desired[0].name, "echo-debug");
+		assert_string_equal(ex.desired[0].sel.pod_uid, "8c9b4f3e-1a2b-4c5d-9e8f-0a1b2c3d4e5f");
+		assert_int_equal(ex.desired[0].len, 11);
+		assert_memory_equal(ex.desired[0].data, "level=debug", 11);
 		assert_int_equal(node_cfg_check(&ex, err, sizeof err), 0);
 	}
 }
@@ -172,7 +177,18 @@ static void errors(void **state)
 		{"log_level = trace\n", "t.conf:1: log_level: 'trace' is not info or debug"},
 		{"lease_ms 1000\n", "t.conf:1: 'lease_ms 1000' is not key = value"},
 		{"= 5\n", "t.conf:1: : a value without a key"},
-		{"[server]\n", "t.conf:1: '[server]' is not a section ([arbiter KIND])"},
+		{"[server]\n", "t.conf:1: '[server]' is not a section ([arbiter KIND] or [desired NAME])"},
+		{"[desired a]\nconsumer = echo\n", "t.conf: [desired a]: data or data_base64: missing"},
+		{"[desired a]\nconsumer = echo\ndata = x\n[desired b]\ndata = y\n", "t.conf: [desired b]: consumer: required"},
+		{"[desired a]\nconsumer = echo\ndata = x\ndata_base64 = eA==\n",
+		 "t.conf:4: data_base64: give the config once: data or data_base64"},
+		{"[desired a]\nconsumer = echo\ndata_base64 = e*A\n", "t.conf:3: data_base64: not base64 of at most 3000 bytes"},
+		{"[desired a]\nconsumer = Echo\n", "t.conf:2: consumer: 'Echo' is not a consumer name ([a-z0-9_.-], 1 to 31)"},
+		{"[desired a]\nconsumer = echo\ndata = x\n[desired a]\n", "t.conf:4: [desired a] twice"},
+		{"[desired A]\n", "t.conf:1: 'A' is not a name for a desired config ([a-z0-9_.-], 1 to 31)"},
+		{"[desired a]\npid = 5\n",
+		 "t.conf:2: pid: no such key in a [desired] section (consumer, schema, pod, container, data, data_base64)"},
+		{"[desired a]\nschema = 0\n", "t.conf:2: schema: 0 is outside 1..4294967295"},
 		{"[arbiter GPU]\n", "t.conf:1: 'GPU' is not a resource kind ([a-z0-9_.-], 1 to 15)"},
 		{"[arbiter gpu]\n[arbiter gpu]\n", "t.conf:2: [arbiter gpu] twice"},
 		{"[arbiter gpu]\nlease_ms = 5000\n", "t.conf:2: lease_ms: no such key in an [arbiter] section"},
@@ -204,6 +220,26 @@ static void errors(void **state)
 	}
 	assert_int_equal(node_cfg_load(&c, "/nonexistent/procctl.conf", err, sizeof err), -ENOENT);
 	assert_string_equal(err, "/nonexistent/procctl.conf: No such file or directory");
+}
+
+/* [desired] sections: text or base64, with their selectors. */
+static void desired_sections(void **state)
+{
+	struct node_cfg c;
+	(void)state;
+	assert_int_equal(parse(&c, "[desired all]\nconsumer = echo\ndata = level=info\n"
+				   "[desired one-pod]\nconsumer = echo\nschema = 2\npod = 8c9b4f3e-1a2b-4c5d-9e8f-0a1b2c3d4e5f\n"
+				   "data_base64 = AAECAw==\n"),
+			 0);
+	assert_int_equal(c.ndesired, 2);
+	assert_string_equal(c.desired[0].sel.consumer, "echo");
+	assert_int_equal(c.desired[0].sel.version, 1);
+	assert_int_equal(c.desired[0].len, 10);
+	assert_memory_equal(c.desired[0].data, "level=info", 10);
+	assert_int_equal(c.desired[1].sel.version, 2);
+	assert_int_equal(c.desired[1].len, 4);
+	assert_memory_equal(c.desired[1].data, "\0\1\2\3", 4);
+	assert_string_equal(c.desired[1].sel.pod_uid, "8c9b4f3e-1a2b-4c5d-9e8f-0a1b2c3d4e5f");
 }
 
 /* What only the whole configuration can tell. */
@@ -248,6 +284,7 @@ int main(void)
 		cmocka_unit_test(defaults_and_example),
 		cmocka_unit_test(every_key),
 		cmocka_unit_test(errors),
+		cmocka_unit_test(desired_sections),
 		cmocka_unit_test(whole),
 	};
 	return TH_RUN(tests);

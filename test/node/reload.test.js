@@ -1,0 +1,113 @@
+// reload.test.js - procctl-node follows its config file: the [desired]
+// sections of a file swapped in the way Kubernetes updates a mounted
+// ConfigMap (a new dated directory, then the ..data symlink renamed over)
+// or written in place apply at once, to processes already attached; a
+// removed section is deleted; a file that does not parse is logged and
+// the running configuration kept; other keys need a restart.
+'use strict';
+
+const { test, after } = require('node:test');
+const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const h = require('./harness');
+
+after(() => h.killAll());
+
+// A ConfigMap volume: dir/..v<N>/procctl-node.conf, dir/..data -> ..v<N>,
+// dir/procctl-node.conf -> ..data/procctl-node.conf.
+class Volume {
+  constructor() {
+    this.dir = fs.mkdtempSync(path.join(os.tmpdir(), 'procctl-cm-'));
+    this.n = 0;
+    this.file = path.join(this.dir, 'procctl-node.conf');
+  }
+
+  swap(text) {
+    const v = `..v${++this.n}`;
+    fs.mkdirSync(path.join(this.dir, v));
+    fs.writeFileSync(path.join(this.dir, v, 'procctl-node.conf'), text);
+    fs.symlinkSync(v, path.join(this.dir, '..data_tmp'));
+    fs.renameSync(path.join(this.dir, '..data_tmp'), path.join(this.dir, '..data'));
+    if (this.n === 1) fs.symlinkSync('..data/procctl-node.conf', this.file);
+    else fs.rmSync(path.join(this.dir, `..v${this.n - 1}`), { recursive: true }); // as the kubelet does
+  }
+}
+
+const section = (name, data, extra = '') => `[desired ${name}]\nconsumer = ${h.CONSUMER}\n${extra}data = ${data}\n`;
+
+async function desired(c) {
+  return (await h.call(c, 'ListDesiredConfigs', {})).configs.map((x) => x.payload.toString());
+}
+
+test('a ConfigMap swap: [desired] sections apply at once; a removed one is deleted; a bad file is ignored', async () => {
+  const vol = new Volume();
+  vol.swap(section('all', 'level=info'));
+  const e = await h.echo();
+  const d = await new h.Daemon({ args: ['--config', vol.file] }).ready();
+  await h.attached(d, e.pid);
+  const c = d.client();
+  await e.line(/event=applied .*payload=level=info/, { out: true });
+  assert.deepEqual(await desired(c), ['level=info']);
+
+  vol.swap(section('all', 'level=debug'));
+  await e.line(/event=applied .*payload=level=debug/, { out: true });
+  assert.deepEqual(await desired(c), ['level=debug']);
+  await d.line(/event=config_reloaded file=\S+ desired=1/);
+
+  // Not a config: logged, and the running one stays.
+  vol.swap('this is not a config\n');
+  await d.line(/event=config_reload_failed .*not key = value.*kept=running/);
+  assert.deepEqual(await desired(c), ['level=debug']);
+
+  // The section removed: deleted from the store; the process keeps its config.
+  vol.swap(`consumers = ${h.CONSUMER}\n`);
+  await h.until(async () => (await desired(c)).length === 0, { what: 'the desired config to go' });
+  const st = await h.call(c, 'ReadState', { process: { pid: e.pid } });
+  assert.match(st.data.toString(), /mode=config/);
+
+  // A key that does not apply while running: said so, and nothing else changes.
+  vol.swap(`consumers = ${h.CONSUMER}\nlease_ms = 5000\n`);
+  await d.line(/event=config_restart_needed/);
+  c.close();
+  await d.stop();
+  fs.rmSync(vol.dir, { recursive: true, force: true });
+});
+
+test('a file written in place is followed too; the same bytes again change nothing', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'procctl-cf-'));
+  const file = path.join(dir, 'node.conf');
+  fs.writeFileSync(file, section('all', 'one'));
+  const e = await h.echo();
+  const d = await new h.Daemon({ args: ['--config', file] }).ready();
+  await h.attached(d, e.pid);
+  await e.line(/payload=one/, { out: true });
+  fs.writeFileSync(file, section('all', 'two'));
+  await e.line(/payload=two/, { out: true });
+  const applied = () => e.out.filter((l) => /event=applied/.test(l)).length;
+  const before = applied();
+  const reloads = () => d.lines.filter((l) => /event=config_reloaded/.test(l)).length;
+  const r0 = reloads();
+  fs.writeFileSync(file, section('all', 'two')); // touched, not changed
+  await h.sleep(400);
+  assert.equal(applied(), before);
+  assert.equal(reloads(), r0);
+  await d.stop();
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+test('--check-config validates [desired] sections', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'procctl-cc-'));
+  const good = path.join(dir, 'good.conf');
+  const bad = path.join(dir, 'bad.conf');
+  fs.writeFileSync(good, section('a', 'x', 'pod = 8c9b4f3e-1a2b-4c5d-9e8f-0a1b2c3d4e5f\n'));
+  fs.writeFileSync(bad, '[desired a]\nconsumer = echo\n');
+  const run = (f) => require('node:child_process').spawnSync(h.NODE_BIN, ['--check-config', '--config', f],
+    { encoding: 'utf8' });
+  assert.equal(run(good).status, 0);
+  const r = run(bad);
+  assert.equal(r.status, 2);
+  assert.match(r.stderr, /\[desired a\]: data or data_base64: missing/);
+  fs.rmSync(dir, { recursive: true, force: true });
+});
