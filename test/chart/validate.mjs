@@ -1,0 +1,76 @@
+// validate.mjs - every object of a rendered chart (helm template output)
+// against its Kubernetes schema (kubernetes-models, and
+// @kubernetes-models/prometheus-operator for the monitors), and the
+// daemon's config out of the ConfigMap into a file for
+// `procctl-node --check-config`.
+// Usage: node validate.mjs PEERS_DIR RENDERED.yaml CONFIG_OUT [--defaults]
+//   --defaults: also assert what the chart promises with default values.
+import fs from 'node:fs';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import assert from 'node:assert/strict';
+
+const [peers, rendered, confOut, ...flags] = process.argv.slice(2);
+const nm = path.join(peers, 'node_modules');
+const yaml = await import(pathToFileURL(path.join(nm, 'yaml', 'dist', 'index.js')));
+
+// apiVersion -> the module with its models.
+async function models(apiVersion) {
+  const [group, version] = apiVersion.includes('/') ? apiVersion.split('/') : [null, apiVersion];
+  const file = group === 'monitoring.coreos.com'
+    ? path.join(nm, '@kubernetes-models', 'prometheus-operator', group, version, 'index.js')
+    : path.join(nm, 'kubernetes-models', ...(group ? [group, version] : [version]), 'index.js');
+  if (!fs.existsSync(file)) throw new Error(`no schema for apiVersion ${apiVersion}`);
+  return import(pathToFileURL(file));
+}
+
+const docs = yaml.parseAllDocuments(fs.readFileSync(rendered, 'utf8'))
+  .map((d) => d.toJS())
+  .filter((d) => d);
+assert.ok(docs.length > 0, 'nothing rendered');
+const byKind = {};
+for (const doc of docs) {
+  const Model = (await models(doc.apiVersion))[doc.kind];
+  if (!Model) throw new Error(`no schema for ${doc.apiVersion} ${doc.kind}`);
+  new Model(doc).validate(); // throws with the path of what is wrong
+  (byKind[doc.kind] ||= []).push(doc);
+}
+
+const cms = byKind.ConfigMap || [];
+assert.equal(cms.length, 1, 'one ConfigMap');
+fs.writeFileSync(confOut, cms[0].data['procctl-node.conf']);
+
+const ds = byKind.DaemonSet?.[0];
+assert.ok(ds, 'a DaemonSet');
+const pod = ds.spec.template.spec;
+const c = pod.containers[0];
+// The config the daemon is started with is the ConfigMap's.
+assert.equal(pod.volumes.find((v) => v.name === 'config').configMap.name, cms[0].metadata.name);
+assert.deepEqual(c.args.slice(0, 2), ['--config', '/etc/procctl/config/procctl-node.conf']);
+assert.ok(c.env.some((e) => e.name === 'NODE_NAME' && e.valueFrom.fieldRef.fieldPath === 'spec.nodeName'));
+assert.equal(c.readinessProbe.httpGet.path, '/readyz');
+assert.deepEqual(c.livenessProbe.exec.command.slice(-1), ['health']);
+for (const v of pod.volumes.filter((x) => x.hostPath)) {
+  assert.ok(['/run/procctl', '/run/procctl/locks', '/var/lib/procctl'].includes(v.hostPath.path) ||
+    !flags.includes('--defaults'), `hostPath ${v.hostPath.path}`);
+}
+if (flags.includes('--defaults')) {
+  const sc = c.securityContext;
+  assert.equal(pod.hostPID, true);
+  assert.equal(sc.privileged, false);
+  assert.equal(sc.allowPrivilegeEscalation, false);
+  assert.equal(sc.readOnlyRootFilesystem, true);
+  assert.deepEqual(sc.capabilities.drop, ['ALL']);
+  assert.deepEqual(sc.capabilities.add.slice().sort(),
+    ['CHECKPOINT_RESTORE', 'DAC_READ_SEARCH', 'IPC_LOCK', 'PERFMON', 'SYS_PTRACE']);
+  assert.equal(sc.seccompProfile.type, 'RuntimeDefault');
+  assert.equal(pod.priorityClassName, 'system-node-critical');
+  assert.deepEqual(pod.tolerations, [{ operator: 'Exists' }]);
+  assert.deepEqual(pod.nodeSelector, { 'kubernetes.io/os': 'linux' });
+  assert.equal(ds.spec.updateStrategy.type, 'RollingUpdate');
+  assert.deepEqual(pod.volumes.filter((v) => v.hostPath).map((v) => v.hostPath.path).sort(),
+    ['/run/procctl', '/run/procctl/locks', '/var/lib/procctl']);
+  assert.ok(!byKind.Service, 'no Service without TCP or a ServiceMonitor');
+  assert.ok(!byKind.ServiceMonitor && !byKind.PodMonitor, 'monitors off by default');
+}
+console.log(`${rendered}: ${docs.length} objects valid (${Object.keys(byKind).sort().join(', ')})`);
