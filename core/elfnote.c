@@ -8,8 +8,11 @@
  * goes.
  *
  * Every count, offset and size is checked against the file's size and the
- * caps below before it is used; every string must end inside what it was
- * read from. Only 64-bit little-endian files are read (procctl's targets).
+ * caps below before it is used (the notes of all .note.stapsdt sections
+ * together: MAX_NOTES bytes); every string must end inside what it was
+ * read from. Only 64-bit little-endian programs and libraries (ET_EXEC,
+ * ET_DYN) of this machine's architecture are read: a uprobe in another
+ * architecture's code (an emulated program) would break it.
  */
 #include <elf.h>
 #include <errno.h>
@@ -25,6 +28,20 @@
 #define MAX_SHSTRTAB (1u << 20)
 #define MAX_NOTES (1u << 20) /* bytes of .note.stapsdt */
 #define NT_STAPSDT 3
+
+#if defined(__x86_64__)
+#define NATIVE_MACHINE EM_X86_64
+#elif defined(__aarch64__)
+#define NATIVE_MACHINE EM_AARCH64
+#elif defined(__riscv) && __riscv_xlen == 64
+#define NATIVE_MACHINE EM_RISCV
+#elif defined(__powerpc64__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define NATIVE_MACHINE EM_PPC64
+#elif defined(__s390x__) || (defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__)
+#error "elfnote.c reads little-endian ELF fields as host integers"
+#else
+#error "elfnote.c: name this architecture's e_machine"
+#endif
 
 /* [off, off + len) inside a file of size sz. */
 static int within(uint64_t off, uint64_t len, uint64_t sz)
@@ -127,7 +144,7 @@ int procctl_elf_hello_sites(int fd, uint64_t *off, int max)
 	Elf64_Phdr *ph = NULL;
 	char *shstr = NULL;
 	struct stat st;
-	uint64_t sz, base_addr = 0, strsz;
+	uint64_t sz, base_addr = 0, strsz, notes = 0;
 	int i, n = 0, err = 0, have_base = 0;
 
 	if (!off || max < 0)
@@ -140,7 +157,8 @@ int procctl_elf_hello_sites(int fd, uint64_t *off, int max)
 	if (sz < sizeof eh || (err = read_at(fd, &eh, sizeof eh, 0)) < 0)
 		return err < 0 ? err : -ENOEXEC;
 	if (memcmp(eh.e_ident, ELFMAG, SELFMAG) || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
-	    eh.e_ident[EI_DATA] != ELFDATA2LSB || eh.e_shentsize != sizeof(Elf64_Shdr) ||
+	    eh.e_ident[EI_DATA] != ELFDATA2LSB || eh.e_machine != NATIVE_MACHINE ||
+	    (eh.e_type != ET_EXEC && eh.e_type != ET_DYN) || eh.e_shentsize != sizeof(Elf64_Shdr) ||
 	    (eh.e_phnum && eh.e_phentsize != sizeof(Elf64_Phdr)) || eh.e_shnum > MAX_SECTIONS ||
 	    eh.e_phnum > MAX_SEGMENTS || eh.e_shstrndx >= eh.e_shnum)
 		return -ENOEXEC; /* also: no sections (a stripped note is gone), or extended numbering */
@@ -164,10 +182,11 @@ int procctl_elf_hello_sites(int fd, uint64_t *off, int max)
 		unsigned char *d;
 		if (sh[i].sh_type != SHT_NOTE || sh[i].sh_name >= strsz || strcmp(shstr + sh[i].sh_name, ".note.stapsdt"))
 			continue;
-		if (sh[i].sh_size > MAX_NOTES) {
+		if (sh[i].sh_size > MAX_NOTES - notes) { /* all of them together: a bounded amount of work */
 			err = -EFBIG;
 			goto out;
 		}
+		notes += sh[i].sh_size;
 		if (!(d = load(fd, sh[i].sh_offset, sh[i].sh_size, sz, &err)))
 			goto out;
 		n = scan_notes(d, sh[i].sh_size, have_base, base_addr, ph, eh.e_phnum, sz, off, max, n);

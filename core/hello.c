@@ -28,6 +28,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <signal.h>
+#include <linux/magic.h>
+#include <linux/openat2.h>
 #include <linux/perf_event.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,7 +38,9 @@
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/timerfd.h>
@@ -70,7 +75,7 @@ struct file {
 };
 
 struct ring {
-	int fd;
+	int fd, cpu;
 	struct perf_event_mmap_page *meta;
 	unsigned char *data;
 	uint64_t size; /* data bytes, a power of two */
@@ -94,7 +99,9 @@ struct procctl_hello {
 	size_t dhead, dlen;
 	int64_t armed; /* the timer's due time, 0: disarmed */
 	int64_t idle_ns;
-	size_t nidle; /* files with idle_since set */
+	size_t nidle;     /* files with idle_since set */
+	int lost;         /* records were lost in this dispatch */
+	long fds_left;    /* perf fds the probes may still use (a share of RLIMIT_NOFILE) */
 	struct procctl_hello_stats st;
 	unsigned char rec[65536]; /* a record that wraps the ring's end */
 };
@@ -168,6 +175,7 @@ static void file_close(struct procctl_hello *h, struct file *f)
 		if (f->probes[i] >= 0)
 			close(f->probes[i]);
 	h->st.probes -= (uint64_t)f->nsites;
+	h->fds_left += (long)f->nsites * h->nrings;
 	free(f->probes);
 	free(f->pids);
 	free(f);
@@ -216,6 +224,8 @@ static int64_t drop_idle(struct procctl_hello *h, int64_t now)
 static void pid_forked(struct procctl_hello *h, pid_t parent, pid_t child)
 {
 	struct file *f;
+	if (kill(child, 0) < 0 && errno == ESRCH)
+		return; /* its exit, on another CPU's ring, came first */
 	for (f = h->files; f; f = f->next)
 		if (pid_index(f, parent) >= 0)
 			pid_add(h, f, child);
@@ -257,28 +267,50 @@ static void recheck(struct procctl_hello *h, pid_t pid)
 		arm(h, 0);
 }
 
-/* The mapped file, opened: the mapping itself, else the path in the
- * process's root if it is the same inode. -1 when neither. */
+/* fd (O_PATH) is the regular file k, on a filesystem that cannot stall
+ * the agent: reopened for reading. -1 otherwise (fd closed either way). */
+static int reopen_checked(int fd, const struct key *k)
+{
+	char p[64];
+	struct stat st;
+	struct statfs sf;
+	int r = -1;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_ino == k->ino && major(st.st_dev) == k->maj &&
+	    minor(st.st_dev) == k->min && fstatfs(fd, &sf) == 0 && sf.f_type != FUSE_SUPER_MAGIC) {
+		snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
+		r = open(p, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	}
+	close(fd);
+	return r;
+}
+
+/* The mapped file, opened for reading: the mapping itself
+ * (/proc/<pid>/map_files, CAP_CHECKPOINT_RESTORE or CAP_SYS_ADMIN), else
+ * the path the process named, resolved inside its root with no magic
+ * links. Either is opened O_PATH first (no device's open runs) and must be
+ * the very inode of the record (not one swapped in since), a regular file
+ * and not on FUSE (whose server could stall the agent's reads). -1 when
+ * it cannot be. */
 static int open_mapped(struct procctl_hello *h, pid_t pid, uint64_t start, uint64_t end, const struct key *k,
 		       const char *path)
 {
-	char p[4352];
-	struct stat st;
-	int fd;
+	char p[320];
+	struct open_how how;
+	int fd, root;
 	snprintf(p, sizeof p, "%s/%d/map_files/%" PRIx64 "-%" PRIx64, h->proc, (int)pid, start, end);
-	if ((fd = open(p, O_RDONLY | O_CLOEXEC)) >= 0)
+	if ((fd = open(p, O_PATH | O_CLOEXEC)) >= 0 && (fd = reopen_checked(fd, k)) >= 0)
 		return fd;
 	if (!path || path[0] != '/')
 		return -1;
-	snprintf(p, sizeof p, "%s/%d/root%s", h->proc, (int)pid, path);
-	if ((fd = open(p, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)) < 0)
+	snprintf(p, sizeof p, "%s/%d/root", h->proc, (int)pid);
+	if ((root = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
 		return -1;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_ino != k->ino || major(st.st_dev) != k->maj ||
-	    minor(st.st_dev) != k->min) {
-		close(fd);
-		return -1;
-	}
-	return fd;
+	memset(&how, 0, sizeof how);
+	how.flags = O_PATH | O_CLOEXEC;
+	how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+	fd = (int)syscall(SYS_openat2, root, path, &how, sizeof how);
+	close(root);
+	return fd < 0 ? -1 : reopen_checked(fd, k);
 }
 
 /* Uprobes on every site of the file open as fd, on every CPU, into the rings. */
@@ -298,8 +330,9 @@ static int probe(struct procctl_hello *h, struct file *f, int fd, const uint64_t
 			a.config2 = off[s];                    /* probe_offset */
 			a.sample_period = 1;
 			a.sample_type = PERF_SAMPLE_TID;
+			a.sample_id_all = 1; /* every record of the shared ring alike */
 			a.disabled = 1;
-			if ((pfd = perf_open(&a, c)) < 0)
+			if ((pfd = perf_open(&a, h->rings[c].cpu)) < 0)
 				return -errno;
 			f->probes[c * f->nsites + s] = pfd;
 			if (ioctl(pfd, PERF_EVENT_IOC_SET_OUTPUT, h->rings[c].fd) < 0 ||
@@ -307,6 +340,20 @@ static int probe(struct procctl_hello *h, struct file *f, int fd, const uint64_t
 				return -errno;
 		}
 	return 0;
+}
+
+/* Sorted, without repeats (a hostile file may name one site many times):
+ * the new count. */
+static int dedupe(uint64_t *off, int n)
+{
+	int i, j, m = 0;
+	for (i = 0; i < n; i++) {
+		for (j = 0; j < m && off[j] != off[i]; j++)
+			;
+		if (j == m)
+			off[m++] = off[i];
+	}
+	return n < 0 ? n : m;
 }
 
 /* pid maps [start, end) of file k (path as the process named it). */
@@ -337,9 +384,15 @@ static void mapped(struct procctl_hello *h, pid_t pid, uint64_t start, uint64_t 
 	n = procctl_elf_hello_sites(fd, off, HELLO_SITES_MAX);
 	if (n < 0)
 		h->st.elf_rejected++;
-	if (n <= 0 || h->nfiles >= HELLO_FILES_MAX) {
-		h->st.files_skipped += n > 0;
-		h->seen[slot] = *k;
+	n = dedupe(off, n);
+	if (n > 0 && (h->nfiles >= HELLO_FILES_MAX || (long)n * h->nrings > h->fds_left)) {
+		h->st.files_skipped++; /* over the limits: not remembered, tried again when mapped again */
+		close(fd);
+		return;
+	}
+	if (n <= 0) {
+		if (n == 0 || n == -ENOEXEC || n == -EFBIG)
+			h->seen[slot] = *k; /* what it is will not change: not read again */
 		close(fd);
 		return;
 	}
@@ -353,6 +406,7 @@ static void mapped(struct procctl_hello *h, pid_t pid, uint64_t start, uint64_t 
 	for (i = 0; i < h->nrings * n; i++)
 		f->probes[i] = -1;
 	h->st.probes += (uint64_t)n;
+	h->fds_left -= (long)n * h->nrings;
 	if (probe(h, f, fd, off) < 0) {
 		h->st.probe_failures++;
 		h->seen[slot] = *k; /* not again and again */
@@ -388,6 +442,8 @@ static void record(struct procctl_hello *h, const unsigned char *r, size_t len)
 	case PERF_RECORD_SAMPLE: /* a uprobe hit: PERF_SAMPLE_TID */
 		REC_NEED(8);
 		memcpy(a, r, 8);
+		if (!a[0])
+			break; /* a process outside the agent's pid namespace */
 		h->st.hits++;
 		say(h, (pid_t)a[0]);
 		break;
@@ -405,8 +461,8 @@ static void record(struct procctl_hello *h, const unsigned char *r, size_t len)
 		name = (const char *)r + 64;
 		if (!memchr(name, 0, len - 64))
 			return;
-		if (hd.misc & PERF_RECORD_MISC_MMAP_BUILD_ID)
-			return; /* not asked for */
+		if ((hd.misc & PERF_RECORD_MISC_MMAP_BUILD_ID) || !a[0])
+			return; /* not asked for; outside the agent's pid namespace */
 		mapped(h, (pid_t)a[0], v[0], v[0] + v[1], &k, name, 1);
 		break;
 	}
@@ -430,7 +486,7 @@ static void record(struct procctl_hello *h, const unsigned char *r, size_t len)
 		break;
 	case PERF_RECORD_LOST:
 		h->st.lost++;
-		say(h, 0);
+		h->lost = 1; /* one full scan per dispatch, however many */
 		break;
 	default:
 		break;
@@ -504,6 +560,24 @@ static void sweep(struct procctl_hello *h)
 	closedir(d);
 }
 
+/* One past the highest CPU number the kernel may ever have online. */
+static long possible_cpus(void)
+{
+	FILE *f = fopen("/sys/devices/system/cpu/possible", "re");
+	char buf[256], *last;
+	long n = sysconf(_SC_NPROCESSORS_CONF);
+	if (f) {
+		if (fgets(buf, sizeof buf, f)) {
+			buf[strcspn(buf, "\n")] = 0;
+			last = strrchr(buf, '-') > strrchr(buf, ',') ? strrchr(buf, '-') : strrchr(buf, ',');
+			if (strtol(last ? last + 1 : buf, NULL, 10) + 1 > n)
+				n = strtol(last ? last + 1 : buf, NULL, 10) + 1;
+		}
+		fclose(f);
+	}
+	return n > 4096 ? 4096 : n;
+}
+
 static int read_int(const char *path, int *v)
 {
 	FILE *f = fopen(path, "re");
@@ -560,7 +634,7 @@ procctl_hello_t *procctl_hello_new(const struct procctl_hello_opts *o)
 {
 	procctl_hello_t *h;
 	char p[320];
-	long ncpu = sysconf(_SC_NPROCESSORS_CONF), page = sysconf(_SC_PAGESIZE);
+	long ncpu = possible_cpus(), page = sysconf(_SC_PAGESIZE);
 	unsigned pages;
 	int c, err = 0;
 
@@ -576,6 +650,12 @@ procctl_hello_t *procctl_hello_new(const struct procctl_hello_opts *o)
 	h->o = *o;
 	h->epfd = h->tfd = -1;
 	h->idle_ns = o->idle_ns ? (int64_t)o->idle_ns : HELLO_IDLE_NS;
+	{
+		struct rlimit rl;
+		/* Probes use at most half of the fds the agent may open. */
+		h->fds_left = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY ? (long)(rl.rlim_cur / 2)
+											      : 65536;
+	}
 	snprintf(h->proc, sizeof h->proc, "%s", o->proc_root ? o->proc_root : "/proc");
 	pages = o->ring_pages ? o->ring_pages : HELLO_RING_PAGES;
 	snprintf(p, sizeof p, "%s/bus/event_source/devices/uprobe/type", o->sysfs_root ? o->sysfs_root : "/sys");
@@ -584,9 +664,12 @@ procctl_hello_t *procctl_hello_new(const struct procctl_hello_opts *o)
 		goto fail;
 	}
 	if ((h->epfd = epoll_create1(EPOLL_CLOEXEC)) < 0 ||
-	    (h->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK)) < 0 ||
-	    !(h->rings = calloc((size_t)ncpu, sizeof *h->rings))) {
-		err = errno ? -errno : -ENOMEM;
+	    (h->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK)) < 0) {
+		err = -errno;
+		goto fail;
+	}
+	if (!(h->rings = calloc((size_t)ncpu, sizeof *h->rings))) {
+		err = -ENOMEM;
 		goto fail;
 	}
 	{
@@ -614,9 +697,10 @@ procctl_hello_t *procctl_hello_new(const struct procctl_hello_opts *o)
 		a.comm_exec = 1;
 		a.watermark = 1;
 		a.wakeup_watermark = 1; /* every record wakes the loop */
+		rg->cpu = c;
 		rg->fd = perf_open(&a, c);
-		if (rg->fd < 0 && errno == ENODEV)
-			continue; /* an offline CPU */
+		if (rg->fd < 0 && (errno == ENODEV || errno == EINVAL))
+			continue; /* not a CPU that is online */
 		if (rg->fd < 0) {
 			err = -errno;
 			goto fail;
@@ -668,6 +752,10 @@ int procctl_hello_dispatch(procctl_hello_t *h)
 	}
 	for (c = 0; c < h->nrings; c++)
 		drain(h, &h->rings[c]);
+	if (h->lost) {
+		h->lost = 0;
+		say(h, 0);
+	}
 	now = now_ns();
 	while (h->dlen && h->delayed[h->dhead].due <= now) {
 		pid_t pid = h->delayed[h->dhead].pid;

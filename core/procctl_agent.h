@@ -312,7 +312,10 @@ void procctl_registry_close(procctl_registry_t *r, unsigned flags);
  * handed to on_pid 20 ms later (it may have said hello before the uprobe
  * existed). on_pid(0): records were lost, scan everything
  * (procctl_registry_rescan). Probes of files no process has mapped for
- * idle_ns are closed; memory is bounded.
+ * idle_ns are closed; memory is bounded, and probes use at most half of
+ * RLIMIT_NOFILE. A mapped file is opened O_PATH (its mapping, else its
+ * path resolved inside the process's root with no magic links), checked
+ * to be the record's regular file and not on FUSE, and only then read.
  *
  * Like a registry it runs in the caller's loop: poll procctl_hello_fd and
  * call procctl_hello_dispatch when it is readable (on_pid runs there). All
@@ -364,8 +367,9 @@ const char *procctl_hello_error(int err);
 /* The file offsets of the procctl:hello sites in the ELF file open as fd
  * (where a uprobe goes): up to max of them in off, and their count, 0 for
  * a file without any. The file is read as hostile: -ENOEXEC for anything
- * but a sane 64-bit little-endian ELF with section headers, -EFBIG for
- * notes over 1 MiB; -errno of a failed read. */
+ * but a sane 64-bit little-endian program or library of this machine's
+ * architecture with section headers, -EFBIG for notes over 1 MiB in all;
+ * -errno of a failed read. */
 int procctl_elf_hello_sites(int fd, uint64_t *off, int max);
 
 /* ---- Logging --------------------------------------------------------- */

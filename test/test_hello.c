@@ -203,6 +203,34 @@ static void parser_refuses_hostile_files(void **state)
 	bad = e;
 	memcpy(bad.b + 640 + 4, "\xff\xff\xff\x7f", 4); /* descsz runs past the section */
 	assert_int_equal(sites_of(bad.b, bad.len, off, 4), -ENOEXEC);
+	bad = e;
+	eh->e_machine = EM_ARM; /* another architecture's code: no uprobe in it */
+	assert_int_equal(sites_of(bad.b, bad.len, off, 4), -ENOEXEC);
+	bad = e;
+	eh->e_type = ET_REL;
+	assert_int_equal(sites_of(bad.b, bad.len, off, 4), -ENOEXEC);
+	{
+		/* Many section headers on one big note section: the notes of
+		 * all of them together are bounded (1 MiB). */
+		size_t big = 700 << 10, len = 4096 + big;
+		unsigned char *f = calloc(1, len);
+		Elf64_Shdr *fs;
+		assert_non_null(f);
+		memcpy(f, e.b, e.len);
+		eh = (Elf64_Ehdr *)f;
+		eh->e_shoff = 2048;
+		eh->e_shnum = 4;
+		fs = (Elf64_Shdr *)(f + 2048);
+		fs[2].sh_offset = fs[3].sh_offset = 4096;
+		fs[2].sh_size = fs[3].sh_size = big;
+		fs[3].sh_type = SHT_NOTE;
+		fs[3].sh_name = 11; /* .note.stapsdt as well */
+		assert_int_equal(sites_of(f, len, off, 4), -EFBIG);
+		fs[3].sh_type = SHT_PROGBITS; /* one of them: read, no site in zeros */
+		assert_int_equal(sites_of(f, len, off, 4), 0);
+		free(f);
+		eh = (Elf64_Ehdr *)bad.b;
+	}
 	/* Strings that do not end inside their note: no site. */
 	n = note(notes, "procctl", "hello", 0x400100, 0);
 	memset(notes + 12 + 8 + 24, 'x', n - 12 - 8 - 24);
