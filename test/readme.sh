@@ -94,7 +94,7 @@ unshare --mount --net --pid --fork --mount-proc --propagation private sh -eu -c 
 	mount -t tmpfs tmpfs /var/lib
 	"$1" &
 	echo "$!" >.readme/snippet.pid
-	PATH=$PWD/test/peers/node_modules/.bin:$PATH bash -euo pipefail -x .readme/session
+	PATH=$PWD/test/peers/node_modules/.bin:$PATH HELM_CACHE_HOME=/run/helm HELM_CONFIG_HOME=/run/helm HELM_DATA_HOME=/run/helm bash -euo pipefail -x .readme/session
 ' readme "$first" >"$W/.readme/log" 2>&1 || status=$?
 cat "$W/.readme/log"
 [ "$status" = 0 ] || fail "the session failed (exit $status)"
