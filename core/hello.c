@@ -15,9 +15,11 @@
  * A probed file keeps the pids that map it (from MMAP2, inherited on
  * fork, dropped on exit and exec); when none has been left for idle_ns
  * (30 s by default: a program started again and again keeps its probe,
- * and its processes do not race its installation) its uprobes are closed. Files without sites are remembered in a direct-mapped cache so
- * they are read once, mostly. Everything is bounded: HELLO_FILES_MAX
- * probed files, HELLO_SITES_MAX sites each, HELLO_PIDS_MAX pids each (a
+ * and its processes do not race its installation) its uprobes are closed;
+ * when the file is written in place (inotify), at once: a uprobe keeps a
+ * copy of the instruction it replaced. Files without sites are remembered
+ * in a direct-mapped cache so they are read once, mostly. Everything is
+ * bounded: HELLO_FILES_MAX probed files, HELLO_SITES_MAX sites each, HELLO_PIDS_MAX pids each (a
  * file with more is kept until the agent stops), HELLO_DELAYED_MAX
  * pending rechecks (more: on_pid at once).
  *
@@ -36,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/inotify.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -66,6 +69,7 @@ struct key {
 struct file {
 	struct key k;
 	int nsites;
+	int wd;      /* inotify watch on its inode: a rewrite drops the probes */
 	int *probes; /* ncpu * nsites perf fds */
 	pid_t *pids;
 	size_t npids, cap;
@@ -89,7 +93,7 @@ struct delayed {
 struct procctl_hello {
 	struct procctl_hello_opts o;
 	char proc[256];
-	int epfd, tfd, uprobe_type;
+	int epfd, tfd, ifd, uprobe_type;
 	struct ring *rings;
 	int nrings;
 	struct file *files;
@@ -171,6 +175,8 @@ static void pid_add(struct procctl_hello *h, struct file *f, pid_t pid)
 static void file_close(struct procctl_hello *h, struct file *f)
 {
 	int i;
+	if (f->wd >= 0)
+		inotify_rm_watch(h->ifd, f->wd);
 	for (i = 0; i < h->nrings * f->nsites; i++)
 		if (f->probes[i] >= 0)
 			close(f->probes[i]);
@@ -193,6 +199,44 @@ static void pid_gone(struct procctl_hello *h, pid_t pid)
 		if (!f->npids && !f->sticky && !f->idle_since) {
 			f->idle_since = now_ns();
 			h->nidle++;
+		}
+	}
+}
+
+/* Unprobe f now: its file was written (it is read again at its next mapping). */
+static void file_drop(struct procctl_hello *h, struct file *f)
+{
+	struct file **pp;
+	for (pp = &h->files; *pp && *pp != f; pp = &(*pp)->next)
+		;
+	if (!*pp)
+		return;
+	*pp = f->next;
+	if (f->idle_since)
+		h->nidle--;
+	h->seen[key_slot(&f->k)] = (struct key){0, 0, 0};
+	file_close(h, f);
+	h->nfiles--;
+	h->st.files_dropped++;
+}
+
+/* Files written in place: their probes go. */
+static void rewritten(struct procctl_hello *h)
+{
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	ssize_t n;
+	while ((n = read(h->ifd, buf, sizeof buf)) > 0) {
+		ssize_t at = 0;
+		while (at + (ssize_t)sizeof(struct inotify_event) <= n) {
+			const struct inotify_event *ev = (const struct inotify_event *)(buf + at);
+			struct file *f;
+			for (f = h->files; f && f->wd != ev->wd; f = f->next)
+				;
+			if (f && (ev->mask & IN_MODIFY)) {
+				h->st.files_rewritten++;
+				file_drop(h, f);
+			}
+			at += (ssize_t)sizeof *ev + ev->len;
 		}
 	}
 }
@@ -403,6 +447,7 @@ static void mapped(struct procctl_hello *h, pid_t pid, uint64_t start, uint64_t 
 	}
 	f->k = *k;
 	f->nsites = n;
+	f->wd = -1;
 	for (i = 0; i < h->nrings * n; i++)
 		f->probes[i] = -1;
 	h->st.probes += (uint64_t)n;
@@ -413,6 +458,13 @@ static void mapped(struct procctl_hello *h, pid_t pid, uint64_t start, uint64_t 
 		file_close(h, f);
 		close(fd);
 		return;
+	}
+	{
+		/* A probe keeps a copy of the instruction it replaced: when the
+		 * file is written in place, the probes go before they are wrong. */
+		char p[64];
+		snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
+		f->wd = inotify_add_watch(h->ifd, p, IN_MODIFY);
 	}
 	close(fd);
 	f->next = h->files;
@@ -625,6 +677,8 @@ void procctl_hello_free(procctl_hello_t *h)
 	free(h->rings);
 	if (h->tfd >= 0)
 		close(h->tfd);
+	if (h->ifd >= 0)
+		close(h->ifd);
 	if (h->epfd >= 0)
 		close(h->epfd);
 	free(h);
@@ -648,7 +702,7 @@ procctl_hello_t *procctl_hello_new(const struct procctl_hello_opts *o)
 		return NULL;
 	}
 	h->o = *o;
-	h->epfd = h->tfd = -1;
+	h->epfd = h->tfd = h->ifd = -1;
 	h->idle_ns = o->idle_ns ? (int64_t)o->idle_ns : HELLO_IDLE_NS;
 	{
 		struct rlimit rl;
@@ -664,7 +718,8 @@ procctl_hello_t *procctl_hello_new(const struct procctl_hello_opts *o)
 		goto fail;
 	}
 	if ((h->epfd = epoll_create1(EPOLL_CLOEXEC)) < 0 ||
-	    (h->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK)) < 0) {
+	    (h->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK)) < 0 ||
+	    (h->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) < 0) {
 		err = -errno;
 		goto fail;
 	}
@@ -674,7 +729,8 @@ procctl_hello_t *procctl_hello_new(const struct procctl_hello_opts *o)
 	}
 	{
 		struct epoll_event ee = {.events = EPOLLIN, .data.u32 = UINT32_MAX};
-		if (epoll_ctl(h->epfd, EPOLL_CTL_ADD, h->tfd, &ee) < 0) {
+		struct epoll_event ie = {.events = EPOLLIN, .data.u32 = UINT32_MAX - 1};
+		if (epoll_ctl(h->epfd, EPOLL_CTL_ADD, h->tfd, &ee) < 0 || epoll_ctl(h->epfd, EPOLL_CTL_ADD, h->ifd, &ie) < 0) {
 			err = -errno;
 			goto fail;
 		}
@@ -750,6 +806,7 @@ int procctl_hello_dispatch(procctl_hello_t *h)
 	if (read(h->tfd, &v, sizeof v) < 0) {
 		/* EAGAIN: the timer has not fired */
 	}
+	rewritten(h);
 	for (c = 0; c < h->nrings; c++)
 		drain(h, &h->rings[c]);
 	if (h->lost) {

@@ -343,7 +343,8 @@ struct procctl_hello_stats {
 	uint64_t mmaps;          /* executable file mappings seen */
 	uint64_t files_read;     /* files read for notes */
 	uint64_t files_probed;   /* ... that had procctl:hello sites and got uprobes */
-	uint64_t files_dropped;  /* probed files no process mapped any more */
+	uint64_t files_dropped;  /* probed files no process mapped any more, or rewritten */
+	uint64_t files_rewritten; /* probed files written in place (their probes dropped at once) */
 	uint64_t files_skipped;  /* probed files over the limit */
 	uint64_t files;          /* probed now */
 	uint64_t probes;         /* sites probed now (each on every CPU) */

@@ -330,7 +330,7 @@ static pid_t echo_client_copy(void)
 	return spawn(argv);
 }
 
-static void world_start(struct world *w, uint64_t rescan_ns, const char *sysfs_root)
+static void world_start_idle(struct world *w, uint64_t rescan_ns, const char *sysfs_root, uint64_t idle_ns)
 {
 	struct procctl_registry_opts o;
 	struct procctl_hello_opts ho;
@@ -348,10 +348,16 @@ static void world_start(struct world *w, uint64_t rescan_ns, const char *sysfs_r
 	ho.on_pid = on_pid;
 	ho.arg = w;
 	ho.sysfs_root = sysfs_root;
-	ho.idle_ns = 50 * MS; /* probes of unmapped files go soon */
+	ho.idle_ns = idle_ns;
 	w->h = procctl_hello_new(&ho);
 	if (!w->h && !sysfs_root && (errno == EACCES || errno == EPERM || errno == ENOENT))
 		TH_SKIP_OR_FAIL(procctl_hello_error(-errno));
+}
+
+/* Probes of unmapped files go soon. */
+static void world_start(struct world *w, uint64_t rescan_ns, const char *sysfs_root)
+{
+	world_start_idle(w, rescan_ns, sysfs_root, 50 * MS);
 }
 
 static void world_stop(struct world *w)
@@ -429,6 +435,45 @@ static void found_without_rescan(void **state)
 		fail_msg("the probe of a file no process maps stayed");
 	procctl_hello_stats(w.h, &st);
 	assert_true(st.files_dropped > st0.files_dropped);
+	world_stop(&w);
+}
+
+static int rewritten_cond(struct world *w, long before)
+{
+	struct procctl_hello_stats st;
+	procctl_hello_stats(w->h, &st);
+	return st.files_rewritten > (uint64_t)before;
+}
+
+/* A probe keeps a copy of the instruction it replaced: a program written
+ * in place (same inode) loses its probe at once, not after idle_ns. */
+static void rewritten_file_loses_its_probe(void **state)
+{
+	struct procctl_hello_stats st0, st;
+	struct world w;
+	char path[128];
+	pid_t pid;
+	int fd;
+	(void)state;
+
+	world_start_idle(&w, HOUR, NULL, HOUR);
+	assert_true(pump(&w, ready_cond, 0));
+	procctl_hello_stats(w.h, &st0);
+	pid = echo_client_copy();
+	assert_true(pump(&w, attached_cond, pid));
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	nchildren--;
+	procctl_hello_stats(w.h, &st);
+	assert_int_equal(st.files, st0.files + 1); /* unmapped, but kept for idle_ns */
+	snprintf(path, sizeof path, "%s/echo-client", lockdir);
+	assert_true((fd = open(path, O_WRONLY)) >= 0);
+	assert_int_equal(pwrite(fd, "\x7f", 1, 0), 1); /* the same byte, written in place */
+	close(fd);
+	if (!pump(&w, rewritten_cond, (long)st0.files_rewritten))
+		fail_msg("a probed file written in place kept its probe");
+	procctl_hello_stats(w.h, &st);
+	assert_int_equal(st.files, st0.files);
 	world_stop(&w);
 }
 
@@ -586,6 +631,7 @@ int main(void)
 		cmocka_unit_test(parser_refuses_hostile_files),
 		cmocka_unit_test(bad_options),
 		cmocka_unit_test_setup_teardown(found_without_rescan, setup, teardown),
+		cmocka_unit_test_setup_teardown(rewritten_file_loses_its_probe, setup, teardown),
 		cmocka_unit_test_setup_teardown(found_through_a_shared_library, setup, teardown),
 		cmocka_unit_test_setup_teardown(found_in_another_mount_namespace, setup, teardown),
 		cmocka_unit_test_setup_teardown(found_by_the_first_scan, setup, teardown),
