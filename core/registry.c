@@ -560,8 +560,9 @@ static void detach(procctl_registry_t *r, struct entry *e, int reason)
 	r->stats.clients--;
 	pthread_mutex_unlock(&r->mu);
 	procctl_doorbells_changed(&r->bells);
-	procctl_log(PROCCTL_LOG_INFO, "detached", "pid=%d consumer=%s reason=%d", (int)e->c->info.pid,
-		    e->lk->consumer, reason);
+	procctl_log(PROCCTL_LOG_INFO, "detached", "pid=%d consumer=%s instance=%016llx reason=%s", (int)e->c->info.pid,
+		    e->lk->consumer, (unsigned long long)e->c->info.hdr.instance_id,
+		    reason == -ESRCH ? "exited" : reason == -ESTALE ? "execed" : reason ? strerror(-reason) : "closed");
 	emit_entry(r, e, PROCCTL_EV_DETACHED, reason);
 	procctl_client_close(e->c);
 	free(e);

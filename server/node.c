@@ -553,10 +553,7 @@ static void on_detached(struct node *n, const struct procctl_event *e)
 					  : PROCCTL__V1__DETACH_REASON__DETACH_REASON_CLOSED;
 	ev.event_case = PROCCTL__V1__WATCH_EVENTS_RESPONSE__EVENT_DETACHED;
 	ev.detached = &m;
-	emit(n, &p->key, &ev);
-	node_log(PROCCTL_LOG_INFO, "detached", "pid=%d consumer=%s instance=%016llx reason=%s", (int)p->key.pid,
-		 p->key.consumer, (unsigned long long)p->instance,
-		 e->reason == -ESRCH ? "exited" : e->reason == -ESTALE ? "execed" : "closed");
+	emit(n, &p->key, &ev); /* the registry logged it */
 	n->procs[at] = n->procs[--n->nprocs];
 	procctl_client_close(p->c);
 	free(p);
