@@ -44,7 +44,7 @@ static procctl_hello_t *hello;
 static pid_t want;
 static int64_t attached_at;
 
-static void die(const char *what)
+static _Noreturn void die(const char *what)
 {
 	fprintf(stderr, "bench_hello: %s: %s\n", what, strerror(errno));
 	exit(1);
