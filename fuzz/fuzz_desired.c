@@ -81,7 +81,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	/* not kept (no path): a set succeeds or names what it overlaps */
 	n = s.n;
-	rc = desired_set(&s, &sel, "x", 1, &out, &other, &why, err, sizeof err);
+	rc = desired_set(&s, &sel, "x", 1, NULL, &out, &other, &why, err, sizeof err);
 	if (rc == 0) {
 		if (!out || out->len != 1 || out->revision != s.revision)
 			abort();

@@ -305,7 +305,7 @@ static int set_desired(struct node_desired_cfg *d, const struct where *w, const 
 		if (d->has_data)
 			return fail(w, "give the config once: data or data_base64");
 		if (key[4]) {
-			if (n / 4 * 3 > sizeof d->data || (len = http_unbase64(v, n, d->data)) < 0)
+			if (n * 3 / 4 > sizeof d->data || (len = http_unbase64(v, n, d->data)) < 0)
 				return fail(w, "not base64 of at most %d bytes", NODE_DESIRED_DATA_MAX);
 		} else {
 			if (n > sizeof d->data)
@@ -314,6 +314,8 @@ static int set_desired(struct node_desired_cfg *d, const struct where *w, const 
 			memcpy(d->data, v, n);
 			len = (ssize_t)n;
 		}
+		if (!len)
+			return fail(w, "empty: a desired config has 1 to %d bytes", NODE_DESIRED_DATA_MAX);
 		d->len = (size_t)len;
 		d->has_data = 1;
 		return 0;
@@ -321,11 +323,14 @@ static int set_desired(struct node_desired_cfg *d, const struct where *w, const 
 	return fail(w, "no such key in a [desired] section (consumer, schema, pod, container, data, data_base64)");
 }
 
-/* What a [desired] section must have, once it has ended: 0, or -EINVAL. */
-static int desired_done(const struct node_desired_cfg *d, const char *name, char *err, size_t errlen)
+/* What a [desired] section (the last of c's) must have, once it has
+ * ended: 0, or -EINVAL. */
+static int desired_done(const struct node_cfg *c, const struct node_desired_cfg *d, const char *name, char *err,
+			size_t errlen)
 {
 	struct ev_key k;
 	const char *why = NULL;
+	size_t i;
 	if (!d)
 		return 0;
 	if (!d->sel.consumer[0]) {
@@ -341,6 +346,14 @@ static int desired_done(const struct node_desired_cfg *d, const char *name, char
 		snprintf(err, errlen, "%s: [desired %s]: %s", name, d->name, why ? why : "a bad selector");
 		return -EINVAL;
 	}
+	for (i = 0; &c->desired[i] != d; i++)
+		if (desired_conflict(&c->desired[i].sel, &d->sel)) {
+			snprintf(err, errlen,
+				 "%s: [desired %s]: %s [desired %s] (one process would match both, at the same precedence)",
+				 name, d->name, ev_key_same(&c->desired[i].sel, &d->sel) ? "the same selector as" : "overlaps",
+				 c->desired[i].name);
+			return -EINVAL;
+		}
 	return 0;
 }
 
@@ -400,7 +413,7 @@ int node_cfg_parse(struct node_cfg *c, const char *text, size_t len, const char 
 			is_desired = !strncmp(in, "desired", 7) && (in[7] == ' ' || in[7] == '\t');
 			if (!is_desired && (strncmp(in, "arbiter", 7) || (in[7] != ' ' && in[7] != '\t')))
 				return fail(&w, "'[%s]' is not a section ([arbiter KIND] or [desired NAME])", in);
-			if ((r = desired_done(des, name, err, errlen)) < 0)
+			if ((r = desired_done(c, des, name, err, errlen)) < 0)
 				return r;
 			arb = NULL;
 			des = NULL;
@@ -454,7 +467,7 @@ int node_cfg_parse(struct node_cfg *c, const char *text, size_t len, const char 
 		if (r)
 			return r;
 	}
-	return desired_done(des, name, err, errlen);
+	return desired_done(c, des, name, err, errlen);
 }
 
 int node_cfg_load(struct node_cfg *c, const char *path, char *err, size_t errlen)

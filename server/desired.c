@@ -37,6 +37,11 @@ static int overlap(const struct ev_key *a, const struct ev_key *b)
 	       (!a->container_id[0] || !b->container_id[0] || !strcmp(a->container_id, b->container_id));
 }
 
+int desired_conflict(const struct ev_key *a, const struct ev_key *b)
+{
+	return level_of(a) == level_of(b) && overlap(a, b);
+}
+
 const struct desired *desired_find(const struct desired_store *s, const struct ev_key *sel)
 {
 	size_t i;
@@ -116,6 +121,7 @@ static int save(const struct desired_store *s, char *err, size_t errlen)
 		cs[i].payload.data = s->v[i].payload;
 		cs[i].payload.len = s->v[i].len;
 		cs[i].revision = s->v[i].revision;
+		cs[i].source = s->v[i].source;
 		ps[i] = &cs[i];
 	}
 	m.n_configs = s->n;
@@ -169,7 +175,8 @@ out:
 	return r;
 }
 
-static int append(struct desired_store *s, const struct ev_key *sel, const void *payload, size_t len, uint64_t rev)
+static int append(struct desired_store *s, const struct ev_key *sel, const void *payload, size_t len, uint64_t rev,
+		  const char *source)
 {
 	struct desired *d;
 	if (s->n == s->cap) {
@@ -190,6 +197,7 @@ static int append(struct desired_store *s, const struct ev_key *sel, const void 
 	d->sel.always = 0;
 	d->level = level_of(sel);
 	d->revision = rev;
+	snprintf(d->source, sizeof d->source, "%s", source ? source : "");
 	s->n++;
 	return 0;
 }
@@ -217,6 +225,9 @@ int desired_parse(struct desired_store *s, const uint8_t *buf, size_t len, char 
 			snprintf(err, errlen, "config %zu: revision %llu (1 to the store's %llu, at most 2^62)", i,
 				 (unsigned long long)c->revision, (unsigned long long)m->revision);
 			r = -EINVAL;
+		} else if (c->source[0] && procctl_name_valid(c->source, sizeof s->v[0].source - 1) < 0) {
+			snprintf(err, errlen, "config %zu: source is not a section name", i);
+			r = -EINVAL;
 		} else if (!c->payload.len || c->payload.len > PROCCTL_PAYLOAD_MAX) {
 			snprintf(err, errlen, "config %zu: payload of %zu bytes (1 to %u)", i, c->payload.len,
 				 (unsigned)PROCCTL_PAYLOAD_MAX);
@@ -228,7 +239,7 @@ int desired_parse(struct desired_store *s, const uint8_t *buf, size_t len, char 
 			if (j < s->n) {
 				snprintf(err, errlen, "config %zu overlaps config %zu", i, j);
 				r = -EINVAL;
-			} else if ((r = append(s, &k, c->payload.data, c->payload.len, c->revision)) < 0) {
+			} else if ((r = append(s, &k, c->payload.data, c->payload.len, c->revision, c->source)) < 0) {
 				snprintf(err, errlen, "out of memory");
 			}
 		}
@@ -303,7 +314,7 @@ int desired_load(struct desired_store *s, const char *dir, char *err, size_t err
 
 /* ---- changes --------------------------------------------------------- */
 
-int desired_set(struct desired_store *s, const struct ev_key *sel, const void *payload, size_t len,
+int desired_set(struct desired_store *s, const struct ev_key *sel, const void *payload, size_t len, const char *source,
 		const struct desired **out, const struct desired **other, const char **why, char *err, size_t errlen)
 {
 	enum desired_level lv = level_of(sel);
@@ -340,6 +351,7 @@ int desired_set(struct desired_store *s, const struct ev_key *sel, const void *p
 		s->v[at].payload = p;
 		s->v[at].len = len;
 		s->v[at].revision = s->revision;
+		snprintf(s->v[at].source, sizeof s->v[at].source, "%s", source ? source : "");
 		if ((r = save(s, err, errlen)) < 0) {
 			free(p);
 			s->v[at] = old;
@@ -348,7 +360,7 @@ int desired_set(struct desired_store *s, const struct ev_key *sel, const void *p
 		}
 		free(old.payload);
 	} else {
-		if ((r = append(s, sel, payload, len, s->revision)) < 0) {
+		if ((r = append(s, sel, payload, len, s->revision, source)) < 0) {
 			s->revision--;
 			return r;
 		}

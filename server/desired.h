@@ -19,6 +19,7 @@ struct desired {
 	struct ev_key sel; /* consumer and version always set */
 	enum desired_level level;
 	uint64_t revision;
+	char source[32]; /* the config file's [desired NAME] section; "": the API's */
 	size_t len;
 	uint8_t *payload;
 };
@@ -44,14 +45,19 @@ void desired_free(struct desired_store *s);
 /* Check a selector for a desired config: 0, or -EINVAL and why. */
 int desired_check(const struct ev_key *sel, const char **why);
 
-/* Set sel's config (replacing sel's own) with the next revision: 0 and
+/* Set sel's config (replacing sel's own) with the next revision, from
+ * source (a config file section's name, or NULL: the API): 0 and
  * *out the stored entry; -EINVAL (why) a bad selector or payload; -EEXIST
  * *other is a config of the same precedence that overlaps; -ENOMEM; -EIO
  * not kept on disk (the store is unchanged; err says which path, why). */
-int desired_set(struct desired_store *s, const struct ev_key *sel, const void *payload, size_t len,
+int desired_set(struct desired_store *s, const struct ev_key *sel, const void *payload, size_t len, const char *source,
 		const struct desired **out, const struct desired **other, const char **why, char *err, size_t errlen);
 /* Forget sel's config: 0; -ENOENT none; -EIO as above. */
 int desired_delete(struct desired_store *s, const struct ev_key *sel, char *err, size_t errlen);
+
+/* 1 when configs for a and b could not both be set: the same precedence,
+ * and one process could match both (the same selector included). */
+int desired_conflict(const struct ev_key *a, const struct ev_key *b);
 
 /* sel's own config (the same selector), or NULL. */
 const struct desired *desired_find(const struct desired_store *s, const struct ev_key *sel);

@@ -210,6 +210,19 @@ int main(int argc, char **argv)
 		node_log(PROCCTL_LOG_ERROR, "lock_failed", "dir=%s error=%s", cfg.lock_dir, strerror(-r));
 		return 1;
 	}
+	/* The file may have changed while this daemon stood by: read it again
+	 * (the lock directory stays the one it waited on). */
+	if (config_path) {
+		static struct node_cfg now;
+		char lock_dir[sizeof cfg.lock_dir];
+		memcpy(lock_dir, cfg.lock_dir, sizeof lock_dir);
+		if (rebuild_cfg(&now, err, sizeof err, NULL) < 0) {
+			node_log(PROCCTL_LOG_ERROR, "start_failed", "error=\"%s\"", err);
+			return 2;
+		}
+		cfg = now;
+		memcpy(cfg.lock_dir, lock_dir, sizeof lock_dir);
+	}
 	if (!(the_node = node_new(&cfg, err, sizeof err))) {
 		node_log(PROCCTL_LOG_ERROR, "start_failed", "error=\"%s\"", err);
 		return 1;

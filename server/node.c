@@ -153,6 +153,7 @@ struct node {
 	struct reg_arg args[NODE_CONSUMERS_MAX];
 	size_t nreg;
 	procctl_hello_t *hello; /* NULL: off, or unavailable */
+	uint64_t rev_at_start;  /* the desired store's revision as this daemon found it */
 	int cfg_ifd;            /* inotify on the config file's directories; -1: not followed */
 	int64_t cfg_due;        /* reload then (events settle first); 0: none pending */
 	const char *cfg_path;
@@ -300,9 +301,11 @@ static PbProcess *mk_process(struct arena *a, const struct proc *p)
 	return m;
 }
 
-static Procctl__V1__DesiredConfig *mk_desired(struct arena *a, const struct ev_key *sel, const uint8_t *payload,
-					      size_t len, uint64_t revision)
+static Procctl__V1__DesiredConfig *mk_desired(struct arena *a, const struct desired *d)
 {
+	const struct ev_key *sel = &d->sel;
+	const uint8_t *payload = d->payload;
+	size_t len = d->len;
 	Procctl__V1__DesiredConfig *m = ar_alloc(a, sizeof *m);
 	PbSelector *s = ar_alloc(a, sizeof *s);
 	if (!m || !s)
@@ -315,7 +318,8 @@ static Procctl__V1__DesiredConfig *mk_desired(struct arena *a, const struct ev_k
 	s->pod_uid = ar_str(a, sel->pod_uid);
 	s->container_id = ar_str(a, sel->container_id);
 	m->selector = s;
-	m->revision = revision;
+	m->revision = d->revision;
+	m->source = ar_str(a, d->source);
 	if ((m->payload.data = ar_alloc(a, len))) {
 		memcpy(m->payload.data, payload, len);
 		m->payload.len = len;
@@ -333,13 +337,16 @@ static void wrote(struct node *n, struct proc *p, int64_t g)
 	p->written_ns = now_ns();
 }
 
-/* Give p the desired config it should have, if it has none yet (a
- * process found by a successor already has what the store says). */
+/* Give p, just attached, the desired config it should have: if it has
+ * none yet, or if the config was set since this daemon started (a process
+ * found by a successor has what the store said then; a config changed at
+ * this start, by the file, or since, is news to it). */
 static void desired_apply(struct node *n, struct proc *p)
 {
 	const struct desired *d = desired_match(&n->desired, &p->key);
 	int64_t g;
-	if (!d || procctl_client_config_gen(p->c) || !procctl_registry_owner(p->reg, p->key.consumer))
+	if (!d || (procctl_client_config_gen(p->c) && d->revision <= n->rev_at_start) ||
+	    !procctl_registry_owner(p->reg, p->key.consumer))
 		return;
 	if (d->len > p->payload_cap) {
 		node_log(PROCCTL_LOG_WARN, "desired_too_big", "pid=%d revision=%llu bytes=%zu capacity=%u", (int)p->key.pid,
@@ -678,7 +685,7 @@ static void wait_reply(struct wait *w)
 	}
 	case NODE_SET_DESIRED: {
 		Procctl__V1__SetDesiredConfigResponse m = PROCCTL__V1__SET_DESIRED_CONFIG_RESPONSE__INIT;
-		m.config = mk_desired(&a, &w->desired.sel, w->desired.payload, w->desired.len, w->desired.revision);
+		m.config = mk_desired(&a, &w->desired);
 		m.n_results = w->n;
 		m.results = rs;
 		free(w->desired.payload);
@@ -913,38 +920,48 @@ static void desired_push(struct node *n, const struct desired *d)
 }
 
 /* The [desired] sections of the config file (at start, and at each
- * reload; old: the file before, NULL at start). Each is set unless the
- * store has its selector's config byte for byte already, and then given
- * to its processes; a selector old had and cfg has not is deleted (its
- * processes keep what they have, as after DeleteDesiredConfig). A section
- * that cannot be set (it overlaps a config of the same precedence set
- * through the API, or the store cannot be written) is logged by name; the
- * others apply. */
-static void file_desired(struct node *n, const struct node_cfg *old, const struct node_cfg *cfg)
+ * reload): each is set, with the section's name as its source, unless the
+ * store has it already byte for byte from that section, and then given to
+ * its processes; a config of the store whose source section cfg has not
+ * (any more, even across restarts: the store keeps the source) is
+ * deleted, its processes keeping what they have, as after
+ * DeleteDesiredConfig. A section that cannot be set (it overlaps a config
+ * of the same precedence set through the API, or the store cannot be
+ * written) is logged by name and tried again at the next reload. */
+static void file_desired(struct node *n, const struct node_cfg *cfg)
 {
 	char err[400];
 	size_t i, j;
-	for (i = 0; old && i < old->ndesired; i++) {
-		const struct node_desired_cfg *o = &old->desired[i];
-		for (j = 0; j < cfg->ndesired && !ev_key_same(&cfg->desired[j].sel, &o->sel); j++)
+	for (i = 0; i < n->desired.n;) {
+		const struct desired *d = &n->desired.v[i];
+		struct ev_key sel = d->sel;
+		char source[sizeof d->source];
+		for (j = 0; j < cfg->ndesired && !(ev_key_same(&cfg->desired[j].sel, &d->sel) &&
+						   !strcmp(cfg->desired[j].name, d->source));
+		     j++)
 			;
-		if (j < cfg->ndesired || !desired_find(&n->desired, &o->sel))
+		if (!d->source[0] || j < cfg->ndesired) {
+			i++;
 			continue;
-		if (desired_delete(&n->desired, &o->sel, err, sizeof err) < 0)
-			node_log(PROCCTL_LOG_ERROR, "desired_file_failed", "section=%s error=\"%s\"", o->name, err);
-		else
-			node_log(PROCCTL_LOG_INFO, "desired_deleted", "section=%s consumer=%s version=%u pod=%s container=%.12s",
-				 o->name, o->sel.consumer, o->sel.version, o->sel.pod_uid[0] ? o->sel.pod_uid : "-",
-				 o->sel.container_id[0] ? o->sel.container_id : "-");
+		}
+		memcpy(source, d->source, sizeof source);
+		if (desired_delete(&n->desired, &sel, err, sizeof err) < 0) {
+			node_log(PROCCTL_LOG_ERROR, "desired_file_failed", "section=%s error=\"%s\"", source, err);
+			i++;
+			continue;
+		}
+		node_log(PROCCTL_LOG_INFO, "desired_deleted", "section=%s consumer=%s version=%u pod=%s container=%.12s", source,
+			 sel.consumer, sel.version, sel.pod_uid[0] ? sel.pod_uid : "-",
+			 sel.container_id[0] ? sel.container_id : "-");
 	}
 	for (i = 0; i < cfg->ndesired; i++) {
 		const struct node_desired_cfg *f = &cfg->desired[i];
 		const struct desired *d = desired_find(&n->desired, &f->sel), *other = NULL;
 		const char *why = NULL;
 		int r;
-		if (d && d->len == f->len && !memcmp(d->payload, f->data, f->len))
+		if (d && d->len == f->len && !memcmp(d->payload, f->data, f->len) && !strcmp(d->source, f->name))
 			continue; /* as the store has it */
-		r = desired_set(&n->desired, &f->sel, f->data, f->len, &d, &other, &why, err, sizeof err);
+		r = desired_set(&n->desired, &f->sel, f->data, f->len, f->name, &d, &other, &why, err, sizeof err);
 		if (r == -EEXIST)
 			snprintf(err, sizeof err, "overlaps the desired config (revision %llu) of the same precedence for "
 				 "consumer=%s version=%u pid=%d pod=%s container=%s",
@@ -1110,7 +1127,7 @@ static void do_set_desired(struct node *n, struct node_job *job)
 		return finish(job, NODE_INVALID_ARGUMENT, "config: required", NULL);
 	if ((code = selector_key(rq->config->selector, &f, &why)))
 		return finish(job, code, why, NULL);
-	r = desired_set(&n->desired, &f, rq->config->payload.data, rq->config->payload.len, &d, &other, &why, err,
+	r = desired_set(&n->desired, &f, rq->config->payload.data, rq->config->payload.len, NULL, &d, &other, &why, err,
 			sizeof err);
 	if (r == -EINVAL)
 		return finish(job, NODE_INVALID_ARGUMENT, why, NULL);
@@ -1201,7 +1218,7 @@ static void do_list_desired(struct node *n, struct node_job *job)
 			v[i] = &n->desired.v[i];
 		qsort(v, n->desired.n, sizeof *v, by_precedence);
 		for (i = 0; i < n->desired.n; i++)
-			m.configs[m.n_configs++] = mk_desired(&a, &v[i]->sel, v[i]->payload, v[i]->len, v[i]->revision);
+			m.configs[m.n_configs++] = mk_desired(&a, v[i]);
 	}
 	finish_arena(job, &a, &m.base);
 }
@@ -1697,7 +1714,8 @@ struct node *node_new(const struct node_cfg *cfg, char *err, size_t errlen)
 	if (n->desired.n)
 		node_log(PROCCTL_LOG_INFO, "desired_loaded", "configs=%zu revision=%llu", n->desired.n,
 			 (unsigned long long)n->desired.revision);
-	file_desired(n, NULL, &n->cfg);
+	n->rev_at_start = n->desired.revision;
+	file_desired(n, &n->cfg);
 	n->nreg = cfg->nconsumers ? cfg->nconsumers : 1;
 	for (i = 0; i < n->nreg; i++) {
 		struct procctl_registry_opts o;
@@ -1858,8 +1876,9 @@ static int64_t poll_states(struct node *n, int64_t now)
 #define RELOAD_SETTLE_NS (100 * MS) /* a file written in steps is read once it settled */
 
 /* Watch the directories of the path and of what it resolves to now (for
- * a ConfigMap: the volume's, where ..data is swapped, and the dated one). */
-static void watch_dirs(struct node *n)
+ * a ConfigMap: the volume's, where ..data is swapped, and the dated one).
+ * 0, or -errno when the path's own directory cannot be watched. */
+static int watch_dirs(struct node *n)
 {
 	char buf[PATH_MAX], *slash, *real;
 	const uint32_t mask = IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE | IN_ATTRIB;
@@ -1867,7 +1886,8 @@ static void watch_dirs(struct node *n)
 	slash = strrchr(buf, '/');
 	if (slash)
 		*slash = slash == buf ? (slash[1] = 0, '/') : 0;
-	inotify_add_watch(n->cfg_ifd, slash ? buf : ".", mask);
+	if (inotify_add_watch(n->cfg_ifd, slash ? buf : ".", mask) < 0)
+		return -errno;
 	if ((real = realpath(n->cfg_path, NULL))) {
 		slash = strrchr(real, '/');
 		if (slash && slash != real) {
@@ -1876,6 +1896,7 @@ static void watch_dirs(struct node *n)
 		}
 		free(real);
 	}
+	return 0;
 }
 
 /* Something changed near the file: reload once things settle. */
@@ -1894,8 +1915,9 @@ static void reload(struct node *n)
 {
 	struct node_cfg *c = malloc(sizeof *c);
 	char err[512];
-	int others, desired;
-	watch_dirs(n); /* a swap made a new directory to follow */
+	int others, desired, r;
+	if ((r = watch_dirs(n)) < 0) /* a swap made a new directory to follow */
+		node_log(PROCCTL_LOG_WARN, "config_not_watched", "file=%s error=%s", n->cfg_path, strerror(-r));
 	if (!c) {
 		node_log(PROCCTL_LOG_ERROR, "config_reload_failed", "file=%s error=\"out of memory\"", n->cfg_path);
 		return;
@@ -1910,8 +1932,8 @@ static void reload(struct node *n)
 	if (others)
 		node_log(PROCCTL_LOG_WARN, "config_restart_needed", "file=%s reason=\"only [desired] sections apply while "
 			 "running; the rest at the next start\"", n->cfg_path);
+	file_desired(n, c); /* every time: a section refused before is tried again */
 	if (desired) {
-		file_desired(n, &n->cfg, c);
 		memcpy(n->cfg.desired, c->desired, sizeof c->desired);
 		n->cfg.ndesired = c->ndesired;
 	}
@@ -1923,12 +1945,18 @@ static void reload(struct node *n)
 int node_watch_config(struct node *n, const char *path,
 		      int (*build)(struct node_cfg *c, char *err, size_t errlen, void *arg), void *arg)
 {
+	int r;
 	if ((n->cfg_ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) < 0)
 		return -errno;
 	n->cfg_path = path;
 	n->cfg_build = build;
 	n->cfg_arg = arg;
-	watch_dirs(n);
+	if ((r = watch_dirs(n)) < 0) {
+		close(n->cfg_ifd);
+		n->cfg_ifd = -1;
+		return r;
+	}
+	n->cfg_due = now_ns() + RELOAD_SETTLE_NS; /* once more: a change just before the watch began */
 	return 0;
 }
 

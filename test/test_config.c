@@ -189,6 +189,13 @@ static void errors(void **state)
 		{"[desired a]\npid = 5\n",
 		 "t.conf:2: pid: no such key in a [desired] section (consumer, schema, pod, container, data, data_base64)"},
 		{"[desired a]\nschema = 0\n", "t.conf:2: schema: 0 is outside 1..4294967295"},
+		{"[desired a]\nconsumer = echo\ndata =\n", "t.conf:3: data: empty: a desired config has 1 to 3000 bytes"},
+		{"[desired a]\nconsumer = echo\ndata_base64 = ====\n",
+		 "t.conf:3: data_base64: empty: a desired config has 1 to 3000 bytes"},
+		{"[desired a]\nconsumer = echo\ndata = x\n[desired b]\nconsumer = echo\ndata = y\n",
+		 "t.conf: [desired b]: the same selector as [desired a] (one process would match both, at the same precedence)"},
+		{"[desired a]\nconsumer = echo\ncontainer = ab\ndata = x\n[desired b]\nconsumer = echo\npod = 8c9b4f3e-1a2b-4c5d-9e8f-0a1b2c3d4e5f\ncontainer = ab\ndata = y\n",
+		 "t.conf: [desired b]: overlaps [desired a] (one process would match both, at the same precedence)"},
 		{"[arbiter GPU]\n", "t.conf:1: 'GPU' is not a resource kind ([a-z0-9_.-], 1 to 15)"},
 		{"[arbiter gpu]\n[arbiter gpu]\n", "t.conf:2: [arbiter gpu] twice"},
 		{"[arbiter gpu]\nlease_ms = 5000\n", "t.conf:2: lease_ms: no such key in an [arbiter] section"},
@@ -239,7 +246,21 @@ static void desired_sections(void **state)
 	assert_int_equal(c.desired[1].sel.version, 2);
 	assert_int_equal(c.desired[1].len, 4);
 	assert_memory_equal(c.desired[1].data, "\0\1\2\3", 4);
+
 	assert_string_equal(c.desired[1].sel.pod_uid, "8c9b4f3e-1a2b-4c5d-9e8f-0a1b2c3d4e5f");
+	/* base64 of exactly 3000 bytes, padded or not; one byte more refused */
+	{
+		static char text[4200];
+		int k = snprintf(text, sizeof text, "[desired a]\nconsumer = echo\ndata_base64 = ");
+		memset(text + k, 'A', 4000);
+		text[k + 4000] = '\n';
+		text[k + 4001] = 0;
+		assert_int_equal(parse(&c, text), 0);
+		assert_int_equal(c.desired[0].len, 3000);
+		memcpy(text + k + 4000, "AA\n", 4); /* 4002 characters: 3001 bytes */
+		assert_int_equal(parse(&c, text), -EINVAL);
+		assert_string_equal(err, "t.conf:3: data_base64: not base64 of at most 3000 bytes");
+	}
 }
 
 /* What only the whole configuration can tell. */

@@ -60,7 +60,7 @@ static int set(struct desired_store *s, struct ev_key sel, const char *payload, 
 	const struct desired *o = NULL, *x = NULL;
 	const char *why = NULL;
 	char err[512] = "";
-	int rc = desired_set(s, &sel, payload, strlen(payload), &o, &x, &why, err, sizeof err);
+	int rc = desired_set(s, &sel, payload, strlen(payload), NULL, &o, &x, &why, err, sizeof err);
 	if (rc)
 		print_message("desired_set: %d %s %s\n", rc, why ? why : "", err);
 	if (out)
@@ -371,7 +371,7 @@ static void refusals(void **state)
 		print_message("refused %d '%s' v%u '%s' '%s': %s\n", k.pid, k.consumer, k.version, k.pod_uid,
 			      k.container_id, why);
 		why = NULL;
-		assert_int_equal(desired_set(&s, &k, "x", 1, &d, &other, &why, err, sizeof err), -EINVAL);
+		assert_int_equal(desired_set(&s, &k, "x", 1, NULL, &d, &other, &why, err, sizeof err), -EINVAL);
 		assert_non_null(why);
 		assert_int_equal(s.n, 0);
 		assert_int_equal(s.revision, 0);
@@ -386,22 +386,22 @@ static void refusals(void **state)
 	big = calloc(1, (size_t)PROCCTL_PAYLOAD_MAX + 1);
 	assert_non_null(big);
 	why = NULL;
-	assert_int_equal(desired_set(&s, &(struct ev_key){.consumer = C, .version = 1}, "x", 0, &d, &other, &why, err,
+	assert_int_equal(desired_set(&s, &(struct ev_key){.consumer = C, .version = 1}, "x", 0, NULL, &d, &other, &why, err,
 				     sizeof err),
 			 -EINVAL);
 	assert_non_null(why);
 	print_message("empty payload: %s\n", why);
 	why = NULL;
 	assert_int_equal(desired_set(&s, &(struct ev_key){.consumer = C, .version = 1}, big,
-				     (size_t)PROCCTL_PAYLOAD_MAX + 1, &d, &other, &why, err, sizeof err),
+				     (size_t)PROCCTL_PAYLOAD_MAX + 1, NULL, &d, &other, &why, err, sizeof err),
 			 -EINVAL);
 	assert_non_null(why);
 	assert_int_equal(s.n, 0);
 	assert_int_equal(s.revision, 0);
 	big[PROCCTL_PAYLOAD_MAX - 1] = 0x5a;
 	d = NULL;
-	assert_int_equal(desired_set(&s, &(struct ev_key){.consumer = C, .version = 1}, big, PROCCTL_PAYLOAD_MAX, &d,
-				     &other, &why, err, sizeof err),
+	assert_int_equal(desired_set(&s, &(struct ev_key){.consumer = C, .version = 1}, big, PROCCTL_PAYLOAD_MAX, NULL,
+				     &d, &other, &why, err, sizeof err),
 			 0);
 	assert_non_null(d);
 	assert_int_equal(d->len, PROCCTL_PAYLOAD_MAX);
@@ -423,6 +423,7 @@ static void same_store(const struct desired_store *a, const struct desired_store
 		assert_int_equal(x->revision, y->revision);
 		assert_int_equal(x->len, y->len);
 		assert_memory_equal(x->payload, y->payload, x->len);
+		assert_string_equal(x->source, y->source);
 	}
 }
 
@@ -448,9 +449,10 @@ static void persistence(void **state)
 	set_ok(&s, key(0, C, 1, P1, ""), "pod");
 	set_ok(&s, gone, "container");
 	set_ok(&s, key(42, C, 1, P2, ""), "pid");
-	assert_int_equal(desired_set(&s, &(struct ev_key){.consumer = C, .version = 2}, bin, sizeof bin, &d, &other,
-				     &why, err, sizeof err),
+	assert_int_equal(desired_set(&s, &(struct ev_key){.consumer = C, .version = 2}, bin, sizeof bin, "from-file", &d,
+				     &other, &why, err, sizeof err),
 			 0);
+	assert_string_equal(d->source, "from-file"); /* a config file's section: kept with it */
 	set_ok(&s, key(0, C, 1, P1, ""), "pod, replaced");
 	assert_int_equal(desired_delete(&s, &gone, err, sizeof err), 0);
 	assert_int_equal(s.n, 4);
@@ -694,7 +696,7 @@ static void write_failure(void **state)
 
 	/* a replacement */
 	err[0] = 0;
-	assert_int_equal(desired_set(&s, &ka, "two", 3, &d, &other, &why, err, sizeof err), -EIO);
+	assert_int_equal(desired_set(&s, &ka, "two", 3, NULL, &d, &other, &why, err, sizeof err), -EIO);
 	print_message("set: %s\n", err);
 	assert_non_null(strstr(err, s.path));
 	assert_int_equal(s.n, 2);
@@ -705,7 +707,7 @@ static void write_failure(void **state)
 
 	/* a new selector */
 	err[0] = 0;
-	assert_int_equal(desired_set(&s, &kc, "three", 5, &d, &other, &why, err, sizeof err), -EIO);
+	assert_int_equal(desired_set(&s, &kc, "three", 5, NULL, &d, &other, &why, err, sizeof err), -EIO);
 	assert_non_null(strstr(err, s.path));
 	assert_int_equal(s.n, 2);
 	assert_int_equal(s.revision, rev);

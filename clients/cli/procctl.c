@@ -591,15 +591,15 @@ static int cmd_desired(int argc, char **argv)
 		if (json_out) {
 			print_json(&r->base);
 		} else {
-			printf("%-8s %-16s %-3s %-8s %-36s %-12s %s\n", "REVISION", "CONSUMER", "VER", "PID", "POD",
-			       "CONTAINER", "BYTES");
+			printf("%-8s %-16s %-3s %-8s %-36s %-12s %-8s %s\n", "REVISION", "CONSUMER", "VER", "PID", "POD",
+			       "CONTAINER", "BYTES", "SOURCE");
 			for (i = 0; i < r->n_configs; i++) {
 				const Procctl__V1__DesiredConfig *d = r->configs[i];
 				const Procctl__V1__Selector *s = d->selector;
-				printf("%-8llu %-16s %-3u %-8d %-36s %-12.12s %zu\n", (unsigned long long)d->revision,
+				printf("%-8llu %-16s %-3u %-8d %-36s %-12.12s %-8zu %s\n", (unsigned long long)d->revision,
 				       s ? s->consumer : "", s ? s->schema_version : 0, s ? s->pid : 0,
 				       s && s->pod_uid[0] ? s->pod_uid : "-", s && s->container_id[0] ? s->container_id : "-",
-				       d->payload.len);
+				       d->payload.len, d->source[0] ? d->source : "api");
 			}
 		}
 		protobuf_c_message_free_unpacked(&r->base, NULL);

@@ -46,25 +46,40 @@ for values in "" "$CHART"/ci/*-values.yaml; do
 done
 [ "$n" -ge 4 ] || fail "expected the defaults and three ci/*-values.yaml, got $n"
 
-# What the schema and the templates must refuse.
+# What the schema and the templates must refuse, each for its own reason.
 refused() {
 	what=$1
-	shift
+	why=$2
+	shift 2
 	if "$HELM" lint --strict "$CHART" "$@" >"$W/out" 2>&1 && "$HELM" template t "$CHART" "$@" >>"$W/out" 2>&1; then
 		cat "$W/out"
 		fail "accepted: $what ($*)"
 	fi
+	"$HELM" template t "$CHART" "$@" >>"$W/out" 2>&1 || true
+	grep -q -- "$why" "$W/out" || { cat "$W/out"; fail "$what: refused, but not for '$why'"; }
 	echo "refused as it should: $what"
 }
-refused "a string for a boolean" --set hostPID=yes
-refused "a string for a number" --set config.leaseMs=fast
-refused "a typo in a key" --set hostPid=true
-refused "an unknown config key" --set config.lease=5000
-refused "a lease under the daemon's floor" --set config.leaseMs=1
-refused "a bad consumer name" --set 'config.consumers[0]=Echo'
-refused "TCP without its TLS Secret" --set grpc.tcp.enabled=true
-refused "a desired config with data twice" --set 'config.desired[0].name=a' --set 'config.desired[0].consumer=echo' \
-	--set 'config.desired[0].data=x' --set 'config.desired[0].dataBase64=eA=='
-refused "a desired config with no data" --set 'config.desired[0].name=a' --set 'config.desired[0].consumer=echo'
-refused "an image pull policy that is none" --set image.pullPolicy=Sometimes
+D0='config.desired[0]'
+D1='config.desired[1]'
+refused "a string for a boolean" "hostPID: Invalid type" --set hostPID=yes
+refused "a string for a number" "config.leaseMs: Invalid type" --set config.leaseMs=fast
+refused "a typo in a key" "Additional property hostPid" --set hostPid=true
+refused "an unknown config key" "Additional property lease " --set config.lease=5000
+refused "a lease under the daemon's floor" "config.leaseMs: Must be greater than or equal to 10" --set config.leaseMs=1
+refused "a bad consumer name" "config.consumers.0: Does not match pattern" --set 'config.consumers[0]=Echo'
+refused "TCP without its TLS Secret" "grpc.tcp.tlsSecretName: the TCP listener needs mTLS" --set grpc.tcp.enabled=true
+refused "a desired config with data twice" "Must validate one and only one schema" --set "$D0.name=a" \
+	--set "$D0.consumer=echo" --set "$D0.data=x" --set "$D0.dataBase64=eA=="
+refused "a desired config with no data" "Must validate one and only one schema" --set "$D0.name=a" --set "$D0.consumer=echo"
+refused "a desired config of spaces" "config.desired.0.data: Does not match pattern" --set "$D0.name=a" \
+	--set "$D0.consumer=echo" --set "$D0.data=  "
+refused "a pod UID that is not one" "config.desired.0.pod: Does not match pattern" --set "$D0.name=a" \
+	--set "$D0.consumer=echo" --set "$D0.data=x" --set "$D0.pod=My-Pod"
+refused "two desired configs for one selector" "b has the selector of a" --set "$D0.name=a" --set "$D0.consumer=echo" \
+	--set "$D0.data=x" --set "$D1.name=b" --set "$D1.consumer=echo" --set "$D1.data=y"
+refused "an arbiter for a consumer not served" "consumer token is not one of config.consumers" \
+	--set 'config.consumers={echo}' --set 'config.arbiters[0].kind=gpu' --set 'config.arbiters[0].consumer=token'
+refused "a resource id of 36 hex digits" "resources.0: Does not match pattern" --set 'config.arbiters[0].kind=gpu' \
+	--set 'config.arbiters[0].consumer=token' --set 'config.arbiters[0].resources={00112233445566778899aabbccddeeff0011}'
+refused "an image pull policy that is none" "image.pullPolicy: image.pullPolicy must be one of" --set image.pullPolicy=Sometimes
 echo "chart: every check passed"

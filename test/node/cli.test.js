@@ -429,9 +429,9 @@ test('desired set | ls | rm, in both outputs; ls -o json equal to ListDesiredCon
     await e.line(new RegExp(`event=applied gen=${row.GEN} .*payload=want$`), { out: true });
 
     const l = table(exits(await cli(['desired', 'ls']), 0));
-    assert.deepEqual(l.header, ['REVISION', 'CONSUMER', 'VER', 'PID', 'POD', 'CONTAINER', 'BYTES']);
+    assert.deepEqual(l.header, ['REVISION', 'CONSUMER', 'VER', 'PID', 'POD', 'CONTAINER', 'BYTES', 'SOURCE']);
     const mine = l.rows.find((x) => x.CONSUMER === h.CONSUMER);
-    assert.deepEqual(mine, { REVISION: rev[1], CONSUMER: h.CONSUMER, VER: '1', PID: '0', POD: '-', CONTAINER: '-', BYTES: '4' });
+    assert.deepEqual(mine, { REVISION: rev[1], CONSUMER: h.CONSUMER, VER: '1', PID: '0', POD: '-', CONTAINER: '-', BYTES: '4', SOURCE: 'api' });
     assert.deepEqual(doc(exits(await cli(['-o', 'json', 'desired', 'ls']), 0)),
       asJson(await h.call(c, 'ListDesiredConfigs', {})));
 

@@ -41,6 +41,10 @@ async function desired(c) {
   return (await h.call(c, 'ListDesiredConfigs', {})).configs.map((x) => x.payload.toString());
 }
 
+async function sources(c) {
+  return (await h.call(c, 'ListDesiredConfigs', {})).configs.map((x) => x.source);
+}
+
 test('a ConfigMap swap: [desired] sections apply at once; a removed one is deleted; a bad file is ignored', async () => {
   const vol = new Volume();
   vol.swap(section('all', 'level=info'));
@@ -50,6 +54,7 @@ test('a ConfigMap swap: [desired] sections apply at once; a removed one is delet
   const c = d.client();
   await e.line(/event=applied .*payload=level=info/, { out: true });
   assert.deepEqual(await desired(c), ['level=info']);
+  assert.deepEqual(await sources(c), ['all']); // ListDesiredConfigs names the file's section
 
   vol.swap(section('all', 'level=debug'));
   await e.line(/event=applied .*payload=level=debug/, { out: true });
@@ -88,6 +93,7 @@ test('a file written in place is followed too; the same bytes again change nothi
   const applied = () => e.out.filter((l) => /event=applied/.test(l)).length;
   const before = applied();
   const reloads = () => d.lines.filter((l) => /event=config_reloaded/.test(l)).length;
+  await h.until(() => reloads() >= 1, { what: 'the reload to be logged' });
   const r0 = reloads();
   fs.writeFileSync(file, section('all', 'two')); // touched, not changed
   await h.sleep(400);
@@ -97,17 +103,53 @@ test('a file written in place is followed too; the same bytes again change nothi
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
+test('across restarts: a section changed while no daemon ran reaches the running process; one removed is deleted',
+  async () => {
+    const vol = new Volume();
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'procctl-rs-')); // locks and state kept across the restarts
+    fs.mkdirSync(path.join(dir, 'run'));
+    vol.swap(section('a', 'first'));
+    const e = await h.echo();
+    let d = await new h.Daemon({ dir, args: ['--config', vol.file] }).ready();
+    await h.attached(d, e.pid);
+    await e.line(/payload=first/, { out: true });
+    await d.stop();
+    vol.swap(section('a', 'second')); // while no daemon runs
+    d = await new h.Daemon({ dir, args: ['--config', vol.file] }).ready();
+    await e.line(/payload=second/, { out: true }); // it had "first" from the last daemon: news to it
+    await d.stop();
+    vol.swap(`consumers = ${h.CONSUMER}\n`);
+    d = await new h.Daemon({ dir, args: ['--config', vol.file] }).ready();
+    const c = d.client();
+    await h.until(async () => (await desired(c)).length === 0, { what: 'the removed section to be deleted' });
+    // One set through the API is not the file's: a reload leaves it.
+    await h.call(c, 'SetDesiredConfig', { config: { selector: { consumer: h.CONSUMER, schemaVersion: 1 },
+      payload: Buffer.from('api') } });
+    vol.swap(`consumers = ${h.CONSUMER}\n# touched\n`);
+    await h.sleep(400);
+    assert.deepEqual(await sources(c), ['']);
+    c.close();
+    await d.stop();
+    fs.rmSync(vol.dir, { recursive: true, force: true });
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
 test('--check-config validates [desired] sections', () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'procctl-cc-'));
   const good = path.join(dir, 'good.conf');
   const bad = path.join(dir, 'bad.conf');
   fs.writeFileSync(good, section('a', 'x', 'pod = 8c9b4f3e-1a2b-4c5d-9e8f-0a1b2c3d4e5f\n'));
   fs.writeFileSync(bad, '[desired a]\nconsumer = echo\n');
+  const twice = path.join(dir, 'twice.conf');
+  fs.writeFileSync(twice, section('a', 'x') + section('b', 'y'));
   const run = (f) => require('node:child_process').spawnSync(h.NODE_BIN, ['--check-config', '--config', f],
     { encoding: 'utf8' });
   assert.equal(run(good).status, 0);
   const r = run(bad);
   assert.equal(r.status, 2);
   assert.match(r.stderr, /\[desired a\]: data or data_base64: missing/);
+  const t = run(twice);
+  assert.equal(t.status, 2);
+  assert.match(t.stderr, /\[desired b\]: the same selector as \[desired a\]/);
   fs.rmSync(dir, { recursive: true, force: true });
 });
