@@ -227,6 +227,8 @@ static int set_global(struct node_cfg *c, const struct where *w, const char *key
 		return boolean(w, v, &c->http_writes_remote);
 	if (!strcmp(key, "hello"))
 		return boolean(w, v, &c->hello);
+	if (!strcmp(key, "tls_refresh_s"))
+		return u32(w, v, 1, 86400, &c->tls_refresh_s);
 	if (!strcmp(key, "consumers")) {
 		c->nconsumers = 0;
 		return *v ? each_item(w, v, add_consumer, c) : 0;
@@ -366,6 +368,7 @@ void node_cfg_defaults(struct node_cfg *c)
 	c->lease_ns = 10000 * MS;
 	c->rescan_ns = 60000 * MS;
 	c->hello = 1;
+	c->tls_refresh_s = 60;
 	snprintf(c->lock_dir, sizeof c->lock_dir, "%s", PROCCTL_LOCK_DIR_DEFAULT);
 	snprintf(c->state_dir, sizeof c->state_dir, "/var/lib/procctl");
 	c->max_regions = 4096;

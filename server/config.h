@@ -46,6 +46,7 @@ struct node_cfg {
 	int http_writes;        /* POST /v1/processes/{pid}/config served */
 	int http_writes_remote; /* ... on a listener off loopback too */
 	int hello;              /* fast discovery with the procctl:hello probe (default on) */
+	uint32_t tls_refresh_s; /* how often the TLS files are read again (default 60) */
 	char consumers[NODE_CONSUMERS_MAX][PROCCTL_CONSUMER_MAX + 1]; /* none: every consumer */
 	size_t nconsumers;
 	uint64_t lease_ns, rescan_ns;

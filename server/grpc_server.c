@@ -575,7 +575,8 @@ static int may_write(struct rpc *c, char *who, size_t wholen)
 	gpr_free(peer);
 	if ((ctx = grpc_call_auth_context(c->call))) {
 		it = grpc_auth_context_find_properties_by_name(ctx, GRPC_TRANSPORT_SECURITY_TYPE_PROPERTY_NAME);
-		if ((p = grpc_auth_property_iterator_next(&it)) && !strcmp(p->value, GRPC_SSL_TRANSPORT_SECURITY_TYPE))
+		if ((p = grpc_auth_property_iterator_next(&it)) && (!strcmp(p->value, GRPC_TLS_TRANSPORT_SECURITY_TYPE) ||
+								      !strcmp(p->value, GRPC_SSL_TRANSPORT_SECURITY_TYPE)))
 			tls = grpc_auth_context_peer_is_authenticated(ctx);
 		it = grpc_auth_context_find_properties_by_name(ctx, GRPC_X509_CN_PROPERTY_NAME);
 		if ((p = grpc_auth_property_iterator_next(&it))) {
@@ -877,17 +878,27 @@ int grpcsrv_start(const struct node_cfg *cfg, struct node *n, struct grpc_srv **
 										: GRPC_SRM_PAYLOAD_READ_INITIAL_BYTE_BUFFER,
 							   0);
 	if (cfg->tls_cert[0]) {
-		grpc_ssl_pem_key_cert_pair kp;
+		/* Read once now, so that a missing or unreadable file stops the
+		 * start with its name; then served through a file watcher, so a
+		 * renewed certificate (cert-manager rewriting its Secret) is used
+		 * within tls_refresh_s, without a restart. */
 		char *ca_pem = slurp(cfg->tls_client_ca, err, errlen), *cert = NULL, *key = NULL;
-		if (ca_pem && (cert = slurp(cfg->tls_cert, err, errlen)) && (key = slurp(cfg->tls_key, err, errlen))) {
-			kp.private_key = key;
-			kp.cert_chain = cert;
-			tls = grpc_ssl_server_credentials_create_ex(
-				ca_pem, &kp, 1, GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY, NULL);
-		}
+		int readable = ca_pem && (cert = slurp(cfg->tls_cert, err, errlen)) && (key = slurp(cfg->tls_key, err, errlen));
 		free(ca_pem);
 		free(cert);
 		free(key);
+		if (readable) {
+			grpc_tls_certificate_provider *prov = grpc_tls_certificate_provider_file_watcher_create(
+				cfg->tls_key, cfg->tls_cert, cfg->tls_client_ca, cfg->tls_refresh_s);
+			grpc_tls_credentials_options *o = grpc_tls_credentials_options_create();
+			grpc_tls_credentials_options_set_certificate_provider(o, prov);
+			grpc_tls_credentials_options_watch_root_certs(o);
+			grpc_tls_credentials_options_watch_identity_key_cert_pairs(o);
+			grpc_tls_credentials_options_set_cert_request_type(
+				o, GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+			tls = grpc_tls_server_credentials_create(o); /* takes o */
+			grpc_tls_certificate_provider_release(prov); /* o holds its own reference */
+		}
 		if (!tls) {
 			if (!err[0])
 				snprintf(err, errlen, "TLS: the certificate, key or CA were refused");

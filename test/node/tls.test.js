@@ -132,6 +132,34 @@ test('mTLS: a client with a certificate of tls_client_ca reads and writes, its C
   assert.equal((await publish(local, e.pid, 'over unix')).results[0].status, 'PUBLISH_STATUS_APPLIED');
 });
 
+test('a renewed certificate and CA are served without a restart (tls_refresh_s)', async () => {
+  // The daemon's own copies, rewritten in place as cert-manager rewrites a Secret.
+  for (const f of ['server.crt', 'server.key', 'ca.crt']) fs.copyFileSync(file(f), file(`live-${f}`));
+  const port = await freePort();
+  const d = await start(`${h.CONSUMER}r`.slice(0, 31), ['--grpc-listen', `127.0.0.1:${port}`,
+    '--tls-cert', file('live-server.crt'), '--tls-key', file('live-server.key'),
+    '--tls-client-ca', file('live-ca.crt'), '--tls-refresh-s', '1']);
+  const asClient = (trust, key, cert) => tcpClient(port, h.grpc.credentials.createSsl(read(trust), read(key), read(cert)));
+  await h.call(asClient('ca.crt', 'client.key', 'client.crt'), 'ListProcesses', {});
+  // Renewed: a server certificate of otherca, and clients of otherca trusted.
+  leaf('server2', 'localhost', 'otherca', 'subjectAltName = IP:127.0.0.1, DNS:localhost\nextendedKeyUsage = serverAuth');
+  assert.equal(await h.code(h.call(asClient('otherca.crt', 'stranger.key', 'stranger.crt'), 'ListProcesses', {})),
+    'UNAVAILABLE');
+  fs.copyFileSync(file('server2.key'), file('live-server.key'));
+  fs.copyFileSync(file('server2.crt'), file('live-server.crt'));
+  fs.copyFileSync(file('otherca.crt'), file('live-ca.crt'));
+  await h.until(async () => {
+    try {
+      await h.call(asClient('otherca.crt', 'stranger.key', 'stranger.crt'), 'ListProcesses', {}, { deadlineMs: 2000 });
+      return true;
+    } catch (e) {
+      return false;
+    }
+  }, { what: 'the renewed certificate to be served' });
+  // And the old ones are not accepted any more.
+  assert.equal(await h.code(h.call(asClient('ca.crt', 'client.key', 'client.crt'), 'ListProcesses', {})), 'UNAVAILABLE');
+});
+
 test('plain TCP (insecure_tcp): reads served, writes PERMISSION_DENIED', async () => {
   const consumer = `${h.CONSUMER}.ro`;
   const port = await freePort();
