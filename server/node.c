@@ -156,6 +156,7 @@ struct node {
 	uint64_t rev_at_start;  /* the desired store's revision as this daemon found it */
 	int cfg_ifd;            /* inotify on the config file's directories; -1: not followed */
 	int64_t cfg_due;        /* reload then (events settle first); 0: none pending */
+	int64_t cfg_first;      /* the first change not reloaded yet; 0: none */
 	const char *cfg_path;
 	int (*cfg_build)(struct node_cfg *c, char *err, size_t errlen, void *arg);
 	void *cfg_arg;
@@ -910,9 +911,13 @@ static void desired_push(struct node *n, const struct desired *d)
 	for (i = 0; i < c; i++) {
 		struct proc *p = v[i];
 		int64_t g;
-		if (!desired_effective(&n->desired, d, &p->key) || !procctl_registry_owner(p->reg, p->key.consumer) ||
-		    d->len > p->payload_cap)
+		if (!desired_effective(&n->desired, d, &p->key) || !procctl_registry_owner(p->reg, p->key.consumer))
 			continue;
+		if (d->len > p->payload_cap) {
+			node_log(PROCCTL_LOG_WARN, "desired_too_big", "pid=%d revision=%llu bytes=%zu capacity=%u",
+				 (int)p->key.pid, (unsigned long long)d->revision, d->len, p->payload_cap);
+			continue;
+		}
 		g = procctl_client_write(p->c, d->payload, d->len);
 		wrote(n, p, g);
 	}
@@ -1874,6 +1879,7 @@ static int64_t poll_states(struct node *n, int64_t now)
 /* ---- the configuration file -------------------------------------------- */
 
 #define RELOAD_SETTLE_NS (100 * MS) /* a file written in steps is read once it settled */
+#define RELOAD_MAX_WAIT_NS (1000 * MS) /* ... or a second after the first change, in a busy directory */
 
 /* Watch the directories of the path and of what it resolves to now (for
  * a ConfigMap: the volume's, where ..data is swapped, and the dated one).
@@ -1906,8 +1912,13 @@ static void config_events(struct node *n, int64_t now)
 	int any = 0;
 	while (read(n->cfg_ifd, buf, sizeof buf) > 0)
 		any = 1;
-	if (any)
-		n->cfg_due = now + RELOAD_SETTLE_NS;
+	if (!any)
+		return;
+	if (!n->cfg_first)
+		n->cfg_first = now;
+	n->cfg_due = now + RELOAD_SETTLE_NS;
+	if (n->cfg_due > n->cfg_first + RELOAD_MAX_WAIT_NS)
+		n->cfg_due = n->cfg_first + RELOAD_MAX_WAIT_NS;
 }
 
 /* Build the configuration again and apply its [desired] sections. */
@@ -2016,7 +2027,7 @@ int node_run(struct node *n)
 		if (n->cfg_ifd >= 0)
 			config_events(n, now_ns());
 		if (n->cfg_due && n->cfg_due <= now_ns()) {
-			n->cfg_due = 0;
+			n->cfg_due = n->cfg_first = 0;
 			reload(n);
 		}
 		if (n->cfg_due && n->cfg_due < due)
