@@ -227,6 +227,8 @@ static void errors(void **state)
 	}
 	assert_int_equal(node_cfg_load(&c, "/nonexistent/procctl.conf", err, sizeof err), -ENOENT);
 	assert_string_equal(err, "/nonexistent/procctl.conf: No such file or directory");
+	assert_int_equal(node_cfg_load(&c, "/", err, sizeof err), -EINVAL); /* a directory, a FIFO, a device */
+	assert_string_equal(err, "/: not a regular file");
 }
 
 /* [desired] sections: text or base64, with their selectors. */
