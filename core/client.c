@@ -211,6 +211,7 @@ static void remote_put(struct procctl_remote *rm)
 			close(rm->mem_fd);
 		if (rm->pidfd >= 0)
 			close(rm->pidfd);
+		free(rm->mem_path);
 		free(rm);
 	}
 }
@@ -260,6 +261,8 @@ procctl_client_t *procctl_client_attach(const struct procctl_scan_entry *e, cons
 	c->remote->mem_fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (c->remote->mem_fd < 0)
 		return attach_fail(c, errno == ENOENT ? ESRCH : errno == EACCES ? EPERM : errno);
+	if (!(c->remote->mem_path = strdup(path)))
+		return attach_fail(c, ENOMEM);
 
 	if (have_getfd() && !(flags & PROCCTL_ATTACH_NO_GETFD))
 		fd = (int)syscall(SYS_pidfd_getfd, c->remote->pidfd, e->fd, 0);
@@ -346,18 +349,37 @@ int procctl_client_pidfd(const procctl_client_t *c)
 	return c->remote->pidfd;
 }
 
+#define FAR_ADDRESS 0x7ffffffffffff000ll
+
+/* Does the process at /proc/<pid>/mem (still ours: its pidfd has not
+ * said it exited) have an mm now? An exec gives it a new one; an exit
+ * leaves none, and a fresh open of its mem then reads 0 bytes. */
+static int has_mm(const char *mem_path)
+{
+	unsigned char b;
+	int fd = open(mem_path, O_RDONLY | O_CLOEXEC), r;
+	if (fd < 0)
+		return 0;
+	r = pread(fd, &b, 1, (off_t)FAR_ADDRESS) != 0;
+	close(fd);
+	return r;
+}
+
 int procctl_client_alive(procctl_client_t *c)
 {
 	unsigned char b;
 	if (process_exited(c->remote->pidfd))
 		return -ESRCH;
 	/* A /proc/<pid>/mem fd reads 0 bytes once the mm it was opened on is
-	 * gone: exec (SPEC.md 10.2). Probe an address no process can map
-	 * (above any user address space): EIO while the mm lives, and never a
-	 * page the process could make block. */
-	if (pread(c->remote->mem_fd, &b, 1, (off_t)0x7ffffffffffff000ll) == 0)
-		return process_exited(c->remote->pidfd) ? -ESRCH : -ESTALE;
-	return 0;
+	 * gone: exec (SPEC.md 10.2), or an exit under way (the mm goes before
+	 * the pidfd says so). Probe an address no process can map (above any
+	 * user address space): EIO while the mm lives, and never a page the
+	 * process could make block. */
+	if (pread(c->remote->mem_fd, &b, 1, (off_t)FAR_ADDRESS) != 0)
+		return 0;
+	if (process_exited(c->remote->pidfd) || !has_mm(c->remote->mem_path))
+		return -ESRCH; /* exiting: no mm now, not a new one */
+	return -ESTALE;
 }
 
 /* ---- writes --------------------------------------------------------- */

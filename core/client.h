@@ -16,6 +16,7 @@ struct procctl_remote {
 	pid_t pid;
 	int pidfd;   /* pins the process: readable once it exits */
 	int mem_fd;  /* /proc/<pid>/mem, opened at attach: 0 bytes after exec */
+	char *mem_path; /* its path, to tell an exec from an exit (malloc'd) */
 };
 
 struct procctl_client {
