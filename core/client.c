@@ -359,7 +359,7 @@ static int has_mm(const char *mem_path)
 	unsigned char b;
 	int fd = open(mem_path, O_RDONLY | O_CLOEXEC), r;
 	if (fd < 0)
-		return 0;
+		return errno == EACCES || errno == EPERM; /* an mm we may not read: a setuid exec */
 	r = pread(fd, &b, 1, (off_t)FAR_ADDRESS) != 0;
 	close(fd);
 	return r;
