@@ -372,14 +372,17 @@ int procctl_client_alive(procctl_client_t *c)
 		return -ESRCH;
 	/* A /proc/<pid>/mem fd reads 0 bytes once the mm it was opened on is
 	 * gone: exec (SPEC.md 10.2), or an exit under way (the mm goes before
-	 * the pidfd says so). Probe an address no process can map (above any
-	 * user address space): EIO while the mm lives, and never a page the
-	 * process could make block. */
+	 * the files, and before the pidfd says so). Probe an address no process
+	 * can map (above any user address space): EIO while the mm lives, and
+	 * never a page the process could make block. */
 	if (pread(c->remote->mem_fd, &b, 1, (off_t)FAR_ADDRESS) != 0)
 		return 0;
-	if (process_exited(c->remote->pidfd) || !has_mm(c->remote->mem_path))
-		return -ESRCH; /* exiting: no mm now, not a new one */
-	return -ESTALE;
+	if (process_exited(c->remote->pidfd))
+		return -ESRCH;
+	/* Exiting, not exec'ing, when it has no mm at all now: still 0 until the
+	 * pidfd says it exited, for until then it may hold what it held (its
+	 * files close after its mm goes): an arbiter must not give it away. */
+	return has_mm(c->remote->mem_path) ? -ESTALE : 0;
 }
 
 /* ---- writes --------------------------------------------------------- */

@@ -129,8 +129,9 @@ int procctl_client_info(const procctl_client_t *c, struct procctl_client_info *o
 uint64_t procctl_client_config_gen(procctl_client_t *c);
 /* A pidfd for c's process: readable once it exits. */
 int procctl_client_pidfd(const procctl_client_t *c);
-/* 0 while the process that created the region runs it; -ESRCH once it
- * exited; -ESTALE once it exec'd (the instance is gone). */
+/* 0 while the process that created the region runs it (an exit under
+ * way included: it may still hold files); -ESRCH once it exited (its
+ * pidfd says so); -ESTALE once it exec'd (the instance is gone). */
 int procctl_client_alive(procctl_client_t *c);
 
 /* Publish a config of len bytes (1 .. payload_cap) / clear it: a write
