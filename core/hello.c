@@ -203,14 +203,11 @@ static void pid_gone(struct procctl_hello *h, pid_t pid)
 	}
 }
 
-/* Unprobe f now: its file was written (it is read again at its next mapping). */
-static void file_drop(struct procctl_hello *h, struct file *f)
+/* Unprobe the file *pp links and unlink it (it is read again at its next
+ * mapping). */
+static void unprobe(struct procctl_hello *h, struct file **pp)
 {
-	struct file **pp;
-	for (pp = &h->files; *pp && *pp != f; pp = &(*pp)->next)
-		;
-	if (!*pp)
-		return;
+	struct file *f = *pp;
 	*pp = f->next;
 	if (f->idle_since)
 		h->nidle--;
@@ -229,12 +226,12 @@ static void rewritten(struct procctl_hello *h)
 		ssize_t at = 0;
 		while (at + (ssize_t)sizeof(struct inotify_event) <= n) {
 			const struct inotify_event *ev = (const struct inotify_event *)(buf + at);
-			struct file *f;
-			for (f = h->files; f && f->wd != ev->wd; f = f->next)
+			struct file **pp;
+			for (pp = &h->files; *pp && (*pp)->wd != ev->wd; pp = &(*pp)->next)
 				;
-			if (f && (ev->mask & IN_MODIFY)) {
+			if (*pp && (ev->mask & IN_MODIFY)) {
 				h->st.files_rewritten++;
-				file_drop(h, f);
+				unprobe(h, pp);
 			}
 			at += (ssize_t)sizeof *ev + ev->len;
 		}
@@ -250,12 +247,7 @@ static int64_t drop_idle(struct procctl_hello *h, int64_t now)
 		return 0;
 	while ((f = *pp)) {
 		if (f->idle_since && now - f->idle_since >= h->idle_ns) {
-			*pp = f->next;
-			h->seen[key_slot(&f->k)] = (struct key){0, 0, 0}; /* read again when mapped again */
-			file_close(h, f);
-			h->nfiles--;
-			h->nidle--;
-			h->st.files_dropped++;
+			unprobe(h, pp);
 			continue;
 		}
 		if (f->idle_since && (!next || f->idle_since + h->idle_ns < next))
@@ -616,14 +608,16 @@ static void sweep(struct procctl_hello *h)
 static long possible_cpus(void)
 {
 	FILE *f = fopen("/sys/devices/system/cpu/possible", "re");
-	char buf[256], *last;
+	char buf[256];
 	long n = sysconf(_SC_NPROCESSORS_CONF);
+	size_t e;
 	if (f) {
-		if (fgets(buf, sizeof buf, f)) {
-			buf[strcspn(buf, "\n")] = 0;
-			last = strrchr(buf, '-') > strrchr(buf, ',') ? strrchr(buf, '-') : strrchr(buf, ',');
-			if (strtol(last ? last + 1 : buf, NULL, 10) + 1 > n)
-				n = strtol(last ? last + 1 : buf, NULL, 10) + 1;
+		if (fgets(buf, sizeof buf, f)) { /* "0-7", "0,2-5": the last number is the highest */
+			e = strcspn(buf, "\n");
+			while (e && buf[e - 1] >= '0' && buf[e - 1] <= '9')
+				e--;
+			if (strtol(buf + e, NULL, 10) + 1 > n)
+				n = strtol(buf + e, NULL, 10) + 1;
 		}
 		fclose(f);
 	}
