@@ -25,10 +25,13 @@ trap cleanup EXIT INT TERM
 
 step() { printf '\n==> %s\n' "$*"; }
 fail() { printf 'demo: FAILED: %s\n' "$*" >&2; exit 1; }
+# count FILE PATTERN: how many lines of FILE match (0 while FILE does not
+# exist yet: a background program may not have opened its log).
+count() { grep -c -- "$2" "$1" 2>/dev/null || :; }
 # wait_for FILE PATTERN [COUNT]: until PATTERN occurs COUNT times (10 s)
 wait_for() {
 	i=0
-	while [ "$(grep -c -- "$2" "$1" 2>/dev/null || true)" -lt "${3:-1}" ]; do
+	while n=$(count "$1" "$2") && [ "${n:-0}" -lt "${3:-1}" ]; do
 		i=$((i + 1))
 		[ $i -le 200 ] || fail "no '$2' in $1 after 10 s"
 		sleep 0.05
@@ -56,6 +59,7 @@ step "agent B: the lock is taken, so it attaches read-only (passive) and reads t
 	>"$work/b.log" 2>"$work/b.err" & b=$!; pids="$pids $b"
 wait_for "$work/b.log" "event=state" 2
 show "$work/b.log"
+b_shown=$(wc -l <"$work/b.log")
 grep -q "owner=0" "$work/b.log" || fail "B was not passive"
 
 step "SIGTERM to A: it hands off (RELEASED); B takes the lock at once and publishes"
@@ -63,7 +67,7 @@ kill -TERM "$a"
 wait "$a" || true
 wait_for "$work/b.log" "event=ownership consumer=echo held=1"
 wait_for "$work/b.log" "ack=applied" 2
-show "$work/b.log"
+tail -n +$((b_shown + 1)) "$work/b.log" | sed 's/^/    /' # what B did after the hand-off
 wait_for "$work/c1.log" "payload=config-from-B"
 if grep -q "event=lease state=expired\|event=cleared" "$work/c1.log" "$work/c2.log"; then
 	fail "a client saw a flap during the hand-off"
@@ -85,7 +89,7 @@ wait "$c1" "$c2" || true
 pids=""
 
 # holder_lines: the token agent's "event=holder" lines with a holder
-holder_lines() { grep -c "event=holder .* pid=[1-9]" "$work/t.log" 2>/dev/null || true; }
+holder_lines() { n=$(count "$work/t.log" "event=holder .* pid=[1-9]") && echo "${n:-0}"; }
 
 step "three token clients want gpu:0; the token agent grants it to one at a time, 200 ms each"
 for i in 1 2 3; do
