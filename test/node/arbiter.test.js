@@ -8,7 +8,6 @@
 const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
-const os = require('node:os');
 const path = require('node:path');
 const h = require('./harness');
 
@@ -18,7 +17,7 @@ const CONSUMER_T = `tok${process.pid}`.slice(0, 31);
 const GPU = Buffer.alloc(16);
 const HOLD_NS = '200000000';
 
-const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'procctl-arbiter-'));
+const scratch = h.scratch('procctl-arbiter-');
 const witness = path.join(scratch, 'witness');
 let d, c, w;
 const kids = [];

@@ -9,7 +9,6 @@ const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const { spawn } = require('node:child_process');
 const fs = require('node:fs');
-const os = require('node:os');
 const path = require('node:path');
 const h = require('./harness');
 
@@ -20,7 +19,7 @@ if (!CLI) throw new Error('PROCCTL_CLI is not set (ctest sets it)');
 const CONSUMER_T = `tok${process.pid}`.slice(0, 31);
 const GPU_HEX = '0'.repeat(32); // token-client --id 0
 
-const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'procctl-cli-'));
+const scratch = h.scratch('procctl-cli-');
 const nowhere = path.join(scratch, 'no', 'such.sock');
 let d, c;
 const tokens = []; // token clients

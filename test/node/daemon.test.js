@@ -6,12 +6,11 @@ const { test } = require('node:test');
 const assert = require('node:assert/strict');
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
-const os = require('node:os');
 const path = require('node:path');
 const h = require('./harness');
 
 const run = (args) => spawnSync(h.NODE_BIN, args, { encoding: 'utf8', timeout: 10000 });
-const scratch = () => fs.mkdtempSync(path.join(os.tmpdir(), 'procctl-node-'));
+const scratch = () => h.scratch('procctl-node-');
 
 test('--version, --help, --check-config', () => {
   let r = run(['--version']);

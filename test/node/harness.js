@@ -6,6 +6,7 @@
 // TOKEN_CLIENT, PROTO_DIR, BUF.
 'use strict';
 
+const { after } = require('node:test');
 const { spawn, spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
@@ -56,6 +57,37 @@ async function until(fn, { timeout = 10000, every = 20, what = 'condition' } = {
   }
 }
 
+// What this file started and made: every child still running and every
+// scratch directory, so that a failed test leaves nothing behind.
+const running = new Set();
+const scratchDirs = [];
+
+function reap() {
+  for (const c of running) {
+    try {
+      process.kill(c.pid, 'SIGKILL');
+    } catch {
+      // gone already
+    }
+  }
+  for (const d of scratchDirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
+}
+process.on('exit', reap);
+// Registered first, so it runs before the file's own after hooks: those
+// get 30 s to stop what they started cleanly (and to check that they
+// did); whatever still runs then, after a failed test or a failed hook,
+// is killed so that the file ends instead of waiting for its timeout.
+after(() => {
+  setTimeout(reap, 30000).unref();
+});
+
+// A scratch directory under the test's TMPDIR, removed when the file ends.
+function scratch(prefix = 'procctl-') {
+  const d = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  scratchDirs.push(d);
+  return d;
+}
+
 // A child process whose stdout/stderr lines are kept.
 class Child {
   constructor(cmd, args, opts = {}) {
@@ -63,9 +95,13 @@ class Child {
     this.out = [];
     this.proc = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], ...opts });
     this.pid = this.proc.pid;
+    running.add(this);
     this.exited = new Promise((resolve) => this.proc.on('exit', (code, sig) => resolve({ code, sig })));
     this.exit = null;
-    this.exited.then((e) => (this.exit = e));
+    this.exited.then((e) => {
+      this.exit = e;
+      running.delete(this);
+    });
     const keep = (stream, into) => {
       let buf = '';
       stream.on('data', (d) => {
@@ -97,16 +133,9 @@ class Child {
 // it on. opts.args: extra flags; opts.dir: share a directory (locks,
 // socket) with another daemon; opts.spawn: child_process.spawn options
 // (uid, gid).
-// Scratch directories the daemons of this file made: removed at exit.
-const scratchDirs = [];
-process.on('exit', () => {
-  for (const d of scratchDirs) fs.rmSync(d, { recursive: true, force: true });
-});
-
 class Daemon extends Child {
   constructor(opts = {}) {
-    const dir = opts.dir || fs.mkdtempSync(path.join(os.tmpdir(), 'procctl-node-'));
-    if (!opts.dir) scratchDirs.push(dir);
+    const dir = opts.dir || scratch('procctl-node-');
     const sock = path.join(dir, 'run', 'node.sock');
     const args = ['--grpc-listen', `unix:${sock}`, '--lock-dir', path.join(dir, 'locks'),
       '--state-dir', path.join(dir, 'state'), '--rescan-ms', '100', '--http-listen', '',
@@ -233,6 +262,6 @@ function bufCurl(sock, args) {
 }
 
 module.exports = {
-  grpc, api, sleep, until, Child, Daemon, client, call, code, health, healthWatch, echo, killAll, attached, watch, bufCurl,
+  grpc, api, sleep, until, scratch, Child, Daemon, client, call, code, health, healthWatch, echo, killAll, attached, watch, bufCurl,
   CONSUMER, NODE_BIN, ECHO_CLIENT, TOKEN_CLIENT, PROTO_DIR, BUF,
 };

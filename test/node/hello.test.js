@@ -11,8 +11,6 @@ const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const http = require('node:http');
 const net = require('node:net');
-const os = require('node:os');
-const path = require('node:path');
 const h = require('./harness');
 
 const HOUR = ['--rescan-ms', '3600000'];
@@ -101,7 +99,7 @@ test('--hello false: new processes wait for the rescan; the metric says it is of
 });
 
 test('without perf permission (as nobody): said once in the log and /metrics, and it serves', async () => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'procctl-node-'));
+  const dir = h.scratch('procctl-node-');
   fs.chmodSync(dir, 0o777);
   const port = await freePort();
   const d = await daemon({ dir, spawn: { uid: 65534, gid: 65534 },

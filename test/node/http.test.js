@@ -7,11 +7,10 @@ const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const net = require('node:net');
-const os = require('node:os');
 const path = require('node:path');
 const h = require('./harness');
 
-const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'procctl-http-'));
+const scratch = h.scratch('procctl-http-');
 let d, c, base, ro, roBase;
 
 const freePort = () => new Promise((resolve) => {

@@ -12,7 +12,6 @@ const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const http = require('node:http');
 const net = require('node:net');
-const os = require('node:os');
 const path = require('node:path');
 const h = require('./harness');
 
@@ -57,7 +56,7 @@ const FAMILIES = {
   procctl_grpc_streams: 'gauge',
 };
 
-const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'procctl-metrics-'));
+const scratch = h.scratch('procctl-metrics-');
 let d, c, port, promPort, prom;
 const kids = [];
 const idle = [];

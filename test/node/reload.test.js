@@ -9,7 +9,6 @@
 const { test, after } = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
-const os = require('node:os');
 const path = require('node:path');
 const h = require('./harness');
 
@@ -19,7 +18,7 @@ after(() => h.killAll());
 // dir/procctl-node.conf -> ..data/procctl-node.conf.
 class Volume {
   constructor() {
-    this.dir = fs.mkdtempSync(path.join(os.tmpdir(), 'procctl-cm-'));
+    this.dir = h.scratch('procctl-cm-');
     this.n = 0;
     this.file = path.join(this.dir, 'procctl-node.conf');
   }
@@ -81,7 +80,7 @@ test('a ConfigMap swap: [desired] sections apply at once; a removed one is delet
 });
 
 test('a file written in place is followed too; the same bytes again change nothing', async () => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'procctl-cf-'));
+  const dir = h.scratch('procctl-cf-');
   const file = path.join(dir, 'node.conf');
   fs.writeFileSync(file, section('all', 'one'));
   const e = await h.echo();
@@ -106,7 +105,7 @@ test('a file written in place is followed too; the same bytes again change nothi
 test('across restarts: a section changed while no daemon ran reaches the running process; one removed is deleted',
   async () => {
     const vol = new Volume();
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'procctl-rs-')); // locks and state kept across the restarts
+    const dir = h.scratch('procctl-rs-'); // locks and state kept across the restarts
     fs.mkdirSync(path.join(dir, 'run'));
     vol.swap(section('a', 'first'));
     const e = await h.echo();
@@ -135,7 +134,7 @@ test('across restarts: a section changed while no daemon ran reaches the running
   });
 
 test('--check-config validates [desired] sections', () => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'procctl-cc-'));
+  const dir = h.scratch('procctl-cc-');
   const good = path.join(dir, 'good.conf');
   const bad = path.join(dir, 'bad.conf');
   fs.writeFileSync(good, section('a', 'x', 'pod = 8c9b4f3e-1a2b-4c5d-9e8f-0a1b2c3d4e5f\n'));

@@ -2,6 +2,13 @@
 # Run one test/node/*.test.js file under node's test runner, with the
 # peers that scripts/install-peers.sh installs from npm (@grpc/grpc-js,
 # @grpc/proto-loader, buf). The binaries' paths come from ctest.
+#
+# Each file runs in pid and mount namespaces of its own (as root): its
+# daemons see only its own processes, and whatever it started dies with
+# it, even when a test fails or times out. Its scratch directories live
+# under a TMPDIR of its own, removed at the end. A test that hangs fails
+# at --test-timeout (the harness then kills what is left), well before
+# ctest's TIMEOUT.
 # Usage: run.sh REPO FILE
 set -eu
 repo=$1
@@ -12,4 +19,16 @@ if ! command -v node >/dev/null 2>&1 || [ ! -d "$peers/@grpc/grpc-js" ]; then
 	exit 77 # skipped
 fi
 export NODE_PATH="$peers" PROTO_DIR="$repo/proto" BUF="$peers/.bin/buf"
-exec node --test --test-reporter=spec "$2"
+TMPDIR=$(mktemp -d "${TMPDIR:-/tmp}/procctl-nodetest.XXXXXX")
+chmod 755 "$TMPDIR" # the tests that run a daemon as nobody make their directories 0777
+export TMPDIR
+trap 'rm -rf "$TMPDIR"' EXIT
+set -- node --test --test-reporter=spec --test-timeout=300000 "$2"
+status=0
+if [ "$(id -u)" -eq 0 ]; then
+	# sh stays pid 1 of the namespace: when it ends, the kernel kills the rest.
+	unshare --pid --fork --kill-child --mount-proc --propagation private sh -c '"$@"; exit $?' sh "$@" || status=$?
+else
+	"$@" || status=$?
+fi
+exit $status

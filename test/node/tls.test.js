@@ -8,11 +8,10 @@ const assert = require('node:assert/strict');
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const net = require('node:net');
-const os = require('node:os');
 const path = require('node:path');
 const h = require('./harness');
 
-const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'procctl-tls-'));
+const scratch = h.scratch('procctl-tls-');
 const file = (name) => path.join(scratch, name);
 const read = (name) => fs.readFileSync(file(name));
 
