@@ -1,7 +1,8 @@
 # procctl: a thin wrapper over CMake.
 #   make demo    install what is missing, build, run the demo (core, then procctl-node)
 #   make test    install what is missing, build, run every test three ways:
-#                gcc -O2; clang with ASan+UBSan (and libFuzzer); clang TSan
+#                gcc -O2; clang with ASan+UBSan (and libFuzzer); clang TSan;
+#                each runs whatever the others did, with a summary at the end
 #   make bench   build and write build/bench.json
 #   make clean
 JOBS ?= $(shell nproc)
@@ -23,9 +24,7 @@ demo: build
 
 test: deps
 	scripts/install-peers.sh
-	$(MAKE) test-gcc
-	$(MAKE) test-asan
-	$(MAKE) test-tsan
+	scripts/test-all.sh "$(MAKE)"
 
 test-gcc:
 	CC=gcc CXX=g++ cmake -S . -B build $(CMAKE_FLAGS)
