@@ -4,29 +4,31 @@
 # Usage: scripts/install-deps.sh [--check]   (--check: list what is missing, exit 1 if any)
 set -eu
 
-# Build and test dependencies in use (DESIGN.md section 7).
-PKGS="
-build-essential
+# Build and test dependencies (README.md, "Requirements"), each with what
+# needs it; the text after '#' is dropped.
+PKGS=$(sed 's/#.*//' <<'EOF'
+build-essential      # gcc, make
 cmake
 pkg-config
-clang
+clang                # the ASan+UBSan, libFuzzer and TSan builds
 libclang-rt-dev
-libcmocka-dev
-binutils
-spin
-libgrpc-dev
-libprotobuf-c-dev
+libcmocka-dev        # the unit tests
+binutils             # readelf (the probe note's test)
+spin                 # the arbiter's model (test/model)
+libgrpc-dev          # procctl-node and the CLI: gRPC C core
+libprotobuf-c-dev    # ... protobuf-c
 protobuf-c-compiler
-protobuf-compiler
-openssl
-libmicrohttpd-dev
-libjansson-dev
-prometheus
-curl
-iproute2
-unzip
-yamllint
-"
+protobuf-compiler    # protoc: the descriptor set reflection serves
+openssl              # test certificates (mTLS)
+libmicrohttpd-dev    # procctl-node's HTTP endpoint
+libjansson-dev       # ... its JSON
+prometheus           # promtool checks /metrics
+curl                 # the demo and the README session
+iproute2             # the README session's network namespace
+unzip                # helm, from its npm package (install-peers.sh)
+yamllint             # the chart's renderings
+EOF
+)
 
 missing=""
 for p in $PKGS; do
