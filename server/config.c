@@ -199,136 +199,292 @@ static int add_resource(const struct where *w, void *arg, const char *item)
 
 /* ---- the keys ------------------------------------------------------- */
 
-static int set_global(struct node_cfg *c, const struct where *w, const char *key, const char *v)
+/* One key of a section: where its value goes, how it is parsed, its
+ * default (node_cfg_defaults and a new section apply it through the same
+ * parser), and what --help says of it. */
+struct key {
+	const char *name;
+	int (*set)(const struct key *k, void *obj, const struct where *w, const char *v);
+	size_t off;       /* of the value in the section's struct */
+	uint64_t lo, hi;  /* numbers: bounds (milliseconds: in ms); strings: hi is the buffer size */
+	const char *def;  /* NULL: none */
+	const char *form; /* the value in --help */
+	const char *help;
+};
+
+#define AT(obj, k, type) ((type *)((char *)(obj) + (k)->off))
+
+static int set_bool(const struct key *k, void *obj, const struct where *w, const char *v)
 {
-	if (!strcmp(key, "grpc_listen")) {
-		if (listen_addr(w, v))
-			return -EINVAL;
-		if (c->grpc_listen_src != (int)w->src) { /* a source's first replaces the earlier ones */
-			c->ngrpc_listen = 0;
-			c->grpc_listen_src = (int)w->src;
-		}
-		if (c->ngrpc_listen == NODE_LISTEN_MAX)
-			return fail(w, "more than %d listeners", NODE_LISTEN_MAX);
-		return copy(w, c->grpc_listen[c->ngrpc_listen++], NODE_PATH_MAX, v);
-	}
-	if (!strcmp(key, "http_listen")) {
-		char lo[32];
-		if (*v && strspn(v, "0123456789") == strlen(v)) { /* a port alone: loopback */
-			snprintf(lo, sizeof lo, "127.0.0.1:%.8s", v);
-			v = lo;
-		}
-		if (!strncmp(v, "unix:", 5))
-			return fail(w, "'%s': HTTP listens on HOST:PORT (a PORT alone: 127.0.0.1)", v);
-		return *v && listen_addr(w, v) ? -EINVAL : copy(w, c->http_listen, sizeof c->http_listen, v);
-	}
-	if (!strcmp(key, "http_writes"))
-		return boolean(w, v, &c->http_writes);
-	if (!strcmp(key, "http_writes_remote"))
-		return boolean(w, v, &c->http_writes_remote);
-	if (!strcmp(key, "hello"))
-		return boolean(w, v, &c->hello);
-	if (!strcmp(key, "tls_refresh_s"))
-		return u32(w, v, 1, 86400, &c->tls_refresh_s);
-	if (!strcmp(key, "consumers")) {
-		c->nconsumers = 0;
-		return *v ? each_item(w, v, add_consumer, c) : 0;
-	}
-	if (!strcmp(key, "lease_ms"))
-		return millis(w, v, PROCCTL_LEASE_FLOOR_NS, PROCCTL_LEASE_CEIL_NS, &c->lease_ns);
-	if (!strcmp(key, "rescan_ms"))
-		return millis(w, v, 100 * MS, 86400000 * MS, &c->rescan_ns);
-	if (!strcmp(key, "lock_dir"))
-		return *v == '/' ? copy(w, c->lock_dir, sizeof c->lock_dir, v) : fail(w, "'%s' is not an absolute path", v);
-	if (!strcmp(key, "state_dir"))
-		return *v == '/' ? copy(w, c->state_dir, sizeof c->state_dir, v) : fail(w, "'%s' is not an absolute path", v);
-	if (!strcmp(key, "tls_cert"))
-		return copy(w, c->tls_cert, sizeof c->tls_cert, v);
-	if (!strcmp(key, "tls_key"))
-		return copy(w, c->tls_key, sizeof c->tls_key, v);
-	if (!strcmp(key, "tls_client_ca"))
-		return copy(w, c->tls_client_ca, sizeof c->tls_client_ca, v);
-	if (!strcmp(key, "insecure_tcp"))
-		return boolean(w, v, &c->insecure_tcp);
-	if (!strcmp(key, "insecure_tcp_writes"))
-		return boolean(w, v, &c->insecure_tcp_writes);
-	if (!strcmp(key, "max_regions"))
-		return u32(w, v, 1, 1 << 20, &c->max_regions);
-	if (!strcmp(key, "max_per_process"))
-		return u32(w, v, 1, 512, &c->max_per_process);
-	if (!strcmp(key, "max_message_bytes"))
-		return u32(w, v, 4096, 64 << 20, &c->max_message_bytes);
-	if (!strcmp(key, "max_watchers"))
-		return u32(w, v, 1, 1 << 20, &c->max_watchers);
-	if (!strcmp(key, "watch_history"))
-		return u32(w, v, 64, 1 << 20, &c->watch_history);
-	if (!strcmp(key, "log_level")) {
-		if (strcmp(v, "info") && strcmp(v, "debug"))
-			return fail(w, "'%s' is not info or debug", v);
-		c->log_debug = !strcmp(v, "debug");
-		return 0;
-	}
-	return fail(w, w->src == SRC_FLAG ? "no such flag" : "no such key");
+	return boolean(w, v, AT(obj, k, int));
 }
 
-static int set_arbiter(struct node_arbiter_cfg *a, const struct where *w, const char *key, const char *v)
+static int set_u32(const struct key *k, void *obj, const struct where *w, const char *v)
 {
-	if (!strcmp(key, "consumer"))
-		return procctl_name_valid(v, PROCCTL_CONSUMER_MAX) < 0
-			       ? fail(w, "'%s' is not a consumer name ([a-z0-9_.-], 1 to %u)", v, PROCCTL_CONSUMER_MAX)
-			       : copy(w, a->consumer, sizeof a->consumer, v);
-	if (!strcmp(key, "hold_ms"))
-		return millis(w, v, 1 * MS, 86400000 * MS, &a->hold_ns);
-	if (!strcmp(key, "process_bound"))
-		return boolean(w, v, &a->process_bound);
-	if (!strcmp(key, "resources")) {
-		a->nresources = 0;
-		return each_item(w, v, add_resource, a);
-	}
-	if (!strcmp(key, "policy"))
-		return strcmp(v, "round_robin") ? fail(w, "'%s': the one policy is round_robin", v) : 0;
-	return fail(w, "no such key in an [arbiter] section");
+	return u32(w, v, (uint32_t)k->lo, (uint32_t)k->hi, AT(obj, k, uint32_t));
 }
 
-static int set_desired(struct node_desired_cfg *d, const struct where *w, const char *key, const char *v)
+static int set_ms(const struct key *k, void *obj, const struct where *w, const char *v)
 {
+	return millis(w, v, k->lo * MS, k->hi * MS, AT(obj, k, uint64_t));
+}
+
+static int set_str(const struct key *k, void *obj, const struct where *w, const char *v)
+{
+	return copy(w, AT(obj, k, char), (size_t)k->hi, v);
+}
+
+static int set_abspath(const struct key *k, void *obj, const struct where *w, const char *v)
+{
+	return *v == '/' ? set_str(k, obj, w, v) : fail(w, "'%s' is not an absolute path", v);
+}
+
+static int set_consumer(const struct key *k, void *obj, const struct where *w, const char *v)
+{
+	if (procctl_name_valid(v, PROCCTL_CONSUMER_MAX) < 0)
+		return fail(w, "'%s' is not a consumer name ([a-z0-9_.-], 1 to %u)", v, PROCCTL_CONSUMER_MAX);
+	return set_str(k, obj, w, v);
+}
+
+static int set_grpc_listen(const struct key *k, void *obj, const struct where *w, const char *v)
+{
+	struct node_cfg *c = obj;
+	(void)k;
+	if (listen_addr(w, v))
+		return -EINVAL;
+	if (c->grpc_listen_src != (int)w->src) { /* a source's first replaces the earlier ones */
+		c->ngrpc_listen = 0;
+		c->grpc_listen_src = (int)w->src;
+	}
+	if (c->ngrpc_listen == NODE_LISTEN_MAX)
+		return fail(w, "more than %d listeners", NODE_LISTEN_MAX);
+	return copy(w, c->grpc_listen[c->ngrpc_listen++], NODE_PATH_MAX, v);
+}
+
+static int set_http_listen(const struct key *k, void *obj, const struct where *w, const char *v)
+{
+	char lo[32];
+	if (*v && strspn(v, "0123456789") == strlen(v)) { /* a port alone: loopback */
+		snprintf(lo, sizeof lo, "127.0.0.1:%.8s", v);
+		v = lo;
+	}
+	if (!strncmp(v, "unix:", 5))
+		return fail(w, "'%s': HTTP listens on HOST:PORT (a PORT alone: 127.0.0.1)", v);
+	return *v && listen_addr(w, v) ? -EINVAL : set_str(k, obj, w, v);
+}
+
+static int set_consumers(const struct key *k, void *obj, const struct where *w, const char *v)
+{
+	struct node_cfg *c = obj;
+	(void)k;
+	c->nconsumers = 0;
+	return *v ? each_item(w, v, add_consumer, c) : 0;
+}
+
+static int set_log_level(const struct key *k, void *obj, const struct where *w, const char *v)
+{
+	if (strcmp(v, "info") && strcmp(v, "debug"))
+		return fail(w, "'%s' is not info or debug", v);
+	*AT(obj, k, int) = !strcmp(v, "debug");
+	return 0;
+}
+
+static int set_resources(const struct key *k, void *obj, const struct where *w, const char *v)
+{
+	struct node_arbiter_cfg *a = obj;
+	(void)k;
+	a->nresources = 0;
+	return each_item(w, v, add_resource, a);
+}
+
+static int set_policy(const struct key *k, void *obj, const struct where *w, const char *v)
+{
+	(void)k;
+	(void)obj;
+	return strcmp(v, "round_robin") ? fail(w, "'%s': the one policy is round_robin", v) : 0;
+}
+
+/* data (text) or data_base64 (any bytes): once. */
+static int set_data(const struct key *k, void *obj, const struct where *w, const char *v)
+{
+	struct node_desired_cfg *d = obj;
 	size_t n = strlen(v);
-	if (!strcmp(key, "consumer"))
-		return procctl_name_valid(v, PROCCTL_CONSUMER_MAX) < 0
-			       ? fail(w, "'%s' is not a consumer name ([a-z0-9_.-], 1 to %u)", v, PROCCTL_CONSUMER_MAX)
-			       : copy(w, d->sel.consumer, sizeof d->sel.consumer, v);
-	if (!strcmp(key, "schema"))
-		return u32(w, v, 1, UINT32_MAX, &d->sel.version);
-	if (!strcmp(key, "pod"))
-		return copy(w, d->sel.pod_uid, sizeof d->sel.pod_uid, v);
-	if (!strcmp(key, "container"))
-		return copy(w, d->sel.container_id, sizeof d->sel.container_id, v);
-	if (!strcmp(key, "data") || !strcmp(key, "data_base64")) {
-		ssize_t len;
-		if (d->has_data)
-			return fail(w, "give the config once: data or data_base64");
-		if (key[4]) {
-			if (n * 3 / 4 > sizeof d->data || (len = http_unbase64(v, n, d->data)) < 0)
-				return fail(w, "not base64 of at most %d bytes", NODE_DESIRED_DATA_MAX);
-		} else {
-			if (n > sizeof d->data)
-				return fail(w, "over %d bytes (data_base64 for more, or for bytes that are not text)",
-					    NODE_DESIRED_DATA_MAX);
-			memcpy(d->data, v, n);
-			len = (ssize_t)n;
-		}
-		if (!len)
-			return fail(w, "empty: a desired config has 1 to %d bytes", NODE_DESIRED_DATA_MAX);
-		d->len = (size_t)len;
-		d->has_data = 1;
-		return 0;
+	ssize_t len;
+	if (d->has_data)
+		return fail(w, "give the config once: data or data_base64");
+	if (k->name[4]) {
+		if (n * 3 / 4 > sizeof d->data || (len = http_unbase64(v, n, d->data)) < 0)
+			return fail(w, "not base64 of at most %d bytes", NODE_DESIRED_DATA_MAX);
+	} else {
+		if (n > sizeof d->data)
+			return fail(w, "over %d bytes (data_base64 for more, or for bytes that are not text)",
+				    NODE_DESIRED_DATA_MAX);
+		memcpy(d->data, v, n);
+		len = (ssize_t)n;
 	}
-	return fail(w, "no such key in a [desired] section (consumer, schema, pod, container, data, data_base64)");
+	if (!len)
+		return fail(w, "empty: a desired config has 1 to %d bytes", NODE_DESIRED_DATA_MAX);
+	d->len = (size_t)len;
+	d->has_data = 1;
+	return 0;
 }
 
-/* What a [desired] section (the last of c's) must have, once it has
- * ended: 0, or -EINVAL. */
-static int desired_done(const struct node_cfg *c, const struct node_desired_cfg *d, const char *name, char *err,
+#define STR(type, field) offsetof(type, field), 0, sizeof(((type *)0)->field)
+#define NUM(type, field, lo, hi) offsetof(type, field), lo, hi
+#define NONE 0, 0, 0
+
+/* The file's global part; each is also a flag (--KEY, '-' for '_'). */
+static const struct key global_keys[] = {
+	{"grpc_listen", set_grpc_listen, NONE, "unix:" NODE_DEFAULT_SOCKET, "ADDR",
+	 "gRPC listener, unix:/PATH or HOST:PORT; repeatable"},
+	{"http_listen", set_http_listen, STR(struct node_cfg, http_listen), "127.0.0.1:9464", "ADDR",
+	 "HTTP (health, /metrics, JSON): HOST:PORT, PORT (loopback) or empty: off"},
+	{"http_writes", set_bool, NUM(struct node_cfg, http_writes, 0, 1), "false", "BOOL",
+	 "serve POST /v1/processes/PID/config (on loopback)"},
+	{"http_writes_remote", set_bool, NUM(struct node_cfg, http_writes_remote, 0, 1), "false", "BOOL",
+	 "... on a listener off loopback too"},
+	{"consumers", set_consumers, NONE, NULL, "LIST", "the consumers to serve, comma-separated (default: all)"},
+	{"lease_ms", set_ms, NUM(struct node_cfg, lease_ns, PROCCTL_LEASE_FLOOR_NS / MS, PROCCTL_LEASE_CEIL_NS / MS),
+	 "10000", "MS", "the lease given to processes"},
+	{"rescan_ms", set_ms, NUM(struct node_cfg, rescan_ns, 100, 86400000), "60000", "MS",
+	 "how often /proc is walked again"},
+	{"hello", set_bool, NUM(struct node_cfg, hello, 0, 1), "true", "BOOL",
+	 "fast discovery with the procctl:hello probe (perf uprobes)"},
+	{"lock_dir", set_abspath, STR(struct node_cfg, lock_dir), PROCCTL_LOCK_DIR_DEFAULT, "DIR",
+	 "the node locks (one per consumer, and NODE.lock)"},
+	{"state_dir", set_abspath, STR(struct node_cfg, state_dir), "/var/lib/procctl", "DIR",
+	 "where desired configs are kept"},
+	{"tls_cert", set_str, STR(struct node_cfg, tls_cert), NULL, "FILE", "mTLS for TCP listeners: the server certificate"},
+	{"tls_key", set_str, STR(struct node_cfg, tls_key), NULL, "FILE", "... its key"},
+	{"tls_client_ca", set_str, STR(struct node_cfg, tls_client_ca), NULL, "FILE", "... the CA of client certificates"},
+	{"tls_refresh_s", set_u32, NUM(struct node_cfg, tls_refresh_s, 1, 86400), "60", "S",
+	 "how often the TLS files are read again"},
+	{"insecure_tcp", set_bool, NUM(struct node_cfg, insecure_tcp, 0, 1), "false", "BOOL",
+	 "plain TCP listeners allowed (read-only)"},
+	{"insecure_tcp_writes", set_bool, NUM(struct node_cfg, insecure_tcp_writes, 0, 1), "false", "BOOL",
+	 "... and mutating calls on them"},
+	{"max_regions", set_u32, NUM(struct node_cfg, max_regions, 1, 1 << 20), "4096", "N", "regions attached, in all"},
+	{"max_per_process", set_u32, NUM(struct node_cfg, max_per_process, 1, 512), "8", "N",
+	 "regions attached, per process"},
+	{"max_message_bytes", set_u32, NUM(struct node_cfg, max_message_bytes, 4096, 64 << 20), "4194304", "N",
+	 "the largest gRPC message"},
+	{"max_watchers", set_u32, NUM(struct node_cfg, max_watchers, 1, 1 << 20), "4096", "N",
+	 "concurrent WatchEvents streams"},
+	{"watch_history", set_u32, NUM(struct node_cfg, watch_history, 64, 1 << 20), "16384", "N",
+	 "events kept for resumes; a watcher that far behind is cut off"},
+	{"log_level", set_log_level, NUM(struct node_cfg, log_debug, 0, 1), "info", "LEVEL", "info or debug"},
+};
+
+/* An [arbiter KIND] section. */
+static const struct key arbiter_keys[] = {
+	{"consumer", set_consumer, STR(struct node_arbiter_cfg, consumer), NULL, "NAME",
+	 "whose processes it grants to (required)"},
+	{"policy", set_policy, NONE, "round_robin", "POLICY", "round_robin: one holder at a time, in turn"},
+	{"hold_ms", set_ms, NUM(struct node_arbiter_cfg, hold_ns, 1, 86400000), "1000", "MS",
+	 "how long a holder keeps it while others wait"},
+	{"process_bound", set_bool, NUM(struct node_arbiter_cfg, process_bound, 0, 1), "false", "BOOL",
+	 "the resource dies with the process image: an exec releases it"},
+	{"resources", set_resources, NONE, NULL, "IDS", "ids known up front (UUIDs or 32 hex), comma-separated"},
+};
+
+/* A [desired NAME] section. */
+static const struct key desired_keys[] = {
+	{"consumer", set_consumer, STR(struct node_desired_cfg, sel.consumer), NULL, "NAME", "whose config (required)"},
+	{"schema", set_u32, NUM(struct node_desired_cfg, sel.version, 1, UINT32_MAX), "1", "N", "its schema version"},
+	{"pod", set_str, STR(struct node_desired_cfg, sel.pod_uid), NULL, "UID", "only this pod's processes"},
+	{"container", set_str, STR(struct node_desired_cfg, sel.container_id), NULL, "ID",
+	 "only this container's processes"},
+	{"data", set_data, NONE, NULL, "TEXT", "the config, as text (this or data_base64)"},
+	{"data_base64", set_data, NONE, NULL, "BASE64", "the config, any bytes (at most 3000)"},
+};
+
+#define NKEYS(t) (sizeof(t) / sizeof((t)[0]))
+
+static const struct key *find_key(const struct key *keys, size_t n, const char *name)
+{
+	size_t i;
+	for (i = 0; i < n; i++)
+		if (!strcmp(keys[i].name, name))
+			return &keys[i];
+	return NULL;
+}
+
+/* Each key's default into obj, through its parser. */
+static void apply_defaults(const struct key *keys, size_t n, void *obj)
+{
+	char err[256];
+	size_t i;
+	for (i = 0; i < n; i++) {
+		struct where w = {SRC_DEFAULT, err, sizeof err, keys[i].name};
+		if (keys[i].def && keys[i].set(&keys[i], obj, &w, keys[i].def) < 0)
+			abort(); /* a default its own parser refuses: a bug, caught by test_config */
+	}
+}
+
+static void usage_keys(FILE *f, const struct key *keys, size_t n, int flags)
+{
+	size_t i, k;
+	for (i = 0; i < n; i++) {
+		char head[64];
+		if (flags) {
+			snprintf(head, sizeof head, "--%s %s", keys[i].name, keys[i].form);
+			for (k = 2; head[k] != ' '; k++)
+				if (head[k] == '_')
+					head[k] = '-';
+		} else {
+			snprintf(head, sizeof head, "%s = %s", keys[i].name, keys[i].form);
+		}
+		/* one line, or two when the default does not fit on the first */
+		if (!keys[i].def)
+			fprintf(f, "  %-26s %s\n", head, keys[i].help);
+		else if (29 + strlen(keys[i].help) + strlen(keys[i].def) + 12 <= 100)
+			fprintf(f, "  %-26s %s (default: %s)\n", head, keys[i].help, keys[i].def);
+		else
+			fprintf(f, "  %-26s %s\n  %-26s (default: %s)\n", head, keys[i].help, "", keys[i].def);
+	}
+}
+
+void node_cfg_usage(FILE *f)
+{
+	fprintf(f, "Every key of the config file is a flag too ('-' for '_'); flags after --config win:\n");
+	usage_keys(f, global_keys, NKEYS(global_keys), 1);
+	fprintf(f, "\nIn the config file only: one [arbiter KIND] section per exclusive-resource kind:\n");
+	usage_keys(f, arbiter_keys, NKEYS(arbiter_keys), 0);
+	fprintf(f, "\n... and one [desired NAME] section per desired config:\n");
+	usage_keys(f, desired_keys, NKEYS(desired_keys), 0);
+}
+
+static int set_key(const struct key *keys, size_t n, const char *section, void *obj, const struct where *w,
+		   const char *key, const char *v)
+{
+	const struct key *k = find_key(keys, n, key);
+	if (k)
+		return k->set(k, obj, w, v);
+	if (w->src == SRC_FLAG)
+		return fail(w, "no such flag");
+	if (!section)
+		return fail(w, "no such key");
+	{
+		char names[256];
+		size_t i, o = 0;
+		for (i = 0; i < n; i++)
+			o += (size_t)snprintf(names + o, sizeof names - o, "%s%s", i ? ", " : "", keys[i].name);
+		return fail(w, "no such key in %s section (%s)", section, names);
+	}
+}
+
+/* What a section must have, once it has ended (at is "FILE:LINE" of its
+ * header): 0, or -EINVAL. */
+static int arbiter_done(const struct node_arbiter_cfg *a, const char *at, char *err, size_t errlen)
+{
+	if (a && !a->consumer[0]) {
+		snprintf(err, errlen, "%s: [arbiter %s]: consumer: missing (whose processes it grants to)", at, a->kind);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int desired_done(const struct node_cfg *c, const struct node_desired_cfg *d, const char *at, char *err,
 			size_t errlen)
 {
 	struct ev_key k;
@@ -337,51 +493,45 @@ static int desired_done(const struct node_cfg *c, const struct node_desired_cfg 
 	if (!d)
 		return 0;
 	if (!d->sel.consumer[0]) {
-		snprintf(err, errlen, "%s: [desired %s]: consumer: required", name, d->name);
+		snprintf(err, errlen, "%s: [desired %s]: consumer: required", at, d->name);
 		return -EINVAL;
 	}
 	if (!d->has_data) {
-		snprintf(err, errlen, "%s: [desired %s]: data or data_base64: missing", name, d->name);
+		snprintf(err, errlen, "%s: [desired %s]: data or data_base64: missing", at, d->name);
 		return -EINVAL;
 	}
 	if (ev_key_from(&k, 0, d->sel.consumer, d->sel.version, d->sel.pod_uid, d->sel.container_id, &why) < 0 ||
 	    desired_check(&k, &why) < 0) {
-		snprintf(err, errlen, "%s: [desired %s]: %s", name, d->name, why ? why : "a bad selector");
+		snprintf(err, errlen, "%s: [desired %s]: %s", at, d->name, why ? why : "a bad selector");
 		return -EINVAL;
 	}
 	for (i = 0; &c->desired[i] != d; i++)
 		if (desired_conflict(&c->desired[i].sel, &d->sel)) {
 			snprintf(err, errlen,
 				 "%s: [desired %s]: %s [desired %s] (one process would match both, at the same precedence)",
-				 name, d->name, ev_key_same(&c->desired[i].sel, &d->sel) ? "the same selector as" : "overlaps",
+				 at, d->name, ev_key_same(&c->desired[i].sel, &d->sel) ? "the same selector as" : "overlaps",
 				 c->desired[i].name);
 			return -EINVAL;
 		}
 	return 0;
 }
 
+static int section_done(const struct node_cfg *c, const struct node_arbiter_cfg *a, const struct node_desired_cfg *d,
+			const char *at, char *err, size_t errlen)
+{
+	int r = arbiter_done(a, at, err, errlen);
+	return r ? r : desired_done(c, d, at, err, errlen);
+}
+
 void node_cfg_defaults(struct node_cfg *c)
 {
 	memset(c, 0, sizeof *c);
-	snprintf(c->grpc_listen[0], sizeof c->grpc_listen[0], "unix:%s", NODE_DEFAULT_SOCKET);
-	c->ngrpc_listen = 1;
-	snprintf(c->http_listen, sizeof c->http_listen, "127.0.0.1:9464");
-	c->lease_ns = 10000 * MS;
-	c->rescan_ns = 60000 * MS;
-	c->hello = 1;
-	c->tls_refresh_s = 60;
-	snprintf(c->lock_dir, sizeof c->lock_dir, "%s", PROCCTL_LOCK_DIR_DEFAULT);
-	snprintf(c->state_dir, sizeof c->state_dir, "/var/lib/procctl");
-	c->max_regions = 4096;
-	c->max_per_process = 8;
-	c->max_message_bytes = 4 << 20;
-	c->max_watchers = 4096;
-	c->watch_history = 16384;
+	apply_defaults(global_keys, NKEYS(global_keys), c);
 }
 
 int node_cfg_parse(struct node_cfg *c, const char *text, size_t len, const char *name, char *err, size_t errlen)
 {
-	char line[LINE_MAX_], where[LINE_MAX_ + 64], seen_keys[64][40];
+	char line[LINE_MAX_], where[LINE_MAX_ + 64], seen_keys[64][40], section_at[NODE_PATH_MAX + 32] = "";
 	struct node_arbiter_cfg *arb = NULL;
 	struct node_desired_cfg *des = NULL;
 	const char *p = text, *end = text + len;
@@ -417,8 +567,9 @@ int node_cfg_parse(struct node_cfg *c, const char *text, size_t len, const char 
 			is_desired = !strncmp(in, "desired", 7) && (in[7] == ' ' || in[7] == '\t');
 			if (!is_desired && (strncmp(in, "arbiter", 7) || (in[7] != ' ' && in[7] != '\t')))
 				return fail(&w, "'[%s]' is not a section ([arbiter KIND] or [desired NAME])", in);
-			if ((r = desired_done(c, des, name, err, errlen)) < 0)
+			if ((r = section_done(c, arb, des, section_at, err, errlen)) < 0)
 				return r;
+			snprintf(section_at, sizeof section_at, "%.*s:%d", NODE_PATH_MAX, name, lineno);
 			arb = NULL;
 			des = NULL;
 			kind = trim(in + 8);
@@ -435,7 +586,7 @@ int node_cfg_parse(struct node_cfg *c, const char *text, size_t len, const char 
 				des = &c->desired[c->ndesired++];
 				memset(des, 0, sizeof *des);
 				strcpy(des->name, kind);
-				des->sel.version = 1;
+				apply_defaults(desired_keys, NKEYS(desired_keys), des);
 				continue;
 			}
 			if (procctl_name_valid(kind, PROCCTL_KIND_MAX) < 0)
@@ -448,7 +599,7 @@ int node_cfg_parse(struct node_cfg *c, const char *text, size_t len, const char 
 			arb = &c->arbiters[c->narbiters++];
 			memset(arb, 0, sizeof *arb);
 			strcpy(arb->kind, kind);
-			arb->hold_ns = 1000 * MS;
+			apply_defaults(arbiter_keys, NKEYS(arbiter_keys), arb);
 			continue;
 		}
 		eq = strchr(s, '=');
@@ -467,11 +618,16 @@ int node_cfg_parse(struct node_cfg *c, const char *text, size_t len, const char 
 			if (nseen < 64)
 				snprintf(seen_keys[nseen++], sizeof seen_keys[0], "%s", key);
 		}
-		r = arb ? set_arbiter(arb, &w, key, val) : des ? set_desired(des, &w, key, val) : set_global(c, &w, key, val);
+		if (arb)
+			r = set_key(arbiter_keys, NKEYS(arbiter_keys), "an [arbiter]", arb, &w, key, val);
+		else if (des)
+			r = set_key(desired_keys, NKEYS(desired_keys), "a [desired]", des, &w, key, val);
+		else
+			r = set_key(global_keys, NKEYS(global_keys), NULL, c, &w, key, val);
 		if (r)
 			return r;
 	}
-	return desired_done(c, des, name, err, errlen);
+	return section_done(c, arb, des, section_at, err, errlen);
 }
 
 int node_cfg_load(struct node_cfg *c, const char *path, char *err, size_t errlen)
@@ -520,7 +676,9 @@ int node_cfg_set(struct node_cfg *c, const char *key, const char *value, char *e
 	for (i = 0; flag[i]; i++)
 		if (flag[i] == '_')
 			flag[i] = '-';
-	return set_global(c, &w, key, value);
+	if (value || !find_key(global_keys, NKEYS(global_keys), key))
+		return set_key(global_keys, NKEYS(global_keys), NULL, c, &w, key, value);
+	return fail(&w, "needs a value");
 }
 
 int node_cfg_check(const struct node_cfg *c, char *err, size_t errlen)
@@ -546,10 +704,6 @@ int node_cfg_check(const struct node_cfg *c, char *err, size_t errlen)
 	for (i = 0; i < c->narbiters; i++) {
 		const struct node_arbiter_cfg *a = &c->arbiters[i];
 		size_t j;
-		if (!a->consumer[0]) {
-			snprintf(err, errlen, "[arbiter %s]: consumer: missing (whose processes it grants to)", a->kind);
-			return -EINVAL;
-		}
 		for (j = 0; j < c->nconsumers && strcmp(c->consumers[j], a->consumer); j++)
 			;
 		if (c->nconsumers && j == c->nconsumers) {

@@ -6,6 +6,7 @@
 #define PROCCTL_NODE_CONFIG_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #include "events.h"
@@ -80,8 +81,13 @@ int node_cfg_load(struct node_cfg *c, const char *path, char *err, size_t errlen
 
 /* Set one key of the file's global part from a flag (--lease-ms 5000 is
  * key "lease_ms"; --grpc-listen is repeatable and its first replaces the
- * file's listeners): 0, or -EINVAL with "--flag: what is wrong" in err. */
+ * file's listeners): 0, or -EINVAL with "--flag: what is wrong" in err
+ * ("no such flag"; "needs a value" when value is NULL). */
 int node_cfg_set(struct node_cfg *c, const char *key, const char *value, char *err, size_t errlen);
+
+/* Every key, with its form, its default and a line on it (--help): the
+ * flags, then the keys of [arbiter] and [desired] sections. */
+void node_cfg_usage(FILE *f);
 
 /* What only the whole configuration can show (TLS files all or none, TCP
  * listeners without TLS or the insecure flag): 0, or -EINVAL and err. */

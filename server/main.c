@@ -2,8 +2,8 @@
  * node, owns their leases and grants, and serves procctl.v1.NodeService
  * over gRPC (proto/procctl/v1/node.proto).
  *
- * Usage: procctl-node [--config FILE] [--grpc-listen ADDR]... [--KEY VALUE]...
- *                     [--uninstall] [--check-config] [--version] [--help]
+ * Usage: procctl-node [--config FILE] [--KEY VALUE]... [--uninstall]
+ *                     [--check-config] [--version] [--help]
  *
  * With no arguments it runs on the embedded defaults (server/config.h).
  * Exit status: 0 stopped cleanly, 1 failed while running, 2 bad usage or
@@ -45,29 +45,25 @@ static void on_lib_log(enum procctl_log_level level, const char *event, const ch
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: procctl-node [--config FILE] [--grpc-listen ADDR]... [--KEY VALUE]...\n"
-		"                    [--uninstall] [--check-config] [--version] [--help]\n"
+		"usage: procctl-node [--config FILE] [--KEY VALUE]... [--uninstall] [--check-config]\n"
+		"                    [--version] [--help]\n"
 		"\n"
 		"The procctl node daemon: attaches to every procctl process on this node, owns\n"
 		"their leases and exclusive-resource grants, and serves procctl.v1.NodeService\n"
 		"(plus grpc.health.v1 and server reflection) over gRPC.\n"
 		"\n"
-		"  --config FILE        a config file (see procctl-node.conf); flags after it win\n"
-		"  --grpc-listen ADDR   unix:/PATH or HOST:PORT; repeatable; the first replaces\n"
-		"                       the configured listeners (default unix:%s)\n"
-		"  --KEY VALUE          any key of the config file, '_' written '-':\n"
-		"                       --consumers echo,token  --lease-ms 10000  --rescan-ms 60000\n"
-		"                       --lock-dir DIR  --tls-cert F --tls-key F --tls-client-ca F\n"
-		"                       --insecure-tcp true  --max-watchers N  --log-level debug\n"
+		"  --config FILE        a config file (procctl-node.conf(5)); flags after it win\n"
 		"  --uninstall          on exit revert every process (default: hand off, so a\n"
 		"                       successor daemon takes over with no change in the processes)\n"
 		"  --check-config       validate the configuration and exit (0: valid)\n"
 		"  --version            print the version and exit\n"
 		"  --help               this text\n"
-		"\n"
-		"A second procctl-node started on the same node waits on standby (binding\n"
-		"nothing) and takes over when the first stops. SIGTERM or SIGINT stops it.\n",
-		NODE_DEFAULT_SOCKET);
+		"\n");
+	node_cfg_usage(f);
+	fprintf(f, "\n"
+		   "With no configuration it runs on the defaults above. A second procctl-node\n"
+		   "started on the same node waits on standby (binding nothing) and takes over\n"
+		   "when the first stops. SIGTERM or SIGINT stops it.\n");
 }
 
 /* Wait for the daemon's own lock: only its holder binds the sockets and
@@ -150,15 +146,14 @@ static int build_cfg(struct node_cfg *cfg, int *check, int *uninstall, char *err
 			i++;
 			continue;
 		}
-		if (strncmp(a, "--", 2) || strlen(a) - 2 >= sizeof key || i + 1 >= g_argc) {
-			snprintf(err, errlen, "%s: %s", a,
-				 strncmp(a, "--", 2) ? "not a flag" : i + 1 >= g_argc ? "needs a value" : "no such flag");
+		if (strncmp(a, "--", 2) || strlen(a) - 2 >= sizeof key) {
+			snprintf(err, errlen, "%s: %s", a, strncmp(a, "--", 2) ? "not a flag" : "no such flag");
 			return -EINVAL;
 		}
 		for (k = 0; a[k + 2]; k++)
 			key[k] = a[k + 2] == '-' ? '_' : a[k + 2];
 		key[k] = 0;
-		if (node_cfg_set(cfg, key, g_argv[++i], err, errlen) < 0)
+		if (node_cfg_set(cfg, key, i + 1 < g_argc ? g_argv[++i] : NULL, err, errlen) < 0)
 			return -EINVAL;
 	}
 	return node_cfg_check(cfg, err, errlen) < 0 ? -EINVAL : 0;
@@ -188,7 +183,7 @@ int main(int argc, char **argv)
 	if (r < 0) {
 		fprintf(stderr, "procctl-node: %s\n", err);
 		if (strstr(err, "no such flag") || strstr(err, "not a flag") || strstr(err, "needs a value"))
-			usage(stderr);
+			fprintf(stderr, "procctl-node --help lists every flag\n");
 		return 2;
 	}
 	if (check) {

@@ -152,6 +152,10 @@ static void every_key(void **state)
 	assert_string_equal(err, "--lease-ms: 'x' is not a whole number");
 	assert_int_equal(node_cfg_set(&c, "bogus_key", "1", err, sizeof err), -EINVAL);
 	assert_string_equal(err, "--bogus-key: no such flag");
+	assert_int_equal(node_cfg_set(&c, "bogus_key", NULL, err, sizeof err), -EINVAL);
+	assert_string_equal(err, "--bogus-key: no such flag");
+	assert_int_equal(node_cfg_set(&c, "lease_ms", NULL, err, sizeof err), -EINVAL);
+	assert_string_equal(err, "--lease-ms: needs a value");
 }
 
 static void errors(void **state)
@@ -178,8 +182,8 @@ static void errors(void **state)
 		{"lease_ms 1000\n", "t.conf:1: 'lease_ms 1000' is not key = value"},
 		{"= 5\n", "t.conf:1: : a value without a key"},
 		{"[server]\n", "t.conf:1: '[server]' is not a section ([arbiter KIND] or [desired NAME])"},
-		{"[desired a]\nconsumer = echo\n", "t.conf: [desired a]: data or data_base64: missing"},
-		{"[desired a]\nconsumer = echo\ndata = x\n[desired b]\ndata = y\n", "t.conf: [desired b]: consumer: required"},
+		{"[desired a]\nconsumer = echo\n", "t.conf:1: [desired a]: data or data_base64: missing"},
+		{"[desired a]\nconsumer = echo\ndata = x\n[desired b]\ndata = y\n", "t.conf:4: [desired b]: consumer: required"},
 		{"[desired a]\nconsumer = echo\ndata = x\ndata_base64 = eA==\n",
 		 "t.conf:4: data_base64: give the config once: data or data_base64"},
 		{"[desired a]\nconsumer = echo\ndata_base64 = e*A\n", "t.conf:3: data_base64: not base64 of at most 3000 bytes"},
@@ -193,12 +197,16 @@ static void errors(void **state)
 		{"[desired a]\nconsumer = echo\ndata_base64 = ====\n",
 		 "t.conf:3: data_base64: empty: a desired config has 1 to 3000 bytes"},
 		{"[desired a]\nconsumer = echo\ndata = x\n[desired b]\nconsumer = echo\ndata = y\n",
-		 "t.conf: [desired b]: the same selector as [desired a] (one process would match both, at the same precedence)"},
+		 "t.conf:4: [desired b]: the same selector as [desired a] (one process would match both, at the same precedence)"},
 		{"[desired a]\nconsumer = echo\ncontainer = ab\ndata = x\n[desired b]\nconsumer = echo\npod = 8c9b4f3e-1a2b-4c5d-9e8f-0a1b2c3d4e5f\ncontainer = ab\ndata = y\n",
-		 "t.conf: [desired b]: overlaps [desired a] (one process would match both, at the same precedence)"},
+		 "t.conf:5: [desired b]: overlaps [desired a] (one process would match both, at the same precedence)"},
 		{"[arbiter GPU]\n", "t.conf:1: 'GPU' is not a resource kind ([a-z0-9_.-], 1 to 15)"},
-		{"[arbiter gpu]\n[arbiter gpu]\n", "t.conf:2: [arbiter gpu] twice"},
-		{"[arbiter gpu]\nlease_ms = 5000\n", "t.conf:2: lease_ms: no such key in an [arbiter] section"},
+		{"[arbiter gpu]\nconsumer = t\n[arbiter gpu]\n", "t.conf:3: [arbiter gpu] twice"},
+		{"[arbiter gpu]\nhold_ms = 5\n[desired a]\n",
+		 "t.conf:1: [arbiter gpu]: consumer: missing (whose processes it grants to)"},
+		{"\n[arbiter gpu]\nhold_ms = 5\n", "t.conf:2: [arbiter gpu]: consumer: missing (whose processes it grants to)"},
+		{"[arbiter gpu]\nlease_ms = 5000\n",
+		 "t.conf:2: lease_ms: no such key in an [arbiter] section (consumer, policy, hold_ms, process_bound, resources)"},
 		{"[arbiter gpu]\nhold_ms = 1\nhold_ms = 2\n", "t.conf:3: hold_ms: given twice"},
 		{"[arbiter gpu]\npolicy = fifo\n", "t.conf:2: policy: 'fifo': the one policy is round_robin"},
 		{"[arbiter gpu]\nresources = GPU-123\n",
@@ -291,14 +299,51 @@ static void whole(void **state)
 	assert_string_equal(c.http_listen, ""); /* off */
 	assert_int_equal(parse(&c, "http_listen = unix:/run/x.sock\n"), -EINVAL);
 	assert_string_equal(err, "t.conf:1: http_listen: 'unix:/run/x.sock': HTTP listens on HOST:PORT (a PORT alone: 127.0.0.1)");
-	assert_int_equal(parse(&c, "[arbiter gpu]\nhold_ms = 5\n"), 0);
-	assert_int_equal(node_cfg_check(&c, err, sizeof err), -EINVAL);
-	assert_string_equal(err, "[arbiter gpu]: consumer: missing (whose processes it grants to)");
 	assert_int_equal(parse(&c, "consumers = echo\n[arbiter gpu]\nconsumer = token\n"), 0);
 	assert_int_equal(node_cfg_check(&c, err, sizeof err), -EINVAL);
 	assert_string_equal(err, "[arbiter gpu]: consumer token is not one of consumers");
 	assert_int_equal(parse(&c, "[arbiter gpu]\nconsumer = Token\n"), -EINVAL);
 	assert_string_equal(err, "t.conf:2: consumer: 'Token' is not a consumer name ([a-z0-9_.-], 1 to 31)");
+}
+
+/* --help lists every key from the parser's own table, each with a line
+ * and (where there is one) its default; the example file shows each. */
+static void usage_lists_every_key(void **state)
+{
+	static char example[32768];
+	char *text = NULL, *line, *save = NULL;
+	size_t len = 0, n, keys = 0;
+	FILE *f = open_memstream(&text, &len);
+	(void)state;
+	assert_non_null(f);
+	node_cfg_usage(f);
+	fclose(f);
+	f = fopen(EXAMPLE_CONF, "r");
+	assert_non_null(f);
+	n = fread(example, 1, sizeof example - 1, f);
+	fclose(f);
+	example[n] = 0;
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char key[64], want[80];
+		size_t k;
+		if (sscanf(line, " --%63[a-z0-9-] ", key) == 1 || sscanf(line, " %63[a-z0-9_] = ", key) == 1) {
+			for (k = 0; key[k]; k++)
+				key[k] = key[k] == '-' ? '_' : key[k];
+			snprintf(want, sizeof want, " %s = ", key);
+			if (!strstr(example, want))
+				fail_msg("%s: in --help, not in the example file", key);
+			keys++;
+		}
+	}
+	assert_true(keys >= 33); /* 22 flags, 5 [arbiter] keys, 6 [desired] keys */
+	free(text);
+	{
+		/* the flags' defaults are the embedded ones */
+		struct node_cfg d;
+		node_cfg_defaults(&d);
+		assert_non_null(strstr(example, "# lease_ms = 10000\n"));
+		assert_int_equal(d.lease_ns, 10000 * MS);
+	}
 }
 
 int main(void)
@@ -309,6 +354,7 @@ int main(void)
 		cmocka_unit_test(errors),
 		cmocka_unit_test(desired_sections),
 		cmocka_unit_test(whole),
+		cmocka_unit_test(usage_lists_every_key),
 	};
 	return TH_RUN(tests);
 }

@@ -25,6 +25,37 @@ test('--version, --help, --check-config', () => {
   assert.match(r.stdout, /configuration valid/);
 });
 
+test('--help lists every key of the config file with its default; a bad flag is named, with or without a value', () => {
+  let r = run(['--help']);
+  assert.equal(r.status, 0);
+  const example = fs.readFileSync(path.join(h.PROTO_DIR, '..', 'server', 'procctl-node.conf'), 'utf8');
+  const keys = [...example.matchAll(/^# ([a-z0-9_]+) = /gm)].map((m) => m[1]);
+  assert.ok(keys.length > 25, example);
+  for (const k of keys) assert.match(r.stdout, new RegExp(`(--${k.replace(/_/g, '-')}|  ${k} =) `), k);
+  assert.match(r.stdout, /--lease-ms MS +the lease given to processes \(default: 10000\)/);
+  assert.match(r.stdout, /--max-per-process N +.* \(default: 8\)/);
+  for (const args of [['--bogus'], ['--bogus', '1'], ['--lease-ms', '1000', '--bogus']]) {
+    r = run(args);
+    assert.equal(r.status, 2, args.join(' '));
+    assert.match(r.stderr, /^procctl-node: --bogus: no such flag\n/, args.join(' '));
+  }
+  r = run(['--lease-ms']);
+  assert.equal(r.status, 2);
+  assert.match(r.stderr, /^procctl-node: --lease-ms: needs a value\n/);
+  r = run(['lease-ms', '5']);
+  assert.equal(r.status, 2);
+  assert.match(r.stderr, /^procctl-node: lease-ms: not a flag\n/);
+});
+
+test('an [arbiter] section without its consumer: the file and the line named', () => {
+  const dir = scratch();
+  const conf = path.join(dir, 'node.conf');
+  fs.writeFileSync(conf, '# arbiters\n\n[arbiter gpu]\nhold_ms = 500\n');
+  const r = run(['--check-config', '--config', conf]);
+  assert.equal(r.status, 2);
+  assert.equal(r.stderr, `procctl-node: ${conf}:3: [arbiter gpu]: consumer: missing (whose processes it grants to)\n`);
+});
+
 test('bad configuration: the file, line and key named, exit 2, nothing bound', () => {
   const dir = scratch();
   const conf = path.join(dir, 'node.conf');
