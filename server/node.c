@@ -39,6 +39,7 @@
 #define POLL_IDLE_NS (1000 * MS)   /* state changes of processes without a doorbell */
 #define POLL_QUIET_NS (10000 * MS) /* ... with one */
 #define TICK_NS (5 * MS)           /* arbiters */
+#define HEXID_LEN 17               /* an id as 16 hex digits */
 
 typedef Procctl__V1__Process PbProcess;
 typedef Procctl__V1__ProcessRef PbRef;
@@ -104,7 +105,7 @@ struct wait_item {
 	uint64_t gen;   /* written, or waited for; 0: nothing written */
 	Procctl__V1__PublishStatus status;
 	int32_t pstatus;
-	char error[96];
+	char error[192];
 	int done;
 };
 
@@ -256,6 +257,42 @@ static void finish_arena(struct node_job *job, struct arena *a, const ProtobufCM
 	ar_free(a);
 }
 
+/* An instance or grant id as the API and the logs show it: 16 lowercase
+ * hex digits; 0 (none): empty. */
+static char *hexid(char buf[HEXID_LEN], uint64_t v)
+{
+	if (v)
+		snprintf(buf, HEXID_LEN, "%016llx", (unsigned long long)v);
+	else
+		buf[0] = 0;
+	return buf;
+}
+
+/* An id from a request: empty (none, 0) or 16 hex digits; 0 or -1. */
+static int hexid_parse(const char *s, uint64_t *v)
+{
+	size_t i;
+	*v = 0;
+	if (!s || !*s)
+		return 0;
+	for (i = 0; i < 16; i++) {
+		int d = s[i] >= '0' && s[i] <= '9'   ? s[i] - '0'
+			: s[i] >= 'a' && s[i] <= 'f' ? s[i] - 'a' + 10
+			: s[i] >= 'A' && s[i] <= 'F' ? s[i] - 'A' + 10
+						     : -1;
+		if (d < 0)
+			return -1;
+		*v = *v << 4 | (uint64_t)d;
+	}
+	return s[16] ? -1 : 0;
+}
+
+static char *ar_hexid(struct arena *a, uint64_t v)
+{
+	char buf[HEXID_LEN];
+	return ar_str(a, hexid(buf, v));
+}
+
 static PbRef *mk_ref(struct arena *a, pid_t pid, uint64_t instance)
 {
 	PbRef *r = ar_alloc(a, sizeof *r);
@@ -263,7 +300,7 @@ static PbRef *mk_ref(struct arena *a, pid_t pid, uint64_t instance)
 		return NULL;
 	procctl__v1__process_ref__init(r);
 	r->pid = pid;
-	r->instance_id = instance;
+	r->instance_id = ar_hexid(a, instance);
 	return r;
 }
 
@@ -404,11 +441,12 @@ static void emit_acked(struct node *n, const struct proc *p)
 
 static void emit_state_changed(struct node *n, const struct proc *p)
 {
+	char idbuf[HEXID_LEN];
 	PbRef ref = PROCCTL__V1__PROCESS_REF__INIT;
 	Procctl__V1__StateChanged m = PROCCTL__V1__STATE_CHANGED__INIT;
 	PbEvent ev = PROCCTL__V1__WATCH_EVENTS_RESPONSE__INIT;
 	ref.pid = p->key.pid;
-	ref.instance_id = p->instance;
+	ref.instance_id = hexid(idbuf, p->instance);
 	m.process = &ref;
 	ev.event_case = PROCCTL__V1__WATCH_EVENTS_RESPONSE__EVENT_STATE_CHANGED;
 	ev.state_changed = &m;
@@ -429,8 +467,7 @@ static struct proc *find_client(struct node *n, const procctl_client_t *c, size_
 	return NULL;
 }
 
-static int wait_settle(struct wait_item *it, const struct proc *p);
-static void waits_update(struct node *n, struct proc *p);
+static void waits_update(struct node *n, struct proc *p, const struct procctl_state *st);
 
 /* Read p's state block: note a new ack (Acked) and a changed block
  * (StateChanged), and settle the waits on p. */
@@ -475,7 +512,7 @@ static void read_state(struct node *n, struct proc *p, int quiet)
 	if (!first && h != p->state_hash && !quiet)
 		emit_state_changed(n, p);
 	p->state_hash = h;
-	waits_update(n, p);
+	waits_update(n, p, st);
 }
 
 static void on_attached(struct node *n, const struct procctl_event *e, procctl_registry_t *reg)
@@ -538,6 +575,7 @@ static void on_detached(struct node *n, const struct procctl_event *e)
 	Procctl__V1__ProcessDetached m = PROCCTL__V1__PROCESS_DETACHED__INIT;
 	PbEvent ev = PROCCTL__V1__WATCH_EVENTS_RESPONSE__INIT;
 	PbRef ref = PROCCTL__V1__PROCESS_REF__INIT;
+	char idbuf[HEXID_LEN];
 	struct wait *w;
 	struct proc *p;
 	size_t at, i;
@@ -554,7 +592,7 @@ static void on_detached(struct node *n, const struct procctl_event *e)
 				}
 			}
 	ref.pid = p->key.pid;
-	ref.instance_id = p->instance;
+	ref.instance_id = hexid(idbuf, p->instance);
 	m.process = &ref;
 	m.reason = e->reason == -ESRCH    ? PROCCTL__V1__DETACH_REASON__DETACH_REASON_EXITED
 		   : e->reason == -ESTALE ? PROCCTL__V1__DETACH_REASON__DETACH_REASON_EXECED
@@ -624,7 +662,27 @@ static void on_event(const struct procctl_event *e, void *arg)
 /* ---- waits ------------------------------------------------------------- */
 
 /* Settle one item from what p acked: 1 when it is done. */
-static int wait_settle(struct wait_item *it, const struct proc *p)
+/* A refusal in words: the errno's name and text, and the status the
+ * process reported with it when that is text (st: the state block read
+ * with the ack, or NULL). */
+static void rejected_why(char *buf, size_t len, int32_t status, const struct procctl_state *st)
+{
+	const char *name = status < 0 && status > -4096 ? strerrorname_np((int)-status) : NULL;
+	size_t i, o;
+	if (name)
+		o = (size_t)snprintf(buf, len, "%s (%s)", name, strerror((int)-status));
+	else
+		o = (size_t)snprintf(buf, len, "status %d", (int)status);
+	if (!st || !st->data_len || o >= len)
+		return;
+	for (i = 0; i < st->data_len; i++)
+		if (st->data[i] < 0x20 || st->data[i] > 0x7e)
+			return;
+	snprintf(buf + o, len - o, ": %.*s", (int)st->data_len, (const char *)st->data);
+}
+
+/* Settle one item from what p acked: 1 when it is done. */
+static int wait_settle(struct wait_item *it, const struct proc *p, const struct procctl_state *st)
 {
 	if (it->done)
 		return 1;
@@ -636,19 +694,21 @@ static int wait_settle(struct wait_item *it, const struct proc *p)
 		it->status = p->ack_status ? PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_REJECTED
 					   : PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_APPLIED;
 		it->pstatus = p->ack_status;
+		if (p->ack_status)
+			rejected_why(it->error, sizeof it->error, p->ack_status, st);
 	}
 	it->done = 1;
 	return 1;
 }
 
-static void waits_update(struct node *n, struct proc *p)
+static void waits_update(struct node *n, struct proc *p, const struct procctl_state *st)
 {
 	struct wait *w;
 	size_t i;
 	for (w = n->waits; w; w = w->next)
 		for (i = 0; i < w->n; i++)
 			if (w->item[i].p == p)
-				wait_settle(&w->item[i], p);
+				wait_settle(&w->item[i], p, st);
 }
 
 static void wait_reply(struct wait *w)
@@ -774,13 +834,18 @@ static enum node_code resolve_ref(struct node *n, const PbRef *r, struct proc **
 {
 	struct proc *hit = NULL;
 	size_t i, found = 0;
+	uint64_t instance;
 	if (!r || r->pid <= 0) {
 		*why = "process.pid: required (a pid in the daemon's namespace)";
 		return NODE_INVALID_ARGUMENT;
 	}
+	if (hexid_parse(r->instance_id, &instance) < 0) {
+		*why = "process.instance_id: 16 hex digits, or empty for the pid's only region";
+		return NODE_INVALID_ARGUMENT;
+	}
 	for (i = 0; i < n->nprocs; i++) {
 		struct proc *p = n->procs[i];
-		if (p->key.pid == r->pid && (!r->instance_id || r->instance_id == p->instance)) {
+		if (p->key.pid == r->pid && (!instance || instance == p->instance)) {
 			hit = p;
 			found++;
 		}
@@ -885,7 +950,7 @@ static void do_read_state(struct node *n, struct node_job *job)
 			memcpy(rr->id.data, e->id, sizeof e->id);
 			rr->id.len = sizeof e->id;
 		}
-		rr->grant_id = e->grant_id;
+		rr->grant_id = ar_hexid(&a, e->grant_id);
 		rr->seen_generation = e->seen_gen;
 		rr->state = e->state <= PROCCTL_RES_RELEASED ? (Procctl__V1__ResourceState)(e->state + 1)
 							     : PROCCTL__V1__RESOURCE_STATE__RESOURCE_STATE_UNSPECIFIED;
@@ -1022,9 +1087,9 @@ static struct wait *write_all(struct node *n, struct node_job *job, struct proc 
 		wrote(n, p, g);
 		if (g > 0) {
 			it->gen = (uint64_t)g;
-			it->status = PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_PENDING;
-			if (!wait_ms)
-				it->done = 1;
+			it->status = wait_ms ? PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_PENDING
+					     : PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_WRITTEN;
+			it->done = !wait_ms;
 			continue;
 		}
 		it->done = 1;
@@ -1280,7 +1345,7 @@ static void fill_arbiter(struct arena *a, const struct arb *ab, Procctl__V1__Arb
 			r->id.len = sizeof s->res.id;
 		}
 		r->holder = mk_ref(a, s->holder_pid, s->holder_instance);
-		r->grant_id = s->grant_id;
+		r->grant_id = ar_hexid(a, s->grant_id);
 		r->held_ns = s->held_ns;
 		r->pending_ns = s->pending_since_ns && now > (int64_t)s->pending_since_ns
 					? (uint64_t)now - s->pending_since_ns
@@ -1616,13 +1681,13 @@ static void emit_grant(struct node *n, const struct node_arbiter_cfg *cfg, const
 {
 	PbEvent ev = PROCCTL__V1__WATCH_EVENTS_RESPONSE__INIT;
 	PbRef ref = PROCCTL__V1__PROCESS_REF__INIT;
-	char kind[PROCCTL_KIND_MAX + 1] = {0};
+	char kind[PROCCTL_KIND_MAX + 1] = {0}, idbuf[HEXID_LEN], grant[HEXID_LEN];
 	struct ev_key k = {.pid = s->holder_pid};
 	ProtobufCBinaryData id = {sizeof s->res.id, (uint8_t *)s->res.id};
 	size_t i;
 	memcpy(kind, s->res.kind, PROCCTL_KIND_MAX);
 	ref.pid = s->holder_pid;
-	ref.instance_id = s->holder_instance;
+	ref.instance_id = hexid(idbuf, s->holder_instance);
 	snprintf(k.consumer, sizeof k.consumer, "%s", cfg->consumer);
 	for (i = 0; i < n->nprocs; i++)
 		if (n->procs[i]->key.pid == s->holder_pid && n->procs[i]->instance == s->holder_instance)
@@ -1632,7 +1697,7 @@ static void emit_grant(struct node *n, const struct node_arbiter_cfg *cfg, const
 		m.kind = kind;
 		m.id = id;
 		m.holder = &ref;
-		m.grant_id = s->grant_id;
+		m.grant_id = hexid(grant, s->grant_id);
 		m.reason = exited ? PROCCTL__V1__RELEASE_REASON__RELEASE_REASON_EXITED
 				  : PROCCTL__V1__RELEASE_REASON__RELEASE_REASON_CONFIRMED;
 		ev.event_case = PROCCTL__V1__WATCH_EVENTS_RESPONSE__EVENT_RESOURCE_RELEASED;
@@ -1643,7 +1708,7 @@ static void emit_grant(struct node *n, const struct node_arbiter_cfg *cfg, const
 		m.kind = kind;
 		m.id = id;
 		m.holder = &ref;
-		m.grant_id = s->grant_id;
+		m.grant_id = hexid(grant, s->grant_id);
 		ev.event_case = PROCCTL__V1__WATCH_EVENTS_RESPONSE__EVENT_RESOURCE_GRANTED;
 		ev.resource_granted = &m;
 		emit(n, &k, &ev);

@@ -2,8 +2,9 @@
  * it, reports what it applied in its status bytes, and falls back to its
  * defaults when the config is cleared or no agent holds a lease. Its
  * configs are text: one with a byte below 0x20 (other than tab and
- * newline) is rejected with -EINVAL and the config before it kept. Every
- * change it makes is one log line on stdout:
+ * newline) is rejected with -EINVAL and the config before it kept, and
+ * its status says why (error=...) until the next config. Every change it
+ * makes is one log line on stdout:
  *
  *   event=applied gen=G bytes=N hash=H payload=TEXT
  *   event=rejected gen=G error=EINVAL
@@ -37,6 +38,15 @@ static int is_text(const char *s, size_t n)
 	return 1;
 }
 
+/* The status bytes: what it applied, and why it refused the last one. */
+static void report(procctl_t *ctx, uint64_t applied, uint32_t hash, uint32_t count, int config, const char *why)
+{
+	char status[256];
+	int n = snprintf(status, sizeof status, "applied=%llu hash=%08x count=%u mode=%s%s%s", (unsigned long long)applied,
+			 hash, count, config ? "config" : "defaults", why ? " error=" : "", why ? why : "");
+	procctl_state_set(ctx, status, (size_t)n, 0);
+}
+
 int main(int argc, char **argv)
 {
 	static char storage[PROCCTL_STATE_STORAGE(0, 256)];
@@ -46,6 +56,7 @@ int main(int argc, char **argv)
 	uint64_t gen = 0, applied = 0;
 	uint32_t hash = 0, count = 0;
 	int err, expired = -1, have_config = 0;
+	const char *why = NULL; /* why the last config was refused */
 
 	memset(&cfg, 0, sizeof cfg);
 	cfg.consumer = argc == 3 && !strcmp(argv[1], "--consumer") ? argv[2] : "echo";
@@ -68,11 +79,12 @@ int main(int argc, char **argv)
 	printf("event=started pid=%d consumer=%s\n", (int)getpid(), cfg.consumer);
 
 	while (!stop) {
-		char status[256];
 		int n = procctl_poll(&ctx, buf, sizeof buf - 1, &gen), now_expired;
 
 		if (n > 0 && !is_text(buf, (size_t)n)) {
 			printf("event=rejected gen=%llu error=EINVAL\n", (unsigned long long)gen);
+			why = "not-text";
+			report(&ctx, applied, hash, count, have_config && !expired, why); /* read with the nack */
 			procctl_nack(&ctx, gen, -EINVAL, 0);
 		} else if (n > 0) {
 			buf[n] = 0;
@@ -81,9 +93,11 @@ int main(int argc, char **argv)
 			count++;
 			have_config = 1;
 			printf("event=applied gen=%llu bytes=%d hash=%08x payload=%s\n", (unsigned long long)gen, n, hash, buf);
+			why = NULL;
 			procctl_ack(&ctx, gen, 0);
 		} else if (n == -ENODATA) {
 			have_config = 0;
+			why = NULL;
 			printf("event=cleared gen=%llu\n", (unsigned long long)gen);
 			procctl_ack(&ctx, gen, 0);
 		}
@@ -92,10 +106,7 @@ int main(int argc, char **argv)
 			printf("event=lease state=%s\n", now_expired ? "expired" : "live");
 		}
 		expired = now_expired;
-		n = snprintf(status, sizeof status, "applied=%llu hash=%08x count=%u mode=%s",
-			     (unsigned long long)applied, hash, count,
-			     have_config && !expired ? "config" : "defaults");
-		procctl_state_set(&ctx, status, (size_t)n, 0);
+		report(&ctx, applied, hash, count, have_config && !expired, why);
 		procctl_wait(&ctx, 1000000000);
 	}
 	printf("event=stopped\n");

@@ -30,7 +30,8 @@ test('ListProcesses and GetProcess describe an attached echo client', async () =
   assert.equal(p.consumer, h.CONSUMER);
   assert.equal(p.schemaVersion, 1);
   assert.deepEqual(p.nspid, [e.pid]);
-  assert.notEqual(p.ref.instanceId, '0');
+  assert.match(p.ref.instanceId, /^[0-9a-f]{16}$/); // as the daemon logs it
+  assert.ok(d.lines.some((l) => l.includes(`pid=${e.pid} `) && l.includes(`instance=${p.ref.instanceId}`)), d.lines.join('\n'));
   assert.equal(p.leaseState, 'LEASE_STATE_LIVE');
   assert.equal(p.podUid, '');
   assert.equal(p.qosClass, 'QOS_CLASS_UNSPECIFIED');
@@ -56,7 +57,12 @@ test('GetProcess: unknown pid NOT_FOUND, no pid or a bad instance INVALID_ARGUME
   assert.equal(await h.code(h.call(c, 'GetProcess', { process: { pid: -5 } })), 'INVALID_ARGUMENT');
   const e = await h.echo();
   await h.attached(d, e.pid);
-  assert.equal(await h.code(h.call(c, 'GetProcess', { process: { pid: e.pid, instanceId: '12345' } })), 'NOT_FOUND');
+  assert.equal(await h.code(h.call(c, 'GetProcess', { process: { pid: e.pid, instanceId: 'ffffffffffffffff' } })), 'NOT_FOUND');
+  for (const bad of ['12345', '0x1234567890abcde', 'ffffffffffffffff0', 'fffffffffffffffg'])
+    assert.equal(await h.code(h.call(c, 'GetProcess', { process: { pid: e.pid, instanceId: bad } })), 'INVALID_ARGUMENT', bad);
+  const p = (await h.call(c, 'GetProcess', { process: { pid: e.pid } })).process;
+  const upper = (await h.call(c, 'GetProcess', { process: { pid: e.pid, instanceId: p.ref.instanceId.toUpperCase() } })).process;
+  assert.equal(upper.ref.instanceId, p.ref.instanceId);
 });
 
 test('malformed selectors are INVALID_ARGUMENT', async () => {
@@ -95,17 +101,19 @@ test('Publish a config the process refuses: REJECTED with its status', async () 
   const r = await h.call(c, 'Publish', { selector: { pid: e.pid }, payload: Buffer.from([0x01, 0x02]), waitMs: 5000 });
   assert.equal(r.results[0].status, 'PUBLISH_STATUS_REJECTED');
   assert.equal(r.results[0].processStatus, -22); // -EINVAL
+  // The errno by name, and the status the process reported with it.
+  assert.match(r.results[0].error, /^EINVAL \(Invalid argument\): .*error=not-text$/);
   await e.line(/event=rejected .*error=EINVAL/, { out: true });
   const p = (await h.call(c, 'GetProcess', { process: { pid: e.pid } })).process;
   assert.equal(p.ackResult, 'ACK_RESULT_REJECTED');
   assert.equal(p.ackStatus, -22);
 });
 
-test('Publish without a wait is PENDING; WaitAck then sees it APPLIED', async () => {
+test('Publish without a wait is WRITTEN; WaitAck then sees it APPLIED', async () => {
   const e = await h.echo();
   await h.attached(d, e.pid);
   const r = await h.call(c, 'Publish', { selector: { pid: e.pid }, payload: Buffer.from('later') });
-  assert.equal(r.results[0].status, 'PUBLISH_STATUS_PENDING');
+  assert.equal(r.results[0].status, 'PUBLISH_STATUS_WRITTEN');
   const w = await h.call(c, 'WaitAck', { process: { pid: e.pid }, generation: r.results[0].generation, waitMs: 5000 });
   assert.equal(w.result.status, 'PUBLISH_STATUS_APPLIED');
   assert.equal(w.result.generation, r.results[0].generation);
