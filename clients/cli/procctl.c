@@ -14,7 +14,8 @@
  * The socket: --socket, else $PROCCTL_SOCKET, else /run/procctl/node.sock.
  * Exit status: 0 done; 1 failed (the daemon's status is printed, or a
  * process refused the config or was not written); 2 bad usage; 3 written
- * but not acked in time (--wait). */
+ * but not acked in time (--wait); 4 no process matched the selector
+ * (publish, clear; --allow-none makes that 0). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -34,6 +35,7 @@
 #include "procctl/v1/node.pb-c.h"
 
 #define EXIT_PENDING 3
+#define EXIT_NONE 4
 #define DEFAULT_SOCKET "/run/procctl/node.sock"
 #define DATA_MAX (4u << 20) /* configs are at most 1 MiB (PROCCTL_PAYLOAD_MAX): more is a mistake */
 
@@ -55,13 +57,15 @@ static const struct command {
 	{"state", "state PID", "its state block: ack, resources, status bytes",
 	 "The process's state block, read now: its last ack, its resource reports and its\n"
 	 "status bytes.\n"},
-	{"publish", "publish SELECTOR DATA [--wait]", "write a config",
+	{"publish", "publish SELECTOR DATA [--wait] [--allow-none]", "write a config",
 	 "Write DATA as the config of the selected processes (the set is fixed when the call\n"
 	 "starts). With --wait, wait up to --timeout for their acks. One row per process:\n"
-	 "APPLIED, REJECTED, PENDING, SUPERSEDED, NOT_OWNER or GONE.\n"},
-	{"clear", "clear SELECTOR [--wait]", "withdraw it (the process falls back to its defaults)",
+	 "APPLIED, REJECTED (PSTATUS names the process's errno), PENDING, SUPERSEDED,\n"
+	 "NOT_OWNER or GONE; without --wait, WRITTEN. A selector that matches no process\n"
+	 "is an error (exit 4) unless --allow-none.\n"},
+	{"clear", "clear SELECTOR [--wait] [--allow-none]", "withdraw it (the process falls back to its defaults)",
 	 "Withdraw the config of the selected processes: each sees no config once and falls\n"
-	 "back to its defaults. --wait and the rows as for publish.\n"},
+	 "back to its defaults. --wait, --allow-none and the rows as for publish.\n"},
 	{"watch", "watch [SELECTOR] [--from TOKEN] [--count N]", "events as they come (a snapshot first, unless --from)",
 	 "Events as they come: a snapshot of the attached processes first, then attached,\n"
 	 "detached, acked, state changes, ownership changes, grants and releases, each with its\n"
@@ -71,11 +75,14 @@ static const struct command {
 	 "Every exclusive resource (of arbiter KIND only, when given): holder, time held,\n"
 	 "blocked and pending-release seconds, hand-offs and waiters. KIND with no arbiter:\n"
 	 "NOT_FOUND.\n"},
-	{"desired", "desired ls | set SELECTOR DATA [--wait] | rm SELECTOR",
+	{"desired", "desired ls | set DSELECTOR DATA [--wait] | rm DSELECTOR",
 	 "desired configs (kept by the daemon, given on attach)",
 	 "Desired configs: stated once, given to the processes that match now and to every\n"
-	 "process that attaches later (pid over container over pod over consumer). ls lists\n"
-	 "them, set states one (--wait and the rows as for publish), rm withdraws one.\n"},
+	 "process that attaches later (pid over container over pod over consumer). DSELECTOR:\n"
+	 "--consumer NAME [--schema N], narrowed by --pod UID, --container ID or --pid PID. ls lists\n"
+	 "them (SOURCE: the [desired] section of the daemon's config file it comes from, or\n"
+	 "api), set states one (--wait and the rows as for publish; a selector that matches\n"
+	 "no process now is fine: it is for those to come), rm withdraws one.\n"},
 	{"health", "health", "the daemon's serving status", "The daemon's serving status; exit 0 when SERVING.\n"},
 	{"version", "version", "this program's version", "This program's version and the API it speaks.\n"},
 };
@@ -83,12 +90,12 @@ static const struct command {
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
 static const char global_help[] =
-	"SELECTOR: --pid PID | --consumer NAME [--schema N (default 1)] [--pod UID] [--container ID]\n"
+	"SELECTOR: --pid PID (alone) | --consumer NAME [--schema N (default 1)] [--pod UID] [--container ID]\n"
 	"DATA: --data STRING | --file PATH | - (standard input)\n"
 	"DUR: seconds, or with a unit: 500ms, 5s, 2m (default 10s; --wait waits this long)\n"
 	"The socket: --socket, else $PROCCTL_SOCKET, else " DEFAULT_SOCKET ".\n"
 	"Exit status: 0 done, 1 failed (or a process refused or missed the config), 2 bad usage,\n"
-	"3 not acked in time (--wait).\n";
+	"3 not acked in time (--wait), 4 no process matched the selector (publish, clear).\n";
 
 static void list_commands(FILE *f)
 {
@@ -108,6 +115,8 @@ static int takes_value(const char *a)
 {
 	static const char *const with[] = {"--pid", "--consumer", "--schema", "--pod", "--container",
 					   "--data", "--file", "--from", "--count"};
+	if (!a)
+		return 0;
 	size_t k;
 	for (k = 0; k < sizeof with / sizeof with[0]; k++)
 		if (!strcmp(a, with[k]))
@@ -120,6 +129,27 @@ static int usage(void)
 {
 	list_commands(stderr);
 	return 2;
+}
+
+/* Bad usage, the word at fault named first (word NULL: none), then the
+ * list: 2. */
+static int bad_usage(const char *word, const char *why)
+{
+	if (!word) {
+		fprintf(stderr, "procctl: %s\n", why);
+		return usage();
+	}
+	fprintf(stderr, "procctl: %s: %s (procctl --help lists the commands and options)\n", word, why);
+	return 2;
+}
+
+static int is_command(const char *name)
+{
+	size_t k;
+	for (k = 0; k < NCOMMANDS; k++)
+		if (!strcmp(commands[k].name, name))
+			return 1;
+	return 0;
 }
 
 /* procctl COMMAND --help, procctl help [COMMAND]: on stdout, 0. */
@@ -136,8 +166,7 @@ static int help(const char *name)
 			       commands[k].synopsis, commands[k].help, global_help);
 			return 0;
 		}
-	fprintf(stderr, "procctl: %s: no such command\n", name);
-	return usage();
+	return bad_usage(name, "no such command");
 }
 
 static gpr_timespec deadline(void)
@@ -202,9 +231,9 @@ static int print_json(const ProtobufCMessage *m)
 
 struct opts {
 	Procctl__V1__Selector sel;
-	int have_sel;
+	int have_sel, schema_given;
 	const char *data, *file, *from;
-	int stdin_data, wait;
+	int stdin_data, wait, allow_none;
 	long count;
 };
 
@@ -235,8 +264,23 @@ static int parse_int(const char *s, long lo, long hi, long *out)
 	return 0;
 }
 
-/* The options after a subcommand: 0, or 2 (usage, said). */
-static int parse_opts(int argc, char **argv, struct opts *o)
+/* A string option given (protobuf-c's default is "", not NULL). */
+static int given(const char *s)
+{
+	return s && *s;
+}
+
+/* A bad value, named: 2. */
+static int bad_value(const char *opt, const char *val, const char *want)
+{
+	fprintf(stderr, "procctl: %s: '%s' is not %s\n", opt, val, want);
+	return 2;
+}
+
+/* The options after a subcommand: 0, or 2 (usage, said). pid_alone: a
+ * --pid selector takes no other selector option (a desired config's
+ * pid selector goes with its consumer). */
+static int parse_opts(int argc, char **argv, struct opts *o, int pid_alone)
 {
 	int i;
 	long v;
@@ -248,15 +292,21 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			o->stdin_data = 1;
 			continue;
 		}
-		if (!strcmp(a, "--wait")) {
-			o->wait = 1;
+		if (!strcmp(a, "--wait") || !strcmp(a, "--allow-none")) {
+			*(a[2] == 'w' ? &o->wait : &o->allow_none) = 1;
 			continue;
 		}
-		if (!val)
-			goto bad;
+		if (!takes_value(a)) {
+			fprintf(stderr, "procctl: %s: %s\n", a, a[0] == '-' ? "no such option" : "not expected here");
+			return 2;
+		}
+		if (!val) {
+			fprintf(stderr, "procctl: %s: needs a value\n", a);
+			return 2;
+		}
 		if (!strcmp(a, "--pid")) {
 			if (parse_int(val, 1, 0x7fffffff, &v) < 0)
-				goto bad;
+				return bad_value(a, val, "a pid (1 to 2147483647)");
 			o->sel.pid = (int32_t)v;
 		} else if (!strcmp(a, "--consumer")) {
 			o->sel.consumer = (char *)val;
@@ -264,8 +314,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 				o->sel.schema_version = 1;
 		} else if (!strcmp(a, "--schema")) {
 			if (parse_int(val, 1, 0x7fffffff, &v) < 0)
-				goto bad;
+				return bad_value(a, val, "a schema version (1 to 2147483647)");
 			o->sel.schema_version = (uint32_t)v;
+			o->schema_given = 1;
 		} else if (!strcmp(a, "--pod")) {
 			o->sel.pod_uid = (char *)val;
 		} else if (!strcmp(a, "--container")) {
@@ -278,18 +329,18 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			o->from = val;
 		} else if (!strcmp(a, "--count")) {
 			if (parse_int(val, 1, 1L << 30, &o->count) < 0)
-				goto bad;
-		} else {
-			goto bad;
+				return bad_value(a, val, "a count (1 to 1073741824)");
 		}
 		o->have_sel |= !strcmp(a, "--pid") || !strcmp(a, "--consumer") || !strcmp(a, "--pod") ||
 			       !strcmp(a, "--container");
 		i++;
 	}
+	if (pid_alone && o->sel.pid && (given(o->sel.consumer) || o->schema_given || given(o->sel.pod_uid) || given(o->sel.container_id))) {
+		fprintf(stderr, "procctl: --pid names one process: give it alone, or select with --consumer NAME "
+				"[--schema N] [--pod UID] [--container ID]\n");
+		return 2;
+	}
 	return 0;
-bad:
-	fprintf(stderr, "procctl: %s: unknown, or a bad value\n", argv[i]);
-	return 2;
 }
 
 /* The payload of DATA: malloc'd into *out; 0, or 1 (said). */
@@ -344,6 +395,18 @@ static const char *short_enum(const ProtobufCEnumDescriptor *d, int v, const cha
 	return strncmp(e->name, prefix, n) ? e->name : e->name + n;
 }
 
+/* A process's errno as its name (EINVAL), "-" for none. */
+static const char *errno_name(int32_t status, char buf[16])
+{
+	const char *n = status < 0 && status > -4096 ? strerrorname_np((int)-status) : NULL;
+	if (!status)
+		return "-";
+	if (n)
+		return n;
+	snprintf(buf, 16, "%d", (int)status);
+	return buf;
+}
+
 /* The rows of a Publish or Clear: the exit status: 1 if a process refused
  * it or was not written, else 3 if one did not ack in time (with --wait),
  * else 0. */
@@ -352,20 +415,58 @@ static int results(Procctl__V1__PublishResult **r, size_t n, int wait)
 	int pending = 0, failed = 0;
 	size_t i;
 	if (!json_out)
-		printf("%-8s %-20s %-6s %-11s %-7s %s\n", "PID", "INSTANCE", "GEN", "STATUS", "PSTATUS", "ERROR");
+		printf("%-8s %-16s %-6s %-11s %-8s %s\n", "PID", "INSTANCE", "GEN", "STATUS", "PSTATUS", "ERROR");
 	for (i = 0; i < n; i++) {
-		pending |= r[i]->status == PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_PENDING;
-		failed |= r[i]->status != PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_PENDING &&
-			  r[i]->status != PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_APPLIED &&
-			  r[i]->status != PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_SUPERSEDED;
+		char num[16];
+		switch (r[i]->status) {
+		case PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_PENDING:
+			pending = 1;
+			break;
+		case PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_APPLIED:
+		case PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_SUPERSEDED:
+		case PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_WRITTEN:
+			break;
+		default:
+			failed = 1;
+		}
 		if (!json_out)
-			printf("%-8d %-20llu %-6llu %-11s %-7d %s\n", r[i]->process ? r[i]->process->pid : 0,
-			       (unsigned long long)(r[i]->process ? r[i]->process->instance_id : 0),
+			printf("%-8d %-16s %-6llu %-11s %-8s %s\n", r[i]->process ? r[i]->process->pid : 0,
+			       r[i]->process && r[i]->process->instance_id[0] ? r[i]->process->instance_id : "-",
 			       (unsigned long long)r[i]->generation,
 			       short_enum(&procctl__v1__publish_status__descriptor, r[i]->status, "PUBLISH_STATUS_"),
-			       r[i]->process_status, r[i]->error);
+			       errno_name(r[i]->process_status, num), r[i]->error);
 	}
 	return failed ? 1 : wait && pending ? EXIT_PENDING : 0;
+}
+
+/* The selector as the user gave it, for messages. */
+static const char *selector_words(const struct opts *o)
+{
+	static char buf[512];
+	size_t n = 0;
+	buf[0] = 0;
+	if (o->sel.pid)
+		return snprintf(buf, sizeof buf, "--pid %d", o->sel.pid), buf;
+	if (given(o->sel.consumer))
+		n += (size_t)snprintf(buf + n, sizeof buf - n, "--consumer %s --schema %u", o->sel.consumer,
+				      o->sel.schema_version);
+	if (given(o->sel.pod_uid) && n < sizeof buf)
+		n += (size_t)snprintf(buf + n, sizeof buf - n, "%s--pod %s", n ? " " : "", o->sel.pod_uid);
+	if (given(o->sel.container_id) && n < sizeof buf)
+		snprintf(buf + n, sizeof buf - n, "%s--container %s", n ? " " : "", o->sel.container_id);
+	return buf;
+}
+
+/* A resource id of 16 bytes (a GPU UUID) as a UUID, others in hex (at
+ * most 32 bytes shown). */
+static const char *resource_id(const ProtobufCBinaryData *id, char buf[80])
+{
+	size_t k, o = 0;
+	buf[0] = 0;
+	for (k = 0; k < id->len && k < 32; k++)
+		o += (size_t)snprintf(buf + o, 80 - o, "%s%02x",
+				      id->len == 16 && (k == 4 || k == 6 || k == 8 || k == 10) ? "-" : "", id->data[k]);
+	return buf;
 }
 
 static void show_process(const Procctl__V1__Process *p)
@@ -374,7 +475,7 @@ static void show_process(const Procctl__V1__Process *p)
 	       p->schema_version, p->pod_uid[0] ? p->pod_uid : "-", p->container_id[0] ? p->container_id : "-",
 	       p->lease_state == PROCCTL__V1__LEASE_STATE__LEASE_STATE_LIVE ? "owned" : "passive",
 	       (unsigned long long)p->generation, (unsigned long long)p->acked_generation,
-	       short_enum(&procctl__v1__ack_result__descriptor, p->ack_result, "ACK_RESULT_"));
+	       p->ack_result ? short_enum(&procctl__v1__ack_result__descriptor, p->ack_result, "ACK_RESULT_") : "-");
 }
 
 static void process_header(void)
@@ -451,7 +552,7 @@ static int cmd_state(int argc, char **argv)
 	Procctl__V1__ReadStateRequest rq = PROCCTL__V1__READ_STATE_REQUEST__INIT;
 	Procctl__V1__ProcessRef ref = PROCCTL__V1__PROCESS_REF__INIT;
 	Procctl__V1__ReadStateResponse *r;
-	size_t i, k;
+	size_t i;
 	int e;
 	if ((e = one_pid(argc, argv, &ref)))
 		return e;
@@ -461,16 +562,20 @@ static int cmd_state(int argc, char **argv)
 	if (json_out) {
 		print_json(&r->base);
 	} else {
-		printf("acked:     %llu %s (status %d)\n", (unsigned long long)r->acked_generation,
-		       short_enum(&procctl__v1__ack_result__descriptor, r->ack_result, "ACK_RESULT_"), r->ack_status);
+		char num[16];
+		if (r->ack_result)
+			printf("acked:     %llu %s (%s)\n", (unsigned long long)r->acked_generation,
+			       short_enum(&procctl__v1__ack_result__descriptor, r->ack_result, "ACK_RESULT_"),
+			       r->ack_status ? errno_name(r->ack_status, num) : "status 0");
+		else
+			printf("acked:     -\n");
 		for (i = 0; i < r->n_resources; i++) {
 			const Procctl__V1__ResourceReport *x = r->resources[i];
-			printf("resource:  %s:", x->kind);
-			for (k = 0; k < x->id.len; k++)
-				printf("%02x", x->id.data[k]);
-			printf(" %s%s grant=%016llx seen=%llu\n",
+			char id[80];
+			printf("resource:  %s:%s %s%s grant=%s seen=%llu\n", x->kind, resource_id(&x->id, id),
 			       short_enum(&procctl__v1__resource_state__descriptor, x->state, "RESOURCE_STATE_"),
-			       x->wants ? " wants" : "", (unsigned long long)x->grant_id, (unsigned long long)x->seen_generation);
+			       x->wants ? " wants" : "", x->grant_id[0] ? x->grant_id : "-",
+			       (unsigned long long)x->seen_generation);
 		}
 		if (printable(r->data.data, r->data.len))
 			printf("data:      %.*s\n", (int)r->data.len, (const char *)r->data.data);
@@ -515,6 +620,14 @@ static int cmd_publish(const struct opts *o, int clear)
 	free(data.data);
 	if (!r)
 		return 1;
+	if (!r->n_results && !o->allow_none) {
+		if (json_out)
+			print_json(&r->base);
+		fprintf(stderr, "procctl: no attached process matches %s (--allow-none accepts that)\n",
+			selector_words(o));
+		protobuf_c_message_free_unpacked(&r->base, NULL);
+		return EXIT_NONE;
+	}
 	e = results(r->results, r->n_results, o->wait);
 	if (json_out)
 		print_json(&r->base);
@@ -524,13 +637,12 @@ static int cmd_publish(const struct opts *o, int clear)
 
 static void arbiter_rows(const Procctl__V1__Arbiter *a)
 {
-	size_t j, k;
+	size_t j;
 	for (j = 0; j < a->n_resources; j++) {
 		const Procctl__V1__ArbiterResource *x = a->resources[j];
-		printf("%-8s ", a->kind);
-		for (k = 0; k < x->id.len; k++)
-			printf("%02x", x->id.data[k]);
-		printf(" %-8d %-9.3f %-10.3f %-10.3f %-9llu %u\n", x->holder ? x->holder->pid : 0, (double)x->held_ns / 1e9,
+		char id[80];
+		printf("%-8s %-36s %-8d %-9.3f %-10.3f %-10.3f %-9llu %u\n", a->kind, resource_id(&x->id, id),
+		       x->holder ? x->holder->pid : 0, (double)x->held_ns / 1e9,
 		       (double)x->blocked_ns_total / 1e9, (double)x->pending_ns_total / 1e9, (unsigned long long)x->handoffs,
 		       x->waiters);
 	}
@@ -559,7 +671,7 @@ static int cmd_resources(int argc, char **argv)
 	if (json_out) {
 		print_json(r);
 	} else {
-		printf("%-8s %-32s %-8s %-9s %-10s %-10s %-9s %s\n", "KIND", "RESOURCE", "HOLDER", "HELD_S", "BLOCKED_S",
+		printf("%-8s %-36s %-8s %-9s %-10s %-10s %-9s %s\n", "KIND", "RESOURCE", "HOLDER", "HELD_S", "BLOCKED_S",
 		       "PENDING_S", "HANDOFFS", "WAITERS");
 		if (argc == 1) {
 			arbiter_rows(((Procctl__V1__GetArbiterResponse *)r)->arbiter);
@@ -573,13 +685,30 @@ static int cmd_resources(int argc, char **argv)
 	return 0;
 }
 
+/* desired rm SELECTOR */
+static int desired_rm(struct opts *o)
+{
+	Procctl__V1__DeleteDesiredConfigRequest rq = PROCCTL__V1__DELETE_DESIRED_CONFIG_REQUEST__INIT;
+	ProtobufCMessage *r;
+	rq.selector = &o->sel;
+	if (!(r = call("/procctl.v1.NodeService/DeleteDesiredConfig", &rq.base,
+		       &procctl__v1__delete_desired_config_response__descriptor)))
+		return 1;
+	if (json_out)
+		print_json(r);
+	protobuf_c_message_free_unpacked(r, NULL);
+	return 0;
+}
+
 static int cmd_desired(int argc, char **argv)
 {
 	struct opts o;
 	int e;
 	if (argc < 1)
-		return usage();
-	if ((e = parse_opts(argc - 1, argv + 1, &o)))
+		return bad_usage("desired", "needs ls, set or rm");
+	if (strcmp(argv[0], "ls") && strcmp(argv[0], "set") && strcmp(argv[0], "rm"))
+		return bad_usage(argv[0], "not a desired command (ls, set or rm)");
+	if ((e = parse_opts(argc - 1, argv + 1, &o, 0)))
 		return e;
 	if (!strcmp(argv[0], "ls")) {
 		Procctl__V1__ListDesiredConfigsRequest rq = PROCCTL__V1__LIST_DESIRED_CONFIGS_REQUEST__INIT;
@@ -596,8 +725,11 @@ static int cmd_desired(int argc, char **argv)
 			for (i = 0; i < r->n_configs; i++) {
 				const Procctl__V1__DesiredConfig *d = r->configs[i];
 				const Procctl__V1__Selector *s = d->selector;
-				printf("%-8llu %-16s %-3u %-8d %-36s %-12.12s %-8zu %s\n", (unsigned long long)d->revision,
-				       s ? s->consumer : "", s ? s->schema_version : 0, s ? s->pid : 0,
+				char pid[16] = "-";
+				if (s && s->pid)
+					snprintf(pid, sizeof pid, "%d", s->pid);
+				printf("%-8llu %-16s %-3u %-8s %-36s %-12.12s %-8zu %s\n", (unsigned long long)d->revision,
+				       s ? s->consumer : "", s ? s->schema_version : 0, pid,
 				       s && s->pod_uid[0] ? s->pod_uid : "-", s && s->container_id[0] ? s->container_id : "-",
 				       d->payload.len, d->source[0] ? d->source : "api");
 			}
@@ -623,25 +755,17 @@ static int cmd_desired(int argc, char **argv)
 			return 1;
 		if (!json_out)
 			printf("revision %llu\n", (unsigned long long)(r->config ? r->config->revision : 0));
-		e = results(r->results, r->n_results, o.wait);
+		e = r->n_results ? results(r->results, r->n_results, o.wait) : 0;
 		if (json_out)
 			print_json(&r->base);
+		if (!r->n_results)
+			fprintf(json_out ? stderr : stdout,
+				"no attached process matches %s now: the config applies to those that attach later\n",
+				selector_words(&o));
 		protobuf_c_message_free_unpacked(&r->base, NULL);
 		return e;
 	}
-	if (!strcmp(argv[0], "rm")) {
-		Procctl__V1__DeleteDesiredConfigRequest rq = PROCCTL__V1__DELETE_DESIRED_CONFIG_REQUEST__INIT;
-		ProtobufCMessage *r;
-		rq.selector = &o.sel;
-		if (!(r = call("/procctl.v1.NodeService/DeleteDesiredConfig", &rq.base,
-			       &procctl__v1__delete_desired_config_response__descriptor)))
-			return 1;
-		if (json_out)
-			print_json(r);
-		protobuf_c_message_free_unpacked(r, NULL);
-		return 0;
-	}
-	return usage();
+	return desired_rm(&o);
 }
 
 static int cmd_health(void)
@@ -775,30 +899,32 @@ int main(int argc, char **argv)
 
 	sock = getenv("PROCCTL_SOCKET");
 	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
-		const char *a = argv[i];
+		const char *a = argv[i], *v = argv[i + 1];
 		if (!strcmp(a, "--help") || !strcmp(a, "-h"))
 			return help(NULL);
-		if (i + 1 >= argc)
-			return usage();
-		if (!strcmp(a, "--socket"))
-			sock = argv[++i];
-		else if (!strcmp(a, "--timeout")) {
-			if (parse_dur(argv[++i], &timeout_ms) < 0)
-				return usage();
-		} else if (!strcmp(a, "-o")) {
-			const char *v = argv[++i];
-			if (strcmp(v, "json") && strcmp(v, "table"))
-				return usage();
-			json_out = !strcmp(v, "json");
+		if (strcmp(a, "--socket") && strcmp(a, "--timeout") && strcmp(a, "-o"))
+			return bad_usage(a, "no such option (before the command: --socket, --timeout, -o)");
+		if (!v)
+			return bad_usage(a, "needs a value");
+		i++;
+		if (!strcmp(a, "--socket")) {
+			sock = v;
+		} else if (!strcmp(a, "--timeout")) {
+			if (parse_dur(v, &timeout_ms) < 0)
+				return bad_value(a, v, "a duration (seconds, or 500ms, 5s, 2m; at most a day)");
 		} else {
-			return usage();
+			if (strcmp(v, "json") && strcmp(v, "table"))
+				return bad_value(a, v, "table or json");
+			json_out = !strcmp(v, "json");
 		}
 	}
 	if (i >= argc)
-		return usage();
+		return bad_usage(NULL, "no command");
 	cmd = argv[i++];
 	if (!strcmp(cmd, "help"))
-		return i + 1 < argc ? usage() : help(i < argc ? argv[i] : NULL);
+		return i + 1 < argc ? bad_usage(argv[i + 1], "not expected here") : help(i < argc ? argv[i] : NULL);
+	if (!is_command(cmd))
+		return bad_usage(cmd, "no such command");
 	for (e = i; e < argc; e++) {
 		if (!strcmp(argv[e], "--help") || !strcmp(argv[e], "-h"))
 			return help(cmd);
@@ -821,7 +947,7 @@ int main(int argc, char **argv)
 		e = cmd_desired(argc - i, argv + i);
 	else if (!strcmp(cmd, "health"))
 		e = cmd_health();
-	else if ((e = parse_opts(argc - i, argv + i, &o)))
+	else if ((e = parse_opts(argc - i, argv + i, &o, 1)))
 		; /* usage, said */
 	else if (!strcmp(cmd, "ps"))
 		e = cmd_ps(&o);
@@ -829,10 +955,8 @@ int main(int argc, char **argv)
 		e = cmd_publish(&o, 0);
 	else if (!strcmp(cmd, "clear"))
 		e = cmd_publish(&o, 1);
-	else if (!strcmp(cmd, "watch"))
-		e = cmd_watch(&o);
 	else
-		e = usage();
+		e = cmd_watch(&o);
 	if (ch) {
 		grpc_channel_destroy(ch);
 		grpc_completion_queue_shutdown(cq);

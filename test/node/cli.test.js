@@ -17,7 +17,7 @@ if (!CLI) throw new Error('PROCCTL_CLI is not set (ctest sets it)');
 
 // Token clients of this file only (echo clients have h.CONSUMER).
 const CONSUMER_T = `tok${process.pid}`.slice(0, 31);
-const GPU_HEX = '0'.repeat(32); // token-client --id 0
+const GPU_ID = '00000000-0000-0000-0000-000000000000'; // token-client --id 0: 16 bytes, shown as a UUID
 
 const scratch = h.scratch('procctl-cli-');
 const nowhere = path.join(scratch, 'no', 'such.sock');
@@ -185,7 +185,7 @@ test('ps and get: the pid and consumer in their columns; JSON equal to ListProce
   assert.equal(row.OWNER, 'owned');
   assert.equal(row.GEN, '0');
   assert.equal(row.ACKED, '0');
-  assert.equal(row.ACK, 'UNSPECIFIED');
+  assert.equal(row.ACK, '-'); // nothing acked yet
 
   // ps -o json is ListProcesses, field for field; with a selector, the
   // filtered list (--consumer means schema 1 unless --schema says).
@@ -241,7 +241,7 @@ test('publish --pid with --data, --file and - (stdin), --wait: APPLIED rows, the
     const row = t.rows[0];
     assert.equal(row.PID, String(e.pid));
     assert.equal(row.STATUS, 'APPLIED');
-    assert.equal(row.PSTATUS, '0');
+    assert.equal(row.PSTATUS, '-');
     assert.equal(row.ERROR, '');
     const p = (await h.call(c, 'GetProcess', { process: { pid: e.pid } })).process;
     assert.equal(row.INSTANCE, p.ref.instanceId);
@@ -261,9 +261,9 @@ test('publish --pid with --data, --file and - (stdin), --wait: APPLIED rows, the
     assert.deepEqual(res, asJson(w.result));
     await e.line(new RegExp(`event=applied gen=${res.generation} .*payload=${payload}$`), { out: true });
   }
-  // Without --wait: written, not waited for: PENDING, and still exit 0.
+  // Without --wait: written, not waited for: WRITTEN, and exit 0.
   const nw = table(exits(await cli(['publish', '--pid', String(e.pid), '--data', 'no wait']), 0));
-  assert.equal(nw.rows[0].STATUS, 'PENDING');
+  assert.equal(nw.rows[0].STATUS, 'WRITTEN');
   await e.line(new RegExp(`event=applied gen=${nw.rows[0].GEN} .*payload=no wait$`), { out: true });
 });
 
@@ -289,11 +289,13 @@ test('publish --consumer: schema 1 by default, every echo client of the consumer
     assert.equal(res.status, 'PUBLISH_STATUS_APPLIED');
     await e.line(new RegExp(`event=applied gen=${res.generation} .*payload=to all json$`), { out: true });
   }
-  // Another schema matches none of them: no rows, not an error.
-  const none = table(exits(await cli(['publish', '--consumer', h.CONSUMER, '--schema', '2', '--data', 'x', '--wait']), 0));
+  // Another schema matches none of them: no rows, and with --allow-none
+  // not an error (without it, exit 4: below).
+  const none = table(exits(await cli(['publish', '--consumer', h.CONSUMER, '--schema', '2', '--data', 'x', '--wait',
+    '--allow-none']), 0));
   assert.deepEqual(none.header, RESULT_COLUMNS);
   assert.equal(none.rows.length, 0);
-  assert.deepEqual(doc(exits(await cli(['-o', 'json', 'publish', '--consumer', 'nosuch', '--data', 'x']), 0)),
+  assert.deepEqual(doc(exits(await cli(['-o', 'json', 'publish', '--consumer', 'nosuch', '--data', 'x', '--allow-none']), 0)),
     { results: [] });
 });
 
@@ -430,7 +432,7 @@ test('desired set | ls | rm, in both outputs; ls -o json equal to ListDesiredCon
     const l = table(exits(await cli(['desired', 'ls']), 0));
     assert.deepEqual(l.header, ['REVISION', 'CONSUMER', 'VER', 'PID', 'POD', 'CONTAINER', 'BYTES', 'SOURCE']);
     const mine = l.rows.find((x) => x.CONSUMER === h.CONSUMER);
-    assert.deepEqual(mine, { REVISION: rev[1], CONSUMER: h.CONSUMER, VER: '1', PID: '0', POD: '-', CONTAINER: '-', BYTES: '4', SOURCE: 'api' });
+    assert.deepEqual(mine, { REVISION: rev[1], CONSUMER: h.CONSUMER, VER: '1', PID: '-', POD: '-', CONTAINER: '-', BYTES: '4', SOURCE: 'api' });
     assert.deepEqual(doc(exits(await cli(['-o', 'json', 'desired', 'ls']), 0)),
       asJson(await h.call(c, 'ListDesiredConfigs', {})));
 
@@ -470,7 +472,7 @@ test('resources: the [arbiter gpu], then a token client holding it: its pid in t
   assert.equal(j0.arbiters[0].kind, 'gpu');
   const t0 = table(exits(await cli(['resources']), 0));
   assert.deepEqual(t0.header, RES_COLUMNS);
-  assert.deepEqual(t0.rows.map((x) => [x.KIND, x.RESOURCE, x.HOLDER]), [['gpu', GPU_HEX, '0']]);
+  assert.deepEqual(t0.rows.map((x) => [x.KIND, x.RESOURCE, x.HOLDER]), [['gpu', GPU_ID, '0']]);
 
   const t = new h.Child(h.TOKEN_CLIENT, ['--consumer', CONSUMER_T, '--kind', 'gpu', '--id', '0',
     '--witness', path.join(scratch, 'witness')]);
@@ -488,7 +490,7 @@ test('resources: the [arbiter gpu], then a token client holding it: its pid in t
     assert.deepEqual(r.header, RES_COLUMNS);
     assert.equal(r.rows.length, 1);
     assert.equal(r.rows[0].KIND, 'gpu');
-    assert.equal(r.rows[0].RESOURCE, GPU_HEX);
+    assert.equal(r.rows[0].RESOURCE, GPU_ID);
     assert.equal(r.rows[0].HOLDER, String(t.pid));
     assert.equal(r.rows[0].WAITERS, '0');
   }
@@ -506,9 +508,9 @@ test('resources: the [arbiter gpu], then a token client holding it: its pid in t
   assert.equal(j.arbiters[0].resources[0].grantId, held.grantId);
 
   // Its state block: the resource report, in both outputs.
-  const grant = BigInt(held.grantId).toString(16).padStart(16, '0');
+  const grant = held.grantId; // 16 hex digits in the API, the CLI and the logs
   const s = exits(await cli(['state', String(t.pid)]), 0);
-  assert.match(s.stdout, new RegExp(`^resource: +gpu:${GPU_HEX} HOLDING wants grant=${grant} seen=\\d+$`, 'm'), said(s));
+  assert.match(s.stdout, new RegExp(`^resource: +gpu:${GPU_ID} HOLDING wants grant=${grant} seen=\\d+$`, 'm'), said(s));
   await h.until(async () => {
     const sj = doc(exits(await cli(['-o', 'json', 'state', String(t.pid)]), 0));
     assert.deepEqual(sj, asJson(await h.call(c, 'ReadState', { process: { pid: t.pid } })));
@@ -580,6 +582,94 @@ test('bad usage is exit 2 without a daemon too', async () => {
   for (const args of [['frob'], ['ps', '--pid', 'abc'], ['get'], ['publish', '--data', 'x']]) {
     exits(await cli(args, { sock: nowhere }), 2);
   }
+});
+
+test('bad usage names the word at fault, in one line', async () => {
+  const cases = [
+    [['bogus'], /^procctl: bogus: no such command /],
+    [['-o', 'yaml', 'ps'], /^procctl: -o: 'yaml' is not table or json\n$/],
+    [['--timeout', 'abc', 'ps'], /^procctl: --timeout: 'abc' is not a duration /],
+    [['--timeout'], /^procctl: --timeout: needs a value /],
+    [['--bogus', 'ps'], /^procctl: --bogus: no such option /],
+    [['ps', '--bogus'], /^procctl: --bogus: no such option\n$/],
+    [['ps', 'extra'], /^procctl: extra: not expected here\n$/],
+    [['ps', '--pid', 'abc'], /^procctl: --pid: 'abc' is not a pid /],
+    [['ps', '--pid'], /^procctl: --pid: needs a value\n$/],
+    [['watch', '--count', 'many'], /^procctl: --count: 'many' is not a count /],
+    [['desired', 'frob'], /^procctl: frob: not a desired command \(ls, set or rm\)/],
+    [['help', 'frob'], /^procctl: frob: no such command /],
+  ];
+  for (const [args, re] of cases) {
+    const r = exits(await cli(args, { sock: nowhere }), 2);
+    assert.match(r.stderr, re, said(r));
+    assert.equal(r.stderr.split('\n').length, 2, `one line: ${said(r)}`);
+  }
+});
+
+test('--pid names one process: with any other selector option it is refused, nothing written (desired configs excepted)', async () => {
+  const e = await attachedEcho();
+  const pid = String(e.pid);
+  for (const more of [['--consumer', h.CONSUMER], ['--schema', '1'], ['--pod', 'x'], ['--container', 'ab']]) {
+    for (const args of [['publish', '--pid', pid, ...more, '--data', 'x'], ['clear', '--pid', pid, ...more],
+      ['ps', ...more, '--pid', pid], ['watch', '--pid', pid, ...more]]) {
+      const r = exits(await cli(args), 2);
+      assert.match(r.stderr, /^procctl: --pid names one process: give it alone/, said(r));
+    }
+  }
+  assert.equal((await h.call(c, 'GetProcess', { process: { pid: e.pid } })).process.generation, '0');
+});
+
+test('a selector that matches no process: exit 4 naming it, unless --allow-none; a desired config is for those to come', async () => {
+  await attachedEcho();
+  const nobody = `nobody${process.pid}`.slice(0, 31);
+  for (const args of [['publish', '--consumer', nobody, '--data', 'x', '--wait'], ['clear', '--consumer', nobody],
+    ['publish', '--consumer', h.CONSUMER, '--schema', '2', '--data', 'x'],
+    ['publish', '--consumer', h.CONSUMER, '--pod', '8c9b4f3e-1a2b-4c5d-9e8f-0a1b2c3d4e5f', '--data', 'x']]) {
+    const r = exits(await cli(args), 4);
+    assert.equal(r.stdout, '', said(r));
+    const sel = args.slice(1, args.indexOf('--data') > 0 ? args.indexOf('--data') : args.length)
+      .join(' ').replace(/^(--consumer \S+)$/, '$1 --schema 1').replace(/^(--consumer \S+) --pod/, '$1 --schema 1 --pod');
+    assert.equal(r.stderr, `procctl: no attached process matches ${sel} (--allow-none accepts that)\n`, said(r));
+  }
+  // -o json: the empty response still, and the same exit.
+  assert.deepEqual(doc(exits(await cli(['-o', 'json', 'publish', '--consumer', nobody, '--data', 'x']), 4)), { results: [] });
+  // Asked for: no error.
+  const ok = exits(await cli(['publish', '--consumer', nobody, '--data', 'x', '--allow-none']), 0);
+  assert.deepEqual(table(ok).rows, []);
+  exits(await cli(['clear', '--consumer', nobody, '--allow-none', '--wait']), 0);
+  // A desired config with no process now is fine: it says it waits for
+  // them (desired.test.js shows them getting it).
+  const pod = ['--consumer', h.CONSUMER, '--pod', '8c9b4f3e-1a2b-4c5d-9e8f-0a1b2c3d4e5f'];
+  const ds = exits(await cli(['desired', 'set', ...pod, '--data', 'later']), 0);
+  assert.match(ds.stdout, new RegExp(`^revision \\d+\nno attached process matches --consumer ${h.CONSUMER} --schema 1 ` +
+    '--pod 8c9b4f3e-1a2b-4c5d-9e8f-0a1b2c3d4e5f now: the config applies to those that attach later\n$'), said(ds));
+  exits(await cli(['desired', 'rm', ...pod]), 0);
+});
+
+test('rows: WRITTEN without --wait; REJECTED names the errno and what the process said; ids in hex as logged', async () => {
+  const e = await attachedEcho();
+  const pid = String(e.pid);
+  const p = (await h.call(c, 'GetProcess', { process: { pid: e.pid } })).process;
+  assert.ok(d.lines.some((l) => l.includes(`event=attached pid=${pid} `) && l.includes(` instance=${p.ref.instanceId} `)),
+    d.lines.join('\n'));
+  // Refused: PSTATUS EINVAL, ERROR the errno and the echo client's status.
+  const rej = exits(await cli(['publish', '--pid', pid, '--data', 'bad\u0001config', '--wait']), 1);
+  const line = rej.stdout.split('\n')[1];
+  assert.match(line, new RegExp(`^${pid} +${p.ref.instanceId} +\\d+ +REJECTED +EINVAL +EINVAL \\(Invalid argument\\): ` +
+    'applied=0 .*error=not-text$'), said(rej));
+  const sj = doc(exits(await cli(['-o', 'json', 'publish', '--pid', pid, '--data', 'bad\u0002', '--wait']), 1));
+  assert.equal(sj.results[0].processStatus, -22);
+  assert.equal(sj.results[0].process.instanceId, p.ref.instanceId);
+  const st = exits(await cli(['state', pid]), 0);
+  assert.match(st.stdout, /^acked: +\d+ REJECTED \(EINVAL\)$/m, said(st));
+  // desired set without --wait: written, not waited for.
+  const ds = exits(await cli(['desired', 'set', '--consumer', h.CONSUMER, '--pid', pid, '--data', 'mine']), 0);
+  const t = table(ds, 1);
+  assert.deepEqual(t.rows.map((x) => [x.PID, x.INSTANCE, x.STATUS, x.PSTATUS]), [[pid, p.ref.instanceId, 'WRITTEN', '-']]);
+  await e.line(/event=applied .*payload=mine$/, { out: true });
+  const ls = table(exits(await cli(['desired', 'ls']), 0));
+  assert.ok(ls.rows.some((x) => x.PID === pid && x.SOURCE === 'api'), JSON.stringify(ls.rows));
+  exits(await cli(['desired', 'rm', '--consumer', h.CONSUMER, '--pid', pid]), 0);
 });
 
 test('a DUR of nan or inf is bad usage', async () => {
