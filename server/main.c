@@ -52,7 +52,7 @@ static void usage(FILE *f)
 		"their leases and exclusive-resource grants, and serves procctl.v1.NodeService\n"
 		"(plus grpc.health.v1 and server reflection) over gRPC.\n"
 		"\n"
-		"  --config FILE        a config file (procctl-node.conf(5)); flags after it win\n"
+		"  --config FILE        a config file (procctl-node(8)); flags after it win\n"
 		"  --uninstall          on exit revert every process (default: hand off, so a\n"
 		"                       successor daemon takes over with no change in the processes)\n"
 		"  --check-config       validate the configuration and exit (0: valid)\n"
