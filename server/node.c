@@ -1462,15 +1462,13 @@ static void metric_head(FILE *f, const char *name, const char *type, const char 
 	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
+/* A resource id as a UUID (GPU ids are; the CLI shows every id so). */
 static void resource_label(const procctl_resource_t *r, char *out, size_t cap)
 {
-	static const char hex[] = "0123456789abcdef";
-	size_t i;
-	for (i = 0; i < sizeof r->id && 2 * i + 2 < cap; i++) {
-		out[2 * i] = hex[r->id[i] >> 4];
-		out[2 * i + 1] = hex[r->id[i] & 15];
-	}
-	out[2 * i] = 0;
+	size_t i, o = 0;
+	out[0] = 0;
+	for (i = 0; i < sizeof r->id && o < cap; i++)
+		o += (size_t)snprintf(out + o, cap - o, "%s%02x", i == 4 || i == 6 || i == 8 || i == 10 ? "-" : "", r->id[i]);
 }
 
 /* The Prometheus text exposition (0.0.4) of everything the loop knows. */

@@ -18,7 +18,7 @@ const h = require('./harness');
 // Token clients of this file only (echo clients have h.CONSUMER).
 const CONSUMER_T = `mtok${process.pid}`.slice(0, 31);
 // token-client --id 0: the id's first byte is 0, the rest are zero.
-const RES = { kind: 'gpu', resource: '0'.repeat(32) };
+const RES = { kind: 'gpu', resource: '00000000-0000-0000-0000-000000000000' }; // a UUID, as the CLI shows it
 const BLOCKED = 'procctl_resource_blocked_seconds_total';
 const PROMETHEUS = process.env.PROMETHEUS || 'prometheus';
 const PROMTOOL = process.env.PROMTOOL || 'promtool';
