@@ -113,7 +113,7 @@ static int publish(pid_t pid, int round, uint32_t wait_ms)
 	r = (void *)unary("/procctl.v1.NodeService/Publish", &rq.base, &procctl__v1__publish_response__descriptor);
 	ok = r && r->n_results == 1 &&
 	     r->results[0]->status == (wait_ms ? PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_APPLIED
-					       : PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_PENDING);
+					       : PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_WRITTEN);
 	if (r)
 		protobuf_c_message_free_unpacked(&r->base, NULL);
 	return ok;
