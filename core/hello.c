@@ -17,7 +17,9 @@
  * (30 s by default: a program started again and again keeps its probe,
  * and its processes do not race its installation) its uprobes are closed;
  * when the file is written in place (inotify), at once: a uprobe keeps a
- * copy of the instruction it replaced. Files without sites are remembered
+ * copy of the instruction it replaced. Those closes run on a thread of
+ * their own (fdclose.h): each waits in the kernel for RCU grace periods.
+ * The agent's own mappings are not probed (it does not discover itself). Files without sites are remembered
  * in a direct-mapped cache so they are read once, mostly. Everything is
  * bounded: HELLO_FILES_MAX probed files, HELLO_SITES_MAX sites each, HELLO_PIDS_MAX pids each (a
  * file with more is kept until the agent stops), HELLO_DELAYED_MAX
@@ -50,6 +52,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fdclose.h"
 #include "procctl_agent.h"
 
 #define HELLO_FILES_MAX 1024
@@ -96,6 +99,7 @@ struct procctl_hello {
 	int epfd, tfd, ifd, uprobe_type;
 	struct ring *rings;
 	int nrings;
+	pid_t self; /* the agent's own pid: its mappings are not probed */
 	struct file *files;
 	size_t nfiles;
 	struct key seen[HELLO_SEEN_SLOTS];
@@ -172,19 +176,26 @@ static void pid_add(struct procctl_hello *h, struct file *f, pid_t pid)
 	f->pids[f->npids++] = pid;
 }
 
-static void file_close(struct procctl_hello *h, struct file *f)
+/* Forget f; its uprobes (ncpu * nsites fds, malloc'd) are the caller's to
+ * close. */
+static int *file_forget(struct procctl_hello *h, struct file *f)
 {
-	int i;
+	int *probes = f->probes;
 	if (f->wd >= 0)
 		inotify_rm_watch(h->ifd, f->wd);
-	for (i = 0; i < h->nrings * f->nsites; i++)
-		if (f->probes[i] >= 0)
-			close(f->probes[i]);
 	h->st.probes -= (uint64_t)f->nsites;
 	h->fds_left += (long)f->nsites * h->nrings;
-	free(f->probes);
 	free(f->pids);
 	free(f);
+	return probes;
+}
+
+/* Forget f; its uprobes are closed off this thread (each close waits for
+ * RCU grace periods in the kernel: the loop must not). */
+static void file_close(struct procctl_hello *h, struct file *f)
+{
+	size_t n = (size_t)(h->nrings * f->nsites);
+	procctl_close_detached(file_forget(h, f), n);
 }
 
 /* pid left every file it mapped (exit, exec): a file left by all is idle. */
@@ -400,6 +411,9 @@ static void mapped(struct procctl_hello *h, pid_t pid, uint64_t start, uint64_t 
 	struct file *f;
 	uint32_t slot = key_slot(k);
 	int fd, n, i;
+	if (pid == h->self)
+		return; /* the agent does not discover itself: a program linking the process side (its
+			   helpers) would get probes nobody hits, each slow to close */
 
 	if (!k->ino)
 		return; /* anonymous: JIT code, the vdso */
@@ -657,10 +671,16 @@ void procctl_hello_free(procctl_hello_t *h)
 	int c;
 	if (!h)
 		return;
+	/* Here, not detached: a stopping agent's uprobes are gone when it
+	 * returns. Its caller hands off first (procctl-node does). */
 	while (h->files) {
 		struct file *f = h->files;
+		size_t k = (size_t)(h->nrings * f->nsites);
+		int *probes;
 		h->files = f->next;
-		file_close(h, f);
+		probes = file_forget(h, f);
+		procctl_close_all(probes, k);
+		free(probes);
 	}
 	for (c = 0; c < h->nrings; c++) {
 		if (h->rings[c].meta)
@@ -705,6 +725,7 @@ procctl_hello_t *procctl_hello_new(const struct procctl_hello_opts *o)
 											      : 65536;
 	}
 	snprintf(h->proc, sizeof h->proc, "%s", o->proc_root ? o->proc_root : "/proc");
+	h->self = getpid();
 	pages = o->ring_pages ? o->ring_pages : HELLO_RING_PAGES;
 	snprintf(p, sizeof p, "%s/bus/event_source/devices/uprobe/type", o->sysfs_root ? o->sysfs_root : "/sys");
 	if ((err = read_int(p, &h->uprobe_type)) < 0) {
@@ -823,4 +844,5 @@ void procctl_hello_stats(const procctl_hello_t *h, struct procctl_hello_stats *s
 {
 	*s = h->st;
 	s->files = h->nfiles;
+	s->uprobes = h->st.probes * (uint64_t)h->nrings;
 }

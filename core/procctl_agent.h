@@ -355,6 +355,8 @@ struct procctl_hello_stats {
 	uint64_t lost;           /* lost-record reports (a full ring) */
 	uint64_t open_failures;  /* a mapped file that could not be opened */
 	uint64_t elf_rejected;   /* files that are not (sane) 64-bit little-endian ELF */
+	uint64_t uprobes;        /* uprobe perf events open now (probes times CPUs): each an fd, and a
+				    wait in the kernel when closed (procctl_hello_free) */
 };
 
 procctl_hello_t *procctl_hello_new(const struct procctl_hello_opts *opts);

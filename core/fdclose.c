@@ -1,0 +1,48 @@
+/* fdclose.c - closing slow file descriptors off the caller's thread
+ * (fdclose.h). */
+#include "fdclose.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+struct closing {
+	int *fds;
+	size_t n;
+};
+
+void procctl_close_all(const int *fds, size_t n)
+{
+	size_t i;
+	for (i = 0; i < n; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+}
+
+static void *closer(void *arg)
+{
+	struct closing *c = arg;
+	procctl_close_all(c->fds, c->n);
+	free(c->fds);
+	free(c);
+	return NULL;
+}
+
+void procctl_close_detached(int *fds, size_t n)
+{
+	struct closing *c = malloc(sizeof *c);
+	pthread_attr_t attr;
+	pthread_t t;
+	int ok = 0;
+	if (c && !pthread_attr_init(&attr)) {
+		c->fds = fds;
+		c->n = n;
+		ok = !pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED) && !pthread_create(&t, &attr, closer, c);
+		pthread_attr_destroy(&attr);
+	}
+	if (!ok) {
+		free(c);
+		procctl_close_all(fds, n);
+		free(fds);
+	}
+}

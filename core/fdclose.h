@@ -1,0 +1,18 @@
+/* fdclose.h - closing file descriptors whose close is slow, off the
+ * caller's thread. A uprobe's perf event waits in close for RCU grace
+ * periods (70-90 ms each on a 2-vCPU VM), and the kernel serializes those
+ * closes (event_mutex): an event loop must not do them. Internal to
+ * libprocctl-agent. */
+#ifndef PROCCTL_FDCLOSE_H
+#define PROCCTL_FDCLOSE_H
+
+#include <stddef.h>
+
+/* Close fds[0..n) (entries below 0 are skipped). */
+void procctl_close_all(const int *fds, size_t n);
+
+/* The same on a thread of its own: fds (malloc'd) is the closer's, freed
+ * when it is done. Where no thread can start, it is done here. */
+void procctl_close_detached(int *fds, size_t n);
+
+#endif
