@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -26,6 +27,13 @@
 #define GRACE_MS 2000 /* calls in flight at shutdown get this long */
 
 static struct node *the_node;
+
+static double mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
 static volatile sig_atomic_t stopping;
 
 static void on_signal(int sig)
@@ -175,6 +183,7 @@ int main(int argc, char **argv)
 	struct httpsrv *http = NULL;
 	struct sigaction sa;
 	int check = 0, uninstall = 0, failed = 0, lock_fd = -1, r;
+	double t0;
 
 	g_argc = argc;
 	g_argv = argv;
@@ -239,11 +248,17 @@ int main(int argc, char **argv)
 		failed = 1;
 	}
 	r = node_run(the_node);
+	t0 = mono_ms();
 	node_log(PROCCTL_LOG_INFO, "stopping", "mode=%s", uninstall ? "uninstall" : "hand-off");
 	httpsrv_stop(http);
 	grpcsrv_stop(srv, GRACE_MS);
-	node_close(the_node, uninstall ? PROCCTL_CLOSE_UNINSTALL : 0);
+	/* The hand-off first: RELEASED, every lock dropped; a successor takes
+	 * over from here. Freeing the rest (uprobes: slow in the kernel) is
+	 * nobody's wait but this process's. */
+	node_release(the_node, uninstall ? PROCCTL_CLOSE_UNINSTALL : 0);
 	close(lock_fd);
-	node_log(PROCCTL_LOG_INFO, "stopped", "error=%s", r < 0 ? strerror(-r) : "none");
+	node_log(PROCCTL_LOG_INFO, "handed_off", "mode=%s ms=%.1f", uninstall ? "uninstall" : "hand-off", mono_ms() - t0);
+	node_close(the_node, 0);
+	node_log(PROCCTL_LOG_INFO, "stopped", "error=%s ms=%.1f", r < 0 ? strerror(-r) : "none", mono_ms() - t0);
 	return r < 0 || failed ? 1 : 0;
 }

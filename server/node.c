@@ -154,6 +154,7 @@ struct node {
 	struct reg_arg args[NODE_CONSUMERS_MAX];
 	size_t nreg;
 	procctl_hello_t *hello; /* NULL: off, or unavailable */
+	int released;           /* node_release done: the hand-off (or uninstall) */
 	uint64_t rev_at_start;  /* the desired store's revision as this daemon found it */
 	int cfg_ifd;            /* inotify on the config file's directories; -1: not followed */
 	int64_t cfg_due;        /* reload then (events settle first); 0: none pending */
@@ -1546,6 +1547,9 @@ static char *render_metrics(struct node *n, size_t *len)
 		fprintf(f, "procctl_hello_hits_total %llu\n", (unsigned long long)hs.hits);
 		metric_head(f, "procctl_hello_files", "gauge", "Files (programs, libraries) with the probe, watched now.");
 		fprintf(f, "procctl_hello_files %llu\n", (unsigned long long)hs.files);
+		metric_head(f, "procctl_hello_uprobes", "gauge",
+			    "Uprobe perf events open (probe sites times CPUs); each is closed at exit, slowly.");
+		fprintf(f, "procctl_hello_uprobes %llu\n", (unsigned long long)hs.uprobes);
 		metric_head(f, "procctl_hello_files_read_total", "counter", "Executable files read for the probe's notes.");
 		fprintf(f, "procctl_hello_files_read_total %llu\n", (unsigned long long)hs.files_read);
 		metric_head(f, "procctl_hello_lost_total", "counter",
@@ -2123,21 +2127,35 @@ out:
 	return err;
 }
 
-void node_close(struct node *n, unsigned flags)
+void node_release(struct node *n, unsigned flags)
 {
 	size_t i;
-	if (!n)
+	if (!n || n->released)
 		return;
+	n->released = 1;
 	for (i = 0; i < n->narb; i++) {
 		procctl_arbiter_free(n->arb[i].a);
 		procctl_arbiter_registry_source_free(&n->arb[i].src);
 	}
-	procctl_hello_free(n->hello);
-	if (n->cfg_ifd >= 0)
-		close(n->cfg_ifd);
 	for (i = 0; i < n->nreg; i++)
 		if (n->reg[i])
 			procctl_registry_close(n->reg[i], flags); /* DETACHED for each: the table empties */
+}
+
+void node_close(struct node *n, unsigned flags)
+{
+	if (!n)
+		return;
+	node_release(n, flags);
+	if (n->cfg_ifd >= 0)
+		close(n->cfg_ifd);
+	if (n->hello) {
+		struct procctl_hello_stats hs;
+		procctl_hello_stats(n->hello, &hs);
+		if (hs.uprobes)
+			node_log(PROCCTL_LOG_INFO, "closing_uprobes", "count=%llu", (unsigned long long)hs.uprobes);
+		procctl_hello_free(n->hello);
+	}
 	free(n->procs);
 	desired_free(&n->desired);
 	events_free(n->ev);

@@ -98,8 +98,14 @@ int node_watch_config(struct node *n, const char *path,
 		      int (*build)(struct node_cfg *c, char *err, size_t errlen, void *arg), void *arg);
 /* Any thread, async-signal-safe: make node_run return. */
 void node_stop(struct node *n);
-/* After node_run returned: hand off (SIGTERM: RELEASED, a successor takes
- * over) or, with PROCCTL_CLOSE_UNINSTALL, revert every process; free. */
+/* After node_run returned: hand off (SIGTERM: RELEASED, the consumer
+ * locks dropped: a successor takes over) or, with PROCCTL_CLOSE_UNINSTALL,
+ * revert every process. Once only; node_close does it when it was not. */
+void node_release(struct node *n, unsigned flags);
+/* After node_run returned: node_release if not done, then free. The
+ * hello probe's uprobes go last: each close waits in the kernel for RCU
+ * grace periods, serialized by its event_mutex (70-90 ms each on a small
+ * VM), and the hand-off must not wait for them. */
 void node_close(struct node *n, unsigned flags);
 
 /* Any thread: queue a request for the loop. 0, or -ESHUTDOWN when the
