@@ -45,7 +45,7 @@ test-tsan:
 	ctest --test-dir build-tsan --output-on-failure -E 'header_matrix|model_|proto_|fuzz_|demo|readme|chart'
 
 bench: build
-	{ build/bench/bench_process && build/bench/bench_agent && build/bench/bench_arbiter && build/bench/bench_node && build/bench/bench_hello; } | paste -sd, | sed 's/^/[/; s/$$/]/' > build/bench.json
+	{ build/bench/bench_process && build/bench/bench_agent && build/bench/bench_arbiter && build/bench/bench_node && build/bench/bench_hello && build/bench/bench_stop; } | paste -sd, | sed 's/^/[/; s/$$/]/' > build/bench.json
 	@cat build/bench.json
 
 clean:
