@@ -129,7 +129,7 @@ test('health: Check and Watch; an unknown service', async () => {
 });
 
 test('SIGTERM: open streams end UNAVAILABLE, the process exits 0 and hands off', async () => {
-  const d = await new h.Daemon().ready();
+  const d = await new h.Daemon({ args: ['--http-listen', `127.0.0.1:${await h.freePort()}`] }).ready();
   const e = await h.echo();
   await h.attached(d, e.pid);
   const c = d.client();
@@ -141,6 +141,16 @@ test('SIGTERM: open streams end UNAVAILABLE, the process exits 0 and hands off',
   assert.equal(h.grpc.status[err.code], 'UNAVAILABLE');
   assert.deepEqual(await exit, { code: 0, sig: null });
   assert.ok(d.lines.some((l) => /event=stopping mode=hand-off/.test(l)));
+  // The hand-off comes before the slow part (closing uprobes): a
+  // successor does not wait for it.
+  const at = (re) => d.lines.findIndex((l) => re.test(l));
+  assert.ok(at(/event=handed_off mode=hand-off ms=/) > at(/event=stopping/), d.lines.join('\n'));
+  assert.ok(at(/event=stopped error=none ms=/) > at(/event=handed_off/), d.lines.join('\n'));
+  const closing = at(/event=closing_uprobes count=\d+/);
+  assert.ok(closing < 0 || closing > at(/event=handed_off/), d.lines.join('\n'));
+  // A plain start and stop, HTTP on, says nothing at warn (libmicrohttpd's
+  // option-order warning was one).
+  assert.deepEqual(d.lines.filter((l) => / level=(warn|error) /.test(l)), []);
   // Handed off, not uninstalled: the process keeps its config.
   await h.sleep(200);
   assert.ok(!e.out.some((l) => /event=cleared|event=lease state=expired/.test(l)), e.out.join('\n'));

@@ -9,6 +9,7 @@
 const { after } = require('node:test');
 const { spawn, spawnSync } = require('node:child_process');
 const fs = require('node:fs');
+const net = require('node:net');
 const os = require('node:os');
 const path = require('node:path');
 const grpc = require('@grpc/grpc-js');
@@ -80,6 +81,18 @@ process.on('exit', reap);
 after(() => {
   setTimeout(reap, 30000).unref();
 });
+
+// A TCP port on 127.0.0.1 that nothing listens on (now).
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.on('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
 
 // A scratch directory under the test's TMPDIR, removed when the file ends.
 function scratch(prefix = 'procctl-') {
@@ -262,6 +275,6 @@ function bufCurl(sock, args) {
 }
 
 module.exports = {
-  grpc, api, sleep, until, scratch, Child, Daemon, client, call, code, health, healthWatch, echo, killAll, attached, watch, bufCurl,
+  grpc, api, sleep, until, scratch, freePort, Child, Daemon, client, call, code, health, healthWatch, echo, killAll, attached, watch, bufCurl,
   CONSUMER, NODE_BIN, ECHO_CLIENT, TOKEN_CLIENT, PROTO_DIR, BUF,
 };

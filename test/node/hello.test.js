@@ -10,7 +10,6 @@ const { test, after } = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const http = require('node:http');
-const net = require('node:net');
 const h = require('./harness');
 
 const HOUR = ['--rescan-ms', '3600000'];
@@ -26,15 +25,6 @@ after(async () => {
   await h.killAll();
   await Promise.all(started.map((c) => c.kill('SIGKILL')));
 });
-
-function freePort() {
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const p = s.address().port;
-      s.close(() => resolve(p));
-    });
-  });
-}
 
 function metrics(port) {
   return new Promise((resolve, reject) => {
@@ -52,7 +42,7 @@ const value = (text, name) => {
 };
 
 test('a process started after the daemon is attached without a rescan, and its hello is counted', async () => {
-  const port = await freePort();
+  const port = await h.freePort();
   const d = await daemon({ args: [...HOUR, '--http-listen', `127.0.0.1:${port}`] });
   const before = await metrics(port);
   assert.equal(value(before, 'procctl_hello_available'), 1, before);
@@ -88,7 +78,7 @@ test('a shell that execs into a client is attached too', async () => {
 });
 
 test('--hello false: new processes wait for the rescan; the metric says it is off', async () => {
-  const port = await freePort();
+  const port = await h.freePort();
   const d = await daemon({ args: ['--rescan-ms', '1000', '--hello', 'false', '--http-listen', `127.0.0.1:${port}`] });
   assert.equal(value(await metrics(port), 'procctl_hello_available'), 0);
   const e = await h.echo();
@@ -101,7 +91,7 @@ test('--hello false: new processes wait for the rescan; the metric says it is of
 test('without perf permission (as nobody): said once in the log and /metrics, and it serves', async () => {
   const dir = h.scratch('procctl-node-');
   fs.chmodSync(dir, 0o777);
-  const port = await freePort();
+  const port = await h.freePort();
   const d = await daemon({ dir, spawn: { uid: 65534, gid: 65534 },
     args: ['--http-listen', `127.0.0.1:${port}`] });
   const said = d.lines.filter((l) => /event=hello_unavailable/.test(l));

@@ -6,19 +6,11 @@
 const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
-const net = require('node:net');
 const path = require('node:path');
 const h = require('./harness');
 
 const scratch = h.scratch('procctl-http-');
 let d, c, base, ro, roBase;
-
-const freePort = () => new Promise((resolve) => {
-  const s = net.createServer().listen(0, '127.0.0.1', () => {
-    const { port } = s.address();
-    s.close(() => resolve(port));
-  });
-});
 
 const get = async (url, opts = {}) => {
   const r = await fetch(url, opts);
@@ -44,12 +36,12 @@ before(async () => {
   const conf = path.join(scratch, 'node.conf');
   fs.writeFileSync(conf, `[arbiter gpu]\nconsumer = ${h.CONSUMER}\nhold_ms = 100\n` +
     'resources = GPU-5a8e2b0c-3f1d-4e6a-9b7c-1d2e3f4a5b6c\n');
-  const port = await freePort();
+  const port = await h.freePort();
   d = await new h.Daemon({ args: ['--config', conf, '--http-listen', `127.0.0.1:${port}`, '--http-writes', 'true'] })
     .ready();
   c = d.client();
   base = `http://127.0.0.1:${port}`;
-  const port2 = await freePort();
+  const port2 = await h.freePort();
   ro = await new h.Daemon({ consumers: `${h.CONSUMER}ro`, args: ['--http-listen', `127.0.0.1:${port2}`] }).ready();
   roBase = `http://127.0.0.1:${port2}`;
 });
@@ -174,7 +166,7 @@ test('POST config refused: bad JSON, deep nesting, bad base64, oversized, unknow
 });
 
 test('mutating HTTP off loopback needs http_writes_remote; the key needs http_writes', async () => {
-  const port = await freePort();
+  const port = await h.freePort();
   let r = require('node:child_process').spawnSync(h.NODE_BIN, ['--check-config', '--http-writes-remote', 'true'],
     { encoding: 'utf8' });
   assert.equal(r.status, 2);
@@ -186,7 +178,7 @@ test('mutating HTTP off loopback needs http_writes_remote; the key needs http_wr
 });
 
 test('a daemon stopped past the lease: the client sees it expire, /metrics counts the lapse', async () => {
-  const port = await freePort();
+  const port = await h.freePort();
   const consumer = `${h.CONSUMER}l`;
   const dd = await new h.Daemon({ consumers: consumer, args: ['--lease-ms', '200', '--http-listen', `127.0.0.1:${port}`] })
     .ready();

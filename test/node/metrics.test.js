@@ -61,17 +61,6 @@ let d, c, port, promPort, prom;
 const kids = [];
 const idle = [];
 
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.on('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const p = s.address().port;
-      s.close(() => resolve(p));
-    });
-  });
-}
-
 // One GET on a connection of its own: { status, type, body }.
 function get(p, where = port) {
   return new Promise((resolve, reject) => {
@@ -164,8 +153,8 @@ async function query(q) {
 }
 
 before(async () => {
-  port = await freePort();
-  promPort = await freePort();
+  port = await h.freePort();
+  promPort = await h.freePort();
   const conf = path.join(scratch, 'node.conf');
   fs.writeFileSync(conf, `[arbiter gpu]\nconsumer = ${CONSUMER_T}\nhold_ms = 200\n` +
     'resources = 00000000-0000-0000-0000-000000000000\n');
