@@ -4,11 +4,17 @@
 #                gcc -O2; clang with ASan+UBSan (and libFuzzer); clang TSan;
 #                each runs whatever the others did, with a summary at the end
 #   make bench   build and write build/bench.json
+#   make install build, then install under $(PREFIX) (/usr/local), staged
+#                in $(DESTDIR) when given: procctl, procctl-node, procctl.h,
+#                libprocctl-agent and its headers, pkg-config files, a CMake
+#                package (find_package(procctl)), the manual pages
 #   make clean
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
-.PHONY: all deps build demo test test-gcc test-asan test-tsan bench clean
+PREFIX ?= /usr/local
+
+.PHONY: all deps build demo test test-gcc test-asan test-tsan bench install clean
 
 all: build
 
@@ -18,6 +24,9 @@ deps:
 build: deps
 	cmake -S . -B build $(CMAKE_FLAGS)
 	cmake --build build -j$(JOBS)
+
+install: build
+	DESTDIR=$(DESTDIR) cmake --install build --prefix $(PREFIX)
 
 demo: build
 	scripts/demo.sh
@@ -37,12 +46,12 @@ test-gcc:
 test-asan:
 	CC=clang CXX=clang++ cmake -S . -B build-asan $(CMAKE_FLAGS) -DPROCCTL_SANITIZE=address
 	cmake --build build-asan -j$(JOBS)
-	ctest --test-dir build-asan --output-on-failure -E 'header_matrix|model_|proto_|readme|chart'
+	ctest --test-dir build-asan --output-on-failure -E 'header_matrix|model_|proto_|readme|chart|install'
 
 test-tsan:
 	CC=clang CXX=clang++ cmake -S . -B build-tsan $(CMAKE_FLAGS) -DPROCCTL_SANITIZE=thread
 	cmake --build build-tsan -j$(JOBS)
-	ctest --test-dir build-tsan --output-on-failure -E 'header_matrix|model_|proto_|fuzz_|demo|readme|chart'
+	ctest --test-dir build-tsan --output-on-failure -E 'header_matrix|model_|proto_|fuzz_|demo|readme|chart|install'
 
 bench: build
 	{ build/bench/bench_process && build/bench/bench_agent && build/bench/bench_arbiter && build/bench/bench_node && build/bench/bench_hello && build/bench/bench_stop; } | paste -sd, | sed 's/^/[/; s/$$/]/' > build/bench.json

@@ -27,6 +27,8 @@ curl                 # the demo and the README session
 iproute2             # the README session's network namespace
 unzip                # helm, from its npm package (install-peers.sh)
 yamllint             # the chart's renderings
+go-md2man            # the manual pages, from docs/*.md
+groff-base           # ... checked by the install test
 EOF
 )
 

@@ -1,0 +1,61 @@
+#!/bin/sh
+# make install as a packager runs it: into a DESTDIR, then used from there.
+# Every file where it belongs; the programs run; the manual pages are roff
+# that groff renders without a warning; nothing installed names the source
+# or build tree; an agent (agent.c: a real region, attach, publish, ack)
+# built against the installed package with pkg-config and with CMake's
+# find_package(procctl), and the seed's process-side snippet with
+# pkg-config's procctl (the header alone), each built and run.
+# Usage: run.sh BUILD_DIR SOURCE_DIR
+set -eu
+build=$1
+src=$2
+tmp=$(mktemp -d /tmp/procctl-install.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+fail() {
+	echo "install: FAILED: $*" >&2
+	exit 1
+}
+
+DESTDIR=$tmp/root cmake --install "$build" --prefix /usr/local >"$tmp/install.log" || fail "cmake --install: $(cat "$tmp/install.log")"
+p=$tmp/root/usr/local
+for f in bin/procctl sbin/procctl-node include/procctl.h include/procctl_agent.h include/procctl_arbiter.h \
+	lib/libprocctl-agent.a lib/pkgconfig/procctl.pc lib/pkgconfig/procctl-agent.pc \
+	lib/cmake/procctl/procctlConfig.cmake lib/cmake/procctl/procctlConfigVersion.cmake \
+	lib/cmake/procctl/procctlTargets.cmake share/man/man1/procctl.1 share/man/man8/procctl-node.8 \
+	share/doc/procctl/procctl-node.conf; do
+	[ -f "$p/$f" ] || fail "$f was not installed"
+done
+! grep -rlF -e "$src" -e "$build" "$p/lib/pkgconfig" "$p/lib/cmake" || fail "an installed file names the source or build tree"
+
+# The programs, from where they were installed.
+"$p/bin/procctl" version | grep -q '^procctl [0-9]' || fail "procctl version"
+"$p/sbin/procctl-node" --version | grep -q '^procctl-node [0-9]' || fail "procctl-node --version"
+"$p/sbin/procctl-node" --check-config --config "$p/share/doc/procctl/procctl-node.conf" >/dev/null ||
+	fail "the installed example config"
+
+# The manual pages: roff with a title line, rendered without warnings.
+for page in man1/procctl.1 man8/procctl-node.8; do
+	head -3 "$p/share/man/$page" | grep -q '^\.TH PROCCTL' || fail "$page: no .TH line"
+	groff -man -Tutf8 -ww -z "$p/share/man/$page" 2>"$tmp/groff" || fail "$page: groff failed"
+	[ ! -s "$tmp/groff" ] || fail "$page: $(cat "$tmp/groff")"
+done
+
+# pkg-config: the agent, and the header alone.
+export PKG_CONFIG_PATH="$p/lib/pkgconfig"
+pkg-config --exists --print-errors 'procctl-agent >= 1.0' || fail "pkg-config procctl-agent"
+# shellcheck disable=SC2046
+cc -std=c11 -Wall -Wextra -Werror $(pkg-config --cflags procctl-agent) -o "$tmp/agent-pc" "$src/test/install/agent.c" \
+	$(pkg-config --libs procctl-agent) || fail "building an agent with pkg-config"
+"$tmp/agent-pc" "$tmp/locks-pc" || fail "the agent built with pkg-config"
+# shellcheck disable=SC2046
+cc -std=c11 -Wall -Wextra -Werror $(pkg-config --cflags procctl) -o "$tmp/seed" "$src/test/seed_snippet.c" ||
+	fail "the seed snippet with pkg-config procctl"
+"$tmp/seed" >/dev/null || fail "the seed snippet"
+
+# CMake: find_package(procctl) in a project of its own.
+cmake -S "$src/test/install" -B "$tmp/cmake" -DCMAKE_PREFIX_PATH="$p" -DCMAKE_C_FLAGS="-Wall -Wextra -Werror" \
+	>"$tmp/cmake.log" 2>&1 || fail "find_package(procctl): $(cat "$tmp/cmake.log")"
+cmake --build "$tmp/cmake" >"$tmp/cmake.log" 2>&1 || fail "building with CMake: $(cat "$tmp/cmake.log")"
+"$tmp/cmake/agent" "$tmp/locks-cmake" || fail "the agent built with CMake"
+echo "install: OK"
