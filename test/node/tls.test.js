@@ -7,7 +7,6 @@ const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
-const net = require('node:net');
 const path = require('node:path');
 const h = require('./harness');
 
@@ -35,18 +34,6 @@ function leaf(name, cn, caName, ext) {
   openssl(['req', ...newKey, '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', `/CN=${cn}`]);
   openssl(['x509', '-req', '-in', `${name}.csr`, '-CA', `${caName}.crt`, '-CAkey', `${caName}.key`,
     '-CAcreateserial', '-out', `${name}.crt`, '-days', '2', '-extfile', `${name}.ext`]);
-}
-
-// A port nothing listens on now.
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.on('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 const kids = [];
@@ -92,7 +79,7 @@ after(async () => {
 
 test('mTLS: a client with a certificate of tls_client_ca reads and writes, its CN logged', async () => {
   const consumer = h.CONSUMER;
-  const port = await freePort();
+  const port = await h.freePort();
   const d = await start(consumer, ['--grpc-listen', `127.0.0.1:${port}`, '--tls-cert', file('server.crt'),
     '--tls-key', file('server.key'), '--tls-client-ca', file('ca.crt')]);
   assert.ok(d.lines.some((l) => l.includes(`event=listening addr=127.0.0.1:${port} tls=mtls`)), d.lines.join('\n'));
@@ -134,7 +121,7 @@ test('mTLS: a client with a certificate of tls_client_ca reads and writes, its C
 test('a renewed certificate and CA are served without a restart (tls_refresh_s)', async () => {
   // The daemon's own copies, rewritten in place as cert-manager rewrites a Secret.
   for (const f of ['server.crt', 'server.key', 'ca.crt']) fs.copyFileSync(file(f), file(`live-${f}`));
-  const port = await freePort();
+  const port = await h.freePort();
   const d = await start(`${h.CONSUMER}r`.slice(0, 31), ['--grpc-listen', `127.0.0.1:${port}`,
     '--tls-cert', file('live-server.crt'), '--tls-key', file('live-server.key'),
     '--tls-client-ca', file('live-ca.crt'), '--tls-refresh-s', '1']);
@@ -161,7 +148,7 @@ test('a renewed certificate and CA are served without a restart (tls_refresh_s)'
 
 test('plain TCP (insecure_tcp): reads served, writes PERMISSION_DENIED', async () => {
   const consumer = `${h.CONSUMER}.ro`;
-  const port = await freePort();
+  const port = await h.freePort();
   const d = await start(consumer, ['--grpc-listen', `127.0.0.1:${port}`, '--insecure-tcp', 'true']);
   assert.ok(d.lines.some((l) => l.includes(`event=listening addr=127.0.0.1:${port} tls=none`)), d.lines.join('\n'));
   const e = await spawnEcho(d, consumer);
@@ -182,7 +169,7 @@ test('plain TCP (insecure_tcp): reads served, writes PERMISSION_DENIED', async (
 
 test('plain TCP with insecure_tcp_writes: writes served', async () => {
   const consumer = `${h.CONSUMER}.rw`;
-  const port = await freePort();
+  const port = await h.freePort();
   const d = await start(consumer, ['--grpc-listen', `127.0.0.1:${port}`, '--insecure-tcp', 'true',
     '--insecure-tcp-writes', 'true']);
   const e = await spawnEcho(d, consumer);
