@@ -6,10 +6,12 @@
 #define PROCCTL_BENCH_H
 
 #include <linux/futex.h>
+#include <linux/perf_event.h>
 #include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <time.h>
@@ -20,6 +22,23 @@ static inline int64_t bench_now_ns(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* A uprobe perf event (its PMU's type from sysfs) on path at file offset
+ * off, for pid and cpu as perf_event_open takes them, sampling the tid
+ * of each hit: its fd, or -1 with errno. */
+static inline int bench_uprobe(int type, const char *path, uint64_t off, pid_t pid, int cpu, int disabled)
+{
+	struct perf_event_attr a;
+	memset(&a, 0, sizeof a);
+	a.size = sizeof a;
+	a.type = (uint32_t)type;
+	a.config1 = (uint64_t)(uintptr_t)path;
+	a.config2 = off;
+	a.sample_period = 1;
+	a.sample_type = PERF_SAMPLE_TID;
+	a.disabled = (uint64_t)!!disabled;
+	return (int)syscall(SYS_perf_event_open, &a, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
 static inline int bench_cmp_double(const void *a, const void *b)

@@ -223,20 +223,10 @@ static double hit_cost(void)
 	close(fd);
 	if (n < 1)
 		die("no hello site in bench_hello");
-	for (k = 0; k < n; k++) {
-		struct perf_event_attr a;
-		memset(&a, 0, sizeof a);
-		a.size = sizeof a;
-		a.type = (uint32_t)type;
-		a.config1 = (uint64_t)(uintptr_t) "/proc/self/exe";
-		a.config2 = off[k];
-		a.sample_period = 1;
-		a.sample_type = PERF_SAMPLE_TID;
-		a.disabled = 1;
-		if ((fds[k] = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC)) < 0 ||
+	for (k = 0; k < n; k++)
+		if ((fds[k] = bench_uprobe(type, "/proc/self/exe", off[k], 0, -1, 1)) < 0 ||
 		    mmap(NULL, 2 * 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fds[k], 0) == MAP_FAILED)
 			die("uprobe");
-	}
 	memset(&cfg, 0, sizeof cfg);
 	cfg.consumer = "benchhit";
 	cfg.schema_version = 1;

@@ -13,14 +13,12 @@
  * Usage: bench_stop (PROCCTL_NODE_PATH and ECHO_CLIENT_PATH are built in). */
 #define _GNU_SOURCE 1
 #include <fcntl.h>
-#include <linux/perf_event.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -57,17 +55,8 @@ static double uprobe_close_ms(void)
 	if (n < 1)
 		die("no hello site in echo-client");
 	for (i = 0; i < CLOSES; i++) {
-		struct perf_event_attr a;
 		int64_t t0;
-		memset(&a, 0, sizeof a);
-		a.size = sizeof a;
-		a.type = (uint32_t)type;
-		a.config1 = (uint64_t)(uintptr_t)ECHO_CLIENT_PATH;
-		a.config2 = off[i % n];
-		a.sample_period = 1;
-		a.sample_type = PERF_SAMPLE_TID;
-		if ((fd = (int)syscall(SYS_perf_event_open, &a, -1, i % (int)sysconf(_SC_NPROCESSORS_ONLN), -1,
-				       PERF_FLAG_FD_CLOEXEC)) < 0)
+		if ((fd = bench_uprobe(type, ECHO_CLIENT_PATH, off[i % n], -1, i % (int)sysconf(_SC_NPROCESSORS_ONLN), 0)) < 0)
 			die("uprobe perf_event_open (root?)");
 		t0 = bench_now_ns();
 		close(fd);
