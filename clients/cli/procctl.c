@@ -29,21 +29,18 @@
 #include <grpc/support/log.h>
 #include <grpc/support/time.h>
 
-#include "grpc/health/v1/health.pb-c.h"
+#include "cli.h"
 #include "pb_grpc.h"
 #include "pbjson.h"
-#include "procctl/v1/node.pb-c.h"
 
-#define EXIT_PENDING 3
-#define EXIT_NONE 4
 #define DEFAULT_SOCKET "/run/procctl/node.sock"
 #define DATA_MAX (4u << 20) /* configs are at most 1 MiB (PROCCTL_PAYLOAD_MAX): more is a mistake */
 
-static grpc_channel *ch;
-static grpc_completion_queue *cq;
+grpc_channel *cli_ch;
+grpc_completion_queue *cli_cq;
+int64_t cli_timeout_ms = 10000;
+int cli_json;
 static const char *sock;
-static int64_t timeout_ms = 10000;
-static int json_out;
 
 /* Every command: its synopsis, a line for the list, and its --help. */
 static const struct command {
@@ -133,7 +130,7 @@ static int usage(void)
 
 /* Bad usage, the word at fault named first (word NULL: none), then the
  * list: 2. */
-static int bad_usage(const char *word, const char *why)
+int bad_usage(const char *word, const char *why)
 {
 	if (!word) {
 		fprintf(stderr, "procctl: %s\n", why);
@@ -171,16 +168,16 @@ static int help(const char *name)
 
 static gpr_timespec deadline(void)
 {
-	return gpr_time_add(gpr_now(GPR_CLOCK_REALTIME), gpr_time_from_millis(timeout_ms + 2000, GPR_TIMESPAN));
+	return gpr_time_add(gpr_now(GPR_CLOCK_REALTIME), gpr_time_from_millis(cli_timeout_ms + 2000, GPR_TIMESPAN));
 }
 
 /* The channel to the daemon, made on first use (so bad usage is told
  * apart from a missing daemon): 0, or -1 after saying why. */
-static int connect_once(void)
+int connect_once(void)
 {
 	char target[300];
 	grpc_channel_credentials *cr;
-	if (ch)
+	if (cli_ch)
 		return 0;
 	if (access(sock, F_OK) < 0) {
 		fprintf(stderr, "procctl: %s: %s (is procctl-node running? --socket or $PROCCTL_SOCKET name another)\n",
@@ -191,21 +188,21 @@ static int connect_once(void)
 	gpr_set_log_verbosity(GPR_LOG_SEVERITY_ERROR);
 	grpc_init();
 	cr = grpc_insecure_credentials_create();
-	ch = grpc_channel_create(target, cr, NULL);
+	cli_ch = grpc_channel_create(target, cr, NULL);
 	grpc_channel_credentials_release(cr);
-	cq = grpc_completion_queue_create_for_pluck(NULL);
+	cli_cq = grpc_completion_queue_create_for_pluck(NULL);
 	return 0;
 }
 
 /* One unary call: the response, or NULL after printing the failure. */
-static ProtobufCMessage *call(const char *method, const ProtobufCMessage *req, const ProtobufCMessageDescriptor *rd)
+ProtobufCMessage *call(const char *method, const ProtobufCMessage *req, const ProtobufCMessageDescriptor *rd)
 {
 	ProtobufCMessage *resp;
 	grpc_status_code st;
 	char *d = NULL;
 	if (connect_once() < 0)
 		return NULL;
-	st = pb_unary(ch, cq, method, deadline(), req, rd, &resp, &d);
+	st = pb_unary(cli_ch, cli_cq, method, deadline(), req, rd, &resp, &d);
 	if (st == GRPC_STATUS_OK && !resp)
 		fprintf(stderr, "procctl: the response does not parse\n");
 	if (st != GRPC_STATUS_OK)
@@ -215,7 +212,7 @@ static ProtobufCMessage *call(const char *method, const ProtobufCMessage *req, c
 	return resp;
 }
 
-static int print_json(const ProtobufCMessage *m)
+int print_json(const ProtobufCMessage *m)
 {
 	json_t *j = pbjson_from(m);
 	char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
@@ -229,13 +226,6 @@ static int print_json(const ProtobufCMessage *m)
 
 /* ---- options ------------------------------------------------------------ */
 
-struct opts {
-	Procctl__V1__Selector sel;
-	int have_sel, schema_given;
-	const char *data, *file, *from;
-	int stdin_data, wait, allow_none;
-	long count;
-};
 
 static int parse_dur(const char *s, int64_t *ms)
 {
@@ -254,7 +244,7 @@ static int parse_dur(const char *s, int64_t *ms)
 	return 0;
 }
 
-static int parse_int(const char *s, long lo, long hi, long *out)
+int parse_int(const char *s, long lo, long hi, long *out)
 {
 	char *end;
 	long v = strtol(s, &end, 10);
@@ -265,7 +255,7 @@ static int parse_int(const char *s, long lo, long hi, long *out)
 }
 
 /* A string option given (protobuf-c's default is "", not NULL). */
-static int given(const char *s)
+int given(const char *s)
 {
 	return s && *s;
 }
@@ -280,7 +270,7 @@ static int bad_value(const char *opt, const char *val, const char *want)
 /* The options after a subcommand: 0, or 2 (usage, said). pid_alone: a
  * --pid selector takes no other selector option (a desired config's
  * pid selector goes with its consumer). */
-static int parse_opts(int argc, char **argv, struct opts *o, int pid_alone)
+int parse_opts(int argc, char **argv, struct opts *o, int pid_alone)
 {
 	int i;
 	long v;
@@ -344,7 +334,7 @@ static int parse_opts(int argc, char **argv, struct opts *o, int pid_alone)
 }
 
 /* The payload of DATA: malloc'd into *out; 0, or 1 (said). */
-static int read_data(const struct opts *o, ProtobufCBinaryData *out)
+int read_data(const struct opts *o, ProtobufCBinaryData *out)
 {
 	size_t cap = 4096, len = 0;
 	ssize_t n;
@@ -384,513 +374,6 @@ static int read_data(const struct opts *o, ProtobufCBinaryData *out)
 	return out->data ? 0 : 1;
 }
 
-/* ---- output -------------------------------------------------------------- */
-
-static const char *short_enum(const ProtobufCEnumDescriptor *d, int v, const char *prefix)
-{
-	const ProtobufCEnumValue *e = protobuf_c_enum_descriptor_get_value(d, v);
-	size_t n = strlen(prefix);
-	if (!e)
-		return "?";
-	return strncmp(e->name, prefix, n) ? e->name : e->name + n;
-}
-
-/* A process's errno as its name (EINVAL), "-" for none. */
-static const char *errno_name(int32_t status, char buf[16])
-{
-	const char *n = status < 0 && status > -4096 ? strerrorname_np((int)-status) : NULL;
-	if (!status)
-		return "-";
-	if (n)
-		return n;
-	snprintf(buf, 16, "%d", (int)status);
-	return buf;
-}
-
-/* The rows of a Publish or Clear: the exit status: 1 if a process refused
- * it or was not written, else 3 if one did not ack in time (with --wait),
- * else 0. */
-static int results(Procctl__V1__PublishResult **r, size_t n, int wait)
-{
-	int pending = 0, failed = 0;
-	size_t i;
-	if (!json_out)
-		printf("%-8s %-16s %-6s %-11s %-8s %s\n", "PID", "INSTANCE", "GEN", "STATUS", "PSTATUS", "ERROR");
-	for (i = 0; i < n; i++) {
-		char num[16];
-		switch (r[i]->status) {
-		case PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_PENDING:
-			pending = 1;
-			break;
-		case PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_APPLIED:
-		case PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_SUPERSEDED:
-		case PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_WRITTEN:
-			break;
-		default:
-			failed = 1;
-		}
-		if (!json_out)
-			printf("%-8d %-16s %-6llu %-11s %-8s %s\n", r[i]->process ? r[i]->process->pid : 0,
-			       r[i]->process && r[i]->process->instance_id[0] ? r[i]->process->instance_id : "-",
-			       (unsigned long long)r[i]->generation,
-			       short_enum(&procctl__v1__publish_status__descriptor, r[i]->status, "PUBLISH_STATUS_"),
-			       errno_name(r[i]->process_status, num), r[i]->error);
-	}
-	return failed ? 1 : wait && pending ? EXIT_PENDING : 0;
-}
-
-/* The selector as the user gave it, for messages. */
-static const char *selector_words(const struct opts *o)
-{
-	static char buf[512];
-	size_t n = 0;
-	buf[0] = 0;
-	if (o->sel.pid)
-		return snprintf(buf, sizeof buf, "--pid %d", o->sel.pid), buf;
-	if (given(o->sel.consumer))
-		n += (size_t)snprintf(buf + n, sizeof buf - n, "--consumer %s --schema %u", o->sel.consumer,
-				      o->sel.schema_version);
-	if (given(o->sel.pod_uid) && n < sizeof buf)
-		n += (size_t)snprintf(buf + n, sizeof buf - n, "%s--pod %s", n ? " " : "", o->sel.pod_uid);
-	if (given(o->sel.container_id) && n < sizeof buf)
-		snprintf(buf + n, sizeof buf - n, "%s--container %s", n ? " " : "", o->sel.container_id);
-	return buf;
-}
-
-/* A resource id of 16 bytes (a GPU UUID) as a UUID, others in hex (at
- * most 32 bytes shown). */
-static const char *resource_id(const ProtobufCBinaryData *id, char buf[80])
-{
-	size_t k, o = 0;
-	buf[0] = 0;
-	for (k = 0; k < id->len && k < 32; k++)
-		o += (size_t)snprintf(buf + o, 80 - o, "%s%02x",
-				      id->len == 16 && (k == 4 || k == 6 || k == 8 || k == 10) ? "-" : "", id->data[k]);
-	return buf;
-}
-
-static void show_process(const Procctl__V1__Process *p)
-{
-	printf("%-8d %-16s %-3u %-36s %-12.12s %-7s %-6llu %-6llu %s\n", p->ref ? p->ref->pid : 0, p->consumer,
-	       p->schema_version, p->pod_uid[0] ? p->pod_uid : "-", p->container_id[0] ? p->container_id : "-",
-	       p->lease_state == PROCCTL__V1__LEASE_STATE__LEASE_STATE_LIVE ? "owned" : "passive",
-	       (unsigned long long)p->generation, (unsigned long long)p->acked_generation,
-	       p->ack_result ? short_enum(&procctl__v1__ack_result__descriptor, p->ack_result, "ACK_RESULT_") : "-");
-}
-
-static void process_header(void)
-{
-	printf("%-8s %-16s %-3s %-36s %-12s %-7s %-6s %-6s %s\n", "PID", "CONSUMER", "VER", "POD", "CONTAINER",
-	       "OWNER", "GEN", "ACKED", "ACK");
-}
-
-static int printable(const uint8_t *p, size_t n)
-{
-	size_t i;
-	for (i = 0; i < n; i++)
-		if (p[i] < 0x20 || p[i] > 0x7e)
-			return 0;
-	return 1;
-}
-
-/* ---- commands ------------------------------------------------------------ */
-
-static int cmd_ps(const struct opts *o)
-{
-	Procctl__V1__ListProcessesRequest rq = PROCCTL__V1__LIST_PROCESSES_REQUEST__INIT;
-	Procctl__V1__ListProcessesResponse *r;
-	size_t i;
-	rq.filter = (Procctl__V1__Selector *)&o->sel;
-	if (!(r = (void *)call("/procctl.v1.NodeService/ListProcesses", &rq.base,
-			       &procctl__v1__list_processes_response__descriptor)))
-		return 1;
-	if (json_out) {
-		print_json(&r->base);
-	} else {
-		process_header();
-		for (i = 0; i < r->n_processes; i++)
-			show_process(r->processes[i]);
-	}
-	protobuf_c_message_free_unpacked(&r->base, NULL);
-	return 0;
-}
-
-static int one_pid(int argc, char **argv, Procctl__V1__ProcessRef *ref)
-{
-	long pid;
-	if (argc != 1 || parse_int(argv[0], 1, 0x7fffffff, &pid) < 0) {
-		fprintf(stderr, "procctl: give one PID\n");
-		return 2;
-	}
-	ref->pid = (int32_t)pid;
-	return 0;
-}
-
-static int cmd_get(int argc, char **argv)
-{
-	Procctl__V1__GetProcessRequest rq = PROCCTL__V1__GET_PROCESS_REQUEST__INIT;
-	Procctl__V1__ProcessRef ref = PROCCTL__V1__PROCESS_REF__INIT;
-	Procctl__V1__GetProcessResponse *r;
-	int e;
-	if ((e = one_pid(argc, argv, &ref)))
-		return e;
-	rq.process = &ref;
-	if (!(r = (void *)call("/procctl.v1.NodeService/GetProcess", &rq.base, &procctl__v1__get_process_response__descriptor)))
-		return 1;
-	if (json_out) {
-		print_json(&r->base);
-	} else {
-		process_header();
-		show_process(r->process);
-	}
-	protobuf_c_message_free_unpacked(&r->base, NULL);
-	return 0;
-}
-
-static int cmd_state(int argc, char **argv)
-{
-	Procctl__V1__ReadStateRequest rq = PROCCTL__V1__READ_STATE_REQUEST__INIT;
-	Procctl__V1__ProcessRef ref = PROCCTL__V1__PROCESS_REF__INIT;
-	Procctl__V1__ReadStateResponse *r;
-	size_t i;
-	int e;
-	if ((e = one_pid(argc, argv, &ref)))
-		return e;
-	rq.process = &ref;
-	if (!(r = (void *)call("/procctl.v1.NodeService/ReadState", &rq.base, &procctl__v1__read_state_response__descriptor)))
-		return 1;
-	if (json_out) {
-		print_json(&r->base);
-	} else {
-		char num[16];
-		if (r->ack_result)
-			printf("acked:     %llu %s (%s)\n", (unsigned long long)r->acked_generation,
-			       short_enum(&procctl__v1__ack_result__descriptor, r->ack_result, "ACK_RESULT_"),
-			       r->ack_status ? errno_name(r->ack_status, num) : "status 0");
-		else
-			printf("acked:     -\n");
-		for (i = 0; i < r->n_resources; i++) {
-			const Procctl__V1__ResourceReport *x = r->resources[i];
-			char id[80];
-			printf("resource:  %s:%s %s%s grant=%s seen=%llu\n", x->kind, resource_id(&x->id, id),
-			       short_enum(&procctl__v1__resource_state__descriptor, x->state, "RESOURCE_STATE_"),
-			       x->wants ? " wants" : "", x->grant_id[0] ? x->grant_id : "-",
-			       (unsigned long long)x->seen_generation);
-		}
-		if (printable(r->data.data, r->data.len))
-			printf("data:      %.*s\n", (int)r->data.len, (const char *)r->data.data);
-		else
-			printf("data:      %zu bytes (not text: -o json shows them in base64)\n", r->data.len);
-	}
-	protobuf_c_message_free_unpacked(&r->base, NULL);
-	return 0;
-}
-
-static int need_selector(const struct opts *o)
-{
-	if (!o->have_sel) {
-		fprintf(stderr, "procctl: name the processes: --pid PID, or --consumer NAME [--schema N] [--pod UID] "
-				"[--container ID]\n");
-		return 2;
-	}
-	return 0;
-}
-
-static int cmd_publish(const struct opts *o, int clear)
-{
-	Procctl__V1__PublishRequest pq = PROCCTL__V1__PUBLISH_REQUEST__INIT;
-	Procctl__V1__ClearRequest cq_ = PROCCTL__V1__CLEAR_REQUEST__INIT;
-	Procctl__V1__PublishResponse *r;
-	ProtobufCBinaryData data = {0, NULL};
-	uint32_t wait = o->wait ? (uint32_t)timeout_ms : 0;
-	int e;
-	if ((e = need_selector(o)) || (!clear && (e = read_data(o, &data))))
-		return e;
-	if (clear) {
-		cq_.selector = (Procctl__V1__Selector *)&o->sel;
-		cq_.wait_ms = wait;
-		/* ClearResponse and PublishResponse have one wire format */
-		r = (void *)call("/procctl.v1.NodeService/Clear", &cq_.base, &procctl__v1__publish_response__descriptor);
-	} else {
-		pq.selector = (Procctl__V1__Selector *)&o->sel;
-		pq.payload = data;
-		pq.wait_ms = wait;
-		r = (void *)call("/procctl.v1.NodeService/Publish", &pq.base, &procctl__v1__publish_response__descriptor);
-	}
-	free(data.data);
-	if (!r)
-		return 1;
-	if (!r->n_results && !o->allow_none) {
-		if (json_out)
-			print_json(&r->base);
-		fprintf(stderr, "procctl: no attached process matches %s (--allow-none accepts that)\n",
-			selector_words(o));
-		protobuf_c_message_free_unpacked(&r->base, NULL);
-		return EXIT_NONE;
-	}
-	e = results(r->results, r->n_results, o->wait);
-	if (json_out)
-		print_json(&r->base);
-	protobuf_c_message_free_unpacked(&r->base, NULL);
-	return e;
-}
-
-static void arbiter_rows(const Procctl__V1__Arbiter *a)
-{
-	size_t j;
-	for (j = 0; j < a->n_resources; j++) {
-		const Procctl__V1__ArbiterResource *x = a->resources[j];
-		char id[80];
-		printf("%-8s %-36s %-8d %-9.3f %-10.3f %-10.3f %-9llu %u\n", a->kind, resource_id(&x->id, id),
-		       x->holder ? x->holder->pid : 0, (double)x->held_ns / 1e9,
-		       (double)x->blocked_ns_total / 1e9, (double)x->pending_ns_total / 1e9, (unsigned long long)x->handoffs,
-		       x->waiters);
-	}
-}
-
-/* resources: every arbiter (ListArbiters), or one kind's (GetArbiter:
- * NOT_FOUND when the daemon runs none for it). */
-static int cmd_resources(int argc, char **argv)
-{
-	ProtobufCMessage *r;
-	size_t i;
-	if (argc > 1) {
-		fprintf(stderr, "procctl: resources [KIND]\n");
-		return 2;
-	}
-	if (argc == 1) {
-		Procctl__V1__GetArbiterRequest rq = PROCCTL__V1__GET_ARBITER_REQUEST__INIT;
-		rq.kind = argv[0];
-		r = call("/procctl.v1.NodeService/GetArbiter", &rq.base, &procctl__v1__get_arbiter_response__descriptor);
-	} else {
-		Procctl__V1__ListArbitersRequest rq = PROCCTL__V1__LIST_ARBITERS_REQUEST__INIT;
-		r = call("/procctl.v1.NodeService/ListArbiters", &rq.base, &procctl__v1__list_arbiters_response__descriptor);
-	}
-	if (!r)
-		return 1;
-	if (json_out) {
-		print_json(r);
-	} else {
-		printf("%-8s %-36s %-8s %-9s %-10s %-10s %-9s %s\n", "KIND", "RESOURCE", "HOLDER", "HELD_S", "BLOCKED_S",
-		       "PENDING_S", "HANDOFFS", "WAITERS");
-		if (argc == 1) {
-			arbiter_rows(((Procctl__V1__GetArbiterResponse *)r)->arbiter);
-		} else {
-			const Procctl__V1__ListArbitersResponse *l = (void *)r;
-			for (i = 0; i < l->n_arbiters; i++)
-				arbiter_rows(l->arbiters[i]);
-		}
-	}
-	protobuf_c_message_free_unpacked(r, NULL);
-	return 0;
-}
-
-/* desired rm SELECTOR */
-static int desired_rm(struct opts *o)
-{
-	Procctl__V1__DeleteDesiredConfigRequest rq = PROCCTL__V1__DELETE_DESIRED_CONFIG_REQUEST__INIT;
-	ProtobufCMessage *r;
-	rq.selector = &o->sel;
-	if (!(r = call("/procctl.v1.NodeService/DeleteDesiredConfig", &rq.base,
-		       &procctl__v1__delete_desired_config_response__descriptor)))
-		return 1;
-	if (json_out)
-		print_json(r);
-	protobuf_c_message_free_unpacked(r, NULL);
-	return 0;
-}
-
-static int cmd_desired(int argc, char **argv)
-{
-	struct opts o;
-	int e;
-	if (argc < 1)
-		return bad_usage("desired", "needs ls, set or rm");
-	if (strcmp(argv[0], "ls") && strcmp(argv[0], "set") && strcmp(argv[0], "rm"))
-		return bad_usage(argv[0], "not a desired command (ls, set or rm)");
-	if ((e = parse_opts(argc - 1, argv + 1, &o, 0)))
-		return e;
-	if (!strcmp(argv[0], "ls")) {
-		Procctl__V1__ListDesiredConfigsRequest rq = PROCCTL__V1__LIST_DESIRED_CONFIGS_REQUEST__INIT;
-		Procctl__V1__ListDesiredConfigsResponse *r;
-		size_t i;
-		if (!(r = (void *)call("/procctl.v1.NodeService/ListDesiredConfigs", &rq.base,
-				       &procctl__v1__list_desired_configs_response__descriptor)))
-			return 1;
-		if (json_out) {
-			print_json(&r->base);
-		} else {
-			printf("%-8s %-16s %-3s %-8s %-36s %-12s %-8s %s\n", "REVISION", "CONSUMER", "VER", "PID", "POD",
-			       "CONTAINER", "BYTES", "SOURCE");
-			for (i = 0; i < r->n_configs; i++) {
-				const Procctl__V1__DesiredConfig *d = r->configs[i];
-				const Procctl__V1__Selector *s = d->selector;
-				char pid[16] = "-";
-				if (s && s->pid)
-					snprintf(pid, sizeof pid, "%d", s->pid);
-				printf("%-8llu %-16s %-3u %-8s %-36s %-12.12s %-8zu %s\n", (unsigned long long)d->revision,
-				       s ? s->consumer : "", s ? s->schema_version : 0, pid,
-				       s && s->pod_uid[0] ? s->pod_uid : "-", s && s->container_id[0] ? s->container_id : "-",
-				       d->payload.len, d->source[0] ? d->source : "api");
-			}
-		}
-		protobuf_c_message_free_unpacked(&r->base, NULL);
-		return 0;
-	}
-	if ((e = need_selector(&o)))
-		return e;
-	if (!strcmp(argv[0], "set")) {
-		Procctl__V1__SetDesiredConfigRequest rq = PROCCTL__V1__SET_DESIRED_CONFIG_REQUEST__INIT;
-		Procctl__V1__DesiredConfig d = PROCCTL__V1__DESIRED_CONFIG__INIT;
-		Procctl__V1__SetDesiredConfigResponse *r;
-		if ((e = read_data(&o, &d.payload)))
-			return e;
-		d.selector = &o.sel;
-		rq.config = &d;
-		rq.wait_ms = o.wait ? (uint32_t)timeout_ms : 0;
-		r = (void *)call("/procctl.v1.NodeService/SetDesiredConfig", &rq.base,
-				 &procctl__v1__set_desired_config_response__descriptor);
-		free(d.payload.data);
-		if (!r)
-			return 1;
-		if (!json_out)
-			printf("revision %llu\n", (unsigned long long)(r->config ? r->config->revision : 0));
-		e = r->n_results ? results(r->results, r->n_results, o.wait) : 0;
-		if (json_out)
-			print_json(&r->base);
-		if (!r->n_results)
-			fprintf(json_out ? stderr : stdout,
-				"no attached process matches %s now: the config applies to those that attach later\n",
-				selector_words(&o));
-		protobuf_c_message_free_unpacked(&r->base, NULL);
-		return e;
-	}
-	return desired_rm(&o);
-}
-
-static int cmd_health(void)
-{
-	Grpc__Health__V1__HealthCheckRequest rq = GRPC__HEALTH__V1__HEALTH_CHECK_REQUEST__INIT;
-	Grpc__Health__V1__HealthCheckResponse *r;
-	int ok;
-	if (!(r = (void *)call("/grpc.health.v1.Health/Check", &rq.base, &grpc__health__v1__health_check_response__descriptor)))
-		return 1;
-	ok = r->status == GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING;
-	if (json_out)
-		print_json(&r->base);
-	else
-		printf("%s\n", short_enum(&grpc__health__v1__health_check_response__serving_status__descriptor, r->status, ""));
-	protobuf_c_message_free_unpacked(&r->base, NULL);
-	return ok ? 0 : 1;
-}
-
-/* A WatchEvents stream: one line per event until --count or the end. */
-static int cmd_watch(const struct opts *o)
-{
-	Procctl__V1__WatchEventsRequest rq = PROCCTL__V1__WATCH_EVENTS_REQUEST__INIT;
-	grpc_metadata_array md_in, md_trail;
-	grpc_byte_buffer *out, *in = NULL;
-	grpc_status_code st = GRPC_STATUS_UNKNOWN;
-	grpc_slice details;
-	grpc_op ops[5];
-	grpc_call *c;
-	long seen = 0;
-	int tag_status, tag_msg;
-
-	if (connect_once() < 0)
-		return 1;
-	rq.filter = (Procctl__V1__Selector *)&o->sel;
-	rq.resume_token = (char *)(o->from ? o->from : "");
-	out = pb_pack(&rq.base);
-	grpc_metadata_array_init(&md_in);
-	grpc_metadata_array_init(&md_trail);
-	c = grpc_channel_create_call(ch, NULL, 0, cq, grpc_slice_from_static_string("/procctl.v1.NodeService/WatchEvents"),
-				     NULL, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
-	memset(ops, 0, sizeof ops);
-	ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
-	ops[1].op = GRPC_OP_SEND_MESSAGE;
-	ops[1].data.send_message.send_message = out;
-	ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
-	ops[3].op = GRPC_OP_RECV_INITIAL_METADATA;
-	ops[3].data.recv_initial_metadata.recv_initial_metadata = &md_in;
-	ops[4].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
-	ops[4].data.recv_status_on_client.trailing_metadata = &md_trail;
-	ops[4].data.recv_status_on_client.status = &st;
-	ops[4].data.recv_status_on_client.status_details = &details;
-	if (grpc_call_start_batch(c, ops, 5, &tag_status, NULL) != GRPC_CALL_OK)
-		return 1;
-	for (;;) {
-		grpc_op op;
-		grpc_event ev;
-		Procctl__V1__WatchEventsResponse *e;
-		memset(&op, 0, sizeof op);
-		op.op = GRPC_OP_RECV_MESSAGE;
-		op.data.recv_message.recv_message = &in;
-		if (grpc_call_start_batch(c, &op, 1, &tag_msg, NULL) != GRPC_CALL_OK)
-			break;
-		ev = grpc_completion_queue_pluck(cq, &tag_msg, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
-		if (!ev.success || !in)
-			break;
-		e = (void *)pb_unpack(&procctl__v1__watch_events_response__descriptor, in);
-		grpc_byte_buffer_destroy(in);
-		in = NULL;
-		if (!e)
-			break;
-		if (json_out) {
-			print_json(&e->base);
-		} else {
-			const ProtobufCFieldDescriptor *f = protobuf_c_message_descriptor_get_field(
-				&procctl__v1__watch_events_response__descriptor, (unsigned)e->event_case);
-			printf("%-8llu %-18s", (unsigned long long)e->sequence, f ? f->name : "?");
-			if (e->event_case == PROCCTL__V1__WATCH_EVENTS_RESPONSE__EVENT_SNAPSHOT)
-				printf(" processes=%zu", e->snapshot->n_processes);
-			else if (e->event_case == PROCCTL__V1__WATCH_EVENTS_RESPONSE__EVENT_ATTACHED && e->attached->process)
-				printf(" pid=%d consumer=%s", e->attached->process->ref ? e->attached->process->ref->pid : 0,
-				       e->attached->process->consumer);
-			else if (e->event_case == PROCCTL__V1__WATCH_EVENTS_RESPONSE__EVENT_DETACHED && e->detached->process)
-				printf(" pid=%d reason=%s", e->detached->process->pid,
-				       short_enum(&procctl__v1__detach_reason__descriptor, e->detached->reason, "DETACH_REASON_"));
-			else if (e->event_case == PROCCTL__V1__WATCH_EVENTS_RESPONSE__EVENT_ACKED && e->acked->process)
-				printf(" pid=%d generation=%llu result=%s", e->acked->process->pid,
-				       (unsigned long long)e->acked->generation,
-				       short_enum(&procctl__v1__ack_result__descriptor, e->acked->result, "ACK_RESULT_"));
-			else if (e->event_case == PROCCTL__V1__WATCH_EVENTS_RESPONSE__EVENT_STATE_CHANGED && e->state_changed->process)
-				printf(" pid=%d", e->state_changed->process->pid);
-			else if (e->event_case == PROCCTL__V1__WATCH_EVENTS_RESPONSE__EVENT_OWNERSHIP_CHANGED)
-				printf(" consumer=%s owner=%d", e->ownership_changed->consumer, e->ownership_changed->owner);
-			else if (e->event_case == PROCCTL__V1__WATCH_EVENTS_RESPONSE__EVENT_RESOURCE_GRANTED)
-				printf(" kind=%s pid=%d", e->resource_granted->kind,
-				       e->resource_granted->holder ? e->resource_granted->holder->pid : 0);
-			else if (e->event_case == PROCCTL__V1__WATCH_EVENTS_RESPONSE__EVENT_RESOURCE_RELEASED)
-				printf(" kind=%s pid=%d reason=%s", e->resource_released->kind,
-				       e->resource_released->holder ? e->resource_released->holder->pid : 0,
-				       short_enum(&procctl__v1__release_reason__descriptor, e->resource_released->reason,
-						  "RELEASE_REASON_"));
-			printf(" token=%s\n", e->resume_token);
-		}
-		fflush(stdout);
-		protobuf_c_message_free_unpacked(&e->base, NULL);
-		if (o->count && ++seen >= o->count)
-			break;
-	}
-	if (o->count && seen >= o->count) {
-		grpc_call_cancel(c, NULL);
-		st = GRPC_STATUS_OK;
-	}
-	grpc_completion_queue_pluck(cq, &tag_status, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
-	if (st != GRPC_STATUS_OK && !(o->count && seen >= o->count)) {
-		char *d = grpc_slice_to_c_string(details);
-		fprintf(stderr, "procctl: %s: %s\n", pb_status_name((unsigned)st), d);
-		gpr_free(d);
-	}
-	grpc_slice_unref(details);
-	grpc_call_unref(c);
-	grpc_metadata_array_destroy(&md_in);
-	grpc_metadata_array_destroy(&md_trail);
-	grpc_byte_buffer_destroy(out);
-	return o->count && seen >= o->count ? 0 : 1;
-}
-
 int main(int argc, char **argv)
 {
 	const char *cmd;
@@ -910,12 +393,12 @@ int main(int argc, char **argv)
 		if (!strcmp(a, "--socket")) {
 			sock = v;
 		} else if (!strcmp(a, "--timeout")) {
-			if (parse_dur(v, &timeout_ms) < 0)
+			if (parse_dur(v, &cli_timeout_ms) < 0)
 				return bad_value(a, v, "a duration (seconds, or 500ms, 5s, 2m; at most a day)");
 		} else {
 			if (strcmp(v, "json") && strcmp(v, "table"))
 				return bad_value(a, v, "table or json");
-			json_out = !strcmp(v, "json");
+			cli_json = !strcmp(v, "json");
 		}
 	}
 	if (i >= argc)
@@ -931,7 +414,7 @@ int main(int argc, char **argv)
 		e += takes_value(argv[e]); /* --data --help is data */
 	}
 	if (!strcmp(cmd, "version")) {
-		printf(json_out ? "{\"version\":\"%s\",\"api\":\"procctl.v1\"}\n" : "procctl %s (API procctl.v1)\n",
+		printf(cli_json ? "{\"version\":\"%s\",\"api\":\"procctl.v1\"}\n" : "procctl %s (API procctl.v1)\n",
 		       PROCCTL_VERSION_STRING);
 		return 0;
 	}
@@ -957,10 +440,10 @@ int main(int argc, char **argv)
 		e = cmd_publish(&o, 1);
 	else
 		e = cmd_watch(&o);
-	if (ch) {
-		grpc_channel_destroy(ch);
-		grpc_completion_queue_shutdown(cq);
-		grpc_completion_queue_destroy(cq);
+	if (cli_ch) {
+		grpc_channel_destroy(cli_ch);
+		grpc_completion_queue_shutdown(cli_cq);
+		grpc_completion_queue_destroy(cli_cq);
 		grpc_shutdown_blocking();
 	}
 	return e;
