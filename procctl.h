@@ -1,4 +1,14 @@
-/* procctl.h - v1.0.0 - the process side of procctl, one vendorable header.
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * procctl.h - v1.0.0 - the process side of procctl, one vendorable header.
+ * Copyright 2026 the procctl authors. Licensed under the Apache License,
+ * Version 2.0 (the "License"); you may not use this file except in
+ * compliance with the License. You may obtain a copy of the License at
+ * http://www.apache.org/licenses/LICENSE-2.0. Unless required by applicable
+ * law or agreed to in writing, software distributed under the License is
+ * distributed on an "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+ * KIND, either express or implied. See the License for the specific
+ * language governing permissions and limitations under the License.
  *
  * A process creates a sealed memfd "procctl:<consumer>-v<N>", maps it
  * read-only and polls its configuration with one atomic load; it reports
@@ -72,7 +82,7 @@
  *   procctl_close must not race with any other call on the same context.
  *   No call allocates, starts a thread, installs a handler or a hook.
  *
- * LICENSE: MIT, see the end of this file.
+ * LICENSE: Apache-2.0, above (the project's LICENSE file has the text).
  */
 #ifndef PROCCTL_H
 #define PROCCTL_H
@@ -1556,15 +1566,3 @@ PROCCTL_API uint64_t procctl_instance_id(const procctl_t *ctx)
 #endif
 #endif /* PROCCTL_IMPLEMENTATION */
 
-/*
- * MIT License. Copyright (c) 2026 the procctl authors.
- * Permission is hereby granted, free of charge, to any person obtaining a
- * copy of this software and associated documentation files (the
- * "Software"), to deal in the Software without restriction, including
- * without limitation the rights to use, copy, modify, merge, publish,
- * distribute, sublicense, and/or sell copies of the Software, and to permit
- * persons to whom the Software is furnished to do so, subject to the
- * following conditions: The above copyright notice and this permission
- * notice shall be included in all copies or substantial portions of the
- * Software. THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND.
- */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* arbiter.c - exclusive resources, one kind (SPEC.md section 9).
  *
  * Each tick looks at every target: its resource reports (untrusted) and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* procctl_arbiter.h - exclusive resources (SPEC.md section 9): grant each
  * resource of one kind to one process at a time, among the processes that
  * ask for it, round robin after a hold time; confirm every release before

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* registry_source.c - the arbiter's source on a registry's clients. */
 #define _GNU_SOURCE 1
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench.h - what every benchmark program shares: the clock, the median,
  * the JSON line each figure is reported as (with its floor and the ratio
  * to it), and the cross-process futex ping-pong several floors are made

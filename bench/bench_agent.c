@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench_agent - the agent core against floors measured in the same run.
  * Prints one JSON object per line: {"name", "value", "unit", "floor",
  * "ratio"}; values and floors are medians.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench_arbiter - the arbiter's hand-off with responsive holders, against a
  * floor measured in the same run. Prints JSON lines as the other benches.
  *

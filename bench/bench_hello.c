@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench_hello - fast discovery: from procctl_init's return in a new
  * process to the agent's ATTACHED event, over 200 processes started one
  * after another, with a registry (rescans an hour apart) and a hello in

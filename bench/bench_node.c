@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench_node - procctl-node through gRPC, with a C-core client over the
  * daemon's Unix socket, each figure against a floor measured in the same
  * run:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench_stop - procctl-node's SIGTERM, with two echo clients attached, over
  * ROUNDS daemons, each figure against a floor measured in this run:
  *   node_stop_handoff  from the signal to the hand-off done (every region

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hello_client - bench_hello's new process: procctl_init, then the
  * CLOCK_MONOTONIC times (ns) at which it was called and returned on
  * stdout, then wait to be killed. Usage: hello_client CONSUMER */

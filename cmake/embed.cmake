@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # cmake -DIN=FILE -DOUT=FILE.c -DNAME=sym -P embed.cmake: FILE's bytes as
 # "const unsigned char NAME[]; const size_t NAME_len;" in a C file.
 file(READ "${IN}" hex HEX)

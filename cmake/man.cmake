@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # A manual page from its Markdown source with go-md2man: the source's
 # first line, "# NAME(SECTION)", becomes the page's title line.
 # cmake -DIN=docs/x.1.md -DOUT=man/x.1 -DMD2MAN=go-md2man -DVERSION=1.0.0 -P man.cmake

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* client.c - attach to one region and talk to it (SPEC.md 6, 7, 13.2). */
 #define _GNU_SOURCE 1
 #include <errno.h>

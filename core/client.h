@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* client.h - the parts of a client the registry (and the arbiter) use.
  * Internal to libprocctl-agent. */
 #ifndef PROCCTL_CLIENT_H

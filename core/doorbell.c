@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* doorbell.c - one thread in futex_waitv on many regions' ack doorbells.
  *
  * The doorbell word is never written (SPEC.md 6.5), so each is waited on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* doorbell.h - wake a loop when the ack doorbell (SPEC.md 6.5) of any of
  * many regions rings: one thread waits on all of them with futex_waitv.
  * Internal to libprocctl-agent. */

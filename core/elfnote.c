@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* elfnote.c - the procctl:hello sites of an ELF file, read as hostile.
  *
  * A site is a SystemTap v3 note (.note.stapsdt, owner "stapsdt", type 3)

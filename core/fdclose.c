@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fdclose.c - closing slow file descriptors off the caller's thread
  * (fdclose.h). */
 #include "fdclose.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fdclose.h - closing file descriptors whose close is slow, off the
  * caller's thread. A uprobe's perf event waits in close for RCU grace
  * periods (70-90 ms each on a 2-vCPU VM), and the kernel serializes those

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hello.c - fast discovery: the procctl:hello probe.
  *
  * On every CPU a software dummy perf event reports executable mappings

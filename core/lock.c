@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* lock.c - node locks (SPEC.md 8.1): write authority per consumer is an
  * exclusive flock on <dir>/<consumer>.lock; <dir>/domain names the lock
  * domain; each lock file keeps the epoch of its last holder. */

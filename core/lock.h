@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* lock.h - node locks (SPEC.md 8.1). Internal to libprocctl-agent. */
 #ifndef PROCCTL_LOCK_H
 #define PROCCTL_LOCK_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* log.c - libraries never print: one hook, set by the program. */
 #include <stdarg.h>
 #include <stdio.h>

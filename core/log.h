@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* log.h - the library's one logging hook (procctl_set_log). Internal. */
 #ifndef PROCCTL_LOG_H
 #define PROCCTL_LOG_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* offpath.c - run a job that may block forever (a remote read of a page
  * behind userfaultfd or FUSE, SPEC.md 7.2) on a worker thread, and wait
  * for it only until a deadline. A job that misses its deadline is

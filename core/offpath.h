@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* offpath.h - jobs that may block forever, waited for until a deadline.
  * Internal to libprocctl-agent. */
 #ifndef PROCCTL_OFFPATH_H

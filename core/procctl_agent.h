@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* procctl_agent.h - libprocctl-agent, the agent side of procctl.
  *
  * Calls return 0, a count or a generation on success and a negative errno

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* region.c - the agent's writes to one region (SPEC.md 6.1, 8, 9). */
 #define _GNU_SOURCE 1
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* region.h - what an agent does to one mapped procctl region: validate its
  * header, claim it, publish, clear, grant, heartbeat, release, uninstall
  * (SPEC.md sections 3, 6, 8 and 9). Internal to libprocctl-agent.

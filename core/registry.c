@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* registry.c - discovery, attach, exit and exec detection, node locks and
  * ownership, heartbeats and hand-off (SPEC.md 2.4, 8, 10). */
 #define _GNU_SOURCE 1

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* scan.c - find procctl regions by walking /proc/<pid>/fd (SPEC.md 2.4). */
 #define _GNU_SOURCE 1
 #include <dirent.h>

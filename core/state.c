@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* state.c - check a state block copy (SPEC.md 7.2). */
 #define _GNU_SOURCE 1
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* state.h - the agent's check of a state block copied out of a process
  * (SPEC.md 7.2, 13.2). Part of libprocctl-agent. */
 #ifndef PROCCTL_STATE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* driver - runs a fuzz target without libFuzzer (gcc builds): each file
  * named on the command line, then N pseudo-random inputs from a fixed seed.
  * Usage: fuzz_x [-n N] [FILE...] */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_agent - the agent reading bytes a hostile process wrote: a region
  * header (procctl_hdr_check) and a state block copy (procctl_state_parse).
  * Whatever passes must be safe to use: checked here. */

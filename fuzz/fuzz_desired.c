@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_desired - the desired-config file (<state_dir>/desired.pb) as the
  * daemon reads it back: the bytes parsed into an empty store must be
  * refused (-EINVAL, the store left empty) or give a store that answers

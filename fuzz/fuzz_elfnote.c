@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_elfnote - the ELF note parser of fast discovery, which reads any
  * file a process maps executable (the process chooses its bytes). It must
  * return a count within max with every offset inside the file, or a

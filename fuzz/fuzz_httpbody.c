@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_httpbody - what procctl-node's HTTP side reads from a request: a
  * pid in a path, and POST config bodies (JSON with base64, or raw), with
  * their wait_ms argument. The first byte picks the content type and

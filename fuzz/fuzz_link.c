@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_link - the scanner's parser of /proc fd link names, which the
  * process chooses ("procctl:<consumer>-v<N>" or anything else). Whatever
  * it accepts must be a valid consumer and version. */

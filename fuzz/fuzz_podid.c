@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_podid - pod identity from /proc/<pid>/cgroup text, whose deeper
  * cgroup names a process may choose. Whatever it accepts must be a
  * well-formed pod UID and container ID; what it refuses leaves nothing. */

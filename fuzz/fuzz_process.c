@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_process - the process side reading bytes a hostile agent wrote.
  * Each input becomes the control block and both slots of a real region
  * (mapped read/write beside the process's read-only view), optionally

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_reflect - gRPC server reflection, both of its inputs: the bytes as
  * a request to the real embedded set (a client's), and as a descriptor
  * set of their own (what the build embeds; a bad one must be refused,

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # make demo: the single-host demo, on the agent core, then on procctl-node.
 # Echo: two echo clients; agent A owns the node lock, publishes, reads acks
 # and state; agent B waits passive; A hands off, B takes over with no flap

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Install, with apt-get, the Debian packages procctl needs that are missing.
 # Idempotent: when everything is present it only checks and exits 0.
 # Usage: scripts/install-deps.sh [--check]   (--check: list what is missing, exit 1 if any)

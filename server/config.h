@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* config.h - procctl-node's configuration: the embedded defaults, a
  * config file (server/procctl-node.conf is the commented example) and
  * flags, each later source overriding the earlier. Errors name the file,

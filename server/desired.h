@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* desired.h - desired configs: the config a selector's processes should
  * have, stated once by a controller. A process that matches several gets
  * the most specific: pid over container over pod over consumer. Two

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* events.h - the event history WatchEvents streams read: a ring of the
  * last N events, each packed once (a procctl.v1.WatchEventsResponse) with
  * the keys filters match on. The loop appends; watchers on the gRPC

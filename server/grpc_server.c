@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* grpc_server.c - procctl-node's gRPC side (grpc_server.h), on the gRPC C
  * core and protobuf-c.
  *

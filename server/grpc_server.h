@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* grpc_server.h - procctl-node's gRPC side, on the gRPC C core: the
  * listeners, one completion-queue thread, procctl.v1.NodeService (decoded
  * here, served by the loop through node_submit), grpc.health.v1, server

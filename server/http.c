@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* http.c - procctl-node's HTTP side (http.h).
  *
  * libmicrohttpd runs one internal epoll thread. A request is read whole

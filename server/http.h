@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* http.h - procctl-node's HTTP side (libmicrohttpd + jansson): /healthz,
  * /readyz, Prometheus /metrics, JSON views of what the gRPC API returns
  * (/v1/processes, /v1/processes/{pid}, /v1/processes/{pid}/state,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* httpbody.c - what the HTTP side reads out of a request (httpbody.h). */
 #include "httpbody.h"
 

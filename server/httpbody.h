@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* httpbody.h - what procctl-node's HTTP side reads out of a request, all
  * of it untrusted: a pid in a path, and a POST config body. Pure, and
  * fuzzed (fuzz_httpbody). */

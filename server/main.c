@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* procctl-node - the node daemon: finds the procctl processes of this
  * node, owns their leases and grants, and serves procctl.v1.NodeService
  * over gRPC (proto/procctl/v1/node.proto).

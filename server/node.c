@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* node.c - procctl-node's event loop (node.h).
  *
  * The loop owns everything of libprocctl-agent: one registry per

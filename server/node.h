@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* node.h - procctl-node's event loop: the registries, the arbiters, the
  * table of attached processes, the waits for acks and the event history.
  * One thread runs it (node_run). The gRPC side (grpc_server.c) and the

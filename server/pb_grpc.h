@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pb_grpc.h - protobuf-c messages into and out of gRPC byte buffers, and
  * a client's unary call: what the daemon's gRPC side (grpc_server.c) and
  * the C-core clients (clients/cli/procctl.c, bench/bench_node.c) share. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pbjson.c - protobuf-c messages as proto3 JSON (pbjson.h). */
 #include "pbjson.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pbjson.h - a protobuf-c message as JSON, by the proto3 JSON mapping:
  * lowerCamelCase field names, 64-bit integers as decimal strings, bytes
  * as base64, enums by name, every field present (defaults included, an

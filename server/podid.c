@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* podid.c - pod UID, container ID and QoS class from /proc/<pid>/cgroup.
  *
  * The shapes (kubelet, container runtimes):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* podid.h - a process's Kubernetes identity from /proc/<pid>/cgroup: pod
  * UID, container ID and QoS class, for cgroup v1 and v2, the systemd and
  * the cgroupfs drivers, and paths seen from another cgroup namespace.

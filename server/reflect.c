@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* reflect.c - gRPC server reflection from a serialized FileDescriptorSet.
  *
  * There is no descriptor.proto codegen here: a small wire reader walks

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* reflect.h - gRPC server reflection (grpc.reflection.v1 and v1alpha, one
  * wire format) answered from a FileDescriptorSet embedded at build time,
  * so grpcurl and `buf curl` need no .proto files. Pure: no gRPC here;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* agentsim - a scriptable agent for the tests. It attaches to a process's
  * region exactly as an agent does (pidfd_open, pidfd_getfd, map read/write)
  * and writes through core/region.c; it can also forge hostile writes.

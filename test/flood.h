@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* flood.h - self-checking payloads: payload i is the 8-byte i, then bytes
  * (i + k) & 0xff, of a length that varies with i. A torn or mixed copy of
  * two payloads fails flood_ok whatever the CRC says. */

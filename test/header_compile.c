@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Compiled by header_matrix.sh as C11/C17/C2x and C++17/C++20 with gcc
  * and clang: the implementation file includes procctl.h before any system
  * header and without _GNU_SOURCE, as a user's file would. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A second file of the same program that only declares: the split between
  * declarations and PROCCTL_IMPLEMENTATION links. */
 #include <stdio.h>

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # procctl.h in every language mode it promises: gcc and clang as C11, C17
 # and C2x; g++ and clang++ as C++17 and C++20; -Wall -Wextra -Werror
 # -pedantic; also PROCCTL_STATIC, and the #error a misordered include gets.

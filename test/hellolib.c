@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hellolib.c - procctl.h inside a shared library (libhellolib.so), so the
  * procctl:hello note is in the library and not in the program that loads
  * it: fast discovery must find it through the library's mapping. */

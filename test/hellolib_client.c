@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hellolib_client - a process whose procctl channel comes from a shared
  * library (hellolib.c): it loads the library with dlopen (so its mapping
  * appears after the program started), calls procctl_init through it and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ownersim - an agent in its own process for the registry tests: it owns
  * CONSUMER's node lock in LOCKDIR (when it can) with a lease of LEASE_MS.
  *

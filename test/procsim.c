@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* procsim - a scriptable process side for the agent tests: one command a
  * line on stdin, one reply line on stdout ("ok ..." or "err <errno> ...").
  *

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # buf lint (STANDARD rules, proto/buf.yaml) of the procctl API, with the
 # buf that scripts/install-peers.sh installs from npm.
 # Usage: proto_lint.sh REPO

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # readme.sh - run README.md as a newcomer would: every ```sh block in
 # order, as one shell session, and every ```c block compiled (the first,
 # the process side, also run, so the walkthrough's daemon must find it and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* reply.h - the line protocol of the test helpers agentsim and procsim:
  * one reply line on stdout per command, flushed. */
 #ifndef PROCCTL_REPLY_H

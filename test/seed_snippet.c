@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The mission's usage snippet, as a user writes it: one file, the header
  * vendored, no agent around (so: nothing to poll, lease expired). */
 #define PROCCTL_IMPLEMENTATION

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The arbiter against a fake world with a fake clock (deterministic): fake
  * processes keep grant tables the way regions do and answer the way the
  * token holder's loop does (SPEC.md 9.4), or misbehave on purpose. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Attach refuses every bad region a hostile process can build, with its
  * named reason, and never crashes or takes a SIGBUS (SPEC.md 13.2). The
  * processes are real (procsim); the agent is this test. */

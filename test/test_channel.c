@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The agent -> process channel with a real agent process: publish, poll,
  * ack, clear, futex wakes, a writer killed mid-write, hostile bytes. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The client against real processes: attach, publish, ack kinds,
  * read_state, clear, exit and exec, a read stalled behind userfaultfd, a
  * passive client. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* procctl-node's configuration: the embedded defaults, the commented
  * example (server/procctl-node.conf) which must say exactly the defaults,
  * every key, flags over the file, and an error naming file, line and key

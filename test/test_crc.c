@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* CRC32C: known vectors, and the SSE4.2 path against the portable one on
  * every length and alignment, plain and shared (copying) variants. */
 #define PROCCTL_STATIC

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Desired configs (server/desired.c) against the real store and its real
  * file in a scratch directory: precedence, replacement, overlap refusal,
  * selector and payload checks, persistence across a fresh store, corrupt

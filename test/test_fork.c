@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Fork (SPEC.md 10.1): a child sees -ECHILD through the canary, never uses
  * the parent's grants, and gets a region of its own with procctl_reinit;
  * also when it is forked into a new pid namespace where getpid() equals

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Grants and resource reports (SPEC.md section 9), process side: a grant
  * snapshot, usability, revocation, the report the agent reads back, and the
  * rule that a grant seen before a lease lapse is never usable again. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Fast discovery: the ELF note parser against hostile files, and the
  * procctl:hello probe with real processes started after the agent (a
  * program with procctl.h in it, and one that dlopens it in a shared

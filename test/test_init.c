@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* procctl_init: argument checks, the memfd it creates (name, seals,
  * read-only mapping, CLOEXEC), the header an agent will validate, the
  * initial state block, close. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Leases (SPEC.md 8.4), decided by the process on its own clock: bounds
  * and clamping, a change mid-lease, expiry until the heartbeat moves,
  * release and uninstall. Time is passed explicitly, so nothing here

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Pod identity from /proc/<pid>/cgroup: every shape in
  * test/fixtures/cgroup, hostile nesting, conflicts, and the file reader on
  * a proc root of our own. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gRPC server reflection: the real embedded descriptor set answered the
  * way grpcurl asks, small sets written here for imports, nesting and
  * extensions, and sets and requests that must be refused. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The agent's checks of process bytes (SPEC.md 13.2): every header field
  * and state block field out of range is refused with its named reason. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The registry with real processes and real agents: discovery, notify,
  * rejections counted, exit; two agents (one owns the node lock, one
  * passive): SIGKILL of a writing owner, hand-off without flap, uninstall,

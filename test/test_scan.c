@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Scan: the /proc fd link parser, a fixture /proc tree, and the live one. */
 #include <errno.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The state block (SPEC.md section 7): status bytes read back by the agent
  * with process_vm_readv, the writers' seqlock, PROCCTL_TRY, and many
  * threads writing at once. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The arbiter with real token holders.
  *
  * rotation_with_real_holders: a registry owns three holders, the arbiter

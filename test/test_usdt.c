@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The procctl:hello probe: a SystemTap v3 note in this very binary, and a
  * perf uprobe placed at the note's address fires once per procctl_init. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The agent's writer (core/region.c) against its own rules (SPEC.md 6.1,
  * 8.3): no write before a claim or after release or uninstall; an owner
  * word that moves under a write breaks the region for good, leaving seq

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* th.c - test helpers. */
 #include <errno.h>
 #include <fcntl.h>

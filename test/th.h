@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* th.h - test helpers shared by the procctl test programs. */
 #ifndef PROCCTL_TH_H
 #define PROCCTL_TH_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cli.h - what the parts of procctl share: the options of a command, the
  * call to the daemon, and the output helpers. procctl.c: main, usage and
  * options; show.c: output; commands.c: every command but watch; watch.c:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* commands.c - procctl's commands, each one call (or two) to the daemon
  * and its output; watch is in watch.c. */
 #include <stdio.h>

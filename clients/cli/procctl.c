@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* procctl - the command line of procctl-node, on the gRPC C core over the
  * daemon's Unix socket (like crictl for a container runtime).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* show.c - procctl's output: rows, names and ids as a user reads them. */
 #include <stdio.h>
 #include <string.h>

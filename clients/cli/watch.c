@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* watch.c - procctl watch: a WatchEvents stream, one line per event. */
 #include <stdio.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* echo agent - a complete agent on libprocctl-agent alone. It attaches to
  * every echo client, and while it holds the node lock publishes a config
  * to each, waits for the ack and prints the client's state. A second

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* echo client - the config-only consumer. It applies each config, acks
  * it, reports what it applied in its status bytes, and falls back to its
  * defaults when the config is cleared or no agent holds a lease. Its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* token agent - an exclusive-resource agent on libprocctl-agent alone (no
  * daemon): a registry for the token consumer and an arbiter for one kind,
  * which hands each resource to one token client at a time, round robin

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* token client - an exclusive-resource holder (SPEC.md section 9). A
  * control thread of its own runs the holder loop, so the resource goes back
  * on time even when the application is idle:

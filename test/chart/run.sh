@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # run.sh - the procctl-node chart (deploy/helm/procctl-node) with a real
 # helm: `helm lint --strict` of the default values and of each
 # ci/*-values.yaml; each rendering through yamllint, every object

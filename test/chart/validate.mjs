@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // validate.mjs - every object of a rendered chart (helm template output)
 // against its Kubernetes schema (kubernetes-models, and
 // @kubernetes-models/prometheus-operator for the monitors), and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* An agent built against an installed procctl (pkg-config or CMake's
  * find_package): a child process creates a region with procctl_init, this
  * agent attaches it with a registry, publishes "hello", waits for the

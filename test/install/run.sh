@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # make install as a packager runs it: into a DESTDIR, then used from there.
 # Every file where it belongs; the programs run; the manual pages are roff
 # that groff renders without a warning; nothing installed names the source

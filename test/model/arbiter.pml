@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* arbiter.pml - the exclusive-resource protocol of SPEC.md section 9 as a
  * SPIN model: N holders (3 unless -DN=), two agents (A owns the node lock
  * and dies at any point, B takes over after its full scan), one resource,

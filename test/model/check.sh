@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # check.sh - verify arbiter.pml with SPIN, exhaustively.
 # Usage: check.sh WORKDIR
 #

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // api.test.js - procctl.v1.NodeService as a controller uses it: a real
 // procctl-node, real echo clients, @grpc/grpc-js on the .proto files.
 'use strict';

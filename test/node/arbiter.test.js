@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // arbiter.test.js - exclusive resources through the API: an [arbiter gpu]
 // from the config file, real token clients taking turns on one resource,
 // ListArbiters / GetArbiter, the Granted and Released events of

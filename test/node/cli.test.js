@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cli.test.js - the procctl command line (clients/cli/procctl.c) against a
 // real procctl-node, real echo and token clients: every subcommand in
 // table and JSON output, the JSON equal field for field to what the gRPC

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // daemon.test.js - procctl-node as a process: flags, configuration
 // errors, its socket, health, shutdown, and a standby taking over.
 'use strict';

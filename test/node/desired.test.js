@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // desired.test.js - desired configs: stated once, given to the processes
 // that match now and to those that attach later, most specific first,
 // kept on the host for a successor daemon.

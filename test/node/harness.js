@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // harness.js - what the procctl-node tests share: start a real daemon in a
 // scratch directory, real echo and token clients, and a real gRPC client
 // (@grpc/grpc-js with @grpc/proto-loader on proto/procctl/v1/node.proto).

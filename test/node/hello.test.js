@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // hello.test.js - fast discovery in the daemon: with rescans an hour
 // apart, a process started after the daemon is attached all the same
 // (the procctl:hello probe), and so is one that execs into a client;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // http.test.js - the HTTP side: health and readiness, JSON views equal
 // field for field to what the gRPC API returns, POST config when allowed,
 // and requests that are wrong in every way HTTP allows.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // metrics.test.js - the daemon's HTTP side as Prometheus sees it: /metrics
 // in the text format 0.0.4 that promtool accepts, its counters moving with
 // real token clients taking turns on an [arbiter gpu] and a Publish to a

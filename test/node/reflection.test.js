@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // reflection.test.js - `buf curl --protocol grpc` with no .proto files:
 // everything it knows comes from the daemon's server reflection.
 'use strict';

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // reload.test.js - procctl-node follows its config file: the [desired]
 // sections of a file swapped in the way Kubernetes updates a mounted
 // ConfigMap (a new dated directory, then the ..data symlink renamed over)

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Run one test/node/*.test.js file under node's test runner, with the
 # peers that scripts/install-peers.sh installs from npm (@grpc/grpc-js,
 # @grpc/proto-loader, buf). The binaries' paths come from ctest.

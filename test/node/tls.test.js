@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tls.test.js - TCP listeners: mTLS (a client certificate signed by
 // tls_client_ca is required, and its CN is logged with each mutating
 // call), plain TCP read-only, and plain TCP with insecure_tcp_writes.

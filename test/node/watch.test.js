@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // watch.test.js - WatchEvents: the snapshot, the events after it, resumes,
 // the cut-off of a slow watcher, many watchers at once, cancels; and the
 // health service's Watch.

@@ -1,3 +1,4 @@
+{{- /* SPDX-License-Identifier: Apache-2.0 */ -}}
 {{/* The chart's name, and the name of everything it makes. */}}
 {{- define "procctl-node.name" -}}
 {{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}

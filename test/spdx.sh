@@ -1,0 +1,24 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+# Every source file of the project carries its licence: an SPDX line
+# (Apache-2.0) near its top. Data (fixtures, corpora, JSON) and prose
+# (Markdown) are not sources.
+# Usage: spdx.sh SOURCE_DIR
+set -eu
+cd "$1"
+if ! git rev-parse --git-dir >/dev/null 2>&1; then
+	echo "spdx: not a git checkout: nothing to list" >&2
+	[ "${CI:-}" = true ] && exit 1
+	exit 77
+fi
+missing=$(git ls-files | grep -vE '^(test/fixtures|fuzz/corpus|test/peers)/|\.(md|json)$|^(LICENSE|\.gitignore|\.dockerignore)$' |
+	while read -r f; do
+		head -3 "$f" | grep -q 'SPDX-License-Identifier: Apache-2.0' || echo "$f"
+	done)
+if [ -n "$missing" ]; then
+	echo "spdx: no SPDX-License-Identifier line in:" >&2
+	echo "$missing" >&2
+	exit 1
+fi
+[ -f LICENSE ] && grep -q 'Apache License' LICENSE && grep -q 'Version 2.0' LICENSE || { echo "spdx: LICENSE is not Apache-2.0" >&2; exit 1; }
+echo "spdx: every source file says Apache-2.0"
