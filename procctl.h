@@ -63,9 +63,13 @@
  *   procctl_lease_expired(ctx, now) 1 when no live agent lease holds
  *   procctl_agent_attached(ctx)     1 when an agent has claimed the region
  *   procctl_wait(ctx, timeout_ns)   sleep until the agent writes
- *   procctl_grant_get(ctx, res, &g) snapshot the grant for a resource
- *   procctl_grant_usable(ctx, &g)   1 when that snapshot may be used now
- *   procctl_resource_report(...)    report a resource's state and wish
+ *   procctl_grant_get(ctx, kind, id, &g)  snapshot the grant for a
+ *                                   resource (kind: a number; id: 16
+ *                                   bytes, 0 for the all-zero id)
+ *   procctl_grant_usable(ctx, &g, now_ns)  1 when that snapshot may be
+ *                                   used now (now_ns 0: CLOCK_MONOTONIC)
+ *   procctl_resource_report(ctx, kind, id, state, flags, &g, mode)
+ *                                   report a resource's state and wish
  *   procctl_reinit(ctx)             a forked child's own, new region
  *   procctl_close(ctx)              unmap and close
  *
@@ -131,7 +135,6 @@ extern "C" {
 
 /* Hard limits (SPEC.md section 12); they never shrink across versions. */
 #define PROCCTL_CONSUMER_MAX    31u        /* consumer name bytes */
-#define PROCCTL_KIND_MAX        15u        /* resource kind bytes */
 #define PROCCTL_PAYLOAD_MAX     (1u << 20) /* payload capacity */
 #define PROCCTL_GRANT_MAX       64u        /* grant entries per slot */
 #define PROCCTL_RES_MAX         64u        /* resource entries */
@@ -238,7 +241,8 @@ struct procctl_slot {
 
 /* A grant entry, 64 bytes, in a slot's grant table. W: agent. R: process. */
 struct procctl_grant_entry {
-	char kind[16];        /*  0 [a-z0-9_.-]{1,15}, NUL padded */
+	uint32_t kind;        /*  0 resource kind: a number, nonzero */
+	uint32_t reserved0[3]; /* 4 0 */
 	uint8_t id[16];       /* 16 host-wide resource id (e.g. a GPU UUID) */
 	uint64_t grant_id;    /* 32 random, nonzero, never reused */
 	uint64_t gen;         /* 40 write generation that issued the grant */
@@ -257,7 +261,8 @@ struct procctl_grant_entry {
 
 /* A resource entry, 64 bytes, in the state block. W: process. R: agent. */
 struct procctl_res_entry {
-	char kind[16];        /*  0 as in the grant entry; kind[0] 0: unused */
+	uint32_t kind;        /*  0 as in the grant entry; 0: an unused entry */
+	uint32_t reserved0[3]; /* 4 0 */
 	uint8_t id[16];       /* 16 */
 	uint64_t grant_id;    /* 32 the grant this report is about; 0: none */
 	uint64_t seen_gen;    /* 40 slot generation the decision was based on */
@@ -321,9 +326,11 @@ PROCCTL__STATIC_ASSERT(offsetof(struct procctl_slot, epoch) == 16, "SPEC 3.3");
 PROCCTL__STATIC_ASSERT(offsetof(struct procctl_slot, length) == 24, "SPEC 3.3");
 PROCCTL__STATIC_ASSERT(offsetof(struct procctl_slot, crc) == PROCCTL_SLOT_CRC_BYTES, "SPEC 3.3");
 PROCCTL__STATIC_ASSERT(sizeof(struct procctl_grant_entry) == 64, "SPEC 3.4: grant entry is 64 bytes");
+PROCCTL__STATIC_ASSERT(offsetof(struct procctl_grant_entry, id) == 16, "SPEC 3.4");
 PROCCTL__STATIC_ASSERT(offsetof(struct procctl_grant_entry, grant_id) == 32, "SPEC 3.4");
 PROCCTL__STATIC_ASSERT(offsetof(struct procctl_grant_entry, revoke_gen) == 48, "SPEC 3.4");
 PROCCTL__STATIC_ASSERT(sizeof(struct procctl_res_entry) == 64, "SPEC 4.2: resource entry is 64 bytes");
+PROCCTL__STATIC_ASSERT(offsetof(struct procctl_res_entry, id) == 16, "SPEC 4.2");
 PROCCTL__STATIC_ASSERT(offsetof(struct procctl_res_entry, seen_gen) == 40, "SPEC 4.2");
 PROCCTL__STATIC_ASSERT(offsetof(struct procctl_res_entry, state) == 48, "SPEC 4.2");
 PROCCTL__STATIC_ASSERT(sizeof(struct procctl_state_hdr) == 64, "SPEC 4.1: state header is 64 bytes");
@@ -356,10 +363,13 @@ typedef struct procctl_config {
 	uint64_t lease_max_ns;      /* lease clamp; 0: PROCCTL_LEASE_MAX_DEFAULT_NS */
 } procctl_config_t;
 
-/* A resource: kind plus host-wide id. Unused id bytes are 0. */
+/* A resource: its kind, a number (nonzero; the agent's configuration
+ * names it), and a host-wide id of PROCCTL_ID_SIZE bytes (e.g. a GPU's
+ * UUID; unused bytes 0). */
+#define PROCCTL_ID_SIZE 16
 typedef struct procctl_resource {
-	char kind[16];   /* [a-z0-9_.-]{1,15}, NUL padded */
-	uint8_t id[16];  /* e.g. a GPU UUID */
+	uint32_t kind;
+	uint8_t id[PROCCTL_ID_SIZE];
 } procctl_resource_t;
 
 /* A grant snapshot, filled by procctl_grant_get. */
@@ -420,9 +430,11 @@ PROCCTL_API int procctl_state_set(procctl_t *ctx, const void *data, size_t len, 
 PROCCTL_API int procctl_lease_expired(procctl_t *ctx, uint64_t now_ns);
 PROCCTL_API int procctl_agent_attached(procctl_t *ctx);
 PROCCTL_API int procctl_wait(procctl_t *ctx, int64_t timeout_ns);
-PROCCTL_API int procctl_grant_get(procctl_t *ctx, const procctl_resource_t *res, procctl_grant_t *out);
-PROCCTL_API int procctl_grant_usable(procctl_t *ctx, const procctl_grant_t *g);
-PROCCTL_API int procctl_resource_report(procctl_t *ctx, const procctl_resource_t *res, uint32_t state,
+/* Resources are named by (kind, id): id points at PROCCTL_ID_SIZE bytes;
+ * a null id (a literal 0) is the all-zero id. */
+PROCCTL_API int procctl_grant_get(procctl_t *ctx, uint32_t kind, const void *id, procctl_grant_t *out);
+PROCCTL_API int procctl_grant_usable(procctl_t *ctx, const procctl_grant_t *g, uint64_t now_ns);
+PROCCTL_API int procctl_resource_report(procctl_t *ctx, uint32_t kind, const void *id, uint32_t state,
 					uint32_t flags, const procctl_grant_t *basis, unsigned mode);
 PROCCTL_API int procctl_fd(const procctl_t *ctx);
 PROCCTL_API uint64_t procctl_instance_id(const procctl_t *ctx);
@@ -430,12 +442,12 @@ PROCCTL_API uint64_t procctl_instance_id(const procctl_t *ctx);
 /* CRC32C (Castagnoli), zlib-style chaining: start with 0, feed the result
  * back in. procctl_crc32c(0, "123456789", 9) == 0xe3069283. */
 PROCCTL_API uint32_t procctl_crc32c(uint32_t crc, const void *buf, size_t len);
-/* Validate a consumer name or a resource kind: 0 or -EINVAL. */
+/* Validate a name of [a-z0-9_.-], 1 to max bytes (a consumer's): 0 or
+ * -EINVAL. */
 PROCCTL_API int procctl_name_valid(const char *s, size_t max);
-/* Copy res into key with the kind NUL padded: keys compare as 32 raw
- * bytes (SPEC.md 3.4). -EINVAL unless the kind is a valid name that ends
- * inside its 16 bytes. */
-PROCCTL_API int procctl_resource_key(const procctl_resource_t *res, procctl_resource_t *key);
+/* The resource (kind, id) names, in res: -EINVAL for kind 0. id as in
+ * procctl_grant_get. */
+PROCCTL_API int procctl_resource(procctl_resource_t *res, uint32_t kind, const void *id);
 /* 1 when a slot header copy is consistent (SPEC.md 3.3) for a region of
  * these capacities; both sides use it. */
 PROCCTL_API int procctl_slot_valid(const struct procctl_slot *s, uint32_t payload_cap, uint32_t grant_cap);
@@ -757,17 +769,14 @@ PROCCTL_API int procctl_name_valid(const char *s, size_t max)
 	return n ? 0 : -EINVAL;
 }
 
-PROCCTL_API int procctl_resource_key(const procctl_resource_t *res, procctl_resource_t *key)
+PROCCTL_API int procctl_resource(procctl_resource_t *res, uint32_t kind, const void *id)
 {
-	procctl_resource_t k; /* res and key may be the same */
-	const char *end;
-	if (!res || !(end = (const char *)memchr(res->kind, 0, sizeof res->kind)) ||
-	    procctl_name_valid(res->kind, PROCCTL_KIND_MAX) < 0)
+	if (!kind)
 		return -EINVAL;
-	memset(&k, 0, sizeof k);
-	memcpy(k.kind, res->kind, (size_t)(end - res->kind));
-	memcpy(k.id, res->id, sizeof k.id);
-	*key = k;
+	memset(res, 0, sizeof *res);
+	res->kind = kind;
+	if (id)
+		memcpy(res->id, id, sizeof res->id);
 	return 0;
 }
 
@@ -1073,7 +1082,7 @@ PROCCTL_API int procctl_poll(procctl_t *ctx, void *buf, size_t cap, uint64_t *ge
 	return procctl__poll_slow(ctx, buf, cap, gen, seq);
 }
 
-PROCCTL_API int procctl_grant_get(procctl_t *ctx, const procctl_resource_t *res, procctl_grant_t *out)
+PROCCTL_API int procctl_grant_get(procctl_t *ctx, uint32_t kind, const void *id, procctl_grant_t *out)
 {
 	procctl_resource_t key;
 	uint64_t epoch;
@@ -1081,7 +1090,7 @@ PROCCTL_API int procctl_grant_get(procctl_t *ctx, const procctl_resource_t *res,
 
 	if (procctl__forked_pid(ctx))
 		return -ECHILD;
-	if (!out || procctl_resource_key(res, &key) < 0)
+	if (!out || procctl_resource(&key, kind, id) < 0)
 		return -EINVAL;
 	procctl__read_kind(ctx, PROCCTL__READ_GRANT);
 	procctl__lease_lock(ctx);
@@ -1091,12 +1100,13 @@ PROCCTL_API int procctl_grant_get(procctl_t *ctx, const procctl_resource_t *res,
 
 	for (tries = 0; tries <= PROCCTL_READ_RETRIES; tries++) {
 		struct procctl__snap sn;
-		struct procctl_grant_entry e, hit = {{0}, {0}, 0, 0, 0, 0, 0};
+		struct procctl_grant_entry e, hit;
 		const unsigned char *g;
 		uint32_t crc, i, found = 0;
 		uint32_t seq = procctl__smp_load_acquire(&ctx->ctrl_->seq);
 
 		procctl__store_relaxed(&ctx->grant_seq_, seq);
+		memset(&hit, 0, sizeof hit);
 		if (seq & 1u)
 			return -EBUSY;
 		procctl__snap_hdr(ctx, &sn);
@@ -1119,7 +1129,7 @@ PROCCTL_API int procctl_grant_get(procctl_t *ctx, const procctl_resource_t *res,
 		g = sn.base + ctx->grant_off_;
 		for (i = 0; i < sn.s.ngrants; i++, g += sizeof e) {
 			crc = procctl__crc_shared(crc, &e, g, sizeof e);
-			if (!memcmp(e.kind, key.kind, sizeof e.kind) && !memcmp(e.id, key.id, sizeof e.id)) {
+			if (e.kind == key.kind && !memcmp(e.id, key.id, sizeof e.id)) {
 				hit = e;
 				found++;
 			}
@@ -1136,7 +1146,7 @@ PROCCTL_API int procctl_grant_get(procctl_t *ctx, const procctl_resource_t *res,
 		if (!found)
 			return 0;
 		if (hit.grant_id == 0 || hit.gen == 0 || hit.gen > sn.s.gen || hit.revoke_gen > sn.s.gen ||
-		    (hit.revoke_gen && hit.revoke_gen < hit.gen))
+		    (hit.revoke_gen && hit.revoke_gen < hit.gen) || hit.reserved0[0] || hit.reserved0[1] || hit.reserved0[2])
 			return -EBADMSG;
 		out->grant_id = hit.grant_id;
 		out->gen = hit.gen;
@@ -1146,14 +1156,14 @@ PROCCTL_API int procctl_grant_get(procctl_t *ctx, const procctl_resource_t *res,
 	return -EAGAIN;
 }
 
-PROCCTL_API int procctl_grant_usable(procctl_t *ctx, const procctl_grant_t *g)
+PROCCTL_API int procctl_grant_usable(procctl_t *ctx, const procctl_grant_t *g, uint64_t now_ns)
 {
 	uint64_t left, epoch, stale;
 	if (!g || g->grant_id == 0 || g->revoke_gen != 0 || g->instance_ != ctx->instance_id_ ||
 	    procctl__forked_pid(ctx) || g->pid_ != ctx->pid_)
 		return 0;
 	procctl__lease_lock(ctx);
-	left = procctl__lease_update(ctx, procctl__now_ns());
+	left = procctl__lease_update(ctx, now_ns ? now_ns : procctl__now_ns());
 	epoch = ctx->lease_epoch_;
 	stale = ctx->stale_gen_;
 	procctl__lease_unlock(ctx);
@@ -1308,7 +1318,7 @@ PROCCTL_API int procctl_state_set(procctl_t *ctx, const void *data, size_t len, 
 	return 0;
 }
 
-PROCCTL_API int procctl_resource_report(procctl_t *ctx, const procctl_resource_t *res, uint32_t state,
+PROCCTL_API int procctl_resource_report(procctl_t *ctx, uint32_t kind, const void *id, uint32_t state,
 					uint32_t flags, const procctl_grant_t *basis, unsigned mode)
 {
 	struct procctl_res_entry *tab, *e = NULL;
@@ -1318,36 +1328,36 @@ PROCCTL_API int procctl_resource_report(procctl_t *ctx, const procctl_resource_t
 
 	if (procctl__forked_pid(ctx))
 		return -ECHILD;
-	if (procctl_resource_key(res, &key) < 0 || state > PROCCTL_RES_RELEASED || (flags & ~PROCCTL_RES_F_WANT) ||
-	    (basis && memcmp(&basis->res, &key, sizeof key)))
+	if (procctl_resource(&key, kind, id) < 0 || state > PROCCTL_RES_RELEASED || (flags & ~PROCCTL_RES_F_WANT) ||
+	    (basis && (basis->res.kind != key.kind || memcmp(basis->res.id, key.id, sizeof key.id))))
 		return -EINVAL;
 	r = procctl__state_begin(ctx, mode);
 	if (r < 0)
 		return r;
 	/* Only a usable grant may be acquired or held (SPEC.md 9.4); checked
 	 * inside the write section, so a lapse cannot slip in between. */
-	if ((state == PROCCTL_RES_ACQUIRING || state == PROCCTL_RES_HOLDING) && !procctl_grant_usable(ctx, basis)) {
+	if ((state == PROCCTL_RES_ACQUIRING || state == PROCCTL_RES_HOLDING) && !procctl_grant_usable(ctx, basis, 0)) {
 		procctl__state_end(ctx);
 		return -EPERM;
 	}
 	tab = (struct procctl_res_entry *)(void *)(ctx->state_ + 1);
 	for (i = 0; i < ctx->res_cap_; i++) {
-		if (!memcmp(tab[i].kind, key.kind, sizeof key.kind) && !memcmp(tab[i].id, key.id, sizeof key.id)) {
+		if (tab[i].kind == key.kind && !memcmp(tab[i].id, key.id, sizeof key.id)) {
 			e = &tab[i];
 			break;
 		}
-		if (!e && tab[i].kind[0] == 0)
+		if (!e && tab[i].kind == 0)
 			e = &tab[i];
 	}
 	if (state == PROCCTL_RES_IDLE && !flags && !basis) {
 		/* Nothing held, nothing wanted, no grant to confirm: free it. */
-		if (e && e->kind[0])
+		if (e && e->kind)
 			memset(e, 0, sizeof *e);
 	} else if (!e) {
 		r = -ENOSPC;
 	} else {
 		memset(e, 0, sizeof *e);
-		memcpy(e->kind, key.kind, sizeof e->kind);
+		e->kind = key.kind;
 		memcpy(e->id, key.id, sizeof e->id);
 		e->grant_id = basis ? basis->grant_id : 0;
 		e->seen_gen = basis ? basis->seen_gen : 0;

@@ -68,7 +68,7 @@ struct last_seen {
 struct procctl_arbiter {
 	struct procctl_arbiter_opts o;
 	struct procctl_arbiter_source src;
-	char kind[16];
+	uint32_t kind;
 	struct res_state res[PROCCTL_ARB_MAX_RESOURCES];
 	size_t nres;
 	uint64_t last_tick;
@@ -77,12 +77,12 @@ struct procctl_arbiter {
 	size_t nseen;
 };
 
-static int same_key(const procctl_resource_t *a, const char kind[16], const uint8_t id[16])
+static int same_key(const procctl_resource_t *a, uint32_t kind, const uint8_t id[16])
 {
-	return !memcmp(a->kind, kind, 16) && !memcmp(a->id, id, 16);
+	return a->kind == kind && !memcmp(a->id, id, 16);
 }
 
-static int find_res(procctl_arbiter_t *a, const char kind[16], const uint8_t id[16])
+static int find_res(procctl_arbiter_t *a, uint32_t kind, const uint8_t id[16])
 {
 	size_t i;
 	for (i = 0; i < a->nres; i++)
@@ -93,17 +93,17 @@ static int find_res(procctl_arbiter_t *a, const char kind[16], const uint8_t id[
 
 static int add_res(procctl_arbiter_t *a, const procctl_resource_t *r)
 {
-	procctl_resource_t key;
 	int i;
-	if (procctl_resource_key(r, &key) < 0 || memcmp(key.kind, a->kind, 16))
+	if (r->kind != a->kind)
 		return -EINVAL;
-	i = find_res(a, key.kind, key.id);
+	i = find_res(a, r->kind, r->id);
 	if (i >= 0)
 		return i;
 	if (a->nres >= PROCCTL_ARB_MAX_RESOURCES)
 		return -ENOSPC;
 	memset(&a->res[a->nres], 0, sizeof a->res[a->nres]);
-	a->res[a->nres].res = key;
+	a->res[a->nres].res.kind = r->kind;
+	memcpy(a->res[a->nres].res.id, r->id, sizeof r->id);
 	return (int)a->nres++;
 }
 
@@ -115,7 +115,7 @@ procctl_arbiter_t *procctl_arbiter_new(const struct procctl_arbiter_opts *o, con
 	if (!o || o->sz < sizeof *o || !src || !src->targets || !src->ready || !src->reports || !src->grants ||
 	    !src->grant || !src->revoke || !src->drop || !src->alive || !src->pid_exists || !src->now ||
 	    !src->random_id ||
-	    procctl_name_valid(o->kind, PROCCTL_KIND_MAX) < 0 || o->nresources > PROCCTL_ARB_MAX_RESOURCES) {
+	    !o->kind || o->nresources > PROCCTL_ARB_MAX_RESOURCES) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -131,7 +131,7 @@ procctl_arbiter_t *procctl_arbiter_new(const struct procctl_arbiter_opts *o, con
 	}
 	a->o = *o;
 	a->src = *src;
-	memcpy(a->kind, o->kind, strlen(o->kind));
+	a->kind = o->kind;
 	for (i = 0; i < o->nresources; i++)
 		if (add_res(a, &o->resources[i]) < 0) {
 			procctl_arbiter_free(a);
@@ -239,8 +239,11 @@ static size_t look(procctl_arbiter_t *a, uint64_t now)
 		if (v->readable) {
 			uint32_t j;
 			for (j = 0; j < v->nrep; j++)
-				if (!memcmp(v->rep[j].kind, a->kind, 16) && (v->rep[j].flags & PROCCTL_RES_F_WANT))
-					add_res(a, (const procctl_resource_t *)(const void *)&v->rep[j]);
+				if (v->rep[j].kind == a->kind && (v->rep[j].flags & PROCCTL_RES_F_WANT)) {
+					procctl_resource_t res;
+					procctl_resource(&res, v->rep[j].kind, v->rep[j].id);
+					add_res(a, &res);
+				}
 			if (s) {
 				s->holding = 0;
 				for (r = 0; r < a->nres; r++) {

@@ -76,7 +76,7 @@ struct procctl_arbiter_source {
 
 struct procctl_arbiter_opts {
 	size_t sz;                /* sizeof(struct procctl_arbiter_opts) */
-	const char *kind;         /* [a-z0-9_.-]{1,15} */
+	uint32_t kind;            /* the resource kind it arbitrates: a number, nonzero */
 	uint64_t hold_ns;         /* round robin: a holder keeps it this long while others wait */
 	unsigned flags;           /* PROCCTL_ARB_* */
 	const procctl_resource_t *resources; /* known resources of this kind (others are */

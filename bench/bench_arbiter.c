@@ -112,10 +112,10 @@ int main(void)
 	o.rescan_ns = 100000000ull;
 	o.flags = PROCCTL_REGISTRY_DOORBELLS;
 	memset(&res, 0, sizeof res);
-	memcpy(res.kind, "gpu", 3);
+	res.kind = 1; /* token-client's default kind */
 	memset(&ao, 0, sizeof ao);
 	ao.sz = sizeof ao;
-	ao.kind = "gpu";
+	ao.kind = 1;
 	ao.hold_ns = 1000000; /* 1 ms turns: a hand-off after each */
 	ao.resources = &res;
 	ao.nresources = 1;

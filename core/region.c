@@ -303,12 +303,13 @@ static int64_t write_slot(struct procctl_region *r)
 
 static int grant_entry_valid(const struct procctl_grant_entry *e, uint64_t slot_gen)
 {
-	procctl_resource_t k;
-	memcpy(k.kind, e->kind, sizeof k.kind);
-	memcpy(k.id, e->id, sizeof k.id);
-	return procctl_resource_key(&k, &k) == 0 && !memcmp(k.kind, e->kind, sizeof k.kind) && e->grant_id &&
-	       e->gen && e->gen <= slot_gen && e->revoke_gen <= slot_gen &&
-	       (!e->revoke_gen || e->revoke_gen >= e->gen);
+	return e->kind && !e->reserved0[0] && !e->reserved0[1] && !e->reserved0[2] && e->grant_id && e->gen &&
+	       e->gen <= slot_gen && e->revoke_gen <= slot_gen && (!e->revoke_gen || e->revoke_gen >= e->gen);
+}
+
+static int same_resource(const struct procctl_grant_entry *e, uint32_t kind, const uint8_t *id)
+{
+	return e->kind == kind && !memcmp(e->id, id, sizeof e->id);
 }
 
 /* Adopt the active slot into the agent's copies (SPEC.md 8.3): the
@@ -332,7 +333,7 @@ static int adopt_slot(struct procctl_region *r)
 		if (!grant_entry_valid(&r->grants[i], s.gen))
 			return -EBADMSG;
 		for (j = 0; j < i; j++)
-			if (!memcmp(r->grants[i].kind, r->grants[j].kind, 32))
+			if (same_resource(&r->grants[j], r->grants[i].kind, r->grants[i].id))
 				return -EBADMSG;
 	}
 	r->gen = s.gen;
@@ -415,16 +416,12 @@ int64_t procctl_region_clear(struct procctl_region *r)
 	return write_slot(r);
 }
 
-/* The grant entry for res (NUL-padded into *key), or NULL. */
-static struct procctl_grant_entry *find_grant(struct procctl_region *r, const procctl_resource_t *res,
-					      procctl_resource_t *key)
+/* The grant entry for res, or NULL. */
+static struct procctl_grant_entry *find_grant(struct procctl_region *r, const procctl_resource_t *res)
 {
 	uint32_t i;
-	if (procctl_resource_key(res, key) < 0)
-		return NULL;
 	for (i = 0; i < r->ngrants; i++)
-		if (!memcmp(r->grants[i].kind, key->kind, sizeof key->kind) &&
-		    !memcmp(r->grants[i].id, key->id, sizeof key->id))
+		if (same_resource(&r->grants[i], res->kind, res->id))
 			return &r->grants[i];
 	return NULL;
 }
@@ -432,21 +429,20 @@ static struct procctl_grant_entry *find_grant(struct procctl_region *r, const pr
 int64_t procctl_region_grant(struct procctl_region *r, const procctl_resource_t *res, uint64_t grant_id)
 {
 	struct procctl_grant_entry *e;
-	procctl_resource_t key;
 	int err = writable(r);
 	if (err)
 		return err;
-	if (grant_id == 0 || procctl_resource_key(res, &key) < 0)
+	if (grant_id == 0 || !res || !res->kind)
 		return -EINVAL;
-	e = find_grant(r, res, &key);
+	e = find_grant(r, res);
 	if (!e) {
 		if (r->ngrants >= r->hdr.grant_cap)
 			return -ENOSPC;
 		e = &r->grants[r->ngrants++];
 	}
 	memset(e, 0, sizeof *e);
-	memcpy(e->kind, key.kind, sizeof e->kind);
-	memcpy(e->id, key.id, sizeof e->id);
+	e->kind = res->kind;
+	memcpy(e->id, res->id, sizeof e->id);
 	e->grant_id = grant_id;
 	e->gen = r->gen + 1u;
 	return write_slot(r);
@@ -456,11 +452,10 @@ int64_t procctl_region_grant(struct procctl_region *r, const procctl_resource_t 
  * why the region cannot be written. */
 static int existing_grant(struct procctl_region *r, const procctl_resource_t *res, struct procctl_grant_entry **e)
 {
-	procctl_resource_t key;
 	int err = writable(r);
 	if (err)
 		return err;
-	*e = find_grant(r, res, &key);
+	*e = res ? find_grant(r, res) : NULL;
 	return *e ? 0 : -ENOENT;
 }
 

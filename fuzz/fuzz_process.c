@@ -121,16 +121,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (buf[cap < PAYLOAD_CAP ? cap : PAYLOAD_CAP] != 0xee) /* never past the buffer */
 		abort();
 	procctl_poll(&ctx, buf, cap, &gen);
-	r = procctl_grant_get(&ctx, &res, &g);
+	r = procctl_grant_get(&ctx, res.kind, res.id, &g);
 	if (r > 0 && (g.grant_id == 0 || g.gen > g.seen_gen))
 		abort();
-	procctl_grant_usable(&ctx, &g);
+	procctl_grant_usable(&ctx, &g, 0);
 	procctl_lease_expired(&ctx, now);
 	procctl_lease_expired(&ctx, now + (uint64_t)opts * 1000000u);
 	procctl_agent_attached(&ctx);
 	procctl_wait(&ctx, 0);
 	if (r >= 0)
-		procctl_resource_report(&ctx, &res, PROCCTL_RES_RELEASED, 0, &g, PROCCTL_TRY);
+		procctl_resource_report(&ctx, res.kind, res.id, PROCCTL_RES_RELEASED, 0, &g, PROCCTL_TRY);
 	if (gen)
 		procctl_ack(&ctx, gen, PROCCTL_TRY);
 	return 0;

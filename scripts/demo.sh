@@ -92,7 +92,7 @@ pids=""
 # holder_lines: the token agent's "event=holder" lines with a holder
 holder_lines() { n=$(count "$work/t.log" "event=holder .* pid=[1-9]") && echo "${n:-0}"; }
 
-step "three token clients want gpu:0; the token agent grants it to one at a time, 200 ms each"
+step "three token clients want resource 1:0 (kind 1, the all-zero id); the token agent grants it to one at a time, 200 ms each"
 for i in 1 2 3; do
 	"$BIN/token-client" --witness "$work/witness" >"$work/t$i.log" 2>&1 & pids="$pids $!"
 done
@@ -100,7 +100,7 @@ done
 wait_for "$work/t.log" "event=holder .* pid=[1-9]" 6
 show "$work/t.log"
 
-step "SIGSTOP the holder: its turn ends, but nobody else gets gpu:0 until it confirms"
+step "SIGSTOP the holder: its turn ends, but nobody else gets resource 1:0 until it confirms"
 current() { grep "event=holder .* pid=[1-9]" "$work/t.log" | tail -1 | sed 's/.* pid=\([0-9]*\) .*/\1/'; }
 tries=0
 while :; do # stop it, and make sure it was still the holder when stopped
@@ -111,10 +111,10 @@ while :; do # stop it, and make sure it was still the holder when stopped
 	[ "$(current)" != "$holder" ] || [ "$(holder_lines)" != "$before" ] || break
 	kill -CONT "$holder"
 	tries=$((tries + 1))
-	[ $tries -lt 20 ] || fail "could not stop the holder while it held gpu:0"
+	[ $tries -lt 20 ] || fail "could not stop the holder while it held resource 1:0"
 done
 sleep 1
-[ "$(holder_lines)" = "$before" ] || fail "gpu:0 moved while its holder was stopped"
+[ "$(holder_lines)" = "$before" ] || fail "resource 1:0 moved while its holder was stopped"
 echo "    pid $holder stopped while holding: 1 s without a hand-off (blocked, not given twice)"
 kill -CONT "$holder"
 wait_for "$work/t.log" "event=holder .* pid=[1-9]" $((before + 2))
@@ -130,7 +130,7 @@ for p in $pids; do kill -TERM "$p" 2>/dev/null || true; done
 wait 2>/dev/null || true
 pids=""
 
-step "the witness: each client's own log of when it used gpu:0"
+step "the witness: each client's own log of when it used resource 1:0"
 ! grep -q "^X" "$work/witness" || fail "the kernel saw two holders at once"
 # In time order, a start (S) always follows an end (E): never two at once.
 sort -k3,3n "$work/witness" | awk '
@@ -155,7 +155,7 @@ ps_count() {
 }
 
 step "procctl-node: the node daemon (gRPC on $work/node.sock, HTTP on $HTTP), one [arbiter gpu] for the token clients"
-printf '[arbiter gpu]\nconsumer = token\nhold_ms = 200\nresources = 00000000-0000-0000-0000-000000000000\n' >"$work/node.conf"
+printf '[arbiter gpu]\nkind = 1\nconsumer = token\nhold_ms = 200\nresources = 00000000-0000-0000-0000-000000000000\n' >"$work/node.conf"
 "$NODE" --config "$work/node.conf" --grpc-listen "unix:$work/node.sock" --lock-dir "$work/nlocks" \
 	--state-dir "$work/state" --rescan-ms 200 --http-listen "$HTTP" >"$work/node.log" 2>&1 & node=$!; pids="$pids $node"
 "$BIN/echo-client" >"$work/n1.log" 2>&1 & n1=$!; pids="$pids $n1"
@@ -189,16 +189,16 @@ wait "$w" || fail "the watch did not see the exit"
 show "$work/watch.log"
 grep -q "detached .*pid=$n2 reason=EXITED" "$work/watch.log" || fail "no detached event for client 2"
 
-step "procctl resources: gpu:0 rotating between the two token clients"
+step "procctl resources: the gpu rotating between the two token clients"
 i=0
 until $P -o json resources | grep -q '"handoffs":"[2-9]'; do
 	i=$((i + 1))
-	[ $i -le 200 ] || fail "gpu:0 did not rotate"
+	[ $i -le 200 ] || fail "the gpu did not rotate"
 	sleep 0.05
 done
 $P resources | sed 's/^/    /'
 
-step "SIGSTOP the holder: gpu:0 is blocked, and the blocked time grows"
+step "SIGSTOP the holder: the gpu is blocked, and the blocked time grows"
 holder=$($P -o json resources | sed 's/.*"holder":{"pid":\([0-9]*\).*/\1/')
 [ "$holder" -gt 0 ] || fail "no holder"
 kill -STOP "$holder"
@@ -206,7 +206,7 @@ sleep 1
 $P resources | sed 's/^/    /'
 metric procctl_resource_blocked_seconds_total | sed 's/^/    /'
 [ "$($P -o json resources | sed 's/.*"holder":{"pid":\([0-9]*\).*/\1/')" = "$holder" ] ||
-	fail "gpu:0 moved while its holder was stopped"
+	fail "the gpu moved while its holder was stopped"
 metric procctl_resource_blocked_seconds_total | grep -q ' 0\.[0-9]*[1-9]\| [1-9]' || fail "no blocked time in /metrics"
 kill -CONT "$holder"
 

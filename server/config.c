@@ -2,7 +2,7 @@
 /* config.c - procctl-node's configuration file and flags.
  *
  * The file: one "key = value" a line; blank lines and lines starting with
- * '#' are skipped; "[arbiter KIND]" starts the settings of one arbiter.
+ * '#' are skipped; "[arbiter NAME]" starts the settings of one arbiter.
  * A key given twice in one file is an error, except grpc_listen, which
  * adds a listener. Durations carry their unit in the key (_ms), lists are
  * comma-separated, booleans are true or false. */
@@ -193,8 +193,7 @@ static int add_resource(const struct where *w, void *arg, const char *item)
 	}
 	if (n != 32 || *p)
 		return fail(w, "'%s' is not a resource id (a UUID, or 32 hex digits)", item);
-	memcpy(r->kind, a->kind, strlen(a->kind));
-	a->nresources++;
+	a->nresources++; /* its kind: when the section ends */
 	return 0;
 }
 
@@ -376,8 +375,10 @@ static const struct key global_keys[] = {
 	{"log_level", set_log_level, NUM(struct node_cfg, log_debug, 0, 1), "info", "LEVEL", "info or debug"},
 };
 
-/* An [arbiter KIND] section. */
+/* An [arbiter NAME] section. */
 static const struct key arbiter_keys[] = {
+	{"kind", set_u32, NUM(struct node_arbiter_cfg, kind, 1, UINT32_MAX), NULL, "N",
+	 "the kind's number, as processes and grants carry it (required)"},
 	{"consumer", set_consumer, STR(struct node_arbiter_cfg, consumer), NULL, "NAME",
 	 "whose processes it grants to (required)"},
 	{"policy", set_policy, NONE, "round_robin", "POLICY", "round_robin: one holder at a time, in turn"},
@@ -449,7 +450,7 @@ void node_cfg_usage(FILE *f)
 {
 	fprintf(f, "Every key of the config file is a flag too ('-' for '_'); flags after --config win:\n");
 	usage_keys(f, global_keys, NKEYS(global_keys), 1);
-	fprintf(f, "\nIn the config file only: one [arbiter KIND] section per exclusive-resource kind:\n");
+	fprintf(f, "\nIn the config file only: one [arbiter NAME] section per exclusive-resource kind (NAME its name for people, kind its number):\n");
 	usage_keys(f, arbiter_keys, NKEYS(arbiter_keys), 0);
 	fprintf(f, "\n... and one [desired NAME] section per desired config:\n");
 	usage_keys(f, desired_keys, NKEYS(desired_keys), 0);
@@ -475,13 +476,29 @@ static int set_key(const struct key *keys, size_t n, const char *section, void *
 }
 
 /* What a section must have, once it has ended (at is "FILE:LINE" of its
- * header): 0, or -EINVAL. */
-static int arbiter_done(const struct node_arbiter_cfg *a, const char *at, char *err, size_t errlen)
+ * header): 0, or -EINVAL. An arbiter's resources get its kind then. */
+static int arbiter_done(struct node_cfg *c, struct node_arbiter_cfg *a, const char *at, char *err, size_t errlen)
 {
-	if (a && !a->consumer[0]) {
-		snprintf(err, errlen, "%s: [arbiter %s]: consumer: missing (whose processes it grants to)", at, a->kind);
+	size_t i;
+	if (!a)
+		return 0;
+	if (!a->kind) {
+		snprintf(err, errlen, "%s: [arbiter %s]: kind: missing (the kind's number, as processes report it)", at,
+			 a->name);
 		return -EINVAL;
 	}
+	if (!a->consumer[0]) {
+		snprintf(err, errlen, "%s: [arbiter %s]: consumer: missing (whose processes it grants to)", at, a->name);
+		return -EINVAL;
+	}
+	for (i = 0; &c->arbiters[i] != a; i++)
+		if (c->arbiters[i].kind == a->kind) {
+			snprintf(err, errlen, "%s: [arbiter %s]: kind %u is [arbiter %s]'s already", at, a->name, a->kind,
+				 c->arbiters[i].name);
+			return -EINVAL;
+		}
+	for (i = 0; i < a->nresources; i++)
+		a->resources[i].kind = a->kind;
 	return 0;
 }
 
@@ -517,10 +534,10 @@ static int desired_done(const struct node_cfg *c, const struct node_desired_cfg 
 	return 0;
 }
 
-static int section_done(const struct node_cfg *c, const struct node_arbiter_cfg *a, const struct node_desired_cfg *d,
+static int section_done(struct node_cfg *c, struct node_arbiter_cfg *a, const struct node_desired_cfg *d,
 			const char *at, char *err, size_t errlen)
 {
-	int r = arbiter_done(a, at, err, errlen);
+	int r = arbiter_done(c, a, at, err, errlen);
 	return r ? r : desired_done(c, d, at, err, errlen);
 }
 
@@ -562,12 +579,12 @@ int node_cfg_parse(struct node_cfg *c, const char *text, size_t len, const char 
 			char *in, *kind;
 			int is_desired;
 			if (s[sl - 1] != ']')
-				return fail(&w, "'%s' is not a section ([arbiter KIND] or [desired NAME])", s);
+				return fail(&w, "'%s' is not a section ([arbiter NAME] or [desired NAME])", s);
 			s[sl - 1] = 0;
 			in = trim(s + 1);
 			is_desired = !strncmp(in, "desired", 7) && (in[7] == ' ' || in[7] == '\t');
 			if (!is_desired && (strncmp(in, "arbiter", 7) || (in[7] != ' ' && in[7] != '\t')))
-				return fail(&w, "'[%s]' is not a section ([arbiter KIND] or [desired NAME])", in);
+				return fail(&w, "'[%s]' is not a section ([arbiter NAME] or [desired NAME])", in);
 			if ((r = section_done(c, arb, des, section_at, err, errlen)) < 0)
 				return r;
 			snprintf(section_at, sizeof section_at, "%.*s:%d", NODE_PATH_MAX, name, lineno);
@@ -590,16 +607,17 @@ int node_cfg_parse(struct node_cfg *c, const char *text, size_t len, const char 
 				apply_defaults(desired_keys, NKEYS(desired_keys), des);
 				continue;
 			}
-			if (procctl_name_valid(kind, PROCCTL_KIND_MAX) < 0)
-				return fail(&w, "'%s' is not a resource kind ([a-z0-9_.-], 1 to %u)", kind, PROCCTL_KIND_MAX);
+			if (procctl_name_valid(kind, NODE_KIND_NAME_MAX) < 0 || kind[0] < 'a' || kind[0] > 'z')
+				return fail(&w, "'%s' is not a name for a resource kind (a letter, then [a-z0-9_.-]; 1 to %u)",
+					    kind, NODE_KIND_NAME_MAX);
 			for (i = 0; i < c->narbiters; i++)
-				if (!strcmp(c->arbiters[i].kind, kind))
+				if (!strcmp(c->arbiters[i].name, kind))
 					return fail(&w, "[arbiter %s] twice", kind);
 			if (c->narbiters == NODE_ARBITERS_MAX)
 				return fail(&w, "more than %d arbiters", NODE_ARBITERS_MAX);
 			arb = &c->arbiters[c->narbiters++];
 			memset(arb, 0, sizeof *arb);
-			strcpy(arb->kind, kind);
+			strcpy(arb->name, kind);
 			apply_defaults(arbiter_keys, NKEYS(arbiter_keys), arb);
 			continue;
 		}
@@ -708,7 +726,7 @@ int node_cfg_check(const struct node_cfg *c, char *err, size_t errlen)
 		for (j = 0; j < c->nconsumers && strcmp(c->consumers[j], a->consumer); j++)
 			;
 		if (c->nconsumers && j == c->nconsumers) {
-			snprintf(err, errlen, "[arbiter %s]: consumer %s is not one of consumers", a->kind, a->consumer);
+			snprintf(err, errlen, "[arbiter %s]: consumer %s is not one of consumers", a->name, a->consumer);
 			return -EINVAL;
 		}
 	}

@@ -21,9 +21,13 @@
 #define NODE_DESIRED_MAX 64
 #define NODE_DESIRED_DATA_MAX 3000
 #define NODE_DEFAULT_SOCKET "/run/procctl/node.sock"
+#define NODE_KIND_NAME_MAX 15 /* a resource kind's name: [a-z0-9_.-]{1,15} */
 
+/* An [arbiter NAME] section: the resource kind NAME (for people: the API,
+ * metrics, the CLI), whose number (the wire's) is kind. */
 struct node_arbiter_cfg {
-	char kind[PROCCTL_KIND_MAX + 1];
+	char name[NODE_KIND_NAME_MAX + 1];
+	uint32_t kind;
 	char consumer[PROCCTL_CONSUMER_MAX + 1]; /* whose processes it grants to */
 	uint64_t hold_ns;
 	int process_bound;

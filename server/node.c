@@ -295,6 +295,17 @@ static char *ar_hexid(struct arena *a, uint64_t v)
 	return ar_str(a, hexid(buf, v));
 }
 
+/* A resource kind as people read it: its [arbiter NAME], or its number. */
+static const char *kind_name(const struct node *n, uint32_t kind, char buf[16])
+{
+	size_t i;
+	for (i = 0; i < n->cfg.narbiters; i++)
+		if (n->cfg.arbiters[i].kind == kind)
+			return n->cfg.arbiters[i].name;
+	snprintf(buf, 16, "%u", kind);
+	return buf;
+}
+
 static PbRef *mk_ref(struct arena *a, pid_t pid, uint64_t instance)
 {
 	PbRef *r = ar_alloc(a, sizeof *r);
@@ -940,13 +951,15 @@ static void do_read_state(struct node *n, struct node_job *job)
 	m.resources = ar_alloc(&a, sizeof *m.resources * (st->nres ? st->nres : 1));
 	for (i = 0; m.resources && i < st->nres; i++) {
 		const struct procctl_res_entry *e = &st->res[i];
-		Procctl__V1__ResourceReport *rr = ar_alloc(&a, sizeof *rr);
-		char kind[PROCCTL_KIND_MAX + 1] = {0};
-		if (!rr)
+		Procctl__V1__ResourceReport *rr;
+		char kind[16];
+		if (!e->kind)
+			continue; /* an unused entry: no resource */
+		if (!(rr = ar_alloc(&a, sizeof *rr)))
 			break;
 		procctl__v1__resource_report__init(rr);
-		memcpy(kind, e->kind, PROCCTL_KIND_MAX);
-		rr->kind = ar_str(&a, kind);
+		rr->kind = ar_str(&a, kind_name(n, e->kind, kind));
+		rr->kind_number = e->kind;
 		rr->id.data = ar_alloc(&a, sizeof e->id);
 		if (rr->id.data) {
 			memcpy(rr->id.data, e->id, sizeof e->id);
@@ -1329,18 +1342,17 @@ static void fill_arbiter(struct arena *a, const struct arb *ab, Procctl__V1__Arb
 {
 	size_t i;
 	procctl__v1__arbiter__init(m);
-	m->kind = ar_str(a, ab->cfg->kind);
+	m->kind = ar_str(a, ab->cfg->name);
+	m->kind_number = ab->cfg->kind;
 	m->hold_ns = ab->cfg->hold_ns;
 	m->resources = ar_alloc(a, sizeof *m->resources * (ab->nsnap ? ab->nsnap : 1));
 	for (i = 0; m->resources && i < ab->nsnap; i++) {
 		const struct procctl_arbiter_snapshot *s = &ab->snap[i];
 		Procctl__V1__ArbiterResource *r = ar_alloc(a, sizeof *r);
-		char kind[PROCCTL_KIND_MAX + 1] = {0};
 		if (!r)
 			return;
 		procctl__v1__arbiter_resource__init(r);
-		memcpy(kind, s->res.kind, PROCCTL_KIND_MAX);
-		r->kind = ar_str(a, kind);
+		r->kind = ar_str(a, ab->cfg->name);
 		r->id.data = ar_alloc(a, sizeof s->res.id);
 		if (r->id.data) {
 			memcpy(r->id.data, s->res.id, sizeof s->res.id);
@@ -1381,9 +1393,12 @@ static void do_arbiters(struct node *n, struct node_job *job)
 		Procctl__V1__GetArbiterRequest *rq = (void *)job->req;
 		Procctl__V1__GetArbiterResponse m = PROCCTL__V1__GET_ARBITER_RESPONSE__INIT;
 		Procctl__V1__Arbiter x;
-		for (i = 0; i < n->narb; i++)
-			if (!strcmp(n->arb[i].cfg->kind, rq->kind))
-				break;
+		for (i = 0; i < n->narb; i++) {
+			char num[16];
+			snprintf(num, sizeof num, "%u", n->arb[i].cfg->kind);
+			if (!strcmp(n->arb[i].cfg->name, rq->kind) || !strcmp(num, rq->kind))
+				break; /* by its name, or its number */
+		}
 		if (i == n->narb)
 			return finish(job, NODE_NOT_FOUND, "no arbiter for that kind", NULL);
 		fill_arbiter(&a, &n->arb[i], &x, now);
@@ -1603,7 +1618,7 @@ static char *render_metrics(struct node *n, size_t *len)
 			for (j = 0; j < n->arb[i].nsnap; j++) {
 				const struct procctl_arbiter_snapshot *sn = &n->arb[i].snap[j];
 				resource_label(&sn->res, label, sizeof label);
-				fprintf(f, "%s{kind=\"%s\",resource=\"%s\"} %.9f\n", res_counters[k].name, n->arb[i].cfg->kind,
+				fprintf(f, "%s{kind=\"%s\",resource=\"%s\"} %.9f\n", res_counters[k].name, n->arb[i].cfg->name,
 					label, (double)*(const uint64_t *)((const char *)sn + res_counters[k].off) / 1e9);
 			}
 	}
@@ -1611,21 +1626,21 @@ static char *render_metrics(struct node *n, size_t *len)
 	for (i = 0; i < n->narb; i++)
 		for (j = 0; j < n->arb[i].nsnap; j++) {
 			resource_label(&n->arb[i].snap[j].res, label, sizeof label);
-			fprintf(f, "procctl_resource_handoffs_total{kind=\"%s\",resource=\"%s\"} %llu\n", n->arb[i].cfg->kind, label,
+			fprintf(f, "procctl_resource_handoffs_total{kind=\"%s\",resource=\"%s\"} %llu\n", n->arb[i].cfg->name, label,
 				(unsigned long long)n->arb[i].snap[j].handoffs);
 		}
 	metric_head(f, "procctl_resource_holder", "gauge", "1 while a process holds the resource.");
 	for (i = 0; i < n->narb; i++)
 		for (j = 0; j < n->arb[i].nsnap; j++) {
 			resource_label(&n->arb[i].snap[j].res, label, sizeof label);
-			fprintf(f, "procctl_resource_holder{kind=\"%s\",resource=\"%s\"} %d\n", n->arb[i].cfg->kind, label,
+			fprintf(f, "procctl_resource_holder{kind=\"%s\",resource=\"%s\"} %d\n", n->arb[i].cfg->name, label,
 				n->arb[i].snap[j].holder_pid != 0);
 		}
 	metric_head(f, "procctl_resource_waiters", "gauge", "Processes that want the resource, the holder excluded.");
 	for (i = 0; i < n->narb; i++)
 		for (j = 0; j < n->arb[i].nsnap; j++) {
 			resource_label(&n->arb[i].snap[j].res, label, sizeof label);
-			fprintf(f, "procctl_resource_waiters{kind=\"%s\",resource=\"%s\"} %u\n", n->arb[i].cfg->kind, label,
+			fprintf(f, "procctl_resource_waiters{kind=\"%s\",resource=\"%s\"} %u\n", n->arb[i].cfg->name, label,
 				n->arb[i].snap[j].waiters);
 		}
 	metric_head(f, "procctl_watch_events_total", "counter", "Events numbered for WatchEvents.");
@@ -1684,11 +1699,11 @@ static void emit_grant(struct node *n, const struct node_arbiter_cfg *cfg, const
 {
 	PbEvent ev = PROCCTL__V1__WATCH_EVENTS_RESPONSE__INIT;
 	PbRef ref = PROCCTL__V1__PROCESS_REF__INIT;
-	char kind[PROCCTL_KIND_MAX + 1] = {0}, idbuf[HEXID_LEN], grant[HEXID_LEN];
+	char *kind = (char *)cfg->name; /* protobuf-c's strings are not const; not written */
+	char idbuf[HEXID_LEN], grant[HEXID_LEN];
 	struct ev_key k = {.pid = s->holder_pid};
 	ProtobufCBinaryData id = {sizeof s->res.id, (uint8_t *)s->res.id};
 	size_t i;
-	memcpy(kind, s->res.kind, PROCCTL_KIND_MAX);
 	ref.pid = s->holder_pid;
 	ref.instance_id = hexid(idbuf, s->holder_instance);
 	snprintf(k.consumer, sizeof k.consumer, "%s", cfg->consumer);
@@ -1743,7 +1758,7 @@ static void arbiters_tick(struct node *n)
 		struct arb *ab = &n->arb[i];
 		int r = procctl_arbiter_tick(ab->a);
 		if (r < 0)
-			node_log(PROCCTL_LOG_DEBUG, "arbiter_write_failed", "kind=%s error=%s", ab->cfg->kind, strerror(-r));
+			node_log(PROCCTL_LOG_DEBUG, "arbiter_write_failed", "kind=%s error=%s", ab->cfg->name, strerror(-r));
 		c = procctl_arbiter_snapshot(ab->a, now, PROCCTL_ARB_MAX_RESOURCES);
 		for (j = 0; j < c; j++) {
 			const struct procctl_arbiter_snapshot *old = NULL;
@@ -1838,7 +1853,7 @@ struct node *node_new(const struct node_cfg *cfg, char *err, size_t errlen)
 				reg = n->reg[j];
 		ab->cfg = &n->cfg.arbiters[i];
 		if ((r = procctl_arbiter_registry_source(&ab->src, reg, ac->consumer, STATE_READ_NS)) < 0) {
-			snprintf(err, errlen, "arbiter %s: %s", ac->kind, strerror(-r));
+			snprintf(err, errlen, "arbiter %s: %s", ac->name, strerror(-r));
 			goto fail;
 		}
 		memset(&ao, 0, sizeof ao);
@@ -1849,7 +1864,7 @@ struct node *node_new(const struct node_cfg *cfg, char *err, size_t errlen)
 		ao.resources = ac->resources;
 		ao.nresources = ac->nresources;
 		if (!(ab->a = procctl_arbiter_new(&ao, &ab->src))) {
-			snprintf(err, errlen, "arbiter %s: %s", ac->kind, strerror(errno));
+			snprintf(err, errlen, "arbiter %s: %s", ac->name, strerror(errno));
 			procctl_arbiter_registry_source_free(&ab->src);
 			goto fail;
 		}

@@ -67,12 +67,18 @@ static int unhex(const char *s, uint8_t *out, size_t max)
 	return (int)n;
 }
 
+/* KIND (a number) and ID (hex). */
 static int parse_res(char *kind, char *idhex, procctl_resource_t *res)
 {
+	char *end;
+	unsigned long k;
 	memset(res, 0, sizeof *res);
-	if (!kind || !idhex || strlen(kind) >= sizeof res->kind)
+	if (!kind || !idhex)
 		return -1;
-	memcpy(res->kind, kind, strlen(kind));
+	k = strtoul(kind, &end, 10);
+	if (*end || !k || k > UINT32_MAX)
+		return -1;
+	res->kind = (uint32_t)k;
 	return unhex(idhex, res->id, sizeof res->id) < 0 ? -1 : 0;
 }
 
@@ -227,9 +233,9 @@ static void cmd_readstate(char *args)
 	n += (size_t)snprintf(out + n, sizeof out - n, " res=");
 	for (i = 0; i < v.nres; i++) {
 		const struct procctl_res_entry *e = &v.res[i];
-		if (!e->kind[0])
+		if (!e->kind)
 			continue;
-		n += (size_t)snprintf(out + n, sizeof out - n, "%.16s:%" PRIu64 ":%" PRIu64 ":%u:%u,", e->kind,
+		n += (size_t)snprintf(out + n, sizeof out - n, "%u:%" PRIu64 ":%" PRIu64 ":%u:%u,", e->kind,
 				      e->grant_id, e->seen_gen, e->state, e->flags);
 	}
 	reply("ok %s", out);

@@ -9,6 +9,8 @@
  *   poll                         "ok N GEN PAYLOAD" | "ok 0" | "err E"
  *   ack GEN | nack GEN ERR       acks
  *   state TEXT                   procctl_state_set
+ *   report KIND BYTE STATE FLAGS procctl_resource_report of resource (KIND,
+ *                                id BYTE then zeros), no grant snapshot
  *   seal                         add the region's seals (after hostile late)
  *   ring N                       FUTEX_WAKE the ack doorbell N times
  *   bellword                     write 1 to the doorbell word (through a
@@ -267,6 +269,17 @@ int main(void)
 				reply("ok");
 		} else if (!strcmp(line, "state")) {
 			int err = procctl_state_set(&ctx, arg, strlen(arg), 0);
+			if (err)
+				reply("err %d", -err);
+			else
+				reply("ok");
+		} else if (!strcmp(line, "report")) {
+			unsigned kind = 0, byte = 0, state = 0, flags = 0;
+			uint8_t id[PROCCTL_ID_SIZE] = {0};
+			int err = sscanf(arg, "%u %x %u %u", &kind, &byte, &state, &flags) == 4 ? 0 : -EINVAL;
+			id[0] = (uint8_t)byte;
+			if (!err)
+				err = procctl_resource_report(&ctx, kind, id, state, flags, NULL, 0);
 			if (err)
 				reply("err %d", -err);
 			else

@@ -80,7 +80,7 @@ static int f_reports(void *ctx, void *h, struct procctl_res_entry *out, uint32_t
 	if (!p->readable)
 		return -ETIMEDOUT;
 	for (i = 0; i < 2 && n < max; i++)
-		if (p->rep[i].kind[0])
+		if (p->rep[i].kind)
 			out[n++] = p->rep[i];
 	return (int)n;
 }
@@ -98,7 +98,7 @@ static struct procctl_grant_entry *entry(struct fproc *p, const procctl_resource
 {
 	uint32_t i;
 	for (i = 0; i < p->ngr; i++)
-		if (!memcmp(p->gr[i].kind, r->kind, 16) && !memcmp(p->gr[i].id, r->id, 16))
+		if (p->gr[i].kind == r->kind && !memcmp(p->gr[i].id, r->id, 16))
 			return &p->gr[i];
 	return NULL;
 }
@@ -111,7 +111,7 @@ static int64_t f_grant(void *ctx, void *h, const procctl_resource_t *r, uint64_t
 	if (!e)
 		e = &p->gr[p->ngr++];
 	memset(e, 0, sizeof *e);
-	memcpy(e->kind, r->kind, 16);
+	e->kind = r->kind;
 	memcpy(e->id, r->id, 16);
 	e->grant_id = id;
 	e->gen = ++p->gen;
@@ -202,7 +202,7 @@ static void cooperate(struct fproc *p, int i)
 	struct procctl_grant_entry *g = entry(p, &r);
 	struct procctl_res_entry *e = &p->rep[i], before = *e;
 	memset(e, 0, sizeof *e);
-	memcpy(e->kind, r.kind, 16);
+	e->kind = r.kind;
 	memcpy(e->id, r.id, 16);
 	e->flags = p->wants[i] ? PROCCTL_RES_F_WANT : 0;
 	e->seen_gen = p->gen;
@@ -270,7 +270,7 @@ static procctl_arbiter_t *arbiter(struct world *w, unsigned flags, int (*admit)(
 	src = source(w);
 	memset(&o, 0, sizeof o);
 	o.sz = sizeof o;
-	o.kind = "gpu";
+	o.kind = TH_GPU;
 	o.hold_ns = HOLD;
 	o.flags = flags;
 	o.resources = res;
@@ -674,10 +674,10 @@ static void bad_options(void **state)
 	src = source(&w);
 	memset(&o, 0, sizeof o);
 	o.sz = sizeof o;
-	o.kind = "GPU";
+	o.kind = 0; /* no kind */
 	assert_null(procctl_arbiter_new(&o, &src));
 	assert_int_equal(errno, EINVAL);
-	o.kind = "gpu";
+	o.kind = TH_GPU;
 	src.grant = NULL;
 	assert_null(procctl_arbiter_new(&o, &src));
 }

@@ -112,7 +112,7 @@ static void wake_for(struct th_proc *p, const char *cmd)
 	/* Observe the current seq, as the caller's loop would. */
 	res = th_gpu(0);
 	(void)procctl_poll(&p->ctx, buf, sizeof buf, NULL);
-	assert_true(procctl_grant_get(&p->ctx, &res, &g) >= 0);
+	assert_true(procctl_grant_get(&p->ctx, res.kind, res.id, &g) >= 0);
 	assert_int_equal(pthread_create(&t, NULL, wait_thread, &w), 0);
 	while (!(tid = __atomic_load_n(&w.tid, __ATOMIC_ACQUIRE)))
 		th_sleep_ms(1);
@@ -127,8 +127,8 @@ static void wakes(void **state)
 	struct th_proc *p = *state;
 	wake_for(p, "publish one");
 	wake_for(p, "clear");
-	wake_for(p, "grant gpu 00 7");
-	wake_for(p, "revoke gpu 00");
+	wake_for(p, "grant 1 00 7");
+	wake_for(p, "revoke 1 00");
 	wake_for(p, "lease 20000000000");
 	wake_for(p, "uninstall");
 }
@@ -160,7 +160,7 @@ static void mixed_readers_and_spurious_wakes(void **state)
 
 	assert_int_equal(procctl_poll(&p->ctx, buf, sizeof buf, NULL), 0);
 	th_agent_gen(&p->a, "publish pending");
-	assert_true(procctl_grant_get(&p->ctx, &g, &snap) >= 0);
+	assert_true(procctl_grant_get(&p->ctx, g.kind, g.id, &snap) >= 0);
 	assert_int_equal(procctl_wait(&p->ctx, 5000000000ll), 0);
 	assert_int_equal(procctl_poll(&p->ctx, buf, sizeof buf, NULL), 7);
 	/* Both readers are now current: a bare FUTEX_WAKE is not a write. */

@@ -52,7 +52,7 @@ static void defaults_and_example(void **state)
 		size_t n = 0;
 		assert_non_null(f);
 		while (fgets(line, sizeof line, f)) {
-			/* "# key = value" and "# [arbiter KIND]" lines, uncommented */
+			/* "# key = value" and "# [arbiter NAME]" lines, uncommented */
 			const char *s = line + 2;
 			size_t k = strspn(s, "abcdefghijklmnopqrstuvwxyz_");
 			if (!strncmp(line, "# ", 2) && (s[0] == '[' || (k && !strncmp(s + k, " =", 2))))
@@ -61,7 +61,9 @@ static void defaults_and_example(void **state)
 		fclose(f);
 		assert_int_equal(parse(&ex, text), 0);
 		assert_int_equal(ex.narbiters, 1);
-		assert_string_equal(ex.arbiters[0].kind, "gpu");
+		assert_string_equal(ex.arbiters[0].name, "gpu");
+		assert_int_equal(ex.arbiters[0].kind, 1);
+		assert_int_equal(ex.arbiters[0].resources[0].kind, 1);
 		assert_int_equal(ex.arbiters[0].nresources, 1);
 		assert_int_equal(ex.arbiters[0].resources[0].id[0], 0x5a);
 		assert_int_equal(ex.arbiters[0].resources[0].id[15], 0x6c);
@@ -105,11 +107,13 @@ static void every_key(void **state)
 				   "log_level = debug\n"
 				   "[arbiter gpu]\n"
 				   "consumer = gpu.prof\n"
+				   "kind = 7\n"
 				   "policy = round_robin\n"
 				   "hold_ms = 250\n"
 				   "process_bound = true\n"
 				   "resources = 00112233-4455-6677-8899-aabbccddeeff, GPU-ffffffff-0000-0000-0000-000000000001\n"
 				   "[ arbiter fpga ]\n"
+				   "kind = 8\n"
 				   "consumer = token\n"
 				   "hold_ms = 5\n"),
 			 0);
@@ -135,9 +139,13 @@ static void every_key(void **state)
 	assert_int_equal(c.arbiters[0].nresources, 2);
 	assert_int_equal(c.arbiters[0].resources[0].id[15], 0xff);
 	assert_int_equal(c.arbiters[0].resources[1].id[15], 0x01);
-	assert_string_equal(c.arbiters[0].resources[1].kind, "gpu");
+	assert_int_equal(c.arbiters[0].kind, 7);
+	assert_int_equal(c.arbiters[0].resources[0].kind, 7); /* given before kind: the kind is the section's */
+	assert_int_equal(c.arbiters[0].resources[1].kind, 7);
+	assert_string_equal(c.arbiters[0].name, "gpu");
 	assert_string_equal(c.arbiters[0].consumer, "gpu.prof");
-	assert_string_equal(c.arbiters[1].kind, "fpga");
+	assert_string_equal(c.arbiters[1].name, "fpga");
+	assert_int_equal(c.arbiters[1].kind, 8);
 	assert_int_equal(c.arbiters[1].hold_ns, 5 * MS);
 	assert_int_equal(node_cfg_check(&c, err, sizeof err), 0);
 
@@ -182,7 +190,7 @@ static void errors(void **state)
 		{"log_level = trace\n", "t.conf:1: log_level: 'trace' is not info or debug"},
 		{"lease_ms 1000\n", "t.conf:1: 'lease_ms 1000' is not key = value"},
 		{"= 5\n", "t.conf:1: : a value without a key"},
-		{"[server]\n", "t.conf:1: '[server]' is not a section ([arbiter KIND] or [desired NAME])"},
+		{"[server]\n", "t.conf:1: '[server]' is not a section ([arbiter NAME] or [desired NAME])"},
 		{"[desired a]\nconsumer = echo\n", "t.conf:1: [desired a]: data or data_base64: missing"},
 		{"[desired a]\nconsumer = echo\ndata = x\n[desired b]\ndata = y\n", "t.conf:4: [desired b]: consumer: required"},
 		{"[desired a]\nconsumer = echo\ndata = x\ndata_base64 = eA==\n",
@@ -201,13 +209,21 @@ static void errors(void **state)
 		 "t.conf:4: [desired b]: the same selector as [desired a] (one process would match both, at the same precedence)"},
 		{"[desired a]\nconsumer = echo\ncontainer = ab\ndata = x\n[desired b]\nconsumer = echo\npod = 8c9b4f3e-1a2b-4c5d-9e8f-0a1b2c3d4e5f\ncontainer = ab\ndata = y\n",
 		 "t.conf:5: [desired b]: overlaps [desired a] (one process would match both, at the same precedence)"},
-		{"[arbiter GPU]\n", "t.conf:1: 'GPU' is not a resource kind ([a-z0-9_.-], 1 to 15)"},
-		{"[arbiter gpu]\nconsumer = t\n[arbiter gpu]\n", "t.conf:3: [arbiter gpu] twice"},
-		{"[arbiter gpu]\nhold_ms = 5\n[desired a]\n",
+		{"[arbiter GPU]\n", "t.conf:1: 'GPU' is not a name for a resource kind (a letter, then [a-z0-9_.-]; 1 to 15)"},
+		{"[arbiter 7]\n", "t.conf:1: '7' is not a name for a resource kind (a letter, then [a-z0-9_.-]; 1 to 15)"},
+		{"[arbiter gpu]\nkind = 1\nconsumer = t\n[arbiter gpu]\n", "t.conf:4: [arbiter gpu] twice"},
+		{"[arbiter gpu]\nkind = 1\nhold_ms = 5\n[desired a]\n",
 		 "t.conf:1: [arbiter gpu]: consumer: missing (whose processes it grants to)"},
-		{"\n[arbiter gpu]\nhold_ms = 5\n", "t.conf:2: [arbiter gpu]: consumer: missing (whose processes it grants to)"},
+		{"\n[arbiter gpu]\nkind = 1\nhold_ms = 5\n",
+		 "t.conf:2: [arbiter gpu]: consumer: missing (whose processes it grants to)"},
+		{"[arbiter gpu]\nconsumer = t\n",
+		 "t.conf:1: [arbiter gpu]: kind: missing (the kind's number, as processes report it)"},
+		{"[arbiter gpu]\nkind = 0\n", "t.conf:2: kind: 0 is outside 1..4294967295"},
+		{"[arbiter gpu]\nkind = 1\nconsumer = t\n[arbiter fpga]\nkind = 1\nconsumer = t\n",
+		 "t.conf:4: [arbiter fpga]: kind 1 is [arbiter gpu]'s already"},
 		{"[arbiter gpu]\nlease_ms = 5000\n",
-		 "t.conf:2: lease_ms: no such key in an [arbiter] section (consumer, policy, hold_ms, process_bound, resources)"},
+		 "t.conf:2: lease_ms: no such key in an [arbiter] section (kind, consumer, policy, hold_ms, process_bound, "
+		 "resources)"},
 		{"[arbiter gpu]\nhold_ms = 1\nhold_ms = 2\n", "t.conf:3: hold_ms: given twice"},
 		{"[arbiter gpu]\npolicy = fifo\n", "t.conf:2: policy: 'fifo': the one policy is round_robin"},
 		{"[arbiter gpu]\nresources = GPU-123\n",
@@ -300,7 +316,7 @@ static void whole(void **state)
 	assert_string_equal(c.http_listen, ""); /* off */
 	assert_int_equal(parse(&c, "http_listen = unix:/run/x.sock\n"), -EINVAL);
 	assert_string_equal(err, "t.conf:1: http_listen: 'unix:/run/x.sock': HTTP listens on HOST:PORT (a PORT alone: 127.0.0.1)");
-	assert_int_equal(parse(&c, "consumers = echo\n[arbiter gpu]\nconsumer = token\n"), 0);
+	assert_int_equal(parse(&c, "consumers = echo\n[arbiter gpu]\nkind = 1\nconsumer = token\n"), 0);
 	assert_int_equal(node_cfg_check(&c, err, sizeof err), -EINVAL);
 	assert_string_equal(err, "[arbiter gpu]: consumer token is not one of consumers");
 	assert_int_equal(parse(&c, "[arbiter gpu]\nconsumer = Token\n"), -EINVAL);

@@ -31,7 +31,7 @@ static int setup(void **state)
 	th_setup_claimed(state);
 	p = *state;
 	th_agent_gen(&p->a, "publish parent-config");
-	th_agent_gen(&p->a, "grant gpu 00 99");
+	th_agent_gen(&p->a, "grant 1 00 99");
 	return 0;
 }
 
@@ -49,13 +49,13 @@ static void child_checks(procctl_t *ctx, const procctl_grant_t *parent_grant)
 	CK(procctl_state_set(ctx, "x", 1, 0) == -ECHILD);
 	CK(procctl_state_set(ctx, NULL, 1u << 30, 0) == -ECHILD); /* before argument checks */
 	CK(procctl_nack(ctx, 1, 5, 0) == -ECHILD);
-	CK(procctl_grant_get(ctx, NULL, &g) == -ECHILD);
+	CK(procctl_grant_get(ctx, 0, NULL, &g) == -ECHILD);
 	CK(procctl_ack(ctx, 1, 0) == -ECHILD);
 	CK(procctl_nack(ctx, 1, -EIO, 0) == -ECHILD);
-	CK(procctl_resource_report(ctx, &r, PROCCTL_RES_IDLE, 0, NULL, 0) == -ECHILD);
-	CK(procctl_resource_report(ctx, &r, PROCCTL_RES_HOLDING, 0, parent_grant, 0) == -ECHILD);
-	CK(procctl_grant_get(ctx, &r, &g) == -ECHILD);
-	CK(procctl_grant_usable(ctx, parent_grant) == 0);
+	CK(procctl_resource_report(ctx, r.kind, r.id, PROCCTL_RES_IDLE, 0, NULL, 0) == -ECHILD);
+	CK(procctl_resource_report(ctx, r.kind, r.id, PROCCTL_RES_HOLDING, 0, parent_grant, 0) == -ECHILD);
+	CK(procctl_grant_get(ctx, r.kind, r.id, &g) == -ECHILD);
+	CK(procctl_grant_usable(ctx, parent_grant, 0) == 0);
 	CK(procctl_lease_expired(ctx, 0) == 1);
 	CK(procctl_agent_attached(ctx) == 0);
 	CK(procctl_wait(ctx, 1000) == -ECHILD);
@@ -69,8 +69,8 @@ static void child_checks(procctl_t *ctx, const procctl_grant_t *parent_grant)
 	CK(strcmp(link, "/memfd:procctl:test-v1 (deleted)") == 0);
 	CK(procctl_poll(ctx, buf, sizeof buf, NULL) == 0);
 	CK(procctl_state_set(ctx, "child", 5, 0) == 0);
-	CK(procctl_grant_get(ctx, &r, &g) == 0);
-	CK(procctl_grant_usable(ctx, parent_grant) == 0);
+	CK(procctl_grant_get(ctx, r.kind, r.id, &g) == 0);
+	CK(procctl_grant_usable(ctx, parent_grant, 0) == 0);
 	CK(procctl_lease_expired(ctx, 0) == 1); /* nobody attached to it yet */
 }
 
@@ -84,10 +84,10 @@ static void plain_fork(void **state)
 	pid_t pid;
 
 	memset(&r, 0, sizeof r);
-	strcpy(r.kind, "gpu");
+	r.kind = TH_GPU;
 	assert_int_equal(procctl_poll(&p->ctx, buf, sizeof buf, NULL), 13);
-	assert_int_equal(procctl_grant_get(&p->ctx, &r, &g), 1);
-	assert_int_equal(procctl_grant_usable(&p->ctx, &g), 1);
+	assert_int_equal(procctl_grant_get(&p->ctx, r.kind, r.id, &g), 1);
+	assert_int_equal(procctl_grant_usable(&p->ctx, &g, 0), 1);
 	assert_int_equal(procctl_state_set(&p->ctx, "parent", 6, 0), 0);
 	assert_int_equal(pipe(go), 0);
 	assert_int_equal(pipe(ready), 0);
@@ -119,7 +119,7 @@ static void plain_fork(void **state)
 	assert_non_null(strstr(th_agent_ok(&p->a, "readstate"), "data=706172656e74 "));
 	th_agent_gen(&p->a, "publish next");
 	assert_int_equal(procctl_poll(&p->ctx, buf, sizeof buf, NULL), 4);
-	assert_int_equal(procctl_grant_usable(&p->ctx, &g), 1);
+	assert_int_equal(procctl_grant_usable(&p->ctx, &g, 0), 1);
 	close(go[0]);
 	close(go[1]);
 	close(ready[0]);
@@ -169,7 +169,7 @@ static void fork_into_pid_namespace(void **state)
 			CK(procctl_init(&ctx, &cfg) == 0);
 			CK(procctl_state_set(&ctx, "init", 4, 0) == 0);
 			memset(&none, 0, sizeof none);
-			strcpy(none.res.kind, "gpu");
+			none.res.kind = TH_GPU;
 			if (unshare(CLONE_NEWPID) < 0)
 				_exit(SKIP_EXIT);
 			gg = fork();

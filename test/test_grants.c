@@ -20,48 +20,48 @@ static void grant_revoke_report(void **state)
 	int64_t gen, rgen;
 
 	/* No grant: a snapshot that still records what was seen. */
-	assert_int_equal(procctl_grant_get(&p->ctx, &g0, &s), 0);
+	assert_int_equal(procctl_grant_get(&p->ctx, g0.kind, g0.id, &s), 0);
 	assert_int_equal(s.grant_id, 0);
 	assert_true(s.seen_gen > 0);
-	assert_int_equal(procctl_grant_usable(&p->ctx, &s), 0);
-	assert_int_equal(procctl_resource_report(&p->ctx, &g0, PROCCTL_RES_IDLE, PROCCTL_RES_F_WANT, &s, 0), 0);
-	snprintf(want, sizeof want, "res=gpu:0:%" PRIu64 ":0:1,", s.seen_gen);
+	assert_int_equal(procctl_grant_usable(&p->ctx, &s, 0), 0);
+	assert_int_equal(procctl_resource_report(&p->ctx, g0.kind, g0.id, PROCCTL_RES_IDLE, PROCCTL_RES_F_WANT, &s, 0), 0);
+	snprintf(want, sizeof want, "res=1:0:%" PRIu64 ":0:1,", s.seen_gen);
 	assert_non_null(strstr(th_agent_ok(&p->a, "readstate"), want));
 
-	gen = th_agent_gen(&p->a, "grant gpu 00 4369");
-	assert_int_equal(procctl_grant_get(&p->ctx, &g0, &s), 1);
+	gen = th_agent_gen(&p->a, "grant 1 00 4369");
+	assert_int_equal(procctl_grant_get(&p->ctx, g0.kind, g0.id, &s), 1);
 	assert_int_equal(s.grant_id, 4369);
 	assert_int_equal(s.gen, (uint64_t)gen);
 	assert_int_equal(s.revoke_gen, 0);
 	assert_int_equal(s.seen_gen, (uint64_t)gen);
-	assert_int_equal(procctl_grant_usable(&p->ctx, &s), 1);
+	assert_int_equal(procctl_grant_usable(&p->ctx, &s, 0), 1);
 	/* The other GPU is independent. */
-	assert_int_equal(procctl_grant_get(&p->ctx, &g1, &other), 0);
+	assert_int_equal(procctl_grant_get(&p->ctx, g1.kind, g1.id, &other), 0);
 
 	/* ACQUIRING and HOLDING need a usable grant for the same resource. */
-	assert_int_equal(procctl_resource_report(&p->ctx, &g0, PROCCTL_RES_HOLDING, 0, NULL, 0), -EPERM);
-	assert_int_equal(procctl_resource_report(&p->ctx, &g1, PROCCTL_RES_HOLDING, 0, &s, 0), -EINVAL);
-	assert_int_equal(procctl_resource_report(&p->ctx, &g1, PROCCTL_RES_ACQUIRING, 0, &other, 0), -EPERM);
-	assert_int_equal(procctl_resource_report(&p->ctx, &g0, PROCCTL_RES_ACQUIRING, PROCCTL_RES_F_WANT, &s, 0), 0);
-	assert_int_equal(procctl_resource_report(&p->ctx, &g0, PROCCTL_RES_HOLDING, PROCCTL_RES_F_WANT, &s, 0), 0);
-	snprintf(want, sizeof want, "res=gpu:4369:%" PRId64 ":2:1,", gen);
+	assert_int_equal(procctl_resource_report(&p->ctx, g0.kind, g0.id, PROCCTL_RES_HOLDING, 0, NULL, 0), -EPERM);
+	assert_int_equal(procctl_resource_report(&p->ctx, g1.kind, g1.id, PROCCTL_RES_HOLDING, 0, &s, 0), -EINVAL);
+	assert_int_equal(procctl_resource_report(&p->ctx, g1.kind, g1.id, PROCCTL_RES_ACQUIRING, 0, &other, 0), -EPERM);
+	assert_int_equal(procctl_resource_report(&p->ctx, g0.kind, g0.id, PROCCTL_RES_ACQUIRING, PROCCTL_RES_F_WANT, &s, 0), 0);
+	assert_int_equal(procctl_resource_report(&p->ctx, g0.kind, g0.id, PROCCTL_RES_HOLDING, PROCCTL_RES_F_WANT, &s, 0), 0);
+	snprintf(want, sizeof want, "res=1:4369:%" PRId64 ":2:1,", gen);
 	assert_non_null(strstr(th_agent_ok(&p->a, "readstate"), want));
 
 	/* Revocation: the entry stays, marked; the grant is not usable. */
-	rgen = th_agent_gen(&p->a, "revoke gpu 00");
-	assert_int_equal(procctl_grant_get(&p->ctx, &g0, &s), 1);
+	rgen = th_agent_gen(&p->a, "revoke 1 00");
+	assert_int_equal(procctl_grant_get(&p->ctx, g0.kind, g0.id, &s), 1);
 	assert_int_equal(s.revoke_gen, (uint64_t)rgen);
 	assert_int_equal(s.seen_gen, (uint64_t)rgen);
-	assert_int_equal(procctl_grant_usable(&p->ctx, &s), 0);
-	assert_int_equal(procctl_resource_report(&p->ctx, &g0, PROCCTL_RES_HOLDING, PROCCTL_RES_F_WANT, &s, 0), -EPERM);
-	assert_int_equal(procctl_resource_report(&p->ctx, &g0, PROCCTL_RES_RELEASED, PROCCTL_RES_F_WANT, &s, 0), 0);
+	assert_int_equal(procctl_grant_usable(&p->ctx, &s, 0), 0);
+	assert_int_equal(procctl_resource_report(&p->ctx, g0.kind, g0.id, PROCCTL_RES_HOLDING, PROCCTL_RES_F_WANT, &s, 0), -EPERM);
+	assert_int_equal(procctl_resource_report(&p->ctx, g0.kind, g0.id, PROCCTL_RES_RELEASED, PROCCTL_RES_F_WANT, &s, 0), 0);
 	/* What confirms the release to the agent: grant id and a seen
 	 * generation at or above the revocation's. */
-	snprintf(want, sizeof want, "res=gpu:4369:%" PRId64 ":4:1,", rgen);
+	snprintf(want, sizeof want, "res=1:4369:%" PRId64 ":4:1,", rgen);
 	assert_non_null(strstr(th_agent_ok(&p->a, "readstate"), want));
 
-	th_agent_gen(&p->a, "drop gpu 00");
-	assert_int_equal(procctl_grant_get(&p->ctx, &g0, &s), 0);
+	th_agent_gen(&p->a, "drop 1 00");
+	assert_int_equal(procctl_grant_get(&p->ctx, g0.kind, g0.id, &s), 0);
 }
 
 /* A grant seen before the lease lapsed is never usable again, even when
@@ -74,34 +74,34 @@ static void lapse_voids_grants(void **state)
 	procctl_grant_t s, again;
 	uint64_t t;
 
-	th_agent_gen(&p->a, "grant gpu 00 17");
-	assert_int_equal(procctl_grant_get(&p->ctx, &g0, &s), 1);
-	assert_int_equal(procctl_grant_usable(&p->ctx, &s), 1);
+	th_agent_gen(&p->a, "grant 1 00 17");
+	assert_int_equal(procctl_grant_get(&p->ctx, g0.kind, g0.id, &s), 1);
+	assert_int_equal(procctl_grant_usable(&p->ctx, &s, 0), 1);
 	/* Ten hours later by the process's clock: lapsed (max lease 300 s). */
 	t = th_now_ns() + 36000000000000ull;
 	assert_int_equal(procctl_lease_expired(&p->ctx, t), 1);
-	assert_int_equal(procctl_grant_usable(&p->ctx, &s), 0);
+	assert_int_equal(procctl_grant_usable(&p->ctx, &s, 0), 0);
 	th_agent_ok(&p->a, "hb");
 	assert_int_equal(procctl_lease_expired(&p->ctx, t), 0);
-	assert_int_equal(procctl_grant_usable(&p->ctx, &s), 0);
-	assert_int_equal(procctl_grant_get(&p->ctx, &g0, &again), 1);
+	assert_int_equal(procctl_grant_usable(&p->ctx, &s, 0), 0);
+	assert_int_equal(procctl_grant_get(&p->ctx, g0.kind, g0.id, &again), 1);
 	assert_int_equal(again.grant_id, 17);
-	assert_int_equal(procctl_grant_usable(&p->ctx, &again), 0);
-	assert_int_equal(procctl_resource_report(&p->ctx, &g0, PROCCTL_RES_ACQUIRING, 0, &again, 0), -EPERM);
+	assert_int_equal(procctl_grant_usable(&p->ctx, &again, 0), 0);
+	assert_int_equal(procctl_resource_report(&p->ctx, g0.kind, g0.id, PROCCTL_RES_ACQUIRING, 0, &again, 0), -EPERM);
 
 	/* A lapse nobody saw happen: two observations further apart than the
 	 * lease, the heartbeat moved in between. The snapshot is void. */
-	th_agent_gen(&p->a, "grant gpu 00 18");
-	assert_int_equal(procctl_grant_get(&p->ctx, &g0, &s), 1);
-	assert_int_equal(procctl_grant_usable(&p->ctx, &s), 1);
+	th_agent_gen(&p->a, "grant 1 00 18");
+	assert_int_equal(procctl_grant_get(&p->ctx, g0.kind, g0.id, &s), 1);
+	assert_int_equal(procctl_grant_usable(&p->ctx, &s, 0), 1);
 	th_agent_ok(&p->a, "hb");
 	assert_int_equal(procctl_lease_expired(&p->ctx, t + 3600000000000ull), 0);
-	assert_int_equal(procctl_grant_usable(&p->ctx, &s), 0);
+	assert_int_equal(procctl_grant_usable(&p->ctx, &s, 0), 0);
 
-	th_agent_gen(&p->a, "grant gpu 00 19");
-	assert_int_equal(procctl_grant_get(&p->ctx, &g0, &s), 1);
+	th_agent_gen(&p->a, "grant 1 00 19");
+	assert_int_equal(procctl_grant_get(&p->ctx, g0.kind, g0.id, &s), 1);
 	assert_int_equal(s.grant_id, 19);
-	assert_int_equal(procctl_grant_usable(&p->ctx, &s), 1);
+	assert_int_equal(procctl_grant_usable(&p->ctx, &s, 0), 1);
 }
 
 static void bad_keys_and_full_table(void **state)
@@ -111,34 +111,30 @@ static void bad_keys_and_full_table(void **state)
 	procctl_grant_t s;
 	int i;
 
-	strcpy(r.kind, "GPU");
-	assert_int_equal(procctl_grant_get(&p->ctx, &r, &s), -EINVAL);
-	memset(r.kind, 'a', sizeof r.kind); /* no terminator */
-	assert_int_equal(procctl_grant_get(&p->ctx, &r, &s), -EINVAL);
-	assert_int_equal(procctl_resource_report(&p->ctx, &r, PROCCTL_RES_IDLE, 0, NULL, 0), -EINVAL);
-	r = th_gpu(0);
-	r.kind[0] = 0;
-	assert_int_equal(procctl_resource_report(&p->ctx, &r, PROCCTL_RES_IDLE, 0, NULL, 0), -EINVAL);
-	r = th_gpu(0);
-	assert_int_equal(procctl_resource_report(&p->ctx, &r, 9, 0, NULL, 0), -EINVAL);
-	assert_int_equal(procctl_resource_report(&p->ctx, &r, PROCCTL_RES_IDLE, 0x4, NULL, 0), -EINVAL);
-	assert_int_equal(procctl_grant_get(&p->ctx, NULL, &s), -EINVAL);
-	/* Bytes after the kind's NUL do not make it another resource. */
-	r.kind[10] = 'z';
-	assert_int_equal(procctl_resource_report(&p->ctx, &r, PROCCTL_RES_IDLE, PROCCTL_RES_F_WANT, NULL, 0), 0);
-	assert_non_null(strstr(th_agent_ok(&p->a, "readstate"), "res=gpu:0:0:0:1,"));
+	/* Kind 0 is no kind. */
+	assert_int_equal(procctl_grant_get(&p->ctx, 0, r.id, &s), -EINVAL);
+	assert_int_equal(procctl_resource_report(&p->ctx, 0, r.id, PROCCTL_RES_IDLE, 0, NULL, 0), -EINVAL);
+	assert_int_equal(procctl_resource_report(&p->ctx, r.kind, r.id, 9, 0, NULL, 0), -EINVAL);
+	assert_int_equal(procctl_resource_report(&p->ctx, r.kind, r.id, PROCCTL_RES_IDLE, 0x4, NULL, 0), -EINVAL);
+	assert_int_equal(procctl_grant_get(&p->ctx, 0, NULL, &s), -EINVAL);
+	assert_int_equal(procctl_grant_get(&p->ctx, TH_GPU, r.id, NULL), -EINVAL);
+	/* A null id (a literal 0) is the all-zero id: th_gpu(0)'s. */
+	assert_int_equal(procctl_resource_report(&p->ctx, TH_GPU, 0, PROCCTL_RES_IDLE, PROCCTL_RES_F_WANT, NULL, 0), 0);
+	assert_non_null(strstr(th_agent_ok(&p->a, "readstate"), "res=1:0:0:0:1,"));
+	assert_int_equal(procctl_resource_report(&p->ctx, r.kind, r.id, PROCCTL_RES_IDLE, PROCCTL_RES_F_WANT, NULL, 0), 0);
+	assert_null(strstr(th_agent_ok(&p->a, "readstate"), "res=1:0:0:0:1,1:0:0:0:1,")); /* the same entry */
 	for (i = 1; i < TH_NRES; i++) {
 		r = th_gpu((uint8_t)i);
-		assert_int_equal(procctl_resource_report(&p->ctx, &r, PROCCTL_RES_IDLE, PROCCTL_RES_F_WANT, NULL, 0), 0);
+		assert_int_equal(procctl_resource_report(&p->ctx, r.kind, r.id, PROCCTL_RES_IDLE, PROCCTL_RES_F_WANT, NULL, 0), 0);
 	}
 	r = th_gpu(TH_NRES);
-	assert_int_equal(procctl_resource_report(&p->ctx, &r, PROCCTL_RES_IDLE, PROCCTL_RES_F_WANT, NULL, 0), -ENOSPC);
+	assert_int_equal(procctl_resource_report(&p->ctx, r.kind, r.id, PROCCTL_RES_IDLE, PROCCTL_RES_F_WANT, NULL, 0), -ENOSPC);
 	/* IDLE, wanting nothing, about no grant: the entry is freed. */
 	r = th_gpu(1);
-	assert_int_equal(procctl_resource_report(&p->ctx, &r, PROCCTL_RES_IDLE, 0, NULL, 0), 0);
-	assert_null(strstr(th_agent_ok(&p->a, "readstate"), "gpu:0:0:0:1,gpu:0:0:0:1,gpu:0:0:0:1,gpu"));
+	assert_int_equal(procctl_resource_report(&p->ctx, r.kind, r.id, PROCCTL_RES_IDLE, 0, NULL, 0), 0);
+	assert_null(strstr(th_agent_ok(&p->a, "readstate"), "1:0:0:0:1,1:0:0:0:1,1:0:0:0:1,1"));
 	r = th_gpu(TH_NRES);
-	assert_int_equal(procctl_resource_report(&p->ctx, &r, PROCCTL_RES_IDLE, PROCCTL_RES_F_WANT, NULL, 0), 0);
+	assert_int_equal(procctl_resource_report(&p->ctx, r.kind, r.id, PROCCTL_RES_IDLE, PROCCTL_RES_F_WANT, NULL, 0), 0);
 }
 
 /* Hostile grant tables are refused as a whole. */
@@ -148,15 +144,15 @@ static void hostile_grants(void **state)
 	procctl_resource_t g0 = th_gpu(0);
 	procctl_grant_t s;
 
-	th_agent_gen(&p->a, "grant gpu 00 5");
+	th_agent_gen(&p->a, "grant 1 00 5");
 	th_agent_ok(&p->a, "forge ngrants=65");
-	assert_int_equal(procctl_grant_get(&p->ctx, &g0, &s), -EBADMSG);
+	assert_int_equal(procctl_grant_get(&p->ctx, g0.kind, g0.id, &s), -EBADMSG);
 	th_agent_ok(&p->a, "forge epoch=3");
-	assert_int_equal(procctl_grant_get(&p->ctx, &g0, &s), -ESTALE);
+	assert_int_equal(procctl_grant_get(&p->ctx, g0.kind, g0.id, &s), -ESTALE);
 	th_agent_ok(&p->a, "forge crc=7");
-	assert_int_equal(procctl_grant_get(&p->ctx, &g0, &s), -EBADMSG);
-	th_agent_gen(&p->a, "grant gpu 00 6");
-	assert_int_equal(procctl_grant_get(&p->ctx, &g0, &s), 1);
+	assert_int_equal(procctl_grant_get(&p->ctx, g0.kind, g0.id, &s), -EBADMSG);
+	th_agent_gen(&p->a, "grant 1 00 6");
+	assert_int_equal(procctl_grant_get(&p->ctx, g0.kind, g0.id, &s), 1);
 	assert_int_equal(s.grant_id, 6);
 }
 
@@ -168,12 +164,12 @@ static void reinit_voids_grants(void **state)
 	procctl_resource_t g0 = th_gpu(0);
 	procctl_grant_t s;
 
-	th_agent_gen(&p->a, "grant gpu 00 31");
-	assert_int_equal(procctl_grant_get(&p->ctx, &g0, &s), 1);
-	assert_int_equal(procctl_grant_usable(&p->ctx, &s), 1);
+	th_agent_gen(&p->a, "grant 1 00 31");
+	assert_int_equal(procctl_grant_get(&p->ctx, g0.kind, g0.id, &s), 1);
+	assert_int_equal(procctl_grant_usable(&p->ctx, &s, 0), 1);
 	assert_int_equal(procctl_reinit(&p->ctx), 0);
-	assert_int_equal(procctl_grant_usable(&p->ctx, &s), 0);
-	assert_int_equal(procctl_resource_report(&p->ctx, &g0, PROCCTL_RES_HOLDING, 0, &s, 0), -EPERM);
+	assert_int_equal(procctl_grant_usable(&p->ctx, &s, 0), 0);
+	assert_int_equal(procctl_resource_report(&p->ctx, g0.kind, g0.id, PROCCTL_RES_HOLDING, 0, &s, 0), -EPERM);
 }
 
 int main(void)

@@ -96,13 +96,13 @@ static void release_and_uninstall(void **state)
 	uint64_t t0;
 
 	memset(&res, 0, sizeof res);
-	strcpy(res.kind, "gpu");
+	res.kind = TH_GPU;
 	th_agent_gen(&p->a, "claim 1 1 %llu", 1000 * MS);
 	th_agent_gen(&p->a, "publish cfg");
-	th_agent_gen(&p->a, "grant gpu 00 42");
+	th_agent_gen(&p->a, "grant 1 00 42");
 	t0 = th_now_ns();
 	assert_int_equal(procctl_poll(&p->ctx, buf, sizeof buf, NULL), 3);
-	assert_int_equal(procctl_grant_get(&p->ctx, &res, &g), 1);
+	assert_int_equal(procctl_grant_get(&p->ctx, res.kind, res.id, &g), 1);
 	assert_int_equal(procctl_lease_expired(&p->ctx, t0), 0);
 
 	th_agent_ok(&p->a, "release");
@@ -115,16 +115,16 @@ static void release_and_uninstall(void **state)
 	assert_int_equal(procctl_agent_attached(&p->ctx), 1);
 	assert_int_equal(procctl_lease_expired(&p->ctx, t0 + 600 * MS), 0);
 	assert_int_equal(procctl_poll(&p->ctx, buf, sizeof buf, NULL), 0);
-	assert_int_equal(procctl_grant_get(&p->ctx, &res, &g), 1);
+	assert_int_equal(procctl_grant_get(&p->ctx, res.kind, res.id, &g), 1);
 
 	th_agent_gen(&p->a, "uninstall");
 	assert_int_equal(procctl_lease_expired(&p->ctx, t0 + 601 * MS), 1);
 	assert_int_equal(procctl_agent_attached(&p->ctx), 0);
 	assert_int_equal(procctl_poll(&p->ctx, buf, sizeof buf, NULL), -ENODATA);
 	assert_int_equal(procctl_poll(&p->ctx, buf, sizeof buf, NULL), 0);
-	assert_int_equal(procctl_grant_get(&p->ctx, &res, &g), 0);
+	assert_int_equal(procctl_grant_get(&p->ctx, res.kind, res.id, &g), 0);
 	assert_int_equal(g.grant_id, 0);
-	assert_int_equal(procctl_grant_usable(&p->ctx, &g), 0);
+	assert_int_equal(procctl_grant_usable(&p->ctx, &g, 0), 0);
 	/* A heartbeat under an uninstalled owner does not revive it. */
 	th_agent_ok(&p->a, "hb");
 	assert_int_equal(procctl_lease_expired(&p->ctx, t0 + 602 * MS), 1);

@@ -57,12 +57,12 @@ static void try_and_wait(void **state)
 	pid_t tid;
 
 	memset(&r, 0, sizeof r);
-	strcpy(r.kind, "gpu");
+	r.kind = TH_GPU;
 	assert_int_equal(s & 1u, 0);
 	/* Play another writer thread inside its write section. */
 	__atomic_store_n(&st->seq, s + 1u, __ATOMIC_SEQ_CST);
 	assert_int_equal(procctl_state_set(&p->ctx, "x", 1, PROCCTL_TRY), -EBUSY);
-	assert_int_equal(procctl_resource_report(&p->ctx, &r, PROCCTL_RES_IDLE, 0, NULL, PROCCTL_TRY), -EBUSY);
+	assert_int_equal(procctl_resource_report(&p->ctx, r.kind, r.id, PROCCTL_RES_IDLE, 0, NULL, PROCCTL_TRY), -EBUSY);
 	assert_non_null(strstr(th_agent_cmd(&p->a, "readstate"), "err 11")); /* EAGAIN: busy */
 
 	assert_int_equal(pthread_create(&t, NULL, blocked_writer, &b), 0);
@@ -94,13 +94,13 @@ static void *hammer_thread(void *arg)
 	int i;
 
 	memset(&r, 0, sizeof r);
-	strcpy(r.kind, "res");
+	r.kind = 7;
 	r.id[0] = (uint8_t)h->id;
 	for (i = 0; i < 20000; i++) {
 		int n = snprintf(data, sizeof data, "t%d-%d", h->id, i);
 		if (procctl_state_set(&h->p->ctx, data, (size_t)n, 0) != 0)
 			h->errors++;
-		if (procctl_resource_report(&h->p->ctx, &r, PROCCTL_RES_IDLE, PROCCTL_RES_F_WANT, NULL, 0) != 0)
+		if (procctl_resource_report(&h->p->ctx, r.kind, r.id, PROCCTL_RES_IDLE, PROCCTL_RES_F_WANT, NULL, 0) != 0)
 			h->errors++;
 		if (procctl_ack(&h->p->ctx, h->gen, 0) != 0)
 			h->errors++;

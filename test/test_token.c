@@ -190,7 +190,7 @@ static void rotation_with_real_holders(void **state)
 	assert_int_equal(procctl_arbiter_registry_source(&src, r, consumer, 500 * MS), 0);
 	memset(&ao, 0, sizeof ao);
 	ao.sz = sizeof ao;
-	ao.kind = "gpu";
+	ao.kind = 1; /* token-client's default kind */
 	ao.hold_ns = 50 * MS;
 	a = procctl_arbiter_new(&ao, &src);
 	assert_non_null(a);

@@ -134,7 +134,7 @@ static void adopt_after_claimer_died(void **state)
 	assert_int_equal(f->r.ngrants, 1);
 	assert_int_equal(f->r.config_gen, (uint64_t)pg);
 	assert_int_equal(procctl_poll(&f->p.ctx, buf, sizeof buf, NULL), 0); /* no flap */
-	assert_int_equal(procctl_grant_get(&f->p.ctx, &g, &snap), 1);
+	assert_int_equal(procctl_grant_get(&f->p.ctx, g.kind, g.id, &snap), 1);
 	assert_int_equal(snap.grant_id, 77);
 	assert_true(procctl_region_revoke(&f->r, &g) > 0); /* it can revoke it */
 }
@@ -155,22 +155,31 @@ static void generation_bound(void **state)
 	assert_int_equal(procctl_region_publish(&f->r, "x", 1), -EOVERFLOW);
 }
 
-/* Kinds reach the wire NUL padded, whatever follows the caller's NUL. */
-static void kinds_padded(void **state)
+/* Kinds are numbers: 0 is none (refused), another number with the same id
+ * is another resource, and the entry's reserved bytes go out zero. */
+static void kinds_numbers(void **state)
 {
 	struct fx *f = *state;
-	procctl_resource_t g = th_gpu(1), messy = th_gpu(1);
+	procctl_resource_t g = th_gpu(1), other = th_gpu(1), none = th_gpu(1);
 	procctl_grant_t snap;
+	uint32_t i;
 
-	memcpy(messy.kind + 4, "garbage", 7);
+	other.kind = TH_GPU + 1;
+	none.kind = 0;
 	assert_true(procctl_region_claim(&f->r, 1, 1, TH_LEASE_NS) > 0);
-	assert_true(procctl_region_grant(&f->r, &messy, 9) > 0);
-	assert_int_equal(procctl_grant_get(&f->p.ctx, &g, &snap), 1);
+	assert_int_equal(procctl_region_grant(&f->r, &none, 8), -EINVAL);
+	assert_true(procctl_region_grant(&f->r, &g, 9) > 0);
+	assert_true(procctl_region_grant(&f->r, &other, 10) > 0);
+	assert_int_equal(f->r.ngrants, 2);
+	for (i = 0; i < f->r.ngrants; i++)
+		assert_true(!f->r.grants[i].reserved0[0] && !f->r.grants[i].reserved0[1] && !f->r.grants[i].reserved0[2]);
+	assert_int_equal(procctl_grant_get(&f->p.ctx, g.kind, g.id, &snap), 1);
 	assert_int_equal(snap.grant_id, 9);
-	assert_true(procctl_region_grant(&f->r, &g, 10) > 0); /* the same entry */
-	assert_int_equal(f->r.ngrants, 1);
-	assert_true(procctl_region_revoke(&f->r, &messy) > 0);
-	assert_true(procctl_region_drop(&f->r, &messy) > 0);
+	assert_int_equal(procctl_grant_get(&f->p.ctx, other.kind, other.id, &snap), 1);
+	assert_int_equal(snap.grant_id, 10);
+	assert_true(procctl_region_revoke(&f->r, &g) > 0);
+	assert_true(procctl_region_drop(&f->r, &g) > 0);
+	assert_true(procctl_region_drop(&f->r, &other) > 0);
 	assert_int_equal(f->r.ngrants, 0);
 }
 
@@ -181,7 +190,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(owner_moved_breaks_region, setup, teardown),
 		cmocka_unit_test_setup_teardown(adopt_after_claimer_died, setup, teardown),
 		cmocka_unit_test_setup_teardown(generation_bound, setup, teardown),
-		cmocka_unit_test_setup_teardown(kinds_padded, setup, teardown),
+		cmocka_unit_test_setup_teardown(kinds_numbers, setup, teardown),
 	};
 	return TH_RUN(tests);
 }

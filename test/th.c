@@ -214,7 +214,7 @@ procctl_resource_t th_gpu(uint8_t id)
 {
 	procctl_resource_t r;
 	memset(&r, 0, sizeof r);
-	strcpy(r.kind, "gpu");
+	r.kind = TH_GPU;
 	r.id[0] = id;
 	return r;
 }

@@ -79,7 +79,8 @@ void th_proc_stop(struct th_proc *p);
 int th_setup_claimed(void **state);
 int th_teardown(void **state);
 
-/* A resource of kind "gpu" with id byte 0 = id. */
+/* The tests' GPU kind, and a resource of it with id byte 0 = id. */
+#define TH_GPU 1u
 procctl_resource_t th_gpu(uint8_t id);
 
 /* Map ctx's region read/write as an agent would (through /proc/self/fd,

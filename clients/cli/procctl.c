@@ -70,9 +70,9 @@ static const struct command {
 	 "resume token. --from TOKEN continues after that event instead of a snapshot; --count N\n"
 	 "stops after N events. -o json prints one JSON document per line.\n"},
 	{"resources", "resources [KIND]", "exclusive resources: holders, blocked time",
-	 "Every exclusive resource (of arbiter KIND only, when given): holder, time held,\n"
-	 "blocked and pending-release seconds, hand-offs and waiters. KIND with no arbiter:\n"
-	 "NOT_FOUND.\n"},
+	 "Every exclusive resource (of arbiter KIND only, when given: its name, or its number):\n"
+	 "holder, time held, blocked and pending-release seconds, hand-offs and waiters. KIND\n"
+	 "with no arbiter: NOT_FOUND.\n"},
 	{"desired", "desired ls | set DSELECTOR DATA [--wait] | rm DSELECTOR",
 	 "desired configs (kept by the daemon, given on attach)",
 	 "Desired configs: stated once, given to the processes that match now and to every\n"

@@ -5,9 +5,10 @@
  * after the hold time. A second instance waits passive and takes over,
  * adopting the grants, when the first goes.
  *
- * Usage: token-agent [--consumer NAME] [--lock-dir DIR] [--kind KIND]
+ * Usage: token-agent [--consumer NAME] [--lock-dir DIR] [--kind K]
  *                    [--resources N] [--hold MS] [--lease MS] [--rescan MS]
- * Resources are KIND ids 0 .. N-1 (token-client --id). SIGTERM/SIGINT:
+ * Resources are of kind K (a number, default 1), ids 0 .. N-1 (their first
+ * byte: token-client --id). SIGTERM/SIGINT:
  * hand off and exit, after a summary line per resource.
  */
 #include <errno.h>
@@ -55,7 +56,7 @@ static void show(const struct procctl_arbiter_snapshot *s, size_t n, pid_t *last
 		if (s[i].holder_pid == last[i])
 			continue;
 		last[i] = s[i].holder_pid;
-		printf("event=holder resource=%s:%u pid=%d grant=%016llx waiters=%u handoffs=%llu\n", s[i].res.kind,
+		printf("event=holder resource=%u:%u pid=%d grant=%016llx waiters=%u handoffs=%llu\n", s[i].res.kind,
 		       s[i].res.id[0], (int)s[i].holder_pid, (unsigned long long)s[i].grant_id, s[i].waiters,
 		       (unsigned long long)s[i].handoffs);
 	}
@@ -64,7 +65,7 @@ static void show(const struct procctl_arbiter_snapshot *s, size_t n, pid_t *last
 static int usage(const char *argv0)
 {
 	fprintf(stderr,
-		"usage: %s [--consumer NAME] [--lock-dir DIR] [--kind KIND] [--resources N] [--hold MS] [--lease MS] "
+		"usage: %s [--consumer NAME] [--lock-dir DIR] [--kind K] [--resources N] [--hold MS] [--lease MS] "
 		"[--rescan MS]\n",
 		argv0);
 	return 2;
@@ -79,8 +80,7 @@ int main(int argc, char **argv)
 	struct procctl_arbiter_source src;
 	struct procctl_arbiter_opts ao;
 	procctl_arbiter_t *a;
-	const char *kind = "gpu";
-	unsigned long nres = 1, hold_ms = 1000;
+	unsigned long kind = 1, nres = 1, hold_ms = 1000;
 	size_t i, n;
 	int err = 0, tick_err, last_err = 0, ai;
 
@@ -97,7 +97,7 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[ai], "--lock-dir"))
 			o.lock_dir = argv[++ai];
 		else if (!strcmp(argv[ai], "--kind"))
-			kind = argv[++ai];
+			kind = strtoul(argv[++ai], &end, 10);
 		else if (!strcmp(argv[ai], "--resources"))
 			nres = strtoul(argv[++ai], &end, 10);
 		else if (!strcmp(argv[ai], "--hold"))
@@ -111,14 +111,13 @@ int main(int argc, char **argv)
 		if (end && *end)
 			return usage(argv[0]);
 	}
-	if (nres < 1 || nres > PROCCTL_ARB_MAX_RESOURCES || hold_ms < 1 ||
-	    strlen(kind) >= sizeof res[0].kind) {
-		fprintf(stderr, "token-agent: --resources 1..%d, --hold at least 1 ms, --kind under 16 bytes\n",
-			PROCCTL_ARB_MAX_RESOURCES);
+	if (nres < 1 || nres > PROCCTL_ARB_MAX_RESOURCES || hold_ms < 1 || kind < 1 || kind > UINT32_MAX) {
+		fprintf(stderr, "token-agent: --resources 1..%d, --hold at least 1 ms, --kind 1..%u\n",
+			PROCCTL_ARB_MAX_RESOURCES, UINT32_MAX);
 		return 2;
 	}
 	for (i = 0; i < nres; i++) {
-		memcpy(res[i].kind, kind, strlen(kind));
+		res[i].kind = (uint32_t)kind;
 		res[i].id[0] = (uint8_t)i;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -140,7 +139,7 @@ int main(int argc, char **argv)
 	}
 	memset(&ao, 0, sizeof ao);
 	ao.sz = sizeof ao;
-	ao.kind = kind;
+	ao.kind = (uint32_t)kind;
 	ao.hold_ns = hold_ms * MS;
 	ao.resources = res;
 	ao.nresources = nres;
@@ -151,7 +150,7 @@ int main(int argc, char **argv)
 	}
 	signal(SIGTERM, on_signal);
 	signal(SIGINT, on_signal);
-	printf("event=started pid=%d kind=%s resources=%lu hold_ms=%lu\n", (int)getpid(), kind, nres, hold_ms);
+	printf("event=started pid=%d kind=%lu resources=%lu hold_ms=%lu\n", (int)getpid(), kind, nres, hold_ms);
 	while (!stop && !err) {
 		struct pollfd p = {procctl_registry_fd(reg), POLLIN, 0};
 		if (poll(&p, 1, TICK_MS) < 0 && errno != EINTR)
@@ -169,7 +168,7 @@ int main(int argc, char **argv)
 	}
 	n = procctl_arbiter_snapshot(a, snap, nres);
 	for (i = 0; i < n; i++)
-		printf("event=summary resource=%s:%u handoffs=%llu held_ms=%llu pending_ms=%llu blocked_ms=%llu\n",
+		printf("event=summary resource=%u:%u handoffs=%llu held_ms=%llu pending_ms=%llu blocked_ms=%llu\n",
 		       snap[i].res.kind, snap[i].res.id[0], (unsigned long long)snap[i].handoffs,
 		       (unsigned long long)(snap[i].hold_ns_total / MS), (unsigned long long)(snap[i].pending_ns / MS),
 		       (unsigned long long)(snap[i].blocked_ns / MS));

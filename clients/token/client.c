@@ -22,8 +22,10 @@
  * writes "F <pid> <ns>" and is a holder too. SIGTERM/SIGINT: release and
  * exit.
  *
- * Usage: token-client [--consumer NAME] [--kind KIND] [--id BYTE]
+ * Usage: token-client [--consumer NAME] [--kind N] [--id BYTE]
  *                     [--witness FILE] [--lease-max MS]
+ * The resource is kind N (a number, default 1), id BYTE followed by 15
+ * zero bytes (default 0: the all-zero id).
  */
 #define PROCCTL_IMPLEMENTATION
 #include "procctl.h"
@@ -78,7 +80,7 @@ static int witness_lock(short type)
 static void report(uint32_t state, const procctl_grant_t *g)
 {
 	/* Reports come from this thread only: wait for nothing. */
-	procctl_resource_report(&ctx, &key, state, PROCCTL_RES_F_WANT, g, 0);
+	procctl_resource_report(&ctx, key.kind, key.id, state, PROCCTL_RES_F_WANT, g, 0);
 }
 
 static void *control(void *arg)
@@ -89,17 +91,18 @@ static void *control(void *arg)
 		procctl_grant_t g;
 		int r, usable;
 		procctl_wait(&ctx, 100000000); /* writes wake it; 100 ms bounds a missed lease */
-		r = procctl_grant_get(&ctx, &key, &g);
+		r = procctl_grant_get(&ctx, key.kind, key.id, &g);
 		if (r < 0)
 			continue; /* busy or torn: the next write wakes us */
-		usable = r == 1 && procctl_grant_usable(&ctx, &g) && !procctl_lease_expired(&ctx, 0);
+		usable = r == 1 && procctl_grant_usable(&ctx, &g, 0) && !procctl_lease_expired(&ctx, 0);
 		if (holding && !usable) {
 			witness_lock(F_UNLCK);
 			note('E');
 			holding = 0;
 			report(PROCCTL_RES_RELEASED, &g);
 		} else if (!holding && usable) {
-			if (procctl_resource_report(&ctx, &key, PROCCTL_RES_ACQUIRING, PROCCTL_RES_F_WANT, &g, 0) == 0) {
+			if (procctl_resource_report(&ctx, key.kind, key.id, PROCCTL_RES_ACQUIRING, PROCCTL_RES_F_WANT, &g, 0) ==
+			    0) {
 				if (!witness_lock(F_WRLCK))
 					note('X');
 				holding = 1;
@@ -141,7 +144,8 @@ int main(int argc, char **argv)
 {
 	static char storage[PROCCTL_STATE_STORAGE(1, 64)];
 	procctl_config_t cfg;
-	const char *kind = "gpu";
+	long kind = 1;
+	char *end = NULL;
 	sigset_t mask, waitmask;
 	pthread_t t;
 	int i, err, id = 0;
@@ -157,7 +161,7 @@ int main(int argc, char **argv)
 		if (!strcmp(argv[i], "--consumer"))
 			cfg.consumer = argv[i + 1];
 		else if (!strcmp(argv[i], "--kind"))
-			kind = argv[i + 1];
+			kind = strtol(argv[i + 1], &end, 10);
 		else if (!strcmp(argv[i], "--id"))
 			id = atoi(argv[i + 1]);
 		else if (!strcmp(argv[i], "--witness"))
@@ -167,12 +171,12 @@ int main(int argc, char **argv)
 		else
 			break;
 	}
-	if (i != argc || strlen(kind) >= sizeof key.kind) {
-		fprintf(stderr, "usage: %s [--consumer NAME] [--kind KIND] [--id BYTE] [--witness FILE] [--lease-max MS]\n",
+	if (i != argc || (end && *end) || kind < 1 || kind > UINT32_MAX) {
+		fprintf(stderr, "usage: %s [--consumer NAME] [--kind N] [--id BYTE] [--witness FILE] [--lease-max MS]\n",
 			argv[0]);
 		return 2;
 	}
-	memcpy(key.kind, kind, strlen(kind));
+	key.kind = (uint32_t)kind;
 	key.id[0] = (uint8_t)id;
 	err = procctl_init(&ctx, &cfg);
 	if (err < 0) {

@@ -79,8 +79,15 @@ refused "a pod UID that is not one" "config.desired.0.pod: Does not match patter
 refused "two desired configs for one selector" "b has the selector of a" --set "$D0.name=a" --set "$D0.consumer=echo" \
 	--set "$D0.data=x" --set "$D1.name=b" --set "$D1.consumer=echo" --set "$D1.data=y"
 refused "an arbiter for a consumer not served" "consumer token is not one of config.consumers" \
-	--set 'config.consumers={echo}' --set 'config.arbiters[0].kind=gpu' --set 'config.arbiters[0].consumer=token'
-refused "a resource id of 36 hex digits" "resources.0: Does not match pattern" --set 'config.arbiters[0].kind=gpu' \
+	--set 'config.consumers={echo}' --set 'config.arbiters[0].name=gpu' --set 'config.arbiters[0].kind=1' \
+	--set 'config.arbiters[0].consumer=token'
+refused "two arbiters of one kind" "config.arbiters: kind 1 twice" --set 'config.arbiters[0].name=gpu' \
+	--set 'config.arbiters[0].kind=1' --set 'config.arbiters[0].consumer=token' --set 'config.arbiters[1].name=fpga' \
+	--set 'config.arbiters[1].kind=1' --set 'config.arbiters[1].consumer=token'
+refused "an arbiter without its kind's number" "kind is required" --set 'config.arbiters[0].name=gpu' \
+	--set 'config.arbiters[0].consumer=token'
+refused "a resource id of 36 hex digits" "resources.0: Does not match pattern" --set 'config.arbiters[0].name=gpu' \
+	--set 'config.arbiters[0].kind=1' \
 	--set 'config.arbiters[0].consumer=token' --set 'config.arbiters[0].resources={00112233445566778899aabbccddeeff0011}'
 refused "an image pull policy that is none" "image.pullPolicy: image.pullPolicy must be one of" --set image.pullPolicy=Sometimes
 echo "chart: every check passed"

@@ -24,7 +24,7 @@ let d, c, w;
 const kids = [];
 
 async function token() {
-  const t = new h.Child(h.TOKEN_CLIENT, ['--consumer', CONSUMER_T, '--kind', 'gpu', '--id', '0',
+  const t = new h.Child(h.TOKEN_CLIENT, ['--consumer', CONSUMER_T, '--kind', '1', '--id', '0',
     '--witness', witness]);
   kids.push(t);
   await t.line(/^event=started pid=\d+$/, { out: true });
@@ -49,7 +49,7 @@ function witnessed() {
 
 before(async () => {
   const conf = path.join(scratch, 'node.conf');
-  fs.writeFileSync(conf, `[arbiter gpu]\nconsumer = ${CONSUMER_T}\nhold_ms = 200\n` +
+  fs.writeFileSync(conf, `[arbiter gpu]\nkind = 1\nconsumer = ${CONSUMER_T}\nhold_ms = 200\n` +
     'resources = 00000000-0000-0000-0000-000000000000\n');
   d = await new h.Daemon({ consumers: CONSUMER_T, args: ['--config', conf] }).ready();
   c = d.client();
@@ -80,7 +80,9 @@ test('the configured arbiter, before anyone asks: its resource, no holder', asyn
   assert.equal(r.handoffs, '0');
   assert.equal(r.waiters, 0);
 
+  assert.equal(a.kindNumber, 1); // [arbiter gpu] kind = 1
   const g = await h.call(c, 'GetArbiter', { kind: 'gpu' });
+  assert.deepEqual(await h.call(c, 'GetArbiter', { kind: '1' }), g); // by its number too
   assert.equal(g.arbiter.kind, a.kind);
   assert.equal(g.arbiter.holdNs, a.holdNs);
   assert.deepEqual(g.arbiter.resources.map((x) => [x.kind, x.id]), a.resources.map((x) => [x.kind, x.id]));
@@ -149,11 +151,28 @@ test('ReadState shows a token client\'s resource report', async () => {
   const st = await h.call(c, 'ReadState', { process: { pid: t.pid } });
   assert.equal(st.resources.length, 1);
   const rep = st.resources[0];
-  assert.equal(rep.kind, 'gpu');
+  assert.equal(rep.kind, 'gpu'); // the [arbiter] section's name for kind 1
+  assert.equal(rep.kindNumber, 1);
   assert.deepEqual(rep.id, GPU);
   assert.equal(rep.wants, true);
   assert.match(rep.state, /^RESOURCE_STATE_(IDLE|ACQUIRING|HOLDING|RELEASING|RELEASED)$/);
   assert.ok('grantId' in rep && 'seenGeneration' in rep);
+});
+
+test('ReadState: unused resource entries are no resources; a kind no arbiter names shows its number', async () => {
+  // procsim: a process side driven line by line (test/procsim.c), with a
+  // table of 4 resource entries.
+  const p = new h.Child(process.env.PROCSIM, [], { stdio: ['pipe', 'pipe', 'pipe'] });
+  kids.push(p);
+  p.proc.stdin.write(`init ${CONSUMER_T}\n`);
+  await p.line(/^ok /, { out: true });
+  await h.attached(d, p.pid);
+  let st = await h.call(c, 'ReadState', { process: { pid: p.pid } });
+  assert.deepEqual(st.resources, []);
+  p.proc.stdin.write('report 7 00 0 1\n'); // kind 7, id 00.., IDLE, WANT
+  await p.line(/^ok$/, { out: true });
+  st = await h.call(c, 'ReadState', { process: { pid: p.pid } });
+  assert.deepEqual(st.resources.map((x) => [x.kind, x.kindNumber, x.wants]), [['7', 7, true]]);
 });
 
 test('a holder killed while it holds: Released EXITED for its grant, then the next one gets it', async () => {

@@ -118,7 +118,7 @@ async function attachedEcho() {
 
 before(async () => {
   const conf = path.join(scratch, 'node.conf');
-  fs.writeFileSync(conf, `[arbiter gpu]\nconsumer = ${CONSUMER_T}\nhold_ms = 200\n` +
+  fs.writeFileSync(conf, `[arbiter gpu]\nkind = 1\nconsumer = ${CONSUMER_T}\nhold_ms = 200\n` +
     'resources = 00000000-0000-0000-0000-000000000000\n');
   d = await new h.Daemon({ consumers: `${h.CONSUMER},${CONSUMER_T}`, args: ['--config', conf] }).ready();
   c = d.client();
@@ -475,7 +475,7 @@ test('resources: the [arbiter gpu], then a token client holding it: its pid in t
   assert.deepEqual(t0.header, RES_COLUMNS);
   assert.deepEqual(t0.rows.map((x) => [x.KIND, x.RESOURCE, x.HOLDER]), [['gpu', GPU_ID, '0']]);
 
-  const t = new h.Child(h.TOKEN_CLIENT, ['--consumer', CONSUMER_T, '--kind', 'gpu', '--id', '0',
+  const t = new h.Child(h.TOKEN_CLIENT, ['--consumer', CONSUMER_T, '--kind', '1', '--id', '0',
     '--witness', path.join(scratch, 'witness')]);
   tokens.push(t);
   await t.line(/^event=started pid=\d+$/, { out: true });

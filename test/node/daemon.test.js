@@ -51,7 +51,7 @@ test('--help lists every key of the config file with its default; a bad flag is 
 test('an [arbiter] section without its consumer: the file and the line named', () => {
   const dir = scratch();
   const conf = path.join(dir, 'node.conf');
-  fs.writeFileSync(conf, '# arbiters\n\n[arbiter gpu]\nhold_ms = 500\n');
+  fs.writeFileSync(conf, '# arbiters\n\n[arbiter gpu]\nkind = 1\nhold_ms = 500\n');
   const r = run(['--check-config', '--config', conf]);
   assert.equal(r.status, 2);
   assert.equal(r.stderr, `procctl-node: ${conf}:3: [arbiter gpu]: consumer: missing (whose processes it grants to)\n`);

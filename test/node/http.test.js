@@ -35,7 +35,7 @@ const asJson = (v) => {
 
 before(async () => {
   const conf = path.join(scratch, 'node.conf');
-  fs.writeFileSync(conf, `[arbiter gpu]\nconsumer = ${h.CONSUMER}\nhold_ms = 100\n` +
+  fs.writeFileSync(conf, `[arbiter gpu]\nkind = 1\nconsumer = ${h.CONSUMER}\nhold_ms = 100\n` +
     'resources = GPU-5a8e2b0c-3f1d-4e6a-9b7c-1d2e3f4a5b6c\n');
   const port = await h.freePort();
   d = await new h.Daemon({ args: ['--config', conf, '--http-listen', `127.0.0.1:${port}`, '--http-writes', 'true'] })

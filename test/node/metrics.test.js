@@ -134,7 +134,7 @@ async function scrape() {
 const blocked = async () => sample(await scrape(), BLOCKED, RES);
 
 async function token() {
-  const t = new h.Child(h.TOKEN_CLIENT, ['--consumer', CONSUMER_T, '--kind', 'gpu', '--id', '0',
+  const t = new h.Child(h.TOKEN_CLIENT, ['--consumer', CONSUMER_T, '--kind', '1', '--id', '0',
     '--witness', path.join(scratch, 'witness')]);
   kids.push(t);
   await t.line(/^event=started pid=\d+$/, { out: true });
@@ -157,7 +157,7 @@ before(async () => {
   port = await h.freePort();
   promPort = await h.freePort();
   const conf = path.join(scratch, 'node.conf');
-  fs.writeFileSync(conf, `[arbiter gpu]\nconsumer = ${CONSUMER_T}\nhold_ms = 200\n` +
+  fs.writeFileSync(conf, `[arbiter gpu]\nkind = 1\nconsumer = ${CONSUMER_T}\nhold_ms = 200\n` +
     'resources = 00000000-0000-0000-0000-000000000000\n');
   d = await new h.Daemon({ consumers: `${CONSUMER_T},${h.CONSUMER}`,
     args: ['--config', conf, '--http-listen', `127.0.0.1:${port}`] }).ready();
