@@ -114,6 +114,14 @@
 #define PROCCTL_API
 #endif
 
+/* C written for procctl declares its state storage with C11's _Alignas
+ * (the seed's own example: static _Alignas(8) unsigned char state[...]):
+ * g++ has no such keyword (clang++ has), so there it is GNU's aligned
+ * attribute, which may stand where _Alignas does (C++'s alignas may not). */
+#if defined(__cplusplus) && !defined(__clang__) && !defined(_Alignas)
+#define _Alignas(x) __attribute__((aligned(x)))
+#endif
+
 #ifdef __cplusplus
 #define PROCCTL__STATIC_ASSERT(c, m) static_assert(c, m)
 extern "C" {
@@ -349,18 +357,27 @@ PROCCTL__STATIC_ASSERT(offsetof(struct procctl_state_hdr, ack_status) == 56, "SP
 
 /* Configuration of procctl_init. Zero-initialise it and set the fields you
  * need; the mission's snippet sets the first five. */
+/* In C++ the optional fields default to 0 (member initializers): a
+ * designated initializer that leaves them out, as in C, draws no
+ * missing-initializer warning from g++. Value-initialize a config in C++
+ * (procctl_config_t cfg{};), do not memset it. */
+#ifdef __cplusplus
+#define PROCCTL__OPT = 0
+#else
+#define PROCCTL__OPT
+#endif
 typedef struct procctl_config {
 	const char *consumer;       /* [a-z0-9_.-]{1,31}; required */
 	uint32_t schema_version;    /* >= 1; required */
 	uint32_t payload_capacity;  /* 1 .. PROCCTL_PAYLOAD_MAX; required */
-	uint32_t state_capacity;    /* consumer status bytes, 0 .. PROCCTL_STATE_DATA_MAX */
-	void *state_storage;        /* PROCCTL_STATE_STORAGE(resource_capacity,
-	                             * state_capacity) bytes, any alignment, alive
-	                             * and untouched until procctl_close */
-	uint32_t resource_capacity; /* resources reported and granted, 0 .. 64 */
-	uint32_t reserved;          /* 0 */
-	uint64_t lease_min_ns;      /* lease clamp; 0: PROCCTL_LEASE_MIN_DEFAULT_NS */
-	uint64_t lease_max_ns;      /* lease clamp; 0: PROCCTL_LEASE_MAX_DEFAULT_NS */
+	uint32_t state_capacity PROCCTL__OPT; /* consumer status bytes, 0 .. PROCCTL_STATE_DATA_MAX */
+	void *state_storage PROCCTL__OPT;     /* PROCCTL_STATE_STORAGE(resource_capacity,
+	                                       * state_capacity) bytes, any alignment, alive
+	                                       * and untouched until procctl_close */
+	uint32_t resource_capacity PROCCTL__OPT; /* resources reported and granted, 0 .. 64 */
+	uint32_t reserved PROCCTL__OPT;          /* 0 */
+	uint64_t lease_min_ns PROCCTL__OPT;      /* lease clamp; 0: PROCCTL_LEASE_MIN_DEFAULT_NS */
+	uint64_t lease_max_ns PROCCTL__OPT;      /* lease clamp; 0: PROCCTL_LEASE_MAX_DEFAULT_NS */
 } procctl_config_t;
 
 /* A resource: its kind, a number (nonzero; the agent's configuration

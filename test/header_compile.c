@@ -12,14 +12,20 @@ int header_decl_only(void);
 int main(void)
 {
 	static unsigned char storage[PROCCTL_STATE_STORAGE(1, 16)];
+#ifdef __cplusplus
+	procctl_config_t cfg = procctl_config_t(); /* C++: value-initialized, not memset (its defaults) */
+#else
 	procctl_config_t cfg;
+#endif
 	procctl_t ctx;
 	char buf[64];
 	int r;
 
 	if (procctl_crc32c(0, "123456789", 9) != 0xe3069283u)
 		return 2;
+#ifndef __cplusplus
 	memset(&cfg, 0, sizeof cfg);
+#endif
 	cfg.consumer = "matrix";
 	cfg.schema_version = 1;
 	cfg.payload_capacity = 64;

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # Every source file of the project carries its licence: an SPDX line
 # (Apache-2.0) near its top. Data (fixtures, corpora, JSON) and prose
-# (Markdown) are not sources.
+# (Markdown) are not sources, nor are test/seed/*.inc: the seed README's
+# snippets, kept verbatim (Apache-2.0 too).
 # Usage: spdx.sh SOURCE_DIR
 set -eu
 cd "$1"
@@ -11,7 +12,7 @@ if ! git rev-parse --git-dir >/dev/null 2>&1; then
 	[ "${CI:-}" = true ] && exit 1
 	exit 77
 fi
-missing=$(git ls-files | grep -vE '^(test/fixtures|fuzz/corpus|test/peers)/|\.(md|json)$|^(LICENSE|\.gitignore|\.dockerignore)$' |
+missing=$(git ls-files | grep -vE '^(test/fixtures|fuzz/corpus|test/peers)/|\.(md|json)$|^test/seed/.*\.inc$|^(LICENSE|\.gitignore|\.dockerignore)$' |
 	while read -r f; do
 		head -3 "$f" | grep -q 'SPDX-License-Identifier: Apache-2.0' || echo "$f"
 	done)

@@ -50,9 +50,9 @@ cc -std=c11 -Wall -Wextra -Werror $(pkg-config --cflags procctl-agent) -o "$tmp/
 	$(pkg-config --libs procctl-agent) || fail "building an agent with pkg-config"
 "$tmp/agent-pc" "$tmp/locks-pc" || fail "the agent built with pkg-config"
 # shellcheck disable=SC2046
-cc -std=c11 -Wall -Wextra -Werror $(pkg-config --cflags procctl) -o "$tmp/seed" "$src/test/seed_snippet.c" ||
-	fail "the seed snippet with pkg-config procctl"
-"$tmp/seed" >/dev/null || fail "the seed snippet"
+cc -std=c11 -Wall -Wextra -Werror $(pkg-config --cflags procctl) -o "$tmp/seed" "$src/test/seed/c_side.c" ||
+	fail "the seed's C side with pkg-config procctl"
+"$tmp/seed" >/dev/null || fail "the seed's C side"
 
 # CMake: find_package(procctl) in a project of its own.
 cmake -S "$src/test/install" -B "$tmp/cmake" -DCMAKE_PREFIX_PATH="$p" -DCMAKE_C_FLAGS="-Wall -Wextra -Werror" \
