@@ -336,6 +336,11 @@ int procctl_client_info(const procctl_client_t *c, struct procctl_client_info *o
 	return 0;
 }
 
+uint64_t procctl_client_published_max(const procctl_client_t *c)
+{
+	return __atomic_load_n(&c->published_max, __ATOMIC_ACQUIRE);
+}
+
 uint64_t procctl_client_config_gen(procctl_client_t *c)
 {
 	uint64_t g;
@@ -623,12 +628,21 @@ int procctl_client_read_state(procctl_client_t *c, struct procctl_state *out, in
 	return r;
 }
 
+int procctl_ack_decide(uint64_t gen, uint64_t published_max, uint64_t acked_gen, int32_t ack_status)
+{
+	if (acked_gen < gen || acked_gen > published_max)
+		return 0;
+	if (acked_gen > gen)
+		return PROCCTL_ACK_SUPERSEDED;
+	return ack_status < 0 ? PROCCTL_ACK_REJECTED : PROCCTL_ACK_APPLIED;
+}
+
 int procctl_client_wait_ack(procctl_client_t *c, uint64_t gen, int64_t deadline_ns, struct procctl_ack *out)
 {
 	struct procctl_state *st;
 	int64_t backoff = 10000; /* 10 us (a lost doorbell wake costs no more), doubling to 10 ms */
 	uint64_t max = __atomic_load_n(&c->published_max, __ATOMIC_ACQUIRE);
-	int r = 0;
+	int r = 0, kind;
 
 	if (gen == 0 || gen > max)
 		return -EINVAL;
@@ -642,12 +656,10 @@ int procctl_client_wait_ack(procctl_client_t *c, uint64_t gen, int64_t deadline_
 		 * already be there. */
 		r = procctl_client_read_state(c, st, deadline_ns);
 		max = __atomic_load_n(&c->published_max, __ATOMIC_ACQUIRE);
-		if (r == 0 && st->acked_gen >= gen && st->acked_gen <= max) {
+		if (r == 0 && (kind = procctl_ack_decide(gen, max, st->acked_gen, st->ack_status))) {
 			out->acked_gen = st->acked_gen;
 			out->status = st->ack_status;
-			out->kind = st->acked_gen > gen ? PROCCTL_ACK_SUPERSEDED
-				    : st->ack_status < 0 ? PROCCTL_ACK_REJECTED
-							 : PROCCTL_ACK_APPLIED;
+			out->kind = (enum procctl_ack_kind)kind;
 			break;
 		}
 		if (r != 0 && r != -EAGAIN && !(r == -EPROTO && st->why == PROCCTL_REJECT_STATE_CRC))

@@ -128,6 +128,9 @@ int procctl_client_info(const procctl_client_t *c, struct procctl_client_info *o
  * copy: the last write or clear, or what it adopted when it claimed the
  * region (0: none published). */
 uint64_t procctl_client_config_gen(procctl_client_t *c);
+/* The highest config generation this agent published to c's region (its
+ * writes and clears, and what it adopted): acks above it are ignored. */
+uint64_t procctl_client_published_max(const procctl_client_t *c);
 /* A pidfd for c's process: readable once it exits. */
 int procctl_client_pidfd(const procctl_client_t *c);
 /* 0 while the process that created the region runs it (an exit under
@@ -180,6 +183,13 @@ struct procctl_ack {
 	uint64_t acked_gen;
 	int32_t status;
 };
+
+/* The ack decision (SPEC.md 7.3), the one the library's wait_ack and
+ * procctl-node both use: what a state block's acked_gen and ack_status say
+ * of generation gen, when the agent published up to published_max. 0: no
+ * ack of gen yet (acked_gen below gen, or above published_max: a bogus ack
+ * is ignored), else a procctl_ack_kind. */
+int procctl_ack_decide(uint64_t gen, uint64_t published_max, uint64_t acked_gen, int32_t ack_status);
 
 /* Wait until the process acks generation gen (SPEC.md 7.3) or
  * deadline_ns: 0 and *out; -ETIMEDOUT; -EINVAL gen was not published

@@ -694,21 +694,27 @@ static void rejected_why(char *buf, size_t len, int32_t status, const struct pro
 	snprintf(buf + o, len - o, ": %.*s", (int)st->data_len, (const char *)st->data);
 }
 
-/* Settle one item from what p acked: 1 when it is done. */
+/* Settle one item from what p acked (the library's decision, SPEC.md
+ * 7.3: an ack above what was published is none): 1 when it is done. */
 static int wait_settle(struct wait_item *it, const struct proc *p, const struct procctl_state *st)
 {
+	int kind;
 	if (it->done)
 		return 1;
-	if (!p->have_state || p->acked_gen < it->gen)
+	if (!p->have_state ||
+	    !(kind = procctl_ack_decide(it->gen, procctl_client_published_max(p->c), p->acked_gen, p->ack_status)))
 		return 0;
-	if (p->acked_gen > it->gen) {
+	switch (kind) {
+	case PROCCTL_ACK_SUPERSEDED:
 		it->status = PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_SUPERSEDED;
-	} else {
-		it->status = p->ack_status ? PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_REJECTED
-					   : PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_APPLIED;
+		break;
+	case PROCCTL_ACK_REJECTED:
+		it->status = PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_REJECTED;
 		it->pstatus = p->ack_status;
-		if (p->ack_status)
-			rejected_why(it->error, sizeof it->error, p->ack_status, st);
+		rejected_why(it->error, sizeof it->error, p->ack_status, st);
+		break;
+	default:
+		it->status = PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_APPLIED;
 	}
 	it->done = 1;
 	return 1;

@@ -11,6 +11,9 @@
  *   state TEXT                   procctl_state_set
  *   report KIND BYTE STATE FLAGS procctl_resource_report of resource (KIND,
  *                                id BYTE then zeros), no grant snapshot
+ *   forgeack GEN                 write acked_gen GEN (applied) into the state
+ *                                block directly, CRC and all: an ack
+ *                                procctl_ack would refuse (a hostile process)
  *   seal                         add the region's seals (after hostile late)
  *   ring N                       FUTEX_WAKE the ack doorbell N times
  *   bellword                     write 1 to the doorbell word (through a
@@ -280,6 +283,18 @@ int main(void)
 			id[0] = (uint8_t)byte;
 			if (!err)
 				err = procctl_resource_report(&ctx, kind, id, state, flags, NULL, 0);
+			if (err)
+				reply("err %d", -err);
+			else
+				reply("ok");
+		} else if (!strcmp(line, "forgeack")) {
+			int err = procctl__state_begin(&ctx, 0);
+			if (!err) {
+				ctx.state_->acked_gen = strtoull(arg, NULL, 10);
+				ctx.state_->ack_status = 0;
+				procctl__state_end(&ctx);
+				procctl__doorbell(&ctx);
+			}
 			if (err)
 				reply("err %d", -err);
 			else

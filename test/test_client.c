@@ -240,11 +240,26 @@ static void stalled_read(void **state)
 	procctl_client_close(c);
 }
 
+/* SPEC.md 7.3 as one function: every case of the table. */
+static void ack_decision(void **state)
+{
+	(void)state;
+	assert_int_equal(procctl_ack_decide(5, 9, 0, 0), 0);       /* no ack yet */
+	assert_int_equal(procctl_ack_decide(5, 9, 4, 0), 0);       /* an older generation's */
+	assert_int_equal(procctl_ack_decide(5, 9, 5, 0), PROCCTL_ACK_APPLIED);
+	assert_int_equal(procctl_ack_decide(5, 9, 5, -22), PROCCTL_ACK_REJECTED);
+	assert_int_equal(procctl_ack_decide(5, 9, 7, 0), PROCCTL_ACK_SUPERSEDED);
+	assert_int_equal(procctl_ack_decide(5, 9, 9, -1), PROCCTL_ACK_SUPERSEDED);
+	assert_int_equal(procctl_ack_decide(5, 9, 10, 0), 0);      /* above what was published: ignored */
+	assert_int_equal(procctl_ack_decide(5, 5, UINT64_MAX, 0), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(echo_roundtrip),
 		cmocka_unit_test(ack_kinds),
+		cmocka_unit_test(ack_decision),
 		cmocka_unit_test(fallback_and_far_deadline),
 		cmocka_unit_test(exec_is_detached),
 		cmocka_unit_test(stalled_read),

@@ -158,6 +158,26 @@ test('a wait ends at wait_ms with PENDING while the process cannot ack', async (
   await h.call(c, 'ListProcesses', {}, { deadlineMs: 2000 });
 });
 
+test('an ack above every generation published is no ack: PENDING, not SUPERSEDED (the library decides)', async () => {
+  // procsim: a process side driven line by line (test/procsim.c); forgeack
+  // writes an acked_gen that procctl_ack would refuse, as a hostile
+  // process can.
+  const p = new h.Child(process.env.PROCSIM, [], { stdio: ['pipe', 'pipe', 'pipe'] });
+  p.proc.stdin.write(`init ${h.CONSUMER}\n`);
+  await p.line(/^ok /, { out: true });
+  await h.attached(d, p.pid);
+  const r = await h.call(c, 'Publish', { selector: { pid: p.pid }, payload: Buffer.from('x') });
+  assert.equal(r.results[0].status, 'PUBLISH_STATUS_WRITTEN');
+  const gen = BigInt(r.results[0].generation);
+  p.proc.stdin.write(`forgeack ${gen + 100n}\n`);
+  await p.line(/^ok$/, { out: true });
+  const w = await h.call(c, 'WaitAck', { process: { pid: p.pid }, generation: String(gen), waitMs: 300 });
+  assert.equal(w.result.status, 'PUBLISH_STATUS_PENDING');
+  const g = await h.call(c, 'Publish', { selector: { pid: p.pid }, payload: Buffer.from('y'), waitMs: 300 });
+  assert.equal(g.results[0].status, 'PUBLISH_STATUS_PENDING');
+  await p.kill('SIGKILL');
+});
+
 test('Publish to a selector: every matching process, in pid order, one consumer and version', async () => {
   const es = [await h.echo(), await h.echo()];
   for (const e of es) await h.attached(d, e.pid);
