@@ -12,8 +12,10 @@
  *   report KIND BYTE STATE FLAGS procctl_resource_report of resource (KIND,
  *                                id BYTE then zeros), no grant snapshot
  *   forgeack GEN                 write acked_gen GEN (applied) into the state
- *                                block directly, CRC and all: an ack
- *                                procctl_ack would refuse (a hostile process)
+ *                                block directly, CRC and all, without a
+ *                                doorbell wake: an ack procctl_ack would
+ *                                refuse (a hostile process), or one nobody
+ *                                rang for
  *   seal                         add the region's seals (after hostile late)
  *   ring N                       FUTEX_WAKE the ack doorbell N times
  *   bellword                     write 1 to the doorbell word (through a
@@ -293,7 +295,6 @@ int main(void)
 				ctx.state_->acked_gen = strtoull(arg, NULL, 10);
 				ctx.state_->ack_status = 0;
 				procctl__state_end(&ctx);
-				procctl__doorbell(&ctx);
 			}
 			if (err)
 				reply("err %d", -err);

@@ -443,6 +443,36 @@ static void stale_release_ignored(void **state)
 	procctl_arbiter_free(a);
 }
 
+/* A revoked holder that frees its entry (IDLE, nothing wanted, no grant
+ * snapshot) confirms nothing (SPEC 9.5): the resource stays blocked until
+ * a report about the grant confirms it, or the holder exits. */
+static void freed_entry_no_confirmation(void **state)
+{
+	struct world w;
+	procctl_arbiter_t *a = two_wanters(&w, 0);
+	struct fproc *h = &w.p[0];
+	procctl_resource_t r = gpu(0);
+	(void)state;
+	w.now += HOLD;
+	all_cooperate(&w);
+	assert_int_equal(procctl_arbiter_tick(a), 0); /* its turn is over: revoked */
+	assert_true(entry(h, &r)->revoke_gen > 0);
+	h->slow = 1;
+	memset(&h->rep[0], 0, sizeof h->rep[0]); /* freed */
+	w.now += MS;
+	assert_int_equal(procctl_arbiter_tick(a), 0);
+	run(&w, a, 5 * HOLD, MS); /* the others keep cooperating */
+	assert_non_null(entry(h, &r)); /* still pending */
+	assert_null(entry(&w.p[1], &r));
+	assert_true(snap(a, 0).blocked_ns >= 4 * HOLD);
+	/* A report about the grant that saw the revocation confirms it. */
+	h->slow = 0;
+	run(&w, a, 5 * MS, MS);
+	assert_null(entry(h, &r));
+	assert_int_equal(holder(&w, 0), 20);
+	procctl_arbiter_free(a);
+}
+
 /* A successor finds two live grants (its predecessor's, or a bug): it
  * revokes both and grants only after both are confirmed. A process that
  * reports HOLDING without a grant keeps the resource busy. Nothing
@@ -690,6 +720,7 @@ int main(void)
 		cmocka_unit_test(hung_holder_blocks),
 		cmocka_unit_test(holder_not_a_waiter),
 		cmocka_unit_test(stale_release_ignored),
+		cmocka_unit_test(freed_entry_no_confirmation),
 		cmocka_unit_test(adoption_after_handoff),
 		cmocka_unit_test(exec_and_exit),
 		cmocka_unit_test(declined_grant_replaced),

@@ -178,6 +178,34 @@ test('an ack above every generation published is no ack: PENDING, not SUPERSEDED
   await p.kill('SIGKILL');
 });
 
+test('a clear is acked like a config; an ack made with no doorbell wake is seen (SPEC 6.5, 7.3)', async () => {
+  const p = new h.Child(process.env.PROCSIM, [], { stdio: ['pipe', 'pipe', 'pipe'] });
+  p.proc.stdin.write(`init ${h.CONSUMER}\n`);
+  await p.line(/^ok /, { out: true });
+  await h.attached(d, p.pid);
+  const r = await h.call(c, 'Clear', { selector: { pid: p.pid } });
+  assert.equal(r.results[0].status, 'PUBLISH_STATUS_WRITTEN');
+  const gen = r.results[0].generation;
+  // Not acked yet: a wait for the clear is pending.
+  let w = await h.call(c, 'WaitAck', { process: { pid: p.pid }, generation: gen, waitMs: 200 });
+  assert.equal(w.result.status, 'PUBLISH_STATUS_PENDING');
+  // The process sees it (-ENODATA, 61) and acks its generation.
+  p.proc.stdin.write('poll\n');
+  await p.line(new RegExp(`^err 61 ${gen}$`), { out: true });
+  p.proc.stdin.write(`ack ${gen}\n`);
+  await p.line(/^ok$/, { out: true });
+  w = await h.call(c, 'WaitAck', { process: { pid: p.pid }, generation: gen, waitMs: 5000 });
+  assert.equal(w.result.status, 'PUBLISH_STATUS_APPLIED');
+  // An ack no doorbell announced (a process may skip the wake): a waiter
+  // reads before it waits, and its waits are bounded, so it is seen.
+  const g = await h.call(c, 'Publish', { selector: { pid: p.pid }, payload: Buffer.from('z') });
+  p.proc.stdin.write(`forgeack ${g.results[0].generation}\n`);
+  await p.line(/^ok$/, { out: true });
+  w = await h.call(c, 'WaitAck', { process: { pid: p.pid }, generation: g.results[0].generation, waitMs: 5000 });
+  assert.equal(w.result.status, 'PUBLISH_STATUS_APPLIED');
+  await p.kill('SIGKILL');
+});
+
 test('Publish to a selector: every matching process, in pid order, one consumer and version', async () => {
   const es = [await h.echo(), await h.echo()];
   for (const e of es) await h.attached(d, e.pid);
