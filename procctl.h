@@ -75,9 +75,9 @@
  *
  * 4. THREAD SAFETY
  *   Every call may be made from any thread. procctl_poll is the hot path:
- *   one acquire load of the shared sequence word (and a load of the
- *   private fork canary) when nothing changed, never a syscall, never a
- *   wait. procctl_grant_get, procctl_grant_usable, procctl_lease_expired
+ *   when nothing changed, one acquire load of the shared sequence word and
+ *   one load of the context's private poll cell to compare it with (a
+ *   fork clears that cell), no frame, never a syscall, never a wait. procctl_grant_get, procctl_grant_usable, procctl_lease_expired
  *   and procctl_agent_attached never block either. The state writers
  *   (procctl_ack, procctl_nack, procctl_state_set, procctl_resource_report)
  *   exclude each other with a seqlock in the process's own memory and wait
@@ -402,6 +402,11 @@ typedef struct procctl_grant {
 	uint32_t reserved_;    /* private */
 } procctl_grant_t;
 
+/* Private: contexts per process (fork-canary cells), and the tag of a
+ * seq in a poll cell (the implementation says more). */
+#define PROCCTL__CANARY_CELLS 512u
+#define PROCCTL__SEEN_TAG (1ull << 32)
+
 /* The context. Its fields are private: use the calls. */
 typedef struct procctl {
 	/* private copies, set by init and never re-read from the region */
@@ -420,7 +425,7 @@ typedef struct procctl {
 	uint32_t res_cap_, data_cap_, state_size_;
 	char consumer_[32];
 	/* read-side caches, atomics */
-	uint32_t seen_seq_;  /* last seq poll finished with: its idle fast path and wait token */
+	uint32_t seen_seq_;  /* last seq poll finished with: its wait token (the fast path has a poll cell) */
 	uint32_t grant_seq_; /* last seq procctl_grant_get read at: its wait token */
 	uint32_t reads_;     /* PROCCTL__READ_*: the kinds of reads made so far */
 	uint32_t data_len_;  /* consumer bytes in the state block (private copy) */
@@ -811,11 +816,14 @@ static int procctl__forked_pid(const procctl_t *c)
 	return procctl__forked(c) || (int32_t)getpid() != c->pid_;
 }
 
-/* The fork canaries: one MADV_WIPEONFORK page per process (per file with
+/* The fork canaries: two MADV_WIPEONFORK pages per process (per file with
  * PROCCTL_STATIC), mapped by the first procctl_init and kept for the life
- * of the process; each context owns one 8-byte cell holding its instance
- * id. A zero cell is free; a child sees every cell zero. */
-#define PROCCTL__CANARY_CELLS 512u
+ * of the process. Each context owns one 8-byte cell of the first, holding
+ * its instance id (the agent reads it: hdr.canary_addr), and the cell at
+ * the same index of the second: its poll cell, PROCCTL__SEEN_TAG | the seq
+ * procctl_poll last finished with (0: none). A zero canary cell is free;
+ * a child sees every cell of both zero, so its first poll takes the slow
+ * path, which finds the fork. */
 static uint64_t *procctl__canary_page;
 
 static uint64_t *procctl__canary_take(uint64_t id)
@@ -824,36 +832,51 @@ static uint64_t *procctl__canary_take(uint64_t id)
 	uint32_t i;
 	if (!page) {
 		uint64_t *none = NULL;
-		void *m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		void *m = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (m == MAP_FAILED)
 			return NULL;
-		if (madvise(m, 4096, MADV_WIPEONFORK) < 0) {
+		if (madvise(m, 8192, MADV_WIPEONFORK) < 0) {
 			int e = errno;
-			munmap(m, 4096);
+			munmap(m, 8192);
 			errno = e;
 			return NULL;
 		}
 		page = (uint64_t *)m;
 		if (!procctl__cas(&procctl__canary_page, &none, page, __ATOMIC_ACQ_REL)) {
-			munmap(m, 4096); /* another thread was first */
+			munmap(m, 8192); /* another thread was first */
 			page = none;
 		}
 	}
 	for (i = 0; i < PROCCTL__CANARY_CELLS; i++) {
 		uint64_t zero = 0;
-		if (procctl__cas(&page[i], &zero, id, __ATOMIC_RELAXED))
+		if (procctl__cas(&page[i], &zero, id, __ATOMIC_RELAXED)) {
+			procctl__store_relaxed(&page[PROCCTL__CANARY_CELLS + i], 0); /* no seq seen yet */
 			return &page[i];
+		}
 	}
 	errno = EMFILE; /* PROCCTL__CANARY_CELLS live contexts */
 	return NULL;
 }
 
-/* Free c's cell, unless a fork made it someone else's. */
+/* The poll cell of c (its canary's twin in the second page). */
+static inline uint64_t *procctl__poll_cell(const procctl_t *c)
+{
+	return c->canary_ + PROCCTL__CANARY_CELLS;
+}
+
+/* Free c's cells, unless a fork made them someone else's. */
 static void procctl__canary_put(const procctl_t *c)
 {
 	uint64_t id = c->instance_id_;
-	if (c->canary_)
-		procctl__cas(c->canary_, &id, 0, __ATOMIC_RELAXED);
+	if (c->canary_ && procctl__cas(c->canary_, &id, 0, __ATOMIC_RELAXED))
+		procctl__store_relaxed(procctl__poll_cell(c), 0);
+}
+
+/* procctl_poll finished with seq: its wait token and its idle fast path. */
+static void procctl__seen(procctl_t *c, uint32_t seq)
+{
+	procctl__store_relaxed(&c->seen_seq_, seq);
+	procctl__store_relaxed(procctl__poll_cell(c), PROCCTL__SEEN_TAG | seq);
 }
 
 static void procctl__max_gen(procctl_t *c, uint64_t gen)
@@ -1046,20 +1069,20 @@ static int procctl__poll_slow(procctl_t *c, void *buf, size_t cap, uint64_t *gen
 			seq = procctl__smp_load_acquire(&c->ctrl_->seq);
 		}
 		if (seq & 1u) { /* a write is in progress, or its writer died */
-			procctl__store_relaxed(&c->seen_seq_, seq);
+			procctl__seen(c, seq);
 			return -EBUSY;
 		}
 		procctl__snap_hdr(c, &sn);
 		if (sn.s.gen == 0 || sn.s.config_gen <= procctl__load_relaxed(&c->applied_gen_)) {
 			if (!procctl__seq_unchanged(c, seq))
 				continue;
-			procctl__store_relaxed(&c->seen_seq_, seq); /* nothing new */
+			procctl__seen(c, seq); /* nothing new */
 			return 0;
 		}
 		if (!procctl_slot_valid(&sn.s, c->payload_cap_, c->grant_cap_)) {
 			if (!procctl__seq_unchanged(c, seq))
 				continue;
-			procctl__store_relaxed(&c->seen_seq_, seq);
+			procctl__seen(c, seq);
 			return -EBADMSG;
 		}
 		if (sn.s.length > cap) {
@@ -1073,7 +1096,7 @@ static int procctl__poll_slow(procctl_t *c, void *buf, size_t cap, uint64_t *gen
 		crc = procctl__crc_shared(crc, buf, sn.base + c->payload_off_, sn.s.length);
 		if (!procctl__seq_unchanged(c, seq))
 			continue;
-		procctl__store_relaxed(&c->seen_seq_, seq);
+		procctl__seen(c, seq);
 		if (~crc != sn.s.crc)
 			return -EBADMSG;
 		if (sn.s.epoch != sn.owner_epoch)
@@ -1086,17 +1109,26 @@ static int procctl__poll_slow(procctl_t *c, void *buf, size_t cap, uint64_t *gen
 	}
 }
 
+/* Everything but the idle fast path: out of line, so that path stays a
+ * few instructions with no frame. */
+__attribute__((noinline)) static int procctl__poll_rest(procctl_t *c, void *buf, size_t cap, uint64_t *gen,
+						       uint32_t seq)
+{
+	if (procctl__forked(c))
+		return -ECHILD;
+	return procctl__poll_slow(c, buf, cap, gen, seq);
+}
+
 PROCCTL_API int procctl_poll(procctl_t *ctx, void *buf, size_t cap, uint64_t *gen)
 {
-	/* Pairs with the release CAS that ends the agent's write section. */
+	/* Pairs with the release CAS that ends the agent's write section. The
+	 * poll cell is this thread's or another's plain store of a seq seen
+	 * before: equal means nothing was written since (SPEC.md 6.3 step 1).
+	 * A fork zeroed it: the slow path then finds the fork. */
 	uint32_t seq = procctl__smp_load_acquire(&ctx->ctrl_->seq);
-	if (__builtin_expect(seq == procctl__load_relaxed(&ctx->seen_seq_) &&
-				     *ctx->canary_ == ctx->instance_id_,
-			     1))
+	if (__builtin_expect((PROCCTL__SEEN_TAG | seq) == procctl__load_relaxed(procctl__poll_cell(ctx)), 1))
 		return 0;
-	if (procctl__forked(ctx))
-		return -ECHILD;
-	return procctl__poll_slow(ctx, buf, cap, gen, seq);
+	return procctl__poll_rest(ctx, buf, cap, gen, seq);
 }
 
 PROCCTL_API int procctl_grant_get(procctl_t *ctx, uint32_t kind, const void *id, procctl_grant_t *out)

@@ -62,6 +62,15 @@ static void bench_poll_idle(void)
 	bench_report("poll_idle", "ns", bench_median(v, ROUNDS), bench_median(f, ROUNDS));
 }
 
+/* Make ctx forget what it delivered and saw (private fields: the seq
+ * it last finished with, in its poll cell and as its wait token). */
+static void forget(procctl_t *c)
+{
+	c->seen_seq_ = ~0u;
+	c->canary_[PROCCTL__CANARY_CELLS] = 0;
+	c->applied_gen_ = 0;
+}
+
 /* ---- poll_4k ---- */
 static void bench_poll_4k(const unsigned char *payload_src)
 {
@@ -81,9 +90,7 @@ static void bench_poll_4k(const unsigned char *payload_src)
 		f[r] = (bench_now_ns() - t0) / n;
 		t0 = bench_now_ns();
 		for (i = 0; i < n; i++) {
-			/* Forget the last delivery so each poll reads a new config. */
-			ctx.seen_seq_ = ~0u;
-			ctx.applied_gen_ = 0;
+			forget(&ctx); /* so each poll reads a new config */
 			if (poll_fn(&ctx, dst, sizeof dst, NULL) != 4096)
 				abort();
 		}
@@ -174,7 +181,7 @@ int main(void)
 
 	bench_poll_4k(reg.map + reg.hdr.slot_off[reg.active] + reg.hdr.payload_off);
 	/* Settle: the last poll consumed the config, so poll is idle now. */
-	ctx.seen_seq_ = ~0u;
+	forget(&ctx);
 	procctl_poll(&ctx, payload, sizeof payload, NULL);
 	bench_poll_idle();
 	bench_init();
