@@ -126,6 +126,10 @@ kill -TERM "$t"
 wait "$t" || true
 grep "event=summary" "$work/t.log" | sed 's/^/    /'
 grep -q "event=summary .*blocked_ms=[1-9]" "$work/t.log" || fail "the stop was not accounted as blocked"
+echo "    each client's own account (its status bytes: clients/token/token_schema.h, read back by the agent):"
+grep "event=client_status" "$work/t.log" | sed 's/^/    /'
+[ "$(grep -c "event=client_status .*turns=[1-9].* hold_ms=200$" "$work/t.log")" -eq 3 ] ||
+	fail "not every client applied the agent's config and reported its turns"
 for p in $pids; do kill -TERM "$p" 2>/dev/null || true; done
 wait 2>/dev/null || true
 pids=""

@@ -8,7 +8,9 @@
  * Usage: token-agent [--consumer NAME] [--lock-dir DIR] [--kind K]
  *                    [--resources N] [--hold MS] [--lease MS] [--rescan MS]
  * Resources are of kind K (a number, default 1), ids 0 .. N-1 (their first
- * byte: token-client --id). SIGTERM/SIGINT:
+ * byte: token-client --id). Each client gets token_schema.h's struct
+ * token_config (the hold and the number of resources); at the end its
+ * struct token_status is read back (turns, time held). SIGTERM/SIGINT:
  * hand off and exit, after a summary line per resource.
  */
 #include <errno.h>
@@ -20,12 +22,14 @@
 #include <unistd.h>
 
 #include "procctl_arbiter.h"
+#include "token_schema.h"
 
 #define MS 1000000ull
 #define TICK_MS 5 /* ticks also follow every registry event: attach, detach, doorbell */
 
 static procctl_registry_t *reg;
 static volatile sig_atomic_t stop;
+static struct token_config config; /* what every client gets */
 
 static void on_signal(int sig)
 {
@@ -41,11 +45,47 @@ static void on_log(enum procctl_log_level level, const char *event, const char *
 		fprintf(stderr, "level=%s event=%s %s\n", names[level], event, fields);
 }
 
+/* The config, to one client: -EPERM while this agent is passive (it goes
+ * out again when the lock comes). */
+static void configure(procctl_client_t *c)
+{
+	procctl_client_write(c, &config, sizeof config);
+}
+
 static void on_event(const struct procctl_event *ev, void *arg)
 {
 	(void)arg;
-	if (ev->type == PROCCTL_EV_OWNERSHIP)
+	if (ev->type == PROCCTL_EV_ATTACHED) {
+		configure(ev->client);
+	} else if (ev->type == PROCCTL_EV_OWNERSHIP) {
 		printf("event=ownership consumer=%s held=%d\n", ev->consumer, ev->held);
+		if (ev->held) {
+			procctl_client_t *cs[256];
+			size_t i, n = procctl_registry_clients(reg, cs, 256);
+			for (i = 0; i < n; i++)
+				configure(cs[i]);
+		}
+	}
+}
+
+/* What each client reports of itself (its struct token_status). */
+static void statuses(void)
+{
+	procctl_client_t *cs[256];
+	struct procctl_state *st = malloc(sizeof *st);
+	size_t i, n = procctl_registry_clients(reg, cs, 256);
+	for (i = 0; st && i < n; i++) {
+		struct procctl_client_info info;
+		struct token_status ts;
+		procctl_client_info(cs[i], &info);
+		if (procctl_client_read_state(cs[i], st, -1) < 0 || st->data_len != sizeof ts)
+			continue; /* not (yet) this schema's status */
+		memcpy(&ts, st->data, sizeof ts);
+		printf("event=client_status pid=%d turns=%llu held_ms=%llu last_grant=%016llx hold_ms=%llu\n",
+		       (int)info.pid, (unsigned long long)ts.turns, (unsigned long long)(ts.held_ns / MS),
+		       (unsigned long long)ts.last_grant_id, (unsigned long long)(ts.hold_ns / MS));
+	}
+	free(st);
 }
 
 /* One line per change of holder. */
@@ -120,6 +160,8 @@ int main(int argc, char **argv)
 		res[i].kind = (uint32_t)kind;
 		res[i].id[0] = (uint8_t)i;
 	}
+	config.hold_ns = hold_ms * MS;
+	config.resources = (uint32_t)nres;
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	procctl_set_log(on_log, NULL);
 	o.flags = PROCCTL_REGISTRY_DOORBELLS; /* react to each report at once */
@@ -172,6 +214,7 @@ int main(int argc, char **argv)
 		       snap[i].res.kind, snap[i].res.id[0], (unsigned long long)snap[i].handoffs,
 		       (unsigned long long)(snap[i].hold_ns_total / MS), (unsigned long long)(snap[i].pending_ns / MS),
 		       (unsigned long long)(snap[i].blocked_ns / MS));
+	statuses();
 	printf("event=stopping mode=hand-off\n");
 	procctl_arbiter_free(a);
 	procctl_registry_close(reg, 0);

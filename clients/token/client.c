@@ -18,6 +18,11 @@
  * processes hold it, so a holder that cannot take it at once writes
  * "X <pid> <ns>": an overlap the kernel saw, even across kills.
  *
+ * Its config and status bytes are token_schema.h's structs: it applies
+ * the agent's struct token_config (acks it; nacks -EINVAL a payload of
+ * another size) and reports a struct token_status (turns, time held, the
+ * last grant, the announced hold) after every change.
+ *
  * SIGUSR1 forks it: the child takes a region of its own (procctl_reinit),
  * writes "F <pid> <ns>" and is a holder too. SIGTERM/SIGINT: release and
  * exit.
@@ -39,8 +44,43 @@
 #include <string.h>
 #include <time.h>
 
+#include "token_schema.h"
+
 static procctl_t ctx;
 static procctl_resource_t key;
+static struct token_status status; /* the control thread's */
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* A new config from the agent: applied and acked, or refused. */
+static void take_config(void)
+{
+	unsigned char buf[64];
+	uint64_t gen;
+	int n = procctl_poll(&ctx, buf, sizeof buf, &gen);
+	if (n == (int)sizeof(struct token_config)) {
+		struct token_config tc;
+		memcpy(&tc, buf, sizeof tc);
+		if (tc.reserved) {
+			procctl_nack(&ctx, gen, -EINVAL, 0);
+			return;
+		}
+		status.hold_ns = tc.hold_ns;
+		procctl_state_set(&ctx, &status, sizeof status, 0);
+		procctl_ack(&ctx, gen, 0);
+	} else if (n > 0) {
+		procctl_nack(&ctx, gen, -EINVAL, 0); /* not this schema's config */
+	} else if (n == -ENODATA) {
+		status.hold_ns = 0;
+		procctl_state_set(&ctx, &status, sizeof status, 0);
+		procctl_ack(&ctx, gen, 0);
+	}
+}
 static int witness = -1;
 static int stop, fork_asked; /* set by signal handlers, read by both threads: atomics */
 
@@ -86,11 +126,13 @@ static void report(uint32_t state, const procctl_grant_t *g)
 static void *control(void *arg)
 {
 	int holding = 0;
+	uint64_t since = 0;
 	(void)arg;
 	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
 		procctl_grant_t g;
 		int r, usable;
 		procctl_wait(&ctx, 100000000); /* writes wake it; 100 ms bounds a missed lease */
+		take_config();
 		r = procctl_grant_get(&ctx, key.kind, key.id, &g);
 		if (r < 0)
 			continue; /* busy or torn: the next write wakes us */
@@ -99,6 +141,8 @@ static void *control(void *arg)
 			witness_lock(F_UNLCK);
 			note('E');
 			holding = 0;
+			status.held_ns += now_ns() - since;
+			procctl_state_set(&ctx, &status, sizeof status, 0);
 			report(PROCCTL_RES_RELEASED, &g);
 		} else if (!holding && usable) {
 			if (procctl_resource_report(&ctx, key.kind, key.id, PROCCTL_RES_ACQUIRING, PROCCTL_RES_F_WANT, &g, 0) ==
@@ -106,6 +150,10 @@ static void *control(void *arg)
 				if (!witness_lock(F_WRLCK))
 					note('X');
 				holding = 1;
+				since = now_ns();
+				status.turns++;
+				status.last_grant_id = g.grant_id;
+				procctl_state_set(&ctx, &status, sizeof status, 0);
 				report(PROCCTL_RES_HOLDING, &g);
 				note('S'); /* its time: when HOLDING was reported */
 			}
@@ -136,13 +184,14 @@ static int become_child(pthread_t *t)
 	if (err < 0)
 		return err;
 	note('F');
+	memset(&status, 0, sizeof status); /* a new region: its own counts */
 	report(PROCCTL_RES_IDLE, NULL);
 	return -pthread_create(t, NULL, control, NULL);
 }
 
 int main(int argc, char **argv)
 {
-	static char storage[PROCCTL_STATE_STORAGE(1, 64)];
+	static char storage[PROCCTL_STATE_STORAGE(1, sizeof(struct token_status))];
 	procctl_config_t cfg;
 	long kind = 1;
 	char *end = NULL;
@@ -154,7 +203,7 @@ int main(int argc, char **argv)
 	cfg.consumer = "token";
 	cfg.schema_version = 1;
 	cfg.payload_capacity = 64;
-	cfg.state_capacity = 64;
+	cfg.state_capacity = sizeof(struct token_status);
 	cfg.resource_capacity = 1;
 	cfg.state_storage = storage;
 	for (i = 1; i + 1 < argc; i += 2) {
@@ -193,6 +242,7 @@ int main(int argc, char **argv)
 	signal(SIGTERM, on_signal);
 	signal(SIGINT, on_signal);
 	signal(SIGUSR1, on_signal);
+	procctl_state_set(&ctx, &status, sizeof status, 0);
 	report(PROCCTL_RES_IDLE, NULL); /* asks for it at once */
 	printf("event=started pid=%d\n", (int)getpid());
 	fflush(stdout);
