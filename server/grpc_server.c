@@ -450,7 +450,7 @@ void grpcsrv_metrics(struct grpc_srv *s, FILE *f)
 			uint64_t v = __atomic_load_n(&s->calls[m][k], __ATOMIC_RELAXED);
 			if (v)
 				fprintf(f, "procctl_grpc_calls_total{method=\"%s\",code=\"%s\"} %llu\n",
-					m < NMETHODS ? methods[m].path + 1 : "unknown", pb_status_name((unsigned)k), (unsigned long long)v);
+					m < NMETHODS ? methods[m].path + 1 : "unknown", rpc_status_name((unsigned)k), (unsigned long long)v);
 		}
 	fprintf(f, "# HELP procctl_grpc_streams Server streams open (WatchEvents, health Watch).\n"
 		   "# TYPE procctl_grpc_streams gauge\n"

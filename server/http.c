@@ -23,8 +23,8 @@
 #include <microhttpd.h>
 
 #include "httpbody.h"
-#include "pb_grpc.h"
 #include "pbjson.h"
+#include "rpc_status.h"
 #include "procctl/v1/node.pb-c.h"
 
 struct httpsrv {
@@ -53,26 +53,6 @@ struct hreq {
 	const char *type;
 };
 
-/* The HTTP status of a gRPC code (google.rpc's mapping). */
-static unsigned http_status(enum node_code c)
-{
-	switch (c) {
-	case NODE_OK: return 200;
-	case NODE_INVALID_ARGUMENT:
-	case NODE_FAILED_PRECONDITION:
-	case NODE_OUT_OF_RANGE: return 400;
-	case NODE_PERMISSION_DENIED: return 403;
-	case NODE_NOT_FOUND: return 404;
-	case NODE_ALREADY_EXISTS: return 409;
-	case NODE_RESOURCE_EXHAUSTED: return 429;
-	case NODE_CANCELLED: return 499;
-	case NODE_UNIMPLEMENTED: return 501;
-	case NODE_UNAVAILABLE: return 503;
-	case NODE_DEADLINE_EXCEEDED: return 504;
-	default: return 500;
-	}
-}
-
 /* Set r's answer to a JSON value (taken) with status. */
 static void answer_json(struct hreq *r, unsigned status, json_t *j)
 {
@@ -91,7 +71,7 @@ static void answer_json(struct hreq *r, unsigned status, json_t *j)
 
 static void answer_error(struct hreq *r, enum node_code code, const char *msg)
 {
-	answer_json(r, http_status(code), json_pack("{s:s, s:s}", "error", msg ? msg : pb_status_name(code), "code", pb_status_name(code)));
+	answer_json(r, rpc_status_http(code), json_pack("{s:s, s:s}", "error", msg ? msg : rpc_status_name(code), "code", rpc_status_name(code)));
 }
 
 /* ---- the loop's answers -------------------------------------------------- */

@@ -75,6 +75,18 @@ static void usage(FILE *f)
 		   "when the first stops. SIGTERM or SIGINT stops it.\n");
 }
 
+/* The loop's hooks, to the gRPC side: it wakes its watchers when events
+ * come, and adds its own metrics to /metrics. */
+static void grpc_changed(void *arg)
+{
+	grpcsrv_kick(arg);
+}
+
+static void grpc_metrics(FILE *f, void *arg)
+{
+	grpcsrv_metrics(arg, f);
+}
+
 /* Wait for the daemon's own lock: only its holder binds the sockets and
  * writes. 0 held; 1 stopped while waiting; -errno. */
 static int take_node_lock(const char *dir, int *fd_out)
@@ -242,7 +254,10 @@ int main(int argc, char **argv)
 		node_close(the_node, 0);
 		return 1;
 	}
-	node_set_server(the_node, srv);
+	{
+		struct node_hooks hooks = {grpc_changed, grpc_metrics, srv};
+		node_set_hooks(the_node, &hooks);
+	}
 	if (cfg.http_listen[0] && httpsrv_start(&cfg, the_node, &http, err, sizeof err) < 0) {
 		node_log(PROCCTL_LOG_ERROR, "start_failed", "error=\"%s\"", err);
 		node_stop(the_node); /* the loop answers what came meanwhile, then all is undone */

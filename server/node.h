@@ -4,17 +4,19 @@
  * One thread runs it (node_run). The gRPC side (grpc_server.c) and the
  * HTTP side (http.c), each on threads of its own, hand it decoded
  * requests with node_submit; the loop answers each job once through the
- * job's node_reply_ops, and wakes the watchers with grpcsrv_kick after it
- * appended events. */
+ * job's node_reply_ops, and calls out through node_hooks (wake the
+ * watchers, more metrics): it knows no transport. */
 #ifndef PROCCTL_NODE_NODE_H
 #define PROCCTL_NODE_NODE_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include <protobuf-c/protobuf-c.h>
 
 #include "config.h"
 #include "events.h"
+#include "log.h"
 #include "procctl_agent.h"
 
 /* gRPC status codes, by the protocol's numbers. */
@@ -76,14 +78,22 @@ struct node_job {
 };
 
 struct node;
-struct grpc_srv;
+
+/* What the loop calls out to; main wires them to the serving side. Each
+ * may be NULL. Called on the loop's thread. */
+struct node_hooks {
+	void (*changed)(void *arg);          /* events were appended, or readiness changed */
+	void (*metrics)(FILE *f, void *arg); /* more of /metrics, after the loop's own */
+	void *arg;
+};
 
 /* Set up the loop for cfg (the registries take the node locks as they
  * can: a consumer another agent owns is served read-only). NULL and a
  * message in err. */
 struct node *node_new(const struct node_cfg *cfg, char *err, size_t errlen);
-/* The server the loop answers through and wakes (before node_run). */
-void node_set_server(struct node *n, struct grpc_srv *s);
+/* The hooks (before node_run, once the serving side is up: from then on
+ * node_serving can say yes). */
+void node_set_hooks(struct node *n, const struct node_hooks *h);
 /* Run until node_stop; then answer every job still held UNAVAILABLE.
  * 0, or -errno when the loop failed. */
 int node_run(struct node *n);
@@ -118,11 +128,5 @@ int node_ready(const struct node *n);
 int node_serving(const struct node *n);
 /* The event history the watchers read. */
 struct events *node_events(struct node *n);
-
-/* Structured log lines on stderr: "ts=... level=... event=... k=v ...".
- * Any thread. */
-void node_log(enum procctl_log_level level, const char *event, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-void node_log_level(enum procctl_log_level max);
 
 #endif

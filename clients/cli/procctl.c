@@ -207,7 +207,7 @@ ProtobufCMessage *call(const char *method, const ProtobufCMessage *req, const Pr
 	if (st == GRPC_STATUS_OK && !resp)
 		fprintf(stderr, "procctl: the response does not parse\n");
 	if (st != GRPC_STATUS_OK)
-		fprintf(stderr, "procctl: %s: %s\n", pb_status_name((unsigned)st),
+		fprintf(stderr, "procctl: %s: %s\n", rpc_status_name((unsigned)st),
 			st == GRPC_STATUS_UNAVAILABLE && (!d || !*d) ? "no daemon answers on the socket" : d ? d : "");
 	gpr_free(d);
 	return resp;

@@ -105,7 +105,7 @@ int cmd_watch(const struct opts *o)
 	grpc_completion_queue_pluck(cli_cq, &tag_status, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
 	if (st != GRPC_STATUS_OK && !(o->count && seen >= o->count)) {
 		char *d = grpc_slice_to_c_string(details);
-		fprintf(stderr, "procctl: %s: %s\n", pb_status_name((unsigned)st), d);
+		fprintf(stderr, "procctl: %s: %s\n", rpc_status_name((unsigned)st), d);
 		gpr_free(d);
 	}
 	grpc_slice_unref(details);

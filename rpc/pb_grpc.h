@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* pb_grpc.h - protobuf-c messages into and out of gRPC byte buffers, and
  * a client's unary call: what the daemon's gRPC side (grpc_server.c) and
- * the C-core clients (clients/cli/procctl.c, bench/bench_node.c) share. */
-#ifndef PROCCTL_NODE_PB_GRPC_H
-#define PROCCTL_NODE_PB_GRPC_H
+ * the C-core clients (clients/cli, bench/bench_node.c) share. */
+#ifndef PROCCTL_RPC_PB_GRPC_H
+#define PROCCTL_RPC_PB_GRPC_H
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -16,15 +16,7 @@
 #include <string.h>
 #include <protobuf-c/protobuf-c.h>
 
-/* The name of a gRPC status code (the protocol's numbers, 0 .. 16). */
-static inline const char *pb_status_name(unsigned code)
-{
-	static const char *const names[] = {"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED",
-					    "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED",
-					    "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL",
-					    "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"};
-	return code < sizeof names / sizeof names[0] ? names[code] : "UNKNOWN";
-}
+#include "rpc_status.h"
 
 /* A byte buffer that owns bytes (malloc'd; freed with the buffer). */
 static inline grpc_byte_buffer *pb_take(void *bytes, size_t len)

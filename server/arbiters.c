@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* arbiters.c - the arbiters' ticks, and the events of their grants and
+ * releases. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "node_int.h"
+
+static void emit_grant(struct node *n, const struct node_arbiter_cfg *cfg, const struct procctl_arbiter_snapshot *s,
+		       int released, int exited)
+{
+	PbEvent ev = PROCCTL__V1__WATCH_EVENTS_RESPONSE__INIT;
+	PbRef ref = PROCCTL__V1__PROCESS_REF__INIT;
+	char *kind = (char *)cfg->name; /* protobuf-c's strings are not const; not written */
+	char idbuf[HEXID_LEN], grant[HEXID_LEN];
+	struct ev_key k = {.pid = s->holder_pid};
+	ProtobufCBinaryData id = {sizeof s->res.id, (uint8_t *)s->res.id};
+	size_t i;
+	ref.pid = s->holder_pid;
+	ref.instance_id = hexid(idbuf, s->holder_instance);
+	snprintf(k.consumer, sizeof k.consumer, "%s", cfg->consumer);
+	for (i = 0; i < n->nprocs; i++)
+		if (n->procs[i]->key.pid == s->holder_pid && n->procs[i]->instance == s->holder_instance)
+			k = n->procs[i]->key;
+	if (released) {
+		Procctl__V1__ResourceReleased m = PROCCTL__V1__RESOURCE_RELEASED__INIT;
+		m.kind = kind;
+		m.id = id;
+		m.holder = &ref;
+		m.grant_id = hexid(grant, s->grant_id);
+		m.reason = exited ? PROCCTL__V1__RELEASE_REASON__RELEASE_REASON_EXITED
+				  : PROCCTL__V1__RELEASE_REASON__RELEASE_REASON_CONFIRMED;
+		ev.event_case = PROCCTL__V1__WATCH_EVENTS_RESPONSE__EVENT_RESOURCE_RELEASED;
+		ev.resource_released = &m;
+		node_emit(n, &k, &ev);
+	} else {
+		Procctl__V1__ResourceGranted m = PROCCTL__V1__RESOURCE_GRANTED__INIT;
+		m.kind = kind;
+		m.id = id;
+		m.holder = &ref;
+		m.grant_id = hexid(grant, s->grant_id);
+		ev.event_case = PROCCTL__V1__WATCH_EVENTS_RESPONSE__EVENT_RESOURCE_GRANTED;
+		ev.resource_granted = &m;
+		node_emit(n, &k, &ev);
+	}
+	node_log(PROCCTL_LOG_INFO, released ? "released" : "granted", "kind=%s pid=%d grant=%016llx%s", kind,
+		 (int)s->holder_pid, (unsigned long long)s->grant_id, released ? (exited ? " reason=exited" : " reason=confirmed") : "");
+}
+
+/* 1 when a grant's holder is gone: detached, or exited or exec'd and not
+ * detached yet (the arbiter can see the exit through the pidfd a tick
+ * before the registry's DETACHED comes). A holder that confirmed its
+ * release and exited within the same tick is reported as exited too. */
+static int holder_gone(const struct node *n, pid_t pid, uint64_t instance)
+{
+	size_t i;
+	for (i = 0; i < n->nprocs; i++)
+		if (n->procs[i]->key.pid == pid && n->procs[i]->instance == instance)
+			return procctl_client_alive(n->procs[i]->c) < 0;
+	return 1;
+}
+
+/* Tick every arbiter; a grant that changed hands is a Released event (for
+ * the old one) and a Granted event (for the new). */
+void arbiters_tick(struct node *n)
+{
+	static struct procctl_arbiter_snapshot now[PROCCTL_ARB_MAX_RESOURCES];
+	size_t i, j, k, c;
+	for (i = 0; i < n->narb; i++) {
+		struct arb *ab = &n->arb[i];
+		int r = procctl_arbiter_tick(ab->a);
+		if (r < 0)
+			node_log(PROCCTL_LOG_DEBUG, "arbiter_write_failed", "kind=%s error=%s", ab->cfg->name, strerror(-r));
+		c = procctl_arbiter_snapshot(ab->a, now, PROCCTL_ARB_MAX_RESOURCES);
+		for (j = 0; j < c; j++) {
+			const struct procctl_arbiter_snapshot *old = NULL;
+			for (k = 0; k < ab->nsnap; k++)
+				if (!memcmp(&ab->snap[k].res, &now[j].res, sizeof now[j].res))
+					old = &ab->snap[k];
+			if (old && old->grant_id == now[j].grant_id)
+				continue;
+			if (old && old->grant_id)
+				emit_grant(n, ab->cfg, old, 1, holder_gone(n, old->holder_pid, old->holder_instance));
+			if (now[j].grant_id)
+				emit_grant(n, ab->cfg, &now[j], 0, 0);
+		}
+		memcpy(ab->snap, now, c * sizeof now[0]);
+		ab->nsnap = c;
+	}
+}

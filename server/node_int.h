@@ -1,0 +1,206 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* node_int.h - what the parts of procctl-node's loop share (node.h is
+ * what the rest of the daemon sees): the loop's state and the calls one
+ * part makes into another. node.c: the loop itself; the others below. */
+#ifndef PROCCTL_NODE_INT_H
+#define PROCCTL_NODE_INT_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "desired.h"
+#include "node.h"
+#include "podid.h"
+#include "procctl/v1/node.pb-c.h"
+#include "procctl_arbiter.h"
+
+#define MS 1000000ll
+#define STATE_READ_NS (20 * MS)    /* one state read may hold the loop this long */
+#define READSTATE_NS (200 * MS)    /* ReadState's own bound when the call has none */
+#define POLL_WAITING_NS (2 * MS)   /* a process with a wait on it and no doorbell */
+#define POLL_RUNG_NS (20 * MS)     /* ... with a doorbell (a wake can be lost) */
+#define POLL_IDLE_NS (1000 * MS)   /* state changes of processes without a doorbell */
+#define POLL_QUIET_NS (10000 * MS) /* ... with one */
+#define TICK_NS (5 * MS)           /* arbiters */
+#define HEXID_LEN 17               /* an id as 16 hex digits */
+
+typedef Procctl__V1__Process PbProcess;
+typedef Procctl__V1__ProcessRef PbRef;
+typedef Procctl__V1__Selector PbSelector;
+typedef Procctl__V1__PublishResult PbResult;
+typedef Procctl__V1__WatchEventsResponse PbEvent;
+
+struct proc {
+	procctl_client_t *c;
+	procctl_registry_t *reg;
+	struct ev_key key; /* pid, consumer, version, pod, container */
+	uint64_t instance;
+	enum procctl_qos qos;
+	int nspid_count;
+	pid_t nspid[PROCCTL_NSPID_MAX];
+	uint32_t payload_cap;
+	int have_state;       /* a state block was read */
+	uint64_t acked_gen;   /* from the last read */
+	int32_t ack_status;
+	uint32_t state_hash;  /* of its resources and bytes */
+	int waiting;          /* waits name it: poll it often */
+	int rings;            /* its doorbell was heard: it need not be polled as often */
+	uint64_t written_gen; /* the last config written, and when: its ack's latency */
+	int64_t written_ns;
+	int64_t next_poll_ns;
+};
+
+/* One result of a wait: a process a Publish, Clear or WaitAck named. */
+struct wait_item {
+	struct proc *p; /* NULL once it left */
+	pid_t pid;
+	uint64_t instance;
+	uint64_t gen;   /* written, or waited for; 0: nothing written */
+	Procctl__V1__PublishStatus status;
+	int32_t pstatus;
+	char error[192];
+	int done;
+};
+
+struct wait {
+	struct node_job *job;
+	int64_t deadline_ns;
+	struct desired desired; /* SetDesiredConfig: the config as stored (payload owned) */
+	int call_deadline;      /* the call's deadline ends it, not wait_ms */
+	size_t n;
+	struct wait *next;
+	struct wait_item item[];
+};
+
+struct arb {
+	procctl_arbiter_t *a;
+	struct procctl_arbiter_source src;
+	const struct node_arbiter_cfg *cfg;
+	size_t nsnap;
+	struct procctl_arbiter_snapshot snap[PROCCTL_ARB_MAX_RESOURCES]; /* as of the last tick */
+};
+
+/* Publish-to-ack latency buckets, seconds (Prometheus "le"): metrics.c. */
+#define NBUCKETS 16
+extern const double ack_buckets[NBUCKETS];
+
+/* The loop's own counters, for /metrics. */
+struct node_stats {
+	uint64_t writes;           /* configs written or cleared (Publish, Clear, desired configs) */
+	uint64_t acks_applied, acks_rejected;
+	uint64_t ack_hist[NBUCKETS + 1]; /* the last: over every bucket */
+	double ack_sum;
+	uint64_t ack_count;
+	uint64_t ownership_changes;
+};
+
+/* What a registry's on_event gets. */
+struct reg_arg {
+	struct node *n;
+	procctl_registry_t *reg;
+};
+
+struct node {
+	struct node_cfg cfg;
+	procctl_registry_t *reg[NODE_CONSUMERS_MAX];
+	struct reg_arg args[NODE_CONSUMERS_MAX];
+	size_t nreg;
+	procctl_hello_t *hello; /* NULL: off, or unavailable */
+	int released;           /* node_release done: the hand-off (or uninstall) */
+	uint64_t rev_at_start;  /* the desired store's revision as this daemon found it */
+	int cfg_ifd;            /* inotify on the config file's directories; -1: not followed */
+	int64_t cfg_due;        /* reload then (events settle first); 0: none pending */
+	int64_t cfg_first;      /* the first change not reloaded yet; 0: none */
+	const char *cfg_path;
+	int (*cfg_build)(struct node_cfg *c, char *err, size_t errlen, void *arg);
+	void *cfg_arg;
+	struct arb arb[NODE_ARBITERS_MAX];
+	size_t narb;
+	struct proc **procs;
+	size_t nprocs, cap_procs;
+	struct wait *waits;
+	struct events *ev;
+	struct desired_store desired;
+	struct node_stats stats;
+	uint64_t incarnation;
+	struct node_hooks hooks;
+	int serving;          /* atomic: hooks set (the serving side is up) */
+	int kick;             /* events appended or readiness changed since the last kick */
+	int ready;            /* atomic */
+
+	pthread_mutex_t mu;   /* the job queue */
+	struct node_job *head, **tail;
+	int closed;           /* under mu: no more jobs */
+	int efd;              /* eventfd: jobs queued, or stop */
+	volatile int stop;
+
+	struct procctl_state st; /* scratch for state reads (64 KiB of bytes) */
+};
+
+/* CLOCK_MONOTONIC, in ns. */
+static inline int64_t now_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000000000ll + t.tv_nsec;
+}
+
+/* Messages of one answer, freed together after packing. */
+struct arena {
+	void **blk;
+	size_t n, cap;
+	int failed;
+};
+
+/* reply.c: answers built in an arena, the API's forms of ids and processes */
+void *ar_alloc(struct arena *a, size_t size);
+char *ar_str(struct arena *a, const char *s);
+void ar_free(struct arena *a);
+void job_finish(struct node_job *job, enum node_code code, const char *msg, const ProtobufCMessage *resp);
+void job_finish_arena(struct node_job *job, struct arena *a, const ProtobufCMessage *resp);
+char *hexid(char buf[HEXID_LEN], uint64_t v);
+int hexid_parse(const char *s, uint64_t *v);
+char *ar_hexid(struct arena *a, uint64_t v);
+const char *node_kind_name(const struct node *n, uint32_t kind, char buf[16]);
+PbRef *mk_ref(struct arena *a, pid_t pid, uint64_t instance);
+Procctl__V1__AckResult proc_ack_result(const struct proc *p);
+PbProcess *mk_process(struct arena *a, const struct proc *p);
+Procctl__V1__DesiredConfig *mk_desired(struct arena *a, const struct desired *d);
+
+/* procs.c: the process table (attach, detach, state reads) and its events */
+void proc_wrote(struct node *n, struct proc *p, int64_t g);
+void node_emit(struct node *n, const struct ev_key *k, PbEvent *ev);
+void proc_read_state(struct node *n, struct proc *p, int quiet);
+void node_on_hello(pid_t pid, void *arg);
+void node_on_event(const struct procctl_event *e, void *arg);
+
+/* waits.c: writes that wait for acks, settled as the acks are read */
+void waits_update(struct node *n, struct proc *p, const struct procctl_state *st);
+void waits_sweep(struct node *n, int64_t now, int all);
+struct wait *wait_write_all(struct node *n, struct node_job *job, struct proc **v, size_t c,
+			      const ProtobufCBinaryData *payload, uint32_t wait_ms);
+void wait_start(struct node *n, struct wait *w);
+
+/* service.c: the NodeService requests */
+enum node_code selector_key(const PbSelector *s, struct ev_key *k, const char **why);
+ssize_t procs_matching(struct node *n, const struct ev_key *f, struct proc ***out);
+void node_handle(struct node *n, struct node_job *job);
+
+/* service_desired.c: desired configs (the API's and the config file's) */
+void desired_from_file(struct node *n, const struct node_cfg *cfg);
+void do_set_desired(struct node *n, struct node_job *job);
+void do_delete_desired(struct node *n, struct node_job *job);
+void do_list_desired(struct node *n, struct node_job *job);
+
+/* metrics.c: the Prometheus exposition of the loop's state */
+char *node_render_metrics(struct node *n, size_t *len);
+
+/* arbiters.c: the arbiters' ticks and their events */
+void arbiters_tick(struct node *n);
+
+/* cfgwatch.c: following the config file */
+void cfg_events(struct node *n, int64_t now);
+void cfg_reload(struct node *n);
+
+#endif

@@ -1,0 +1,298 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* procs.c - the process table: a registry's attach and detach, the
+ * state reads that notice acks and state changes, and the events they
+ * emit. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "node_int.h"
+
+/* A config write (or clear) that made generation g of p. */
+void proc_wrote(struct node *n, struct proc *p, int64_t g)
+{
+	if (g <= 0)
+		return;
+	n->stats.writes++;
+	p->written_gen = (uint64_t)g;
+	p->written_ns = now_ns();
+}
+
+/* Give p, just attached, the desired config it should have: if it has
+ * none yet, or if the config was set since this daemon started (a process
+ * found by a successor has what the store said then; a config changed at
+ * this start, by the file, or since, is news to it). */
+static void desired_apply(struct node *n, struct proc *p)
+{
+	const struct desired *d = desired_match(&n->desired, &p->key);
+	int64_t g;
+	if (!d || (procctl_client_config_gen(p->c) && d->revision <= n->rev_at_start) ||
+	    !procctl_registry_owner(p->reg, p->key.consumer))
+		return;
+	if (d->len > p->payload_cap) {
+		node_log(PROCCTL_LOG_WARN, "desired_too_big", "pid=%d revision=%llu bytes=%zu capacity=%u", (int)p->key.pid,
+			 (unsigned long long)d->revision, d->len, p->payload_cap);
+		return;
+	}
+	g = procctl_client_write(p->c, d->payload, d->len);
+	proc_wrote(n, p, g);
+	node_log(g > 0 ? PROCCTL_LOG_INFO : PROCCTL_LOG_WARN, "desired_applied", "pid=%d revision=%llu generation=%lld%s%s",
+		 (int)p->key.pid, (unsigned long long)d->revision, (long long)(g > 0 ? g : 0), g > 0 ? "" : " error=",
+		 g > 0 ? "" : strerror((int)-g));
+}
+
+/* Number, pack and keep one event (ev's oneof set by the caller). */
+void node_emit(struct node *n, const struct ev_key *k, PbEvent *ev)
+{
+	char token[48];
+	uint8_t stack[512], *buf = stack;
+	size_t len;
+	uint64_t seq = events_last(n->ev) + 1;
+	ev->sequence = seq;
+	snprintf(token, sizeof token, "%016llx.%llu", (unsigned long long)n->incarnation, (unsigned long long)seq);
+	ev->resume_token = token;
+	len = protobuf_c_message_get_packed_size(&ev->base);
+	if (len > sizeof stack && !(buf = malloc(len))) {
+		node_log(PROCCTL_LOG_ERROR, "event_lost", "seq=%llu error=ENOMEM", (unsigned long long)seq);
+		return;
+	}
+	protobuf_c_message_pack(&ev->base, buf);
+	if (events_append(n->ev, k, buf, len) < 0)
+		node_log(PROCCTL_LOG_ERROR, "event_lost", "seq=%llu error=ENOMEM", (unsigned long long)seq);
+	if (buf != stack)
+		free(buf);
+	n->kick = 1;
+}
+
+static void emit_acked(struct node *n, const struct proc *p)
+{
+	struct arena a = {0};
+	Procctl__V1__Acked m = PROCCTL__V1__ACKED__INIT;
+	PbEvent ev = PROCCTL__V1__WATCH_EVENTS_RESPONSE__INIT;
+	m.process = mk_ref(&a, p->key.pid, p->instance);
+	m.generation = p->acked_gen;
+	m.result = proc_ack_result(p);
+	m.status = p->ack_status;
+	ev.event_case = PROCCTL__V1__WATCH_EVENTS_RESPONSE__EVENT_ACKED;
+	ev.acked = &m;
+	if (!a.failed)
+		node_emit(n, &p->key, &ev);
+	ar_free(&a);
+}
+
+static void emit_state_changed(struct node *n, const struct proc *p)
+{
+	char idbuf[HEXID_LEN];
+	PbRef ref = PROCCTL__V1__PROCESS_REF__INIT;
+	Procctl__V1__StateChanged m = PROCCTL__V1__STATE_CHANGED__INIT;
+	PbEvent ev = PROCCTL__V1__WATCH_EVENTS_RESPONSE__INIT;
+	ref.pid = p->key.pid;
+	ref.instance_id = hexid(idbuf, p->instance);
+	m.process = &ref;
+	ev.event_case = PROCCTL__V1__WATCH_EVENTS_RESPONSE__EVENT_STATE_CHANGED;
+	ev.state_changed = &m;
+	node_emit(n, &p->key, &ev);
+}
+
+static struct proc *find_client(struct node *n, const procctl_client_t *c, size_t *at)
+{
+	size_t i;
+	for (i = 0; i < n->nprocs; i++)
+		if (n->procs[i]->c == c) {
+			if (at)
+				*at = i;
+			return n->procs[i];
+		}
+	return NULL;
+}
+
+/* Read p's state block: note a new ack (Acked) and a changed block
+ * (StateChanged), and settle the waits on p. */
+void proc_read_state(struct node *n, struct proc *p, int quiet)
+{
+	struct procctl_state *st = &n->st;
+	uint32_t h;
+	int first, r = procctl_client_read_state(p->c, st, now_ns() + STATE_READ_NS);
+	if (r < 0) {
+		if (r != -ESRCH && r != -ESTALE)
+			node_log(PROCCTL_LOG_DEBUG, "state_unreadable", "pid=%d error=%s reason=%s", (int)p->key.pid,
+				 strerror(-r), r == -EPROTO ? procctl_reject_name(st->why) : "-");
+		return;
+	}
+	first = !p->have_state;
+	h = procctl_crc32c(0, &st->nres, sizeof st->nres);
+	h = procctl_crc32c(h, st->res, st->nres * sizeof st->res[0]);
+	h = procctl_crc32c(h, &st->data_len, sizeof st->data_len);
+	h = procctl_crc32c(h, st->data, st->data_len);
+	p->have_state = 1;
+	if (first || st->acked_gen != p->acked_gen || st->ack_status != p->ack_status) {
+		p->acked_gen = st->acked_gen;
+		p->ack_status = st->ack_status;
+		if (!first && !quiet) {
+			emit_acked(n, p);
+			if (st->ack_status)
+				n->stats.acks_rejected++;
+			else
+				n->stats.acks_applied++;
+		}
+	}
+	if (p->written_ns && p->acked_gen >= p->written_gen) {
+		double sec = (double)(now_ns() - p->written_ns) / 1e9;
+		size_t b = 0;
+		while (b < NBUCKETS && sec > ack_buckets[b])
+			b++;
+		n->stats.ack_hist[b]++;
+		n->stats.ack_sum += sec;
+		n->stats.ack_count++;
+		p->written_ns = 0;
+	}
+	if (!first && h != p->state_hash && !quiet)
+		emit_state_changed(n, p);
+	p->state_hash = h;
+	waits_update(n, p, st);
+}
+
+static void on_attached(struct node *n, const struct procctl_event *e, procctl_registry_t *reg)
+{
+	struct procctl_client_info info;
+	struct procctl_podid pod;
+	struct proc *p;
+	struct arena a = {0};
+	Procctl__V1__ProcessAttached m = PROCCTL__V1__PROCESS_ATTACHED__INIT;
+	PbEvent ev = PROCCTL__V1__WATCH_EVENTS_RESPONSE__INIT;
+	int r;
+
+	if (n->nprocs == n->cap_procs) {
+		size_t cap = n->cap_procs ? n->cap_procs * 2 : 64;
+		struct proc **v = realloc(n->procs, cap * sizeof *v);
+		if (!v)
+			goto nomem;
+		n->procs = v;
+		n->cap_procs = cap;
+	}
+	if (!(p = calloc(1, sizeof *p)))
+		goto nomem;
+	procctl_client_info(e->client, &info);
+	p->c = procctl_client_ref(e->client);
+	p->reg = reg;
+	p->key.pid = info.pid;
+	p->key.version = info.hdr.schema_version;
+	memcpy(p->key.consumer, info.hdr.consumer, PROCCTL_CONSUMER_MAX);
+	p->instance = info.hdr.instance_id;
+	p->payload_cap = info.hdr.payload_cap;
+	p->nspid_count = info.nspid_count;
+	memcpy(p->nspid, info.nspid, sizeof p->nspid);
+	r = procctl_podid_read(NULL, info.pid, &pod);
+	if (r == 0) {
+		memcpy(p->key.pod_uid, pod.pod_uid, sizeof p->key.pod_uid);
+		memcpy(p->key.container_id, pod.container_id, sizeof p->key.container_id);
+		p->qos = pod.qos;
+	} else if (r != -ENOENT && r != -ESRCH) {
+		node_log(PROCCTL_LOG_WARN, "podid_unreadable", "pid=%d error=%s", (int)info.pid, strerror(-r));
+	}
+	n->procs[n->nprocs++] = p;
+	proc_read_state(n, p, 1); /* the ack it holds now is part of what Attached says */
+	desired_apply(n, p);
+	node_log(PROCCTL_LOG_INFO, "process_identity", "pid=%d consumer=%s version=%u instance=%016llx pod=%s container=%.12s",
+		 (int)p->key.pid, p->key.consumer, p->key.version, (unsigned long long)p->instance,
+		 p->key.pod_uid[0] ? p->key.pod_uid : "-", p->key.container_id[0] ? p->key.container_id : "-");
+	m.process = mk_process(&a, p);
+	ev.event_case = PROCCTL__V1__WATCH_EVENTS_RESPONSE__EVENT_ATTACHED;
+	ev.attached = &m;
+	if (!a.failed)
+		node_emit(n, &p->key, &ev);
+	ar_free(&a);
+	return;
+nomem:
+	node_log(PROCCTL_LOG_ERROR, "attach_untracked", "pid=%d error=ENOMEM", (int)e->pid);
+}
+
+static void on_detached(struct node *n, const struct procctl_event *e)
+{
+	Procctl__V1__ProcessDetached m = PROCCTL__V1__PROCESS_DETACHED__INIT;
+	PbEvent ev = PROCCTL__V1__WATCH_EVENTS_RESPONSE__INIT;
+	PbRef ref = PROCCTL__V1__PROCESS_REF__INIT;
+	char idbuf[HEXID_LEN];
+	struct wait *w;
+	struct proc *p;
+	size_t at, i;
+
+	if (!(p = find_client(n, e->client, &at)))
+		return;
+	for (w = n->waits; w; w = w->next)
+		for (i = 0; i < w->n; i++)
+			if (w->item[i].p == p) {
+				w->item[i].p = NULL;
+				if (!w->item[i].done) {
+					w->item[i].status = PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_GONE;
+					w->item[i].done = 1;
+				}
+			}
+	ref.pid = p->key.pid;
+	ref.instance_id = hexid(idbuf, p->instance);
+	m.process = &ref;
+	m.reason = e->reason == -ESRCH    ? PROCCTL__V1__DETACH_REASON__DETACH_REASON_EXITED
+		   : e->reason == -ESTALE ? PROCCTL__V1__DETACH_REASON__DETACH_REASON_EXECED
+					  : PROCCTL__V1__DETACH_REASON__DETACH_REASON_CLOSED;
+	ev.event_case = PROCCTL__V1__WATCH_EVENTS_RESPONSE__EVENT_DETACHED;
+	ev.detached = &m;
+	node_emit(n, &p->key, &ev); /* the registry logged it */
+	n->procs[at] = n->procs[--n->nprocs];
+	procctl_client_close(p->c);
+	free(p);
+}
+
+/* The hello probe: pid said hello (0: records were lost). Every
+ * registry looks: each attaches only its consumer's regions. */
+void node_on_hello(pid_t pid, void *arg)
+{
+	struct node *n = arg;
+	size_t i;
+	for (i = 0; i < n->nreg; i++) {
+		if (pid)
+			procctl_registry_notify(n->reg[i], pid);
+		else
+			procctl_registry_rescan(n->reg[i]);
+	}
+}
+
+void node_on_event(const struct procctl_event *e, void *arg)
+{
+	struct node *n = ((struct reg_arg *)arg)->n;
+	struct proc *p;
+	switch (e->type) {
+	case PROCCTL_EV_ATTACHED:
+		on_attached(n, e, ((struct reg_arg *)arg)->reg);
+		break;
+	case PROCCTL_EV_DETACHED:
+		on_detached(n, e);
+		break;
+	case PROCCTL_EV_DOORBELL:
+		if ((p = find_client(n, e->client, NULL))) {
+			p->rings = 1;
+			proc_read_state(n, p, 0);
+		}
+		break;
+	case PROCCTL_EV_OWNERSHIP: {
+		Procctl__V1__OwnershipChanged m = PROCCTL__V1__OWNERSHIP_CHANGED__INIT;
+		PbEvent ev = PROCCTL__V1__WATCH_EVENTS_RESPONSE__INIT;
+		struct ev_key k = {.always = 1};
+		m.consumer = (char *)e->consumer;
+		m.owner = e->held != 0;
+		ev.event_case = PROCCTL__V1__WATCH_EVENTS_RESPONSE__EVENT_OWNERSHIP_CHANGED;
+		ev.ownership_changed = &m;
+		snprintf(k.consumer, sizeof k.consumer, "%s", e->consumer);
+		node_emit(n, &k, &ev);
+		node_log(PROCCTL_LOG_INFO, "ownership", "consumer=%s owner=%d", e->consumer, e->held);
+		n->stats.ownership_changes++;
+		if (e->held) {
+			size_t i;
+			for (i = 0; i < n->nprocs; i++)
+				if (!strcmp(n->procs[i]->key.consumer, e->consumer))
+					desired_apply(n, n->procs[i]);
+		}
+		break;
+	}
+	}
+}

@@ -1,0 +1,188 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* reply.c - answers built in an arena: the messages of one reply are
+ * allocated together and freed after packing; the API's forms of ids
+ * (16 hex digits), processes and desired configs. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "node_int.h"
+
+void *ar_alloc(struct arena *a, size_t size)
+{
+	void *p;
+	if (a->n == a->cap) {
+		size_t cap = a->cap ? a->cap * 2 : 16;
+		void **blk = realloc(a->blk, cap * sizeof *blk);
+		if (!blk) {
+			a->failed = 1;
+			return NULL;
+		}
+		a->blk = blk;
+		a->cap = cap;
+	}
+	p = calloc(1, size ? size : 1);
+	if (!p) {
+		a->failed = 1;
+		return NULL;
+	}
+	a->blk[a->n++] = p;
+	return p;
+}
+
+char *ar_str(struct arena *a, const char *s)
+{
+	size_t n = strlen(s);
+	char *p = ar_alloc(a, n + 1);
+	if (p)
+		memcpy(p, s, n);
+	return p ? p : (char *)"";
+}
+
+void ar_free(struct arena *a)
+{
+	size_t i;
+	for (i = 0; i < a->n; i++)
+		free(a->blk[i]);
+	free(a->blk);
+	memset(a, 0, sizeof *a);
+}
+
+/* Answer a job and free it. */
+void job_finish(struct node_job *job, enum node_code code, const char *msg, const ProtobufCMessage *resp)
+{
+	job->ops->reply(job, code, msg, code == NODE_OK ? resp : NULL);
+	if (job->req)
+		protobuf_c_message_free_unpacked(job->req, NULL);
+	free(job->text);
+	free(job);
+}
+
+void job_finish_arena(struct node_job *job, struct arena *a, const ProtobufCMessage *resp)
+{
+	if (a->failed)
+		job_finish(job, NODE_RESOURCE_EXHAUSTED, "out of memory", NULL);
+	else
+		job_finish(job, NODE_OK, NULL, resp);
+	ar_free(a);
+}
+
+/* An instance or grant id as the API and the logs show it: 16 lowercase
+ * hex digits; 0 (none): empty. */
+char *hexid(char buf[HEXID_LEN], uint64_t v)
+{
+	if (v)
+		snprintf(buf, HEXID_LEN, "%016llx", (unsigned long long)v);
+	else
+		buf[0] = 0;
+	return buf;
+}
+
+/* An id from a request: empty (none, 0) or 16 hex digits; 0 or -1. */
+int hexid_parse(const char *s, uint64_t *v)
+{
+	size_t i;
+	*v = 0;
+	if (!s || !*s)
+		return 0;
+	for (i = 0; i < 16; i++) {
+		int d = s[i] >= '0' && s[i] <= '9'   ? s[i] - '0'
+			: s[i] >= 'a' && s[i] <= 'f' ? s[i] - 'a' + 10
+			: s[i] >= 'A' && s[i] <= 'F' ? s[i] - 'A' + 10
+						     : -1;
+		if (d < 0)
+			return -1;
+		*v = *v << 4 | (uint64_t)d;
+	}
+	return s[16] ? -1 : 0;
+}
+
+char *ar_hexid(struct arena *a, uint64_t v)
+{
+	char buf[HEXID_LEN];
+	return ar_str(a, hexid(buf, v));
+}
+
+/* A resource kind as people read it: its [arbiter NAME], or its number. */
+const char *node_kind_name(const struct node *n, uint32_t kind, char buf[16])
+{
+	size_t i;
+	for (i = 0; i < n->cfg.narbiters; i++)
+		if (n->cfg.arbiters[i].kind == kind)
+			return n->cfg.arbiters[i].name;
+	snprintf(buf, 16, "%u", kind);
+	return buf;
+}
+
+PbRef *mk_ref(struct arena *a, pid_t pid, uint64_t instance)
+{
+	PbRef *r = ar_alloc(a, sizeof *r);
+	if (!r)
+		return NULL;
+	procctl__v1__process_ref__init(r);
+	r->pid = pid;
+	r->instance_id = ar_hexid(a, instance);
+	return r;
+}
+
+Procctl__V1__AckResult proc_ack_result(const struct proc *p)
+{
+	if (!p->have_state || !p->acked_gen)
+		return PROCCTL__V1__ACK_RESULT__ACK_RESULT_UNSPECIFIED;
+	return p->ack_status ? PROCCTL__V1__ACK_RESULT__ACK_RESULT_REJECTED : PROCCTL__V1__ACK_RESULT__ACK_RESULT_APPLIED;
+}
+
+PbProcess *mk_process(struct arena *a, const struct proc *p)
+{
+	PbProcess *m = ar_alloc(a, sizeof *m);
+	int i;
+	if (!m)
+		return NULL;
+	procctl__v1__process__init(m);
+	m->ref = mk_ref(a, p->key.pid, p->instance);
+	m->nspid = ar_alloc(a, sizeof(int32_t) * (size_t)(p->nspid_count ? p->nspid_count : 1));
+	if (m->nspid) {
+		for (i = 0; i < p->nspid_count; i++)
+			m->nspid[i] = p->nspid[i];
+		m->n_nspid = (size_t)p->nspid_count;
+	}
+	m->consumer = ar_str(a, p->key.consumer);
+	m->schema_version = p->key.version;
+	m->pod_uid = ar_str(a, p->key.pod_uid);
+	m->container_id = ar_str(a, p->key.container_id);
+	m->qos_class = (Procctl__V1__QosClass)p->qos; /* the same order */
+	m->lease_state = procctl_registry_owner(p->reg, p->key.consumer) ? PROCCTL__V1__LEASE_STATE__LEASE_STATE_LIVE
+									  : PROCCTL__V1__LEASE_STATE__LEASE_STATE_NOT_OWNED;
+	m->generation = procctl_client_config_gen(p->c);
+	m->acked_generation = p->acked_gen;
+	m->ack_result = proc_ack_result(p);
+	m->ack_status = p->ack_status;
+	return m;
+}
+
+Procctl__V1__DesiredConfig *mk_desired(struct arena *a, const struct desired *d)
+{
+	const struct ev_key *sel = &d->sel;
+	const uint8_t *payload = d->payload;
+	size_t len = d->len;
+	Procctl__V1__DesiredConfig *m = ar_alloc(a, sizeof *m);
+	PbSelector *s = ar_alloc(a, sizeof *s);
+	if (!m || !s)
+		return NULL;
+	procctl__v1__desired_config__init(m);
+	procctl__v1__selector__init(s);
+	s->pid = sel->pid;
+	s->consumer = ar_str(a, sel->consumer);
+	s->schema_version = sel->version;
+	s->pod_uid = ar_str(a, sel->pod_uid);
+	s->container_id = ar_str(a, sel->container_id);
+	m->selector = s;
+	m->revision = d->revision;
+	m->source = ar_str(a, d->source);
+	if ((m->payload.data = ar_alloc(a, len))) {
+		memcpy(m->payload.data, payload, len);
+		m->payload.len = len;
+	}
+	return m;
+}

@@ -1,0 +1,448 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* service.c - the NodeService requests the loop serves (node_handle):
+ * listing, reading, publishing, waiting, arbiters, watches, metrics. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "node_int.h"
+
+/* A Selector as a filter: 0, or INVALID_ARGUMENT and a reason. */
+enum node_code selector_key(const PbSelector *s, struct ev_key *k, const char **why)
+{
+	memset(k, 0, sizeof *k);
+	if (s && ev_key_from(k, s->pid, s->consumer, s->schema_version, s->pod_uid, s->container_id, why) < 0)
+		return NODE_INVALID_ARGUMENT;
+	return NODE_OK;
+}
+
+static int by_ref(const void *a, const void *b)
+{
+	const struct proc *x = *(struct proc *const *)a, *y = *(struct proc *const *)b;
+	if (x->key.pid != y->key.pid)
+		return x->key.pid < y->key.pid ? -1 : 1;
+	return x->instance < y->instance ? -1 : x->instance > y->instance;
+}
+
+/* The processes that match f, in (pid, instance) order: their count (the
+ * array is malloc'd), or -ENOMEM. */
+ssize_t procs_matching(struct node *n, const struct ev_key *f, struct proc ***out)
+{
+	struct proc **v = malloc(sizeof *v * (n->nprocs ? n->nprocs : 1));
+	size_t i, c = 0;
+	if (!v)
+		return -ENOMEM;
+	for (i = 0; i < n->nprocs; i++)
+		if (ev_key_match(f, &n->procs[i]->key))
+			v[c++] = n->procs[i];
+	qsort(v, c, sizeof *v, by_ref);
+	*out = v;
+	return (ssize_t)c;
+}
+
+/* The process a ProcessRef names. */
+static enum node_code resolve_ref(struct node *n, const PbRef *r, struct proc **out, const char **why)
+{
+	struct proc *hit = NULL;
+	size_t i, found = 0;
+	uint64_t instance;
+	if (!r || r->pid <= 0) {
+		*why = "process.pid: required (a pid in the daemon's namespace)";
+		return NODE_INVALID_ARGUMENT;
+	}
+	if (hexid_parse(r->instance_id, &instance) < 0) {
+		*why = "process.instance_id: 16 hex digits, or empty for the pid's only region";
+		return NODE_INVALID_ARGUMENT;
+	}
+	for (i = 0; i < n->nprocs; i++) {
+		struct proc *p = n->procs[i];
+		if (p->key.pid == r->pid && (!instance || instance == p->instance)) {
+			hit = p;
+			found++;
+		}
+	}
+	if (!found) {
+		*why = "no such process attached";
+		return NODE_NOT_FOUND;
+	}
+	if (found > 1) {
+		*why = "the pid has several regions: name one by process.instance_id";
+		return NODE_INVALID_ARGUMENT;
+	}
+	*out = hit;
+	return NODE_OK;
+}
+
+static void do_list(struct node *n, struct node_job *job)
+{
+	Procctl__V1__ListProcessesRequest *rq = (void *)job->req;
+	Procctl__V1__ListProcessesResponse m = PROCCTL__V1__LIST_PROCESSES_RESPONSE__INIT;
+	struct arena a = {0};
+	struct proc **v;
+	struct ev_key f;
+	const char *why = NULL;
+	enum node_code code = selector_key(rq->filter, &f, &why);
+	ssize_t c, i;
+	if (code)
+		return job_finish(job, code, why, NULL);
+	if ((c = procs_matching(n, &f, &v)) < 0)
+		return job_finish(job, NODE_RESOURCE_EXHAUSTED, "out of memory", NULL);
+	m.processes = ar_alloc(&a, sizeof *m.processes * (size_t)(c ? c : 1));
+	for (i = 0; m.processes && i < c; i++)
+		m.processes[m.n_processes++] = mk_process(&a, v[i]);
+	free(v);
+	job_finish_arena(job, &a, &m.base);
+}
+
+static void do_get(struct node *n, struct node_job *job)
+{
+	Procctl__V1__GetProcessRequest *rq = (void *)job->req;
+	Procctl__V1__GetProcessResponse m = PROCCTL__V1__GET_PROCESS_RESPONSE__INIT;
+	struct arena a = {0};
+	struct proc *p;
+	const char *why = NULL;
+	enum node_code code = resolve_ref(n, rq->process, &p, &why);
+	if (code)
+		return job_finish(job, code, why, NULL);
+	m.process = mk_process(&a, p);
+	job_finish_arena(job, &a, &m.base);
+}
+
+static void do_read_state(struct node *n, struct node_job *job)
+{
+	Procctl__V1__ReadStateRequest *rq = (void *)job->req;
+	Procctl__V1__ReadStateResponse m = PROCCTL__V1__READ_STATE_RESPONSE__INIT;
+	struct procctl_state *st = &n->st;
+	struct arena a = {0};
+	struct proc *p;
+	const char *why = NULL;
+	char msg[96];
+	int64_t dl = now_ns() + READSTATE_NS;
+	enum node_code code = resolve_ref(n, rq->process, &p, &why);
+	uint32_t i;
+	int r;
+	if (code)
+		return job_finish(job, code, why, NULL);
+	r = procctl_client_read_state(p->c, st, job->deadline_ns < dl ? job->deadline_ns : dl);
+	switch (r) {
+	case 0:
+		break;
+	case -ESRCH:
+	case -ESTALE:
+		return job_finish(job, NODE_NOT_FOUND, "the process exited or exec'd", NULL);
+	case -ETIMEDOUT:
+		return job_finish(job, NODE_DEADLINE_EXCEEDED, "the state read did not job_finish (a stalled page)", NULL);
+	case -EAGAIN:
+		return job_finish(job, NODE_UNAVAILABLE, "the state block is being written, or no reader is free", NULL);
+	case -EPROTO:
+		snprintf(msg, sizeof msg, "state block refused: %s", procctl_reject_name(st->why));
+		return job_finish(job, NODE_FAILED_PRECONDITION, msg, NULL);
+	default:
+		snprintf(msg, sizeof msg, "state block unreadable: %s", strerror(-r));
+		return job_finish(job, NODE_FAILED_PRECONDITION, msg, NULL);
+	}
+	m.acked_generation = st->acked_gen;
+	m.ack_result = !st->acked_gen    ? PROCCTL__V1__ACK_RESULT__ACK_RESULT_UNSPECIFIED
+		       : st->ack_status ? PROCCTL__V1__ACK_RESULT__ACK_RESULT_REJECTED
+					: PROCCTL__V1__ACK_RESULT__ACK_RESULT_APPLIED;
+	m.ack_status = st->ack_status;
+	m.resources = ar_alloc(&a, sizeof *m.resources * (st->nres ? st->nres : 1));
+	for (i = 0; m.resources && i < st->nres; i++) {
+		const struct procctl_res_entry *e = &st->res[i];
+		Procctl__V1__ResourceReport *rr;
+		char kind[16];
+		if (!e->kind)
+			continue; /* an unused entry: no resource */
+		if (!(rr = ar_alloc(&a, sizeof *rr)))
+			break;
+		procctl__v1__resource_report__init(rr);
+		rr->kind = ar_str(&a, node_kind_name(n, e->kind, kind));
+		rr->kind_number = e->kind;
+		rr->id.data = ar_alloc(&a, sizeof e->id);
+		if (rr->id.data) {
+			memcpy(rr->id.data, e->id, sizeof e->id);
+			rr->id.len = sizeof e->id;
+		}
+		rr->grant_id = ar_hexid(&a, e->grant_id);
+		rr->seen_generation = e->seen_gen;
+		rr->state = e->state <= PROCCTL_RES_RELEASED ? (Procctl__V1__ResourceState)(e->state + 1)
+							     : PROCCTL__V1__RESOURCE_STATE__RESOURCE_STATE_UNSPECIFIED;
+		rr->wants = (e->flags & PROCCTL_RES_F_WANT) != 0;
+		m.resources[m.n_resources++] = rr;
+	}
+	m.data.data = ar_alloc(&a, st->data_len);
+	if (m.data.data) {
+		memcpy(m.data.data, st->data, st->data_len);
+		m.data.len = st->data_len;
+	}
+	job_finish_arena(job, &a, &m.base);
+}
+
+/* Publish and Clear: write to the selected processes, then wait. */
+static void do_write(struct node *n, struct node_job *job)
+{
+	const PbSelector *sel;
+	const ProtobufCBinaryData *payload = NULL;
+	uint32_t wait_ms;
+	struct ev_key f;
+	struct proc **v = NULL;
+	struct wait *w;
+	const char *why = NULL;
+	enum node_code code;
+	ssize_t c, i;
+
+	if (job->method == NODE_PUBLISH) {
+		Procctl__V1__PublishRequest *rq = (void *)job->req;
+		sel = rq->selector;
+		payload = &rq->payload;
+		wait_ms = rq->wait_ms;
+		if (!payload->len)
+			return job_finish(job, NODE_INVALID_ARGUMENT, "payload: empty (Clear withdraws a config)", NULL);
+	} else {
+		Procctl__V1__ClearRequest *rq = (void *)job->req;
+		sel = rq->selector;
+		wait_ms = rq->wait_ms;
+	}
+	if ((code = selector_key(sel, &f, &why)))
+		return job_finish(job, code, why, NULL);
+	if (!f.pid && (!f.consumer[0] || !f.version))
+		return job_finish(job, NODE_INVALID_ARGUMENT,
+			      "selector: name a pid, or a consumer and its schema_version", NULL);
+	if ((c = procs_matching(n, &f, &v)) < 0)
+		return job_finish(job, NODE_RESOURCE_EXHAUSTED, "out of memory", NULL);
+	if (f.pid && !c) {
+		free(v);
+		return job_finish(job, NODE_NOT_FOUND, "no such process attached", NULL);
+	}
+	for (i = 1; i < c; i++)
+		if (strcmp(v[i]->key.consumer, v[0]->key.consumer) || v[i]->key.version != v[0]->key.version) {
+			free(v);
+			return job_finish(job, NODE_INVALID_ARGUMENT,
+				      "selector: the processes are of several consumers or schema versions: name one",
+				      NULL);
+		}
+	if (f.pid && payload)
+		for (i = 0; i < c; i++)
+			if (payload->len > v[i]->payload_cap) {
+				char msg[96];
+				snprintf(msg, sizeof msg, "payload: %zu bytes, over the process's capacity of %u",
+					 payload->len, v[i]->payload_cap);
+				free(v);
+				return job_finish(job, NODE_INVALID_ARGUMENT, msg, NULL);
+			}
+	w = wait_write_all(n, job, v, (size_t)c, payload, wait_ms);
+	free(v);
+	if (!w)
+		return;
+	node_log(PROCCTL_LOG_DEBUG, job->method == NODE_PUBLISH ? "publish" : "clear", "processes=%zd bytes=%zu wait_ms=%u",
+		 c, payload ? payload->len : 0, wait_ms);
+	/* A single pid its daemon does not own: FAILED_PRECONDITION. */
+	if (f.pid && c == 1 && w->item[0].status == PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_NOT_OWNER) {
+		free(w);
+		return job_finish(job, NODE_FAILED_PRECONDITION, "this daemon does not own the process's region", NULL);
+	}
+	wait_start(n, w);
+}
+
+static void do_wait_ack(struct node *n, struct node_job *job)
+{
+	Procctl__V1__WaitAckRequest *rq = (void *)job->req;
+	struct proc *p;
+	struct wait *w;
+	const char *why = NULL;
+	enum node_code code = resolve_ref(n, rq->process, &p, &why);
+	if (code)
+		return job_finish(job, code, why, NULL);
+	if (!rq->generation || rq->generation > procctl_client_config_gen(p->c))
+		return job_finish(job, NODE_INVALID_ARGUMENT, "generation: not one published to this process", NULL);
+	if (!(w = calloc(1, sizeof *w + sizeof w->item[0])))
+		return job_finish(job, NODE_RESOURCE_EXHAUSTED, "out of memory", NULL);
+	w->job = job;
+	w->n = 1;
+	w->deadline_ns = now_ns() + (int64_t)rq->wait_ms * MS;
+	if (w->deadline_ns >= job->deadline_ns) {
+		w->deadline_ns = job->deadline_ns;
+		w->call_deadline = 1;
+	}
+	w->item[0].p = p;
+	w->item[0].pid = p->key.pid;
+	w->item[0].instance = p->instance;
+	w->item[0].gen = rq->generation;
+	w->item[0].status = PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_PENDING;
+	w->next = n->waits;
+	n->waits = w;
+	proc_read_state(n, p, 0);
+}
+
+static void fill_arbiter(struct arena *a, const struct arb *ab, Procctl__V1__Arbiter *m, int64_t now)
+{
+	size_t i;
+	procctl__v1__arbiter__init(m);
+	m->kind = ar_str(a, ab->cfg->name);
+	m->kind_number = ab->cfg->kind;
+	m->hold_ns = ab->cfg->hold_ns;
+	m->resources = ar_alloc(a, sizeof *m->resources * (ab->nsnap ? ab->nsnap : 1));
+	for (i = 0; m->resources && i < ab->nsnap; i++) {
+		const struct procctl_arbiter_snapshot *s = &ab->snap[i];
+		Procctl__V1__ArbiterResource *r = ar_alloc(a, sizeof *r);
+		if (!r)
+			return;
+		procctl__v1__arbiter_resource__init(r);
+		r->kind = ar_str(a, ab->cfg->name);
+		r->id.data = ar_alloc(a, sizeof s->res.id);
+		if (r->id.data) {
+			memcpy(r->id.data, s->res.id, sizeof s->res.id);
+			r->id.len = sizeof s->res.id;
+		}
+		r->holder = mk_ref(a, s->holder_pid, s->holder_instance);
+		r->grant_id = ar_hexid(a, s->grant_id);
+		r->held_ns = s->held_ns;
+		r->pending_ns = s->pending_since_ns && now > (int64_t)s->pending_since_ns
+					? (uint64_t)now - s->pending_since_ns
+					: 0;
+		r->hold_ns_total = s->hold_ns_total;
+		r->pending_ns_total = s->pending_ns;
+		r->blocked_ns_total = s->blocked_ns;
+		r->handoffs = s->handoffs;
+		r->waiters = s->waiters;
+		m->resources[m->n_resources++] = r;
+	}
+}
+
+static void do_arbiters(struct node *n, struct node_job *job)
+{
+	struct arena a = {0};
+	int64_t now = now_ns();
+	size_t i;
+	if (job->method == NODE_LIST_ARBITERS) {
+		Procctl__V1__ListArbitersResponse m = PROCCTL__V1__LIST_ARBITERS_RESPONSE__INIT;
+		m.arbiters = ar_alloc(&a, sizeof *m.arbiters * (n->narb ? n->narb : 1));
+		for (i = 0; m.arbiters && i < n->narb; i++) {
+			Procctl__V1__Arbiter *x = ar_alloc(&a, sizeof *x);
+			if (!x)
+				break;
+			fill_arbiter(&a, &n->arb[i], x, now);
+			m.arbiters[m.n_arbiters++] = x;
+		}
+		return job_finish_arena(job, &a, &m.base);
+	} else {
+		Procctl__V1__GetArbiterRequest *rq = (void *)job->req;
+		Procctl__V1__GetArbiterResponse m = PROCCTL__V1__GET_ARBITER_RESPONSE__INIT;
+		Procctl__V1__Arbiter x;
+		for (i = 0; i < n->narb; i++) {
+			char num[16];
+			snprintf(num, sizeof num, "%u", n->arb[i].cfg->kind);
+			if (!strcmp(n->arb[i].cfg->name, rq->kind) || !strcmp(num, rq->kind))
+				break; /* by its name, or its number */
+		}
+		if (i == n->narb)
+			return job_finish(job, NODE_NOT_FOUND, "no arbiter for that kind", NULL);
+		fill_arbiter(&a, &n->arb[i], &x, now);
+		m.arbiter = &x;
+		return job_finish_arena(job, &a, &m.base);
+	}
+}
+
+/* "<incarnation hex>.<seq>": 0 and the seq, or -1. */
+static int parse_token(const struct node *n, const char *t, uint64_t *seq)
+{
+	char *end;
+	unsigned long long inc, s;
+	if (strlen(t) < 18 || t[16] != '.')
+		return -1;
+	errno = 0;
+	inc = strtoull(t, &end, 16);
+	if (errno || end != t + 16 || inc != n->incarnation || t[17] < '0' || t[17] > '9')
+		return -1;
+	s = strtoull(t + 17, &end, 10);
+	if (errno || *end)
+		return -1;
+	*seq = s;
+	return 0;
+}
+
+static void do_watch(struct node *n, struct node_job *job)
+{
+	Procctl__V1__WatchEventsRequest *rq = (void *)job->req;
+	struct ev_key f;
+	const char *why = NULL;
+	enum node_code code = selector_key(rq->filter, &f, &why);
+	uint64_t seq;
+	if (code)
+		return job_finish(job, code, why, NULL);
+	if (rq->resume_token[0]) {
+		if (parse_token(n, rq->resume_token, &seq) < 0 || !events_resumable(n->ev, seq))
+			return job_finish(job, NODE_OUT_OF_RANGE,
+				      "resume_token: unknown, of another daemon incarnation, or too old: watch without "
+				      "one (a snapshot) and relist",
+				      NULL);
+		job->ops->watch(job, NULL, seq, &f);
+	} else {
+		struct arena a = {0};
+		Procctl__V1__Snapshot snap = PROCCTL__V1__SNAPSHOT__INIT;
+		PbEvent ev = PROCCTL__V1__WATCH_EVENTS_RESPONSE__INIT;
+		char token[48];
+		struct proc **v;
+		ssize_t c, i;
+		if ((c = procs_matching(n, &f, &v)) < 0)
+			return job_finish(job, NODE_RESOURCE_EXHAUSTED, "out of memory", NULL);
+		snap.processes = ar_alloc(&a, sizeof *snap.processes * (size_t)(c ? c : 1));
+		for (i = 0; snap.processes && i < c; i++)
+			snap.processes[snap.n_processes++] = mk_process(&a, v[i]);
+		free(v);
+		if (a.failed) {
+			ar_free(&a);
+			return job_finish(job, NODE_RESOURCE_EXHAUSTED, "out of memory", NULL);
+		}
+		seq = events_last(n->ev);
+		snprintf(token, sizeof token, "%016llx.%llu", (unsigned long long)n->incarnation,
+			 (unsigned long long)seq);
+		ev.sequence = seq;
+		ev.resume_token = token;
+		ev.event_case = PROCCTL__V1__WATCH_EVENTS_RESPONSE__EVENT_SNAPSHOT;
+		ev.snapshot = &snap;
+		job->ops->watch(job, &ev.base, seq, &f);
+		ar_free(&a);
+	}
+	protobuf_c_message_free_unpacked(job->req, NULL);
+	free(job);
+}
+
+static void do_metrics(struct node *n, struct node_job *job)
+{
+	if (!(job->text = node_render_metrics(n, &job->text_len)))
+		return job_finish(job, NODE_RESOURCE_EXHAUSTED, "out of memory", NULL);
+	job_finish(job, NODE_OK, NULL, NULL);
+}
+
+void node_handle(struct node *n, struct node_job *job)
+{
+	switch (job->method) {
+	case NODE_LIST_PROCESSES:
+		return do_list(n, job);
+	case NODE_GET_PROCESS:
+		return do_get(n, job);
+	case NODE_WATCH_EVENTS:
+		return do_watch(n, job);
+	case NODE_PUBLISH:
+	case NODE_CLEAR:
+		return do_write(n, job);
+	case NODE_WAIT_ACK:
+		return do_wait_ack(n, job);
+	case NODE_READ_STATE:
+		return do_read_state(n, job);
+	case NODE_LIST_ARBITERS:
+	case NODE_GET_ARBITER:
+		return do_arbiters(n, job);
+	case NODE_SET_DESIRED:
+		return do_set_desired(n, job);
+	case NODE_DELETE_DESIRED:
+		return do_delete_desired(n, job);
+	case NODE_LIST_DESIRED:
+		return do_list_desired(n, job);
+	case NODE_METRICS:
+		return do_metrics(n, job);
+	}
+	job_finish(job, NODE_UNIMPLEMENTED, "no such method", NULL);
+}

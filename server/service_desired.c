@@ -1,0 +1,209 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* service_desired.c - desired configs: set, delete and list through the
+ * API, those of the config file, and giving each to the processes it is
+ * for. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "node_int.h"
+
+/* Give d to the processes it is the config for now (those of this
+ * daemon's regions); no one waits for their acks. */
+static void desired_push(struct node *n, const struct desired *d)
+{
+	struct proc **v = NULL;
+	ssize_t c, i;
+	if ((c = procs_matching(n, &d->sel, &v)) < 0)
+		return;
+	for (i = 0; i < c; i++) {
+		struct proc *p = v[i];
+		int64_t g;
+		if (!desired_effective(&n->desired, d, &p->key) || !procctl_registry_owner(p->reg, p->key.consumer))
+			continue;
+		if (d->len > p->payload_cap) {
+			node_log(PROCCTL_LOG_WARN, "desired_too_big", "pid=%d revision=%llu bytes=%zu capacity=%u",
+				 (int)p->key.pid, (unsigned long long)d->revision, d->len, p->payload_cap);
+			continue;
+		}
+		g = procctl_client_write(p->c, d->payload, d->len);
+		proc_wrote(n, p, g);
+	}
+	free(v);
+}
+
+/* The [desired] sections of the config file (at start, and at each
+ * reload): each is set, with the section's name as its source, unless the
+ * store has it already byte for byte from that section, and then given to
+ * its processes; a config of the store whose source section cfg has not
+ * (any more, even across restarts: the store keeps the source) is
+ * deleted, its processes keeping what they have, as after
+ * DeleteDesiredConfig. A section that cannot be set (it overlaps a config
+ * of the same precedence set through the API, or the store cannot be
+ * written) is logged by name and tried again at the next reload. */
+void desired_from_file(struct node *n, const struct node_cfg *cfg)
+{
+	char err[400];
+	size_t i, j;
+	for (i = 0; i < n->desired.n;) {
+		const struct desired *d = &n->desired.v[i];
+		struct ev_key sel = d->sel;
+		char source[sizeof d->source];
+		for (j = 0; j < cfg->ndesired && !(ev_key_same(&cfg->desired[j].sel, &d->sel) &&
+						   !strcmp(cfg->desired[j].name, d->source));
+		     j++)
+			;
+		if (!d->source[0] || j < cfg->ndesired) {
+			i++;
+			continue;
+		}
+		memcpy(source, d->source, sizeof source);
+		if (desired_delete(&n->desired, &sel, err, sizeof err) < 0) {
+			node_log(PROCCTL_LOG_ERROR, "desired_file_failed", "section=%s error=\"%s\"", source, err);
+			i++;
+			continue;
+		}
+		node_log(PROCCTL_LOG_INFO, "desired_deleted", "section=%s consumer=%s version=%u pod=%s container=%.12s", source,
+			 sel.consumer, sel.version, sel.pod_uid[0] ? sel.pod_uid : "-",
+			 sel.container_id[0] ? sel.container_id : "-");
+	}
+	for (i = 0; i < cfg->ndesired; i++) {
+		const struct node_desired_cfg *f = &cfg->desired[i];
+		const struct desired *d = desired_find(&n->desired, &f->sel), *other = NULL;
+		const char *why = NULL;
+		int r;
+		if (d && d->len == f->len && !memcmp(d->payload, f->data, f->len) && !strcmp(d->source, f->name))
+			continue; /* as the store has it */
+		r = desired_set(&n->desired, &f->sel, f->data, f->len, f->name, &d, &other, &why, err, sizeof err);
+		if (r == -EEXIST)
+			snprintf(err, sizeof err, "overlaps the desired config (revision %llu) of the same precedence for "
+				 "consumer=%s version=%u pid=%d pod=%s container=%s",
+				 (unsigned long long)other->revision, other->sel.consumer, other->sel.version,
+				 (int)other->sel.pid, other->sel.pod_uid, other->sel.container_id);
+		else if (r == -EINVAL)
+			snprintf(err, sizeof err, "%s", why);
+		else if (r < 0 && r != -EIO)
+			snprintf(err, sizeof err, "%s", strerror(-r));
+		if (r < 0) {
+			node_log(PROCCTL_LOG_ERROR, "desired_file_failed", "section=%s error=\"%s\"", f->name, err);
+			continue;
+		}
+		node_log(PROCCTL_LOG_INFO, "desired_set", "section=%s revision=%llu consumer=%s version=%u pod=%s container=%.12s bytes=%zu",
+			 f->name, (unsigned long long)d->revision, d->sel.consumer, d->sel.version,
+			 d->sel.pod_uid[0] ? d->sel.pod_uid : "-", d->sel.container_id[0] ? d->sel.container_id : "-", d->len);
+		desired_push(n, d);
+	}
+}
+
+void do_set_desired(struct node *n, struct node_job *job)
+{
+	Procctl__V1__SetDesiredConfigRequest *rq = (void *)job->req;
+	const struct desired *d = NULL, *other = NULL;
+	struct ev_key f;
+	struct proc **v = NULL, **eff;
+	struct wait *w;
+	const char *why = NULL;
+	char err[400];
+	ssize_t c, i, k = 0;
+	enum node_code code;
+	int r;
+	if (!rq->config)
+		return job_finish(job, NODE_INVALID_ARGUMENT, "config: required", NULL);
+	if ((code = selector_key(rq->config->selector, &f, &why)))
+		return job_finish(job, code, why, NULL);
+	r = desired_set(&n->desired, &f, rq->config->payload.data, rq->config->payload.len, NULL, &d, &other, &why, err,
+			sizeof err);
+	if (r == -EINVAL)
+		return job_finish(job, NODE_INVALID_ARGUMENT, why, NULL);
+	if (r == -EEXIST) {
+		snprintf(err, sizeof err,
+			 "overlaps the desired config of the same precedence for pid=%d consumer=%s schema_version=%u "
+			 "pod_uid=%s container_id=%s (revision %llu): delete it first",
+			 (int)other->sel.pid, other->sel.consumer, other->sel.version, other->sel.pod_uid,
+			 other->sel.container_id, (unsigned long long)other->revision);
+		return job_finish(job, NODE_ALREADY_EXISTS, err, NULL);
+	}
+	if (r == -EIO) {
+		char msg[480];
+		snprintf(msg, sizeof msg, "could not keep it on the host (%s): nothing changed", err);
+		return job_finish(job, NODE_UNAVAILABLE, msg, NULL);
+	}
+	if (r < 0)
+		return job_finish(job, NODE_RESOURCE_EXHAUSTED, "out of memory", NULL);
+	node_log(PROCCTL_LOG_INFO, "desired_set", "revision=%llu consumer=%s version=%u pid=%d pod=%s container=%.12s bytes=%zu",
+		 (unsigned long long)d->revision, d->sel.consumer, d->sel.version, (int)d->sel.pid,
+		 d->sel.pod_uid[0] ? d->sel.pod_uid : "-", d->sel.container_id[0] ? d->sel.container_id : "-", d->len);
+	/* The processes it is the config for now get it. */
+	if ((c = procs_matching(n, &f, &v)) < 0)
+		c = 0;
+	eff = v;
+	for (i = 0; i < c; i++)
+		if (desired_effective(&n->desired, d, &v[i]->key))
+			eff[k++] = v[i];
+	{
+		ProtobufCBinaryData payload = {d->len, d->payload};
+		w = wait_write_all(n, job, eff, (size_t)k, &payload, rq->wait_ms);
+	}
+	free(v);
+	if (!w)
+		return;
+	w->desired = *d;
+	if (!(w->desired.payload = malloc(d->len))) {
+		free(w);
+		return job_finish(job, NODE_RESOURCE_EXHAUSTED, "out of memory", NULL);
+	}
+	memcpy(w->desired.payload, d->payload, d->len);
+	wait_start(n, w);
+}
+
+void do_delete_desired(struct node *n, struct node_job *job)
+{
+	Procctl__V1__DeleteDesiredConfigRequest *rq = (void *)job->req;
+	Procctl__V1__DeleteDesiredConfigResponse m = PROCCTL__V1__DELETE_DESIRED_CONFIG_RESPONSE__INIT;
+	struct ev_key f;
+	const char *why = NULL;
+	char err[400], msg[480];
+	enum node_code code;
+	int r;
+	if ((code = selector_key(rq->selector, &f, &why)))
+		return job_finish(job, code, why, NULL);
+	if (desired_check(&f, &why) < 0)
+		return job_finish(job, NODE_INVALID_ARGUMENT, why, NULL);
+	r = desired_delete(&n->desired, &f, err, sizeof err);
+	if (r == -ENOENT)
+		return job_finish(job, NODE_NOT_FOUND, "no desired config for that selector", NULL);
+	if (r < 0) {
+		snprintf(msg, sizeof msg, "could not keep the change on the host (%s): nothing changed", err);
+		return job_finish(job, NODE_UNAVAILABLE, msg, NULL);
+	}
+	node_log(PROCCTL_LOG_INFO, "desired_deleted", "consumer=%s version=%u pid=%d pod=%s container=%.12s", f.consumer,
+		 f.version, (int)f.pid, f.pod_uid[0] ? f.pod_uid : "-", f.container_id[0] ? f.container_id : "-");
+	job_finish(job, NODE_OK, NULL, &m.base);
+}
+
+static int by_precedence(const void *a, const void *b)
+{
+	const struct desired *x = *(const struct desired *const *)a, *y = *(const struct desired *const *)b;
+	if (x->level != y->level)
+		return x->level > y->level ? -1 : 1;
+	return x->revision < y->revision ? -1 : x->revision > y->revision;
+}
+
+void do_list_desired(struct node *n, struct node_job *job)
+{
+	Procctl__V1__ListDesiredConfigsResponse m = PROCCTL__V1__LIST_DESIRED_CONFIGS_RESPONSE__INIT;
+	struct arena a = {0};
+	const struct desired **v = ar_alloc(&a, sizeof *v * (n->desired.n ? n->desired.n : 1));
+	size_t i;
+	m.revision = n->desired.revision;
+	m.configs = ar_alloc(&a, sizeof *m.configs * (n->desired.n ? n->desired.n : 1));
+	if (v && m.configs) {
+		for (i = 0; i < n->desired.n; i++)
+			v[i] = &n->desired.v[i];
+		qsort(v, n->desired.n, sizeof *v, by_precedence);
+		for (i = 0; i < n->desired.n; i++)
+			m.configs[m.n_configs++] = mk_desired(&a, v[i]);
+	}
+	job_finish_arena(job, &a, &m.base);
+}

@@ -1,0 +1,210 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* waits.c - writes that wait: a Publish, Clear, SetDesiredConfig or
+ * WaitAck becomes a wait the loop settles as it reads acks (the library's
+ * ack decision), and answers when all are settled or its time is up. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "node_int.h"
+
+/* Settle one item from what p acked: 1 when it is done. */
+/* A refusal in words: the errno's name and text, and the status the
+ * process reported with it when that is text (st: the state block read
+ * with the ack, or NULL). */
+static void rejected_why(char *buf, size_t len, int32_t status, const struct procctl_state *st)
+{
+	const char *name = status < 0 && status > -4096 ? strerrorname_np((int)-status) : NULL;
+	size_t i, o;
+	if (name)
+		o = (size_t)snprintf(buf, len, "%s (%s)", name, strerror((int)-status));
+	else
+		o = (size_t)snprintf(buf, len, "status %d", (int)status);
+	if (!st || !st->data_len || o >= len)
+		return;
+	for (i = 0; i < st->data_len; i++)
+		if (st->data[i] < 0x20 || st->data[i] > 0x7e)
+			return;
+	snprintf(buf + o, len - o, ": %.*s", (int)st->data_len, (const char *)st->data);
+}
+
+/* Settle one item from what p acked (the library's decision, SPEC.md
+ * 7.3: an ack above what was published is none): 1 when it is done. */
+static int wait_settle(struct wait_item *it, const struct proc *p, const struct procctl_state *st)
+{
+	int kind;
+	if (it->done)
+		return 1;
+	if (!p->have_state ||
+	    !(kind = procctl_ack_decide(it->gen, procctl_client_published_max(p->c), p->acked_gen, p->ack_status)))
+		return 0;
+	switch (kind) {
+	case PROCCTL_ACK_SUPERSEDED:
+		it->status = PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_SUPERSEDED;
+		break;
+	case PROCCTL_ACK_REJECTED:
+		it->status = PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_REJECTED;
+		it->pstatus = p->ack_status;
+		rejected_why(it->error, sizeof it->error, p->ack_status, st);
+		break;
+	default:
+		it->status = PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_APPLIED;
+	}
+	it->done = 1;
+	return 1;
+}
+
+void waits_update(struct node *n, struct proc *p, const struct procctl_state *st)
+{
+	struct wait *w;
+	size_t i;
+	for (w = n->waits; w; w = w->next)
+		for (i = 0; i < w->n; i++)
+			if (w->item[i].p == p)
+				wait_settle(&w->item[i], p, st);
+}
+
+static void wait_reply(struct wait *w)
+{
+	struct arena a = {0};
+	PbResult **rs = ar_alloc(&a, sizeof *rs * (w->n ? w->n : 1));
+	size_t i;
+	for (i = 0; rs && i < w->n; i++) {
+		const struct wait_item *it = &w->item[i];
+		PbResult *r = ar_alloc(&a, sizeof *r);
+		if (!r)
+			break;
+		procctl__v1__publish_result__init(r);
+		r->process = mk_ref(&a, it->pid, it->instance);
+		r->generation = it->gen;
+		r->status = it->done || !it->gen ? it->status : PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_PENDING;
+		r->process_status = it->pstatus;
+		r->error = ar_str(&a, it->error);
+		rs[i] = r;
+	}
+	switch (w->job->method) {
+	case NODE_PUBLISH: {
+		Procctl__V1__PublishResponse m = PROCCTL__V1__PUBLISH_RESPONSE__INIT;
+		m.n_results = w->n;
+		m.results = rs;
+		job_finish_arena(w->job, &a, &m.base);
+		break;
+	}
+	case NODE_CLEAR: {
+		Procctl__V1__ClearResponse m = PROCCTL__V1__CLEAR_RESPONSE__INIT;
+		m.n_results = w->n;
+		m.results = rs;
+		job_finish_arena(w->job, &a, &m.base);
+		break;
+	}
+	case NODE_SET_DESIRED: {
+		Procctl__V1__SetDesiredConfigResponse m = PROCCTL__V1__SET_DESIRED_CONFIG_RESPONSE__INIT;
+		m.config = mk_desired(&a, &w->desired);
+		m.n_results = w->n;
+		m.results = rs;
+		free(w->desired.payload);
+		job_finish_arena(w->job, &a, &m.base);
+		break;
+	}
+	default: {
+		Procctl__V1__WaitAckResponse m = PROCCTL__V1__WAIT_ACK_RESPONSE__INIT;
+		m.result = rs ? rs[0] : NULL;
+		job_finish_arena(w->job, &a, &m.base);
+		break;
+	}
+	}
+}
+
+/* Answer the waits that are settled or past their deadline; mark the
+ * processes the rest wait on. */
+void waits_sweep(struct node *n, int64_t now, int all)
+{
+	struct wait **pw = &n->waits, *w;
+	size_t i, k;
+	for (k = 0; k < n->nprocs; k++)
+		n->procs[k]->waiting = 0;
+	while ((w = *pw)) {
+		int open = 0;
+		for (i = 0; i < w->n; i++)
+			if (!w->item[i].done && w->item[i].gen)
+				open = 1;
+		if (!open || all || now >= w->deadline_ns) {
+			*pw = w->next;
+			if (open && !all && w->call_deadline) {
+				/* The call is over: what gRPC's own timer says too, whichever is first. */
+				free(w->desired.payload);
+				job_finish(w->job, NODE_DEADLINE_EXCEEDED, "the call's deadline came before the acks", NULL);
+			} else {
+				wait_reply(w);
+			}
+			free(w);
+			continue;
+		}
+		for (i = 0; i < w->n; i++)
+			if (w->item[i].p && !w->item[i].done)
+				w->item[i].p->waiting = 1;
+		pw = &w->next;
+	}
+}
+
+/* Write payload (NULL: clear) to each of v, as one wait of job's: its
+ * results, in v's order. NULL when out of memory (job answered). */
+struct wait *wait_write_all(struct node *n, struct node_job *job, struct proc **v, size_t c,
+			      const ProtobufCBinaryData *payload, uint32_t wait_ms)
+{
+	struct wait *w = calloc(1, sizeof *w + sizeof w->item[0] * c);
+	size_t i;
+	if (!w) {
+		job_finish(job, NODE_RESOURCE_EXHAUSTED, "out of memory", NULL);
+		return NULL;
+	}
+	w->job = job;
+	w->n = c;
+	w->deadline_ns = now_ns() + (int64_t)wait_ms * MS;
+	if (w->deadline_ns >= job->deadline_ns) {
+		w->deadline_ns = job->deadline_ns;
+		w->call_deadline = 1;
+	}
+	for (i = 0; i < c; i++) {
+		struct wait_item *it = &w->item[i];
+		struct proc *p = v[i];
+		int64_t g;
+		it->p = p;
+		it->pid = p->key.pid;
+		it->instance = p->instance;
+		if (payload && payload->len > p->payload_cap) {
+			snprintf(it->error, sizeof it->error, "payload over the process's capacity of %u bytes",
+				 p->payload_cap);
+			it->done = 1;
+			continue;
+		}
+		g = payload ? procctl_client_write(p->c, payload->data, payload->len) : procctl_client_clear(p->c);
+		proc_wrote(n, p, g);
+		if (g > 0) {
+			it->gen = (uint64_t)g;
+			it->status = wait_ms ? PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_PENDING
+					     : PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_WRITTEN;
+			it->done = !wait_ms;
+			continue;
+		}
+		it->done = 1;
+		if (g == -EPERM) {
+			it->status = PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_NOT_OWNER;
+			snprintf(it->error, sizeof it->error, "this daemon does not own %s's regions", p->key.consumer);
+		} else if (g == -ESRCH || g == -ESTALE) {
+			it->status = PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_GONE;
+		} else {
+			snprintf(it->error, sizeof it->error, "write refused: %s", strerror((int)-g));
+		}
+	}
+	return w;
+}
+
+/* A generation just written has no ack yet: its doorbell, or a poll,
+ * brings it. */
+void wait_start(struct node *n, struct wait *w)
+{
+	w->next = n->waits;
+	n->waits = w;
+}
