@@ -25,40 +25,12 @@ static void resource_label(const procctl_resource_t *r, char *out, size_t cap)
 		o += (size_t)snprintf(out + o, cap - o, "%s%02x", i == 4 || i == 6 || i == 8 || i == 10 ? "-" : "", r->id[i]);
 }
 
-/* The Prometheus text exposition (0.0.4) of everything the loop knows. */
-char *node_render_metrics(struct node *n, size_t *len)
+/* Processes by consumer and ownership, counted over the table. */
+static void processes(FILE *f, const struct node *n)
 {
-	static const struct {
-		const char *name, *help;
-		size_t off;
-	} res_counters[] = {
-		{"procctl_resource_hold_seconds_total", "Time the resource was held under a live grant.",
-		 offsetof(struct procctl_arbiter_snapshot, hold_ns_total)},
-		{"procctl_resource_blocked_seconds_total",
-		 "Time someone wanted the resource while it could not move (PSI style).",
-		 offsetof(struct procctl_arbiter_snapshot, blocked_ns)},
-		{"procctl_resource_pending_release_seconds_total",
-		 "Time revocations of the resource waited for their confirmation.",
-		 offsetof(struct procctl_arbiter_snapshot, pending_ns)},
-	};
-	struct procctl_registry_stats rs[NODE_CONSUMERS_MAX];
-	char *buf = NULL, label[40];
-	size_t i, j, k;
-	uint64_t cum;
-	FILE *f = open_memstream(&buf, len);
-	if (!f)
-		return NULL;
-	for (i = 0; i < n->nreg; i++)
-		procctl_registry_stats(n->reg[i], &rs[i]);
-
-	metric_head(f, "procctl_build_info", "gauge", "procctl-node's version and API; always 1.");
-	fprintf(f, "procctl_build_info{version=\"%s\",api=\"procctl.v1\",wire=\"%u.%u\"} 1\n", PROCCTL_NODE_VERSION,
-		(unsigned)PROCCTL_VERSION_MAJOR, (unsigned)PROCCTL_VERSION_MINOR);
-	metric_head(f, "procctl_ready", "gauge", "1 once every registry finished its first full scan.");
-	fprintf(f, "procctl_ready %d\n", node_ready(n));
-
+	size_t i, j;
 	metric_head(f, "procctl_processes", "gauge", "Attached processes (regions), by consumer and ownership.");
-	for (i = 0; i < n->nprocs; i++) { /* one line per (consumer, owned) seen, counted over the table */
+	for (i = 0; i < n->nprocs; i++) { /* one line per (consumer, owned) seen */
 		const struct proc *p = n->procs[i];
 		int owned = procctl_registry_owner(p->reg, p->key.consumer), dup = 0;
 		size_t c = 0;
@@ -73,74 +45,92 @@ char *node_render_metrics(struct node *n, size_t *len)
 		fprintf(f, "procctl_processes{consumer=\"%s\",ownership=\"%s\"} %zu\n", p->key.consumer,
 			owned ? "owned" : "passive", c);
 	}
+}
 
-	metric_head(f, "procctl_scans_total", "counter", "Full scans of /proc.");
-	for (i = 0, cum = 0; i < n->nreg; i++)
-		cum += rs[i].scans;
-	fprintf(f, "procctl_scans_total %llu\n", (unsigned long long)cum);
-	metric_head(f, "procctl_scan_seconds_total", "counter", "Time spent in full scans of /proc.");
-	for (i = 0, cum = 0; i < n->nreg; i++)
-		cum += rs[i].scan_ns;
-	fprintf(f, "procctl_scan_seconds_total %.9f\n", (double)cum / 1e9);
-	metric_head(f, "procctl_targeted_scans_total", "counter",
-		    "Scans of one process (the hello probe, a new mapping of a probed file).");
-	for (i = 0, cum = 0; i < n->nreg; i++)
-		cum += rs[i].targeted_scans;
-	fprintf(f, "procctl_targeted_scans_total %llu\n", (unsigned long long)cum);
-	{
-		struct procctl_hello_stats hs;
-		memset(&hs, 0, sizeof hs);
-		if (n->hello)
-			procctl_hello_stats(n->hello, &hs);
-		metric_head(f, "procctl_hello_available", "gauge",
-			    "1 when the procctl:hello probe runs; 0 when it is off or not allowed here (new processes "
-			    "are found at rescans).");
-		fprintf(f, "procctl_hello_available %d\n", n->hello != NULL);
-		metric_head(f, "procctl_hello_hits_total", "counter", "procctl:hello probes heard.");
-		fprintf(f, "procctl_hello_hits_total %llu\n", (unsigned long long)hs.hits);
-		metric_head(f, "procctl_hello_files", "gauge", "Files (programs, libraries) with the probe, watched now.");
-		fprintf(f, "procctl_hello_files %llu\n", (unsigned long long)hs.files);
-		metric_head(f, "procctl_hello_uprobes", "gauge",
-			    "Uprobe perf events open (probe sites times CPUs); each is closed at exit, slowly.");
-		fprintf(f, "procctl_hello_uprobes %llu\n", (unsigned long long)hs.uprobes);
-		metric_head(f, "procctl_hello_files_read_total", "counter", "Executable files read for the probe's notes.");
-		fprintf(f, "procctl_hello_files_read_total %llu\n", (unsigned long long)hs.files_read);
-		metric_head(f, "procctl_hello_lost_total", "counter",
-			    "Times perf records were lost (a full ring): a full scan followed.");
-		fprintf(f, "procctl_hello_lost_total %llu\n", (unsigned long long)hs.lost);
-	}
-	metric_head(f, "procctl_attach_attempts_total", "counter", "Regions found and attach attempted.");
-	for (i = 0, cum = 0; i < n->nreg; i++)
-		cum += rs[i].attach_attempts;
-	fprintf(f, "procctl_attach_attempts_total %llu\n", (unsigned long long)cum);
+/* A counter summed over the registries' stats (a field of them, by offset). */
+static void reg_counter(FILE *f, const struct procctl_registry_stats *rs, size_t nreg, const char *name,
+			const char *help, size_t off, double scale)
+{
+	uint64_t sum = 0;
+	size_t i;
+	for (i = 0; i < nreg; i++)
+		sum += *(const uint64_t *)(const void *)((const char *)&rs[i] + off);
+	metric_head(f, name, "counter", help);
+	if (scale == 1)
+		fprintf(f, "%s %llu\n", name, (unsigned long long)sum);
+	else
+		fprintf(f, "%s %.9f\n", name, (double)sum * scale);
+}
+
+/* What the registries count: scans, attaches, rejections, heartbeats. */
+static void registries(FILE *f, const struct node *n)
+{
+	struct procctl_registry_stats rs[NODE_CONSUMERS_MAX];
+	size_t i, k;
+	for (i = 0; i < n->nreg; i++)
+		procctl_registry_stats(n->reg[i], &rs[i]);
+	reg_counter(f, rs, n->nreg, "procctl_scans_total", "Full scans of /proc.",
+		    offsetof(struct procctl_registry_stats, scans), 1);
+	reg_counter(f, rs, n->nreg, "procctl_scan_seconds_total", "Time spent in full scans of /proc.",
+		    offsetof(struct procctl_registry_stats, scan_ns), 1e-9);
+	reg_counter(f, rs, n->nreg, "procctl_targeted_scans_total",
+		    "Scans of one process (the hello probe, a new mapping of a probed file).",
+		    offsetof(struct procctl_registry_stats, targeted_scans), 1);
+	reg_counter(f, rs, n->nreg, "procctl_attach_attempts_total", "Regions found and attach attempted.",
+		    offsetof(struct procctl_registry_stats, attach_attempts), 1);
 	metric_head(f, "procctl_attach_rejections_total", "counter", "Regions refused, by reason.");
 	for (k = 1; k < PROCCTL_REJECT__COUNT; k++) {
-		for (i = 0, cum = 0; i < n->nreg; i++)
-			cum += rs[i].rejects[k];
+		uint64_t sum = 0;
+		for (i = 0; i < n->nreg; i++)
+			sum += rs[i].rejects[k];
 		fprintf(f, "procctl_attach_rejections_total{reason=\"%s\"} %llu\n", procctl_reject_name((enum procctl_reject)k),
-			(unsigned long long)cum);
+			(unsigned long long)sum);
 	}
-	metric_head(f, "procctl_heartbeats_total", "counter", "Lease heartbeats written.");
-	for (i = 0, cum = 0; i < n->nreg; i++)
-		cum += rs[i].heartbeats;
-	fprintf(f, "procctl_heartbeats_total %llu\n", (unsigned long long)cum);
-	metric_head(f, "procctl_lease_lapses_total", "counter",
+	reg_counter(f, rs, n->nreg, "procctl_heartbeats_total", "Lease heartbeats written.",
+		    offsetof(struct procctl_registry_stats, heartbeats), 1);
+	reg_counter(f, rs, n->nreg, "procctl_lease_lapses_total",
 		    "Heartbeats that came more than a lease after the one before: the processes may have seen their "
-		    "lease expire.");
-	for (i = 0, cum = 0; i < n->nreg; i++)
-		cum += rs[i].lease_lapses;
-	fprintf(f, "procctl_lease_lapses_total %llu\n", (unsigned long long)cum);
-	metric_head(f, "procctl_ownership_changes_total", "counter",
-		    "Node locks taken or given up (hand-offs between daemons).");
-	fprintf(f, "procctl_ownership_changes_total %llu\n", (unsigned long long)n->stats.ownership_changes);
+		    "lease expire.",
+		    offsetof(struct procctl_registry_stats, lease_lapses), 1);
+}
 
+/* The fast-discovery probe. */
+static void hello(FILE *f, const struct node *n)
+{
+	struct procctl_hello_stats hs;
+	memset(&hs, 0, sizeof hs);
+	if (n->hello)
+		procctl_hello_stats(n->hello, &hs);
+	metric_head(f, "procctl_hello_available", "gauge",
+		    "1 when the procctl:hello probe runs; 0 when it is off or not allowed here (new processes "
+		    "are found at rescans).");
+	fprintf(f, "procctl_hello_available %d\n", n->hello != NULL);
+	metric_head(f, "procctl_hello_hits_total", "counter", "procctl:hello probes heard.");
+	fprintf(f, "procctl_hello_hits_total %llu\n", (unsigned long long)hs.hits);
+	metric_head(f, "procctl_hello_files", "gauge", "Files (programs, libraries) with the probe, watched now.");
+	fprintf(f, "procctl_hello_files %llu\n", (unsigned long long)hs.files);
+	metric_head(f, "procctl_hello_uprobes", "gauge",
+		    "Uprobe perf events open (probe sites times CPUs); each is closed at exit, slowly.");
+	fprintf(f, "procctl_hello_uprobes %llu\n", (unsigned long long)hs.uprobes);
+	metric_head(f, "procctl_hello_files_read_total", "counter", "Executable files read for the probe's notes.");
+	fprintf(f, "procctl_hello_files_read_total %llu\n", (unsigned long long)hs.files_read);
+	metric_head(f, "procctl_hello_lost_total", "counter",
+		    "Times perf records were lost (a full ring): a full scan followed.");
+	fprintf(f, "procctl_hello_lost_total %llu\n", (unsigned long long)hs.lost);
+}
+
+/* Writes, acks and their latency. */
+static void acks(FILE *f, const struct node *n)
+{
+	uint64_t cum = 0;
+	size_t k;
 	metric_head(f, "procctl_publishes_total", "counter", "Configs written or cleared.");
 	fprintf(f, "procctl_publishes_total %llu\n", (unsigned long long)n->stats.writes);
 	metric_head(f, "procctl_acks_total", "counter", "Acks seen, by result.");
 	fprintf(f, "procctl_acks_total{result=\"applied\"} %llu\n", (unsigned long long)n->stats.acks_applied);
 	fprintf(f, "procctl_acks_total{result=\"rejected\"} %llu\n", (unsigned long long)n->stats.acks_rejected);
 	metric_head(f, "procctl_publish_ack_seconds", "histogram", "From a config written to its ack seen.");
-	for (k = 0, cum = 0; k < NBUCKETS; k++) {
+	for (k = 0; k < NBUCKETS; k++) {
 		cum += n->stats.ack_hist[k];
 		fprintf(f, "procctl_publish_ack_seconds_bucket{le=\"%g\"} %llu\n", ack_buckets[k], (unsigned long long)cum);
 	}
@@ -148,38 +138,90 @@ char *node_render_metrics(struct node *n, size_t *len)
 	fprintf(f, "procctl_publish_ack_seconds_bucket{le=\"+Inf\"} %llu\n", (unsigned long long)cum);
 	fprintf(f, "procctl_publish_ack_seconds_sum %.9f\n", n->stats.ack_sum);
 	fprintf(f, "procctl_publish_ack_seconds_count %llu\n", (unsigned long long)n->stats.ack_count);
+}
 
-	for (k = 0; k < sizeof res_counters / sizeof res_counters[0]; k++) {
-		metric_head(f, res_counters[k].name, "counter", res_counters[k].help);
-		for (i = 0; i < n->narb; i++)
-			for (j = 0; j < n->arb[i].nsnap; j++) {
-				const struct procctl_arbiter_snapshot *sn = &n->arb[i].snap[j];
-				resource_label(&sn->res, label, sizeof label);
-				fprintf(f, "%s{kind=\"%s\",resource=\"%s\"} %.9f\n", res_counters[k].name, n->arb[i].cfg->name,
-					label, (double)*(const uint64_t *)((const char *)sn + res_counters[k].off) / 1e9);
-			}
-	}
-	metric_head(f, "procctl_resource_handoffs_total", "counter", "Grants to a process other than the last holder.");
+/* One line per resource of every arbiter: value(snapshot) as fmt. */
+static void per_resource(FILE *f, const struct node *n, const char *name, const char *type, const char *help,
+			 double (*value)(const struct procctl_arbiter_snapshot *), const char *fmt)
+{
+	char label[40];
+	size_t i, j;
+	metric_head(f, name, type, help);
 	for (i = 0; i < n->narb; i++)
 		for (j = 0; j < n->arb[i].nsnap; j++) {
 			resource_label(&n->arb[i].snap[j].res, label, sizeof label);
-			fprintf(f, "procctl_resource_handoffs_total{kind=\"%s\",resource=\"%s\"} %llu\n", n->arb[i].cfg->name, label,
-				(unsigned long long)n->arb[i].snap[j].handoffs);
+			fprintf(f, "%s{kind=\"%s\",resource=\"%s\"} ", name, n->arb[i].cfg->name, label);
+			fprintf(f, fmt, value(&n->arb[i].snap[j]));
+			fputc('\n', f);
 		}
-	metric_head(f, "procctl_resource_holder", "gauge", "1 while a process holds the resource.");
-	for (i = 0; i < n->narb; i++)
-		for (j = 0; j < n->arb[i].nsnap; j++) {
-			resource_label(&n->arb[i].snap[j].res, label, sizeof label);
-			fprintf(f, "procctl_resource_holder{kind=\"%s\",resource=\"%s\"} %d\n", n->arb[i].cfg->name, label,
-				n->arb[i].snap[j].holder_pid != 0);
-		}
-	metric_head(f, "procctl_resource_waiters", "gauge", "Processes that want the resource, the holder excluded.");
-	for (i = 0; i < n->narb; i++)
-		for (j = 0; j < n->arb[i].nsnap; j++) {
-			resource_label(&n->arb[i].snap[j].res, label, sizeof label);
-			fprintf(f, "procctl_resource_waiters{kind=\"%s\",resource=\"%s\"} %u\n", n->arb[i].cfg->name, label,
-				n->arb[i].snap[j].waiters);
-		}
+}
+
+static double hold_s(const struct procctl_arbiter_snapshot *s)
+{
+	return (double)s->hold_ns_total / 1e9;
+}
+
+static double blocked_s(const struct procctl_arbiter_snapshot *s)
+{
+	return (double)s->blocked_ns / 1e9;
+}
+
+static double pending_s(const struct procctl_arbiter_snapshot *s)
+{
+	return (double)s->pending_ns / 1e9;
+}
+
+static double handoffs(const struct procctl_arbiter_snapshot *s)
+{
+	return (double)s->handoffs;
+}
+
+static double held(const struct procctl_arbiter_snapshot *s)
+{
+	return s->holder_pid != 0;
+}
+
+static double waiters(const struct procctl_arbiter_snapshot *s)
+{
+	return s->waiters;
+}
+
+static void resources(FILE *f, const struct node *n)
+{
+	per_resource(f, n, "procctl_resource_hold_seconds_total", "counter",
+		     "Time the resource was held under a live grant.", hold_s, "%.9f");
+	per_resource(f, n, "procctl_resource_blocked_seconds_total", "counter",
+		     "Time someone wanted the resource while it could not move (PSI style).", blocked_s, "%.9f");
+	per_resource(f, n, "procctl_resource_pending_release_seconds_total", "counter",
+		     "Time revocations of the resource waited for their confirmation.", pending_s, "%.9f");
+	per_resource(f, n, "procctl_resource_handoffs_total", "counter",
+		     "Grants to a process other than the last holder.", handoffs, "%.0f");
+	per_resource(f, n, "procctl_resource_holder", "gauge", "1 while a process holds the resource.", held, "%.0f");
+	per_resource(f, n, "procctl_resource_waiters", "gauge", "Processes that want the resource, the holder excluded.",
+		     waiters, "%.0f");
+}
+
+/* The Prometheus text exposition (0.0.4) of everything the loop knows,
+ * then what the hooks add (gRPC's calls and streams). */
+char *node_render_metrics(struct node *n, size_t *len)
+{
+	char *buf = NULL;
+	FILE *f = open_memstream(&buf, len);
+	if (!f)
+		return NULL;
+	metric_head(f, "procctl_build_info", "gauge", "procctl-node's version and API; always 1.");
+	fprintf(f, "procctl_build_info{version=\"%s\",api=\"procctl.v1\",wire=\"%u.%u\"} 1\n", PROCCTL_NODE_VERSION,
+		(unsigned)PROCCTL_VERSION_MAJOR, (unsigned)PROCCTL_VERSION_MINOR);
+	metric_head(f, "procctl_ready", "gauge", "1 once every registry finished its first full scan.");
+	fprintf(f, "procctl_ready %d\n", node_ready(n));
+	processes(f, n);
+	registries(f, n);
+	hello(f, n);
+	metric_head(f, "procctl_ownership_changes_total", "counter",
+		    "Node locks taken or given up (hand-offs between daemons).");
+	fprintf(f, "procctl_ownership_changes_total %llu\n", (unsigned long long)n->stats.ownership_changes);
+	acks(f, n);
+	resources(f, n);
 	metric_head(f, "procctl_watch_events_total", "counter", "Events numbered for WatchEvents.");
 	fprintf(f, "procctl_watch_events_total %llu\n", (unsigned long long)events_last(n->ev));
 	if (n->hooks.metrics)
