@@ -17,7 +17,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define P1 "0b6d7a2e-5c1f-4c1a-9f3e-2d7b8c9a1e4f"
 #define C1 "3f4e5d6c7b8a9f0e1d2c3b4a5f6e7d8c9b0a1f2e3d4c5b6a7f8e9d0c1b2a3f4e"
 
-static const struct ev_key keys[] = {
+static const struct selector keys[] = {
 	{.pid = 1, .version = 1, .consumer = "billing"},
 	{.pid = 42, .version = 1, .consumer = "billing", .pod_uid = P1},
 	{.pid = 42, .version = 1, .consumer = "billing", .pod_uid = P1, .container_id = C1},
@@ -27,7 +27,7 @@ static const struct ev_key keys[] = {
 };
 
 /* A process fits a filter: the fields the filter names agree. */
-static int fits(const struct ev_key *f, const struct ev_key *k)
+static int fits(const struct selector *f, const struct selector *k)
 {
 	return (!f->pid || f->pid == k->pid) && f->version == k->version && !strcmp(f->consumer, k->consumer) &&
 	       (!f->pod_uid[0] || !strcmp(f->pod_uid, k->pod_uid)) &&
@@ -35,7 +35,7 @@ static int fits(const struct ev_key *f, const struct ev_key *k)
 }
 
 /* The answer for k, checked against every config. */
-static void match(const struct desired_store *s, const struct ev_key *k)
+static void match(const struct desired_store *s, const struct selector *k)
 {
 	const struct desired *m = desired_match(s, k);
 	size_t i;
@@ -52,7 +52,7 @@ static void match(const struct desired_store *s, const struct ev_key *k)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static const struct ev_key sel = {.version = 1, .consumer = "billing", .pod_uid = P1};
+	static const struct selector sel = {.version = 1, .consumer = "billing", .pod_uid = P1};
 	struct desired_store s;
 	const struct desired *out = NULL, *other = NULL;
 	const char *why = NULL;
@@ -69,7 +69,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	}
 	for (i = 0; i < s.n; i++) {
-		struct ev_key k = s.v[i].sel;
+		struct selector k = s.v[i].sel;
 		if (!s.v[i].len || s.v[i].revision > s.revision || desired_check(&k, &why))
 			abort();
 		if (!k.pid)

@@ -15,7 +15,7 @@ static void emit_grant(struct node *n, const struct node_arbiter_cfg *cfg, const
 	PbRef ref = PROCCTL__V1__PROCESS_REF__INIT;
 	char *kind = (char *)cfg->name; /* protobuf-c's strings are not const; not written */
 	char idbuf[HEXID_LEN], grant[HEXID_LEN];
-	struct ev_key k = {.pid = s->holder_pid};
+	struct selector k = {.pid = s->holder_pid};
 	ProtobufCBinaryData id = {sizeof s->res.id, (uint8_t *)s->res.id};
 	size_t i;
 	ref.pid = s->holder_pid;

@@ -505,7 +505,7 @@ static int arbiter_done(struct node_cfg *c, struct node_arbiter_cfg *a, const ch
 static int desired_done(const struct node_cfg *c, const struct node_desired_cfg *d, const char *at, char *err,
 			size_t errlen)
 {
-	struct ev_key k;
+	struct selector k;
 	const char *why = NULL;
 	size_t i;
 	if (!d)
@@ -518,7 +518,7 @@ static int desired_done(const struct node_cfg *c, const struct node_desired_cfg 
 		snprintf(err, errlen, "%s: [desired %s]: data or data_base64: missing", at, d->name);
 		return -EINVAL;
 	}
-	if (ev_key_from(&k, 0, d->sel.consumer, d->sel.version, d->sel.pod_uid, d->sel.container_id, &why) < 0 ||
+	if (selector_from(&k, 0, d->sel.consumer, d->sel.version, d->sel.pod_uid, d->sel.container_id, &why) < 0 ||
 	    desired_check(&k, &why) < 0) {
 		snprintf(err, errlen, "%s: [desired %s]: %s", at, d->name, why ? why : "a bad selector");
 		return -EINVAL;
@@ -527,7 +527,7 @@ static int desired_done(const struct node_cfg *c, const struct node_desired_cfg 
 		if (desired_conflict(&c->desired[i].sel, &d->sel)) {
 			snprintf(err, errlen,
 				 "%s: [desired %s]: %s [desired %s] (one process would match both, at the same precedence)",
-				 at, d->name, ev_key_same(&c->desired[i].sel, &d->sel) ? "the same selector as" : "overlaps",
+				 at, d->name, selector_same(&c->desired[i].sel, &d->sel) ? "the same selector as" : "overlaps",
 				 c->desired[i].name);
 			return -EINVAL;
 		}

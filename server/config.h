@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <stdint.h>
 
-#include "events.h"
+#include "selector.h"
 #include "procctl.h"
 
 #define NODE_LISTEN_MAX 8
@@ -39,7 +39,7 @@ struct node_arbiter_cfg {
  * ConfigMap), for a consumer, narrowed by a pod or a container. */
 struct node_desired_cfg {
 	char name[PROCCTL_CONSUMER_MAX + 1];
-	struct ev_key sel;
+	struct selector sel;
 	size_t len;
 	int has_data;
 	uint8_t data[NODE_DESIRED_DATA_MAX];

@@ -16,57 +16,57 @@
 #define FILE_MAX (64u << 20)
 #define REVISION_MAX (1ull << 62) /* a billion changes a second for a century: never reached */
 
-static enum desired_level level_of(const struct ev_key *k)
+static enum desired_level level_of(const struct selector *k)
 {
 	return k->pid ? DESIRED_PID : k->container_id[0] ? DESIRED_CONTAINER : k->pod_uid[0] ? DESIRED_POD : DESIRED_CONSUMER;
 }
 
-int desired_check(const struct ev_key *sel, const char **why)
+int desired_check(const struct selector *sel, const char **why)
 {
 	if (procctl_name_valid(sel->consumer, PROCCTL_CONSUMER_MAX) < 0 || !sel->version) {
 		*why = "selector: a desired config names a consumer and its schema_version";
 		return -EINVAL;
 	}
-	return ev_key_valid(sel, why);
+	return selector_valid(sel, why);
 }
 
 /* Could one process match both? Fields both name must agree. */
-static int overlap(const struct ev_key *a, const struct ev_key *b)
+static int overlap(const struct selector *a, const struct selector *b)
 {
 	return a->version == b->version && !strcmp(a->consumer, b->consumer) && (!a->pid || !b->pid || a->pid == b->pid) &&
 	       (!a->pod_uid[0] || !b->pod_uid[0] || !strcmp(a->pod_uid, b->pod_uid)) &&
 	       (!a->container_id[0] || !b->container_id[0] || !strcmp(a->container_id, b->container_id));
 }
 
-int desired_conflict(const struct ev_key *a, const struct ev_key *b)
+int desired_conflict(const struct selector *a, const struct selector *b)
 {
 	return level_of(a) == level_of(b) && overlap(a, b);
 }
 
-const struct desired *desired_find(const struct desired_store *s, const struct ev_key *sel)
+const struct desired *desired_find(const struct desired_store *s, const struct selector *sel)
 {
 	size_t i;
 	for (i = 0; i < s->n; i++)
-		if (ev_key_same(&s->v[i].sel, sel))
+		if (selector_same(&s->v[i].sel, sel))
 			return &s->v[i];
 	return NULL;
 }
 
-const struct desired *desired_match(const struct desired_store *s, const struct ev_key *k)
+const struct desired *desired_match(const struct desired_store *s, const struct selector *k)
 {
 	const struct desired *best = NULL;
-	struct ev_key pk = *k;
+	struct selector pk = *k;
 	size_t i;
 	pk.always = 0; /* a process key: no event's match-everything */
 	for (i = 0; i < s->n; i++) {
 		const struct desired *d = &s->v[i];
-		if (ev_key_match(&d->sel, &pk) && (!best || d->level > best->level))
+		if (selector_match(&d->sel, &pk) && (!best || d->level > best->level))
 			best = d;
 	}
 	return best;
 }
 
-int desired_effective(const struct desired_store *s, const struct desired *d, const struct ev_key *k)
+int desired_effective(const struct desired_store *s, const struct desired *d, const struct selector *k)
 {
 	return d && desired_match(s, k) == d;
 }
@@ -83,7 +83,7 @@ void desired_free(struct desired_store *s)
 
 /* ---- the file -------------------------------------------------------- */
 
-static void to_selector(const struct ev_key *k, Procctl__V1__Selector *m)
+static void to_selector(const struct selector *k, Procctl__V1__Selector *m)
 {
 	procctl__v1__selector__init(m);
 	m->pid = k->pid;
@@ -176,7 +176,7 @@ out:
 	return r;
 }
 
-static int append(struct desired_store *s, const struct ev_key *sel, const void *payload, size_t len, uint64_t rev,
+static int append(struct desired_store *s, const struct selector *sel, const void *payload, size_t len, uint64_t rev,
 		  const char *source)
 {
 	struct desired *d;
@@ -215,10 +215,10 @@ int desired_parse(struct desired_store *s, const uint8_t *buf, size_t len, char 
 	for (i = 0; i < m->n_configs && !r; i++) {
 		const Procctl__V1__DesiredConfig *c = m->configs[i];
 		const char *why = NULL;
-		struct ev_key k;
+		struct selector k;
 		const Procctl__V1__Selector *sm = c->selector;
 		if (!sm ||
-		    ev_key_from(&k, sm->pid, sm->consumer, sm->schema_version, sm->pod_uid, sm->container_id, &why) < 0 ||
+		    selector_from(&k, sm->pid, sm->consumer, sm->schema_version, sm->pod_uid, sm->container_id, &why) < 0 ||
 		    desired_check(&k, &why) < 0) {
 			snprintf(err, errlen, "config %zu: %s", i, why ? why : "no selector");
 			r = -EINVAL;
@@ -315,7 +315,7 @@ int desired_load(struct desired_store *s, const char *dir, char *err, size_t err
 
 /* ---- changes --------------------------------------------------------- */
 
-int desired_set(struct desired_store *s, const struct ev_key *sel, const void *payload, size_t len, const char *source,
+int desired_set(struct desired_store *s, const struct selector *sel, const void *payload, size_t len, const char *source,
 		const struct desired **out, const struct desired **other, const char **why, char *err, size_t errlen)
 {
 	enum desired_level lv = level_of(sel);
@@ -333,7 +333,7 @@ int desired_set(struct desired_store *s, const struct ev_key *sel, const void *p
 		return -EIO;
 	}
 	for (i = 0; i < s->n; i++) {
-		if (ev_key_same(&s->v[i].sel, sel))
+		if (selector_same(&s->v[i].sel, sel))
 			at = i;
 		else if (s->v[i].level == lv && overlap(&s->v[i].sel, sel)) {
 			*other = &s->v[i];
@@ -375,12 +375,12 @@ int desired_set(struct desired_store *s, const struct ev_key *sel, const void *p
 	return 0;
 }
 
-int desired_delete(struct desired_store *s, const struct ev_key *sel, char *err, size_t errlen)
+int desired_delete(struct desired_store *s, const struct selector *sel, char *err, size_t errlen)
 {
 	struct desired gone;
 	size_t i;
 	int r;
-	for (i = 0; i < s->n && !ev_key_same(&s->v[i].sel, sel); i++)
+	for (i = 0; i < s->n && !selector_same(&s->v[i].sel, sel); i++)
 		;
 	if (i == s->n)
 		return -ENOENT;

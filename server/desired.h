@@ -12,12 +12,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "events.h"
+#include "selector.h"
 
 enum desired_level { DESIRED_CONSUMER, DESIRED_POD, DESIRED_CONTAINER, DESIRED_PID };
 
 struct desired {
-	struct ev_key sel; /* consumer and version always set */
+	struct selector sel; /* consumer and version always set */
 	enum desired_level level;
 	uint64_t revision;
 	char source[32]; /* the config file's [desired NAME] section; "": the API's */
@@ -44,29 +44,29 @@ int desired_parse(struct desired_store *s, const uint8_t *buf, size_t len, char 
 void desired_free(struct desired_store *s);
 
 /* Check a selector for a desired config: 0, or -EINVAL and why. */
-int desired_check(const struct ev_key *sel, const char **why);
+int desired_check(const struct selector *sel, const char **why);
 
 /* Set sel's config (replacing sel's own) with the next revision, from
  * source (a config file section's name, or NULL: the API): 0 and
  * *out the stored entry; -EINVAL (why) a bad selector or payload; -EEXIST
  * *other is a config of the same precedence that overlaps; -ENOMEM; -EIO
  * not kept on disk (the store is unchanged; err says which path, why). */
-int desired_set(struct desired_store *s, const struct ev_key *sel, const void *payload, size_t len, const char *source,
+int desired_set(struct desired_store *s, const struct selector *sel, const void *payload, size_t len, const char *source,
 		const struct desired **out, const struct desired **other, const char **why, char *err, size_t errlen);
 /* Forget sel's config: 0; -ENOENT none; -EIO as above. */
-int desired_delete(struct desired_store *s, const struct ev_key *sel, char *err, size_t errlen);
+int desired_delete(struct desired_store *s, const struct selector *sel, char *err, size_t errlen);
 
 /* 1 when configs for a and b could not both be set: the same precedence,
  * and one process could match both (the same selector included). */
-int desired_conflict(const struct ev_key *a, const struct ev_key *b);
+int desired_conflict(const struct selector *a, const struct selector *b);
 
 /* sel's own config (the same selector), or NULL. */
-const struct desired *desired_find(const struct desired_store *s, const struct ev_key *sel);
+const struct desired *desired_find(const struct desired_store *s, const struct selector *sel);
 
 /* The config process k should have, or NULL. */
-const struct desired *desired_match(const struct desired_store *s, const struct ev_key *k);
+const struct desired *desired_match(const struct desired_store *s, const struct selector *k);
 
 /* 1 when d is the config for k (it matches and nothing more specific does). */
-int desired_effective(const struct desired_store *s, const struct desired *d, const struct ev_key *k);
+int desired_effective(const struct desired_store *s, const struct desired *d, const struct selector *k);
 
 #endif

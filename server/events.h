@@ -12,33 +12,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "podid.h"
-#include "procctl.h"
-
-/* What selects a process: a Selector's fields, a process's identity.
- * Empty or zero fields of a filter match anything. */
-struct ev_key {
-	pid_t pid;
-	uint32_t version;
-	char consumer[PROCCTL_CONSUMER_MAX + 1];
-	char pod_uid[PROCCTL_POD_UID_MAX + 1];
-	char container_id[PROCCTL_CONTAINER_ID_MAX + 1];
-	int always; /* the event matches every filter (ownership changes) */
-};
-
-int ev_key_match(const struct ev_key *filter, const struct ev_key *k);
-/* The same selector: every field equal (always aside). */
-int ev_key_same(const struct ev_key *a, const struct ev_key *b);
-
-/* 0 when k's fields are well formed (a pid >= 0, a consumer name, a pod
- * UID of lowercase hex and dashes, a container ID of lowercase hex; empty
- * ones are fine); else -EINVAL and why names the field. */
-int ev_key_valid(const struct ev_key *k, const char **why);
-
-/* A Selector's fields as a key, checked like ev_key_valid (also: too
- * long for the key): 0 or -EINVAL and why. */
-int ev_key_from(struct ev_key *k, int32_t pid, const char *consumer, uint32_t version, const char *pod_uid,
-		const char *container_id, const char **why);
+#include "selector.h"
 
 struct events;
 
@@ -52,7 +26,7 @@ uint64_t events_last(struct events *ev);
 
 /* Append an event of len packed bytes (copied): its sequence number, or
  * -ENOMEM (nothing appended). Loop thread only. */
-int64_t events_append(struct events *ev, const struct ev_key *k, const void *bytes, size_t len);
+int64_t events_append(struct events *ev, const struct selector *k, const void *bytes, size_t len);
 
 /* 1 when seq is a point a watcher may continue after: every event after
  * it is still kept (and seq was handed out). */
@@ -63,6 +37,6 @@ int events_resumable(struct events *ev, uint64_t seq);
  * moved past the events that did not match); -ERANGE the events after
  * *cursor are no longer kept (the watcher fell behind); -ENOMEM. Any
  * thread. */
-int events_next(struct events *ev, uint64_t *cursor, const struct ev_key *filter, void **out, size_t *len);
+int events_next(struct events *ev, uint64_t *cursor, const struct selector *filter, void **out, size_t *len);
 
 #endif

@@ -109,7 +109,7 @@ struct rpc {
 	void *first;               /* the snapshot, sent before the events */
 	size_t first_len;
 	uint64_t cursor;
-	struct ev_key filter;
+	struct selector filter;
 	int health_sent;           /* the serving status last sent; -1 none */
 	int health_known;          /* the service asked for is ours */
 	grpc_byte_buffer *send_bb;
@@ -422,7 +422,7 @@ static void watch(struct rpc *c)
 	pthread_mutex_unlock(&s->wmu);
 }
 
-static void rpc_watch_begin(struct rpc *c, const ProtobufCMessage *first, uint64_t cursor, const struct ev_key *filter)
+static void rpc_watch_begin(struct rpc *c, const ProtobufCMessage *first, uint64_t cursor, const struct selector *filter)
 {
 	pthread_mutex_lock(&c->mu);
 	c->cursor = cursor;
@@ -465,7 +465,7 @@ static void on_job_reply(struct node_job *job, enum node_code code, const char *
 	rpc_reply(job->ctx, code, msg, resp);
 }
 
-static void on_job_watch(struct node_job *job, const ProtobufCMessage *first, uint64_t cursor, const struct ev_key *filter)
+static void on_job_watch(struct node_job *job, const ProtobufCMessage *first, uint64_t cursor, const struct selector *filter)
 {
 	rpc_watch_begin(job->ctx, first, cursor, filter);
 }

@@ -62,7 +62,7 @@ struct node_reply_ops {
 	void (*reply)(struct node_job *job, enum node_code code, const char *msg, const ProtobufCMessage *resp);
 	/* NODE_WATCH_EVENTS only: the stream starts with first (NULL: a
 	 * resume) and goes on with the events after cursor matching filter. */
-	void (*watch)(struct node_job *job, const ProtobufCMessage *first, uint64_t cursor, const struct ev_key *filter);
+	void (*watch)(struct node_job *job, const ProtobufCMessage *first, uint64_t cursor, const struct selector *filter);
 };
 
 /* One request handed to the loop. */

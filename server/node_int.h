@@ -34,7 +34,7 @@ typedef Procctl__V1__WatchEventsResponse PbEvent;
 struct proc {
 	procctl_client_t *c;
 	procctl_registry_t *reg;
-	struct ev_key key; /* pid, consumer, version, pod, container */
+	struct selector key; /* pid, consumer, version, pod, container */
 	uint64_t instance;
 	enum procctl_qos qos;
 	int nspid_count;
@@ -170,7 +170,7 @@ Procctl__V1__DesiredConfig *mk_desired(struct arena *a, const struct desired *d)
 
 /* procs.c: the process table (attach, detach, state reads) and its events */
 void proc_wrote(struct node *n, struct proc *p, int64_t g);
-void node_emit(struct node *n, const struct ev_key *k, PbEvent *ev);
+void node_emit(struct node *n, const struct selector *k, PbEvent *ev);
 void proc_read_state(struct node *n, struct proc *p, int quiet);
 void node_on_hello(pid_t pid, void *arg);
 void node_on_event(const struct procctl_event *e, void *arg);
@@ -183,8 +183,8 @@ struct wait *wait_write_all(struct node *n, struct node_job *job, struct proc **
 void wait_start(struct node *n, struct wait *w);
 
 /* service.c: the NodeService requests */
-enum node_code selector_key(const PbSelector *s, struct ev_key *k, const char **why);
-ssize_t procs_matching(struct node *n, const struct ev_key *f, struct proc ***out);
+enum node_code selector_from_pb(const PbSelector *s, struct selector *k, const char **why);
+ssize_t procs_matching(struct node *n, const struct selector *f, struct proc ***out);
 void node_handle(struct node *n, struct node_job *job);
 
 /* service_desired.c: desired configs (the API's and the config file's) */

@@ -43,7 +43,7 @@ static void desired_apply(struct node *n, struct proc *p)
 }
 
 /* Number, pack and keep one event (ev's oneof set by the caller). */
-void node_emit(struct node *n, const struct ev_key *k, PbEvent *ev)
+void node_emit(struct node *n, const struct selector *k, PbEvent *ev)
 {
 	char token[48];
 	uint8_t stack[512], *buf = stack;
@@ -277,7 +277,7 @@ void node_on_event(const struct procctl_event *e, void *arg)
 	case PROCCTL_EV_OWNERSHIP: {
 		Procctl__V1__OwnershipChanged m = PROCCTL__V1__OWNERSHIP_CHANGED__INIT;
 		PbEvent ev = PROCCTL__V1__WATCH_EVENTS_RESPONSE__INIT;
-		struct ev_key k = {.always = 1};
+		struct selector k = {.always = 1};
 		m.consumer = (char *)e->consumer;
 		m.owner = e->held != 0;
 		ev.event_case = PROCCTL__V1__WATCH_EVENTS_RESPONSE__EVENT_OWNERSHIP_CHANGED;

@@ -163,7 +163,7 @@ PbProcess *mk_process(struct arena *a, const struct proc *p)
 
 Procctl__V1__DesiredConfig *mk_desired(struct arena *a, const struct desired *d)
 {
-	const struct ev_key *sel = &d->sel;
+	const struct selector *sel = &d->sel;
 	const uint8_t *payload = d->payload;
 	size_t len = d->len;
 	Procctl__V1__DesiredConfig *m = ar_alloc(a, sizeof *m);

@@ -9,10 +9,10 @@
 #include "node_int.h"
 
 /* A Selector as a filter: 0, or INVALID_ARGUMENT and a reason. */
-enum node_code selector_key(const PbSelector *s, struct ev_key *k, const char **why)
+enum node_code selector_from_pb(const PbSelector *s, struct selector *k, const char **why)
 {
 	memset(k, 0, sizeof *k);
-	if (s && ev_key_from(k, s->pid, s->consumer, s->schema_version, s->pod_uid, s->container_id, why) < 0)
+	if (s && selector_from(k, s->pid, s->consumer, s->schema_version, s->pod_uid, s->container_id, why) < 0)
 		return NODE_INVALID_ARGUMENT;
 	return NODE_OK;
 }
@@ -27,14 +27,14 @@ static int by_ref(const void *a, const void *b)
 
 /* The processes that match f, in (pid, instance) order: their count (the
  * array is malloc'd), or -ENOMEM. */
-ssize_t procs_matching(struct node *n, const struct ev_key *f, struct proc ***out)
+ssize_t procs_matching(struct node *n, const struct selector *f, struct proc ***out)
 {
 	struct proc **v = malloc(sizeof *v * (n->nprocs ? n->nprocs : 1));
 	size_t i, c = 0;
 	if (!v)
 		return -ENOMEM;
 	for (i = 0; i < n->nprocs; i++)
-		if (ev_key_match(f, &n->procs[i]->key))
+		if (selector_match(f, &n->procs[i]->key))
 			v[c++] = n->procs[i];
 	qsort(v, c, sizeof *v, by_ref);
 	*out = v;
@@ -80,9 +80,9 @@ static void do_list(struct node *n, struct node_job *job)
 	Procctl__V1__ListProcessesResponse m = PROCCTL__V1__LIST_PROCESSES_RESPONSE__INIT;
 	struct arena a = {0};
 	struct proc **v;
-	struct ev_key f;
+	struct selector f;
 	const char *why = NULL;
-	enum node_code code = selector_key(rq->filter, &f, &why);
+	enum node_code code = selector_from_pb(rq->filter, &f, &why);
 	ssize_t c, i;
 	if (code)
 		return job_finish(job, code, why, NULL);
@@ -185,7 +185,7 @@ static void do_write(struct node *n, struct node_job *job)
 	const PbSelector *sel;
 	const ProtobufCBinaryData *payload = NULL;
 	uint32_t wait_ms;
-	struct ev_key f;
+	struct selector f;
 	struct proc **v = NULL;
 	struct wait *w;
 	const char *why = NULL;
@@ -204,7 +204,7 @@ static void do_write(struct node *n, struct node_job *job)
 		sel = rq->selector;
 		wait_ms = rq->wait_ms;
 	}
-	if ((code = selector_key(sel, &f, &why)))
+	if ((code = selector_from_pb(sel, &f, &why)))
 		return job_finish(job, code, why, NULL);
 	if (!f.pid && (!f.consumer[0] || !f.version))
 		return job_finish(job, NODE_INVALID_ARGUMENT,
@@ -365,9 +365,9 @@ static int parse_token(const struct node *n, const char *t, uint64_t *seq)
 static void do_watch(struct node *n, struct node_job *job)
 {
 	Procctl__V1__WatchEventsRequest *rq = (void *)job->req;
-	struct ev_key f;
+	struct selector f;
 	const char *why = NULL;
-	enum node_code code = selector_key(rq->filter, &f, &why);
+	enum node_code code = selector_from_pb(rq->filter, &f, &why);
 	uint64_t seq;
 	if (code)
 		return job_finish(job, code, why, NULL);

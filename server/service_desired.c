@@ -48,9 +48,9 @@ void desired_from_file(struct node *n, const struct node_cfg *cfg)
 	size_t i, j;
 	for (i = 0; i < n->desired.n;) {
 		const struct desired *d = &n->desired.v[i];
-		struct ev_key sel = d->sel;
+		struct selector sel = d->sel;
 		char source[sizeof d->source];
-		for (j = 0; j < cfg->ndesired && !(ev_key_same(&cfg->desired[j].sel, &d->sel) &&
+		for (j = 0; j < cfg->ndesired && !(selector_same(&cfg->desired[j].sel, &d->sel) &&
 						   !strcmp(cfg->desired[j].name, d->source));
 		     j++)
 			;
@@ -100,7 +100,7 @@ void do_set_desired(struct node *n, struct node_job *job)
 {
 	Procctl__V1__SetDesiredConfigRequest *rq = (void *)job->req;
 	const struct desired *d = NULL, *other = NULL;
-	struct ev_key f;
+	struct selector f;
 	struct proc **v = NULL, **eff;
 	struct wait *w;
 	const char *why = NULL;
@@ -110,7 +110,7 @@ void do_set_desired(struct node *n, struct node_job *job)
 	int r;
 	if (!rq->config)
 		return job_finish(job, NODE_INVALID_ARGUMENT, "config: required", NULL);
-	if ((code = selector_key(rq->config->selector, &f, &why)))
+	if ((code = selector_from_pb(rq->config->selector, &f, &why)))
 		return job_finish(job, code, why, NULL);
 	r = desired_set(&n->desired, &f, rq->config->payload.data, rq->config->payload.len, NULL, &d, &other, &why, err,
 			sizeof err);
@@ -161,12 +161,12 @@ void do_delete_desired(struct node *n, struct node_job *job)
 {
 	Procctl__V1__DeleteDesiredConfigRequest *rq = (void *)job->req;
 	Procctl__V1__DeleteDesiredConfigResponse m = PROCCTL__V1__DELETE_DESIRED_CONFIG_RESPONSE__INIT;
-	struct ev_key f;
+	struct selector f;
 	const char *why = NULL;
 	char err[400], msg[480];
 	enum node_code code;
 	int r;
-	if ((code = selector_key(rq->selector, &f, &why)))
+	if ((code = selector_from_pb(rq->selector, &f, &why)))
 		return job_finish(job, code, why, NULL);
 	if (desired_check(&f, &why) < 0)
 		return job_finish(job, NODE_INVALID_ARGUMENT, why, NULL);

@@ -26,9 +26,9 @@
 static char root[64]; /* the scratch directory of this run */
 
 /* A selector or a process's key: "" and 0 name nothing. */
-static struct ev_key key(pid_t pid, const char *consumer, uint32_t version, const char *pod, const char *ctr)
+static struct selector key(pid_t pid, const char *consumer, uint32_t version, const char *pod, const char *ctr)
 {
-	struct ev_key k;
+	struct selector k;
 	memset(&k, 0, sizeof k);
 	k.pid = pid;
 	k.version = version;
@@ -38,14 +38,14 @@ static struct ev_key key(pid_t pid, const char *consumer, uint32_t version, cons
 	return k;
 }
 
-static int same_key(const struct ev_key *a, const struct ev_key *b)
+static int same_key(const struct selector *a, const struct selector *b)
 {
 	return a->pid == b->pid && a->version == b->version && !strcmp(a->consumer, b->consumer) &&
 	       !strcmp(a->pod_uid, b->pod_uid) && !strcmp(a->container_id, b->container_id);
 }
 
 /* The stored entry of selector sel, or NULL. */
-static const struct desired *find(const struct desired_store *s, const struct ev_key *sel)
+static const struct desired *find(const struct desired_store *s, const struct selector *sel)
 {
 	size_t i;
 	for (i = 0; i < s->n; i++)
@@ -55,7 +55,7 @@ static const struct desired *find(const struct desired_store *s, const struct ev
 }
 
 /* Set a string payload; the call's return. */
-static int set(struct desired_store *s, struct ev_key sel, const char *payload, const struct desired **out,
+static int set(struct desired_store *s, struct selector sel, const char *payload, const struct desired **out,
 	       const struct desired **other)
 {
 	const struct desired *o = NULL, *x = NULL;
@@ -71,7 +71,7 @@ static int set(struct desired_store *s, struct ev_key sel, const char *payload, 
 	return rc;
 }
 
-static void set_ok(struct desired_store *s, struct ev_key sel, const char *payload)
+static void set_ok(struct desired_store *s, struct selector sel, const char *payload)
 {
 	const struct desired *d;
 	assert_int_equal(set(s, sel, payload, &d, NULL), 0);
@@ -174,12 +174,12 @@ static void precedence(void **state)
 	assert_int_equal(s.n, 6);
 	assert_int_equal(s.revision, 6);
 	/* s.v does not move from here on (no more sets) */
-	cons = find(&s, &(struct ev_key){.consumer = C, .version = 1});
-	pod = find(&s, &(struct ev_key){.consumer = C, .version = 1, .pod_uid = P1});
-	ctr = find(&s, &(struct ev_key){.consumer = C, .version = 1, .pod_uid = P1, .container_id = C1});
-	ctr_any_pod = find(&s, &(struct ev_key){.consumer = C, .version = 1, .container_id = C3});
-	pid = find(&s, &(struct ev_key){.pid = 42, .consumer = C, .version = 1});
-	pid_pod = find(&s, &(struct ev_key){.pid = 43, .consumer = C, .version = 1, .pod_uid = P2});
+	cons = find(&s, &(struct selector){.consumer = C, .version = 1});
+	pod = find(&s, &(struct selector){.consumer = C, .version = 1, .pod_uid = P1});
+	ctr = find(&s, &(struct selector){.consumer = C, .version = 1, .pod_uid = P1, .container_id = C1});
+	ctr_any_pod = find(&s, &(struct selector){.consumer = C, .version = 1, .container_id = C3});
+	pid = find(&s, &(struct selector){.pid = 42, .consumer = C, .version = 1});
+	pid_pod = find(&s, &(struct selector){.pid = 43, .consumer = C, .version = 1, .pod_uid = P2});
 	assert_non_null(cons);
 	assert_non_null(pod);
 	assert_non_null(ctr);
@@ -195,7 +195,7 @@ static void precedence(void **state)
 
 	{
 		const struct {
-			struct ev_key k;
+			struct selector k;
 			const struct desired *want;
 		} cases[] = {
 			/* every level matches: the pid's wins */
@@ -225,7 +225,7 @@ static void precedence(void **state)
 			{key(7, "other", 1, "", ""), NULL},
 		};
 		for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-			const struct ev_key *k = &cases[i].k;
+			const struct selector *k = &cases[i].k;
 			m = desired_match(&s, k);
 			print_message("pid %d %s v%u pod '%s' ctr '%.8s' -> %.*s\n", k->pid, k->consumer, k->version,
 				      k->pod_uid, k->container_id, m ? (int)m->len : 6,
@@ -272,18 +272,18 @@ static void replace_and_overlap(void **state)
 	rev = s.revision;
 	other = NULL;
 	assert_int_equal(set(&s, key(0, C, 1, "", C1), "x", &d, &other), -EEXIST);
-	assert_ptr_equal(other, find(&s, &(struct ev_key){.consumer = C, .version = 1, .pod_uid = P1, .container_id = C1}));
+	assert_ptr_equal(other, find(&s, &(struct selector){.consumer = C, .version = 1, .pod_uid = P1, .container_id = C1}));
 	other = NULL;
 	assert_int_equal(set(&s, key(5, C, 1, "", ""), "x", &d, &other), -EEXIST);
-	assert_ptr_equal(other, find(&s, &(struct ev_key){.pid = 5, .consumer = C, .version = 1, .pod_uid = P1,
+	assert_ptr_equal(other, find(&s, &(struct selector){.pid = 5, .consumer = C, .version = 1, .pod_uid = P1,
 							 .container_id = C1}));
 	other = NULL;
 	assert_int_equal(set(&s, key(5, C, 1, P1, ""), "x", &d, &other), -EEXIST);
-	assert_ptr_equal(other, find(&s, &(struct ev_key){.pid = 5, .consumer = C, .version = 1, .pod_uid = P1,
+	assert_ptr_equal(other, find(&s, &(struct selector){.pid = 5, .consumer = C, .version = 1, .pod_uid = P1,
 							 .container_id = C1}));
 	assert_int_equal(s.n, n);
 	assert_int_equal(s.revision, rev);
-	payload_is(desired_match(&s, &(struct ev_key){.pid = 5, .consumer = C, .version = 1, .pod_uid = P1,
+	payload_is(desired_match(&s, &(struct selector){.pid = 5, .consumer = C, .version = 1, .pod_uid = P1,
 						       .container_id = C1}),
 		   "pid");
 
@@ -300,18 +300,18 @@ static void replace_and_overlap(void **state)
 	assert_int_equal(s.revision, rev + 8);
 
 	/* replacing keeps one entry and its place */
-	d = find(&s, &(struct ev_key){.consumer = C, .version = 1, .pod_uid = P2});
+	d = find(&s, &(struct selector){.consumer = C, .version = 1, .pod_uid = P2});
 	set_ok(&s, key(0, C, 1, P2, ""), "pod 2 again");
 	assert_int_equal(s.n, n + 8);
-	assert_ptr_equal(find(&s, &(struct ev_key){.consumer = C, .version = 1, .pod_uid = P2}), d);
+	assert_ptr_equal(find(&s, &(struct selector){.consumer = C, .version = 1, .pod_uid = P2}), d);
 	payload_is(d, "pod 2 again");
 	assert_int_equal(d->revision, rev + 9);
-	payload_is(desired_match(&s, &(struct ev_key){.pid = 9, .consumer = C, .version = 1, .pod_uid = P2}),
+	payload_is(desired_match(&s, &(struct selector){.pid = 9, .consumer = C, .version = 1, .pod_uid = P2}),
 		   "pod 2 again");
-	payload_is(desired_match(&s, &(struct ev_key){.pid = 9, .consumer = C, .version = 1, .pod_uid = P2,
+	payload_is(desired_match(&s, &(struct selector){.pid = 9, .consumer = C, .version = 1, .pod_uid = P2,
 						       .container_id = C1}),
 		   "C1 in pod 2");
-	payload_is(desired_match(&s, &(struct ev_key){.pid = 5, .consumer = C, .version = 1, .pod_uid = P2,
+	payload_is(desired_match(&s, &(struct selector){.pid = 5, .consumer = C, .version = 1, .pod_uid = P2,
 						       .container_id = C1}),
 		   "pid 5 in pod 2");
 	desired_free(&s);
@@ -364,7 +364,7 @@ static void refusals(void **state)
 
 	assert_int_equal(desired_load(&s, NULL, err, sizeof err), 0);
 	for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-		struct ev_key k = key(bad[i].pid, bad[i].consumer, bad[i].version, bad[i].pod, bad[i].ctr);
+		struct selector k = key(bad[i].pid, bad[i].consumer, bad[i].version, bad[i].pod, bad[i].ctr);
 		why = NULL;
 		assert_int_equal(desired_check(&k, &why), -EINVAL);
 		assert_non_null(why);
@@ -378,7 +378,7 @@ static void refusals(void **state)
 		assert_int_equal(s.revision, 0);
 	}
 	for (i = 0; i < sizeof good / sizeof good[0]; i++) {
-		struct ev_key k = key(good[i].pid, good[i].consumer, good[i].version, good[i].pod, good[i].ctr);
+		struct selector k = key(good[i].pid, good[i].consumer, good[i].version, good[i].pod, good[i].ctr);
 		why = NULL;
 		assert_int_equal(desired_check(&k, &why), 0);
 	}
@@ -387,13 +387,13 @@ static void refusals(void **state)
 	big = calloc(1, (size_t)PROCCTL_PAYLOAD_MAX + 1);
 	assert_non_null(big);
 	why = NULL;
-	assert_int_equal(desired_set(&s, &(struct ev_key){.consumer = C, .version = 1}, "x", 0, NULL, &d, &other, &why, err,
+	assert_int_equal(desired_set(&s, &(struct selector){.consumer = C, .version = 1}, "x", 0, NULL, &d, &other, &why, err,
 				     sizeof err),
 			 -EINVAL);
 	assert_non_null(why);
 	print_message("empty payload: %s\n", why);
 	why = NULL;
-	assert_int_equal(desired_set(&s, &(struct ev_key){.consumer = C, .version = 1}, big,
+	assert_int_equal(desired_set(&s, &(struct selector){.consumer = C, .version = 1}, big,
 				     (size_t)PROCCTL_PAYLOAD_MAX + 1, NULL, &d, &other, &why, err, sizeof err),
 			 -EINVAL);
 	assert_non_null(why);
@@ -401,7 +401,7 @@ static void refusals(void **state)
 	assert_int_equal(s.revision, 0);
 	big[PROCCTL_PAYLOAD_MAX - 1] = 0x5a;
 	d = NULL;
-	assert_int_equal(desired_set(&s, &(struct ev_key){.consumer = C, .version = 1}, big, PROCCTL_PAYLOAD_MAX, NULL,
+	assert_int_equal(desired_set(&s, &(struct selector){.consumer = C, .version = 1}, big, PROCCTL_PAYLOAD_MAX, NULL,
 				     &d, &other, &why, err, sizeof err),
 			 0);
 	assert_non_null(d);
@@ -437,7 +437,7 @@ static void persistence(void **state)
 	char dir[256], file[300], tmp[310], err[512] = "";
 	uint8_t buf[4096];
 	Procctl__V1__ListDesiredConfigsResponse *m;
-	struct ev_key gone = key(0, C, 1, P1, C1);
+	struct selector gone = key(0, C, 1, P1, C1);
 	uint64_t top = 0;
 	ssize_t len;
 	size_t i;
@@ -450,7 +450,7 @@ static void persistence(void **state)
 	set_ok(&s, key(0, C, 1, P1, ""), "pod");
 	set_ok(&s, gone, "container");
 	set_ok(&s, key(42, C, 1, P2, ""), "pid");
-	assert_int_equal(desired_set(&s, &(struct ev_key){.consumer = C, .version = 2}, bin, sizeof bin, "from-file", &d,
+	assert_int_equal(desired_set(&s, &(struct selector){.consumer = C, .version = 2}, bin, sizeof bin, "from-file", &d,
 				     &other, &why, err, sizeof err),
 			 0);
 	assert_string_equal(d->source, "from-file"); /* a config file's section: kept with it */
@@ -461,10 +461,10 @@ static void persistence(void **state)
 
 	/* not there: -ENOENT, in memory and after a reload */
 	assert_int_equal(desired_delete(&s, &gone, err, sizeof err), -ENOENT);
-	assert_int_equal(desired_delete(&s, &(struct ev_key){.pid = 41, .consumer = C, .version = 1, .pod_uid = P2}, err,
+	assert_int_equal(desired_delete(&s, &(struct selector){.pid = 41, .consumer = C, .version = 1, .pod_uid = P2}, err,
 					sizeof err),
 			 -ENOENT);
-	assert_int_equal(desired_delete(&s, &(struct ev_key){.consumer = C, .version = 3}, err, sizeof err), -ENOENT);
+	assert_int_equal(desired_delete(&s, &(struct selector){.consumer = C, .version = 3}, err, sizeof err), -ENOENT);
 	assert_int_equal(s.n, 4);
 
 	/* the file is a ListDesiredConfigsResponse, and no temp file is left */
@@ -491,21 +491,21 @@ static void persistence(void **state)
 			top = t.v[i].revision;
 	assert_int_equal(t.revision, top);
 	assert_int_equal(desired_delete(&t, &gone, err, sizeof err), -ENOENT);
-	payload_is(desired_match(&t, &(struct ev_key){.pid = 42, .consumer = C, .version = 1, .pod_uid = P2}), "pid");
-	payload_is(desired_match(&t, &(struct ev_key){.pid = 7, .consumer = C, .version = 1, .pod_uid = P1,
+	payload_is(desired_match(&t, &(struct selector){.pid = 42, .consumer = C, .version = 1, .pod_uid = P2}), "pid");
+	payload_is(desired_match(&t, &(struct selector){.pid = 7, .consumer = C, .version = 1, .pod_uid = P1,
 						       .container_id = C1}),
 		   "pod, replaced");
-	d = desired_match(&t, &(struct ev_key){.pid = 7, .consumer = C, .version = 2});
+	d = desired_match(&t, &(struct selector){.pid = 7, .consumer = C, .version = 2});
 	assert_non_null(d);
 	assert_int_equal(d->len, sizeof bin);
 	assert_memory_equal(d->payload, bin, sizeof bin);
 
 	/* numbering goes on past every loaded revision */
 	set_ok(&t, key(0, C, 1, P2, ""), "after restart");
-	assert_true(find(&t, &(struct ev_key){.consumer = C, .version = 1, .pod_uid = P2})->revision > top);
+	assert_true(find(&t, &(struct selector){.consumer = C, .version = 1, .pod_uid = P2})->revision > top);
 	set_ok(&t, key(0, C, 1, "", ""), "consumer, after restart");
-	assert_true(find(&t, &(struct ev_key){.consumer = C, .version = 1})->revision > top + 1);
-	assert_int_equal(desired_delete(&t, &(struct ev_key){.pid = 42, .consumer = C, .version = 1, .pod_uid = P2},
+	assert_true(find(&t, &(struct selector){.consumer = C, .version = 1})->revision > top + 1);
+	assert_int_equal(desired_delete(&t, &(struct selector){.pid = 42, .consumer = C, .version = 1, .pod_uid = P2},
 					err, sizeof err),
 			 0);
 
@@ -529,7 +529,7 @@ static void persistence(void **state)
 /* ---- corrupt files ---- */
 
 struct cfg {
-	struct ev_key sel;
+	struct selector sel;
 	const char *payload; /* NULL: none */
 	uint64_t revision;
 	int no_selector;
@@ -664,7 +664,7 @@ static void corrupt(void **state)
 		assert_int_equal(desired_load(&s, dir, err, sizeof err), 0);
 		assert_int_equal(s.n, 4);
 		assert_int_equal(s.revision, 7);
-		payload_is(desired_match(&s, &(struct ev_key){.pid = 9, .consumer = C, .version = 1, .pod_uid = P1,
+		payload_is(desired_match(&s, &(struct selector){.pid = 9, .consumer = C, .version = 1, .pod_uid = P1,
 							       .container_id = C1}),
 			   "pid");
 		desired_free(&s);
@@ -678,7 +678,7 @@ static void write_failure(void **state)
 	struct desired_store s, t;
 	const struct desired *d = NULL, *other = NULL, *a;
 	const char *why = NULL;
-	struct ev_key ka = key(0, C, 1, P1, ""), kb = key(0, C, 1, "", ""), kc = key(0, C, 1, P2, "");
+	struct selector ka = key(0, C, 1, P1, ""), kb = key(0, C, 1, "", ""), kc = key(0, C, 1, P2, "");
 	char dir[256], tmp[320], err[512];
 	uint64_t rev, arev;
 	(void)state;
@@ -724,7 +724,7 @@ static void write_failure(void **state)
 	payload_is(a, "one");
 	assert_int_equal(a->revision, arev);
 	payload_is(find(&s, &kb), "base");
-	payload_is(desired_match(&s, &(struct ev_key){.pid = 3, .consumer = C, .version = 1, .pod_uid = P1}), "one");
+	payload_is(desired_match(&s, &(struct selector){.pid = 3, .consumer = C, .version = 1, .pod_uid = P1}), "one");
 	assert_int_equal(desired_delete(&s, &kb, err, sizeof err), -EIO);
 	assert_int_equal(s.n, 2);
 	payload_is(find(&s, &kb), "base");
@@ -753,7 +753,7 @@ static void write_failure(void **state)
 static void match_ignores_always(void **state)
 {
 	struct desired_store s;
-	struct ev_key k = key(7, "other", 9, "", "");
+	struct selector k = key(7, "other", 9, "", "");
 	const struct desired *m;
 	char err[512] = "";
 	int rc;
@@ -819,7 +819,7 @@ static void revisions_only_grow(void **state)
 	set_ok(&s, key(0, C, 1, P1, ""), "one");
 	set_ok(&s, key(0, C, 1, P2, ""), "two");
 	top = s.revision;
-	assert_int_equal(desired_delete(&s, &(struct ev_key){.consumer = C, .version = 1, .pod_uid = P2}, err, sizeof err), 0);
+	assert_int_equal(desired_delete(&s, &(struct selector){.consumer = C, .version = 1, .pod_uid = P2}, err, sizeof err), 0);
 	desired_free(&s);
 	assert_int_equal(desired_load(&s, dir, err, sizeof err), 0);
 	assert_int_equal(s.revision, top);

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* selector.h - what selects processes: a Selector of the API (a pid, a
+ * consumer and its schema version, a pod, a container) as the daemon
+ * keeps it, in filters, event keys, desired configs and the config file's
+ * [desired] sections. */
+#ifndef PROCCTL_NODE_SELECTOR_H
+#define PROCCTL_NODE_SELECTOR_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "podid.h"
+#include "procctl.h"
+
+/* What selects a process: a Selector's fields, a process's identity.
+ * Empty or zero fields of a filter match anything. */
+struct selector {
+	pid_t pid;
+	uint32_t version;
+	char consumer[PROCCTL_CONSUMER_MAX + 1];
+	char pod_uid[PROCCTL_POD_UID_MAX + 1];
+	char container_id[PROCCTL_CONTAINER_ID_MAX + 1];
+	int always; /* the event matches every filter (ownership changes) */
+};
+
+int selector_match(const struct selector *filter, const struct selector *k);
+/* The same selector: every field equal (always aside). */
+int selector_same(const struct selector *a, const struct selector *b);
+
+/* 0 when k's fields are well formed (a pid >= 0, a consumer name, a pod
+ * UID of lowercase hex and dashes, a container ID of lowercase hex; empty
+ * ones are fine); else -EINVAL and why names the field. */
+int selector_valid(const struct selector *k, const char **why);
+
+/* A Selector's fields as a key, checked like selector_valid (also: too
+ * long for the key): 0 or -EINVAL and why. */
+int selector_from(struct selector *k, int32_t pid, const char *consumer, uint32_t version, const char *pod_uid,
+		const char *container_id, const char **why);
+
+#endif

@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* procctl-node's loop, its parts on their own (server/node_int.h): a
+ * Selector of the API taken as a filter, the processes a filter matches
+ * and their order, and /metrics rendered from a fixed state. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "node_int.h"
+#include "th.h"
+
+static void selectors(void **state)
+{
+	PbSelector s = PROCCTL__V1__SELECTOR__INIT;
+	struct selector k;
+	const char *why = NULL;
+	(void)state;
+	assert_int_equal(selector_from_pb(NULL, &k, &why), NODE_OK); /* none: matches anything */
+	assert_int_equal(k.pid, 0);
+	s.consumer = "echo";
+	s.schema_version = 2;
+	s.pod_uid = "8c9b4f3e-1a2b-4c5d-9e8f-0a1b2c3d4e5f";
+	s.container_id = "abc123";
+	assert_int_equal(selector_from_pb(&s, &k, &why), NODE_OK);
+	assert_string_equal(k.consumer, "echo");
+	assert_int_equal(k.version, 2);
+	s.consumer = "Echo";
+	assert_int_equal(selector_from_pb(&s, &k, &why), NODE_INVALID_ARGUMENT);
+	assert_non_null(strstr(why, "selector.consumer"));
+	s.consumer = "echo";
+	s.pod_uid = "My-Pod";
+	assert_int_equal(selector_from_pb(&s, &k, &why), NODE_INVALID_ARGUMENT);
+	assert_non_null(strstr(why, "selector.pod_uid"));
+	s.pod_uid = "";
+	s.container_id = "XYZ";
+	assert_int_equal(selector_from_pb(&s, &k, &why), NODE_INVALID_ARGUMENT);
+	assert_non_null(strstr(why, "selector.container_id"));
+}
+
+static struct proc *proc(pid_t pid, uint64_t instance, const char *consumer, const char *pod)
+{
+	struct proc *p = calloc(1, sizeof *p);
+	assert_non_null(p);
+	p->key.pid = pid;
+	p->key.version = 1;
+	snprintf(p->key.consumer, sizeof p->key.consumer, "%s", consumer);
+	snprintf(p->key.pod_uid, sizeof p->key.pod_uid, "%s", pod);
+	p->instance = instance;
+	return p;
+}
+
+static void matching_in_pid_order(void **state)
+{
+	struct node *n = calloc(1, sizeof *n);
+	struct proc *table[5], **v = NULL;
+	struct selector f;
+	ssize_t c;
+	size_t i;
+	(void)state;
+	assert_non_null(n);
+	table[0] = proc(30, 1, "echo", "");
+	table[1] = proc(10, 9, "echo", "aa");
+	table[2] = proc(20, 1, "token", "");
+	table[3] = proc(10, 2, "echo", "");
+	table[4] = proc(5, 1, "echo", "aa");
+	n->procs = table;
+	n->nprocs = 5;
+	memset(&f, 0, sizeof f);
+	snprintf(f.consumer, sizeof f.consumer, "echo");
+	c = procs_matching(n, &f, &v);
+	assert_int_equal(c, 4); /* pid, then instance */
+	assert_ptr_equal(v[0], table[4]);
+	assert_ptr_equal(v[1], table[3]);
+	assert_ptr_equal(v[2], table[1]);
+	assert_ptr_equal(v[3], table[0]);
+	free(v);
+	snprintf(f.pod_uid, sizeof f.pod_uid, "aa");
+	c = procs_matching(n, &f, &v);
+	assert_int_equal(c, 2);
+	assert_ptr_equal(v[0], table[4]);
+	assert_ptr_equal(v[1], table[1]);
+	free(v);
+	for (i = 0; i < 5; i++)
+		free(table[i]);
+	free(n);
+}
+
+static void more_metrics(FILE *f, void *arg)
+{
+	fprintf(f, "from_a_hook %d\n", *(int *)arg);
+}
+
+/* One line of text, whole. */
+static void has_line(const char *text, const char *line)
+{
+	char want[256];
+	snprintf(want, sizeof want, "\n%s\n", line);
+	if (!strstr(text, want))
+		fail_msg("no line \"%s\" in:\n%s", line, text);
+}
+
+static void metrics_of_a_fixed_state(void **state)
+{
+	struct node *n = calloc(1, sizeof *n);
+	struct node_arbiter_cfg *ac;
+	struct procctl_arbiter_snapshot *sn;
+	int hook_arg = 7;
+	size_t len = 0;
+	char *text;
+	(void)state;
+	assert_non_null(n);
+	assert_non_null(n->ev = events_new(16));
+	ac = &n->cfg.arbiters[0];
+	snprintf(ac->name, sizeof ac->name, "gpu");
+	ac->kind = 1;
+	n->cfg.narbiters = 1;
+	n->narb = 1;
+	n->arb[0].cfg = ac;
+	n->arb[0].nsnap = 1;
+	sn = &n->arb[0].snap[0];
+	sn->res.kind = 1;
+	sn->res.id[0] = 0x5a;
+	sn->res.id[15] = 0x6c;
+	sn->hold_ns_total = 1500000000;
+	sn->blocked_ns = 250000000;
+	sn->handoffs = 4;
+	sn->holder_pid = 42;
+	sn->waiters = 2;
+	n->stats.writes = 3;
+	n->stats.acks_applied = 2;
+	n->stats.acks_rejected = 1;
+	n->stats.ack_hist[0] = 1; /* <= 100 us */
+	n->stats.ack_hist[3] = 1; /* <= 1 ms */
+	n->stats.ack_hist[NBUCKETS] = 1; /* over 10 s */
+	n->stats.ack_count = 3;
+	n->stats.ack_sum = 12.5;
+	n->hooks.metrics = more_metrics;
+	n->hooks.arg = &hook_arg;
+	assert_non_null(text = node_render_metrics(n, &len));
+	assert_int_equal(strlen(text), len);
+	has_line(text, "procctl_resource_hold_seconds_total{kind=\"gpu\",resource=\"5a000000-0000-0000-0000-00000000006c\"} "
+		       "1.500000000");
+	has_line(text, "procctl_resource_blocked_seconds_total{kind=\"gpu\",resource=\"5a000000-0000-0000-0000-00000000006c\"} "
+		       "0.250000000");
+	has_line(text, "procctl_resource_handoffs_total{kind=\"gpu\",resource=\"5a000000-0000-0000-0000-00000000006c\"} 4");
+	has_line(text, "procctl_resource_holder{kind=\"gpu\",resource=\"5a000000-0000-0000-0000-00000000006c\"} 1");
+	has_line(text, "procctl_resource_waiters{kind=\"gpu\",resource=\"5a000000-0000-0000-0000-00000000006c\"} 2");
+	has_line(text, "procctl_publishes_total 3");
+	has_line(text, "procctl_acks_total{result=\"rejected\"} 1");
+	has_line(text, "procctl_publish_ack_seconds_bucket{le=\"0.0001\"} 1"); /* cumulative */
+	has_line(text, "procctl_publish_ack_seconds_bucket{le=\"0.0005\"} 1");
+	has_line(text, "procctl_publish_ack_seconds_bucket{le=\"0.001\"} 2");
+	has_line(text, "procctl_publish_ack_seconds_bucket{le=\"10\"} 2");
+	has_line(text, "procctl_publish_ack_seconds_bucket{le=\"+Inf\"} 3");
+	has_line(text, "procctl_publish_ack_seconds_count 3");
+	has_line(text, "procctl_hello_available 0");
+	has_line(text, "procctl_watch_events_total 0");
+	has_line(text, "# TYPE procctl_resource_holder gauge");
+	/* the hook's part comes last */
+	assert_non_null(strstr(text, "\nfrom_a_hook 7\n"));
+	assert_string_equal(strstr(text, "\nfrom_a_hook 7\n"), "\nfrom_a_hook 7\n");
+	free(text);
+	events_free(n->ev);
+	free(n);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(selectors),
+		cmocka_unit_test(matching_in_pid_order),
+		cmocka_unit_test(metrics_of_a_fixed_state),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
