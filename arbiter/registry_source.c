@@ -23,10 +23,8 @@ struct rsrc {
 
 static uint64_t now_ns(void *ctx)
 {
-	struct timespec ts;
 	(void)ctx;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return (uint64_t)procctl_now_ns();
 }
 
 static size_t targets(void *ctx, struct procctl_arb_target *out, size_t max)

@@ -27,13 +27,6 @@
 #define TMPFS_MAGIC 0x01021994
 #define HUGETLBFS_MAGIC 0x958458f6
 
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /* pidfd_getfd exists (Linux 5.6); probed once. */
 static int have_getfd(void)
 {
@@ -664,7 +657,7 @@ int procctl_client_wait_ack(procctl_client_t *c, uint64_t gen, int64_t deadline_
 		}
 		if (r != 0 && r != -EAGAIN && !(r == -EPROTO && st->why == PROCCTL_REJECT_STATE_CRC))
 			break;
-		left = deadline_ns - now_ns();
+		left = deadline_ns - procctl_now_ns();
 		if (left <= 0) {
 			r = -ETIMEDOUT;
 			break;

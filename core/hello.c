@@ -115,13 +115,6 @@ struct procctl_hello {
 	unsigned char rec[65536]; /* a record that wraps the ring's end */
 };
 
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static int perf_open(struct perf_event_attr *a, int cpu)
 {
 	return (int)syscall(SYS_perf_event_open, a, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
@@ -209,7 +202,7 @@ static void pid_gone(struct procctl_hello *h, pid_t pid)
 			continue;
 		f->pids[i] = f->pids[--f->npids];
 		if (!f->npids && !f->sticky && !f->idle_since) {
-			f->idle_since = now_ns();
+			f->idle_since = procctl_now_ns();
 			h->nidle++;
 		}
 	}
@@ -310,7 +303,7 @@ static void recheck(struct procctl_hello *h, pid_t pid)
 		say(h, pid);
 		return;
 	}
-	h->delayed[(h->dhead + h->dlen++) % HELLO_DELAYED_MAX] = (struct delayed){pid, now_ns() + HELLO_RECHECK_NS};
+	h->delayed[(h->dhead + h->dlen++) % HELLO_DELAYED_MAX] = (struct delayed){pid, procctl_now_ns() + HELLO_RECHECK_NS};
 	if (h->dlen == 1)
 		arm(h, 0);
 }
@@ -829,7 +822,7 @@ int procctl_hello_dispatch(procctl_hello_t *h)
 		h->lost = 0;
 		say(h, 0);
 	}
-	now = now_ns();
+	now = procctl_now_ns();
 	while (h->dlen && h->delayed[h->dhead].due <= now) {
 		pid_t pid = h->delayed[h->dhead].pid;
 		h->dhead = (h->dhead + 1) % HELLO_DELAYED_MAX;

@@ -5,6 +5,8 @@
 
 #include "log.h"
 
+#include <time.h>
+
 /* The hook and its argument change together: one pointer to a pair. */
 struct hook {
 	procctl_log_fn fn;
@@ -34,4 +36,11 @@ void procctl_log(enum procctl_log_level level, const char *event, const char *fm
 	vsnprintf(fields, sizeof fields, fmt, ap);
 	va_end(ap);
 	h->fn(level, event, fields, h->arg);
+}
+
+int64_t procctl_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }

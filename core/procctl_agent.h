@@ -387,6 +387,12 @@ const char *procctl_hello_error(int err);
  * -errno of a failed read. */
 int procctl_elf_hello_sites(int fd, uint64_t *off, int max);
 
+/* ---- Time ------------------------------------------------------------ */
+
+/* CLOCK_MONOTONIC in ns: the clock of every deadline_ns and time in this
+ * API. */
+int64_t procctl_now_ns(void);
+
 /* ---- Logging --------------------------------------------------------- */
 
 enum procctl_log_level { PROCCTL_LOG_ERROR, PROCCTL_LOG_WARN, PROCCTL_LOG_INFO, PROCCTL_LOG_DEBUG };

@@ -98,13 +98,6 @@ struct procctl_registry {
 	int bell_pending;
 };
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static void arm(int tfd, uint64_t first_ns, uint64_t every_ns)
 {
 	struct itimerspec it;
@@ -179,8 +172,7 @@ static void *hb_main(void *arg)
 				if (l < every)
 					every = l;
 			}
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+		now = (uint64_t)procctl_now_ns();
 		/* A beat more than a lease after the one before: the processes
 		 * may have seen their lease expire (this agent was stopped or
 		 * starved). */
@@ -202,7 +194,7 @@ static void *hb_main(void *arg)
 static size_t bells_collect(void *arg, struct procctl_bell *out, size_t max)
 {
 	procctl_registry_t *r = arg;
-	uint64_t now = mono_ns();
+	uint64_t now = (uint64_t)procctl_now_ns();
 	struct entry *e;
 	size_t n = 0;
 	for (e = r->entries; e; e = e->next) {
@@ -227,7 +219,7 @@ static void bells_rang(void *arg, uint64_t id)
 {
 	procctl_registry_t *r = arg;
 	struct entry *e = entry_by_id(r, id);
-	uint64_t now = mono_ns();
+	uint64_t now = (uint64_t)procctl_now_ns();
 	if (!e)
 		return;
 	if (now - e->bell_window >= BELL_WINDOW_NS) {
@@ -583,7 +575,7 @@ static void sweep(procctl_registry_t *r)
 
 static void full_scan(procctl_registry_t *r)
 {
-	uint64_t t0 = mono_ns(), scan;
+	uint64_t t0 = (uint64_t)procctl_now_ns(), scan;
 	struct lock_rec *l;
 
 	/* A consumer named up front has its lock taken before the scan
@@ -597,7 +589,7 @@ static void full_scan(procctl_registry_t *r)
 	r->first_scan_done = 1;
 	pthread_mutex_lock(&r->mu);
 	r->stats.scans++;
-	r->stats.scan_ns += mono_ns() - t0;
+	r->stats.scan_ns += (uint64_t)procctl_now_ns() - t0;
 	pthread_mutex_unlock(&r->mu);
 	for (l = r->locks; l; l = l->next)
 		if (l->held && l->ready_scan == scan)

@@ -138,13 +138,6 @@ struct grpc_srv {
 	uint64_t calls[NMETHODS + 1][NCODES]; /* atomic; the last row: unknown methods */
 };
 
-static int64_t mono_ns(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (int64_t)t.tv_sec * 1000000000ll + t.tv_nsec;
-}
-
 /* A gRPC deadline on our CLOCK_MONOTONIC (gRPC's own monotonic clock
  * has another origin). */
 static int64_t deadline_ns(gpr_timespec d)
@@ -155,10 +148,10 @@ static int64_t deadline_ns(gpr_timespec d)
 	d = gpr_convert_clock_type(d, GPR_CLOCK_MONOTONIC);
 	rem = gpr_time_sub(d, gpr_now(GPR_CLOCK_MONOTONIC));
 	if (rem.tv_sec < 0)
-		return mono_ns();
+		return procctl_now_ns();
 	if (rem.tv_sec > 1000000000)
 		return INT64_MAX;
-	return mono_ns() + rem.tv_sec * 1000000000ll + rem.tv_nsec;
+	return procctl_now_ns() + rem.tv_sec * 1000000000ll + rem.tv_nsec;
 }
 
 /* ---- calls: life and death --------------------------------------------- */

@@ -110,17 +110,15 @@ static const struct node_reply_ops http_ops = {on_reply, on_watch};
 static enum MHD_Result submit(struct hreq *r, enum node_method m, ProtobufCMessage *req, int64_t timeout_ms)
 {
 	struct node_job *job = calloc(1, sizeof *job);
-	struct timespec t;
 	if (!job) {
 		if (req)
 			protobuf_c_message_free_unpacked(req, NULL);
 		answer_error(r, NODE_RESOURCE_EXHAUSTED, "out of memory");
 		return MHD_YES;
 	}
-	clock_gettime(CLOCK_MONOTONIC, &t);
 	job->method = m;
 	job->req = req;
-	job->deadline_ns = (int64_t)t.tv_sec * 1000000000ll + t.tv_nsec + timeout_ms * 1000000ll;
+	job->deadline_ns = procctl_now_ns() + timeout_ms * 1000000ll;
 	job->ops = &http_ops;
 	job->ctx = r;
 	r->submitted = 1;

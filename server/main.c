@@ -29,12 +29,6 @@
 
 static struct node *the_node;
 
-static double mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 static volatile sig_atomic_t stopping;
 
 static void on_signal(int sig)
@@ -264,7 +258,7 @@ int main(int argc, char **argv)
 		failed = 1;
 	}
 	r = node_run(the_node);
-	t0 = mono_ms();
+	t0 = ((double)procctl_now_ns() / 1e6);
 	node_log(PROCCTL_LOG_INFO, "stopping", "mode=%s", uninstall ? "uninstall" : "hand-off");
 	httpsrv_stop(http);
 	grpcsrv_stop(srv, GRACE_MS);
@@ -273,8 +267,8 @@ int main(int argc, char **argv)
 	 * nobody's wait but this process's. */
 	node_release(the_node, uninstall ? PROCCTL_CLOSE_UNINSTALL : 0);
 	close(lock_fd);
-	node_log(PROCCTL_LOG_INFO, "handed_off", "mode=%s ms=%.1f", uninstall ? "uninstall" : "hand-off", mono_ms() - t0);
+	node_log(PROCCTL_LOG_INFO, "handed_off", "mode=%s ms=%.1f", uninstall ? "uninstall" : "hand-off", ((double)procctl_now_ns() / 1e6) - t0);
 	node_close(the_node, 0);
-	node_log(PROCCTL_LOG_INFO, "stopped", "error=%s ms=%.1f", r < 0 ? strerror(-r) : "none", mono_ms() - t0);
+	node_log(PROCCTL_LOG_INFO, "stopped", "error=%s ms=%.1f", r < 0 ? strerror(-r) : "none", ((double)procctl_now_ns() / 1e6) - t0);
 	return r < 0 || failed ? 1 : 0;
 }

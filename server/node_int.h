@@ -138,13 +138,7 @@ struct node {
 	struct procctl_state st; /* scratch for state reads (64 KiB of bytes) */
 };
 
-/* CLOCK_MONOTONIC, in ns. */
-static inline int64_t now_ns(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (int64_t)t.tv_sec * 1000000000ll + t.tv_nsec;
-}
+#define now_ns procctl_now_ns /* the loop's clock is the library's */
 
 /* Messages of one answer, freed together after packing. */
 struct arena {

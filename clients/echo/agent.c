@@ -29,17 +29,10 @@ static void on_signal(int sig)
 	procctl_registry_stop(reg);
 }
 
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static void show_state(procctl_client_t *c, pid_t pid)
 {
 	static struct procctl_state st;
-	int err = procctl_client_read_state(c, &st, now_ns() + 1000000000);
+	int err = procctl_client_read_state(c, &st, procctl_now_ns() + 1000000000);
 	if (err)
 		printf("event=state pid=%d error=%s\n", (int)pid, strerror(-err));
 	else
@@ -59,7 +52,7 @@ static void publish(procctl_client_t *c, pid_t pid)
 		printf("event=publish pid=%d error=%s\n", (int)pid, strerror((int)-gen));
 		return;
 	}
-	err = procctl_client_wait_ack(c, (uint64_t)gen, now_ns() + 2000000000, &ack);
+	err = procctl_client_wait_ack(c, (uint64_t)gen, procctl_now_ns() + 2000000000, &ack);
 	if (err)
 		printf("event=publish pid=%d gen=%lld ack_error=%s\n", (int)pid, (long long)gen, strerror(-err));
 	else
