@@ -11,14 +11,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "client.h"
 #include "procctl_arbiter.h"
 
 struct rsrc {
 	procctl_registry_t *r;
 	char consumer[32];
 	uint64_t deadline_ns;
-	struct procctl_state st; /* one read at a time: ticks run on the loop thread */
+	struct procctl_state st;        /* one read at a time: ticks run on the loop thread */
+	struct procctl_client_info info; /* likewise */
 };
 
 static uint64_t now_ns(void *ctx)
@@ -35,11 +35,12 @@ static size_t targets(void *ctx, struct procctl_arb_target *out, size_t max)
 	if (n > PROCCTL_ARB_MAX_TARGETS)
 		n = PROCCTL_ARB_MAX_TARGETS;
 	for (i = 0; i < n && k < max; i++) {
-		if (strncmp(cs[i]->info.hdr.consumer, s->consumer, sizeof s->consumer))
+		if (procctl_client_info(cs[i], &s->info) ||
+		    strncmp(s->info.hdr.consumer, s->consumer, sizeof s->consumer))
 			continue;
 		out[k].handle = cs[i];
-		out[k].pid = cs[i]->info.pid;
-		out[k].instance_id = cs[i]->info.hdr.instance_id;
+		out[k].pid = s->info.pid;
+		out[k].instance_id = s->info.hdr.instance_id;
 		k++;
 	}
 	return k;

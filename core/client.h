@@ -46,13 +46,6 @@ int procctl_memfd_mnt_id(void);
 int64_t procctl_client_claim(procctl_client_t *c, uint32_t domain, uint32_t epoch, uint64_t lease_ns);
 void procctl_client_heartbeat(procctl_client_t *c);
 int procctl_client_set_lease(procctl_client_t *c, uint64_t lease_ns);
-/* Grants (SPEC.md section 9), owner-gated like writes: the generation, or
- * -EPERM, -EBUSY, and the errors of procctl_region_grant and friends. */
-int64_t procctl_client_grant(procctl_client_t *c, const procctl_resource_t *res, uint64_t grant_id);
-int64_t procctl_client_revoke(procctl_client_t *c, const procctl_resource_t *res);
-int64_t procctl_client_drop(procctl_client_t *c, const procctl_resource_t *res);
-/* The agent's own copies of the grant entries in c's region: the count. */
-int procctl_client_grants(procctl_client_t *c, struct procctl_grant_entry *out, uint32_t max);
 
 /* Hand-off (RELEASED) or uninstall; writes are refused afterwards. */
 int procctl_client_release(procctl_client_t *c);

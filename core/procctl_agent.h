@@ -146,6 +146,20 @@ int procctl_client_alive(procctl_client_t *c);
 int64_t procctl_client_write(procctl_client_t *c, const void *payload, size_t len);
 int64_t procctl_client_clear(procctl_client_t *c);
 
+/* Grants (SPEC.md section 9), owner-gated like writes: grant writes a
+ * grant entry for res (grant_id: the arbiter's id, nonzero), revoke asks
+ * the holder to give it back (again: the first revoke's generation), drop
+ * removes the entry. The generation, or -EPERM, -EBUSY as for writes;
+ * -EINVAL no kind or grant_id 0; -ENOSPC the region's grant_cap entries
+ * are in use; -ENOENT (revoke, drop) no grant of res. Arbiters (procctl_arbiter.h) make these calls; an agent making
+ * them by hand owns the one-holder rule itself. */
+int64_t procctl_client_grant(procctl_client_t *c, const procctl_resource_t *res, uint64_t grant_id);
+int64_t procctl_client_revoke(procctl_client_t *c, const procctl_resource_t *res);
+int64_t procctl_client_drop(procctl_client_t *c, const procctl_resource_t *res);
+/* The agent's own copies of the grant entries in c's region: the count
+ * (at most max copied). */
+int procctl_client_grants(procctl_client_t *c, struct procctl_grant_entry *out, uint32_t max);
+
 /* A validated copy of a process's state block. */
 struct procctl_state {
 	uint64_t acked_gen;
