@@ -3,7 +3,7 @@
  * listeners, one completion-queue thread, procctl.v1.NodeService (decoded
  * here, served by the loop through node_submit), grpc.health.v1, server
  * reflection v1 and v1alpha, and UNIMPLEMENTED for every other method.
- * Everything of gRPC stays in grpc_server.c. */
+ * Everything of gRPC stays in grpc_*.c (grpc_int.h between them). */
 #ifndef PROCCTL_NODE_GRPC_SERVER_H
 #define PROCCTL_NODE_GRPC_SERVER_H
 

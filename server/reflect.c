@@ -27,14 +27,12 @@
  * build. The requests come from the network: they and everything they
  * make us do are bounded. */
 #define _GNU_SOURCE 1
-#include "reflect.h"
+#include "reflect_int.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "grpc/reflection/v1/reflection.pb-c.h"
 
 #define SET_MAX (64u << 20)   /* bytes of a descriptor set */
 #define FILES_MAX 4096
@@ -43,62 +41,8 @@
 #define ARENA_MAX (32u << 20) /* bytes of names, all together */
 #define NAME_MAX_ 1024        /* a full name, a package or a file name */
 #define DEPTH_MAX 32          /* nested messages */
-#define REQ_MAX (64u << 10)   /* a request */
-#define ECHO_MAX 200          /* of a name, in an error message */
-
-#define GRPC_NOT_FOUND 5
-#define GRPC_UNIMPLEMENTED 12
-
-enum sym_kind { SYM_MESSAGE, SYM_FIELD, SYM_ONEOF, SYM_ENUM, SYM_ENUM_VALUE, SYM_SERVICE, SYM_METHOD, SYM_EXTENSION };
-
-/* Names are offsets into the arena, which grows while indexing. */
-struct rfile {
-	const uint8_t *p; /* the file's bytes in the set */
-	size_t len;
-	uint32_t name, name_len;
-	uint32_t dep, ndeps; /* its imports: deps[dep..dep+ndeps), file indices */
-};
-
-struct rsym {
-	uint32_t name, len;
-	uint32_t file;
-	uint8_t kind;
-};
-
-struct rext {
-	uint32_t extendee, extendee_len; /* full name, no leading '.' */
-	int32_t number;
-	uint32_t file;
-};
-
-struct reflect {
-	struct rfile *files;
-	uint32_t nfiles;
-	uint32_t *by_name; /* file indices sorted by name */
-	uint32_t *deps;
-	uint32_t ndeps;
-	struct rsym *syms; /* sorted by name */
-	uint32_t nsyms;
-	struct rext *exts;
-	uint32_t nexts;
-	uint32_t *services; /* arena offsets of their full names, in set order */
-	uint32_t nservices;
-	char *arena;
-	size_t arena_len;
-};
 
 /* ---- the wire reader ---- */
-
-struct pb {
-	const uint8_t *p, *end;
-};
-
-struct pbf {
-	uint32_t num, wt;
-	uint64_t v;       /* wire type 0 */
-	const uint8_t *p; /* wire type 2 */
-	size_t len;
-};
 
 static int pb_varint(struct pb *b, uint64_t *v)
 {
@@ -120,8 +64,7 @@ static int pb_varint(struct pb *b, uint64_t *v)
 	return -EINVAL;
 }
 
-/* The next field: 1, 0 at the end, -EINVAL. */
-static int pb_next(struct pb *b, struct pbf *f)
+int reflect_pb_next(struct pb *b, struct pbf *f)
 {
 	uint64_t tag, n;
 	if (b->p == b->end)
@@ -162,7 +105,7 @@ static int pb_name(const uint8_t *p, size_t len, const uint8_t **name, size_t *n
 	int rc;
 	*name = NULL;
 	*n = 0;
-	while ((rc = pb_next(&b, &f)) > 0) {
+	while ((rc = reflect_pb_next(&b, &f)) > 0) {
 		if (f.num != 1)
 			continue;
 		if (f.wt != 2)
@@ -307,7 +250,7 @@ static int extension(struct build *bd, const struct pbf *ext, size_t scope, uint
 	int rc = leaf(bd, ext, scope, SYM_EXTENSION, file);
 	if (rc)
 		return rc;
-	while ((rc = pb_next(&b, &f)) > 0) {
+	while ((rc = reflect_pb_next(&b, &f)) > 0) {
 		if (f.num == 2) {
 			if (f.wt != 2)
 				return -EINVAL;
@@ -352,7 +295,7 @@ static int enumeration(struct build *bd, const struct pbf *en, size_t scope, uin
 	rc = pb_name(en->p, en->len, &name, &n);
 	if (!rc)
 		rc = sym_add(bd, scope, name, n, SYM_ENUM, file, NULL);
-	while (!rc && (rc = pb_next(&b, &f)) > 0)
+	while (!rc && (rc = reflect_pb_next(&b, &f)) > 0)
 		rc = f.num == 2 ? leaf(bd, &f, scope, SYM_ENUM_VALUE, file) : 0; /* values: the enum's siblings */
 	return rc;
 }
@@ -369,7 +312,7 @@ static int message(struct build *bd, const struct pbf *msg, size_t scope, uint32
 	rc = pb_name(msg->p, msg->len, &name, &n);
 	if (!rc)
 		rc = sym_add(bd, scope, name, n, SYM_MESSAGE, file, &full);
-	while (!rc && (rc = pb_next(&b, &f)) > 0) {
+	while (!rc && (rc = reflect_pb_next(&b, &f)) > 0) {
 		switch (f.num) {
 		case 2:
 			rc = leaf(bd, &f, full, SYM_FIELD, file);
@@ -411,7 +354,7 @@ static int service(struct build *bd, const struct pbf *svc, size_t scope, uint32
 	if (rc)
 		return rc;
 	r->services[r->nservices++] = r->syms[r->nsyms - 1].name;
-	while ((rc = pb_next(&b, &f)) > 0)
+	while ((rc = reflect_pb_next(&b, &f)) > 0)
 		if (f.num == 2 && (rc = leaf(bd, &f, full, SYM_METHOD, file)))
 			return rc;
 	return rc;
@@ -432,7 +375,7 @@ static int file_add(struct build *bd, const uint8_t *p, size_t len)
 
 	if ((rc = grow(&r->files, &bd->files_cap, r->nfiles, sizeof *r->files, FILES_MAX)))
 		return rc;
-	while ((rc = pb_next(&b, &f)) > 0) {
+	while ((rc = reflect_pb_next(&b, &f)) > 0) {
 		if (f.num < 1 || f.num > 3)
 			continue;
 		if (f.wt != 2)
@@ -472,7 +415,7 @@ static int file_add(struct build *bd, const uint8_t *p, size_t len)
 	if (pkg_len)
 		memcpy(bd->name, pkg, pkg_len);
 	b.p = p;
-	while ((rc = pb_next(&b, &f)) > 0) {
+	while ((rc = reflect_pb_next(&b, &f)) > 0) {
 		switch (f.num) {
 		case 4:
 			rc = message(bd, &f, pkg_len, fi, 1);
@@ -495,7 +438,7 @@ static int file_add(struct build *bd, const uint8_t *p, size_t len)
 	return rc;
 }
 
-static int name_cmp(const char *a, size_t alen, const char *b, size_t blen)
+int reflect_name_cmp(const char *a, size_t alen, const char *b, size_t blen)
 {
 	int c = memcmp(a, b, alen < blen ? alen : blen);
 	return c ? c : (alen > blen) - (alen < blen);
@@ -504,23 +447,23 @@ static int name_cmp(const char *a, size_t alen, const char *b, size_t blen)
 static int sym_sort(const void *a, const void *b, void *arena)
 {
 	const struct rsym *x = a, *y = b;
-	return name_cmp((const char *)arena + x->name, x->len, (const char *)arena + y->name, y->len);
+	return reflect_name_cmp((const char *)arena + x->name, x->len, (const char *)arena + y->name, y->len);
 }
 
 static int file_sort(const void *a, const void *b, void *refl)
 {
 	const struct reflect *r = refl;
 	const struct rfile *x = &r->files[*(const uint32_t *)a], *y = &r->files[*(const uint32_t *)b];
-	return name_cmp(r->arena + x->name, x->name_len, r->arena + y->name, y->name_len);
+	return reflect_name_cmp(r->arena + x->name, x->name_len, r->arena + y->name, y->name_len);
 }
 
-static int file_find(const struct reflect *r, const char *name, size_t n)
+int reflect_file_find(const struct reflect *r, const char *name, size_t n)
 {
 	size_t lo = 0, hi = r->nfiles;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 		const struct rfile *f = &r->files[r->by_name[mid]];
-		int c = name_cmp(r->arena + f->name, f->name_len, name, n);
+		int c = reflect_name_cmp(r->arena + f->name, f->name_len, name, n);
 		if (!c)
 			return (int)r->by_name[mid];
 		if (c < 0)
@@ -531,13 +474,13 @@ static int file_find(const struct reflect *r, const char *name, size_t n)
 	return -1;
 }
 
-static const struct rsym *sym_find(const struct reflect *r, const char *name, size_t n)
+const struct rsym *reflect_sym_find(const struct reflect *r, const char *name, size_t n)
 {
 	size_t lo = 0, hi = r->nsyms;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 		const struct rsym *s = &r->syms[mid];
-		int c = name_cmp(r->arena + s->name, s->len, name, n);
+		int c = reflect_name_cmp(r->arena + s->name, s->len, name, n);
 		if (!c)
 			return s;
 		if (c < 0)
@@ -565,17 +508,17 @@ static int finish(struct reflect *r)
 		qsort_r(r->syms, r->nsyms, sizeof *r->syms, sym_sort, r->arena);
 	for (i = 1; i < r->nfiles; i++) {
 		const struct rfile *a = &r->files[r->by_name[i - 1]], *b = &r->files[r->by_name[i]];
-		if (!name_cmp(r->arena + a->name, a->name_len, r->arena + b->name, b->name_len))
+		if (!reflect_name_cmp(r->arena + a->name, a->name_len, r->arena + b->name, b->name_len))
 			return -EINVAL;
 	}
 	for (i = 1; i < r->nsyms; i++) {
 		const struct rsym *a = &r->syms[i - 1], *b = &r->syms[i];
-		if (!name_cmp(r->arena + a->name, a->len, r->arena + b->name, b->len))
+		if (!reflect_name_cmp(r->arena + a->name, a->len, r->arena + b->name, b->len))
 			return -EINVAL;
 	}
 	for (i = 0; i < r->ndeps; i++) {
 		const char *name = r->arena + r->deps[i];
-		int f = file_find(r, name, strlen(name));
+		int f = reflect_file_find(r, name, strlen(name));
 		if (f < 0)
 			return -EINVAL;
 		r->deps[i] = (uint32_t)f;
@@ -619,7 +562,7 @@ int reflect_new(struct reflect **out, const uint8_t *fdset, size_t len)
 		b.p = fdset;
 		b.end = fdset + len;
 	}
-	while ((rc = pb_next(&b, &f)) > 0) {
+	while ((rc = reflect_pb_next(&b, &f)) > 0) {
 		if (f.num != 1)
 			continue;
 		rc = f.wt == 2 ? file_add(bd, f.p, f.len) : -EINVAL;
@@ -633,212 +576,5 @@ int reflect_new(struct reflect **out, const uint8_t *fdset, size_t len)
 	else
 		*out = bd->r;
 	free(bd);
-	return rc;
-}
-
-/* ---- answers ---- */
-
-typedef Grpc__Reflection__V1__ServerReflectionRequest Request;
-typedef Grpc__Reflection__V1__ServerReflectionResponse Response;
-
-/* A file and its imports, transitively, each once, breadth first. */
-static int files_answer(const struct reflect *r, uint32_t first, Response *resp,
-			Grpc__Reflection__V1__FileDescriptorResponse *fdr)
-{
-	uint32_t *queue, head = 0, tail = 0, i;
-	ProtobufCBinaryData *bin;
-	uint8_t *seen;
-
-	queue = malloc(r->nfiles * sizeof *queue);
-	seen = calloc(r->nfiles, 1);
-	bin = malloc(r->nfiles * sizeof *bin);
-	if (!queue || !seen || !bin) {
-		free(queue);
-		free(seen);
-		free(bin);
-		return -ENOMEM;
-	}
-	queue[tail++] = first;
-	seen[first] = 1;
-	while (head < tail) {
-		const struct rfile *f = &r->files[queue[head++]];
-		for (i = 0; i < f->ndeps; i++) {
-			uint32_t d = r->deps[f->dep + i];
-			if (!seen[d]) {
-				seen[d] = 1;
-				queue[tail++] = d;
-			}
-		}
-	}
-	for (i = 0; i < tail; i++) {
-		bin[i].data = (uint8_t *)(uintptr_t)r->files[queue[i]].p; /* pack only reads */
-		bin[i].len = r->files[queue[i]].len;
-	}
-	free(queue);
-	free(seen);
-	fdr->n_file_descriptor_proto = tail;
-	fdr->file_descriptor_proto = bin;
-	resp->message_response_case = GRPC__REFLECTION__V1__SERVER_REFLECTION_RESPONSE__MESSAGE_RESPONSE_FILE_DESCRIPTOR_RESPONSE;
-	resp->file_descriptor_response = fdr;
-	return 0;
-}
-
-/* 'WHAT "NAME" not found', the name cut short and printable ASCII only:
- * it came from the network, and the message must stay valid UTF-8. */
-static void not_found(Response *resp, Grpc__Reflection__V1__ErrorResponse *err, char *msg, size_t cap,
-		      const char *what, const char *name)
-{
-	char echo[ECHO_MAX + 4];
-	size_t i;
-	for (i = 0; name[i] && i < ECHO_MAX; i++)
-		echo[i] = name[i] >= 0x20 && name[i] < 0x7f ? name[i] : '?';
-	strcpy(echo + i, name[i] ? "..." : "");
-	snprintf(msg, cap, "%s \"%s\" not found", what, echo);
-	err->error_code = GRPC_NOT_FOUND;
-	err->error_message = msg;
-	resp->message_response_case = GRPC__REFLECTION__V1__SERVER_REFLECTION_RESPONSE__MESSAGE_RESPONSE_ERROR_RESPONSE;
-	resp->error_response = err;
-}
-
-/* protobuf-c takes field number 0 and echoes it back, which no parser
- * reads: the request and its ExtensionRequest pass our reader first. */
-static int request_valid(const uint8_t *p, size_t len, int top)
-{
-	struct pb b = {p, p + len};
-	struct pbf f;
-	int rc;
-	while ((rc = pb_next(&b, &f)) > 0)
-		if (top && f.num == 5 && f.wt == 2 && (rc = request_valid(f.p, f.len, 0)))
-			return rc;
-	return rc;
-}
-
-static const char *symbol_name(const char *s)
-{
-	return s[0] == '.' ? s + 1 : s;
-}
-
-int reflect_answer(const struct reflect *r, const uint8_t *req, size_t reqlen, uint8_t **out, size_t *outlen)
-{
-	Grpc__Reflection__V1__FileDescriptorResponse fdr = GRPC__REFLECTION__V1__FILE_DESCRIPTOR_RESPONSE__INIT;
-	Grpc__Reflection__V1__ExtensionNumberResponse enr = GRPC__REFLECTION__V1__EXTENSION_NUMBER_RESPONSE__INIT;
-	Grpc__Reflection__V1__ListServiceResponse lsr = GRPC__REFLECTION__V1__LIST_SERVICE_RESPONSE__INIT;
-	Grpc__Reflection__V1__ErrorResponse err = GRPC__REFLECTION__V1__ERROR_RESPONSE__INIT;
-	Response resp = GRPC__REFLECTION__V1__SERVER_REFLECTION_RESPONSE__INIT;
-	Grpc__Reflection__V1__ServiceResponse *svc = NULL, **svcp = NULL;
-	char msg[ECHO_MAX + 64];
-	int32_t *numbers = NULL;
-	const struct rsym *s;
-	const char *name;
-	Request *rq;
-	size_t n;
-	uint32_t i;
-	int rc = 0, f;
-
-	*out = NULL;
-	*outlen = 0;
-	if ((!req && reqlen) || reqlen > REQ_MAX)
-		return -EINVAL;
-	if (!req)
-		req = (const uint8_t *)"";
-	if (request_valid(req, reqlen, 1))
-		return -EINVAL;
-	rq = grpc__reflection__v1__server_reflection_request__unpack(NULL, reqlen, req);
-	if (!rq)
-		return -EINVAL; /* or out of memory: protobuf-c does not say which */
-	resp.valid_host = rq->host;
-	resp.original_request = rq;
-
-	switch (rq->message_request_case) {
-	case GRPC__REFLECTION__V1__SERVER_REFLECTION_REQUEST__MESSAGE_REQUEST_LIST_SERVICES:
-		svc = calloc(r->nservices ? r->nservices : 1, sizeof *svc);
-		svcp = calloc(r->nservices ? r->nservices : 1, sizeof *svcp);
-		if (!svc || !svcp) {
-			rc = -ENOMEM;
-			break;
-		}
-		for (i = 0; i < r->nservices; i++) {
-			grpc__reflection__v1__service_response__init(&svc[i]);
-			svc[i].name = r->arena + r->services[i];
-			svcp[i] = &svc[i];
-		}
-		lsr.n_service = r->nservices;
-		lsr.service = svcp;
-		resp.message_response_case = GRPC__REFLECTION__V1__SERVER_REFLECTION_RESPONSE__MESSAGE_RESPONSE_LIST_SERVICES_RESPONSE;
-		resp.list_services_response = &lsr;
-		break;
-	case GRPC__REFLECTION__V1__SERVER_REFLECTION_REQUEST__MESSAGE_REQUEST_FILE_BY_FILENAME:
-		f = file_find(r, rq->file_by_filename, strlen(rq->file_by_filename));
-		if (f >= 0)
-			rc = files_answer(r, (uint32_t)f, &resp, &fdr);
-		else
-			not_found(&resp, &err, msg, sizeof msg, "file", rq->file_by_filename);
-		break;
-	case GRPC__REFLECTION__V1__SERVER_REFLECTION_REQUEST__MESSAGE_REQUEST_FILE_CONTAINING_SYMBOL:
-		name = symbol_name(rq->file_containing_symbol);
-		s = sym_find(r, name, strlen(name));
-		if (s)
-			rc = files_answer(r, s->file, &resp, &fdr);
-		else
-			not_found(&resp, &err, msg, sizeof msg, "symbol", rq->file_containing_symbol);
-		break;
-	case GRPC__REFLECTION__V1__SERVER_REFLECTION_REQUEST__MESSAGE_REQUEST_FILE_CONTAINING_EXTENSION:
-		name = symbol_name(rq->file_containing_extension->containing_type);
-		n = strlen(name);
-		for (i = 0; i < r->nexts; i++)
-			if (r->exts[i].number == rq->file_containing_extension->extension_number &&
-			    !name_cmp(r->arena + r->exts[i].extendee, r->exts[i].extendee_len, name, n))
-				break;
-		if (i < r->nexts) {
-			rc = files_answer(r, r->exts[i].file, &resp, &fdr);
-		} else {
-			char what[32];
-			snprintf(what, sizeof what, "extension %d of",
-				 (int)rq->file_containing_extension->extension_number);
-			not_found(&resp, &err, msg, sizeof msg, what, rq->file_containing_extension->containing_type);
-		}
-		break;
-	case GRPC__REFLECTION__V1__SERVER_REFLECTION_REQUEST__MESSAGE_REQUEST_ALL_EXTENSION_NUMBERS_OF_TYPE:
-		name = symbol_name(rq->all_extension_numbers_of_type);
-		n = strlen(name);
-		s = sym_find(r, name, n);
-		if (!s || s->kind != SYM_MESSAGE) {
-			not_found(&resp, &err, msg, sizeof msg, "message type", rq->all_extension_numbers_of_type);
-			break;
-		}
-		numbers = malloc((r->nexts ? r->nexts : 1) * sizeof *numbers);
-		if (!numbers) {
-			rc = -ENOMEM;
-			break;
-		}
-		for (i = 0; i < r->nexts; i++)
-			if (!name_cmp(r->arena + r->exts[i].extendee, r->exts[i].extendee_len, name, n))
-				numbers[enr.n_extension_number++] = r->exts[i].number;
-		enr.base_type_name = r->arena + s->name;
-		enr.extension_number = numbers;
-		resp.message_response_case =
-			GRPC__REFLECTION__V1__SERVER_REFLECTION_RESPONSE__MESSAGE_RESPONSE_ALL_EXTENSION_NUMBERS_RESPONSE;
-		resp.all_extension_numbers_response = &enr;
-		break;
-	default: /* none, or one newer than this file */
-		err.error_code = GRPC_UNIMPLEMENTED;
-		err.error_message = "no request, or one this server does not know";
-		resp.message_response_case = GRPC__REFLECTION__V1__SERVER_REFLECTION_RESPONSE__MESSAGE_RESPONSE_ERROR_RESPONSE;
-		resp.error_response = &err;
-	}
-
-	if (!rc) {
-		n = grpc__reflection__v1__server_reflection_response__get_packed_size(&resp);
-		*out = malloc(n ? n : 1);
-		if (*out)
-			*outlen = grpc__reflection__v1__server_reflection_response__pack(&resp, *out);
-		else
-			rc = -ENOMEM;
-	}
-	free(svc);
-	free(svcp);
-	free(numbers);
-	free(fdr.file_descriptor_proto);
-	grpc__reflection__v1__server_reflection_request__free_unpacked(rq, NULL);
 	return rc;
 }

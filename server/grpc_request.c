@@ -1,0 +1,231 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* grpc_request.c - new gRPC calls (grpc_int.h): request slots posted per
+ * method, the request decoded and checked (may this peer write?), then
+ * handed to the loop (NodeService), answered here (health), or started
+ * (reflection); UNIMPLEMENTED for any other method. */
+#include "grpc_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <grpc/grpc_security.h>
+#include <grpc/support/alloc.h>
+
+#include "grpc/health/v1/health.pb-c.h"
+#include "pb_grpc.h"
+
+/* A gRPC deadline on our CLOCK_MONOTONIC (gRPC's own monotonic clock
+ * has another origin). */
+static int64_t deadline_ns(gpr_timespec d)
+{
+	gpr_timespec rem;
+	if (!gpr_time_cmp(d, gpr_inf_future(d.clock_type)))
+		return INT64_MAX;
+	d = gpr_convert_clock_type(d, GPR_CLOCK_MONOTONIC);
+	rem = gpr_time_sub(d, gpr_now(GPR_CLOCK_MONOTONIC));
+	if (rem.tv_sec < 0)
+		return procctl_now_ns();
+	if (rem.tv_sec > 1000000000)
+		return INT64_MAX;
+	return procctl_now_ns() + rem.tv_sec * 1000000000ll + rem.tv_nsec;
+}
+
+/* ---- new calls ---------------------------------------------------------- */
+
+/* May this call change anything? 2: yes, over the Unix socket; 1: yes,
+ * over TCP with a verified client certificate (the listener requires one)
+ * or plain TCP allowed to write; 0: no. who: the peer (and its CN). */
+static int may_write(struct rpc *c, char *who, size_t wholen)
+{
+	char *peer = grpc_call_get_peer(c->call);
+	grpc_auth_context *ctx;
+	grpc_auth_property_iterator it;
+	const grpc_auth_property *p;
+	int tls = 0;
+	snprintf(who, wholen, "peer=%s", peer ? peer : "?");
+	if (peer && !strncmp(peer, "unix:", 5)) {
+		gpr_free(peer);
+		return 2;
+	}
+	gpr_free(peer);
+	if ((ctx = grpc_call_auth_context(c->call))) {
+		it = grpc_auth_context_find_properties_by_name(ctx, GRPC_TRANSPORT_SECURITY_TYPE_PROPERTY_NAME);
+		if ((p = grpc_auth_property_iterator_next(&it)) && (!strcmp(p->value, GRPC_TLS_TRANSPORT_SECURITY_TYPE) ||
+								      !strcmp(p->value, GRPC_SSL_TRANSPORT_SECURITY_TYPE)))
+			tls = grpc_auth_context_peer_is_authenticated(ctx);
+		it = grpc_auth_context_find_properties_by_name(ctx, GRPC_X509_CN_PROPERTY_NAME);
+		if ((p = grpc_auth_property_iterator_next(&it))) {
+			size_t n = strlen(who);
+			snprintf(who + n, wholen - n, " cn=%.*s", (int)p->value_length, p->value);
+		}
+		grpc_auth_context_release(ctx);
+	}
+	return tls || c->s->cfg->insecure_tcp_writes;
+}
+
+/* A stream's start: its close watched at once, and no more than
+ * max_watchers open. 0, or -1 when c was ended (and its reference
+ * dropped). */
+static int stream_start(struct rpc *c)
+{
+	struct grpc_srv *s = c->s;
+	int live = __atomic_add_fetch(&s->nwatch, 1, __ATOMIC_RELAXED);
+	grpc_op op;
+	memset(&op, 0, sizeof op);
+	op.op = GRPC_OP_RECV_CLOSE_ON_SERVER;
+	op.data.recv_close_on_server.cancelled = &c->client_cancelled;
+	rpc_arm(&c->t_close, rpc_on_closed, c);
+	rpc_batch(c, &op, 1, &c->t_close);
+	if ((uint32_t)live <= s->cfg->max_watchers)
+		return 0;
+	pthread_mutex_lock(&c->mu);
+	rpc_end_stream(c, NODE_RESOURCE_EXHAUSTED, "too many streams open (max_watchers)");
+	pthread_mutex_unlock(&c->mu);
+	rpc_unref(c);
+	return -1;
+}
+
+/* Refuse a mutating call from a peer that may not write: 0, or -1 when
+ * c was answered (and its reference dropped). */
+static int write_check(struct rpc *c)
+{
+	char who[256];
+	int may = may_write(c, who, sizeof who);
+	if (!may) {
+		node_log(PROCCTL_LOG_WARN, "call_refused", "method=%s %s reason=read_only_listener", c->m->path, who);
+		rpc_send_status(c, NODE_PERMISSION_DENIED, "mutating calls need the Unix socket, mTLS, or insecure_tcp_writes",
+				NULL);
+		rpc_unref(c);
+		return -1;
+	}
+	node_log(may == 2 ? PROCCTL_LOG_DEBUG : PROCCTL_LOG_INFO, "call", "method=%s %s", c->m->path, who);
+	return 0;
+}
+
+/* A NodeService call goes to the loop; our reference becomes its. */
+static void node_call(struct rpc *c, ProtobufCMessage *req)
+{
+	struct node_job *job = calloc(1, sizeof *job);
+	if (!job) {
+		protobuf_c_message_free_unpacked(req, NULL);
+		rpc_send_status(c, NODE_RESOURCE_EXHAUSTED, "out of memory", NULL);
+		rpc_unref(c);
+		return;
+	}
+	job->method = c->m->nm;
+	job->req = req;
+	job->deadline_ns = deadline_ns(c->deadline);
+	job->ops = &grpc_job_ops;
+	job->ctx = c;
+	if (node_submit(c->s->node, job) < 0) {
+		free(job);
+		protobuf_c_message_free_unpacked(req, NULL);
+		rpc_reply(c, NODE_UNAVAILABLE, "procctl-node is shutting down", NULL);
+	}
+}
+
+/* grpc.health.v1: Check answered here, Watch a stream of its own. */
+static void health_call(struct rpc *c, ProtobufCMessage *req)
+{
+	Grpc__Health__V1__HealthCheckRequest *hr = (void *)req;
+	Grpc__Health__V1__HealthCheckResponse r = GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__INIT;
+	int ours = !hr->service[0] || !strcmp(hr->service, "procctl.v1.NodeService");
+	protobuf_c_message_free_unpacked(req, NULL);
+	if (c->m->h == H_HEALTH_WATCH) {
+		c->health_known = ours;
+		c->health_sent = -1;
+		rpc_watch(c);
+		return;
+	}
+	if (!ours) {
+		rpc_send_status(c, NODE_NOT_FOUND, "unknown service", NULL);
+	} else {
+		r.status = grpcsrv_serving(c->s) ? GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING
+						 : GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__NOT_SERVING;
+		rpc_send_status(c, NODE_OK, NULL, pb_pack(&r.base));
+	}
+	rpc_unref(c);
+}
+
+static void on_request(struct rpc *c, int ok)
+{
+	const struct method *m = c->m;
+	ProtobufCMessage *req;
+
+	if (!ok) { /* the server is shutting down: the slot is gone */
+		rpc_unref(c);
+		return;
+	}
+	grpcsrv_post(c->s, m);
+	if (m->kind == SERVER_STREAM && stream_start(c) < 0)
+		return;
+	if (m->h == H_REFLECT) {
+		rpc_reflect_recv(c);
+		rpc_unref(c);
+		return;
+	}
+	if (!(req = pb_unpack(m->req, c->payload))) {
+		pthread_mutex_lock(&c->mu);
+		if (m->kind == SERVER_STREAM)
+			rpc_end_stream(c, NODE_INVALID_ARGUMENT, "the request does not parse");
+		else
+			rpc_send_status(c, NODE_INVALID_ARGUMENT, "the request does not parse", NULL);
+		pthread_mutex_unlock(&c->mu);
+		rpc_unref(c);
+		return;
+	}
+	if (m->mutating && write_check(c) < 0) {
+		protobuf_c_message_free_unpacked(req, NULL);
+		return;
+	}
+	if (m->h == H_NODE)
+		node_call(c, req);
+	else
+		health_call(c, req);
+}
+
+static void on_unknown(struct rpc *c, int ok)
+{
+	if (ok) {
+		char msg[300];
+		grpcsrv_post(c->s, NULL);
+		snprintf(msg, sizeof msg, "unknown method %.*s", (int)GRPC_SLICE_LENGTH(c->details.method),
+			 (const char *)GRPC_SLICE_START_PTR(c->details.method));
+		node_log(PROCCTL_LOG_DEBUG, "unknown_method", "%s", msg + 15);
+		rpc_send_status(c, NODE_UNIMPLEMENTED, msg, NULL);
+	}
+	rpc_unref(c);
+}
+
+void grpcsrv_post(struct grpc_srv *s, const struct method *m)
+{
+	struct rpc *c;
+	grpc_call_error e;
+	if (__atomic_load_n(&s->shutting_down, __ATOMIC_RELAXED))
+		return;
+	if (!(c = calloc(1, sizeof *c))) {
+		node_log(PROCCTL_LOG_ERROR, "grpc_slot_lost", "error=ENOMEM");
+		return;
+	}
+	c->s = s;
+	c->m = m;
+	c->refs = 1;
+	c->health_sent = -1;
+	pthread_mutex_init(&c->mu, NULL);
+	grpc_metadata_array_init(&c->md);
+	if (!m) {
+		grpc_call_details_init(&c->details);
+		rpc_arm(&c->t_req, on_unknown, c);
+		e = grpc_server_request_call(s->server, &c->call, &c->details, &c->md, s->cq, s->cq, &c->t_req);
+	} else {
+		rpc_arm(&c->t_req, on_request, c);
+		e = grpc_server_request_registered_call(s->server, s->handle[m - methods], &c->call, &c->deadline, &c->md,
+							 m->kind == BIDI ? NULL : &c->payload, s->cq, s->cq, &c->t_req);
+	}
+	if (e != GRPC_CALL_OK) {
+		node_log(PROCCTL_LOG_ERROR, "grpc_slot_refused", "error=%d", (int)e);
+		rpc_unref(c);
+	}
+}
+
