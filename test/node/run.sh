@@ -4,9 +4,9 @@
 # peers that scripts/install-peers.sh installs from npm (@grpc/grpc-js,
 # @grpc/proto-loader, buf). The binaries' paths come from ctest.
 #
-# Each file runs in pid and mount namespaces of its own (as root): its
-# daemons see only its own processes, and whatever it started dies with
-# it, even when a test fails or times out. Its scratch directories live
+# Each file runs in pid and mount namespaces of its own (as root, through
+# ../isolate.sh): its daemons see only its own processes, and whatever it
+# started dies with it, even when a test fails or times out. Its scratch directories live
 # under a TMPDIR of its own, removed at the end. A test that hangs fails
 # at --test-timeout (the harness then kills what is left), well before
 # ctest's TIMEOUT.
@@ -26,10 +26,5 @@ export TMPDIR
 trap 'rm -rf "$TMPDIR"' EXIT
 set -- node --test --test-reporter=spec --test-timeout=300000 "$2"
 status=0
-if [ "$(id -u)" -eq 0 ]; then
-	# sh stays pid 1 of the namespace: when it ends, the kernel kills the rest.
-	unshare --pid --fork --kill-child --mount-proc --propagation private sh -c '"$@"; exit $?' sh "$@" || status=$?
-else
-	"$@" || status=$?
-fi
+sh "$repo/test/isolate.sh" "$@" || status=$?
 exit $status
