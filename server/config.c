@@ -547,23 +547,120 @@ void node_cfg_defaults(struct node_cfg *c)
 	apply_defaults(global_keys, NKEYS(global_keys), c);
 }
 
+/* Where node_cfg_parse is in a file. */
+struct parse {
+	struct node_cfg *c;
+	struct node_arbiter_cfg *arb; /* the section being read, if any */
+	struct node_desired_cfg *des;
+	char section_at[NODE_PATH_MAX + 32];
+	char seen[64][40];            /* keys given in this section */
+	size_t nseen;
+};
+
+static int desired_section(struct parse *ps, const struct where *w, const char *name)
+{
+	struct node_cfg *c = ps->c;
+	size_t i;
+	if (procctl_name_valid(name, PROCCTL_CONSUMER_MAX) < 0)
+		return fail(w, "'%s' is not a name for a desired config ([a-z0-9_.-], 1 to %u)", name, PROCCTL_CONSUMER_MAX);
+	for (i = 0; i < c->ndesired; i++)
+		if (!strcmp(c->desired[i].name, name))
+			return fail(w, "[desired %s] twice", name);
+	if (c->ndesired == NODE_DESIRED_MAX)
+		return fail(w, "more than %d desired configs", NODE_DESIRED_MAX);
+	ps->des = &c->desired[c->ndesired++];
+	memset(ps->des, 0, sizeof *ps->des);
+	strcpy(ps->des->name, name);
+	apply_defaults(desired_keys, NKEYS(desired_keys), ps->des);
+	return 0;
+}
+
+static int arbiter_section(struct parse *ps, const struct where *w, const char *kind)
+{
+	struct node_cfg *c = ps->c;
+	size_t i;
+	if (procctl_name_valid(kind, NODE_KIND_NAME_MAX) < 0 || kind[0] < 'a' || kind[0] > 'z')
+		return fail(w, "'%s' is not a name for a resource kind (a letter, then [a-z0-9_.-]; 1 to %u)", kind,
+			    NODE_KIND_NAME_MAX);
+	for (i = 0; i < c->narbiters; i++)
+		if (!strcmp(c->arbiters[i].name, kind))
+			return fail(w, "[arbiter %s] twice", kind);
+	if (c->narbiters == NODE_ARBITERS_MAX)
+		return fail(w, "more than %d arbiters", NODE_ARBITERS_MAX);
+	ps->arb = &c->arbiters[c->narbiters++];
+	memset(ps->arb, 0, sizeof *ps->arb);
+	strcpy(ps->arb->name, kind);
+	apply_defaults(arbiter_keys, NKEYS(arbiter_keys), ps->arb);
+	return 0;
+}
+
+/* "[arbiter NAME]" or "[desired NAME]" (s trimmed), at where. The
+ * section before it is checked whole first. */
+static int section(struct parse *ps, const struct where *w, char *s, const char *at)
+{
+	size_t sl = strlen(s);
+	char *in;
+	int is_desired, r;
+	if (s[sl - 1] != ']')
+		return fail(w, "'%s' is not a section ([arbiter NAME] or [desired NAME])", s);
+	s[sl - 1] = 0;
+	in = trim(s + 1);
+	is_desired = !strncmp(in, "desired", 7) && (in[7] == ' ' || in[7] == '\t');
+	if (!is_desired && (strncmp(in, "arbiter", 7) || (in[7] != ' ' && in[7] != '\t')))
+		return fail(w, "'[%s]' is not a section ([arbiter NAME] or [desired NAME])", in);
+	if ((r = section_done(ps->c, ps->arb, ps->des, ps->section_at, w->err, w->errlen)) < 0)
+		return r;
+	snprintf(ps->section_at, sizeof ps->section_at, "%s", at);
+	ps->arb = NULL;
+	ps->des = NULL;
+	ps->nseen = 0; /* keys are per section */
+	return is_desired ? desired_section(ps, w, trim(in + 8)) : arbiter_section(ps, w, trim(in + 8));
+}
+
+/* "key = value" (s trimmed) in the section being read; where becomes
+ * "FILE:LINE: KEY" for its errors. */
+static int key_line(struct parse *ps, struct where *w, char *s, char *where, size_t wherelen, const char *at)
+{
+	char *eq = strchr(s, '='), *key, *val;
+	size_t i;
+	if (!eq)
+		return fail(w, "'%s' is not key = value", s);
+	*eq = 0;
+	key = trim(s);
+	val = trim(eq + 1);
+	snprintf(where, wherelen, "%s: %s", at, key);
+	if (!*key)
+		return fail(w, "a value without a key");
+	if (strcmp(key, "grpc_listen")) {
+		for (i = 0; i < ps->nseen; i++)
+			if (!strcmp(ps->seen[i], key))
+				return fail(w, "given twice");
+		if (ps->nseen < sizeof ps->seen / sizeof ps->seen[0])
+			snprintf(ps->seen[ps->nseen++], sizeof ps->seen[0], "%s", key);
+	}
+	if (ps->arb)
+		return set_key(arbiter_keys, NKEYS(arbiter_keys), "an [arbiter]", ps->arb, w, key, val);
+	if (ps->des)
+		return set_key(desired_keys, NKEYS(desired_keys), "a [desired]", ps->des, w, key, val);
+	return set_key(global_keys, NKEYS(global_keys), NULL, ps->c, w, key, val);
+}
+
 int node_cfg_parse(struct node_cfg *c, const char *text, size_t len, const char *name, char *err, size_t errlen)
 {
-	char line[LINE_MAX_], where[LINE_MAX_ + 64], seen_keys[64][40], section_at[NODE_PATH_MAX + 32] = "";
-	struct node_arbiter_cfg *arb = NULL;
-	struct node_desired_cfg *des = NULL;
+	char line[LINE_MAX_], at[NODE_PATH_MAX + 32], where[LINE_MAX_ + NODE_PATH_MAX + 64];
+	struct parse ps = {.c = c};
 	const char *p = text, *end = text + len;
-	size_t nseen = 0, i;
 	int lineno = 0, r;
 
 	while (p < end) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 		size_t n = (size_t)((nl ? nl : end) - p);
 		struct where w = {SRC_FILE, err, errlen, where};
-		char *s, *eq, *key, *val;
+		char *s;
 
 		lineno++;
-		snprintf(where, sizeof where, "%s:%d", name, lineno);
+		snprintf(at, sizeof at, "%.*s:%d", NODE_PATH_MAX, name, lineno);
+		snprintf(where, sizeof where, "%s", at);
 		if (n >= sizeof line)
 			return fail(&w, "a line over %zu bytes", sizeof line - 1);
 		memcpy(line, p, n);
@@ -574,79 +671,11 @@ int node_cfg_parse(struct node_cfg *c, const char *text, size_t len, const char 
 		s = trim(line);
 		if (!*s || *s == '#')
 			continue;
-		if (*s == '[') {
-			size_t sl = strlen(s);
-			char *in, *kind;
-			int is_desired;
-			if (s[sl - 1] != ']')
-				return fail(&w, "'%s' is not a section ([arbiter NAME] or [desired NAME])", s);
-			s[sl - 1] = 0;
-			in = trim(s + 1);
-			is_desired = !strncmp(in, "desired", 7) && (in[7] == ' ' || in[7] == '\t');
-			if (!is_desired && (strncmp(in, "arbiter", 7) || (in[7] != ' ' && in[7] != '\t')))
-				return fail(&w, "'[%s]' is not a section ([arbiter NAME] or [desired NAME])", in);
-			if ((r = section_done(c, arb, des, section_at, err, errlen)) < 0)
-				return r;
-			snprintf(section_at, sizeof section_at, "%.*s:%d", NODE_PATH_MAX, name, lineno);
-			arb = NULL;
-			des = NULL;
-			kind = trim(in + 8);
-			nseen = 0; /* keys are per section */
-			if (is_desired) {
-				if (procctl_name_valid(kind, PROCCTL_CONSUMER_MAX) < 0)
-					return fail(&w, "'%s' is not a name for a desired config ([a-z0-9_.-], 1 to %u)", kind,
-						    PROCCTL_CONSUMER_MAX);
-				for (i = 0; i < c->ndesired; i++)
-					if (!strcmp(c->desired[i].name, kind))
-						return fail(&w, "[desired %s] twice", kind);
-				if (c->ndesired == NODE_DESIRED_MAX)
-					return fail(&w, "more than %d desired configs", NODE_DESIRED_MAX);
-				des = &c->desired[c->ndesired++];
-				memset(des, 0, sizeof *des);
-				strcpy(des->name, kind);
-				apply_defaults(desired_keys, NKEYS(desired_keys), des);
-				continue;
-			}
-			if (procctl_name_valid(kind, NODE_KIND_NAME_MAX) < 0 || kind[0] < 'a' || kind[0] > 'z')
-				return fail(&w, "'%s' is not a name for a resource kind (a letter, then [a-z0-9_.-]; 1 to %u)",
-					    kind, NODE_KIND_NAME_MAX);
-			for (i = 0; i < c->narbiters; i++)
-				if (!strcmp(c->arbiters[i].name, kind))
-					return fail(&w, "[arbiter %s] twice", kind);
-			if (c->narbiters == NODE_ARBITERS_MAX)
-				return fail(&w, "more than %d arbiters", NODE_ARBITERS_MAX);
-			arb = &c->arbiters[c->narbiters++];
-			memset(arb, 0, sizeof *arb);
-			strcpy(arb->name, kind);
-			apply_defaults(arbiter_keys, NKEYS(arbiter_keys), arb);
-			continue;
-		}
-		eq = strchr(s, '=');
-		if (!eq)
-			return fail(&w, "'%s' is not key = value", s);
-		*eq = 0;
-		key = trim(s);
-		val = trim(eq + 1);
-		snprintf(where, sizeof where, "%s:%d: %s", name, lineno, key);
-		if (!*key)
-			return fail(&w, "a value without a key");
-		if (strcmp(key, "grpc_listen")) {
-			for (i = 0; i < nseen; i++)
-				if (!strcmp(seen_keys[i], key))
-					return fail(&w, "given twice");
-			if (nseen < 64)
-				snprintf(seen_keys[nseen++], sizeof seen_keys[0], "%s", key);
-		}
-		if (arb)
-			r = set_key(arbiter_keys, NKEYS(arbiter_keys), "an [arbiter]", arb, &w, key, val);
-		else if (des)
-			r = set_key(desired_keys, NKEYS(desired_keys), "a [desired]", des, &w, key, val);
-		else
-			r = set_key(global_keys, NKEYS(global_keys), NULL, c, &w, key, val);
+		r = *s == '[' ? section(&ps, &w, s, at) : key_line(&ps, &w, s, where, sizeof where, at);
 		if (r)
 			return r;
 	}
-	return section_done(c, arb, des, section_at, err, errlen);
+	return section_done(c, ps.arb, ps.des, ps.section_at, err, errlen);
 }
 
 int node_cfg_load(struct node_cfg *c, const char *path, char *err, size_t errlen)
