@@ -38,10 +38,20 @@ static int watch_dirs(struct node *n)
 	return 0;
 }
 
+/* t_cfg: the changes settled (or came for a second): reload. */
+void cfg_on_due(struct timer *t, int64_t now)
+{
+	struct node *n = container_of(t, struct node, t_cfg);
+	(void)now;
+	n->cfg_first = 0;
+	cfg_reload(n);
+}
+
 /* Something changed near the file: reload once things settle. */
 void cfg_events(struct node *n, int64_t now)
 {
 	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	int64_t due;
 	int any = 0;
 	while (read(n->cfg_ifd, buf, sizeof buf) > 0)
 		any = 1;
@@ -49,9 +59,11 @@ void cfg_events(struct node *n, int64_t now)
 		return;
 	if (!n->cfg_first)
 		n->cfg_first = now;
-	n->cfg_due = now + RELOAD_SETTLE_NS;
-	if (n->cfg_due > n->cfg_first + RELOAD_MAX_WAIT_NS)
-		n->cfg_due = n->cfg_first + RELOAD_MAX_WAIT_NS;
+	due = now + RELOAD_SETTLE_NS;
+	if (due > n->cfg_first + RELOAD_MAX_WAIT_NS)
+		due = n->cfg_first + RELOAD_MAX_WAIT_NS;
+	if (timer_arm(&n->timers, &n->t_cfg, due) < 0) /* no room: reload now */
+		cfg_on_due(&n->t_cfg, now);
 }
 
 /* Build the configuration again and apply its [desired] sections. */
@@ -100,6 +112,8 @@ int node_watch_config(struct node *n, const char *path,
 		n->cfg_ifd = -1;
 		return r;
 	}
-	n->cfg_due = now_ns() + RELOAD_SETTLE_NS; /* once more: a change just before the watch began */
+	/* Once more: a change just before the watch began. */
+	if (timer_arm(&n->timers, &n->t_cfg, now_ns() + RELOAD_SETTLE_NS) < 0)
+		cfg_on_due(&n->t_cfg, now_ns());
 	return 0;
 }

@@ -31,6 +31,13 @@
 #include "procctl/v1/node.pb-c.h"
 #include "procctl_arbiter.h"
 
+static void on_tick(struct timer *t, int64_t now)
+{
+	struct node *n = container_of(t, struct node, t_tick);
+	arbiters_tick(n);
+	timer_arm(&n->timers, t, now + TICK_NS); /* the slot it left: room */
+}
+
 struct node *node_new(const struct node_cfg *cfg, char *err, size_t errlen)
 {
 	struct node *n = calloc(1, sizeof *n);
@@ -43,6 +50,8 @@ struct node *node_new(const struct node_cfg *cfg, char *err, size_t errlen)
 	pthread_mutex_init(&n->mu, NULL);
 	n->tail = &n->head;
 	n->cfg_ifd = -1;
+	n->t_tick = TIMER_INIT(on_tick);
+	n->t_cfg = TIMER_INIT(cfg_on_due);
 	n->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	n->ev = events_new(cfg->watch_history);
 	if (n->efd < 0 || !n->ev || getrandom(&n->incarnation, sizeof n->incarnation, 0) != sizeof n->incarnation) {
@@ -189,33 +198,9 @@ static struct node_job *take_jobs(struct node *n, int close)
 	return j;
 }
 
-/* Poll the state of the processes due: those waited on often, the rest
- * now and then (a doorbell is a hint, and not every process is heard: a
- * process is polled as one without a doorbell until it first rang). */
-static int64_t poll_states(struct node *n, int64_t now)
-{
-	int64_t next = now + POLL_IDLE_NS;
-	size_t i;
-	for (i = 0; i < n->nprocs; i++) {
-		struct proc *p = n->procs[i];
-		int64_t every = p->waiting ? (p->rings ? POLL_RUNG_NS : POLL_WAITING_NS)
-					   : (p->rings ? POLL_QUIET_NS : POLL_IDLE_NS);
-		if (p->next_poll_ns > now + every)
-			p->next_poll_ns = now + every;
-		if (p->next_poll_ns <= now) {
-			proc_read_state(n, p, 0);
-			p->next_poll_ns = now + every;
-		}
-		if (p->next_poll_ns < next)
-			next = p->next_poll_ns;
-	}
-	return next;
-}
-
 int node_run(struct node *n)
 {
 	struct pollfd pfd[NODE_CONSUMERS_MAX + 3];
-	int64_t next_tick = 0;
 	int err = 0;
 	size_t i;
 
@@ -224,10 +209,11 @@ int node_run(struct node *n)
 	pfd[n->nreg] = (struct pollfd){n->efd, POLLIN, 0};
 	pfd[n->nreg + 1] = (struct pollfd){n->hello ? procctl_hello_fd(n->hello) : -1, POLLIN, 0};
 	pfd[n->nreg + 2] = (struct pollfd){n->cfg_ifd, POLLIN, 0};
+	if (n->narb && (err = timer_arm(&n->timers, &n->t_tick, now_ns())) < 0)
+		goto out;
 	while (!n->stop) {
 		struct node_job *j, *next;
-		int64_t now = now_ns(), due, timeout;
-		struct wait *w;
+		int64_t now, timeout;
 		uint64_t v;
 		int ready = 1;
 
@@ -246,13 +232,13 @@ int node_run(struct node *n)
 			}
 			ready &= procctl_registry_first_scan_done(n->reg[i]);
 		}
-		now = now_ns();
-		if (n->narb && now >= next_tick) {
-			arbiters_tick(n);
-			next_tick = now + TICK_NS;
-		}
-		waits_sweep(n, now, 0);
-		due = poll_states(n, now);
+		if (n->cfg_ifd >= 0)
+			cfg_events(n, now_ns());
+		/* Waits mark the processes to poll often; the timers poll them,
+		 * tick the arbiters, reload the config and end the waits whose
+		 * time is up; then the settled and ended waits are answered. */
+		waits_sweep(n, now_ns(), 0);
+		timers_run(&n->timers, now_ns());
 		waits_sweep(n, now_ns(), 0);
 		if (ready != node_ready(n)) {
 			__atomic_store_n(&n->ready, ready, __ATOMIC_RELEASE);
@@ -263,21 +249,8 @@ int node_run(struct node *n)
 			n->kick = 0;
 			n->hooks.changed(n->hooks.arg);
 		}
-		if (n->narb && next_tick < due)
-			due = next_tick;
-		if (n->cfg_ifd >= 0)
-			cfg_events(n, now_ns());
-		if (n->cfg_due && n->cfg_due <= now_ns()) {
-			n->cfg_due = n->cfg_first = 0;
-			cfg_reload(n);
-		}
-		if (n->cfg_due && n->cfg_due < due)
-			due = n->cfg_due;
-		for (w = n->waits; w; w = w->next)
-			if (w->deadline_ns < due)
-				due = w->deadline_ns;
 		now = now_ns();
-		timeout = due <= now ? 0 : (due - now + MS - 1) / MS;
+		timeout = timers_next(&n->timers) <= now ? 0 : (timers_next(&n->timers) - now + MS - 1) / MS;
 		if (poll(pfd, n->nreg + 3, (int)(timeout > 1000 ? 1000 : timeout)) < 0 && errno != EINTR) {
 			err = -errno;
 			break;
@@ -331,6 +304,7 @@ void node_close(struct node *n, unsigned flags)
 		procctl_hello_free(n->hello);
 	}
 	free(n->procs);
+	timers_free(&n->timers);
 	desired_free(&n->desired);
 	events_free(n->ev);
 	if (n->efd >= 0)

@@ -6,6 +6,7 @@
 #define PROCCTL_NODE_INT_H
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -14,6 +15,7 @@
 #include "podid.h"
 #include "procctl/v1/node.pb-c.h"
 #include "procctl_arbiter.h"
+#include "timer.h"
 
 #define MS 1000000ll
 #define STATE_READ_NS (20 * MS)    /* one state read may hold the loop this long */
@@ -48,7 +50,8 @@ struct proc {
 	int rings;            /* its doorbell was heard: it need not be polled as often */
 	uint64_t written_gen; /* the last config written, and when: its ack's latency */
 	int64_t written_ns;
-	int64_t next_poll_ns;
+	struct node *n;
+	struct timer t_poll;  /* its next state poll (procs.c) */
 };
 
 /* One result of a wait: a process a Publish, Clear or WaitAck named. */
@@ -66,6 +69,8 @@ struct wait_item {
 struct wait {
 	struct node_job *job;
 	int64_t deadline_ns;
+	struct timer t_deadline;
+	int expired;            /* t_deadline fired */
 	struct desired desired; /* SetDesiredConfig: the config as stored (payload owned) */
 	int call_deadline;      /* the call's deadline ends it, not wait_ms */
 	size_t n;
@@ -110,7 +115,7 @@ struct node {
 	int released;           /* node_release done: the hand-off (or uninstall) */
 	uint64_t rev_at_start;  /* the desired store's revision as this daemon found it */
 	int cfg_ifd;            /* inotify on the config file's directories; -1: not followed */
-	int64_t cfg_due;        /* reload then (events settle first); 0: none pending */
+	struct timer t_cfg;     /* a reload (events settle first) */
 	int64_t cfg_first;      /* the first change not reloaded yet; 0: none */
 	const char *cfg_path;
 	int (*cfg_build)(struct node_cfg *c, char *err, size_t errlen, void *arg);
@@ -120,6 +125,8 @@ struct node {
 	struct proc **procs;
 	size_t nprocs, cap_procs;
 	struct wait *waits;
+	struct timers timers;   /* the state polls, waits' deadlines, arbiters' ticks, config reloads */
+	struct timer t_tick;    /* the arbiters' */
 	struct events *ev;
 	struct desired_store desired;
 	struct node_stats stats;
@@ -139,6 +146,7 @@ struct node {
 };
 
 #define now_ns procctl_now_ns /* the loop's clock is the library's */
+#define container_of(p, type, member) ((type *)(void *)((char *)(p)-offsetof(type, member)))
 
 /* Messages of one answer, freed together after packing. */
 struct arena {
@@ -166,12 +174,18 @@ Procctl__V1__DesiredConfig *mk_desired(struct arena *a, const struct desired *d)
 void proc_wrote(struct node *n, struct proc *p, int64_t g);
 void node_emit(struct node *n, const struct selector *k, PbEvent *ev);
 void proc_read_state(struct node *n, struct proc *p, int quiet);
+/* Poll p's state by its interval from now, unless a poll is due sooner. */
+void proc_poll_soon(struct node *n, struct proc *p, int64_t now);
 void node_on_hello(pid_t pid, void *arg);
 void node_on_event(const struct procctl_event *e, void *arg);
 
 /* waits.c: writes that wait for acks, settled as the acks are read */
 void waits_update(struct node *n, struct proc *p, const struct procctl_state *st);
 void waits_sweep(struct node *n, int64_t now, int all);
+/* A wait of c items for job, until wait_ms or the call's deadline: its
+ * deadline armed. NULL when out of memory (job answered). */
+struct wait *wait_new(struct node *n, struct node_job *job, size_t c, uint32_t wait_ms);
+void wait_free(struct node *n, struct wait *w);
 struct wait *wait_write_all(struct node *n, struct node_job *job, struct proc **v, size_t c,
 			      const ProtobufCBinaryData *payload, uint32_t wait_ms);
 void wait_start(struct node *n, struct wait *w);
@@ -196,5 +210,6 @@ void arbiters_tick(struct node *n);
 /* cfgwatch.c: following the config file */
 void cfg_events(struct node *n, int64_t now);
 void cfg_reload(struct node *n);
+void cfg_on_due(struct timer *t, int64_t now); /* t_cfg's function */
 
 #endif

@@ -153,6 +153,27 @@ void proc_read_state(struct node *n, struct proc *p, int quiet)
 	waits_update(n, p, st);
 }
 
+/* How often p's state is polled: often while waits name it, now and then
+ * otherwise (a doorbell is a hint, and not every process is heard: a
+ * process is polled as one without a doorbell until it first rang). */
+static int64_t poll_every(const struct proc *p)
+{
+	return p->waiting ? (p->rings ? POLL_RUNG_NS : POLL_WAITING_NS) : (p->rings ? POLL_QUIET_NS : POLL_IDLE_NS);
+}
+
+static void on_poll(struct timer *t, int64_t now)
+{
+	struct proc *p = container_of(t, struct proc, t_poll);
+	proc_read_state(p->n, p, 0);
+	/* Re-armed in the slot it just left: the heap has room. */
+	timer_arm(&p->n->timers, t, now + poll_every(p));
+}
+
+void proc_poll_soon(struct node *n, struct proc *p, int64_t now)
+{
+	timer_arm_by(&n->timers, &p->t_poll, now + poll_every(p)); /* armed: no room needed */
+}
+
 static void on_attached(struct node *n, const struct procctl_event *e, procctl_registry_t *reg)
 {
 	struct procctl_client_info info;
@@ -173,6 +194,12 @@ static void on_attached(struct node *n, const struct procctl_event *e, procctl_r
 	}
 	if (!(p = calloc(1, sizeof *p)))
 		goto nomem;
+	p->n = n;
+	p->t_poll = TIMER_INIT(on_poll);
+	if (timer_arm(&n->timers, &p->t_poll, now_ns() + POLL_IDLE_NS) < 0) {
+		free(p);
+		goto nomem;
+	}
 	procctl_client_info(e->client, &info);
 	p->c = procctl_client_ref(e->client);
 	p->reg = reg;
@@ -239,6 +266,7 @@ static void on_detached(struct node *n, const struct procctl_event *e)
 	ev.detached = &m;
 	node_emit(n, &p->key, &ev); /* the registry logged it */
 	n->procs[at] = n->procs[--n->nprocs];
+	timer_disarm(&n->timers, &p->t_poll);
 	procctl_client_close(p->c);
 	free(p);
 }

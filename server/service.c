@@ -239,7 +239,7 @@ static void do_write(struct node *n, struct node_job *job)
 		 c, payload ? payload->len : 0, wait_ms);
 	/* A single pid its daemon does not own: FAILED_PRECONDITION. */
 	if (f.pid && c == 1 && w->item[0].status == PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_NOT_OWNER) {
-		free(w);
+		wait_free(n, w);
 		return job_finish(job, NODE_FAILED_PRECONDITION, "this daemon does not own the process's region", NULL);
 	}
 	wait_start(n, w);
@@ -256,22 +256,14 @@ static void do_wait_ack(struct node *n, struct node_job *job)
 		return job_finish(job, code, why, NULL);
 	if (!rq->generation || rq->generation > procctl_client_config_gen(p->c))
 		return job_finish(job, NODE_INVALID_ARGUMENT, "generation: not one published to this process", NULL);
-	if (!(w = calloc(1, sizeof *w + sizeof w->item[0])))
-		return job_finish(job, NODE_RESOURCE_EXHAUSTED, "out of memory", NULL);
-	w->job = job;
-	w->n = 1;
-	w->deadline_ns = now_ns() + (int64_t)rq->wait_ms * MS;
-	if (w->deadline_ns >= job->deadline_ns) {
-		w->deadline_ns = job->deadline_ns;
-		w->call_deadline = 1;
-	}
+	if (!(w = wait_new(n, job, 1, rq->wait_ms)))
+		return;
 	w->item[0].p = p;
 	w->item[0].pid = p->key.pid;
 	w->item[0].instance = p->instance;
 	w->item[0].gen = rq->generation;
 	w->item[0].status = PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_PENDING;
-	w->next = n->waits;
-	n->waits = w;
+	wait_start(n, w);
 	proc_read_state(n, p, 0);
 }
 

@@ -150,7 +150,7 @@ void do_set_desired(struct node *n, struct node_job *job)
 		return;
 	w->desired = *d;
 	if (!(w->desired.payload = malloc(d->len))) {
-		free(w);
+		wait_free(n, w);
 		return job_finish(job, NODE_RESOURCE_EXHAUSTED, "out of memory", NULL);
 	}
 	memcpy(w->desired.payload, d->payload, d->len);

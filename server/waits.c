@@ -9,7 +9,6 @@
 
 #include "node_int.h"
 
-/* Settle one item from what p acked: 1 when it is done. */
 /* A refusal in words: the errno's name and text, and the status the
  * process reported with it when that is text (st: the state block read
  * with the ack, or NULL). */
@@ -103,7 +102,6 @@ static void wait_reply(struct wait *w)
 		m.config = mk_desired(&a, &w->desired);
 		m.n_results = w->n;
 		m.results = rs;
-		free(w->desired.payload);
 		job_finish_arena(w->job, &a, &m.base);
 		break;
 	}
@@ -129,36 +127,37 @@ void waits_sweep(struct node *n, int64_t now, int all)
 		for (i = 0; i < w->n; i++)
 			if (!w->item[i].done && w->item[i].gen)
 				open = 1;
-		if (!open || all || now >= w->deadline_ns) {
+		if (!open || all || w->expired) {
 			*pw = w->next;
 			if (open && !all && w->call_deadline) {
 				/* The call is over: what gRPC's own timer says too, whichever is first. */
-				free(w->desired.payload);
 				job_finish(w->job, NODE_DEADLINE_EXCEEDED, "the call's deadline came before the acks", NULL);
 			} else {
 				wait_reply(w);
 			}
-			free(w);
+			wait_free(n, w);
 			continue;
 		}
 		for (i = 0; i < w->n; i++)
-			if (w->item[i].p && !w->item[i].done)
+			if (w->item[i].p && !w->item[i].done) {
 				w->item[i].p->waiting = 1;
+				proc_poll_soon(n, w->item[i].p, now);
+			}
 		pw = &w->next;
 	}
 }
 
-/* Write payload (NULL: clear) to each of v, as one wait of job's: its
- * results, in v's order. NULL when out of memory (job answered). */
-struct wait *wait_write_all(struct node *n, struct node_job *job, struct proc **v, size_t c,
-			      const ProtobufCBinaryData *payload, uint32_t wait_ms)
+static void on_deadline(struct timer *t, int64_t now)
+{
+	(void)now;
+	container_of(t, struct wait, t_deadline)->expired = 1; /* waits_sweep answers it */
+}
+
+struct wait *wait_new(struct node *n, struct node_job *job, size_t c, uint32_t wait_ms)
 {
 	struct wait *w = calloc(1, sizeof *w + sizeof w->item[0] * c);
-	size_t i;
-	if (!w) {
-		job_finish(job, NODE_RESOURCE_EXHAUSTED, "out of memory", NULL);
-		return NULL;
-	}
+	if (!w)
+		goto nomem;
 	w->job = job;
 	w->n = c;
 	w->deadline_ns = now_ns() + (int64_t)wait_ms * MS;
@@ -166,6 +165,32 @@ struct wait *wait_write_all(struct node *n, struct node_job *job, struct proc **
 		w->deadline_ns = job->deadline_ns;
 		w->call_deadline = 1;
 	}
+	w->t_deadline = TIMER_INIT(on_deadline);
+	if (timer_arm(&n->timers, &w->t_deadline, w->deadline_ns) < 0)
+		goto nomem;
+	return w;
+nomem:
+	free(w);
+	job_finish(job, NODE_RESOURCE_EXHAUSTED, "out of memory", NULL);
+	return NULL;
+}
+
+void wait_free(struct node *n, struct wait *w)
+{
+	timer_disarm(&n->timers, &w->t_deadline);
+	free(w->desired.payload);
+	free(w);
+}
+
+/* Write payload (NULL: clear) to each of v, as one wait of job's: its
+ * results, in v's order. NULL when out of memory (job answered). */
+struct wait *wait_write_all(struct node *n, struct node_job *job, struct proc **v, size_t c,
+			      const ProtobufCBinaryData *payload, uint32_t wait_ms)
+{
+	struct wait *w = wait_new(n, job, c, wait_ms);
+	size_t i;
+	if (!w)
+		return NULL;
 	for (i = 0; i < c; i++) {
 		struct wait_item *it = &w->item[i];
 		struct proc *p = v[i];

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* procctl-node's loop, its parts on their own (server/node_int.h): a
  * Selector of the API taken as a filter, the processes a filter matches
- * and their order, and /metrics rendered from a fixed state. */
+ * and their order, /metrics rendered from a fixed state, and waits ended
+ * by their timers (wait_ms, or the call's deadline first). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -165,12 +166,111 @@ static void metrics_of_a_fixed_state(void **state)
 	free(n);
 }
 
+struct answer {
+	int got;
+	enum node_code code;
+	char msg[128];
+	Procctl__V1__PublishStatus status[4];
+	size_t n;
+};
+
+static void on_reply(struct node_job *job, enum node_code code, const char *msg, const ProtobufCMessage *resp)
+{
+	struct answer *a = job->ctx;
+	const Procctl__V1__PublishResponse *r = (const void *)resp;
+	size_t i;
+	a->got++;
+	a->code = code;
+	snprintf(a->msg, sizeof a->msg, "%s", msg ? msg : "");
+	for (i = 0; r && i < r->n_results && i < 4; i++)
+		a->status[i] = r->results[i]->status;
+	a->n = r ? r->n_results : 0;
+}
+
+static const struct node_reply_ops answer_ops = {on_reply, NULL};
+
+static struct wait *publish_wait(struct node *n, struct answer *a, int64_t call_deadline, uint32_t wait_ms)
+{
+	struct node_job *job = calloc(1, sizeof *job);
+	struct wait *w;
+	assert_non_null(job);
+	job->method = NODE_PUBLISH;
+	job->deadline_ns = call_deadline;
+	job->ops = &answer_ops;
+	job->ctx = a;
+	w = wait_new(n, job, 2, wait_ms);
+	assert_non_null(w);
+	/* Item 0 waits on a generation; item 1 was answered at once. */
+	w->item[0].gen = 7;
+	w->item[0].status = PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_PENDING;
+	w->item[1].status = PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_GONE;
+	w->item[1].done = 1;
+	wait_start(n, w);
+	return w;
+}
+
+static void waits_end_by_their_timers(void **state)
+{
+	struct node *n = calloc(1, sizeof *n);
+	struct answer a = {0}, b = {0};
+	struct wait *w;
+	int64_t now = procctl_now_ns();
+	(void)state;
+	assert_non_null(n);
+	/* wait_ms first: answered with what it has, the open item PENDING. */
+	w = publish_wait(n, &a, INT64_MAX, 50);
+	assert_int_equal(w->call_deadline, 0);
+	assert_true(timers_next(&n->timers) <= now + 50 * MS + 10 * MS);
+	waits_sweep(n, now, 0);
+	assert_int_equal(a.got, 0); /* open, and its time is not up */
+	assert_int_equal(timers_run(&n->timers, w->deadline_ns - 1), 0);
+	assert_int_equal(timers_run(&n->timers, w->deadline_ns), 1);
+	waits_sweep(n, w->deadline_ns, 0);
+	assert_int_equal(a.got, 1);
+	assert_int_equal(a.code, NODE_OK);
+	assert_int_equal(a.n, 2);
+	assert_int_equal(a.status[0], PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_PENDING);
+	assert_int_equal(a.status[1], PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_GONE);
+	assert_null(n->waits);
+	assert_int_equal(timers_next(&n->timers), INT64_MAX); /* its timer went with it */
+
+	/* The call's deadline first: DEADLINE_EXCEEDED, not a partial answer. */
+	w = publish_wait(n, &b, now + 10 * MS, 60000);
+	assert_int_equal(w->call_deadline, 1);
+	assert_int_equal(w->deadline_ns, now + 10 * MS);
+	assert_int_equal(timers_run(&n->timers, now + 10 * MS), 1);
+	waits_sweep(n, now + 10 * MS, 0);
+	assert_int_equal(b.got, 1);
+	assert_int_equal(b.code, NODE_DEADLINE_EXCEEDED);
+	assert_non_null(strstr(b.msg, "deadline"));
+
+	/* Settled before its time: answered at once, its timer disarmed. */
+	memset(&a, 0, sizeof a);
+	w = publish_wait(n, &a, INT64_MAX, 60000);
+	w->item[0].status = PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_APPLIED;
+	w->item[0].done = 1;
+	waits_sweep(n, now, 0);
+	assert_int_equal(a.got, 1);
+	assert_int_equal(a.status[0], PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_APPLIED);
+	assert_int_equal(timers_next(&n->timers), INT64_MAX);
+
+	/* Shutting down: every wait answered. */
+	memset(&a, 0, sizeof a);
+	publish_wait(n, &a, INT64_MAX, 60000);
+	waits_sweep(n, now, 1);
+	assert_int_equal(a.got, 1);
+	assert_int_equal(a.code, NODE_OK);
+	timers_free(&n->timers);
+	free(n);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(selectors),
 		cmocka_unit_test(matching_in_pid_order),
 		cmocka_unit_test(metrics_of_a_fixed_state),
+		cmocka_unit_test(waits_end_by_their_timers),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
