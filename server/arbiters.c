@@ -1,12 +1,47 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* arbiters.c - the arbiters' ticks, and the events of their grants and
- * releases. */
+/* arbiters.c - the arbiters (one per [arbiter NAME] section, each on
+ * its consumer's registry), their ticks, and the events of their grants
+ * and releases. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "node_int.h"
+
+int arbiters_new(struct node *n, char *err, size_t errlen)
+{
+	size_t i, j;
+	for (i = 0; i < n->cfg.narbiters; i++) {
+		const struct node_arbiter_cfg *ac = &n->cfg.arbiters[i];
+		struct arb *ab = &n->arb[n->narb];
+		struct procctl_arbiter_opts ao;
+		procctl_registry_t *reg = n->reg[0];
+		int r;
+		for (j = 0; j < n->cfg.nconsumers; j++)
+			if (!strcmp(n->cfg.consumers[j], ac->consumer))
+				reg = n->reg[j];
+		ab->cfg = &n->cfg.arbiters[i];
+		if ((r = procctl_arbiter_registry_source(&ab->src, reg, ac->consumer, STATE_READ_NS)) < 0) {
+			snprintf(err, errlen, "arbiter %s: %s", ac->name, strerror(-r));
+			return -1;
+		}
+		memset(&ao, 0, sizeof ao);
+		ao.sz = sizeof ao;
+		ao.kind = ac->kind;
+		ao.hold_ns = ac->hold_ns;
+		ao.flags = ac->process_bound ? PROCCTL_ARB_PROCESS_BOUND : 0;
+		ao.resources = ac->resources;
+		ao.nresources = ac->nresources;
+		if (!(ab->a = procctl_arbiter_new(&ao, &ab->src))) {
+			snprintf(err, errlen, "arbiter %s: %s", ac->name, strerror(errno));
+			procctl_arbiter_registry_source_free(&ab->src);
+			return -1;
+		}
+		n->narb++;
+	}
+	return 0;
+}
 
 static void emit_grant(struct node *n, const struct node_arbiter_cfg *cfg, const struct procctl_arbiter_snapshot *s,
 		       int released, int exited)

@@ -41,7 +41,7 @@ static void on_tick(struct timer *t, int64_t now)
 struct node *node_new(const struct node_cfg *cfg, char *err, size_t errlen)
 {
 	struct node *n = calloc(1, sizeof *n);
-	size_t i, j;
+	size_t i;
 	if (!n) {
 		snprintf(err, errlen, "out of memory");
 		return NULL;
@@ -103,34 +103,8 @@ struct node *node_new(const struct node_cfg *cfg, char *err, size_t errlen)
 			node_log(PROCCTL_LOG_WARN, "hello_unavailable", "reason=\"%s\" error=\"%s\" rescan_ms=%llu",
 				 procctl_hello_error(-errno), strerror(errno), (unsigned long long)(cfg->rescan_ns / MS));
 	}
-	for (i = 0; i < cfg->narbiters; i++) {
-		const struct node_arbiter_cfg *ac = &cfg->arbiters[i];
-		struct arb *ab = &n->arb[n->narb];
-		struct procctl_arbiter_opts ao;
-		procctl_registry_t *reg = n->reg[0];
-		int r;
-		for (j = 0; j < cfg->nconsumers; j++)
-			if (!strcmp(cfg->consumers[j], ac->consumer))
-				reg = n->reg[j];
-		ab->cfg = &n->cfg.arbiters[i];
-		if ((r = procctl_arbiter_registry_source(&ab->src, reg, ac->consumer, STATE_READ_NS)) < 0) {
-			snprintf(err, errlen, "arbiter %s: %s", ac->name, strerror(-r));
-			goto fail;
-		}
-		memset(&ao, 0, sizeof ao);
-		ao.sz = sizeof ao;
-		ao.kind = ac->kind;
-		ao.hold_ns = ac->hold_ns;
-		ao.flags = ac->process_bound ? PROCCTL_ARB_PROCESS_BOUND : 0;
-		ao.resources = ac->resources;
-		ao.nresources = ac->nresources;
-		if (!(ab->a = procctl_arbiter_new(&ao, &ab->src))) {
-			snprintf(err, errlen, "arbiter %s: %s", ac->name, strerror(errno));
-			procctl_arbiter_registry_source_free(&ab->src);
-			goto fail;
-		}
-		n->narb++;
-	}
+	if (arbiters_new(n, err, errlen) < 0)
+		goto fail;
 	return n;
 fail:
 	node_close(n, 0);

@@ -204,7 +204,8 @@ void do_list_desired(struct node *n, struct node_job *job);
 /* metrics.c: the Prometheus exposition of the loop's state */
 char *node_render_metrics(struct node *n, size_t *len);
 
-/* arbiters.c: the arbiters' ticks and their events */
+/* arbiters.c: the arbiters, their ticks and their events */
+int arbiters_new(struct node *n, char *err, size_t errlen); /* 0, or -1 and a message */
 void arbiters_tick(struct node *n);
 
 /* cfgwatch.c: following the config file */
