@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* pb_grpc.h - protobuf-c messages into and out of gRPC byte buffers, and
- * a client's unary call: what the daemon's gRPC side (grpc_server.c) and
- * the C-core clients (clients/cli, bench/bench_node.c) share. */
+/* pb_grpc.h - protobuf-c messages into and out of gRPC byte buffers
+ * (inline: the daemon's gRPC side uses these alone), and a client's unary
+ * and server-streaming calls (pb_grpc.c): what the daemon's gRPC side
+ * and the C-core clients (clients/cli, bench/bench_node.c) share. */
 #ifndef PROCCTL_RPC_PB_GRPC_H
 #define PROCCTL_RPC_PB_GRPC_H
 
@@ -55,59 +56,39 @@ static inline ProtobufCMessage *pb_unpack(const ProtobufCMessageDescriptor *d, g
 	return m;
 }
 
+/* ---- client calls (pb_grpc.c; link procctl-rpc-grpc) ---- */
+
 /* A unary call of method with req on a client channel, its completion
  * plucked from cq (a queue for pluck): the status; *resp the response
  * (type rd; NULL unless OK and it parses) and, when details is not NULL,
  * *details the status message (gpr_free it). */
-static inline grpc_status_code pb_unary(grpc_channel *ch, grpc_completion_queue *cq, const char *method,
-					gpr_timespec deadline, const ProtobufCMessage *req,
-					const ProtobufCMessageDescriptor *rd, ProtobufCMessage **resp, char **details)
-{
-	grpc_metadata_array md_in, md_trail;
-	grpc_byte_buffer *out = pb_pack(req), *in = NULL;
-	grpc_status_code st = GRPC_STATUS_RESOURCE_EXHAUSTED;
-	grpc_slice msg = grpc_empty_slice();
-	grpc_op ops[6];
-	grpc_call *c;
+grpc_status_code pb_unary(grpc_channel *ch, grpc_completion_queue *cq, const char *method, gpr_timespec deadline,
+			  const ProtobufCMessage *req, const ProtobufCMessageDescriptor *rd, ProtobufCMessage **resp,
+			  char **details);
 
-	*resp = NULL;
-	if (details)
-		*details = NULL;
-	if (!out)
-		return st;
-	grpc_metadata_array_init(&md_in);
-	grpc_metadata_array_init(&md_trail);
-	c = grpc_channel_create_call(ch, NULL, 0, cq, grpc_slice_from_static_string(method), NULL, deadline, NULL);
-	memset(ops, 0, sizeof ops);
-	ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
-	ops[1].op = GRPC_OP_SEND_MESSAGE;
-	ops[1].data.send_message.send_message = out;
-	ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
-	ops[3].op = GRPC_OP_RECV_INITIAL_METADATA;
-	ops[3].data.recv_initial_metadata.recv_initial_metadata = &md_in;
-	ops[4].op = GRPC_OP_RECV_MESSAGE;
-	ops[4].data.recv_message.recv_message = &in;
-	ops[5].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
-	ops[5].data.recv_status_on_client.trailing_metadata = &md_trail;
-	ops[5].data.recv_status_on_client.status = &st;
-	ops[5].data.recv_status_on_client.status_details = &msg;
-	if (grpc_call_start_batch(c, ops, 6, c, NULL) == GRPC_CALL_OK) {
-		grpc_completion_queue_pluck(cq, c, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
-	} else {
-		st = GRPC_STATUS_INTERNAL;
-	}
-	if (st == GRPC_STATUS_OK)
-		*resp = pb_unpack(rd, in);
-	if (details)
-		*details = grpc_slice_to_c_string(msg);
-	grpc_slice_unref(msg);
-	grpc_call_unref(c);
-	grpc_metadata_array_destroy(&md_in);
-	grpc_metadata_array_destroy(&md_trail);
-	grpc_byte_buffer_destroy(out);
-	if (in)
-		grpc_byte_buffer_destroy(in);
-	return st;
-}
+/* A server-streaming call: start it with one request, take its messages
+ * with pb_stream_next until it returns NULL, end it with pb_stream_end. */
+struct pb_stream {
+	grpc_call *call;
+	grpc_completion_queue *cq;
+	grpc_metadata_array md_in, md_trail;
+	grpc_byte_buffer *out;
+	grpc_status_code status;
+	grpc_slice details;
+	int tag_status, tag_msg; /* their addresses are the batches' tags */
+	int bad;                 /* a message did not parse */
+};
+
+/* 0, or -1 (nothing to end: out of memory, or the call refused). */
+int pb_stream_start(struct pb_stream *s, grpc_channel *ch, grpc_completion_queue *cq, const char *method,
+		    gpr_timespec deadline, const ProtobufCMessage *req);
+/* The next message (type rd; free it with protobuf_c_message_free_unpacked),
+ * or NULL at the stream's end, when the call failed, or when it does not
+ * parse (s->bad). */
+ProtobufCMessage *pb_stream_next(struct pb_stream *s, const ProtobufCMessageDescriptor *rd);
+/* End the stream (cancelled first when cancel: the caller has what it
+ * wanted) and free it: its status (OK when cancelled by us); *details as
+ * pb_unary's. */
+grpc_status_code pb_stream_end(struct pb_stream *s, int cancel, char **details);
 
 #endif
