@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* fuzz_desired - the desired-config file (<state_dir>/desired.pb) as the
- * daemon reads it back: the bytes parsed into an empty store must be
- * refused (-EINVAL, the store left empty) or give a store that answers
- * like one: each config is effective for a process named by its own
- * selector unless a more specific one is, a fixed set of processes gets
- * the most specific match, and a set and a delete work on it. */
+/* fuzz_desired - the desired-config files as the daemon reads them back
+ * (<state_dir>/desired.store, and the desired.pb of format 0 it converts):
+ * the bytes parsed into an empty store, by both parsers, must be refused
+ * (-EINVAL, the store left empty) or give a store that answers like one:
+ * each config is effective for a process named by its own selector
+ * unless a more specific one is, a fixed set of processes gets the most
+ * specific match, a set and a delete work on it, and it encodes to a
+ * store that parses back the same. The store's checksum is made right
+ * before parsing (else almost every input stops there), and left as it
+ * came once more. */
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -50,48 +54,91 @@ static void match(const struct desired_store *s, const struct selector *k)
 	}
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+/* A parsed store, checked and freed. */
+static void check_store(struct desired_store *s)
 {
 	static const struct selector sel = {.version = 1, .consumer = "billing", .pod_uid = P1};
-	struct desired_store s;
 	const struct desired *out = NULL, *other = NULL;
+	struct desired_store back;
 	const char *why = NULL;
 	char err[256];
-	size_t i, n;
+	uint8_t *buf;
+	size_t i, n, len;
 	int rc;
 
-	memset(&s, 0, sizeof s);
-	err[0] = 0;
-	rc = desired_parse(&s, data, size, err, sizeof err);
-	if (rc) {
-		if (rc != -EINVAL || !err[0] || s.n || s.v)
-			abort();
-		return 0;
-	}
-	for (i = 0; i < s.n; i++) {
-		struct selector k = s.v[i].sel;
-		if (!s.v[i].len || s.v[i].revision > s.revision || desired_check(&k, &why))
+	for (i = 0; i < s->n; i++) {
+		struct selector k = s->v[i].sel;
+		if (!s->v[i].len || s->v[i].revision > s->revision || desired_check(&k, &why))
 			abort();
 		if (!k.pid)
 			k.pid = 4242;
 		if (i < 64)
-			match(&s, &k);
+			match(s, &k);
 	}
 	for (i = 0; i < sizeof keys / sizeof keys[0]; i++)
-		match(&s, &keys[i]);
+		match(s, &keys[i]);
+
+	/* encoded and parsed back: the same configs */
+	if (desired_encode(s, &buf, &len) == 0) {
+		memset(&back, 0, sizeof back);
+		if (desired_parse(&back, buf, len, err, sizeof err) || back.n != s->n || back.revision != s->revision)
+			abort();
+		for (i = 0; i < s->n; i++)
+			if (!selector_same(&back.v[i].sel, &s->v[i].sel) || back.v[i].len != s->v[i].len ||
+			    memcmp(back.v[i].payload, s->v[i].payload, s->v[i].len) ||
+			    back.v[i].revision != s->v[i].revision || strcmp(back.v[i].source, s->v[i].source))
+				abort();
+		desired_free(&back);
+		free(buf);
+	}
 
 	/* not kept (no path): a set succeeds or names what it overlaps */
-	n = s.n;
-	rc = desired_set(&s, &sel, "x", 1, NULL, &out, &other, &why, err, sizeof err);
+	n = s->n;
+	rc = desired_set(s, &sel, "x", 1, NULL, &out, &other, &why, err, sizeof err);
 	if (rc == 0) {
-		if (!out || out->len != 1 || out->revision != s.revision)
+		if (!out || out->len != 1 || out->revision != s->revision)
 			abort();
-		if (desired_delete(&s, &sel, err, sizeof err) || s.n > n)
+		if (desired_delete(s, &sel, err, sizeof err) || s->n > n)
 			abort();
-	} else if (rc != -EEXIST || !other || s.n != n) {
+	} else if (rc != -EEXIST || !other || s->n != n) {
 		abort();
 	}
-	match(&s, &keys[1]);
-	desired_free(&s);
+	match(s, &keys[1]);
+	desired_free(s);
+}
+
+static void parse_one(int (*parse)(struct desired_store *, const uint8_t *, size_t, char *, size_t),
+		      const uint8_t *data, size_t size)
+{
+	struct desired_store s;
+	char err[256];
+	int rc;
+	memset(&s, 0, sizeof s);
+	err[0] = 0;
+	rc = parse(&s, data, size, err, sizeof err);
+	if (rc) {
+		if (rc != -EINVAL || !err[0] || s.n || s.v)
+			abort();
+		return;
+	}
+	check_store(&s);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	uint8_t *fixed;
+	uint32_t crc;
+	parse_one(desired_parse_v0, data, size);
+	parse_one(desired_parse, data, size);
+	if (size < 4 || !(fixed = malloc(size)))
+		return 0;
+	memcpy(fixed, data, size);
+	crc = procctl_crc32c(0, fixed, size - 4);
+	fixed[size - 4] = (uint8_t)crc;
+	fixed[size - 3] = (uint8_t)(crc >> 8);
+	fixed[size - 2] = (uint8_t)(crc >> 16);
+	fixed[size - 1] = (uint8_t)(crc >> 24);
+	parse_one(desired_parse, fixed, size);
+	free(fixed);
 	return 0;
 }

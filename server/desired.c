@@ -12,8 +12,11 @@
 
 #include "procctl/v1/node.pb-c.h"
 
-#define FILE_NAME "desired.pb"
+#define FILE_NAME "desired.store"
+#define V0_NAME "desired.pb" /* before format 1: a ListDesiredConfigsResponse */
 #define FILE_MAX (64u << 20)
+#define MAGIC "PCDSTORE"
+#define FORMAT 1
 #define REVISION_MAX (1ull << 62) /* a billion changes a second for a century: never reached */
 
 static enum desired_level level_of(const struct selector *k)
@@ -83,58 +86,69 @@ void desired_free(struct desired_store *s)
 
 /* ---- the file -------------------------------------------------------- */
 
-static void to_selector(const struct selector *k, Procctl__V1__Selector *m)
+static void put32(uint8_t **p, uint32_t v)
 {
-	procctl__v1__selector__init(m);
-	m->pid = k->pid;
-	m->consumer = (char *)k->consumer;
-	m->schema_version = k->version;
-	m->pod_uid = (char *)k->pod_uid;
-	m->container_id = (char *)k->container_id;
+	size_t i;
+	for (i = 0; i < 4; i++)
+		*(*p)++ = (uint8_t)(v >> (8 * i));
 }
 
-/* Write the whole store to its file, atomically and durably: a temp file,
- * fsync, rename, fsync of the directory. 0; -ENOMEM; -EIO (err says
- * which path and why). */
-static int save(const struct desired_store *s, char *err, size_t errlen)
+static void put64(uint8_t **p, uint64_t v)
 {
-	Procctl__V1__ListDesiredConfigsResponse m = PROCCTL__V1__LIST_DESIRED_CONFIGS_RESPONSE__INIT;
-	Procctl__V1__DesiredConfig *cs = calloc(s->n ? s->n : 1, sizeof *cs);
-	Procctl__V1__DesiredConfig **ps = calloc(s->n ? s->n : 1, sizeof *ps);
-	Procctl__V1__Selector *sels = calloc(s->n ? s->n : 1, sizeof *sels);
-	char tmp[sizeof s->path + 8], dir[sizeof s->path], *slash;
-	const char *failed = tmp;
-	uint8_t *buf = NULL;
-	size_t i, len, off = 0;
-	int fd = -1, r = 0;
+	put32(p, (uint32_t)v);
+	put32(p, (uint32_t)(v >> 32));
+}
 
-	if (!s->path[0])
-		goto out;
-	r = -ENOMEM;
-	if (!cs || !ps || !sels) {
-		snprintf(err, errlen, "out of memory");
-		goto out;
-	}
+static void put_bytes(uint8_t **p, const void *b, size_t n)
+{
+	memcpy(*p, b, n);
+	*p += n;
+}
+
+int desired_encode(const struct desired_store *s, uint8_t **out, size_t *outlen)
+{
+	size_t i, len = 8 + 4 + 4 + 8 + 4;
+	uint8_t *buf, *p;
 	for (i = 0; i < s->n; i++) {
-		procctl__v1__desired_config__init(&cs[i]);
-		to_selector(&s->v[i].sel, &sels[i]);
-		cs[i].selector = &sels[i];
-		cs[i].payload.data = s->v[i].payload;
-		cs[i].payload.len = s->v[i].len;
-		cs[i].revision = s->v[i].revision;
-		cs[i].source = s->v[i].source;
-		ps[i] = &cs[i];
+		const struct desired *d = &s->v[i];
+		len += 8 + 4 + 4 + 4 + 4 + strlen(d->sel.consumer) + strlen(d->sel.pod_uid) + strlen(d->sel.container_id) +
+		       strlen(d->source) + d->len;
 	}
-	m.n_configs = s->n;
-	m.configs = ps;
-	m.revision = s->revision;
-	len = protobuf_c_message_get_packed_size(&m.base);
-	if (!(buf = malloc(len ? len : 1))) {
-		snprintf(err, errlen, "out of memory");
-		goto out;
+	if (!(p = buf = malloc(len)))
+		return -ENOMEM;
+	put_bytes(&p, MAGIC, 8);
+	put32(&p, FORMAT);
+	put32(&p, (uint32_t)s->n);
+	put64(&p, s->revision);
+	for (i = 0; i < s->n; i++) {
+		const struct desired *d = &s->v[i];
+		const char *str[4] = {d->sel.consumer, d->sel.pod_uid, d->sel.container_id, d->source};
+		size_t k;
+		put64(&p, d->revision);
+		put32(&p, (uint32_t)d->sel.pid);
+		put32(&p, d->sel.version);
+		put32(&p, (uint32_t)d->len);
+		for (k = 0; k < 4; k++)
+			*p++ = (uint8_t)strlen(str[k]);
+		for (k = 0; k < 4; k++)
+			put_bytes(&p, str[k], strlen(str[k]));
+		put_bytes(&p, d->payload, d->len);
 	}
-	protobuf_c_message_pack(&m.base, buf);
-	snprintf(tmp, sizeof tmp, "%s.tmp", s->path);
+	put32(&p, procctl_crc32c(0, buf, (size_t)(p - buf)));
+	*out = buf;
+	*outlen = len;
+	return 0;
+}
+
+/* Write buf to path, atomically and durably: a temp file, fsync, rename,
+ * fsync of the directory. 0, or -EIO (err says which path and why). */
+static int write_atomic(const char *path, const uint8_t *buf, size_t len, char *err, size_t errlen)
+{
+	char tmp[DESIRED_PATH_MAX + 8], dir[DESIRED_PATH_MAX], *slash;
+	const char *failed = tmp;
+	size_t off = 0;
+	int fd;
+	snprintf(tmp, sizeof tmp, "%s.tmp", path);
 	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0)
 		goto fail;
 	while (off < len) {
@@ -145,34 +159,46 @@ static int save(const struct desired_store *s, char *err, size_t errlen)
 	}
 	if (fsync(fd) < 0)
 		goto fail;
-	r = close(fd);
+	if (close(fd) < 0) {
+		fd = -1;
+		goto fail;
+	}
 	fd = -1;
-	if (r < 0)
+	failed = path;
+	if (rename(tmp, path) < 0)
 		goto fail;
-	failed = s->path;
-	if (rename(tmp, s->path) < 0)
-		goto fail;
-	memcpy(dir, s->path, sizeof dir);
+	snprintf(dir, sizeof dir, "%s", path);
 	if ((slash = strrchr(dir, '/')))
 		*slash = 0;
 	failed = dir;
 	if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 || fsync(fd) < 0)
 		goto fail;
 	close(fd);
-	r = 0;
-	goto out;
+	return 0;
 fail:
 	snprintf(err, errlen, "%s: %s", failed, strerror(errno));
 	if (fd >= 0)
 		close(fd);
 	if (failed == tmp)
 		unlink(tmp);
-	r = -EIO;
-out:
+	return -EIO;
+}
+
+/* Write the whole store to its file. 0; -ENOMEM; -EIO (err says which
+ * path and why). */
+static int save(const struct desired_store *s, char *err, size_t errlen)
+{
+	uint8_t *buf;
+	size_t len;
+	int r;
+	if (!s->path[0])
+		return 0;
+	if (desired_encode(s, &buf, &len) < 0) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	r = write_atomic(s->path, buf, len, err, errlen);
 	free(buf);
-	free(cs);
-	free(ps);
-	free(sels);
 	return r;
 }
 
@@ -203,66 +229,245 @@ static int append(struct desired_store *s, const struct selector *sel, const voi
 	return 0;
 }
 
+/* Check config i of a file and add it to s (which holds those before
+ * it): 0, -EINVAL or -ENOMEM with err. The file's bytes are the daemon's
+ * own, but are checked like a request's. */
+static int check_add(struct desired_store *s, size_t i, const struct desired *c, uint64_t store_rev, char *err,
+		     size_t errlen)
+{
+	const char *why = NULL;
+	size_t j;
+	if (desired_check(&c->sel, &why) < 0) {
+		snprintf(err, errlen, "config %zu: %s", i, why);
+		return -EINVAL;
+	}
+	if (!c->revision || c->revision > REVISION_MAX || c->revision > store_rev) {
+		snprintf(err, errlen, "config %zu: revision %llu (1 to the store's %llu, at most 2^62)", i,
+			 (unsigned long long)c->revision, (unsigned long long)store_rev);
+		return -EINVAL;
+	}
+	if (c->source[0] && procctl_name_valid(c->source, sizeof c->source - 1) < 0) {
+		snprintf(err, errlen, "config %zu: source is not a section name", i);
+		return -EINVAL;
+	}
+	if (!c->len || c->len > PROCCTL_PAYLOAD_MAX) {
+		snprintf(err, errlen, "config %zu: payload of %zu bytes (1 to %u)", i, c->len, (unsigned)PROCCTL_PAYLOAD_MAX);
+		return -EINVAL;
+	}
+	for (j = 0; j < s->n; j++)
+		if (s->v[j].level == level_of(&c->sel) && overlap(&s->v[j].sel, &c->sel)) {
+			snprintf(err, errlen, "config %zu overlaps config %zu", i, j);
+			return -EINVAL;
+		}
+	if (append(s, &c->sel, c->payload, c->len, c->revision, c->source) < 0) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* A reader of the file's bytes: short reads fail, once. */
+struct rd {
+	const uint8_t *p, *end;
+	int short_;
+};
+
+static const uint8_t *take(struct rd *r, size_t n)
+{
+	const uint8_t *at = r->p;
+	if (r->short_ || (size_t)(r->end - r->p) < n) {
+		r->short_ = 1;
+		return NULL;
+	}
+	r->p += n;
+	return at;
+}
+
+static uint32_t get32(struct rd *r)
+{
+	const uint8_t *b = take(r, 4);
+	return b ? (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24 : 0;
+}
+
+static uint64_t get64(struct rd *r)
+{
+	uint64_t lo = get32(r);
+	return lo | (uint64_t)get32(r) << 32;
+}
+
+/* A string of n bytes into buf (cap bytes with its NUL): 0, or -1 when
+ * it does not fit, holds a NUL, or the file ends. */
+static int get_str(struct rd *r, size_t n, char *buf, size_t cap)
+{
+	const uint8_t *b = n < cap ? take(r, n) : NULL;
+	if (!b || memchr(b, 0, n))
+		return -1;
+	memcpy(buf, b, n);
+	buf[n] = 0;
+	return 0;
+}
+
+/* Config i of a format-1 file into c (its payload points into the file). */
+static int get_config(struct rd *r, size_t i, struct desired *c, char *err, size_t errlen)
+{
+	struct selector *k = &c->sel;
+	uint8_t lens[4];
+	const uint8_t *l;
+	memset(c, 0, sizeof *c);
+	c->revision = get64(r);
+	k->pid = (pid_t)get32(r);
+	k->version = get32(r);
+	c->len = get32(r);
+	if (!(l = take(r, 4)))
+		goto short_;
+	memcpy(lens, l, 4);
+	if (get_str(r, lens[0], k->consumer, sizeof k->consumer) || get_str(r, lens[1], k->pod_uid, sizeof k->pod_uid) ||
+	    get_str(r, lens[2], k->container_id, sizeof k->container_id) ||
+	    get_str(r, lens[3], c->source, sizeof c->source)) {
+		if (r->short_)
+			goto short_;
+		snprintf(err, errlen, "config %zu: a name too long or holding a NUL byte", i);
+		return -EINVAL;
+	}
+	if (c->len > PROCCTL_PAYLOAD_MAX || !(c->payload = (uint8_t *)(uintptr_t)take(r, c->len)))
+		goto short_;
+	return 0;
+short_:
+	snprintf(err, errlen, "config %zu: cut short", i);
+	return -EINVAL;
+}
+
 int desired_parse(struct desired_store *s, const uint8_t *buf, size_t len, char *err, size_t errlen)
 {
+	struct rd r = {buf, buf + len, 0};
+	struct desired c;
+	uint32_t format, n, crc;
+	uint64_t rev;
+	size_t i;
+	int rc = 0;
+	if (len < 8 + 4 + 4 + 8 + 4 || memcmp(buf, MAGIC, 8)) {
+		snprintf(err, errlen, "not a desired-config store (no " MAGIC " header)");
+		return -EINVAL;
+	}
+	r.end -= 4;
+	crc = (uint32_t)buf[len - 4] | (uint32_t)buf[len - 3] << 8 | (uint32_t)buf[len - 2] << 16 |
+	      (uint32_t)buf[len - 1] << 24;
+	if (procctl_crc32c(0, buf, len - 4) != crc) {
+		snprintf(err, errlen, "checksum mismatch (a torn or altered file)");
+		return -EINVAL;
+	}
+	take(&r, 8);
+	format = get32(&r);
+	n = get32(&r);
+	rev = get64(&r);
+	if (format != FORMAT) {
+		snprintf(err, errlen, "format %u (this procctl-node reads format %u: a newer one wrote it)", format, FORMAT);
+		return -EINVAL;
+	}
+	if (rev > REVISION_MAX) {
+		snprintf(err, errlen, "revision %llu: over 2^62", (unsigned long long)rev);
+		return -EINVAL;
+	}
+	for (i = 0; i < n && !rc; i++)
+		if (!(rc = get_config(&r, i, &c, err, errlen)))
+			rc = check_add(s, i, &c, rev, err, errlen);
+	if (!rc && r.p != r.end) {
+		snprintf(err, errlen, "%zu bytes after the last config", (size_t)(r.end - r.p));
+		rc = -EINVAL;
+	}
+	s->revision = rev;
+	if (rc)
+		desired_free(s);
+	return rc < 0 ? -EINVAL : 0;
+}
+
+int desired_parse_v0(struct desired_store *s, const uint8_t *buf, size_t len, char *err, size_t errlen)
+{
 	Procctl__V1__ListDesiredConfigsResponse *m = procctl__v1__list_desired_configs_response__unpack(NULL, len, buf);
-	size_t i, j;
+	size_t i;
 	int r = 0;
 	if (!m) {
 		snprintf(err, errlen, "not a serialized procctl.v1.ListDesiredConfigsResponse");
 		return -EINVAL;
 	}
-	for (i = 0; i < m->n_configs && !r; i++) {
-		const Procctl__V1__DesiredConfig *c = m->configs[i];
-		const char *why = NULL;
-		struct selector k;
-		const Procctl__V1__Selector *sm = c->selector;
-		if (!sm ||
-		    selector_from(&k, sm->pid, sm->consumer, sm->schema_version, sm->pod_uid, sm->container_id, &why) < 0 ||
-		    desired_check(&k, &why) < 0) {
-			snprintf(err, errlen, "config %zu: %s", i, why ? why : "no selector");
-			r = -EINVAL;
-		} else if (!c->revision || c->revision > REVISION_MAX || c->revision > m->revision) {
-			snprintf(err, errlen, "config %zu: revision %llu (1 to the store's %llu, at most 2^62)", i,
-				 (unsigned long long)c->revision, (unsigned long long)m->revision);
-			r = -EINVAL;
-		} else if (c->source[0] && procctl_name_valid(c->source, sizeof s->v[0].source - 1) < 0) {
-			snprintf(err, errlen, "config %zu: source is not a section name", i);
-			r = -EINVAL;
-		} else if (!c->payload.len || c->payload.len > PROCCTL_PAYLOAD_MAX) {
-			snprintf(err, errlen, "config %zu: payload of %zu bytes (1 to %u)", i, c->payload.len,
-				 (unsigned)PROCCTL_PAYLOAD_MAX);
-			r = -EINVAL;
-		} else {
-			for (j = 0; j < s->n; j++)
-				if (s->v[j].level == level_of(&k) && overlap(&s->v[j].sel, &k))
-					break;
-			if (j < s->n) {
-				snprintf(err, errlen, "config %zu overlaps config %zu", i, j);
-				r = -EINVAL;
-			} else if ((r = append(s, &k, c->payload.data, c->payload.len, c->revision, c->source)) < 0) {
-				snprintf(err, errlen, "out of memory");
-			}
-		}
-	}
-	if (!r && m->revision > REVISION_MAX) {
+	if (m->revision > REVISION_MAX) {
 		snprintf(err, errlen, "revision %llu: over 2^62", (unsigned long long)m->revision);
 		r = -EINVAL;
+	}
+	for (i = 0; i < m->n_configs && !r; i++) {
+		const Procctl__V1__DesiredConfig *cm = m->configs[i];
+		const Procctl__V1__Selector *sm = cm->selector;
+		const char *why = NULL;
+		struct desired c;
+		memset(&c, 0, sizeof c);
+		if (!sm || selector_from(&c.sel, sm->pid, sm->consumer, sm->schema_version, sm->pod_uid, sm->container_id,
+					 &why) < 0) {
+			snprintf(err, errlen, "config %zu: %s", i, why ? why : "no selector");
+			r = -EINVAL;
+			break;
+		}
+		if (strlen(cm->source) >= sizeof c.source) {
+			snprintf(err, errlen, "config %zu: source is not a section name", i);
+			r = -EINVAL;
+			break;
+		}
+		strcpy(c.source, cm->source);
+		c.revision = cm->revision;
+		c.len = cm->payload.len;
+		c.payload = cm->payload.data;
+		r = check_add(s, i, &c, m->revision, err, errlen);
 	}
 	s->revision = m->revision;
 	protobuf_c_message_free_unpacked(&m->base, NULL);
 	if (r)
 		desired_free(s);
-	return r;
+	return r < 0 ? -EINVAL : 0;
 }
 
-int desired_load(struct desired_store *s, const char *dir, char *err, size_t errlen)
+/* Read path into s with parse: 0; -ENOENT no such file; else -errno or
+ * -EINVAL with err. */
+static int load_file(struct desired_store *s, const char *path,
+		     int (*parse)(struct desired_store *, const uint8_t *, size_t, char *, size_t), char *err,
+		     size_t errlen)
 {
 	struct stat st;
 	uint8_t *buf;
 	ssize_t n;
 	size_t len = 0;
+	char why[200];
 	int fd, r;
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
+		r = -errno;
+		if (r != -ENOENT)
+			snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return r;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > FILE_MAX) {
+		close(fd);
+		snprintf(err, errlen, "%s: not a regular file of at most %u bytes", path, FILE_MAX);
+		return -EINVAL;
+	}
+	if (!(buf = malloc((size_t)st.st_size + 1))) {
+		close(fd);
+		snprintf(err, errlen, "%s: out of memory", path);
+		return -ENOMEM;
+	}
+	while ((n = read(fd, buf + len, (size_t)st.st_size + 1 - len)) > 0)
+		len += (size_t)n;
+	r = n < 0 ? -errno : 0;
+	close(fd);
+	if (r)
+		snprintf(err, errlen, "%s: %s", path, strerror(-r));
+	else if ((r = parse(s, buf, len, why, sizeof why)) < 0)
+		snprintf(err, errlen, "%s: corrupt (%s): move it away to start without desired configs", path, why);
+	free(buf);
+	return r;
+}
+
+int desired_load(struct desired_store *s, const char *dir, char *err, size_t errlen)
+{
+	char v0[DESIRED_PATH_MAX], aside[DESIRED_PATH_MAX + 16];
+	int r;
 	memset(s, 0, sizeof *s);
 	if (!dir || !dir[0])
 		return 0;
@@ -276,40 +481,25 @@ int desired_load(struct desired_store *s, const char *dir, char *err, size_t err
 		return -ENAMETOOLONG;
 	}
 	snprintf(s->path, sizeof s->path, "%s/" FILE_NAME, dir);
-	if ((fd = open(s->path, O_RDONLY | O_CLOEXEC)) < 0) {
-		if (errno == ENOENT)
-			return 0;
+	snprintf(v0, sizeof v0, "%s/" V0_NAME, dir);
+	snprintf(aside, sizeof aside, "%s.converted", v0);
+	if ((r = load_file(s, s->path, desired_parse, err, errlen)) != -ENOENT)
+		goto out;
+	/* No store: a format-0 file (an older procctl-node's) is read once,
+	 * saved in this format, and set aside. */
+	if ((r = load_file(s, v0, desired_parse_v0, err, errlen)) == -ENOENT)
+		return 0;
+	if (!r && (r = save(s, err, errlen)) < 0)
+		desired_free(s);
+	if (!r)
+		s->converted = 1;
+out:
+	/* Converted now, or before a crash that left it: set it aside. */
+	if (!r && rename(v0, aside) < 0 && errno != ENOENT) {
 		r = -errno;
-		snprintf(err, errlen, "%s: %s", s->path, strerror(errno));
-		return r;
+		snprintf(err, errlen, "%s: setting it aside as %s: %s", v0, aside, strerror(errno));
+		desired_free(s);
 	}
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > FILE_MAX) {
-		close(fd);
-		snprintf(err, errlen, "%s: not a regular file of at most %u bytes", s->path, FILE_MAX);
-		return -EINVAL;
-	}
-	if (!(buf = malloc((size_t)st.st_size + 1))) {
-		close(fd);
-		snprintf(err, errlen, "%s: out of memory", s->path);
-		return -ENOMEM;
-	}
-	while ((n = read(fd, buf + len, (size_t)st.st_size + 1 - len)) > 0)
-		len += (size_t)n;
-	r = n < 0 ? -errno : 0;
-	close(fd);
-	if (r) {
-		snprintf(err, errlen, "%s: %s", s->path, strerror(-r));
-	} else {
-		char why[200];
-		char path[sizeof s->path];
-		memcpy(path, s->path, sizeof path);
-		r = desired_parse(s, buf, len, why, sizeof why);
-		memcpy(s->path, path, sizeof path);
-		if (r)
-			snprintf(err, errlen, "%s: corrupt (%s): move it away to start without desired configs", s->path,
-				 why);
-	}
-	free(buf);
 	return r;
 }
 

@@ -3,9 +3,22 @@
  * have, stated once by a controller. A process that matches several gets
  * the most specific: pid over container over pod over consumer. Two
  * configs of the same precedence that could match one process are
- * refused. The set is kept in <state_dir>/desired.pb (a serialized
- * procctl.v1.ListDesiredConfigsResponse, replaced atomically on every
- * change), so a successor daemon keeps it. Pure: no gRPC, no registry. */
+ * refused. The set is kept in <state_dir>/desired.store, replaced
+ * atomically on every change, so a successor daemon keeps it. Pure: no
+ * gRPC, no registry.
+ *
+ * desired.store, format 1 (little-endian; the daemon's own, not an API
+ * message, so the API can change without changing it):
+ *   "PCDSTORE"  u32 format (1)  u32 count  u64 revision (the store's counter)
+ *   count configs, each:
+ *     u64 revision  s32 pid  u32 schema_version  u32 payload_len
+ *     u8 consumer_len  u8 pod_uid_len  u8 container_id_len  u8 source_len
+ *     consumer  pod_uid  container_id  source   (no NULs)
+ *     payload
+ *   u32 CRC32C (procctl_crc32c) of every byte before it.
+ * Format 0 was <state_dir>/desired.pb, a serialized
+ * procctl.v1.ListDesiredConfigsResponse: when there is no desired.store,
+ * it is read once, saved as format 1 and renamed desired.pb.converted. */
 #ifndef PROCCTL_NODE_DESIRED_H
 #define PROCCTL_NODE_DESIRED_H
 
@@ -13,6 +26,8 @@
 #include <stdint.h>
 
 #include "selector.h"
+
+#define DESIRED_PATH_MAX 300
 
 enum desired_level { DESIRED_CONSUMER, DESIRED_POD, DESIRED_CONTAINER, DESIRED_PID };
 
@@ -29,18 +44,24 @@ struct desired_store {
 	struct desired *v;
 	size_t n, cap;
 	uint64_t revision; /* the last assigned; kept in the file, so it only grows */
-	char path[300];    /* "" : not kept (no state_dir) */
+	char path[DESIRED_PATH_MAX]; /* "" : not kept (no state_dir) */
+	int converted;     /* desired_load converted a desired.pb (format 0) */
 };
 
 /* Load the store kept under dir (dir NULL or "": none kept), making dir
- * when missing. A missing file is an empty store. 0, or -errno with what
- * is wrong in err (a corrupt file is an error: nothing is silently
- * dropped; -ENAMETOOLONG: dir is too long). */
+ * when missing; a format-0 file is converted (s->converted). A missing
+ * file is an empty store. 0, or -errno with what is wrong in err (a
+ * corrupt file is an error: nothing is silently dropped; -ENAMETOOLONG:
+ * dir is too long; -EIO: the conversion could not be saved). */
 int desired_load(struct desired_store *s, const char *dir, char *err, size_t errlen);
-/* Parse a serialized ListDesiredConfigsResponse into an empty store: 0 or
- * -EINVAL (err says why). The file's bytes are the daemon's own, but are
- * checked like a request's. */
+/* Parse a store file's bytes (format 1) into an empty store: 0 or
+ * -EINVAL (err says why; the store left empty). The bytes are the
+ * daemon's own, but are checked like a request's. */
 int desired_parse(struct desired_store *s, const uint8_t *buf, size_t len, char *err, size_t errlen);
+/* The same for format 0 (a serialized ListDesiredConfigsResponse). */
+int desired_parse_v0(struct desired_store *s, const uint8_t *buf, size_t len, char *err, size_t errlen);
+/* The store in format 1: 0 and *out (malloc'd) of *len bytes, or -ENOMEM. */
+int desired_encode(const struct desired_store *s, uint8_t **out, size_t *len);
 void desired_free(struct desired_store *s);
 
 /* Check a selector for a desired config: 0, or -EINVAL and why. */

@@ -60,6 +60,9 @@ struct node *node_new(const struct node_cfg *cfg, char *err, size_t errlen)
 	}
 	if (desired_load(&n->desired, cfg->state_dir, err, errlen) < 0)
 		goto fail;
+	if (n->desired.converted)
+		node_log(PROCCTL_LOG_INFO, "desired_converted", "from=desired.pb to=%s configs=%zu", n->desired.path,
+			 n->desired.n);
 	if (n->desired.n)
 		node_log(PROCCTL_LOG_INFO, "desired_loaded", "configs=%zu revision=%llu", n->desired.n,
 			 (unsigned long long)n->desired.revision);

@@ -102,6 +102,11 @@ static void write_file(const char *path, const void *buf, size_t len)
 	close(fd);
 }
 
+static uint32_t le32(const uint8_t *b)
+{
+	return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+}
+
 static int exists(const char *path)
 {
 	struct stat st;
@@ -124,7 +129,7 @@ static void load_empty(void **state)
 	assert_true(S_ISDIR(st.st_mode));
 	assert_int_equal(s.n, 0);
 	assert_int_equal(s.revision, 0);
-	snprintf(file, sizeof file, "%s/desired.pb", dir);
+	snprintf(file, sizeof file, "%s/desired.store", dir);
 	assert_string_equal(s.path, file);
 	assert_false(exists(file)); /* nothing written until a change */
 	desired_free(&s);
@@ -436,7 +441,6 @@ static void persistence(void **state)
 	const char *why = NULL;
 	char dir[256], file[300], tmp[310], err[512] = "";
 	uint8_t buf[4096];
-	Procctl__V1__ListDesiredConfigsResponse *m;
 	struct selector gone = key(0, C, 1, P1, C1);
 	uint64_t top = 0;
 	ssize_t len;
@@ -467,19 +471,21 @@ static void persistence(void **state)
 	assert_int_equal(desired_delete(&s, &(struct selector){.consumer = C, .version = 3}, err, sizeof err), -ENOENT);
 	assert_int_equal(s.n, 4);
 
-	/* the file is a ListDesiredConfigsResponse, and no temp file is left */
-	snprintf(file, sizeof file, "%s/desired.pb", dir);
+	/* the file is a store of format 1 with its checksum, and no temp
+	 * file is left */
+	snprintf(file, sizeof file, "%s/desired.store", dir);
 	snprintf(tmp, sizeof tmp, "%s.tmp", file);
 	assert_false(exists(tmp));
 	fd = open(file, O_RDONLY);
 	assert_true(fd >= 0);
 	len = read(fd, buf, sizeof buf);
 	close(fd);
-	assert_true(len > 0);
-	m = procctl__v1__list_desired_configs_response__unpack(NULL, (size_t)len, buf);
-	assert_non_null(m);
-	assert_int_equal(m->n_configs, 4);
-	procctl__v1__list_desired_configs_response__free_unpacked(m, NULL);
+	assert_true(len > 28);
+	assert_memory_equal(buf, "PCDSTORE", 8);
+	assert_int_equal(le32(buf + 8), 1);  /* format */
+	assert_int_equal(le32(buf + 12), 4); /* configs */
+	assert_int_equal(le32(buf + 16), s.revision);
+	assert_int_equal(le32(buf + len - 4), procctl_crc32c(0, buf, (size_t)len - 4));
 
 	/* a fresh store sees the same */
 	assert_int_equal(desired_load(&t, dir, err, sizeof err), 0);
@@ -535,8 +541,9 @@ struct cfg {
 	int no_selector;
 };
 
-/* Serialize configs as a ListDesiredConfigsResponse; malloc'd, *len bytes. */
-static uint8_t *pack(const struct cfg *c, size_t n, size_t *len)
+/* Serialize configs as format 0, a ListDesiredConfigsResponse; malloc'd,
+ * *len bytes. */
+static uint8_t *pack_v0(const struct cfg *c, size_t n, size_t *len)
 {
 	Procctl__V1__ListDesiredConfigsResponse m = PROCCTL__V1__LIST_DESIRED_CONFIGS_RESPONSE__INIT;
 	Procctl__V1__DesiredConfig cs[8], *ps[8];
@@ -569,15 +576,59 @@ static uint8_t *pack(const struct cfg *c, size_t n, size_t *len)
 	return buf;
 }
 
+static uint8_t *put(uint8_t *p, uint64_t v, int bytes)
+{
+	int i;
+	for (i = 0; i < bytes; i++)
+		*p++ = (uint8_t)(v >> (8 * i));
+	return p;
+}
+
+/* Serialize configs as a store of format 1, written here from desired.h's
+ * description alone; malloc'd, *len bytes. */
+static uint8_t *pack(const struct cfg *c, size_t n, size_t *len)
+{
+	uint8_t *buf = calloc(1, 65536), *p = buf;
+	uint64_t top = 0;
+	size_t i, k;
+	assert_non_null(buf);
+	for (i = 0; i < n; i++)
+		if (c[i].revision > top && c[i].revision <= 1ull << 62)
+			top = c[i].revision; /* the store's counter, as the daemon writes it */
+	memcpy(p, "PCDSTORE", 8);
+	p = put(p + 8, 1, 4);
+	p = put(p, n, 4);
+	p = put(p, top, 8);
+	for (i = 0; i < n; i++) {
+		const char *str[4] = {c[i].sel.consumer, c[i].sel.pod_uid, c[i].sel.container_id, ""};
+		size_t plen = c[i].payload ? strlen(c[i].payload) : 0;
+		p = put(p, c[i].revision, 8);
+		p = put(p, (uint32_t)c[i].sel.pid, 4);
+		p = put(p, c[i].sel.version, 4);
+		p = put(p, plen, 4);
+		for (k = 0; k < 4; k++)
+			*p++ = (uint8_t)strlen(str[k]);
+		for (k = 0; k < 4; k++) {
+			memcpy(p, str[k], strlen(str[k]));
+			p += strlen(str[k]);
+		}
+		memcpy(p, c[i].payload ? c[i].payload : "", plen);
+		p += plen;
+	}
+	p = put(p, procctl_crc32c(0, buf, (size_t)(p - buf)), 4);
+	*len = (size_t)(p - buf);
+	return buf;
+}
+
 static void corrupt(void **state)
 {
-	static const uint8_t junk[][24] = {
-		{0x0a, 0x20, 'x'},                    /* a config longer than the file */
-		{'n', 'o', 't', ' ', 'p', 'r', 'o', 't', 'o', 'b', 'u', 'f'},
-		{0x0a, 0x04, 0x0a, 0x02, 0x08},       /* a selector cut short */
+	static const uint8_t junk[][40] = {
+		{'P', 'C', 'D', 'S', 'T', 'O', 'R', 'E', 1},  /* a header cut short */
+		{'n', 'o', 't', ' ', 'a', ' ', 's', 't', 'o', 'r', 'e', ' ', 'f', 'i', 'l', 'e', 0, 0, 0, 0, 0, 0, 0, 0, 0,
+		 0, 0, 0},
 		{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff},
 	};
-	static const size_t junk_len[] = {3, 12, 5, 11};
+	static const size_t junk_len[] = {9, 28, 11};
 	const struct cfg ok = {key(0, C, 1, "", ""), "fine", 1, 0};
 	const struct {
 		const char *what;
@@ -605,7 +656,7 @@ static void corrupt(void **state)
 
 	subdir(dir, sizeof dir, "corrupt");
 	assert_int_equal(mkdir(dir, 0700), 0);
-	snprintf(file, sizeof file, "%s/desired.pb", dir);
+	snprintf(file, sizeof file, "%s/desired.store", dir);
 
 	for (i = 0; i < sizeof junk / sizeof junk[0] + sizeof bad / sizeof bad[0]; i++) {
 		if (i < sizeof junk / sizeof junk[0]) {
@@ -638,6 +689,41 @@ static void corrupt(void **state)
 		assert_int_equal(s.n, 0);
 		assert_null(s.v);
 		free(buf);
+	}
+
+	/* one good store, then each byte altered, the file cut short or
+	 * lengthened, or a newer format: refused */
+	{
+		const struct cfg two[] = {ok, {key(0, C, 1, P1, ""), "pod", 2, 0}};
+		uint8_t *good = pack(two, 2, &len);
+		size_t at;
+		memset(&s, 0, sizeof s);
+		assert_int_equal(desired_parse(&s, good, len, err, sizeof err), 0);
+		assert_int_equal(s.n, 2);
+		desired_free(&s);
+		for (at = 0; at < len; at++) {
+			good[at] ^= 0x20;
+			memset(&s, 0, sizeof s);
+			assert_int_equal(desired_parse(&s, good, len, err, sizeof err), -EINVAL);
+			assert_int_equal(s.n, 0);
+			good[at] ^= 0x20;
+		}
+		for (at = 0; at < len; at++)
+			assert_int_equal(desired_parse(&s, good, at, err, sizeof err), -EINVAL);
+		buf = malloc(len + 1);
+		assert_non_null(buf);
+		memcpy(buf, good, len - 4);
+		buf[len - 4] = 0; /* a byte after the last config, checksum right */
+		put(buf + len - 3, procctl_crc32c(0, buf, len - 3), 4);
+		assert_int_equal(desired_parse(&s, buf, len + 1, err, sizeof err), -EINVAL);
+		assert_non_null(strstr(err, "after the last config"));
+		memcpy(buf, good, len);
+		put(buf + 8, 2, 4);
+		put(buf + len - 4, procctl_crc32c(0, buf, len - 4), 4);
+		assert_int_equal(desired_parse(&s, buf, len, err, sizeof err), -EINVAL);
+		assert_non_null(strstr(err, "format 2"));
+		free(buf);
+		free(good);
 	}
 
 	/* not a regular file */
@@ -806,7 +892,7 @@ static void revisions_only_grow(void **state)
 
 	subdir(dir, sizeof dir, "wrap");
 	assert_int_equal(mkdir(dir, 0700), 0);
-	snprintf(file, sizeof file, "%s/desired.pb", dir);
+	snprintf(file, sizeof file, "%s/desired.store", dir);
 	buf = pack(c, 1, &len);
 	write_file(file, buf, len);
 	free(buf);
@@ -828,6 +914,75 @@ static void revisions_only_grow(void **state)
 	desired_free(&s);
 }
 
+/* ---- format 0 ---- */
+
+static void converted_once(void **state)
+{
+	const struct cfg c[] = {
+		{key(0, C, 1, "", ""), "consumer", 3, 0},
+		{key(0, C, 1, P1, ""), "pod", 9, 0},
+		{key(9, C, 1, P1, C1), "pid", 5, 0},
+	};
+	const struct cfg bad[] = {{key(0, C, 1, P1, ""), "a", 2, 0}, {key(0, C, 1, P1, ""), "b", 3, 0}};
+	struct desired_store s, t;
+	char dir[256], v0[300], aside[320], store[300], err[512] = "";
+	uint8_t *buf;
+	size_t len;
+	(void)state;
+
+	subdir(dir, sizeof dir, "format0");
+	assert_int_equal(mkdir(dir, 0700), 0);
+	snprintf(v0, sizeof v0, "%s/desired.pb", dir);
+	snprintf(aside, sizeof aside, "%s/desired.pb.converted", dir);
+	snprintf(store, sizeof store, "%s/desired.store", dir);
+
+	/* a corrupt one stops the start, and nothing is converted */
+	buf = pack_v0(bad, 2, &len);
+	write_file(v0, buf, len);
+	free(buf);
+	assert_int_equal(desired_load(&s, dir, err, sizeof err), -EINVAL);
+	assert_non_null(strstr(err, v0));
+	assert_non_null(strstr(err, "corrupt"));
+	assert_false(exists(store));
+	assert_true(exists(v0));
+	desired_free(&s);
+
+	/* a good one: read, saved as a store, set aside */
+	buf = pack_v0(c, 3, &len);
+	write_file(v0, buf, len);
+	free(buf);
+	assert_int_equal(desired_load(&s, dir, err, sizeof err), 0);
+	assert_int_equal(s.converted, 1);
+	assert_int_equal(s.n, 3);
+	assert_int_equal(s.revision, 9);
+	assert_string_equal(s.path, store);
+	assert_true(exists(store));
+	assert_false(exists(v0));
+	assert_true(exists(aside));
+	payload_is(desired_match(&s, &(struct selector){.pid = 9, .consumer = C, .version = 1, .pod_uid = P1,
+						       .container_id = C1}),
+		   "pid");
+
+	/* read once: the next start reads the store alone */
+	assert_int_equal(desired_load(&t, dir, err, sizeof err), 0);
+	assert_int_equal(t.converted, 0);
+	same_store(&s, &t);
+	same_store(&t, &s);
+	desired_free(&t);
+
+	/* a desired.pb left beside a store (a crash after the conversion's
+	 * save) is not read, and is set aside */
+	buf = pack_v0(bad, 1, &len);
+	write_file(v0, buf, len);
+	free(buf);
+	assert_int_equal(desired_load(&t, dir, err, sizeof err), 0);
+	assert_int_equal(t.converted, 0);
+	same_store(&s, &t);
+	assert_false(exists(v0));
+	desired_free(&t);
+	desired_free(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -841,6 +996,7 @@ int main(void)
 		cmocka_unit_test(match_ignores_always),
 		cmocka_unit_test(long_state_dir_refused),
 		cmocka_unit_test(revisions_only_grow),
+		cmocka_unit_test(converted_once),
 	};
 	char cmd[96];
 	int rc;

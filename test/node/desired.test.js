@@ -117,9 +117,9 @@ test('kept on the host: a successor daemon has the same configs and gives them t
   c2.close();
   await d2.stop();
   // A corrupt store: the daemon says which file and does not start.
-  fs.writeFileSync(path.join(dd.dir, 'state', 'desired.pb'), Buffer.from([0x0a, 0xff, 0x01]));
+  fs.writeFileSync(path.join(dd.dir, 'state', 'desired.store'), Buffer.from('PCDSTORE\x01'));
   const r = spawnSync(h.NODE_BIN, ['--grpc-listen', `unix:${dd.sock}`, '--lock-dir', path.join(dd.dir, 'locks'),
     '--state-dir', path.join(dd.dir, 'state')], { encoding: 'utf8', timeout: 10000 });
   assert.equal(r.status, 1);
-  assert.match(r.stderr, /desired\.pb: corrupt/);
+  assert.match(r.stderr, /desired\.store: corrupt/);
 });
