@@ -56,6 +56,17 @@ void rpc_arm(struct tag *t, void (*fn)(struct rpc *c, int ok), struct rpc *c)
 	__atomic_store_n(&t->fn, fn, __ATOMIC_RELEASE);
 }
 
+/* The initial metadata, sent with the first batch that sends anything:
+ * the ops it took (0 or 1). */
+static size_t first_ops(struct rpc *c, grpc_op *ops)
+{
+	if (c->md_sent)
+		return 0;
+	ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
+	c->md_sent = 1;
+	return 1;
+}
+
 void rpc_batch(struct rpc *c, const grpc_op *ops, size_t n, struct tag *t)
 {
 	grpc_call_error e;
@@ -101,12 +112,9 @@ static void on_status(struct rpc *c, int ok)
 void rpc_send_status(struct rpc *c, enum node_code code, const char *msg, grpc_byte_buffer *resp)
 {
 	grpc_op ops[4];
-	size_t n = 0;
+	size_t n;
 	memset(ops, 0, sizeof ops);
-	if (!c->md_sent) {
-		ops[n++].op = GRPC_OP_SEND_INITIAL_METADATA;
-		c->md_sent = 1;
-	}
+	n = first_ops(c, ops);
 	if (resp) {
 		c->send_bb = resp;
 		ops[n].op = GRPC_OP_SEND_MESSAGE;
@@ -175,7 +183,7 @@ int grpcsrv_serving(struct grpc_srv *s)
 static void pump(struct rpc *c)
 {
 	grpc_op ops[2];
-	size_t n = 0, len = 0;
+	size_t n, len = 0;
 	void *bytes = NULL;
 	int r;
 	if (c->sending || c->status_sent || c->closed)
@@ -212,10 +220,7 @@ static void pump(struct rpc *c)
 			return;
 	}
 	memset(ops, 0, sizeof ops);
-	if (!c->md_sent) {
-		ops[n++].op = GRPC_OP_SEND_INITIAL_METADATA;
-		c->md_sent = 1;
-	}
+	n = first_ops(c, ops);
 	c->send_bb = pb_take(bytes, len);
 	ops[n].op = GRPC_OP_SEND_MESSAGE;
 	ops[n++].data.send_message.send_message = c->send_bb;
@@ -325,12 +330,9 @@ static void on_reflect_recv(struct rpc *c, int ok);
 void rpc_reflect_recv(struct rpc *c)
 {
 	grpc_op op[2];
-	size_t n = 0;
+	size_t n;
 	memset(op, 0, sizeof op);
-	if (!c->md_sent) {
-		op[n++].op = GRPC_OP_SEND_INITIAL_METADATA;
-		c->md_sent = 1;
-	}
+	n = first_ops(c, op);
 	op[n].op = GRPC_OP_RECV_MESSAGE;
 	op[n++].data.recv_message.recv_message = &c->payload;
 	rpc_arm(&c->t_recv, on_reflect_recv, c);
