@@ -32,6 +32,9 @@ struct httpsrv {
 	struct node *node;
 	struct MHD_Daemon *d;
 	int loopback; /* the listener is on a loopback address */
+	struct metrics_source more[HTTP_MAX_SOURCES];
+	size_t nmore;
+	uint64_t responses[600]; /* atomic; by HTTP status, 100 .. 599 */
 };
 
 /* One request, from its first callback to its completion. */
@@ -76,18 +79,52 @@ static void answer_error(struct hreq *r, enum node_code code, const char *msg)
 
 /* ---- the loop's answers -------------------------------------------------- */
 
+/* This side's own metrics. */
+static void http_metrics(const struct httpsrv *h, FILE *f)
+{
+	size_t code;
+	fprintf(f, "# HELP procctl_http_responses_total HTTP responses sent, by status.\n"
+		   "# TYPE procctl_http_responses_total counter\n");
+	for (code = 100; code < 600; code++) {
+		uint64_t v = __atomic_load_n(&h->responses[code], __ATOMIC_RELAXED);
+		if (v)
+			fprintf(f, "procctl_http_responses_total{code=\"%zu\"} %llu\n", code, (unsigned long long)v);
+	}
+}
+
+/* /metrics: the loop's exposition (len bytes of text), this side's, and
+ * every other source's. */
+static void answer_metrics(struct hreq *r, const char *text, size_t len)
+{
+	const struct httpsrv *h = r->h;
+	size_t i;
+	FILE *f = open_memstream(&r->out, &r->out_len);
+	if (!f) {
+		answer_error(r, NODE_RESOURCE_EXHAUSTED, "out of memory");
+		return;
+	}
+	fwrite(text, 1, len, f);
+	http_metrics(h, f);
+	for (i = 0; i < h->nmore; i++)
+		h->more[i].write(f, h->more[i].arg);
+	if (fclose(f) != 0) {
+		free(r->out);
+		r->out = NULL;
+		answer_error(r, NODE_RESOURCE_EXHAUSTED, "out of memory");
+		return;
+	}
+	r->status = 200;
+	r->type = "text/plain; version=0.0.4; charset=utf-8";
+	__atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
+}
+
 static void on_reply(struct node_job *job, enum node_code code, const char *msg, const ProtobufCMessage *resp)
 {
 	struct hreq *r = job->ctx;
 	if (code != NODE_OK) {
 		answer_error(r, code, msg);
 	} else if (job->method == NODE_METRICS) {
-		r->out = job->text;
-		r->out_len = job->text_len;
-		job->text = NULL;
-		r->status = 200;
-		r->type = "text/plain; version=0.0.4; charset=utf-8";
-		__atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
+		answer_metrics(r, job->text, job->text_len);
 	} else {
 		json_t *j = pbjson_from(resp);
 		if (j)
@@ -298,6 +335,8 @@ static enum MHD_Result send_answer(struct hreq *r)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, r->type);
 	}
 	ret = MHD_queue_response(r->conn, r->status, resp);
+	if (ret == MHD_YES && r->status >= 100 && r->status < 600)
+		__atomic_add_fetch(&r->h->responses[r->status], 1, __ATOMIC_RELAXED);
 	MHD_destroy_response(resp);
 	return ret;
 }
@@ -365,7 +404,8 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 	node_log(PROCCTL_LOG_WARN, "http", "msg=\"%s\"", msg);
 }
 
-int httpsrv_start(const struct node_cfg *cfg, struct node *n, struct httpsrv **out, char *err, size_t errlen)
+int httpsrv_start(const struct node_cfg *cfg, struct node *n, const struct metrics_source *more, size_t nmore,
+		  struct httpsrv **out, char *err, size_t errlen)
 {
 	struct httpsrv *h;
 	struct addrinfo hints, *ai = NULL;
@@ -399,6 +439,8 @@ int httpsrv_start(const struct node_cfg *cfg, struct node *n, struct httpsrv **o
 	}
 	h->cfg = cfg;
 	h->node = n;
+	h->nmore = nmore < HTTP_MAX_SOURCES ? nmore : HTTP_MAX_SOURCES;
+	memcpy(h->more, more, h->nmore * sizeof *more);
 	if (ai->ai_family == AF_INET)
 		h->loopback = (ntohl(((struct sockaddr_in *)ai->ai_addr)->sin_addr.s_addr) >> 24) == 127;
 	else if (ai->ai_family == AF_INET6)

@@ -10,6 +10,7 @@
 #define PROCCTL_NODE_HTTP_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "config.h"
 #include "node.h"
@@ -18,12 +19,23 @@
 #define HTTP_MAX_PER_IP 1100
 #define HTTP_TIMEOUT_S 15       /* an idle connection is closed after this */
 #define HTTP_MAX_BODY (2u << 20) /* a 1 MiB payload, base64 and JSON around it */
+#define HTTP_MAX_SOURCES 4      /* metrics sources besides the loop */
 
 struct httpsrv;
 
-/* Listen on cfg->http_listen (HOST:PORT) and serve for n. 0, or -errno
- * and a message in err. */
-int httpsrv_start(const struct node_cfg *cfg, struct node *n, struct httpsrv **out, char *err, size_t errlen);
+/* More of /metrics: a source's exposition lines, written to f from any
+ * thread. */
+struct metrics_source {
+	void (*write)(FILE *f, void *arg);
+	void *arg;
+};
+
+/* Listen on cfg->http_listen (HOST:PORT) and serve for n. /metrics is the
+ * loop's exposition, then this side's own (responses by status), then
+ * each of more[0 .. nmore) (at most HTTP_MAX_SOURCES; the array is
+ * copied). 0, or -errno and a message in err. */
+int httpsrv_start(const struct node_cfg *cfg, struct node *n, const struct metrics_source *more, size_t nmore,
+		  struct httpsrv **out, char *err, size_t errlen);
 /* After node_run returned (every suspended request was answered): stop
  * and free. */
 void httpsrv_stop(struct httpsrv *h);

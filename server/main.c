@@ -69,13 +69,14 @@ static void usage(FILE *f)
 		   "when the first stops. SIGTERM or SIGINT stops it.\n");
 }
 
-/* The loop's hooks, to the gRPC side: it wakes its watchers when events
- * come, and adds its own metrics to /metrics. */
+/* The loop's hook, to the gRPC side: it wakes its watchers when events
+ * come. */
 static void grpc_changed(void *arg)
 {
 	grpcsrv_kick(arg);
 }
 
+/* The gRPC side's metrics, for HTTP's /metrics. */
 static void grpc_metrics(FILE *f, void *arg)
 {
 	grpcsrv_metrics(arg, f);
@@ -249,10 +250,11 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	{
-		struct node_hooks hooks = {grpc_changed, grpc_metrics, srv};
+		struct node_hooks hooks = {grpc_changed, srv};
 		node_set_hooks(the_node, &hooks);
 	}
-	if (cfg.http_listen[0] && httpsrv_start(&cfg, the_node, &http, err, sizeof err) < 0) {
+	if (cfg.http_listen[0] && httpsrv_start(&cfg, the_node, &(struct metrics_source){grpc_metrics, srv}, 1, &http, err,
+						sizeof err) < 0) {
 		node_log(PROCCTL_LOG_ERROR, "start_failed", "error=\"%s\"", err);
 		node_stop(the_node); /* the loop answers what came meanwhile, then all is undone */
 		failed = 1;

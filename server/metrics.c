@@ -224,8 +224,6 @@ char *node_render_metrics(struct node *n, size_t *len)
 	resources(f, n);
 	metric_head(f, "procctl_watch_events_total", "counter", "Events numbered for WatchEvents.");
 	fprintf(f, "procctl_watch_events_total %llu\n", (unsigned long long)events_last(n->ev));
-	if (n->hooks.metrics)
-		n->hooks.metrics(f, n->hooks.arg);
 	if (fclose(f) != 0) {
 		free(buf);
 		return NULL;

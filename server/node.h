@@ -82,8 +82,7 @@ struct node;
 /* What the loop calls out to; main wires them to the serving side. Each
  * may be NULL. Called on the loop's thread. */
 struct node_hooks {
-	void (*changed)(void *arg);          /* events were appended, or readiness changed */
-	void (*metrics)(FILE *f, void *arg); /* more of /metrics, after the loop's own */
+	void (*changed)(void *arg); /* events were appended, or readiness changed */
 	void *arg;
 };
 

@@ -87,11 +87,6 @@ static void matching_in_pid_order(void **state)
 	free(n);
 }
 
-static void more_metrics(FILE *f, void *arg)
-{
-	fprintf(f, "from_a_hook %d\n", *(int *)arg);
-}
-
 /* One line of text, whole. */
 static void has_line(const char *text, const char *line)
 {
@@ -106,7 +101,6 @@ static void metrics_of_a_fixed_state(void **state)
 	struct node *n = calloc(1, sizeof *n);
 	struct node_arbiter_cfg *ac;
 	struct procctl_arbiter_snapshot *sn;
-	int hook_arg = 7;
 	size_t len = 0;
 	char *text;
 	(void)state;
@@ -136,8 +130,6 @@ static void metrics_of_a_fixed_state(void **state)
 	n->stats.ack_hist[NBUCKETS] = 1; /* over 10 s */
 	n->stats.ack_count = 3;
 	n->stats.ack_sum = 12.5;
-	n->hooks.metrics = more_metrics;
-	n->hooks.arg = &hook_arg;
 	assert_non_null(text = node_render_metrics(n, &len));
 	assert_int_equal(strlen(text), len);
 	has_line(text, "procctl_resource_hold_seconds_total{kind=\"gpu\",resource=\"5a000000-0000-0000-0000-00000000006c\"} "
@@ -158,9 +150,6 @@ static void metrics_of_a_fixed_state(void **state)
 	has_line(text, "procctl_hello_available 0");
 	has_line(text, "procctl_watch_events_total 0");
 	has_line(text, "# TYPE procctl_resource_holder gauge");
-	/* the hook's part comes last */
-	assert_non_null(strstr(text, "\nfrom_a_hook 7\n"));
-	assert_string_equal(strstr(text, "\nfrom_a_hook 7\n"), "\nfrom_a_hook 7\n");
 	free(text);
 	events_free(n->ev);
 	free(n);

@@ -53,6 +53,7 @@ const FAMILIES = {
   procctl_resource_holder: 'gauge',
   procctl_resource_waiters: 'gauge',
   procctl_watch_events_total: 'counter',
+  procctl_http_responses_total: 'counter',
   procctl_grpc_calls_total: 'counter',
   procctl_grpc_streams: 'gauge',
 };
@@ -247,6 +248,8 @@ test('a scrape: 200, text 0.0.4 that promtool accepts, every family with its HEL
   assert.ok(sample(m, 'procctl_acks_total', { result: 'applied' }) >= 1);
   assert.ok(sample(m, 'procctl_grpc_calls_total', { method: 'procctl.v1.NodeService/Publish', code: 'OK' }) >= 1);
   assert.ok(sample(m, 'procctl_grpc_calls_total', { method: 'procctl.v1.NodeService/GetArbiter', code: 'OK' }) >= 1);
+  // HTTP's own, counted as sent: this file's GETs so far were answered 200.
+  assert.ok(sample(m, 'procctl_http_responses_total', { code: '200' }) >= 1);
 
   // The histogram: cumulative buckets in le order, +Inf last and equal to _count.
   const buckets = m.samples.filter((x) => x.name === 'procctl_publish_ack_seconds_bucket');
