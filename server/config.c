@@ -372,6 +372,10 @@ static const struct key global_keys[] = {
 	 "concurrent WatchEvents streams"},
 	{"watch_history", set_u32, NUM(struct node_cfg, watch_history, 64, 1 << 20), "16384", "N",
 	 "events kept for resumes; a watcher that far behind is cut off"},
+	{"desired_max", set_u32, NUM(struct node_cfg, desired_max, 1, 65536), "1024", "N",
+	 "desired configs kept, in all (more: RESOURCE_EXHAUSTED)"},
+	{"desired_bytes_max", set_u32, NUM(struct node_cfg, desired_bytes_max, 1 << 20, 64 << 20), "33554432", "N",
+	 "... and their payload bytes, in all"},
 	{"log_level", set_log_level, NUM(struct node_cfg, log_debug, 0, 1), "info", "LEVEL", "info or debug"},
 };
 

@@ -8,13 +8,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "procctl/v1/node.pb-c.h"
 
 #define FILE_NAME "desired.store"
 #define V0_NAME "desired.pb" /* before format 1: a ListDesiredConfigsResponse */
-#define FILE_MAX (64u << 20)
+#define FILE_MAX (128u << 20) /* above what the largest limits let a store hold */
 #define MAGIC "PCDSTORE"
 #define FORMAT 1
 #define REVISION_MAX (1ull << 62) /* a billion changes a second for a century: never reached */
@@ -459,9 +460,42 @@ static int load_file(struct desired_store *s, const char *path,
 	if (r)
 		snprintf(err, errlen, "%s: %s", path, strerror(-r));
 	else if ((r = parse(s, buf, len, why, sizeof why)) < 0)
-		snprintf(err, errlen, "%s: corrupt (%s): move it away to start without desired configs", path, why);
+		snprintf(err, errlen, "%s: corrupt (%s)", path, why);
 	free(buf);
 	return r;
+}
+
+/* A file the daemon wrote but cannot read (damaged, or too large) is
+ * renamed PATH.bad-SECONDS, not deleted, and the daemon starts without
+ * it: 0 and s->set_aside, s->set_aside_why; -EIO when it cannot be
+ * renamed (starting then would overwrite it). */
+static int set_aside(struct desired_store *s, const char *path, char *err, size_t errlen)
+{
+	char why[sizeof s->set_aside_why];
+	long long now = (long long)time(NULL);
+	int i, r = -1;
+	snprintf(why, sizeof why, "%s", err);
+	desired_free(s);
+	/* Never over an earlier one: .bad-SECONDS, then .bad-SECONDS.1 ... */
+	for (i = 0; i < 100 && r < 0; i++) {
+		if (i)
+			snprintf(s->set_aside, sizeof s->set_aside, "%s.bad-%lld.%d", path, now, i);
+		else
+			snprintf(s->set_aside, sizeof s->set_aside, "%s.bad-%lld", path, now);
+		r = renameat2(AT_FDCWD, path, AT_FDCWD, s->set_aside, RENAME_NOREPLACE);
+		if (r < 0 && errno == EINVAL) /* a filesystem without RENAME_NOREPLACE */
+			r = access(s->set_aside, F_OK) == 0 ? (errno = EEXIST, -1) : rename(path, s->set_aside);
+		if (r < 0 && errno != EEXIST)
+			break;
+	}
+	if (r < 0) {
+		snprintf(err, errlen, "%s; setting it aside as %s: %s", why, s->set_aside, strerror(errno));
+		s->set_aside[0] = 0;
+		return -EIO;
+	}
+	snprintf(s->set_aside_why, sizeof s->set_aside_why, "%s", why);
+	s->revision = 0;
+	return 0;
 }
 
 int desired_load(struct desired_store *s, const char *dir, char *err, size_t errlen)
@@ -483,12 +517,18 @@ int desired_load(struct desired_store *s, const char *dir, char *err, size_t err
 	snprintf(s->path, sizeof s->path, "%s/" FILE_NAME, dir);
 	snprintf(v0, sizeof v0, "%s/" V0_NAME, dir);
 	snprintf(aside, sizeof aside, "%s.converted", v0);
-	if ((r = load_file(s, s->path, desired_parse, err, errlen)) != -ENOENT)
+	r = load_file(s, s->path, desired_parse, err, errlen);
+	if (r == -EINVAL)
+		return set_aside(s, s->path, err, errlen);
+	if (r != -ENOENT)
 		goto out;
 	/* No store: a format-0 file (an older procctl-node's) is read once,
 	 * saved in this format, and set aside. */
-	if ((r = load_file(s, v0, desired_parse_v0, err, errlen)) == -ENOENT)
+	r = load_file(s, v0, desired_parse_v0, err, errlen);
+	if (r == -ENOENT)
 		return 0;
+	if (r == -EINVAL)
+		return set_aside(s, v0, err, errlen);
 	if (!r && (r = save(s, err, errlen)) < 0)
 		desired_free(s);
 	if (!r)
@@ -504,6 +544,37 @@ out:
 }
 
 /* ---- changes --------------------------------------------------------- */
+
+size_t desired_bytes(const struct desired_store *s)
+{
+	size_t i, b = 0;
+	for (i = 0; i < s->n; i++)
+		b += s->v[i].len;
+	return b;
+}
+
+void desired_limits(struct desired_store *s, size_t max_n, size_t max_bytes)
+{
+	s->max_n = max_n;
+	s->max_bytes = max_bytes;
+}
+
+/* May config at (s->n: a new one) take len bytes? 0, or -ENOSPC and err. */
+static int within_limits(const struct desired_store *s, size_t at, size_t len, char *err, size_t errlen)
+{
+	size_t kept;
+	if (at == s->n && s->max_n && s->n >= s->max_n) {
+		snprintf(err, errlen, "desired_max: %zu configs kept, the most there may be", s->n);
+		return -ENOSPC;
+	}
+	kept = desired_bytes(s) - (at < s->n ? s->v[at].len : 0);
+	if (s->max_bytes && len > s->max_bytes - (kept < s->max_bytes ? kept : s->max_bytes)) {
+		snprintf(err, errlen, "desired_bytes_max: %zu bytes kept by the others, %zu more would pass %zu", kept, len,
+			 s->max_bytes);
+		return -ENOSPC;
+	}
+	return 0;
+}
 
 int desired_set(struct desired_store *s, const struct selector *sel, const void *payload, size_t len, const char *source,
 		const struct desired **out, const struct desired **other, const char **why, char *err, size_t errlen)
@@ -530,6 +601,8 @@ int desired_set(struct desired_store *s, const struct selector *sel, const void 
 			return -EEXIST;
 		}
 	}
+	if ((r = within_limits(s, at, len, err, errlen)) < 0)
+		return r;
 	s->revision++; /* the file keeps the counter: revisions only grow */
 	if (at < s->n) { /* replace: keep the old one until the file has the new */
 		uint8_t *p = malloc(len);

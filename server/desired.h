@@ -44,15 +44,20 @@ struct desired_store {
 	struct desired *v;
 	size_t n, cap;
 	uint64_t revision; /* the last assigned; kept in the file, so it only grows */
+	size_t max_n, max_bytes; /* limits on sets (desired_limits); 0: none */
 	char path[DESIRED_PATH_MAX]; /* "" : not kept (no state_dir) */
 	int converted;     /* desired_load converted a desired.pb (format 0) */
+	char set_aside[DESIRED_PATH_MAX + 32]; /* desired_load set a damaged file aside here; "": none */
+	char set_aside_why[400];
 };
 
 /* Load the store kept under dir (dir NULL or "": none kept), making dir
  * when missing; a format-0 file is converted (s->converted). A missing
- * file is an empty store. 0, or -errno with what is wrong in err (a
- * corrupt file is an error: nothing is silently dropped; -ENAMETOOLONG:
- * dir is too long; -EIO: the conversion could not be saved). */
+ * file is an empty store; so is one that does not parse or is too large:
+ * it is renamed FILE.bad-SECONDS (s->set_aside, and s->set_aside_why),
+ * never deleted, and the daemon serves. 0, or -errno with what is wrong
+ * in err (-ENAMETOOLONG: dir is too long; -EIO: a file could not be read,
+ * set aside, or converted). */
 int desired_load(struct desired_store *s, const char *dir, char *err, size_t errlen);
 /* Parse a store file's bytes (format 1) into an empty store: 0 or
  * -EINVAL (err says why; the store left empty). The bytes are the
@@ -70,10 +75,17 @@ int desired_check(const struct selector *sel, const char **why);
 /* Set sel's config (replacing sel's own) with the next revision, from
  * source (a config file section's name, or NULL: the API): 0 and
  * *out the stored entry; -EINVAL (why) a bad selector or payload; -EEXIST
- * *other is a config of the same precedence that overlaps; -ENOMEM; -EIO
- * not kept on disk (the store is unchanged; err says which path, why). */
+ * *other is a config of the same precedence that overlaps; -ENOSPC over
+ * desired_limits (err says which); -ENOMEM; -EIO not kept on disk (the
+ * store is unchanged; err says which path, why). */
 int desired_set(struct desired_store *s, const struct selector *sel, const void *payload, size_t len, const char *source,
 		const struct desired **out, const struct desired **other, const char **why, char *err, size_t errlen);
+/* Limit what desired_set adds: at most max_n configs and max_bytes of
+ * payload in all (0: no limit). A store loaded over them is kept; only
+ * growth is refused. */
+void desired_limits(struct desired_store *s, size_t max_n, size_t max_bytes);
+/* The payload bytes of every config. */
+size_t desired_bytes(const struct desired_store *s);
 /* Forget sel's config: 0; -ENOENT none; -EIO as above. */
 int desired_delete(struct desired_store *s, const struct selector *sel, char *err, size_t errlen);
 

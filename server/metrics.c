@@ -222,6 +222,10 @@ char *node_render_metrics(struct node *n, size_t *len)
 	fprintf(f, "procctl_ownership_changes_total %llu\n", (unsigned long long)n->stats.ownership_changes);
 	acks(f, n);
 	resources(f, n);
+	metric_head(f, "procctl_desired_configs", "gauge", "Desired configs kept (desired_max is the most).");
+	fprintf(f, "procctl_desired_configs %zu\n", n->desired.n);
+	metric_head(f, "procctl_desired_bytes", "gauge", "Their payload bytes (desired_bytes_max is the most).");
+	fprintf(f, "procctl_desired_bytes %zu\n", desired_bytes(&n->desired));
 	metric_head(f, "procctl_watch_events_total", "counter", "Events numbered for WatchEvents.");
 	fprintf(f, "procctl_watch_events_total %llu\n", (unsigned long long)events_last(n->ev));
 	if (fclose(f) != 0) {

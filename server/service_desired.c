@@ -83,7 +83,7 @@ void desired_from_file(struct node *n, const struct node_cfg *cfg)
 				 (int)other->sel.pid, other->sel.pod_uid, other->sel.container_id);
 		else if (r == -EINVAL)
 			snprintf(err, sizeof err, "%s", why);
-		else if (r < 0 && r != -EIO)
+		else if (r < 0 && r != -EIO && r != -ENOSPC)
 			snprintf(err, sizeof err, "%s", strerror(-r));
 		if (r < 0) {
 			node_log(PROCCTL_LOG_ERROR, "desired_file_failed", "section=%s error=\"%s\"", f->name, err);
@@ -124,6 +124,8 @@ void do_set_desired(struct node *n, struct node_job *job)
 			 other->sel.container_id, (unsigned long long)other->revision);
 		return job_finish(job, NODE_ALREADY_EXISTS, err, NULL);
 	}
+	if (r == -ENOSPC)
+		return job_finish(job, NODE_RESOURCE_EXHAUSTED, err, NULL);
 	if (r == -EIO) {
 		char msg[480];
 		snprintf(msg, sizeof msg, "could not keep it on the host (%s): nothing changed", err);

@@ -113,6 +113,23 @@ static int exists(const char *path)
 	return stat(path, &st) == 0;
 }
 
+/* Load dir, whose file (file) is damaged: an empty store, the file
+ * renamed FILE.bad-SECONDS beside it (not deleted), and why. */
+static void set_aside_ok(struct desired_store *s, const char *dir, const char *file)
+{
+	char err[512] = "";
+	assert_int_equal(desired_load(s, dir, err, sizeof err), 0);
+	assert_int_equal(s->n, 0);
+	assert_null(s->v);
+	assert_int_equal(s->revision, 0);
+	assert_non_null(strstr(s->set_aside, file));
+	assert_non_null(strstr(s->set_aside, ".bad-"));
+	assert_true(s->set_aside_why[0]);
+	assert_true(exists(s->set_aside));
+	assert_false(exists(file));
+	assert_int_equal(remove(s->set_aside), 0); /* (a directory, once) */
+}
+
 /* ---- loading nothing ---- */
 
 static void load_empty(void **state)
@@ -669,13 +686,9 @@ static void corrupt(void **state)
 		}
 		err[0] = 0;
 		memset(&s, 0x5a, sizeof s);
-		assert_int_equal(desired_load(&s, dir, err, sizeof err), -EINVAL);
+		set_aside_ok(&s, dir, file);
 		print_message("%s: %s\n", i < sizeof junk / sizeof junk[0] ? "junk" : bad[i - sizeof junk / sizeof junk[0]].what,
-			      err);
-		assert_non_null(strstr(err, file));
-		assert_non_null(strstr(err, "corrupt"));
-		assert_int_equal(s.n, 0);
-		assert_null(s.v);
+			      s.set_aside_why);
 		desired_free(&s);
 	}
 
@@ -726,15 +739,12 @@ static void corrupt(void **state)
 		free(good);
 	}
 
-	/* not a regular file */
-	assert_int_equal(unlink(file), 0);
+	/* not a regular file: set aside too */
+	assert_false(exists(file));
 	assert_int_equal(mkdir(file, 0700), 0);
-	err[0] = 0;
-	assert_int_equal(desired_load(&s, dir, err, sizeof err), -EINVAL);
-	assert_non_null(strstr(err, file));
-	assert_int_equal(s.n, 0);
+	set_aside_ok(&s, dir, file);
+	assert_non_null(strstr(s.set_aside_why, "not a regular file"));
 	desired_free(&s);
-	assert_int_equal(rmdir(file), 0);
 
 	/* and a good one written the same way loads */
 	{
@@ -896,11 +906,9 @@ static void revisions_only_grow(void **state)
 	buf = pack(c, 1, &len);
 	write_file(file, buf, len);
 	free(buf);
-	assert_int_equal(desired_load(&s, dir, err, sizeof err), -EINVAL);
-	assert_non_null(strstr(err, "corrupt"));
+	set_aside_ok(&s, dir, file);
 	desired_free(&s);
 
-	unlink(file);
 	assert_int_equal(desired_load(&s, dir, err, sizeof err), 0);
 	set_ok(&s, key(0, C, 1, P1, ""), "one");
 	set_ok(&s, key(0, C, 1, P2, ""), "two");
@@ -936,15 +944,12 @@ static void converted_once(void **state)
 	snprintf(aside, sizeof aside, "%s/desired.pb.converted", dir);
 	snprintf(store, sizeof store, "%s/desired.store", dir);
 
-	/* a corrupt one stops the start, and nothing is converted */
+	/* a corrupt one is set aside, and nothing is converted */
 	buf = pack_v0(bad, 2, &len);
 	write_file(v0, buf, len);
 	free(buf);
-	assert_int_equal(desired_load(&s, dir, err, sizeof err), -EINVAL);
-	assert_non_null(strstr(err, v0));
-	assert_non_null(strstr(err, "corrupt"));
+	set_aside_ok(&s, dir, v0);
 	assert_false(exists(store));
-	assert_true(exists(v0));
 	desired_free(&s);
 
 	/* a good one: read, saved as a store, set aside */
@@ -983,6 +988,70 @@ static void converted_once(void **state)
 	desired_free(&s);
 }
 
+/* ---- limits ---- */
+
+static void limits(void **state)
+{
+	struct desired_store s, t;
+	const struct desired *d = NULL, *other = NULL;
+	const char *why = NULL;
+	char dir[256], file[300], first[DESIRED_PATH_MAX + 32], err[512] = "";
+	static uint8_t big[700];
+	(void)state;
+
+	subdir(dir, sizeof dir, "limits");
+	assert_int_equal(desired_load(&s, dir, err, sizeof err), 0);
+	desired_limits(&s, 2, 1000);
+	set_ok(&s, key(0, C, 1, "", ""), "one");
+	set_ok(&s, key(0, C, 1, P1, ""), "two");
+	/* a third config: refused by count, the store unchanged */
+	assert_int_equal(desired_set(&s, &(struct selector){.consumer = C, .version = 1, .pod_uid = P2}, "x", 1, NULL, &d,
+				     &other, &why, err, sizeof err),
+			 -ENOSPC);
+	assert_non_null(strstr(err, "desired_max"));
+	assert_int_equal(s.n, 2);
+	/* replacing one is not a new one; bytes: 700 + 3 fit in 1000, 700 + 700 do not */
+	assert_int_equal(desired_set(&s, &(struct selector){.consumer = C, .version = 1}, big, sizeof big, NULL, &d, &other,
+				     &why, err, sizeof err),
+			 0);
+	assert_int_equal(desired_bytes(&s), sizeof big + 3);
+	assert_int_equal(desired_set(&s, &(struct selector){.consumer = C, .version = 1, .pod_uid = P1}, big, sizeof big,
+				     NULL, &d, &other, &why, err, sizeof err),
+			 -ENOSPC);
+	assert_non_null(strstr(err, "desired_bytes_max"));
+	payload_is(desired_find(&s, &(struct selector){.consumer = C, .version = 1, .pod_uid = P1}), "two");
+	/* a delete makes room */
+	assert_int_equal(desired_delete(&s, &(struct selector){.consumer = C, .version = 1}, err, sizeof err), 0);
+	assert_int_equal(desired_set(&s, &(struct selector){.consumer = C, .version = 1, .pod_uid = P1}, big, sizeof big,
+				     NULL, &d, &other, &why, err, sizeof err),
+			 0);
+	/* limits lowered under what is kept: it loads, only growth is refused */
+	assert_int_equal(desired_load(&t, dir, err, sizeof err), 0);
+	desired_limits(&t, 1, 10);
+	assert_int_equal(t.n, 1);
+	assert_int_equal(desired_set(&t, &(struct selector){.consumer = C, .version = 1, .pod_uid = P1}, "small", 5, NULL,
+				     &d, &other, &why, err, sizeof err),
+			 0); /* smaller: fine */
+	assert_int_equal(desired_set(&t, &(struct selector){.consumer = C, .version = 2}, "x", 1, NULL, &d, &other, &why,
+				     err, sizeof err),
+			 -ENOSPC);
+	desired_free(&t);
+	desired_free(&s);
+
+	/* two damaged files set aside in one second: neither overwrites the other */
+	snprintf(file, sizeof file, "%s/desired.store", dir);
+	write_file(file, "junk", 4);
+	assert_int_equal(desired_load(&s, dir, err, sizeof err), 0);
+	snprintf(first, sizeof first, "%s", s.set_aside);
+	desired_free(&s);
+	write_file(file, "junk", 4);
+	assert_int_equal(desired_load(&s, dir, err, sizeof err), 0);
+	assert_string_not_equal(s.set_aside, first);
+	assert_true(exists(first));
+	assert_true(exists(s.set_aside));
+	desired_free(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -997,6 +1066,7 @@ int main(void)
 		cmocka_unit_test(long_state_dir_refused),
 		cmocka_unit_test(revisions_only_grow),
 		cmocka_unit_test(converted_once),
+		cmocka_unit_test(limits),
 	};
 	char cmd[96];
 	int rc;

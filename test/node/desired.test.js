@@ -8,7 +8,6 @@ const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
-const { spawnSync } = require('node:child_process');
 const h = require('./harness');
 
 let d, c;
@@ -116,10 +115,37 @@ test('kept on the host: a successor daemon has the same configs and gives them t
   await e.line(/payload=persisted$/, { out: true });
   c2.close();
   await d2.stop();
-  // A corrupt store: the daemon says which file and does not start.
-  fs.writeFileSync(path.join(dd.dir, 'state', 'desired.store'), Buffer.from('PCDSTORE\x01'));
-  const r = spawnSync(h.NODE_BIN, ['--grpc-listen', `unix:${dd.sock}`, '--lock-dir', path.join(dd.dir, 'locks'),
-    '--state-dir', path.join(dd.dir, 'state')], { encoding: 'utf8', timeout: 10000 });
-  assert.equal(r.status, 1);
-  assert.match(r.stderr, /desired\.store: corrupt/);
+  // A damaged store: set aside, named in one warning, and the daemon serves.
+  const store = path.join(dd.dir, 'state', 'desired.store');
+  fs.writeFileSync(store, Buffer.from('PCDSTORE\x01'));
+  const d3 = await new h.Daemon({ dir: dd.dir, consumers: `${h.CONSUMER}p` }).ready();
+  await d3.line(/event=desired_set_aside file=\S+desired\.store\.bad-\d+ reason="[^"]*corrupt/);
+  const c3 = d3.client();
+  assert.deepEqual((await h.call(c3, 'ListDesiredConfigs', {})).configs, []);
+  const aside = fs.readdirSync(path.join(dd.dir, 'state')).filter((f) => /^desired\.store\.bad-\d+$/.test(f));
+  assert.equal(aside.length, 1);
+  assert.equal(fs.readFileSync(path.join(dd.dir, 'state', aside[0])).toString(), 'PCDSTORE\x01'); // kept, not deleted
+  c3.close();
+  await d3.stop();
+});
+
+test('desired_max and desired_bytes_max: a set beyond them is RESOURCE_EXHAUSTED, the store unchanged', async () => {
+  const dl = await new h.Daemon({ consumers: `${h.CONSUMER}l`, args: ['--desired-max', '2', '--desired-bytes-max', '1048576'] })
+    .ready();
+  const cl = dl.client();
+  const s = (extra = {}) => ({ consumer: `${h.CONSUMER}l`, schemaVersion: 1, ...extra });
+  const put = (selector, payload) => h.call(cl, 'SetDesiredConfig', { config: { selector, payload } });
+  await put(s(), Buffer.from('one'));
+  await put(s({ podUid: '0b1c2d3e-0000-4000-8000-0000000000a1' }), Buffer.alloc(1048576 - 10));
+  let err = await put(s({ podUid: '0b1c2d3e-0000-4000-8000-0000000000a2' }), Buffer.from('x')).catch((e) => e);
+  assert.equal(h.grpc.status[err.code], 'RESOURCE_EXHAUSTED');
+  assert.match(err.details, /desired_max/);
+  err = await put(s(), Buffer.alloc(20)).catch((e) => e); // replacing: no new config, but 20 bytes over
+  assert.equal(h.grpc.status[err.code], 'RESOURCE_EXHAUSTED');
+  assert.match(err.details, /desired_bytes_max/);
+  const kept = (await h.call(cl, 'ListDesiredConfigs', {})).configs;
+  assert.equal(kept.length, 2);
+  assert.equal(kept.find((x) => !x.selector.podUid).payload.toString(), 'one');
+  cl.close();
+  await dl.stop();
 });
