@@ -369,7 +369,7 @@ static const struct key global_keys[] = {
 	{"max_message_bytes", set_u32, NUM(struct node_cfg, max_message_bytes, 4096, 64 << 20), "4194304", "N",
 	 "the largest gRPC message"},
 	{"max_watchers", set_u32, NUM(struct node_cfg, max_watchers, 1, 1 << 20), "4096", "N",
-	 "concurrent WatchEvents streams"},
+	 "concurrent gRPC streams (WatchEvents, health Watch, reflection)"},
 	{"watch_history", set_u32, NUM(struct node_cfg, watch_history, 64, 1 << 20), "16384", "N",
 	 "events kept for resumes; a watcher that far behind is cut off"},
 	{"desired_max", set_u32, NUM(struct node_cfg, desired_max, 1, 65536), "1024", "N",

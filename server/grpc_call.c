@@ -28,7 +28,7 @@ void rpc_unref(struct rpc *c)
 {
 	if (__atomic_sub_fetch(&c->refs, 1, __ATOMIC_ACQ_REL))
 		return;
-	if (c->m && c->m->kind == SERVER_STREAM && c->call)
+	if (c->m && c->m->kind != UNARY && c->call)
 		__atomic_sub_fetch(&c->s->nwatch, 1, __ATOMIC_RELAXED);
 	if (c->call)
 		grpc_call_unref(c->call);
@@ -128,7 +128,7 @@ void rpc_send_status(struct rpc *c, enum node_code code, const char *msg, grpc_b
 		ops[n].data.send_status_from_server.status_details = &c->status_msg;
 	}
 	n++;
-	if (!c->m || c->m->kind != SERVER_STREAM) {
+	if (!c->m || c->m->kind == UNARY) {
 		ops[n].op = GRPC_OP_RECV_CLOSE_ON_SERVER;
 		ops[n++].data.recv_close_on_server.cancelled = &c->client_cancelled;
 	}

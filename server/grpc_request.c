@@ -158,7 +158,7 @@ static void on_request(struct rpc *c, int ok)
 		return;
 	}
 	grpcsrv_post(c->s, m);
-	if (m->kind == SERVER_STREAM && stream_start(c) < 0)
+	if (m->kind != UNARY && stream_start(c) < 0)
 		return;
 	if (m->h == H_REFLECT) {
 		rpc_reflect_recv(c);

@@ -72,7 +72,7 @@ void grpcsrv_metrics(struct grpc_srv *s, FILE *f)
 				fprintf(f, "procctl_grpc_calls_total{method=\"%s\",code=\"%s\"} %llu\n",
 					m < NMETHODS ? methods[m].path + 1 : "unknown", rpc_status_name((unsigned)k), (unsigned long long)v);
 		}
-	fprintf(f, "# HELP procctl_grpc_streams Server streams open (WatchEvents, health Watch).\n"
+	fprintf(f, "# HELP procctl_grpc_streams Streams open (WatchEvents, health Watch, reflection).\n"
 		   "# TYPE procctl_grpc_streams gauge\n"
 		   "procctl_grpc_streams %d\n",
 		__atomic_load_n(&s->nwatch, __ATOMIC_RELAXED));

@@ -58,3 +58,36 @@ test('buf curl gets the daemon\'s status codes', () => {
   assert.notEqual(r.status, 0);
   assert.match(r.stdout + r.stderr, /not_found/);
 });
+
+test('reflection streams count against max_watchers: an idle one more is RESOURCE_EXHAUSTED', async () => {
+  const dl = await new h.Daemon({ args: ['--max-watchers', '5'] }).ready();
+  const raw = new h.grpc.Client(dl.addr, h.grpc.credentials.createInsecure());
+  const path = '/grpc.reflection.v1.ServerReflection/ServerReflectionInfo';
+  // A stream that sends nothing: 'open' once the daemon took it (its
+  // headers came), or the error it was refused with.
+  const open = () => {
+    const s = raw.makeBidiStreamRequest(path, (b) => b, (b) => b);
+    const r = { s };
+    s.on('metadata', () => { r.open = true; });
+    s.on('error', (err) => { r.error = err; });
+    return r;
+  };
+  const held = [];
+  for (let i = 0; i < 5; i++) held.push(open());
+  await h.until(() => held.every((x) => x.open), { what: 'five reflection streams taken' });
+  const extra = open();
+  await h.until(() => extra.error, { what: 'the sixth refused' });
+  assert.equal(h.grpc.status[extra.error.code], 'RESOURCE_EXHAUSTED');
+  assert.match(extra.error.details, /max_watchers/);
+  // One let go makes room again.
+  held[0].s.cancel();
+  await h.until(async () => {
+    const again = open();
+    await h.until(() => again.open || again.error, { what: 'an answer' });
+    if (again.open) held.push(again);
+    return again.open;
+  }, { every: 100, what: 'a stream taken once one was let go' });
+  for (const x of held) x.s.cancel();
+  raw.close();
+  await dl.stop();
+});
