@@ -96,6 +96,9 @@ step "three token clients want resource 1:0 (kind 1, the all-zero id); the token
 for i in 1 2 3; do
 	"$BIN/token-client" --witness "$work/witness" >"$work/t$i.log" 2>&1 & pids="$pids $!"
 done
+for i in 1 2 3; do # their regions made: the agent's first scan finds all three
+	wait_for "$work/t$i.log" event=started
+done
 "$BIN/token-agent" --lock-dir "$work/locks" --hold 200 >"$work/t.log" 2>"$work/t.err" & t=$!; pids="$pids $t"
 wait_for "$work/t.log" "event=holder .* pid=[1-9]" 6
 show "$work/t.log"

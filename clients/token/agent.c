@@ -77,9 +77,20 @@ static void statuses(void)
 	for (i = 0; st && i < n; i++) {
 		struct procctl_client_info info;
 		struct token_status ts;
+		int r, tries = 0;
 		procctl_client_info(cs[i], &info);
-		if (procctl_client_read_state(cs[i], st, -1) < 0 || st->data_len != sizeof ts)
-			continue; /* not (yet) this schema's status */
+		/* -EAGAIN: the client is writing it (it reports after every
+		 * change); it is done within a moment unless it is stopped. */
+		while ((r = procctl_client_read_state(cs[i], st, -1)) == -EAGAIN && ++tries < 100)
+			usleep(10000);
+		if (r < 0) {
+			printf("event=client_status pid=%d error=%s\n", (int)info.pid, strerrorname_np(-r));
+			continue;
+		}
+		if (st->data_len != sizeof ts) { /* not (yet) this schema's status */
+			printf("event=client_status pid=%d bytes=%u expected=%zu\n", (int)info.pid, st->data_len, sizeof ts);
+			continue;
+		}
 		memcpy(&ts, st->data, sizeof ts);
 		printf("event=client_status pid=%d turns=%llu held_ms=%llu last_grant=%016llx hold_ms=%llu\n",
 		       (int)info.pid, (unsigned long long)ts.turns, (unsigned long long)(ts.held_ns / MS),
