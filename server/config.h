@@ -65,6 +65,8 @@ struct node_cfg {
 	uint32_t max_message_bytes;
 	uint32_t max_watchers;
 	uint32_t watch_history; /* events kept for resumes; a watcher that far behind is cut off */
+	uint32_t max_waits, max_waits_per_peer; /* calls waiting for acks, in all and per peer */
+	uint32_t max_wait_ms;                   /* the longest wait_ms asked for */
 	uint32_t desired_max, desired_bytes_max; /* desired configs kept, and their payload bytes, in all */
 	int log_debug;
 	struct node_arbiter_cfg arbiters[NODE_ARBITERS_MAX];

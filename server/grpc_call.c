@@ -107,8 +107,8 @@ static void on_status(struct rpc *c, int ok)
 }
 
 /* Send the status (and, for a unary call, its one message), under c->mu
- * for streams. Unary calls also receive the close here; streams posted
- * theirs when they started. */
+ * for streams. The close is received here unless it was posted when the
+ * call started (streams, NodeService calls). */
 void rpc_send_status(struct rpc *c, enum node_code code, const char *msg, grpc_byte_buffer *resp)
 {
 	grpc_op ops[4];
@@ -128,7 +128,8 @@ void rpc_send_status(struct rpc *c, enum node_code code, const char *msg, grpc_b
 		ops[n].data.send_status_from_server.status_details = &c->status_msg;
 	}
 	n++;
-	if (!c->m || c->m->kind == UNARY) {
+	if (!c->close_posted) {
+		c->close_posted = 1;
 		ops[n].op = GRPC_OP_RECV_CLOSE_ON_SERVER;
 		ops[n++].data.recv_close_on_server.cancelled = &c->client_cancelled;
 	}

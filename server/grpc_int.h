@@ -52,6 +52,8 @@ struct rpc {
 	grpc_byte_buffer *payload; /* a received message */
 	struct tag t_req, t_send, t_recv, t_close, t_status;
 	int client_cancelled;      /* RECV_CLOSE_ON_SERVER's result */
+	int close_posted;          /* RECV_CLOSE_ON_SERVER is out (streams, NodeService calls) */
+	uint64_t job_id;           /* a NodeService call's job, for NODE_CANCEL */
 	grpc_slice status_msg;
 	int have_status_msg;
 
@@ -91,6 +93,7 @@ struct grpc_srv {
 	char unix_paths[NODE_LISTEN_MAX][NODE_PATH_MAX];
 	size_t nunix;
 	uint64_t calls[NMETHODS + 1][NCODES]; /* atomic; the last row: unknown methods */
+	uint64_t next_job_id;      /* atomic */
 };
 
 /* grpc_call.c: a call's references and batches */

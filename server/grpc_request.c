@@ -64,6 +64,42 @@ static int may_write(struct rpc *c, char *who, size_t wholen)
 	return tls || c->s->cfg->insecure_tcp_writes;
 }
 
+/* Post RECV_CLOSE_ON_SERVER now, so that a client that cancels or goes
+ * away is seen at once (fn runs then, or when the call ends). */
+static void watch_close(struct rpc *c, void (*fn)(struct rpc *c, int ok))
+{
+	grpc_op op;
+	memset(&op, 0, sizeof op);
+	op.op = GRPC_OP_RECV_CLOSE_ON_SERVER;
+	op.data.recv_close_on_server.cancelled = &c->client_cancelled;
+	c->close_posted = 1;
+	rpc_arm(&c->t_close, fn, c);
+	rpc_batch(c, &op, 1, &c->t_close);
+}
+
+static void on_cancel_reply(struct node_job *job, enum node_code code, const char *msg, const ProtobufCMessage *resp)
+{
+	(void)job, (void)code, (void)msg, (void)resp;
+}
+
+static const struct node_reply_ops cancel_ops = {on_cancel_reply, NULL};
+
+/* A NodeService call's close: when the client cancelled it or went away
+ * while the loop holds it (a wait for acks), the loop lets it go now. */
+static void on_node_closed(struct rpc *c, int ok)
+{
+	struct node_job *job;
+	if (ok && c->client_cancelled && (job = calloc(1, sizeof *job))) {
+		job->method = NODE_CANCEL;
+		job->cancel_id = c->job_id;
+		job->deadline_ns = INT64_MAX;
+		job->ops = &cancel_ops;
+		if (node_submit(c->s->node, job) < 0)
+			free(job);
+	}
+	rpc_unref(c);
+}
+
 /* A stream's start: its close watched at once, and no more than
  * max_watchers open. 0, or -1 when c was ended (and its reference
  * dropped). */
@@ -71,12 +107,7 @@ static int stream_start(struct rpc *c)
 {
 	struct grpc_srv *s = c->s;
 	int live = __atomic_add_fetch(&s->nwatch, 1, __ATOMIC_RELAXED);
-	grpc_op op;
-	memset(&op, 0, sizeof op);
-	op.op = GRPC_OP_RECV_CLOSE_ON_SERVER;
-	op.data.recv_close_on_server.cancelled = &c->client_cancelled;
-	rpc_arm(&c->t_close, rpc_on_closed, c);
-	rpc_batch(c, &op, 1, &c->t_close);
+	watch_close(c, rpc_on_closed);
 	if ((uint32_t)live <= s->cfg->max_watchers)
 		return 0;
 	pthread_mutex_lock(&c->mu);
@@ -103,6 +134,13 @@ static int write_check(struct rpc *c)
 	return 0;
 }
 
+static void peer_of(struct rpc *c, char *buf, size_t len)
+{
+	char *peer = grpc_call_get_peer(c->call);
+	snprintf(buf, len, "%s", peer ? peer : "");
+	gpr_free(peer);
+}
+
 /* A NodeService call goes to the loop; our reference becomes its. */
 static void node_call(struct rpc *c, ProtobufCMessage *req)
 {
@@ -118,6 +156,10 @@ static void node_call(struct rpc *c, ProtobufCMessage *req)
 	job->deadline_ns = deadline_ns(c->deadline);
 	job->ops = &grpc_job_ops;
 	job->ctx = c;
+	job->id = c->job_id = __atomic_add_fetch(&c->s->next_job_id, 1, __ATOMIC_RELAXED);
+	peer_of(c, job->peer, sizeof job->peer);
+	if (!c->close_posted) /* streams posted theirs when they started */
+		watch_close(c, on_node_closed);
 	if (node_submit(c->s->node, job) < 0) {
 		free(job);
 		protobuf_c_message_free_unpacked(req, NULL);

@@ -203,6 +203,16 @@ static void resources(FILE *f, const struct node *n)
 
 /* The Prometheus text exposition (0.0.4) of everything the loop knows,
  * then what the hooks add (gRPC's calls and streams). */
+static void waits(FILE *f, const struct node *n)
+{
+	const struct wait *w;
+	size_t count = 0;
+	for (w = n->waits; w; w = w->next)
+		count++;
+	metric_head(f, "procctl_waits", "gauge", "Calls waiting for acks (max_waits is the most).");
+	fprintf(f, "procctl_waits %zu\n", count);
+}
+
 char *node_render_metrics(struct node *n, size_t *len)
 {
 	char *buf = NULL;
@@ -222,6 +232,7 @@ char *node_render_metrics(struct node *n, size_t *len)
 	fprintf(f, "procctl_ownership_changes_total %llu\n", (unsigned long long)n->stats.ownership_changes);
 	acks(f, n);
 	resources(f, n);
+	waits(f, n);
 	metric_head(f, "procctl_desired_configs", "gauge", "Desired configs kept (desired_max is the most).");
 	fprintf(f, "procctl_desired_configs %zu\n", n->desired.n);
 	metric_head(f, "procctl_desired_bytes", "gauge", "Their payload bytes (desired_bytes_max is the most).");

@@ -51,6 +51,7 @@ enum node_method {
 	NODE_DELETE_DESIRED,
 	NODE_LIST_DESIRED,
 	NODE_METRICS, /* no request: the Prometheus exposition, in job->text */
+	NODE_CANCEL,  /* no request: the job cancel_id's call is gone; its wait ends (answered CANCELLED) */
 };
 
 struct node_job;
@@ -74,6 +75,9 @@ struct node_job {
 	void *ctx;             /* the submitter's */
 	char *text;            /* NODE_METRICS: the answer (malloc'd; take it, or it is freed) */
 	size_t text_len;
+	uint64_t id;           /* the submitter's, unique for the daemon's life (0: none): what NODE_CANCEL names */
+	uint64_t cancel_id;    /* NODE_CANCEL: the job whose call is gone */
+	char peer[64];         /* who asked ("": unknown): waits are bounded per peer */
 	struct node_job *next;
 };
 

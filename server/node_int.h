@@ -186,6 +186,9 @@ void waits_sweep(struct node *n, int64_t now, int all);
  * deadline armed. NULL when out of memory (job answered). */
 struct wait *wait_new(struct node *n, struct node_job *job, size_t c, uint32_t wait_ms);
 void wait_free(struct node *n, struct wait *w);
+/* The call of job id is gone: its wait, if it has one, is answered
+ * CANCELLED and freed at once. */
+void waits_cancel(struct node *n, uint64_t id);
 struct wait *wait_write_all(struct node *n, struct node_job *job, struct proc **v, size_t c,
 			      const ProtobufCBinaryData *payload, uint32_t wait_ms);
 void wait_start(struct node *n, struct wait *w);

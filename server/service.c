@@ -435,6 +435,9 @@ void node_handle(struct node *n, struct node_job *job)
 		return do_list_desired(n, job);
 	case NODE_METRICS:
 		return do_metrics(n, job);
+	case NODE_CANCEL:
+		waits_cancel(n, job->cancel_id);
+		return job_finish(job, NODE_OK, NULL, NULL);
 	}
 	job_finish(job, NODE_UNIMPLEMENTED, "no such method", NULL);
 }

@@ -153,10 +153,42 @@ static void on_deadline(struct timer *t, int64_t now)
 	container_of(t, struct wait, t_deadline)->expired = 1; /* waits_sweep answers it */
 }
 
+/* May job wait wait_ms more? 0, or the job answered and -1. Bounded: the
+ * time, the waits in all and per peer (a client that leaves its calls
+ * behind, or loops over them, holds only so much). */
+static int wait_admit(struct node *n, struct node_job *job, uint32_t wait_ms)
+{
+	const struct wait *w;
+	size_t all = 0, peer = 0;
+	char msg[160];
+	if (!wait_ms)
+		return 0;
+	if (wait_ms > n->cfg.max_wait_ms) {
+		snprintf(msg, sizeof msg, "wait_ms: %u, over max_wait_ms (%u)", wait_ms, n->cfg.max_wait_ms);
+		job_finish(job, NODE_INVALID_ARGUMENT, msg, NULL);
+		return -1;
+	}
+	for (w = n->waits; w; w = w->next) {
+		all++;
+		peer += job->peer[0] && !strcmp(w->job->peer, job->peer);
+	}
+	if (all >= n->cfg.max_waits || peer >= n->cfg.max_waits_per_peer) {
+		snprintf(msg, sizeof msg, "%s: %zu calls waiting for acks already", all >= n->cfg.max_waits ? "max_waits"
+			 : "max_waits_per_peer", all >= n->cfg.max_waits ? all : peer);
+		node_log_limited(PROCCTL_LOG_WARN, "waits_refused", "peer=%s reason=%s", job->peer[0] ? job->peer : "-",
+				 all >= n->cfg.max_waits ? "max_waits" : "max_waits_per_peer");
+		job_finish(job, NODE_RESOURCE_EXHAUSTED, msg, NULL);
+		return -1;
+	}
+	return 0;
+}
+
 struct wait *wait_new(struct node *n, struct node_job *job, size_t c, uint32_t wait_ms)
 {
-	struct wait *w = calloc(1, sizeof *w + sizeof w->item[0] * c);
-	if (!w)
+	struct wait *w;
+	if (wait_admit(n, job, wait_ms) < 0)
+		return NULL;
+	if (!(w = calloc(1, sizeof *w + sizeof w->item[0] * c)))
 		goto nomem;
 	w->job = job;
 	w->n = c;
@@ -173,6 +205,18 @@ nomem:
 	free(w);
 	job_finish(job, NODE_RESOURCE_EXHAUSTED, "out of memory", NULL);
 	return NULL;
+}
+
+void waits_cancel(struct node *n, uint64_t id)
+{
+	struct wait **pw, *w;
+	for (pw = &n->waits; id && (w = *pw); pw = &w->next)
+		if (w->job->id == id) {
+			*pw = w->next;
+			job_finish(w->job, NODE_CANCELLED, "the call was cancelled", NULL);
+			wait_free(n, w);
+			return;
+		}
 }
 
 void wait_free(struct node *n, struct wait *w)

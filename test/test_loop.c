@@ -178,16 +178,22 @@ static void on_reply(struct node_job *job, enum node_code code, const char *msg,
 
 static const struct node_reply_ops answer_ops = {on_reply, NULL};
 
-static struct wait *publish_wait(struct node *n, struct answer *a, int64_t call_deadline, uint32_t wait_ms)
+static struct node_job *publish_job(struct answer *a, int64_t call_deadline, const char *peer, uint64_t id)
 {
 	struct node_job *job = calloc(1, sizeof *job);
-	struct wait *w;
 	assert_non_null(job);
 	job->method = NODE_PUBLISH;
 	job->deadline_ns = call_deadline;
 	job->ops = &answer_ops;
 	job->ctx = a;
-	w = wait_new(n, job, 2, wait_ms);
+	job->id = id;
+	snprintf(job->peer, sizeof job->peer, "%s", peer);
+	return job;
+}
+
+static struct wait *publish_wait(struct node *n, struct answer *a, int64_t call_deadline, uint32_t wait_ms)
+{
+	struct wait *w = wait_new(n, publish_job(a, call_deadline, "", 0), 2, wait_ms);
 	assert_non_null(w);
 	/* Item 0 waits on a generation; item 1 was answered at once. */
 	w->item[0].gen = 7;
@@ -206,6 +212,8 @@ static void waits_end_by_their_timers(void **state)
 	int64_t now = procctl_now_ns();
 	(void)state;
 	assert_non_null(n);
+	n->cfg.max_wait_ms = 60000;
+	n->cfg.max_waits = n->cfg.max_waits_per_peer = 100;
 	/* wait_ms first: answered with what it has, the open item PENDING. */
 	w = publish_wait(n, &a, INT64_MAX, 50);
 	assert_int_equal(w->call_deadline, 0);
@@ -253,6 +261,69 @@ static void waits_end_by_their_timers(void **state)
 	free(n);
 }
 
+/* Waits are bounded (the time, in all, per peer) and end at once when
+ * their call is cancelled. */
+static void waits_bounded_and_cancelled(void **state)
+{
+	struct node *n = calloc(1, sizeof *n);
+	struct answer a[8];
+	struct wait *w;
+	int64_t now = procctl_now_ns();
+	int i;
+	(void)state;
+	assert_non_null(n);
+	memset(a, 0, sizeof a);
+	n->cfg.max_wait_ms = 1000;
+	n->cfg.max_waits = 4;
+	n->cfg.max_waits_per_peer = 2;
+	/* over max_wait_ms: refused before anything is written */
+	assert_null(wait_new(n, publish_job(&a[0], INT64_MAX, "ipv4:10.0.0.1:1", 1), 1, 1001));
+	assert_int_equal(a[0].code, NODE_INVALID_ARGUMENT);
+	assert_non_null(strstr(a[0].msg, "max_wait_ms"));
+	/* two from one peer, the third refused; another peer still served */
+	for (i = 1; i <= 2; i++) {
+		w = wait_new(n, publish_job(&a[i], INT64_MAX, "ipv4:10.0.0.1:1", (uint64_t)i), 1, 1000);
+		assert_non_null(w);
+		w->item[0].gen = 7; /* open: it waits for an ack */
+		wait_start(n, w);
+	}
+	assert_null(wait_new(n, publish_job(&a[3], INT64_MAX, "ipv4:10.0.0.1:1", 3), 1, 1000));
+	assert_int_equal(a[3].code, NODE_RESOURCE_EXHAUSTED);
+	assert_non_null(strstr(a[3].msg, "max_waits_per_peer"));
+	for (i = 4; i <= 5; i++) {
+		w = wait_new(n, publish_job(&a[i], INT64_MAX, "ipv4:10.0.0.2:1", (uint64_t)i), 1, 1000);
+		assert_non_null(w);
+		w->item[0].gen = 7; /* open: it waits for an ack */
+		wait_start(n, w);
+	}
+	/* four in all: a fifth peer too is refused */
+	assert_null(wait_new(n, publish_job(&a[6], INT64_MAX, "ipv4:10.0.0.3:1", 6), 1, 1000));
+	assert_non_null(strstr(a[6].msg, "max_waits:"));
+	/* no wait asked for (wait_ms 0): never refused */
+	w = wait_new(n, publish_job(&a[7], INT64_MAX, "ipv4:10.0.0.3:1", 7), 1, 0);
+	assert_non_null(w);
+	wait_start(n, w);
+	waits_sweep(n, now, 0);
+	assert_int_equal(a[7].got, 1);
+	/* the call of job 2 is gone: its wait ends now, CANCELLED; an unknown
+	 * or zero id ends nothing */
+	waits_cancel(n, 2);
+	assert_int_equal(a[2].got, 1);
+	assert_int_equal(a[2].code, NODE_CANCELLED);
+	waits_cancel(n, 2);
+	waits_cancel(n, 0);
+	waits_cancel(n, 99);
+	assert_int_equal(a[1].got + a[4].got + a[5].got, 0);
+	/* room again for the first peer */
+	w = wait_new(n, publish_job(&a[3], INT64_MAX, "ipv4:10.0.0.1:1", 8), 1, 1000);
+	assert_non_null(w);
+	w->item[0].gen = 7;
+	wait_start(n, w);
+	waits_sweep(n, now, 1);
+	timers_free(&n->timers);
+	free(n);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -260,6 +331,7 @@ int main(void)
 		cmocka_unit_test(matching_in_pid_order),
 		cmocka_unit_test(metrics_of_a_fixed_state),
 		cmocka_unit_test(waits_end_by_their_timers),
+		cmocka_unit_test(waits_bounded_and_cancelled),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

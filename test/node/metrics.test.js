@@ -52,6 +52,7 @@ const FAMILIES = {
   procctl_resource_handoffs_total: 'counter',
   procctl_resource_holder: 'gauge',
   procctl_resource_waiters: 'gauge',
+  procctl_waits: 'gauge',
   procctl_desired_configs: 'gauge',
   procctl_desired_bytes: 'gauge',
   procctl_watch_events_total: 'counter',

@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: Apache-2.0
+// limits.test.js - what a client can make the daemon hold is bounded:
+// a call waiting for acks ends with its client (cancelled, or killed),
+// and waits are capped in all, per peer and in time, on read-only
+// listeners too.
+'use strict';
+
+const { test, after } = require('node:test');
+const assert = require('node:assert/strict');
+const http = require('node:http');
+const { spawn } = require('node:child_process');
+const h = require('./harness');
+
+const CLI = process.env.PROCCTL_CLI;
+if (!CLI) throw new Error('PROCCTL_CLI is not set (ctest sets it)');
+
+after(async () => {
+  await h.killAll();
+});
+
+// procctl_waits from /metrics.
+function waits(port) {
+  return new Promise((resolve, reject) => {
+    http.get({ host: '127.0.0.1', port, path: '/metrics', agent: false }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (x) => { body += x; });
+      res.on('end', () => resolve(Number(/^procctl_waits (\d+)$/m.exec(body)[1])));
+    }).on('error', reject);
+  });
+}
+
+// A stopped echo client and a generation written to it that it cannot ack.
+async function stopped(d, c) {
+  const e = await h.echo();
+  await h.attached(d, e.pid);
+  process.kill(e.pid, 'SIGSTOP');
+  const r = await h.call(c, 'Publish', { selector: { pid: e.pid }, payload: Buffer.from('never acked') });
+  return { e, gen: r.results[0].generation };
+}
+
+test('waits end with their calls: cancelled by the client, or the client killed', async (t) => {
+  const port = await h.freePort();
+  const d = await new h.Daemon({ args: ['--http-listen', `127.0.0.1:${port}`] }).ready();
+  const c = d.client();
+  t.after(() => d.kill('SIGKILL'));
+  const { e, gen } = await stopped(d, c);
+  // 200 WaitAcks asking for the longest wait, then cancelled.
+  const calls = [];
+  for (let i = 0; i < 200; i++) {
+    calls.push(c.WaitAck({ process: { pid: e.pid }, generation: gen, waitMs: 300000 }, () => {}));
+  }
+  await h.until(async () => (await waits(port)) === 200, { what: '200 waits' });
+  for (const x of calls) x.cancel();
+  await h.until(async () => (await waits(port)) === 0, { what: 'the cancelled waits ended' });
+  // procctl publish --wait, killed while it waits.
+  const kids = [];
+  for (let i = 0; i < 20; i++) {
+    kids.push(spawn(CLI, ['--timeout', '300s', 'publish', '--pid', String(e.pid), '--data', 'x', '--wait'],
+      { env: { ...process.env, PROCCTL_SOCKET: d.sock }, stdio: 'ignore' }));
+  }
+  await h.until(async () => (await waits(port)) === 20, { what: '20 CLI waits' });
+  for (const k of kids) k.kill('SIGKILL');
+  await h.until(async () => (await waits(port)) === 0, { what: 'the killed clients\' waits ended' });
+  process.kill(e.pid, 'SIGKILL');
+  c.close();
+  await d.stop();
+});
+
+test('waits are capped in all, per peer (a TCP connection) and in time, read-only TCP included', async (t) => {
+  const tcp = await h.freePort();
+  const port = await h.freePort();
+  const d = await new h.Daemon({
+    args: ['--grpc-listen', `127.0.0.1:${tcp}`, '--http-listen', `127.0.0.1:${port}`, '--insecure-tcp', 'true', '--max-waits', '5',
+      '--max-waits-per-peer', '3', '--max-wait-ms', '20000'],
+  }).ready();
+  const c = d.client();
+  t.after(() => d.kill('SIGKILL'));
+  const { e, gen } = await stopped(d, c);
+  const req = (waitMs = 20000) => ({ process: { pid: e.pid }, generation: gen, waitMs });
+  // Two connections of their own (no shared subchannel).
+  const conn = () => new h.api.NodeService(`127.0.0.1:${tcp}`, h.grpc.credentials.createInsecure(),
+    { 'grpc.use_local_subchannel_pool': 1 });
+  const t1 = conn();
+  const t2 = conn();
+  const pending = [];
+  const wait = (client) => pending.push(client.WaitAck(req(), { deadline: Date.now() + 30000 }, () => {}));
+  const refused = async (client, what) => {
+    const err = await h.call(client, 'WaitAck', req(), { deadlineMs: 30000 }).catch((x) => x);
+    assert.equal(h.grpc.status[err.code], 'RESOURCE_EXHAUSTED', what);
+    assert.match(err.details, what);
+  };
+  assert.equal(await h.code(h.call(t1, 'WaitAck', req(20001))), 'INVALID_ARGUMENT');
+  for (let i = 0; i < 3; i++) wait(t1);
+  await h.until(async () => (await waits(port)) === 3, { what: 'three waits' });
+  await refused(t1, /max_waits_per_peer/);
+  for (let i = 0; i < 2; i++) wait(t2);
+  await h.until(async () => (await waits(port)) === 5, { what: 'five waits' });
+  await refused(c, /max_waits:/); // five in all
+  // Cancelled ones make room at once.
+  for (const x of pending) x.cancel();
+  await h.until(async () => (await h.code(h.call(c, 'WaitAck', req(1000)))) !== 'RESOURCE_EXHAUSTED',
+    { what: 'room again' });
+  process.kill(e.pid, 'SIGKILL');
+  t1.close();
+  t2.close();
+  c.close();
+  await d.stop();
+});
