@@ -261,6 +261,15 @@ static void waits_end_by_their_timers(void **state)
 	free(n);
 }
 
+/* A wait admitted for peer's job id, open (it waits for an ack). */
+static void open_wait(struct node *n, struct answer *a, const char *peer, uint64_t id)
+{
+	struct wait *w = wait_new(n, publish_job(a, INT64_MAX, peer, id), 1, 1000);
+	assert_non_null(w);
+	w->item[0].gen = 7;
+	wait_start(n, w);
+}
+
 /* Waits are bounded (the time, in all, per peer) and end at once when
  * their call is cancelled. */
 static void waits_bounded_and_cancelled(void **state)
@@ -281,21 +290,13 @@ static void waits_bounded_and_cancelled(void **state)
 	assert_int_equal(a[0].code, NODE_INVALID_ARGUMENT);
 	assert_non_null(strstr(a[0].msg, "max_wait_ms"));
 	/* two from one peer, the third refused; another peer still served */
-	for (i = 1; i <= 2; i++) {
-		w = wait_new(n, publish_job(&a[i], INT64_MAX, "ipv4:10.0.0.1:1", (uint64_t)i), 1, 1000);
-		assert_non_null(w);
-		w->item[0].gen = 7; /* open: it waits for an ack */
-		wait_start(n, w);
-	}
+	for (i = 1; i <= 2; i++)
+		open_wait(n, &a[i], "ipv4:10.0.0.1:1", (uint64_t)i);
 	assert_null(wait_new(n, publish_job(&a[3], INT64_MAX, "ipv4:10.0.0.1:1", 3), 1, 1000));
 	assert_int_equal(a[3].code, NODE_RESOURCE_EXHAUSTED);
 	assert_non_null(strstr(a[3].msg, "max_waits_per_peer"));
-	for (i = 4; i <= 5; i++) {
-		w = wait_new(n, publish_job(&a[i], INT64_MAX, "ipv4:10.0.0.2:1", (uint64_t)i), 1, 1000);
-		assert_non_null(w);
-		w->item[0].gen = 7; /* open: it waits for an ack */
-		wait_start(n, w);
-	}
+	for (i = 4; i <= 5; i++)
+		open_wait(n, &a[i], "ipv4:10.0.0.2:1", (uint64_t)i);
 	/* four in all: a fifth peer too is refused */
 	assert_null(wait_new(n, publish_job(&a[6], INT64_MAX, "ipv4:10.0.0.3:1", 6), 1, 1000));
 	assert_non_null(strstr(a[6].msg, "max_waits:"));
@@ -315,10 +316,7 @@ static void waits_bounded_and_cancelled(void **state)
 	waits_cancel(n, 99);
 	assert_int_equal(a[1].got + a[4].got + a[5].got, 0);
 	/* room again for the first peer */
-	w = wait_new(n, publish_job(&a[3], INT64_MAX, "ipv4:10.0.0.1:1", 8), 1, 1000);
-	assert_non_null(w);
-	w->item[0].gen = 7;
-	wait_start(n, w);
+	open_wait(n, &a[3], "ipv4:10.0.0.1:1", 8);
 	waits_sweep(n, now, 1);
 	timers_free(&n->timers);
 	free(n);
