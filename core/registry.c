@@ -86,6 +86,9 @@ struct procctl_registry {
 	struct {
 		pid_t pid;
 		unsigned ticks; /* probes left */
+		dev_t dev;      /* the region */
+		ino_t ino;
+		char consumer[PROCCTL_CONSUMER_MAX + 1];
 	} unsealed[UNSEALED_MAX];
 	int reprobing; /* inside probe_unsealed: its refusals are not new */
 
@@ -416,19 +419,30 @@ static void forget_rejected(procctl_registry_t *r, pid_t pid)
 
 /* A region without its seals yet: its process may be inside procctl_init,
  * so it is probed again on each tick for a while (no notify need come). */
-static void retry_unsealed(procctl_registry_t *r, pid_t pid)
+static void retry_unsealed(procctl_registry_t *r, const struct procctl_scan_entry *s)
 {
 	unsigned i, free_slot = UNSEALED_MAX;
 	for (i = 0; i < UNSEALED_MAX; i++) {
-		if (r->unsealed[i].ticks && r->unsealed[i].pid == pid)
+		if (r->unsealed[i].ticks && r->unsealed[i].pid == s->pid)
 			return; /* already counting down: a region that never seals stops */
 		if (!r->unsealed[i].ticks && free_slot == UNSEALED_MAX)
 			free_slot = i;
 	}
 	if (free_slot < UNSEALED_MAX) {
-		r->unsealed[free_slot].pid = pid;
+		r->unsealed[free_slot].pid = s->pid;
 		r->unsealed[free_slot].ticks = UNSEALED_TICKS;
+		r->unsealed[free_slot].dev = s->dev;
+		r->unsealed[free_slot].ino = s->ino;
+		snprintf(r->unsealed[free_slot].consumer, sizeof r->unsealed[free_slot].consumer, "%s", s->consumer);
 	}
+}
+
+static void remember_rejected(procctl_registry_t *r, pid_t pid, dev_t dev, ino_t ino)
+{
+	struct rejected *rj = &r->rejected[r->nrejected++ % REJECTED_MAX];
+	rj->pid = pid;
+	rj->dev = dev;
+	rj->ino = ino;
 }
 
 static int over_limit(procctl_registry_t *r, pid_t pid)
@@ -465,7 +479,7 @@ static int on_found(const struct procctl_scan_entry *s, void *arg)
 		return 0;
 	}
 	pthread_mutex_lock(&r->mu);
-	r->stats.attach_attempts++;
+	r->stats.attach_attempts += !r->reprobing; /* a probe of a region mid-init is not a new attempt */
 	pthread_mutex_unlock(&r->mu);
 	c = procctl_client_attach(s, &ao, &why);
 	if (!c) {
@@ -474,14 +488,10 @@ static int on_found(const struct procctl_scan_entry *s, void *arg)
 			 * exists before the seals): probed again soon, and quiet.
 			 * The rest is remembered, logged once, counted each time. */
 			int final = why != PROCCTL_REJECT_UNSEALED;
-			if (!final) {
-				retry_unsealed(r, s->pid);
-			} else {
-				struct rejected *rj = &r->rejected[r->nrejected++ % REJECTED_MAX];
-				rj->pid = s->pid;
-				rj->dev = s->dev;
-				rj->ino = s->ino;
-			}
+			if (!final)
+				retry_unsealed(r, s);
+			else
+				remember_rejected(r, s->pid, s->dev, s->ino);
 			if (!r->reprobing)
 				count_reject(r, why);
 			procctl_log(final ? PROCCTL_LOG_WARN : PROCCTL_LOG_DEBUG, "attach_rejected",
@@ -526,8 +536,17 @@ static void probe_unsealed(procctl_registry_t *r)
 	for (i = 0; i < UNSEALED_MAX; i++) {
 		pid_t pid = r->unsealed[i].pid;
 		const struct entry *e;
-		if (!r->unsealed[i].ticks || !--r->unsealed[i].ticks)
+		if (!r->unsealed[i].ticks)
 			continue;
+		if (!--r->unsealed[i].ticks) {
+			/* Still unsealed after a second: not a process inside
+			 * procctl_init. Refused, said once, skipped by rescans
+			 * until a notify says the process has something new. */
+			remember_rejected(r, pid, r->unsealed[i].dev, r->unsealed[i].ino);
+			procctl_log(PROCCTL_LOG_WARN, "attach_rejected", "pid=%d consumer=%s reason=unsealed probed_ms=%d",
+				    (int)pid, r->unsealed[i].consumer, (int)(UNSEALED_TICKS * TICK_NS / 1000000));
+			continue;
+		}
 		r->reprobing = 1;
 		procctl_scan_pid(r->proc_root, pid, r->consumer[0] ? r->consumer : NULL, on_found, r);
 		r->reprobing = 0;

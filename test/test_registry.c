@@ -670,12 +670,65 @@ static void stalled_read_no_heartbeat_stall(void **state)
 	th_agent_kill(&sim);
 }
 
+/* The warnings a test sees (procctl_set_log). */
+static int unsealed_warnings;
+
+static void count_warnings(enum procctl_log_level level, const char *event, const char *fields, void *arg)
+{
+	(void)arg;
+	if (level == PROCCTL_LOG_WARN && !strcmp(event, "attach_rejected") && strstr(fields, "reason=unsealed"))
+		unsealed_warnings++;
+}
+
+/* A region that never seals: probed for a second as one mid-init (one
+ * attach attempt, not fifty), then refused with one warning and skipped
+ * by rescans; a notify tries it once more. */
+static void unsealed_gives_up(void **state)
+{
+	struct procctl_registry_opts o;
+	struct procctl_registry_stats st;
+	struct evlog log;
+	struct th_agent half;
+	procctl_registry_t *r;
+	(void)state;
+
+	procctl_set_log(count_warnings, NULL);
+	memset(&log, 0, sizeof log);
+	opts(&o, "test", lockdir, 0, 3600000 * MS, &log); /* rescans only when asked */
+	r = procctl_registry_new(&o);
+	assert_non_null(r);
+	pump_for(r, 50);
+	assert_int_equal(procctl_registry_first_scan_done(r), 1);
+	th_procsim_start(&half);
+	th_agent_ok(&half, "hostile unsealed");
+	procctl_registry_notify(r, half.pid);
+	pump_for(r, 1500);
+	procctl_registry_stats(r, &st);
+	assert_int_equal(st.attach_attempts, 1);
+	assert_int_equal(unsealed_warnings, 1);
+	assert_int_equal(procctl_registry_rescan(r), 0); /* rescans skip it now */
+	pump_for(r, 300);
+	procctl_registry_stats(r, &st);
+	assert_true(st.scans >= 2);
+	assert_int_equal(st.attach_attempts, 1);
+	assert_int_equal(unsealed_warnings, 1);
+	procctl_registry_notify(r, half.pid);
+	pump_for(r, 100);
+	procctl_registry_stats(r, &st);
+	assert_int_equal(st.attach_attempts, 2);
+	assert_int_equal(log.attached, 0);
+	procctl_registry_close(r, 0);
+	th_agent_kill(&half);
+	procctl_set_log(NULL, NULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(discovery, setup, teardown),
 		cmocka_unit_test_setup_teardown(forked_clients, setup, teardown),
 		cmocka_unit_test_setup_teardown(limits_and_unsealed, setup, teardown),
+		cmocka_unit_test_setup_teardown(unsealed_gives_up, setup, teardown),
 		cmocka_unit_test_setup_teardown(doorbells, setup, teardown),
 		cmocka_unit_test_setup_teardown(heartbeat_follows_clamp, setup, teardown),
 		cmocka_unit_test_setup_teardown(lock_file_replaced, setup, teardown),
