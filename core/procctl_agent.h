@@ -418,6 +418,18 @@ typedef void (*procctl_log_fn)(enum procctl_log_level level, const char *event, 
  * starting registries. */
 void procctl_set_log(procctl_log_fn fn, void *arg);
 
+/* A rate limit for log lines a peer can cause as often as it likes (the
+ * library's own such lines go through one per call site): at most one
+ * line per interval. */
+struct procctl_ratelimit {
+	int64_t next_ns;     /* the next line may go out then */
+	uint64_t suppressed; /* lines dropped since the last one out */
+};
+
+/* 1: write the line now, and *suppressed says how many were dropped
+ * before it; 0: drop it. Any thread. */
+int procctl_ratelimit(struct procctl_ratelimit *rl, int64_t interval_ns, uint64_t *suppressed);
+
 #ifdef __cplusplus
 }
 #endif

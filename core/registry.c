@@ -232,7 +232,7 @@ static void bells_rang(void *arg, uint64_t id)
 	if (++e->bell_count > BELL_LIMIT) {
 		e->bell_muted_until = e->bell_window + BELL_WINDOW_NS;
 		r->stats.doorbells_muted++;
-		procctl_log(PROCCTL_LOG_WARN, "doorbell_muted", "pid=%d rings=%u (for the rest of the second)",
+		procctl_log_limited(PROCCTL_LOG_WARN, "doorbell_muted", "pid=%d rings=%u (for the rest of the second)",
 			    (int)e->c->info.pid, e->bell_count);
 	}
 	r->stats.doorbells++;
@@ -250,7 +250,7 @@ static void bells_nonzero(void *arg, uint64_t id)
 		return;
 	e->bell_bad = 1;
 	r->stats.doorbells_bad++;
-	procctl_log(PROCCTL_LOG_WARN, "doorbell_written", "pid=%d (never listened to again)", (int)e->c->info.pid);
+	procctl_log_limited(PROCCTL_LOG_WARN, "doorbell_written", "pid=%d (never listened to again)", (int)e->c->info.pid);
 }
 
 /* On the loop thread: one event for the rings since the last one. */
@@ -291,10 +291,10 @@ static void claim(procctl_registry_t *r, struct entry *e)
 		pthread_mutex_lock(&r->mu);
 		r->stats.conflicts++;
 		pthread_mutex_unlock(&r->mu);
-		procctl_log(PROCCTL_LOG_WARN, "owner_conflict", "pid=%d consumer=%s",
+		procctl_log_limited(PROCCTL_LOG_WARN, "owner_conflict", "pid=%d consumer=%s",
 			    (int)e->c->info.pid, e->lk->consumer);
 	} else if (g < 0) {
-		procctl_log(PROCCTL_LOG_WARN, "claim_failed", "pid=%d consumer=%s errno=%d",
+		procctl_log_limited(PROCCTL_LOG_WARN, "claim_failed", "pid=%d consumer=%s errno=%d",
 			    (int)e->c->info.pid, e->lk->consumer, (int)-g);
 	}
 }
@@ -494,9 +494,12 @@ static int on_found(const struct procctl_scan_entry *s, void *arg)
 				remember_rejected(r, s->pid, s->dev, s->ino);
 			if (!r->reprobing)
 				count_reject(r, why);
-			procctl_log(final ? PROCCTL_LOG_WARN : PROCCTL_LOG_DEBUG, "attach_rejected",
-				    "pid=%d fd=%d consumer=%s reason=%s", (int)s->pid, s->fd, s->consumer,
-				    procctl_reject_name(why));
+			if (final) /* a peer can make as many as it likes */
+				procctl_log_limited(PROCCTL_LOG_WARN, "attach_rejected", "pid=%d fd=%d consumer=%s reason=%s",
+						    (int)s->pid, s->fd, s->consumer, procctl_reject_name(why));
+			else
+				procctl_log(PROCCTL_LOG_DEBUG, "attach_rejected", "pid=%d fd=%d consumer=%s reason=%s",
+					    (int)s->pid, s->fd, s->consumer, procctl_reject_name(why));
 		} else {
 			procctl_log(PROCCTL_LOG_DEBUG, "attach_failed", "pid=%d fd=%d errno=%d", (int)s->pid, s->fd,
 				    errno);
@@ -543,7 +546,7 @@ static void probe_unsealed(procctl_registry_t *r)
 			 * procctl_init. Refused, said once, skipped by rescans
 			 * until a notify says the process has something new. */
 			remember_rejected(r, pid, r->unsealed[i].dev, r->unsealed[i].ino);
-			procctl_log(PROCCTL_LOG_WARN, "attach_rejected", "pid=%d consumer=%s reason=unsealed probed_ms=%d",
+			procctl_log_limited(PROCCTL_LOG_WARN, "attach_rejected", "pid=%d consumer=%s reason=unsealed probed_ms=%d",
 				    (int)pid, r->unsealed[i].consumer, (int)(UNSEALED_TICKS * TICK_NS / 1000000));
 			continue;
 		}

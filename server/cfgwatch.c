@@ -79,7 +79,9 @@ void cfg_reload(struct node *n)
 		return;
 	}
 	if (n->cfg_build(c, err, sizeof err, n->cfg_arg) < 0) {
-		node_log(PROCCTL_LOG_ERROR, "config_reload_failed", "file=%s error=\"%s\" kept=running", n->cfg_path, err);
+		char q[sizeof err];
+		node_log(PROCCTL_LOG_ERROR, "config_reload_failed", "file=%s error=\"%s\" kept=running", n->cfg_path,
+			 node_log_quote(q, sizeof q, err));
 		free(c);
 		return;
 	}

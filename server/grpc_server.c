@@ -108,7 +108,8 @@ static void on_grpc_log(gpr_log_func_args *a)
 	enum procctl_log_level l = a->severity == GPR_LOG_SEVERITY_ERROR ? PROCCTL_LOG_ERROR
 				   : a->severity == GPR_LOG_SEVERITY_INFO ? PROCCTL_LOG_INFO
 									 : PROCCTL_LOG_DEBUG;
-	node_log(l, "grpc", "file=%s line=%d msg=\"%s\"", a->file, a->line, a->message);
+	char q[512];
+	node_log(l, "grpc", "file=%s line=%d msg=\"%s\"", a->file, a->line, node_log_quote(q, sizeof q, a->message));
 }
 
 static char *slurp(const char *path, char *err, size_t errlen)

@@ -394,14 +394,14 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
-	char msg[300];
+	char msg[300], q[1300];
 	size_t n;
 	(void)cls;
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	n = strlen(msg);
 	while (n && msg[n - 1] == '\n')
 		msg[--n] = 0;
-	node_log(PROCCTL_LOG_WARN, "http", "msg=\"%s\"", msg);
+	node_log_limited(PROCCTL_LOG_WARN, "http", "msg=\"%s\"", node_log_quote(q, sizeof q, msg)); /* a peer's doing, often */
 }
 
 int httpsrv_start(const struct node_cfg *cfg, struct node *n, const struct metrics_source *more, size_t nmore,

@@ -2,7 +2,6 @@
 /* log.c - procctl-node's log (log.h). */
 #include "log.h"
 
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -40,31 +39,37 @@ void node_log(enum procctl_log_level level, const char *event, const char *fmt, 
 	line(level, event, fields);
 }
 
-void node_log_limit(struct node_log_limit *l, enum procctl_log_level level, const char *event, const char *fmt, ...)
+void node_log_limit(struct procctl_ratelimit *rl, enum procctl_log_level level, const char *event, const char *fmt, ...)
 {
-	static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-	unsigned long long suppressed;
-	long long now = procctl_now_ns();
+	uint64_t suppressed;
 	char fields[1024];
 	size_t len;
 	va_list ap;
-	if (level > log_max)
+	if (level > log_max || !procctl_ratelimit(rl, 1000000000, &suppressed))
 		return;
-	pthread_mutex_lock(&mu);
-	if (now < l->next_ns) {
-		l->suppressed++;
-		pthread_mutex_unlock(&mu);
-		return;
-	}
-	suppressed = l->suppressed;
-	l->suppressed = 0;
-	l->next_ns = now + 1000000000ll;
-	pthread_mutex_unlock(&mu);
 	va_start(ap, fmt);
 	vsnprintf(fields, sizeof fields, fmt, ap);
 	va_end(ap);
 	len = strlen(fields);
 	if (suppressed && len < sizeof fields)
-		snprintf(fields + len, sizeof fields - len, " suppressed=%llu", suppressed);
+		snprintf(fields + len, sizeof fields - len, " suppressed=%llu", (unsigned long long)suppressed);
 	line(level, event, fields);
+}
+
+const char *node_log_quote(char *buf, size_t len, const char *s)
+{
+	size_t o = 0;
+	for (; *s && o + 5 < len; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\') {
+			buf[o++] = '\\';
+			buf[o++] = (char)c;
+		} else if (c < 0x20 || c > 0x7e) {
+			o += (size_t)snprintf(buf + o, len - o, "\\x%02x", c);
+		} else {
+			buf[o++] = (char)c;
+		}
+	}
+	buf[o] = 0;
+	return buf;
 }

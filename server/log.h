@@ -4,6 +4,8 @@
 #ifndef PROCCTL_NODE_LOG_H
 #define PROCCTL_NODE_LOG_H
 
+#include <stddef.h>
+
 #include "procctl_agent.h" /* enum procctl_log_level */
 
 void node_log(enum procctl_log_level level, const char *event, const char *fmt, ...)
@@ -11,17 +13,16 @@ void node_log(enum procctl_log_level level, const char *event, const char *fmt, 
 /* A line a peer can make us write as often as it likes: at most one a
  * second per call site, the next saying how many were suppressed
  * between ("suppressed=N"). Any thread. */
-#define node_log_limited(level, event, ...)                                      \
-	do {                                                                     \
-		static struct node_log_limit node_log_limit_;                    \
-		node_log_limit(&node_log_limit_, level, event, __VA_ARGS__);     \
+#define node_log_limited(level, event, ...)                                  \
+	do {                                                                 \
+		static struct procctl_ratelimit node_log_rl_;                \
+		node_log_limit(&node_log_rl_, level, event, __VA_ARGS__);    \
 	} while (0)
-struct node_log_limit {
-	long long next_ns;   /* the next line may go out then */
-	unsigned long long suppressed;
-};
-void node_log_limit(struct node_log_limit *l, enum procctl_log_level level, const char *event, const char *fmt, ...)
+void node_log_limit(struct procctl_ratelimit *rl, enum procctl_log_level level, const char *event, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
+/* s as a quoted log value's inside: '"' and '\\' escaped, bytes outside
+ * printable ASCII as \xNN, cut to fit buf (len > 4). buf is returned. */
+const char *node_log_quote(char *buf, size_t len, const char *s);
 /* Lines above max are dropped (default: info). */
 void node_log_level(enum procctl_log_level max);
 

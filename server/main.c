@@ -186,7 +186,7 @@ static int rebuild_cfg(struct node_cfg *cfg, char *err, size_t errlen, void *arg
 int main(int argc, char **argv)
 {
 	static struct node_cfg cfg;
-	char err[512];
+	char err[512], q[2100];
 	struct grpc_srv *srv = NULL;
 	struct httpsrv *http = NULL;
 	struct sigaction sa;
@@ -229,14 +229,14 @@ int main(int argc, char **argv)
 		char lock_dir[sizeof cfg.lock_dir];
 		memcpy(lock_dir, cfg.lock_dir, sizeof lock_dir);
 		if (rebuild_cfg(&now, err, sizeof err, NULL) < 0) {
-			node_log(PROCCTL_LOG_ERROR, "start_failed", "error=\"%s\"", err);
+			node_log(PROCCTL_LOG_ERROR, "start_failed", "error=\"%s\"", node_log_quote(q, sizeof q, err));
 			return 2;
 		}
 		cfg = now;
 		memcpy(cfg.lock_dir, lock_dir, sizeof lock_dir);
 	}
 	if (!(the_node = node_new(&cfg, err, sizeof err))) {
-		node_log(PROCCTL_LOG_ERROR, "start_failed", "error=\"%s\"", err);
+		node_log(PROCCTL_LOG_ERROR, "start_failed", "error=\"%s\"", node_log_quote(q, sizeof q, err));
 		return 1;
 	}
 	if (config_path && (r = node_watch_config(the_node, config_path, rebuild_cfg, NULL)) < 0)
@@ -245,7 +245,7 @@ int main(int argc, char **argv)
 	if (stopping)
 		node_stop(the_node);
 	if (grpcsrv_start(&cfg, the_node, &srv, err, sizeof err) < 0) {
-		node_log(PROCCTL_LOG_ERROR, "start_failed", "error=\"%s\"", err);
+		node_log(PROCCTL_LOG_ERROR, "start_failed", "error=\"%s\"", node_log_quote(q, sizeof q, err));
 		node_close(the_node, 0);
 		return 1;
 	}
@@ -255,7 +255,7 @@ int main(int argc, char **argv)
 	}
 	if (cfg.http_listen[0] && httpsrv_start(&cfg, the_node, &(struct metrics_source){grpc_metrics, srv}, 1, &http, err,
 						sizeof err) < 0) {
-		node_log(PROCCTL_LOG_ERROR, "start_failed", "error=\"%s\"", err);
+		node_log(PROCCTL_LOG_ERROR, "start_failed", "error=\"%s\"", node_log_quote(q, sizeof q, err));
 		node_stop(the_node); /* the loop answers what came meanwhile, then all is undone */
 		failed = 1;
 	}

@@ -44,7 +44,7 @@ static void desired_push(struct node *n, const struct desired *d)
  * written) is logged by name and tried again at the next reload. */
 void desired_from_file(struct node *n, const struct node_cfg *cfg)
 {
-	char err[400];
+	char err[400], q[1700];
 	size_t i, j;
 	for (i = 0; i < n->desired.n;) {
 		const struct desired *d = &n->desired.v[i];
@@ -60,7 +60,7 @@ void desired_from_file(struct node *n, const struct node_cfg *cfg)
 		}
 		memcpy(source, d->source, sizeof source);
 		if (desired_delete(&n->desired, &sel, err, sizeof err) < 0) {
-			node_log(PROCCTL_LOG_ERROR, "desired_file_failed", "section=%s error=\"%s\"", source, err);
+			node_log(PROCCTL_LOG_ERROR, "desired_file_failed", "section=%s error=\"%s\"", source, node_log_quote(q, sizeof q, err));
 			i++;
 			continue;
 		}
@@ -86,7 +86,7 @@ void desired_from_file(struct node *n, const struct node_cfg *cfg)
 		else if (r < 0 && r != -EIO && r != -ENOSPC)
 			snprintf(err, sizeof err, "%s", strerror(-r));
 		if (r < 0) {
-			node_log(PROCCTL_LOG_ERROR, "desired_file_failed", "section=%s error=\"%s\"", f->name, err);
+			node_log(PROCCTL_LOG_ERROR, "desired_file_failed", "section=%s error=\"%s\"", f->name, node_log_quote(q, sizeof q, err));
 			continue;
 		}
 		node_log(PROCCTL_LOG_INFO, "desired_set", "section=%s revision=%llu consumer=%s version=%u pod=%s container=%.12s bytes=%zu",

@@ -322,6 +322,18 @@ static void waits_bounded_and_cancelled(void **state)
 	free(n);
 }
 
+/* A log value's inside: quotes and backslashes escaped, other bytes as
+ * \xNN, cut to fit without splitting an escape. */
+static void log_values_escaped(void **state)
+{
+	char q[64], small[8];
+	(void)state;
+	assert_string_equal(node_log_quote(q, sizeof q, "plain"), "plain");
+	assert_string_equal(node_log_quote(q, sizeof q, "a \"b\" c\\d\n\x01\xff"), "a \\\"b\\\" c\\\\d\\x0a\\x01\\xff");
+	assert_string_equal(node_log_quote(small, sizeof small, "\x01\x02"), "\\x01");
+	assert_string_equal(node_log_quote(small, sizeof small, "abcdefghij"), "abc");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -330,6 +342,7 @@ int main(void)
 		cmocka_unit_test(metrics_of_a_fixed_state),
 		cmocka_unit_test(waits_end_by_their_timers),
 		cmocka_unit_test(waits_bounded_and_cancelled),
+		cmocka_unit_test(log_values_escaped),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

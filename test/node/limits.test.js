@@ -107,3 +107,28 @@ test('waits are capped in all, per peer (a TCP connection) and in time, read-onl
   c.close();
   await d.stop();
 });
+
+test('warnings a peer can cause are one a second, then "suppressed=N"; log values are escaped', async (t) => {
+  const d = await new h.Daemon({ consumers: 'test' }).ready();
+  t.after(() => d.kill('SIGKILL'));
+  const rejected = () => d.lines.filter((l) => /level=warn event=attach_rejected /.test(l));
+  const hostile = async () => {
+    const p = new h.Child(process.env.PROCSIM, [], { stdio: ['pipe', 'pipe', 'pipe'] });
+    p.proc.stdin.write('hostile badmagic\n');
+    await p.line(/^ok /, { out: true });
+    return p;
+  };
+  // 40 processes with regions the daemon refuses, found within a second.
+  const ps = await Promise.all(Array.from({ length: 40 }, hostile));
+  await h.until(() => rejected().length >= 1, { what: 'a refusal said' });
+  await h.sleep(500);
+  assert.equal(rejected().length, 1, rejected().join('\n'));
+  // A second on, the next one says how many were not.
+  await h.sleep(600);
+  ps.push(await hostile());
+  await h.until(() => rejected().length >= 2, { what: 'the next refusal said' });
+  assert.match(rejected()[1], / suppressed=(\d+)$/);
+  assert.ok(Number(/ suppressed=(\d+)$/.exec(rejected()[1])[1]) >= 30, rejected()[1]);
+  await Promise.all(ps.map((p) => p.kill('SIGKILL')));
+  await d.stop();
+});

@@ -61,9 +61,10 @@ test('a ConfigMap swap: [desired] sections apply at once; a removed one is delet
   assert.deepEqual(await desired(c), ['level=debug']);
   await d.line(/event=config_reloaded file=\S+ desired=1/);
 
-  // Not a config: logged, and the running one stays.
-  vol.swap('this is not a config\n');
-  await d.line(/event=config_reload_failed .*not key = value.*kept=running/);
+  // Not a config: logged, its bytes escaped in the log value, and the
+  // running one stays.
+  vol.swap('this "is" not a config\x01\n');
+  await d.line(/event=config_reload_failed .*error=".*'this \\"is\\" not a config\\x01' is not key = value.*kept=running/);
   assert.deepEqual(await desired(c), ['level=debug']);
 
   // The section removed: deleted from the store; the process keeps its config.
