@@ -61,9 +61,11 @@ struct node *node_new(const struct node_cfg *cfg, char *err, size_t errlen)
 	if (desired_load(&n->desired, cfg->state_dir, err, errlen) < 0)
 		goto fail;
 	desired_limits(&n->desired, cfg->desired_max, cfg->desired_bytes_max);
-	if (n->desired.set_aside[0])
+	if (n->desired.set_aside[0]) {
+		char q[4 * sizeof n->desired.set_aside_why];
 		node_log(PROCCTL_LOG_WARN, "desired_set_aside", "file=%s reason=\"%s\" desired=none",
-			 n->desired.set_aside, n->desired.set_aside_why);
+			 n->desired.set_aside, node_log_quote(q, sizeof q, n->desired.set_aside_why));
+	}
 	if (n->desired.converted)
 		node_log(PROCCTL_LOG_INFO, "desired_converted", "from=desired.pb to=%s configs=%zu", n->desired.path,
 			 n->desired.n);
