@@ -399,11 +399,11 @@ static struct entry *entry_of(procctl_registry_t *r, pid_t pid, dev_t dev, ino_t
 	return NULL;
 }
 
-static int was_rejected(procctl_registry_t *r, const struct procctl_scan_entry *s)
+static int was_rejected(procctl_registry_t *r, pid_t pid, dev_t dev, ino_t ino)
 {
 	unsigned i;
 	for (i = 0; i < r->nrejected && i < REJECTED_MAX; i++)
-		if (r->rejected[i].pid == s->pid && r->rejected[i].dev == s->dev && r->rejected[i].ino == s->ino)
+		if (r->rejected[i].pid == pid && r->rejected[i].dev == dev && r->rejected[i].ino == ino)
 			return 1;
 	return 0;
 }
@@ -470,7 +470,7 @@ static int on_found(const struct procctl_scan_entry *s, void *arg)
 	procctl_client_t *c;
 	struct entry *e;
 
-	if (entry_of(r, s->pid, s->dev, s->ino) || was_rejected(r, s))
+	if (entry_of(r, s->pid, s->dev, s->ino) || was_rejected(r, s->pid, s->dev, s->ino))
 		return 0;
 	if (over_limit(r, s->pid)) {
 		count_reject(r, PROCCTL_REJECT_LIMIT);
@@ -492,7 +492,7 @@ static int on_found(const struct procctl_scan_entry *s, void *arg)
 				retry_unsealed(r, s);
 			else
 				remember_rejected(r, s->pid, s->dev, s->ino);
-			if (!r->reprobing)
+			if (!r->reprobing || final) /* a verdict a probe reached counts */
 				count_reject(r, why);
 			if (final) /* a peer can make as many as it likes */
 				procctl_log_limited(PROCCTL_LOG_WARN, "attach_rejected", "pid=%d fd=%d consumer=%s reason=%s",
@@ -555,8 +555,8 @@ static void probe_unsealed(procctl_registry_t *r)
 		r->reprobing = 0;
 		for (e = r->entries; e && e->c->info.pid != pid; e = e->next)
 			;
-		if (e) /* sealed and attached now */
-			r->unsealed[i].ticks = 0;
+		if (e || was_rejected(r, pid, r->unsealed[i].dev, r->unsealed[i].ino))
+			r->unsealed[i].ticks = 0; /* sealed now: attached, or refused for good */
 	}
 }
 

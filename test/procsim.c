@@ -17,6 +17,7 @@
  *                                refuse (a hostile process), or one nobody
  *                                rang for
  *   seal                         add the region's seals (after hostile late)
+ *   sealfuture                   the same with FUTURE_WRITE: a wrong set
  *   ring N                       FUTEX_WAKE the ack doorbell N times
  *   bellword                     write 1 to the doorbell word (through a
  *                                writable mapping of its own region)
@@ -317,8 +318,9 @@ int main(void)
 						 __ATOMIC_RELAXED);
 				reply("ok");
 			}
-		} else if (!strcmp(line, "seal")) {
-			if (fcntl(region_fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
+		} else if (!strcmp(line, "seal") || !strcmp(line, "sealfuture")) {
+			int future = !strcmp(line, "sealfuture") ? F_SEAL_FUTURE_WRITE : 0;
+			if (fcntl(region_fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL | future) < 0)
 				reply("err %d", errno);
 			else
 				reply("ok");

@@ -671,13 +671,15 @@ static void stalled_read_no_heartbeat_stall(void **state)
 }
 
 /* The warnings a test sees (procctl_set_log). */
-static int unsealed_warnings;
+static int unsealed_warnings, wrong_seals_warnings;
 
 static void count_warnings(enum procctl_log_level level, const char *event, const char *fields, void *arg)
 {
 	(void)arg;
-	if (level == PROCCTL_LOG_WARN && !strcmp(event, "attach_rejected") && strstr(fields, "reason=unsealed"))
-		unsealed_warnings++;
+	if (level != PROCCTL_LOG_WARN || strcmp(event, "attach_rejected"))
+		return;
+	unsealed_warnings += !!strstr(fields, "reason=unsealed");
+	wrong_seals_warnings += !!strstr(fields, "reason=wrong_seals");
 }
 
 /* A region that never seals: probed for a second as one mid-init (one
@@ -722,6 +724,41 @@ static void unsealed_gives_up(void **state)
 	procctl_set_log(NULL, NULL);
 }
 
+/* A region found mid-init that then seals wrongly: refused once, for its
+ * seals, counted as such, and no longer probed as unsealed. */
+static void late_wrong_seals(void **state)
+{
+	struct procctl_registry_opts o;
+	struct procctl_registry_stats st;
+	struct evlog log;
+	struct th_agent half;
+	procctl_registry_t *r;
+	(void)state;
+
+	procctl_set_log(count_warnings, NULL);
+	unsealed_warnings = wrong_seals_warnings = 0;
+	memset(&log, 0, sizeof log);
+	opts(&o, "test", lockdir, 0, 3600000 * MS, &log);
+	r = procctl_registry_new(&o);
+	assert_non_null(r);
+	pump_for(r, 50);
+	th_procsim_start(&half);
+	th_agent_ok(&half, "hostile late");
+	procctl_registry_notify(r, half.pid);
+	pump_for(r, 50);
+	th_agent_ok(&half, "sealfuture");
+	pump_for(r, 1500);
+	procctl_registry_stats(r, &st);
+	assert_int_equal(st.rejects[PROCCTL_REJECT_WRONG_SEALS], 1);
+	assert_int_equal(wrong_seals_warnings, 1);
+	assert_int_equal(unsealed_warnings, 0);
+	assert_int_equal(st.attach_attempts, 1);
+	assert_int_equal(log.attached, 0);
+	procctl_registry_close(r, 0);
+	th_agent_kill(&half);
+	procctl_set_log(NULL, NULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -729,6 +766,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(forked_clients, setup, teardown),
 		cmocka_unit_test_setup_teardown(limits_and_unsealed, setup, teardown),
 		cmocka_unit_test_setup_teardown(unsealed_gives_up, setup, teardown),
+		cmocka_unit_test_setup_teardown(late_wrong_seals, setup, teardown),
 		cmocka_unit_test_setup_teardown(doorbells, setup, teardown),
 		cmocka_unit_test_setup_teardown(heartbeat_follows_clamp, setup, teardown),
 		cmocka_unit_test_setup_teardown(lock_file_replaced, setup, teardown),
