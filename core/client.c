@@ -512,50 +512,73 @@ struct read_job {
 	struct procctl_hdr hdr;
 	struct procctl_state_view view;
 	enum procctl_reject why;
+	int noted; /* abandoned, and its pid is in the blocked set */
 	uint64_t buf[]; /* state_size bytes */
 };
 
-/* On a worker: the read, then the pidfd (SPEC.md 7.2 step 5): only a read
- * of the process we pinned counts. */
 /* Processes with a read stuck off-path: every read of any of their
- * regions fails at once, so one process cannot tie up the pool. */
-#define BLOCKED_MAX 256
+ * regions fails at once, so one process holds one worker at most. The
+ * set grows with them (the pool bounds how many can be stuck; if it
+ * cannot grow, the pool's bound is the only one). */
 static pthread_mutex_t blocked_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct {
+static struct blocked {
 	pid_t pid;
 	int n;
-} blocked[BLOCKED_MAX];
+} *blocked;
+static size_t nblocked, blocked_cap;
 
-static void blocked_add(pid_t pid, int delta)
+static struct blocked *blocked_find(pid_t pid)
 {
-	int i, free_slot = -1;
+	size_t i;
+	for (i = 0; i < nblocked; i++)
+		if (blocked[i].pid == pid)
+			return &blocked[i];
+	return NULL;
+}
+
+/* Note one more stuck read of pid; -ENOMEM if the set cannot grow. */
+static int blocked_add(pid_t pid)
+{
+	struct blocked *b;
+	int r = 0;
 	pthread_mutex_lock(&blocked_mu);
-	for (i = 0; i < BLOCKED_MAX; i++) {
-		if (blocked[i].n && blocked[i].pid == pid) {
-			blocked[i].n += delta;
-			pthread_mutex_unlock(&blocked_mu);
-			return;
+	if ((b = blocked_find(pid))) {
+		b->n++;
+	} else if (nblocked == blocked_cap &&
+		   !(b = realloc(blocked, (blocked_cap ? 2 * blocked_cap : 64) * sizeof *blocked))) {
+		r = -ENOMEM;
+	} else {
+		if (nblocked == blocked_cap) {
+			blocked = b;
+			blocked_cap = blocked_cap ? 2 * blocked_cap : 64;
 		}
-		if (!blocked[i].n && free_slot < 0)
-			free_slot = i;
+		blocked[nblocked].pid = pid;
+		blocked[nblocked++].n = 1;
 	}
-	if (delta > 0 && free_slot >= 0) {
-		blocked[free_slot].pid = pid;
-		blocked[free_slot].n = delta;
-	}
+	pthread_mutex_unlock(&blocked_mu);
+	return r;
+}
+
+static void blocked_del(pid_t pid)
+{
+	struct blocked *b;
+	pthread_mutex_lock(&blocked_mu);
+	if ((b = blocked_find(pid)) && --b->n == 0)
+		*b = blocked[--nblocked];
 	pthread_mutex_unlock(&blocked_mu);
 }
 
 static int blocked_has(pid_t pid)
 {
-	int i, hit = 0;
+	int hit;
 	pthread_mutex_lock(&blocked_mu);
-	for (i = 0; i < BLOCKED_MAX && !hit; i++)
-		hit = blocked[i].n && blocked[i].pid == pid;
+	hit = blocked_find(pid) != NULL;
 	pthread_mutex_unlock(&blocked_mu);
 	return hit;
 }
 
+/* On a worker: the read, then the pidfd (SPEC.md 7.2 step 5): only a read
+ * of the process we pinned counts. */
 static int read_fn(struct procctl_job *j)
 {
 	struct read_job *rj = (struct read_job *)j;
@@ -565,14 +588,15 @@ static int read_fn(struct procctl_job *j)
 
 static void read_abandon(struct procctl_job *j)
 {
-	blocked_add(((struct read_job *)j)->remote->pid, 1);
+	struct read_job *rj = (struct read_job *)j;
+	rj->noted = blocked_add(rj->remote->pid) == 0;
 }
 
 static void read_release(struct procctl_job *j)
 {
 	struct read_job *rj = (struct read_job *)j;
-	if (j->abandoned)
-		blocked_add(rj->remote->pid, -1);
+	if (rj->noted)
+		blocked_del(rj->remote->pid);
 	remote_put(rj->remote);
 }
 

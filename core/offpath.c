@@ -6,8 +6,11 @@
  * finishes, and the caller has long moved on.
  *
  * Workers that are stuck in abandoned jobs do not count against the pool:
- * up to MAX_READY workers serve new jobs, and at most MAX_WORKERS threads
- * exist; past that, a new job fails at once with -EAGAIN. */
+ * up to MAX_READY workers serve new jobs beside at most MAX_STUCK stuck
+ * ones (callers keep it to one per process: a stuck process costs one
+ * small-stacked thread, and the rest of the node is served); past that,
+ * with every worker stuck, a new job fails at once with -EAGAIN. Idle
+ * workers beyond MAX_READY, freed from stuck jobs, exit. */
 #define _GNU_SOURCE 1
 #include <errno.h>
 #include <pthread.h>
@@ -17,8 +20,9 @@
 
 #include "offpath.h"
 
-#define MAX_READY 16   /* workers not stuck in an abandoned job */
-#define MAX_WORKERS 64 /* threads in all */
+#define MAX_READY 16                 /* workers not stuck in an abandoned job */
+#define MAX_STUCK 4096               /* workers stuck (the default max_regions) */
+#define WORKER_STACK (256u << 10)    /* a job reads into its own heap buffer */
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -55,6 +59,11 @@ static void *worker(void *arg)
 	for (;;) {
 		struct procctl_job *j;
 		while (!queue_head) {
+			if (idle >= MAX_READY) { /* one freed from a stuck job */
+				workers--;
+				pthread_mutex_unlock(&mu);
+				return NULL;
+			}
 			idle++;
 			pthread_cond_wait(&work, &mu);
 			idle--;
@@ -96,12 +105,13 @@ int procctl_job_run(struct procctl_job *j, int64_t deadline_ns)
 	ts.tv_nsec = (long)(deadline_ns % 1000000000);
 	pthread_mutex_lock(&mu);
 	/* A worker for every queued job, if the pool allows. */
-	if (queued + 1 > idle && workers - stuck < MAX_READY) {
+	if (queued + 1 > idle && workers - stuck < MAX_READY && workers < MAX_READY + MAX_STUCK) {
 		pthread_t t;
 		pthread_attr_t a;
 		pthread_attr_init(&a);
 		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-		if (workers < MAX_WORKERS && pthread_create(&t, &a, worker, NULL) == 0)
+		pthread_attr_setstacksize(&a, WORKER_STACK);
+		if (pthread_create(&t, &a, worker, NULL) == 0)
 			workers++;
 		pthread_attr_destroy(&a);
 	}

@@ -45,6 +45,11 @@ static void processes(FILE *f, const struct node *n)
 		fprintf(f, "procctl_processes{consumer=\"%s\",ownership=\"%s\"} %zu\n", p->key.consumer,
 			owned ? "owned" : "passive", c);
 	}
+	metric_head(f, "procctl_processes_stalled", "gauge",
+		    "Attached processes a read of whose state block is stuck (not read again until it returns).");
+	for (i = j = 0; i < n->nprocs; i++)
+		j += n->procs[i]->stalled != 0;
+	fprintf(f, "procctl_processes_stalled %zu\n", j);
 }
 
 /* A counter summed over the registries' stats (a field of them, by offset). */

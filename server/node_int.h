@@ -43,6 +43,7 @@ struct proc {
 	pid_t nspid[PROCCTL_NSPID_MAX];
 	uint32_t payload_cap;
 	int have_state;       /* a state block was read */
+	int stalled;          /* a read of it is stuck: reads fail at once until it returns */
 	uint64_t acked_gen;   /* from the last read */
 	int32_t ack_status;
 	uint32_t state_hash;  /* of its resources and bytes */
@@ -174,6 +175,7 @@ Procctl__V1__DesiredConfig *mk_desired(struct arena *a, const struct desired *d)
 void proc_wrote(struct node *n, struct proc *p, int64_t g);
 void node_emit(struct node *n, const struct selector *k, PbEvent *ev);
 void proc_read_state(struct node *n, struct proc *p, int quiet);
+int proc_read(struct proc *p, struct procctl_state *st, int64_t deadline_ns);
 /* Poll p's state by its interval from now, unless a poll is due sooner. */
 void proc_poll_soon(struct node *n, struct proc *p, int64_t now);
 void node_on_hello(pid_t pid, void *arg);

@@ -107,15 +107,36 @@ static struct proc *find_client(struct node *n, const procctl_client_t *c, size_
 	return NULL;
 }
 
+/* Read p's state block into st. A read that is stuck (a page behind
+ * userfaultfd or FUSE, SPEC.md 7.2) marks p stalled, said once at warn:
+ * the library starts no other read of the process until that one
+ * returns, so each later read fails at once, and the first that does not
+ * ends the stall. */
+int proc_read(struct proc *p, struct procctl_state *st, int64_t deadline_ns)
+{
+	int r = procctl_client_read_state(p->c, st, deadline_ns);
+	int stalled = r == -ETIMEDOUT;
+	if (stalled == p->stalled)
+		return r;
+	p->stalled = stalled;
+	if (stalled)
+		node_log_limited(PROCCTL_LOG_WARN, "state_stalled", "pid=%d consumer=%s instance=%016llx", (int)p->key.pid,
+				 p->key.consumer, (unsigned long long)p->instance);
+	else
+		node_log(PROCCTL_LOG_INFO, "state_unstalled", "pid=%d consumer=%s instance=%016llx", (int)p->key.pid,
+			 p->key.consumer, (unsigned long long)p->instance);
+	return r;
+}
+
 /* Read p's state block: note a new ack (Acked) and a changed block
  * (StateChanged), and settle the waits on p. */
 void proc_read_state(struct node *n, struct proc *p, int quiet)
 {
 	struct procctl_state *st = &n->st;
 	uint32_t h;
-	int first, r = procctl_client_read_state(p->c, st, now_ns() + STATE_READ_NS);
+	int first, r = proc_read(p, st, now_ns() + STATE_READ_NS);
 	if (r < 0) {
-		if (r != -ESRCH && r != -ESTALE)
+		if (r != -ESRCH && r != -ESTALE && r != -ETIMEDOUT)
 			node_log(PROCCTL_LOG_DEBUG, "state_unreadable", "pid=%d error=%s reason=%s", (int)p->key.pid,
 				 strerror(-r), r == -EPROTO ? procctl_reject_name(st->why) : "-");
 		return;

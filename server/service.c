@@ -124,7 +124,7 @@ static void do_read_state(struct node *n, struct node_job *job)
 	int r;
 	if (code)
 		return job_finish(job, code, why, NULL);
-	r = procctl_client_read_state(p->c, st, job->deadline_ns < dl ? job->deadline_ns : dl);
+	r = proc_read(p, st, job->deadline_ns < dl ? job->deadline_ns : dl);
 	switch (r) {
 	case 0:
 		break;
@@ -132,7 +132,10 @@ static void do_read_state(struct node *n, struct node_job *job)
 	case -ESTALE:
 		return job_finish(job, NODE_NOT_FOUND, "the process exited or exec'd", NULL);
 	case -ETIMEDOUT:
-		return job_finish(job, NODE_DEADLINE_EXCEEDED, "the state read did not job_finish (a stalled page)", NULL);
+		return job_finish(job, NODE_DEADLINE_EXCEEDED,
+				  "the process is stalled: a read of its state block has not returned (a page nobody "
+				  "serves); it is not read again until that read returns",
+				  NULL);
 	case -EAGAIN:
 		return job_finish(job, NODE_UNAVAILABLE, "the state block is being written, or no reader is free", NULL);
 	case -EPROTO:
