@@ -149,3 +149,11 @@ void procctl_lock_drop(int fd)
 {
 	flock(fd, LOCK_UN);
 }
+
+void procctl_lock_remove(int fd, const char *dir, const char *consumer)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof path, "%s/%s.lock", dir, consumer);
+	if (procctl_lock_current(fd, dir, consumer))
+		unlink(path);
+}

@@ -24,5 +24,9 @@ int procctl_lock_take(int fd, const char *dir, const char *consumer, uint32_t *e
 /* 1 while fd is still the file at <dir>/<consumer>.lock. */
 int procctl_lock_current(int fd, const char *dir, const char *consumer);
 void procctl_lock_drop(int fd);
+/* Remove <dir>/<consumer>.lock if it is still fd's file (call it holding
+ * the lock, before dropping it: an agent waiting on the file then finds it
+ * stale and opens a new one). */
+void procctl_lock_remove(int fd, const char *dir, const char *consumer);
 
 #endif

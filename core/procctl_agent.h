@@ -51,6 +51,7 @@ enum procctl_reject {
 	PROCCTL_REJECT_CONSUMER_MISMATCH, /* the name and the header disagree */
 	PROCCTL_REJECT_NOT_CREATOR,    /* header pid is not the process's: an inherited fd */
 	PROCCTL_REJECT_LIMIT,          /* over the regions allowed per process or per agent */
+	PROCCTL_REJECT_CONSUMER_LIMIT, /* a consumer more than the agent keeps locks for */
 	PROCCTL_REJECT__COUNT
 };
 
@@ -258,6 +259,8 @@ struct procctl_registry_opts {
 	unsigned flags;           /* PROCCTL_REGISTRY_* */
 	uint32_t max_per_process; /* regions attached per process; 0: 8 */
 	uint32_t max_regions;     /* regions attached in all; 0: 4096 */
+	uint32_t max_consumers;   /* distinct consumers with regions attached (each holds a
+	                           * lock file and an fd while it has any); 0: 256 */
 };
 
 struct procctl_registry_stats {

@@ -29,6 +29,7 @@
 #define UNSEALED_TICKS 50 /* a region found mid-init is probed again for 1 s */
 #define DEFAULT_PER_PROCESS 8
 #define DEFAULT_REGIONS 4096
+#define DEFAULT_CONSUMERS 256
 #define BELL_WINDOW_NS 1000000000ull
 #define BELL_LIMIT 1000 /* rings a process may make per window */
 
@@ -71,6 +72,8 @@ struct procctl_registry {
 	uint32_t domain;
 	int have_domain, domain_logged;
 	struct lock_rec *locks;
+	uint32_t nlocks;
+	int closing; /* locks go with the registry, not one by one */
 	uint64_t scans_started, scans_done, next_id, ticks;
 	int first_scan_done, stop;
 
@@ -380,12 +383,45 @@ static struct lock_rec *lock_for(procctl_registry_t *r, const char *consumer)
 	snprintf(l->consumer, sizeof l->consumer, "%s", consumer);
 	l->fd = (r->o.flags & PROCCTL_REGISTRY_PASSIVE) ? -1 : procctl_lock_open(r->lock_dir, consumer);
 	if (l->fd < 0 && !(r->o.flags & PROCCTL_REGISTRY_PASSIVE))
-		procctl_log(PROCCTL_LOG_ERROR, "lock_open_failed", "dir=%s consumer=%s errno=%d (retrying)",
-			    r->lock_dir, consumer, -l->fd);
+		procctl_log_limited(PROCCTL_LOG_ERROR, "lock_open_failed", "dir=%s consumer=%s errno=%d (retrying)",
+				    r->lock_dir, consumer, -l->fd);
 	l->next = r->locks;
 	r->locks = l;
+	r->nlocks++;
 	lock_try(r, l);
 	return l;
+}
+
+/* l's consumer has no region attached any more: its lock goes (a
+ * consumer named up front keeps it), so names a process made up cost
+ * nothing once it is gone. The file is removed while still locked. */
+static void lock_put(procctl_registry_t *r, struct lock_rec *l)
+{
+	struct lock_rec **pp;
+	const struct entry *e;
+	if (r->consumer[0] || r->closing)
+		return;
+	for (e = r->entries; e; e = e->next)
+		if (e->lk == l)
+			return;
+	for (pp = &r->locks; *pp != l; pp = &(*pp)->next)
+		;
+	*pp = l->next;
+	r->nlocks--;
+	if (l->fd >= 0) {
+		if (l->held) {
+			procctl_lock_remove(l->fd, r->lock_dir, l->consumer);
+			procctl_lock_drop(l->fd);
+		}
+		close(l->fd);
+	}
+	if (l->held) {
+		l->held = 0;
+		procctl_log(PROCCTL_LOG_INFO, "lock_released", "consumer=%s epoch=%u (no region left)", l->consumer,
+			    l->epoch);
+		emit_ownership(r, l);
+	}
+	free(l);
 }
 
 /* ---- attach and detach ------------------------------------------------ */
@@ -472,6 +508,13 @@ static int on_found(const struct procctl_scan_entry *s, void *arg)
 
 	if (entry_of(r, s->pid, s->dev, s->ino) || was_rejected(r, s->pid, s->dev, s->ino))
 		return 0;
+	if (!lock_find(r, s->consumer) && r->nlocks >= r->o.max_consumers) {
+		count_reject(r, PROCCTL_REJECT_CONSUMER_LIMIT);
+		procctl_log_limited(PROCCTL_LOG_WARN, "attach_rejected", "pid=%d fd=%d consumer=%s reason=%s max_consumers=%u",
+				    (int)s->pid, s->fd, s->consumer, procctl_reject_name(PROCCTL_REJECT_CONSUMER_LIMIT),
+				    r->o.max_consumers);
+		return 0;
+	}
 	if (over_limit(r, s->pid)) {
 		count_reject(r, PROCCTL_REJECT_LIMIT);
 		procctl_log(PROCCTL_LOG_DEBUG, "attach_rejected", "pid=%d fd=%d consumer=%s reason=limit", (int)s->pid,
@@ -500,6 +543,9 @@ static int on_found(const struct procctl_scan_entry *s, void *arg)
 			else
 				procctl_log(PROCCTL_LOG_DEBUG, "attach_rejected", "pid=%d fd=%d consumer=%s reason=%s",
 					    (int)s->pid, s->fd, s->consumer, procctl_reject_name(why));
+		} else if (errno == EMFILE || errno == ENFILE || errno == ENOMEM) { /* ours, not the region's */
+			procctl_log_limited(PROCCTL_LOG_WARN, "attach_failed", "pid=%d fd=%d errno=%d error=\"%s\"",
+					    (int)s->pid, s->fd, errno, strerror(errno));
 		} else {
 			procctl_log(PROCCTL_LOG_DEBUG, "attach_failed", "pid=%d fd=%d errno=%d", (int)s->pid, s->fd,
 				    errno);
@@ -563,6 +609,7 @@ static void probe_unsealed(procctl_registry_t *r)
 static void detach(procctl_registry_t *r, struct entry *e, int reason)
 {
 	struct entry **pp;
+	struct lock_rec *l;
 
 	epoll_ctl(r->epfd, EPOLL_CTL_DEL, procctl_client_pidfd(e->c), NULL);
 	pthread_mutex_lock(&r->mu); /* after this the heartbeat thread cannot see it */
@@ -580,7 +627,9 @@ static void detach(procctl_registry_t *r, struct entry *e, int reason)
 		    reason == -ESRCH ? "exited" : reason == -ESTALE ? "execed" : reason ? strerror(-reason) : "closed");
 	emit_entry(r, e, PROCCTL_EV_DETACHED, reason);
 	procctl_client_close(e->c);
+	l = e->lk;
 	free(e);
+	lock_put(r, l);
 }
 
 /* Exec keeps the pid and the pidfd quiet: look at every client. */
@@ -762,6 +811,8 @@ procctl_registry_t *procctl_registry_new(const struct procctl_registry_opts *opt
 		r->o.max_per_process = DEFAULT_PER_PROCESS;
 	if (!r->o.max_regions)
 		r->o.max_regions = DEFAULT_REGIONS;
+	if (!r->o.max_consumers)
+		r->o.max_consumers = DEFAULT_CONSUMERS;
 	if (!r->o.lease_ns)
 		r->o.lease_ns = DEFAULT_LEASE_NS;
 	if (!r->o.rescan_ns)
@@ -915,6 +966,7 @@ void procctl_registry_close(procctl_registry_t *r, unsigned flags)
 	}
 	/* Stop writing; the hand-off (RELEASED) or uninstall is the last
 	 * write to each region, then the locks go (SPEC.md 8.3). */
+	r->closing = 1;
 	while (r->entries) {
 		struct entry *e = r->entries;
 		if (__atomic_load_n(&e->c->owned, __ATOMIC_RELAXED)) {

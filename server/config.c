@@ -364,6 +364,8 @@ static const struct key global_keys[] = {
 	{"insecure_tcp_writes", set_bool, NUM(struct node_cfg, insecure_tcp_writes, 0, 1), "false", "BOOL",
 	 "... and mutating calls on them"},
 	{"max_regions", set_u32, NUM(struct node_cfg, max_regions, 1, 1 << 20), "4096", "N", "regions attached, in all"},
+	{"max_consumers", set_u32, NUM(struct node_cfg, max_consumers, 1, 65536), "256", "N",
+	 "distinct consumers with regions attached (a lock file and an fd each)"},
 	{"max_per_process", set_u32, NUM(struct node_cfg, max_per_process, 1, 512), "8", "N",
 	 "regions attached, per process"},
 	{"max_message_bytes", set_u32, NUM(struct node_cfg, max_message_bytes, 4096, 64 << 20), "4194304", "N",

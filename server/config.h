@@ -61,7 +61,7 @@ struct node_cfg {
 	char tls_cert[NODE_PATH_MAX], tls_key[NODE_PATH_MAX], tls_client_ca[NODE_PATH_MAX];
 	int insecure_tcp;        /* plain TCP listeners allowed (read-only) */
 	int insecure_tcp_writes; /* ... and mutating calls on them */
-	uint32_t max_regions, max_per_process;
+	uint32_t max_regions, max_per_process, max_consumers;
 	uint32_t max_message_bytes;
 	uint32_t max_watchers;
 	uint32_t watch_history; /* events kept for resumes; a watcher that far behind is cut off */

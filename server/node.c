@@ -88,6 +88,7 @@ struct node *node_new(const struct node_cfg *cfg, char *err, size_t errlen)
 		o.flags = PROCCTL_REGISTRY_DOORBELLS;
 		o.max_per_process = cfg->max_per_process;
 		o.max_regions = cfg->max_regions;
+		o.max_consumers = cfg->max_consumers;
 		n->args[i].n = n;
 		n->reg[i] = procctl_registry_new(&o);
 		if (!n->reg[i] && errno == ENOSYS) {

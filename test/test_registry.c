@@ -4,6 +4,7 @@
  * passive): SIGKILL of a writing owner, hand-off without flap, uninstall,
  * SIGSTOP of the owner; heartbeats that a stalled remote read never
  * delays. Owners other than the test run in forked children. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -759,6 +760,76 @@ static void late_wrong_seals(void **state)
 	procctl_set_log(NULL, NULL);
 }
 
+/* Entries of dir whose names end in suffix. */
+static int entries(const char *dir, const char *suffix)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	size_t n = strlen(suffix);
+	int count = 0;
+	assert_non_null(d);
+	while ((de = readdir(d)))
+		count += de->d_name[0] != '.' && strlen(de->d_name) >= n && !strcmp(de->d_name + strlen(de->d_name) - n, suffix);
+	closedir(d);
+	return count;
+}
+
+/* Watching every consumer, a consumer's lock lives while it has regions: a
+ * made-up name costs a lock file and an fd while its process lives and
+ * nothing after; past max_consumers a new name is refused (consumer_limit)
+ * until a slot is free. */
+static void consumer_locks_come_and_go(void **state)
+{
+	struct procctl_registry_opts o;
+	struct procctl_registry_stats st;
+	struct evlog log;
+	struct th_agent p[4];
+	procctl_registry_t *r;
+	char cmd[32];
+	int fds, i;
+	(void)state;
+
+	memset(&log, 0, sizeof log);
+	opts(&o, NULL, lockdir, 0, 3600000 * MS, &log);
+	o.max_consumers = 3;
+	r = procctl_registry_new(&o);
+	assert_non_null(r);
+	pump_for(r, 50);
+	fds = entries("/proc/self/fd", "");
+	for (i = 0; i < 4; i++) {
+		th_procsim_start(&p[i]);
+		snprintf(cmd, sizeof cmd, "init made%d", i);
+		th_agent_ok(&p[i], cmd);
+	}
+	for (i = 0; i < 4; i++)
+		procctl_registry_notify(r, p[i].pid);
+	pump_until(r, &log.attached, 3);
+	pump_for(r, 100);
+	procctl_registry_stats(r, &st);
+	assert_int_equal(log.attached, 3);
+	assert_true(st.rejects[PROCCTL_REJECT_CONSUMER_LIMIT] >= 1); /* counted at every scan, as limit is */
+	assert_int_equal(entries(lockdir, ".lock"), 3);
+	assert_int_equal(procctl_registry_owner(r, "made0"), 1);
+	assert_int_equal(procctl_registry_owner(r, "made3"), 0);
+
+	/* made0's process goes: its lock and file with it; made3 fits now. */
+	th_agent_kill(&p[0]);
+	pump_until(r, &log.detached, 1);
+	assert_int_equal(procctl_registry_owner(r, "made0"), 0);
+	assert_int_equal(log.lost, 1);
+	assert_int_equal(entries(lockdir, ".lock"), 2);
+	procctl_registry_notify(r, p[3].pid);
+	pump_until(r, &log.attached, 4);
+	assert_int_equal(procctl_registry_owner(r, "made3"), 1);
+
+	for (i = 1; i < 4; i++)
+		th_agent_kill(&p[i]);
+	pump_until(r, &log.detached, 4);
+	assert_int_equal(entries(lockdir, ".lock"), 0);
+	assert_int_equal(entries("/proc/self/fd", ""), fds);
+	procctl_registry_close(r, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -767,6 +838,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(limits_and_unsealed, setup, teardown),
 		cmocka_unit_test_setup_teardown(unsealed_gives_up, setup, teardown),
 		cmocka_unit_test_setup_teardown(late_wrong_seals, setup, teardown),
+		cmocka_unit_test_setup_teardown(consumer_locks_come_and_go, setup, teardown),
 		cmocka_unit_test_setup_teardown(doorbells, setup, teardown),
 		cmocka_unit_test_setup_teardown(heartbeat_follows_clamp, setup, teardown),
 		cmocka_unit_test_setup_teardown(lock_file_replaced, setup, teardown),

@@ -7,6 +7,7 @@
 
 const { test, after } = require('node:test');
 const assert = require('node:assert/strict');
+const fs = require('node:fs');
 const http = require('node:http');
 const { spawn } = require('node:child_process');
 const h = require('./harness');
@@ -153,5 +154,43 @@ test('warnings a peer can cause are one a second, then "suppressed=N"', async (t
   assert.ok(n >= last + 1 && n <= await refused(), `${n} said of ${last} + 1 refused:\n${rejected().join('\n')}`);
   if (before < last) assert.match(rejected()[lines], / suppressed=\d+$/);
   await Promise.all(ps.map((p) => p.kill('SIGKILL')));
+  await d.stop();
+});
+
+test('made-up consumer names cost a lock and an fd while their processes live, and are capped', async (t) => {
+  const port = await h.freePort();
+  const d = await new h.Daemon({ consumers: null, args: ['--http-listen', `127.0.0.1:${port}`, '--max-consumers', '20'] })
+    .ready();
+  t.after(() => d.kill('SIGKILL'));
+  const locks = () => fs.readdirSync(`${d.dir}/locks`).filter((f) => /^made\d+\.lock$/.test(f)).length;
+  // The daemon's fds on what the processes cost: lock files, pidfds, /proc/PID/mem.
+  const held = () => fs.readdirSync(`/proc/${d.pid}/fd`).filter((f) => {
+    try {
+      return /\/locks\/made\d+\.lock$|\[pidfd\]|^\/proc\/\d+\/mem$/.test(fs.readlinkSync(`/proc/${d.pid}/fd/${f}`));
+    } catch (x) {
+      return false; // closed meanwhile
+    }
+  }).length;
+  const limited = () => metric(port, 'procctl_attach_rejections_total{reason="consumer_limit"}');
+  // 30 processes, each of a consumer of its own: 20 attached, 10 refused.
+  const ps = await Promise.all(Array.from({ length: 30 }, async (_, i) => {
+    const p = new h.Child(process.env.PROCSIM, [], { stdio: ['pipe', 'pipe', 'pipe'] });
+    p.proc.stdin.write(`init made${i}\n`);
+    await p.line(/^ok /, { out: true });
+    return p;
+  }));
+  await h.until(async () => (await limited()) >= 10 && locks() === 20, { what: '20 consumers, the rest refused' });
+  const c = d.client();
+  assert.equal((await h.call(c, 'ListProcesses', {})).processes.length, 20);
+  assert.ok(held() >= 60, `${held()} fds held for 20 processes`);
+  const warned = d.lines.filter((l) => /level=warn event=attach_rejected .*reason=consumer_limit/.test(l));
+  assert.ok(warned.length >= 1 && warned.length <= 3, warned.join('\n'));
+  // Gone with their processes: no lock file and no fd left of them.
+  await Promise.all(ps.map((p) => p.kill('SIGKILL')));
+  await h.until(() => locks() === 0 && held() === 0, { what: `their lock files and fds gone (${locks()}, ${held()})` });
+  // And a new consumer fits again.
+  const e = await h.echo();
+  await h.attached(d, e.pid);
+  c.close();
   await d.stop();
 });
