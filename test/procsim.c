@@ -18,6 +18,8 @@
  *                                rang for
  *   seal                         add the region's seals (after hostile late)
  *   sealfuture                   the same with FUTURE_WRITE: a wrong set
+ *   scribble                     overwrite the region's header (page 0)
+ *                                with garbage through the fd
  *   ring N                       FUTEX_WAKE the ack doorbell N times
  *   bellword                     write 1 to the doorbell word (through a
  *                                writable mapping of its own region)
@@ -318,6 +320,13 @@ int main(void)
 						 __ATOMIC_RELAXED);
 				reply("ok");
 			}
+		} else if (!strcmp(line, "scribble")) {
+			unsigned char junk[sizeof(struct procctl_hdr)];
+			memset(junk, 0xa5, sizeof junk);
+			if (pwrite(region_fd, junk, sizeof junk, 0) != (ssize_t)sizeof junk)
+				reply("err %d", errno);
+			else
+				reply("ok");
 		} else if (!strcmp(line, "seal") || !strcmp(line, "sealfuture")) {
 			int future = !strcmp(line, "sealfuture") ? F_SEAL_FUTURE_WRITE : 0;
 			if (fcntl(region_fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL | future) < 0)
