@@ -1,15 +1,18 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* doorbell.c - one thread in futex_waitv on many regions' ack doorbells.
+/* doorbell.c - threads in futex_waitv on many regions' ack doorbells,
+ * PROCCTL_BELLS_MAX each (watcher k the k-th slice of the set), started as
+ * the set grows and kept until stop.
  *
  * The doorbell word is never written (SPEC.md 6.5), so each is waited on
- * with the value 0. The watcher's own private word is first in the vector:
- * bumping it makes the watcher collect the set again (attach, detach,
+ * with the value 0. The watchers' shared private word is first in each
+ * vector: bumping it makes them collect the set again (attach, detach,
  * stop). Waits end after 100 ms at most, so a set that changed without a
  * bump, or a muted region whose time is up, is collected again soon. */
 #define _GNU_SOURCE 1
 #include "doorbell.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <linux/futex.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -35,13 +38,19 @@ static void own_word(struct futex_waitv *w, const uint32_t *word, uint32_t val)
 	w->flags = FUTEX_32 | FUTEX_PRIVATE_FLAG;
 }
 
-/* A failed wait with no bump: some watched word is not 0. Name it. */
-static void find_nonzero(struct procctl_doorbells *d, struct procctl_bell *bells)
+static size_t limit(const struct procctl_doorbells *d)
 {
+	return (size_t)__atomic_load_n(&d->nw, __ATOMIC_ACQUIRE) * PROCCTL_BELLS_MAX;
+}
+
+/* A failed wait with no bump: some watched word is not 0. Name it. */
+static void find_nonzero(struct procctl_watcher *me, struct procctl_bell *bells)
+{
+	struct procctl_doorbells *d = me->d;
 	size_t n, i;
 	int found = 0;
 	pthread_mutex_lock(d->mu);
-	n = d->collect(d->arg, bells, PROCCTL_BELLS_MAX);
+	n = d->collect(d->arg, bells, me->first, PROCCTL_BELLS_MAX, limit(d));
 	for (i = 0; i < n; i++)
 		if (__atomic_load_n(bells[i].word, __ATOMIC_RELAXED) != 0) {
 			d->nonzero(d->arg, bells[i].id);
@@ -56,7 +65,8 @@ static void find_nonzero(struct procctl_doorbells *d, struct procctl_bell *bells
 
 static void *watch(void *arg)
 {
-	struct procctl_doorbells *d = arg;
+	struct procctl_watcher *me = arg;
+	struct procctl_doorbells *d = me->d;
 	struct procctl_bell bells[PROCCTL_BELLS_MAX];
 	struct futex_waitv w[PROCCTL_BELLS_MAX + 1];
 
@@ -72,7 +82,7 @@ static void *watch(void *arg)
 			break;
 		}
 		gen = __atomic_load_n(&d->changed, __ATOMIC_ACQUIRE);
-		n = d->collect(d->arg, bells, PROCCTL_BELLS_MAX);
+		n = d->collect(d->arg, bells, me->first, PROCCTL_BELLS_MAX, limit(d));
 		pthread_mutex_unlock(d->mu);
 
 		own_word(&w[0], &d->changed, gen);
@@ -93,13 +103,29 @@ static void *watch(void *arg)
 			d->rang(d->arg, bells[r - 1].id);
 			pthread_mutex_unlock(d->mu);
 		} else if (r < 0 && errno == EAGAIN && __atomic_load_n(&d->changed, __ATOMIC_ACQUIRE) == gen) {
-			find_nonzero(d, bells);
+			find_nonzero(me, bells);
 		}
 		/* 0: bumped; ETIMEDOUT: refresh; EFAULT: a word was unmapped
 		 * after collect (its region detached); EINTR: again. All of
 		 * them collect again. */
 	}
 	return NULL;
+}
+
+/* Watchers for n words, as far as the maximum allows. Under no lock: only
+ * the owner's thread starts them (start and changed are its calls). */
+static int grow(struct procctl_doorbells *d, size_t n)
+{
+	unsigned k = __atomic_load_n(&d->nw, __ATOMIC_ACQUIRE);
+	int err = 0;
+	while (!err && k < PROCCTL_WATCHERS_MAX && (k == 0 || (size_t)k * PROCCTL_BELLS_MAX < n)) {
+		d->w[k].d = d;
+		d->w[k].first = (size_t)k * PROCCTL_BELLS_MAX;
+		err = pthread_create(&d->w[k].thread, NULL, watch, &d->w[k]);
+		if (!err)
+			__atomic_store_n(&d->nw, ++k, __ATOMIC_RELEASE);
+	}
+	return -err;
 }
 
 int procctl_doorbells_start(struct procctl_doorbells *d)
@@ -111,33 +137,38 @@ int procctl_doorbells_start(struct procctl_doorbells *d)
 	d->changed = 0;
 	d->stop = 0;
 	d->started = 0;
+	d->nw = 0;
 	/* A wait that cannot start (the value differs) tells whether the
 	 * kernel has futex_waitv: EAGAIN it has, ENOSYS it has not. */
 	own_word(&probe, &d->changed, 1u);
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	if (waitv(&probe, 1u, &now) == 0 || errno != EAGAIN)
 		return errno == ENOSYS ? -ENOSYS : -EINVAL;
-	err = pthread_create(&d->thread, NULL, watch, d);
+	err = grow(d, 0);
 	if (err)
-		return -err;
+		return err;
 	d->started = 1;
 	return 0;
 }
 
-void procctl_doorbells_changed(struct procctl_doorbells *d)
+void procctl_doorbells_changed(struct procctl_doorbells *d, size_t n)
 {
 	if (!d->started)
 		return;
+	grow(d, n); /* short of threads: the words past them are not watched (collect says so) */
 	__atomic_add_fetch(&d->changed, 1u, __ATOMIC_RELEASE);
-	syscall(SYS_futex, &d->changed, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	syscall(SYS_futex, &d->changed, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 }
 
 void procctl_doorbells_stop(struct procctl_doorbells *d)
 {
+	unsigned i;
 	if (!d->started)
 		return;
 	__atomic_store_n(&d->stop, 1, __ATOMIC_RELEASE);
-	procctl_doorbells_changed(d);
-	pthread_join(d->thread, NULL);
+	procctl_doorbells_changed(d, 0);
+	for (i = 0; i < d->nw; i++)
+		pthread_join(d->w[i].thread, NULL);
+	d->nw = 0;
 	d->started = 0;
 }

@@ -55,8 +55,10 @@ struct entry {
 	uint64_t bell_window, bell_muted_until;
 	uint32_t bell_count;
 	int bell_bad;
-	int bell_watched; /* in the watcher's set now */
+	int bell_watched; /* in a watcher's set now */
 	int bell_rang;    /* rang since procctl_registry_doorbell_rang last asked */
+	int bell_event;   /* rang since the last DOORBELL event */
+	int bell_emit;    /* the loop's: an event to emit now */
 };
 
 struct rejected {
@@ -100,8 +102,7 @@ struct procctl_registry {
 	int hb_stop, hb_started;
 
 	struct procctl_doorbells bells; /* PROCCTL_REGISTRY_DOORBELLS */
-	uint64_t bell_id;               /* under mu: the entry that rang last */
-	int bell_pending;
+	int bell_pending;               /* under mu: some entry rang since the last events */
 };
 
 static void arm(int tfd, uint64_t first_ns, uint64_t every_ns)
@@ -197,18 +198,23 @@ static void *hb_main(void *arg)
 
 /* ---- doorbells (the watcher thread, under mu) --------------------------- */
 
-static size_t bells_collect(void *arg, struct procctl_bell *out, size_t max)
+static size_t bells_collect(void *arg, struct procctl_bell *out, size_t first, size_t max, size_t limit)
 {
 	procctl_registry_t *r = arg;
 	uint64_t now = (uint64_t)procctl_now_ns();
 	struct entry *e;
-	size_t n = 0;
+	size_t k = 0, n = 0; /* k: the words to watch so far */
 	for (e = r->entries; e; e = e->next) {
-		e->bell_watched = n < max && !e->bell_bad && now >= e->bell_muted_until;
-		if (e->bell_watched) {
+		if (e->bell_bad || now < e->bell_muted_until) {
+			e->bell_watched = 0;
+			continue;
+		}
+		e->bell_watched = k < limit; /* past every watcher's slice: not watched */
+		if (k >= first && k < first + max) {
 			out[n].word = &e->c->r.ctrl->doorbell;
 			out[n++].id = e->id;
 		}
+		k++;
 	}
 	return n;
 }
@@ -240,7 +246,7 @@ static void bells_rang(void *arg, uint64_t id)
 	}
 	r->stats.doorbells++;
 	e->bell_rang = 1;
-	r->bell_id = id;
+	e->bell_event = 1;
 	r->bell_pending = 1;
 	kick(r);
 }
@@ -256,19 +262,25 @@ static void bells_nonzero(void *arg, uint64_t id)
 	procctl_log_limited(PROCCTL_LOG_WARN, "doorbell_written", "pid=%d (never listened to again)", (int)e->c->info.pid);
 }
 
-/* On the loop thread: one event for the rings since the last one. */
+/* On the loop thread: an event for each entry that rang since the last
+ * ones (entries leave only on this thread, so the list holds still). */
 static void emit_doorbell(procctl_registry_t *r)
 {
 	struct entry *e;
-	uint64_t id;
 	int pending;
 	pthread_mutex_lock(&r->mu);
 	pending = r->bell_pending;
-	id = r->bell_id;
 	r->bell_pending = 0;
+	for (e = r->entries; pending && e; e = e->next) {
+		e->bell_emit = e->bell_event;
+		e->bell_event = 0;
+	}
 	pthread_mutex_unlock(&r->mu);
-	if (pending && (e = entry_by_id(r, id))) /* else it detached since: DETACHED said so */
-		emit_entry(r, e, PROCCTL_EV_DOORBELL, 0);
+	for (e = r->entries; pending && e; e = e->next)
+		if (e->bell_emit) {
+			e->bell_emit = 0;
+			emit_entry(r, e, PROCCTL_EV_DOORBELL, 0);
+		}
 }
 
 /* ---- locks and ownership ----------------------------------------------- */
@@ -570,7 +582,7 @@ static int on_found(const struct procctl_scan_entry *s, void *arg)
 	r->stats.attached++;
 	r->stats.clients++;
 	pthread_mutex_unlock(&r->mu);
-	procctl_doorbells_changed(&r->bells);
+	procctl_doorbells_changed(&r->bells, r->stats.clients);
 	if (e->lk->held)
 		claim(r, e);
 	procctl_log(PROCCTL_LOG_INFO, "attached", "pid=%d consumer=%s instance=%016llx owned=%d", (int)s->pid,
@@ -621,7 +633,7 @@ static void detach(procctl_registry_t *r, struct entry *e, int reason)
 	r->stats.detached++;
 	r->stats.clients--;
 	pthread_mutex_unlock(&r->mu);
-	procctl_doorbells_changed(&r->bells);
+	procctl_doorbells_changed(&r->bells, r->stats.clients);
 	procctl_log(PROCCTL_LOG_INFO, "detached", "pid=%d consumer=%s instance=%016llx reason=%s", (int)e->c->info.pid,
 		    e->lk->consumer, (unsigned long long)e->c->info.hdr.instance_id,
 		    reason == -ESRCH ? "exited" : reason == -ESTALE ? "execed" : reason ? strerror(-reason) : "closed");

@@ -29,6 +29,7 @@
 struct evlog {
 	int attached, detached, ownership, lost, last_reason, held, doorbells;
 	pid_t last_pid;
+	pid_t rang[8]; /* the first doorbells' pids */
 };
 
 static void on_event(const struct procctl_event *ev, void *arg)
@@ -40,7 +41,7 @@ static void on_event(const struct procctl_event *ev, void *arg)
 	else if (ev->type == PROCCTL_EV_DETACHED)
 		l->detached++, l->last_reason = ev->reason;
 	else if (ev->type == PROCCTL_EV_DOORBELL)
-		l->doorbells++;
+		l->rang[l->doorbells++ & 7] = ev->pid;
 	else
 		l->ownership++, l->held = ev->held, l->lost += !ev->held;
 }
@@ -830,6 +831,45 @@ static void consumer_locks_come_and_go(void **state)
 	procctl_registry_close(r, 0);
 }
 
+/* Past one watcher's 127 doorbells: the oldest region of 301 is heard,
+ * and two that ring together both get their event. */
+static void doorbells_many(void **state)
+{
+	struct procctl_registry_opts o;
+	struct th_agent a, b;
+	struct evlog log;
+	procctl_registry_t *r;
+	int i;
+	(void)state;
+
+	memset(&log, 0, sizeof log);
+	opts(&o, "test", lockdir, 0, 3600000 * MS, &log);
+	o.flags = PROCCTL_REGISTRY_DOORBELLS;
+	o.max_per_process = 300;
+	r = procctl_registry_new(&o);
+	assert_non_null(r);
+	pump_for(r, 50);
+	th_procsim_start(&a);
+	th_agent_ok(&a, "init test");
+	procctl_registry_notify(r, a.pid);
+	pump_until(r, &log.attached, 1);
+	th_procsim_start(&b);
+	for (i = 0; i < 300; i++)
+		th_agent_ok(&b, "init test");
+	procctl_registry_notify(r, b.pid);
+	pump_until(r, &log.attached, 301);
+	pump_for(r, 200); /* the watchers collect the set */
+	th_agent_ok(&a, "ring 1");
+	th_agent_ok(&b, "ring 1");
+	pump_until(r, &log.doorbells, 2);
+	pump_for(r, 50);
+	assert_int_equal(log.doorbells, 2);
+	assert_true((log.rang[0] == a.pid && log.rang[1] == b.pid) || (log.rang[0] == b.pid && log.rang[1] == a.pid));
+	procctl_registry_close(r, 0);
+	th_agent_kill(&a);
+	th_agent_kill(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -840,6 +880,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(late_wrong_seals, setup, teardown),
 		cmocka_unit_test_setup_teardown(consumer_locks_come_and_go, setup, teardown),
 		cmocka_unit_test_setup_teardown(doorbells, setup, teardown),
+		cmocka_unit_test_setup_teardown(doorbells_many, setup, teardown),
 		cmocka_unit_test_setup_teardown(heartbeat_follows_clamp, setup, teardown),
 		cmocka_unit_test_setup_teardown(lock_file_replaced, setup, teardown),
 		cmocka_unit_test_setup_teardown(sigkill_writing_owner, setup, teardown),
