@@ -364,24 +364,29 @@ static int has_mm(const char *mem_path)
 	return r;
 }
 
-int procctl_client_alive(procctl_client_t *c)
+static int remote_alive(const struct procctl_remote *rm)
 {
 	unsigned char b;
-	if (process_exited(c->remote->pidfd))
+	if (process_exited(rm->pidfd))
 		return -ESRCH;
 	/* A /proc/<pid>/mem fd reads 0 bytes once the mm it was opened on is
 	 * gone: exec (SPEC.md 10.2), or an exit under way (the mm goes before
 	 * the files, and before the pidfd says so). Probe an address no process
 	 * can map (above any user address space): EIO while the mm lives, and
 	 * never a page the process could make block. */
-	if (pread(c->remote->mem_fd, &b, 1, (off_t)FAR_ADDRESS) != 0)
+	if (pread(rm->mem_fd, &b, 1, (off_t)FAR_ADDRESS) != 0)
 		return 0;
-	if (process_exited(c->remote->pidfd))
+	if (process_exited(rm->pidfd))
 		return -ESRCH;
 	/* Exiting, not exec'ing, when it has no mm at all now: still 0 until the
 	 * pidfd says it exited, for until then it may hold what it held (its
 	 * files close after its mm goes): an arbiter must not give it away. */
-	return has_mm(c->remote->mem_path) ? -ESTALE : 0;
+	return has_mm(rm->mem_path) ? -ESTALE : 0;
+}
+
+int procctl_client_alive(procctl_client_t *c)
+{
+	return remote_alive(c->remote);
 }
 
 /* ---- writes --------------------------------------------------------- */
@@ -509,6 +514,8 @@ int64_t procctl_client_uninstall(procctl_client_t *c)
 struct read_job {
 	struct procctl_job job;
 	struct procctl_remote *remote;
+	void (*done)(void *arg); /* procctl_client_read_start's */
+	void *arg;
 	struct procctl_hdr hdr;
 	struct procctl_state_view view;
 	enum procctl_reject why;
@@ -600,38 +607,40 @@ static void read_release(struct procctl_job *j)
 	remote_put(rj->remote);
 }
 
-int procctl_client_read_state(procctl_client_t *c, struct procctl_state *out, int64_t deadline_ns)
+/* A read job for c, or NULL: -ETIMEDOUT a read of the process is stuck
+ * (one blocked read per process at most: the next fails at once, unless
+ * the process is gone meanwhile), -ENOMEM. */
+static struct read_job *read_job_new(procctl_client_t *c, int *err)
 {
 	struct read_job *rj;
-	int r, alive;
-
-	/* One blocked read per process at most: the next fails at once,
-	 * unless the process is gone meanwhile. */
 	if (blocked_has(c->remote->pid)) {
-		alive = procctl_client_alive(c);
-		return alive < 0 ? alive : -ETIMEDOUT;
+		int alive = procctl_client_alive(c);
+		*err = alive < 0 ? alive : -ETIMEDOUT;
+		return NULL;
 	}
 	rj = (struct read_job *)procctl_job_new(sizeof *rj + c->r.hdr.state_size, read_fn);
-	if (!rj)
-		return -ENOMEM;
+	if (!rj) {
+		*err = -ENOMEM;
+		return NULL;
+	}
 	rj->hdr = c->r.hdr;
 	rj->remote = c->remote;
 	rj->job.abandon = read_abandon;
 	rj->job.release = read_release;
 	__atomic_add_fetch(&c->remote->refs, 1, __ATOMIC_ACQ_REL);
-	if (deadline_ns < 0) { /* on this thread, for callers that may block */
-		r = read_fn(&rj->job);
-	} else {
-		r = procctl_job_run(&rj->job, deadline_ns);
-		if (r == -ETIMEDOUT) /* abandoned: c is blocked until its worker returns */
-			return r;
-	}
+	return rj;
+}
+
+/* What a finished read found, into out; rj is freed. */
+static int read_result(struct read_job *rj, int r, struct procctl_state *out)
+{
+	int alive;
 	/* A canary that no longer matches, or an address that no longer
 	 * reads: the process may have exec'd. Say so. */
 	if ((r == -EFAULT || (r == -EPROTO && rj->why == PROCCTL_REJECT_STATE_CANARY)) &&
-	    (alive = procctl_client_alive(c)) < 0)
+	    (alive = remote_alive(rj->remote)) < 0)
 		r = alive;
-	if (r == 0) {
+	if (r == 0 && out) {
 		const struct procctl_state_view *v = &rj->view;
 		out->acked_gen = v->acked_gen;
 		out->ack_status = v->ack_status;
@@ -640,9 +649,62 @@ int procctl_client_read_state(procctl_client_t *c, struct procctl_state *out, in
 		out->data_len = v->data_len;
 		memcpy(out->data, v->data, v->data_len);
 	}
-	out->why = rj->why;
+	if (out)
+		out->why = rj->why;
 	procctl_job_free(&rj->job);
 	return r;
+}
+
+int procctl_client_read_state(procctl_client_t *c, struct procctl_state *out, int64_t deadline_ns)
+{
+	int r;
+	struct read_job *rj = read_job_new(c, &r);
+	if (!rj)
+		return r;
+	if (deadline_ns < 0) { /* on this thread, for callers that may block */
+		r = read_fn(&rj->job);
+	} else {
+		r = procctl_job_run(&rj->job, deadline_ns);
+		if (r == -ETIMEDOUT) /* abandoned: c is blocked until its worker returns */
+			return r;
+	}
+	return read_result(rj, r, out);
+}
+
+static void read_done(struct procctl_job *j)
+{
+	struct read_job *rj = (struct read_job *)j;
+	rj->done(rj->arg);
+}
+
+procctl_read_t *procctl_client_read_start(procctl_client_t *c, void (*done)(void *arg), void *arg)
+{
+	int r;
+	struct read_job *rj = read_job_new(c, &r);
+	if (!rj) {
+		errno = -r;
+		return NULL;
+	}
+	rj->done = done;
+	rj->arg = arg;
+	rj->job.done = read_done;
+	if ((r = procctl_job_start(&rj->job)) < 0) {
+		procctl_job_free(&rj->job);
+		errno = -r;
+		return NULL;
+	}
+	return (procctl_read_t *)rj;
+}
+
+int procctl_read_late(procctl_read_t *rd)
+{
+	return procctl_job_late(&((struct read_job *)rd)->job);
+}
+
+int procctl_read_finish(procctl_read_t *rd, struct procctl_state *out)
+{
+	struct read_job *rj = (struct read_job *)rd;
+	return read_result(rj, rj->job.result, out);
 }
 
 int procctl_ack_decide(uint64_t gen, uint64_t published_max, uint64_t acked_gen, int32_t ack_status)

@@ -28,7 +28,7 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static pthread_cond_t work, done; /* CLOCK_MONOTONIC */
 static struct procctl_job *queue_head, *queue_tail;
-static int workers, idle, stuck, queued; /* all under mu */
+static int workers, idle, stuck, queued, starting; /* all under mu */
 
 static void init_conds(void)
 {
@@ -44,8 +44,6 @@ static void init_conds(void)
 static void job_put(struct procctl_job *j)
 {
 	if (--j->refs == 0) {
-		if (j->abandoned)
-			stuck--; /* its worker is free again */
 		if (j->release)
 			j->release(j);
 		free(j);
@@ -56,6 +54,7 @@ static void *worker(void *arg)
 {
 	(void)arg;
 	pthread_mutex_lock(&mu);
+	starting--;
 	for (;;) {
 		struct procctl_job *j;
 		while (!queue_head) {
@@ -73,11 +72,19 @@ static void *worker(void *arg)
 		if (!queue_head)
 			queue_tail = NULL;
 		queued--;
+		j->running = 1;
 		pthread_mutex_unlock(&mu);
 		j->result = j->fn(j);
 		pthread_mutex_lock(&mu);
-		j->finished = 1;
+		j->finished = 1; /* late no longer: procctl_job_late says 0 */
+		if (j->abandoned)
+			stuck--; /* its worker is free again */
 		pthread_cond_broadcast(&done);
+		if (j->done) { /* started without a waiter: say so, then let go */
+			pthread_mutex_unlock(&mu);
+			j->done(j);
+			pthread_mutex_lock(&mu);
+		}
 		job_put(j);
 	}
 	return NULL;
@@ -93,6 +100,45 @@ struct procctl_job *procctl_job_new(size_t size, int (*fn)(struct procctl_job *)
 	return j;
 }
 
+/* Under mu: a worker for every queued job (and `more` about to be), as
+ * far as the pool allows; after a job gets stuck too, for the jobs that
+ * waited behind it. */
+static void grow(int more)
+{
+	while (queued + more > idle + starting && workers - stuck < MAX_READY && workers < MAX_READY + MAX_STUCK) {
+		pthread_t t;
+		pthread_attr_t a;
+		int err;
+		pthread_attr_init(&a);
+		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+		pthread_attr_setstacksize(&a, WORKER_STACK);
+		err = pthread_create(&t, &a, worker, NULL);
+		pthread_attr_destroy(&a);
+		if (err)
+			break;
+		workers++;
+		starting++;
+	}
+}
+
+/* Under mu: queue j for a worker, starting one if the pool allows. */
+static int enqueue(struct procctl_job *j)
+{
+	grow(1);
+	if (!idle && workers - stuck <= 0)
+		return -EAGAIN; /* every thread is stuck: nothing can run it */
+	j->refs++; /* the worker's */
+	j->next = NULL;
+	if (queue_tail)
+		queue_tail->next = j;
+	else
+		queue_head = j;
+	queue_tail = j;
+	queued++;
+	pthread_cond_signal(&work);
+	return 0;
+}
+
 int procctl_job_run(struct procctl_job *j, int64_t deadline_ns)
 {
 	struct timespec ts;
@@ -104,30 +150,10 @@ int procctl_job_run(struct procctl_job *j, int64_t deadline_ns)
 	ts.tv_sec = (time_t)(deadline_ns / 1000000000);
 	ts.tv_nsec = (long)(deadline_ns % 1000000000);
 	pthread_mutex_lock(&mu);
-	/* A worker for every queued job, if the pool allows. */
-	if (queued + 1 > idle && workers - stuck < MAX_READY && workers < MAX_READY + MAX_STUCK) {
-		pthread_t t;
-		pthread_attr_t a;
-		pthread_attr_init(&a);
-		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-		pthread_attr_setstacksize(&a, WORKER_STACK);
-		if (pthread_create(&t, &a, worker, NULL) == 0)
-			workers++;
-		pthread_attr_destroy(&a);
-	}
-	if (!idle && workers - stuck <= 0) {
+	if ((r = enqueue(j)) < 0) {
 		pthread_mutex_unlock(&mu);
-		return -EAGAIN; /* every thread is stuck: nothing can run it */
+		return r;
 	}
-	j->refs++; /* the worker's */
-	j->next = NULL;
-	if (queue_tail)
-		queue_tail->next = j;
-	else
-		queue_head = j;
-	queue_tail = j;
-	queued++;
-	pthread_cond_signal(&work);
 	/* Any error from timedwait (past deadline, EINVAL) ends the wait. */
 	while (!j->finished && pthread_cond_timedwait(&done, &mu, &ts) == 0)
 		;
@@ -152,6 +178,7 @@ int procctl_job_run(struct procctl_job *j, int64_t deadline_ns)
 			stuck++;
 			if (j->abandon)
 				j->abandon(j);
+			grow(0);
 		}
 		job_put(j);
 		r = -ETIMEDOUT;
@@ -165,4 +192,30 @@ void procctl_job_free(struct procctl_job *j)
 	pthread_mutex_lock(&mu);
 	job_put(j);
 	pthread_mutex_unlock(&mu);
+}
+
+int procctl_job_start(struct procctl_job *j)
+{
+	int r;
+	pthread_once(&once, init_conds);
+	pthread_mutex_lock(&mu);
+	r = enqueue(j);
+	pthread_mutex_unlock(&mu);
+	return r;
+}
+
+int procctl_job_late(struct procctl_job *j)
+{
+	int late;
+	pthread_mutex_lock(&mu);
+	late = j->running && !j->finished && !j->abandoned;
+	if (late) {
+		j->abandoned = 1;
+		stuck++; /* until it finishes */
+		if (j->abandon)
+			j->abandon(j);
+		grow(0);
+	}
+	pthread_mutex_unlock(&mu);
+	return late;
 }

@@ -10,10 +10,11 @@
 /* Embed this first in a job struct; allocate with procctl_job_new. */
 struct procctl_job {
 	int (*fn)(struct procctl_job *);       /* runs on a worker */
-	void (*abandon)(struct procctl_job *); /* optional: its caller gave up */
+	void (*abandon)(struct procctl_job *); /* optional: its caller gave up, or said it is late */
 	void (*release)(struct procctl_job *); /* optional, before free */
+	void (*done)(struct procctl_job *);    /* procctl_job_start's: on the worker, after fn */
 	struct procctl_job *next;
-	int refs, finished, abandoned, result;
+	int refs, running, finished, abandoned, result;
 };
 
 struct procctl_job *procctl_job_new(size_t size, int (*fn)(struct procctl_job *));
@@ -27,5 +28,16 @@ struct procctl_job *procctl_job_new(size_t size, int (*fn)(struct procctl_job *)
  * effects in order. */
 int procctl_job_run(struct procctl_job *j, int64_t deadline_ns);
 void procctl_job_free(struct procctl_job *j);
+
+/* Run j on a worker without waiting: j->done(j) is called there when fn
+ * returns (however long that takes), then the caller reads j->result and
+ * frees j with procctl_job_free (not before done). 0, or -EAGAIN when
+ * every thread is stuck. */
+int procctl_job_start(struct procctl_job *j);
+/* The caller's deadline for a started j passed: its worker, if fn is
+ * running, counts as stuck (a new one serves others) and abandon runs;
+ * done still comes when fn returns. 1 if it was running, 0 if it had
+ * finished or not started (it is then left as it is). */
+int procctl_job_late(struct procctl_job *j);
 
 #endif

@@ -187,6 +187,22 @@ struct procctl_state {
  * its own thread, at the cost of the syscalls alone. */
 int procctl_client_read_state(procctl_client_t *c, struct procctl_state *out, int64_t deadline_ns);
 
+/* The same read for an event loop, which waits for nothing: started on a
+ * worker, and done(arg) is called on that worker when it returns (a read
+ * stuck behind a page nobody serves returns when the process dies). Then
+ * procctl_read_finish gives what procctl_client_read_state would have,
+ * and frees it (call it once, after done; c may be closed by then; out
+ * may be NULL, for a read no longer wanted). NULL
+ * with errno: ETIMEDOUT a read of the process is stuck, ESRCH or ESTALE it
+ * is gone, EAGAIN every worker is stuck, ENOMEM. A read the caller finds
+ * late (its own deadline) is stuck: procctl_read_late, and until it
+ * returns, reads of the process fail at once and its worker is not
+ * counted free; 1 if it was still running. */
+typedef struct procctl_read procctl_read_t;
+procctl_read_t *procctl_client_read_start(procctl_client_t *c, void (*done)(void *arg), void *arg);
+int procctl_read_late(procctl_read_t *rd);
+int procctl_read_finish(procctl_read_t *rd, struct procctl_state *out);
+
 enum procctl_ack_kind {
 	PROCCTL_ACK_APPLIED = 1,    /* acked_gen == gen, status 0 */
 	PROCCTL_ACK_REJECTED = 2,   /* acked_gen == gen, status < 0 */

@@ -54,7 +54,8 @@ struct node *node_new(const struct node_cfg *cfg, char *err, size_t errlen)
 	n->t_cfg = TIMER_INIT(cfg_on_due);
 	n->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	n->ev = events_new(cfg->watch_history);
-	if (n->efd < 0 || !n->ev || getrandom(&n->incarnation, sizeof n->incarnation, 0) != sizeof n->incarnation) {
+	if (n->efd < 0 || !n->ev || getrandom(&n->incarnation, sizeof n->incarnation, 0) != sizeof n->incarnation ||
+	    reads_open(n) < 0) {
 		snprintf(err, errlen, "setting up the loop: %s", strerror(errno));
 		goto fail;
 	}
@@ -205,6 +206,7 @@ int node_run(struct node *n)
 			next = j->next;
 			node_handle(n, j);
 		}
+		node_reads_done(n);
 		if (n->hello && (err = procctl_hello_dispatch(n->hello)) < 0) {
 			node_log(PROCCTL_LOG_ERROR, "hello_failed", "error=%s", strerror(-err));
 			goto out;
@@ -248,6 +250,8 @@ int node_run(struct node *n)
 out:
 	/* Everything still held is answered: the daemon is going away. */
 	waits_sweep(n, now_ns(), 1);
+	for (i = 0; i < n->nprocs; i++)
+		proc_reads_gone(n, n->procs[i], -ESHUTDOWN);
 	{
 		struct node_job *j, *next;
 		for (j = take_jobs(n, 1); j; j = next) {
@@ -287,6 +291,7 @@ void node_close(struct node *n, unsigned flags)
 			node_log(PROCCTL_LOG_INFO, "closing_uprobes", "count=%llu", (unsigned long long)hs.uprobes);
 		procctl_hello_free(n->hello);
 	}
+	reads_close(n);
 	free(n->procs);
 	timers_free(&n->timers);
 	desired_free(&n->desired);

@@ -18,8 +18,8 @@
 #include "timer.h"
 
 #define MS 1000000ll
-#define STATE_READ_NS (20 * MS)    /* one state read may hold the loop this long */
-#define READSTATE_NS (200 * MS)    /* ReadState's own bound when the call has none */
+#define STATE_READ_NS (20 * MS)    /* a state read out longer is late: its process is stalled
+                                    * (and an arbiter's read holds its tick this long at most) */
 #define POLL_WAITING_NS (2 * MS)   /* a process with a wait on it and no doorbell */
 #define POLL_RUNG_NS (20 * MS)     /* ... with a doorbell (a wake can be lost) */
 #define POLL_IDLE_NS (1000 * MS)   /* state changes of processes without a doorbell */
@@ -43,7 +43,12 @@ struct proc {
 	pid_t nspid[PROCCTL_NSPID_MAX];
 	uint32_t payload_cap;
 	int have_state;       /* a state block was read */
-	int stalled;          /* a read of it is stuck: reads fail at once until it returns */
+	int stalled;          /* a read of it is stuck: none starts until it returns */
+	int announced;        /* Attached said (after its first read, or its lateness) */
+	struct proc_read *rd; /* the read out now (reads.c), or NULL */
+	int reread;           /* asked for again while one was out */
+	struct timer t_late;  /* the read out is late then: stalled */
+	struct node_job *state_jobs; /* ReadState calls waiting for the next read */
 	uint64_t acked_gen;   /* from the last read */
 	int32_t ack_status;
 	uint32_t state_hash;  /* of its resources and bytes */
@@ -144,6 +149,7 @@ struct node {
 	volatile int stop;
 
 	struct procctl_state st; /* scratch for state reads (64 KiB of bytes) */
+	struct read_q *reads;    /* reads done, for the loop (reads.c) */
 };
 
 #define now_ns procctl_now_ns /* the loop's clock is the library's */
@@ -174,8 +180,19 @@ Procctl__V1__DesiredConfig *mk_desired(struct arena *a, const struct desired *d)
 /* procs.c: the process table (attach, detach, state reads) and its events */
 void proc_wrote(struct node *n, struct proc *p, int64_t g);
 void node_emit(struct node *n, const struct selector *k, PbEvent *ev);
+/* reads.c: state reads off the loop */
+int reads_open(struct node *n);
+void reads_close(struct node *n);
+void node_reads_done(struct node *n);
+void proc_reads_init(struct proc *p);
 void proc_read_state(struct node *n, struct proc *p, int quiet);
-int proc_read(struct proc *p, struct procctl_state *st, int64_t deadline_ns);
+void proc_read_for(struct node *n, struct proc *p, struct node_job *job);
+void proc_reads_gone(struct node *n, struct proc *p, int r);
+/* procs.c: what a read found, and the Attached that waits for the first */
+void proc_state_seen(struct node *n, struct proc *p, const struct procctl_state *st, int quiet);
+void proc_announce(struct node *n, struct proc *p);
+/* reply.c: a ReadState call's answer from a read's result (n->st) */
+void state_reply(struct node *n, struct node_job *job, int r);
 /* Poll p's state by its interval from now, unless a poll is due sooner. */
 void proc_poll_soon(struct node *n, struct proc *p, int64_t now);
 void node_on_hello(pid_t pid, void *arg);

@@ -107,41 +107,12 @@ static struct proc *find_client(struct node *n, const procctl_client_t *c, size_
 	return NULL;
 }
 
-/* Read p's state block into st. A read that is stuck (a page behind
- * userfaultfd or FUSE, SPEC.md 7.2) marks p stalled, said once at warn:
- * the library starts no other read of the process until that one
- * returns, so each later read fails at once, and the first that does not
- * ends the stall. */
-int proc_read(struct proc *p, struct procctl_state *st, int64_t deadline_ns)
+/* What a read of p found: a new ack (Acked) and a changed block
+ * (StateChanged, unless quiet), and the waits on p settled. */
+void proc_state_seen(struct node *n, struct proc *p, const struct procctl_state *st, int quiet)
 {
-	int r = procctl_client_read_state(p->c, st, deadline_ns);
-	int stalled = r == -ETIMEDOUT;
-	if (stalled == p->stalled)
-		return r;
-	p->stalled = stalled;
-	if (stalled)
-		node_log_limited(PROCCTL_LOG_WARN, "state_stalled", "pid=%d consumer=%s instance=%016llx", (int)p->key.pid,
-				 p->key.consumer, (unsigned long long)p->instance);
-	else
-		node_log(PROCCTL_LOG_INFO, "state_unstalled", "pid=%d consumer=%s instance=%016llx", (int)p->key.pid,
-			 p->key.consumer, (unsigned long long)p->instance);
-	return r;
-}
-
-/* Read p's state block: note a new ack (Acked) and a changed block
- * (StateChanged), and settle the waits on p. */
-void proc_read_state(struct node *n, struct proc *p, int quiet)
-{
-	struct procctl_state *st = &n->st;
 	uint32_t h;
-	int first, r = proc_read(p, st, now_ns() + STATE_READ_NS);
-	if (r < 0) {
-		if (r != -ESRCH && r != -ESTALE && r != -ETIMEDOUT)
-			node_log(PROCCTL_LOG_DEBUG, "state_unreadable", "pid=%d error=%s reason=%s", (int)p->key.pid,
-				 strerror(-r), r == -EPROTO ? procctl_reject_name(st->why) : "-");
-		return;
-	}
-	first = !p->have_state;
+	int first = !p->have_state;
 	h = procctl_crc32c(0, &st->nres, sizeof st->nres);
 	h = procctl_crc32c(h, st->res, st->nres * sizeof st->res[0]);
 	h = procctl_crc32c(h, &st->data_len, sizeof st->data_len);
@@ -195,14 +166,35 @@ void proc_poll_soon(struct node *n, struct proc *p, int64_t now)
 	timer_arm_by(&n->timers, &p->t_poll, now + poll_every(p)); /* armed: no room needed */
 }
 
+static void emit_attached(struct node *n, struct proc *p)
+{
+	struct arena a = {0};
+	Procctl__V1__ProcessAttached m = PROCCTL__V1__PROCESS_ATTACHED__INIT;
+	PbEvent ev = PROCCTL__V1__WATCH_EVENTS_RESPONSE__INIT;
+	p->announced = 1;
+	m.process = mk_process(&a, p);
+	ev.event_case = PROCCTL__V1__WATCH_EVENTS_RESPONSE__EVENT_ATTACHED;
+	ev.attached = &m;
+	if (!a.failed)
+		node_emit(n, &p->key, &ev);
+	ar_free(&a);
+}
+
+/* After p's first read: its desired config, its identity, Attached. */
+void proc_announce(struct node *n, struct proc *p)
+{
+	desired_apply(n, p);
+	node_log(PROCCTL_LOG_INFO, "process_identity", "pid=%d consumer=%s version=%u instance=%016llx pod=%s container=%.12s",
+		 (int)p->key.pid, p->key.consumer, p->key.version, (unsigned long long)p->instance,
+		 p->key.pod_uid[0] ? p->key.pod_uid : "-", p->key.container_id[0] ? p->key.container_id : "-");
+	emit_attached(n, p);
+}
+
 static void on_attached(struct node *n, const struct procctl_event *e, procctl_registry_t *reg)
 {
 	struct procctl_client_info info;
 	struct procctl_podid pod;
 	struct proc *p;
-	struct arena a = {0};
-	Procctl__V1__ProcessAttached m = PROCCTL__V1__PROCESS_ATTACHED__INIT;
-	PbEvent ev = PROCCTL__V1__WATCH_EVENTS_RESPONSE__INIT;
 	int r;
 
 	if (n->nprocs == n->cap_procs) {
@@ -217,6 +209,7 @@ static void on_attached(struct node *n, const struct procctl_event *e, procctl_r
 		goto nomem;
 	p->n = n;
 	p->t_poll = TIMER_INIT(on_poll);
+	proc_reads_init(p);
 	if (timer_arm(&n->timers, &p->t_poll, now_ns() + POLL_IDLE_NS) < 0) {
 		free(p);
 		goto nomem;
@@ -240,17 +233,9 @@ static void on_attached(struct node *n, const struct procctl_event *e, procctl_r
 		node_log(PROCCTL_LOG_WARN, "podid_unreadable", "pid=%d error=%s", (int)info.pid, strerror(-r));
 	}
 	n->procs[n->nprocs++] = p;
-	proc_read_state(n, p, 1); /* the ack it holds now is part of what Attached says */
-	desired_apply(n, p);
-	node_log(PROCCTL_LOG_INFO, "process_identity", "pid=%d consumer=%s version=%u instance=%016llx pod=%s container=%.12s",
-		 (int)p->key.pid, p->key.consumer, p->key.version, (unsigned long long)p->instance,
-		 p->key.pod_uid[0] ? p->key.pod_uid : "-", p->key.container_id[0] ? p->key.container_id : "-");
-	m.process = mk_process(&a, p);
-	ev.event_case = PROCCTL__V1__WATCH_EVENTS_RESPONSE__EVENT_ATTACHED;
-	ev.attached = &m;
-	if (!a.failed)
-		node_emit(n, &p->key, &ev);
-	ar_free(&a);
+	/* The ack it holds now is part of what Attached says: said when its
+	 * first read returns (or is late, and the process stalled). */
+	proc_read_state(n, p, 1);
 	return;
 nomem:
 	node_log(PROCCTL_LOG_ERROR, "attach_untracked", "pid=%d error=ENOMEM", (int)e->pid);
@@ -268,6 +253,9 @@ static void on_detached(struct node *n, const struct procctl_event *e)
 
 	if (!(p = find_client(n, e->client, &at)))
 		return;
+	if (!p->announced) /* gone before its first read returned: Attached first */
+		emit_attached(n, p);
+	proc_reads_gone(n, p, -ESRCH);
 	for (w = n->waits; w; w = w->next)
 		for (i = 0; i < w->n; i++)
 			if (w->item[i].p == p) {

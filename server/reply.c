@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* reply.c - answers built in an arena: the messages of one reply are
  * allocated together and freed after packing; the API's forms of ids
- * (16 hex digits), processes and desired configs. */
+ * (16 hex digits), processes, desired configs and state blocks. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -185,4 +185,72 @@ Procctl__V1__DesiredConfig *mk_desired(struct arena *a, const struct desired *d)
 		m->payload.len = len;
 	}
 	return m;
+}
+
+/* A ReadState call's answer: what a read of the process returned (r),
+ * and the block it found (n->st). */
+void state_reply(struct node *n, struct node_job *job, int r)
+{
+	Procctl__V1__ReadStateResponse m = PROCCTL__V1__READ_STATE_RESPONSE__INIT;
+	const struct procctl_state *st = &n->st;
+	struct arena a = {0};
+	char msg[96];
+	uint32_t i;
+	switch (r) {
+	case 0:
+		break;
+	case -ESRCH:
+	case -ESTALE:
+		return job_finish(job, NODE_NOT_FOUND, "the process exited or exec'd", NULL);
+	case -ETIMEDOUT:
+		return job_finish(job, NODE_DEADLINE_EXCEEDED,
+				  "the process is stalled: a read of its state block has not returned (a page nobody "
+				  "serves); it is not read again until that read returns",
+				  NULL);
+	case -EAGAIN:
+		return job_finish(job, NODE_UNAVAILABLE, "the state block is being written, or no reader is free", NULL);
+	case -ESHUTDOWN:
+		return job_finish(job, NODE_UNAVAILABLE, "procctl-node is shutting down", NULL);
+	case -EPROTO:
+		snprintf(msg, sizeof msg, "state block refused: %s", procctl_reject_name(st->why));
+		return job_finish(job, NODE_FAILED_PRECONDITION, msg, NULL);
+	default:
+		snprintf(msg, sizeof msg, "state block unreadable: %s", strerror(-r));
+		return job_finish(job, NODE_FAILED_PRECONDITION, msg, NULL);
+	}
+	m.acked_generation = st->acked_gen;
+	m.ack_result = !st->acked_gen    ? PROCCTL__V1__ACK_RESULT__ACK_RESULT_UNSPECIFIED
+		       : st->ack_status ? PROCCTL__V1__ACK_RESULT__ACK_RESULT_REJECTED
+					: PROCCTL__V1__ACK_RESULT__ACK_RESULT_APPLIED;
+	m.ack_status = st->ack_status;
+	m.resources = ar_alloc(&a, sizeof *m.resources * (st->nres ? st->nres : 1));
+	for (i = 0; m.resources && i < st->nres; i++) {
+		const struct procctl_res_entry *e = &st->res[i];
+		Procctl__V1__ResourceReport *rr;
+		char kind[16];
+		if (!e->kind)
+			continue; /* an unused entry: no resource */
+		if (!(rr = ar_alloc(&a, sizeof *rr)))
+			break;
+		procctl__v1__resource_report__init(rr);
+		rr->kind = ar_str(&a, node_kind_name(n, e->kind, kind));
+		rr->kind_number = e->kind;
+		rr->id.data = ar_alloc(&a, sizeof e->id);
+		if (rr->id.data) {
+			memcpy(rr->id.data, e->id, sizeof e->id);
+			rr->id.len = sizeof e->id;
+		}
+		rr->grant_id = ar_hexid(&a, e->grant_id);
+		rr->seen_generation = e->seen_gen;
+		rr->state = e->state <= PROCCTL_RES_RELEASED ? (Procctl__V1__ResourceState)(e->state + 1)
+							     : PROCCTL__V1__RESOURCE_STATE__RESOURCE_STATE_UNSPECIFIED;
+		rr->wants = (e->flags & PROCCTL_RES_F_WANT) != 0;
+		m.resources[m.n_resources++] = rr;
+	}
+	m.data.data = ar_alloc(&a, st->data_len);
+	if (m.data.data) {
+		memcpy(m.data.data, st->data, st->data_len);
+		m.data.len = st->data_len;
+	}
+	job_finish_arena(job, &a, &m.base);
 }

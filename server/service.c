@@ -112,74 +112,12 @@ static void do_get(struct node *n, struct node_job *job)
 static void do_read_state(struct node *n, struct node_job *job)
 {
 	Procctl__V1__ReadStateRequest *rq = (void *)job->req;
-	Procctl__V1__ReadStateResponse m = PROCCTL__V1__READ_STATE_RESPONSE__INIT;
-	struct procctl_state *st = &n->st;
-	struct arena a = {0};
 	struct proc *p;
 	const char *why = NULL;
-	char msg[96];
-	int64_t dl = now_ns() + READSTATE_NS;
 	enum node_code code = resolve_ref(n, rq->process, &p, &why);
-	uint32_t i;
-	int r;
 	if (code)
 		return job_finish(job, code, why, NULL);
-	r = proc_read(p, st, job->deadline_ns < dl ? job->deadline_ns : dl);
-	switch (r) {
-	case 0:
-		break;
-	case -ESRCH:
-	case -ESTALE:
-		return job_finish(job, NODE_NOT_FOUND, "the process exited or exec'd", NULL);
-	case -ETIMEDOUT:
-		return job_finish(job, NODE_DEADLINE_EXCEEDED,
-				  "the process is stalled: a read of its state block has not returned (a page nobody "
-				  "serves); it is not read again until that read returns",
-				  NULL);
-	case -EAGAIN:
-		return job_finish(job, NODE_UNAVAILABLE, "the state block is being written, or no reader is free", NULL);
-	case -EPROTO:
-		snprintf(msg, sizeof msg, "state block refused: %s", procctl_reject_name(st->why));
-		return job_finish(job, NODE_FAILED_PRECONDITION, msg, NULL);
-	default:
-		snprintf(msg, sizeof msg, "state block unreadable: %s", strerror(-r));
-		return job_finish(job, NODE_FAILED_PRECONDITION, msg, NULL);
-	}
-	m.acked_generation = st->acked_gen;
-	m.ack_result = !st->acked_gen    ? PROCCTL__V1__ACK_RESULT__ACK_RESULT_UNSPECIFIED
-		       : st->ack_status ? PROCCTL__V1__ACK_RESULT__ACK_RESULT_REJECTED
-					: PROCCTL__V1__ACK_RESULT__ACK_RESULT_APPLIED;
-	m.ack_status = st->ack_status;
-	m.resources = ar_alloc(&a, sizeof *m.resources * (st->nres ? st->nres : 1));
-	for (i = 0; m.resources && i < st->nres; i++) {
-		const struct procctl_res_entry *e = &st->res[i];
-		Procctl__V1__ResourceReport *rr;
-		char kind[16];
-		if (!e->kind)
-			continue; /* an unused entry: no resource */
-		if (!(rr = ar_alloc(&a, sizeof *rr)))
-			break;
-		procctl__v1__resource_report__init(rr);
-		rr->kind = ar_str(&a, node_kind_name(n, e->kind, kind));
-		rr->kind_number = e->kind;
-		rr->id.data = ar_alloc(&a, sizeof e->id);
-		if (rr->id.data) {
-			memcpy(rr->id.data, e->id, sizeof e->id);
-			rr->id.len = sizeof e->id;
-		}
-		rr->grant_id = ar_hexid(&a, e->grant_id);
-		rr->seen_generation = e->seen_gen;
-		rr->state = e->state <= PROCCTL_RES_RELEASED ? (Procctl__V1__ResourceState)(e->state + 1)
-							     : PROCCTL__V1__RESOURCE_STATE__RESOURCE_STATE_UNSPECIFIED;
-		rr->wants = (e->flags & PROCCTL_RES_F_WANT) != 0;
-		m.resources[m.n_resources++] = rr;
-	}
-	m.data.data = ar_alloc(&a, st->data_len);
-	if (m.data.data) {
-		memcpy(m.data.data, st->data, st->data_len);
-		m.data.len = st->data_len;
-	}
-	job_finish_arena(job, &a, &m.base);
+	proc_read_for(n, p, job);
 }
 
 /* Publish and Clear: write to the selected processes, then wait. */

@@ -786,7 +786,6 @@ static void consumer_locks_come_and_go(void **state)
 	struct evlog log;
 	struct th_agent p[4];
 	procctl_registry_t *r;
-	char cmd[32];
 	int fds, i;
 	(void)state;
 
@@ -799,8 +798,7 @@ static void consumer_locks_come_and_go(void **state)
 	fds = entries("/proc/self/fd", "");
 	for (i = 0; i < 4; i++) {
 		th_procsim_start(&p[i]);
-		snprintf(cmd, sizeof cmd, "init made%d", i);
-		th_agent_ok(&p[i], cmd);
+		th_agent_ok(&p[i], "init made%d", i);
 	}
 	for (i = 0; i < 4; i++)
 		procctl_registry_notify(r, p[i].pid);
