@@ -78,6 +78,15 @@ typedef int (*procctl_scan_cb)(const struct procctl_scan_entry *e, void *arg);
  * callback's error; processes that vanish or cannot be read are skipped. */
 int procctl_scan(const char *proc_root, const char *consumer, procctl_scan_cb cb, void *arg);
 
+/* The same walk in steps, for a loop that must not stop for all of /proc
+ * at once: begin (NULL with errno), then step until it says 0 (done; 1:
+ * more to come; or the callback's error), then end. A step looks at up to
+ * max_pids processes. */
+typedef struct procctl_scan_iter procctl_scan_iter_t;
+procctl_scan_iter_t *procctl_scan_begin(const char *proc_root);
+int procctl_scan_step(procctl_scan_iter_t *it, const char *consumer, unsigned max_pids, procctl_scan_cb cb, void *arg);
+void procctl_scan_end(procctl_scan_iter_t *it);
+
 /* The same for one process: -ESRCH when it has no fd directory. */
 int procctl_scan_pid(const char *proc_root, pid_t pid, const char *consumer, procctl_scan_cb cb, void *arg);
 

@@ -23,6 +23,8 @@
 #define DEFAULT_RESCAN_NS 60000000000ull
 #define TICK_NS 20000000ull   /* lock retries for passive consumers */
 #define SWEEP_TICKS 12        /* exec sweeps every 240 ms; notify finds most sooner */
+#define FULL_SCAN_SHARE 10    /* asked-for full scans start at most every 10x a scan's time */
+#define SCAN_STEP_PIDS 64     /* processes a full scan looks at in one dispatch */
 #define NOTIFY_MAX 1024
 #define REJECTED_MAX 256
 #define UNSEALED_MAX 64
@@ -84,6 +86,9 @@ struct procctl_registry {
 	pid_t notify_q[NOTIFY_MAX];
 	unsigned nq;
 	int notify_all;
+	int64_t full_start, full_ns; /* the last full scan: when it began, its steps' time */
+	procctl_scan_iter_t *scan_it; /* a full scan under way */
+	uint64_t scan_no;             /* its number (scans_started then) */
 	struct procctl_registry_stats stats;
 
 	struct rejected rejected[REJECTED_MAX];
@@ -656,30 +661,58 @@ static void sweep(procctl_registry_t *r)
 	}
 }
 
+/* A full scan runs in steps of SCAN_STEP_PIDS processes, one a dispatch,
+ * so the loop is never held for all of /proc; its time is the steps'. */
+static void full_scan_step(procctl_registry_t *r)
+{
+	int64_t t0 = procctl_now_ns();
+	struct lock_rec *l;
+	int more = procctl_scan_step(r->scan_it, r->consumer[0] ? r->consumer : NULL, SCAN_STEP_PIDS, on_found, r);
+	r->full_ns += procctl_now_ns() - t0;
+	if (more > 0) {
+		kick(r); /* the next step at the next dispatch */
+		return;
+	}
+	procctl_scan_end(r->scan_it);
+	r->scan_it = NULL;
+	r->scans_done = r->scan_no;
+	r->first_scan_done = 1;
+	pthread_mutex_lock(&r->mu);
+	r->stats.scans++;
+	r->stats.scan_ns += (uint64_t)r->full_ns;
+	pthread_mutex_unlock(&r->mu);
+	for (l = r->locks; l; l = l->next)
+		if (l->held && l->ready_scan == r->scan_no)
+			procctl_log(PROCCTL_LOG_INFO, "ready", "consumer=%s epoch=%u", l->consumer, l->epoch);
+}
+
 static void full_scan(procctl_registry_t *r)
 {
-	uint64_t t0 = (uint64_t)procctl_now_ns(), scan;
-	struct lock_rec *l;
-
+	int64_t t0 = procctl_now_ns();
+	if (r->scan_it)
+		return; /* one at a time: a scan asked for meanwhile waits (notify_all) */
+	r->full_start = t0;
 	/* A consumer named up front has its lock taken before the scan
 	 * begins, so this very scan makes it ready. */
 	if (r->consumer[0])
 		lock_for(r, r->consumer);
-	scan = ++r->scans_started;
+	r->scan_no = ++r->scans_started;
 	sweep(r);
-	procctl_scan(r->proc_root, r->consumer[0] ? r->consumer : NULL, on_found, r);
-	r->scans_done = scan;
-	r->first_scan_done = 1;
-	pthread_mutex_lock(&r->mu);
-	r->stats.scans++;
-	r->stats.scan_ns += (uint64_t)procctl_now_ns() - t0;
-	pthread_mutex_unlock(&r->mu);
-	for (l = r->locks; l; l = l->next)
-		if (l->held && l->ready_scan == scan)
-			procctl_log(PROCCTL_LOG_INFO, "ready", "consumer=%s epoch=%u", l->consumer, l->epoch);
+	r->full_ns = procctl_now_ns() - t0;
+	if (!(r->scan_it = procctl_scan_begin(r->proc_root))) {
+		procctl_log_limited(PROCCTL_LOG_ERROR, "scan_failed", "dir=%s errno=%d (the next rescan tries again)",
+				    r->proc_root, errno);
+		return;
+	}
+	full_scan_step(r);
 }
 
 /* ---- the loop ------------------------------------------------------- */
+
+static int64_t full_scan_due(const procctl_registry_t *r)
+{
+	return r->full_start + FULL_SCAN_SHARE * r->full_ns;
+}
 
 static void drain_notify(procctl_registry_t *r)
 {
@@ -695,7 +728,13 @@ static void drain_notify(procctl_registry_t *r)
 	memcpy(q, r->notify_q, n * sizeof *q);
 	r->nq = 0;
 	all = r->notify_all;
-	r->notify_all = 0;
+	/* A full scan asked for (a lock taken, a notify queue overflowed) waits
+	 * until the last one is ten of its durations old: names a process can
+	 * make up cannot keep the loop scanning. The tick asks again. */
+	if (all && (r->scan_it || procctl_now_ns() < full_scan_due(r)))
+		all = 0;
+	else
+		r->notify_all = 0;
 	r->stats.targeted_scans += n;
 	pthread_mutex_unlock(&r->mu);
 	if (all) {
@@ -722,7 +761,9 @@ int procctl_registry_dispatch(procctl_registry_t *r)
 	struct epoll_event evs[64];
 	int n, i;
 
-	if (!r->first_scan_done)
+	if (r->scan_it)
+		full_scan_step(r);
+	else if (!r->first_scan_done)
 		full_scan(r);
 	n = epoll_wait(r->epfd, evs, 64, 0);
 	if (n < 0)
@@ -746,6 +787,10 @@ int procctl_registry_dispatch(procctl_registry_t *r)
 			probe_unsealed(r);
 			if (++r->ticks % SWEEP_TICKS == 0)
 				sweep(r);
+			pthread_mutex_lock(&r->mu);
+			if (r->notify_all && !r->scan_it && procctl_now_ns() >= full_scan_due(r))
+				kick(r); /* a deferred full scan is due */
+			pthread_mutex_unlock(&r->mu);
 		} else {
 			struct entry *e;
 			for (e = r->entries; e && e->id != tag; e = e->next) /* still attached? */
@@ -968,6 +1013,7 @@ void procctl_registry_close(procctl_registry_t *r, unsigned flags)
 
 	if (!r)
 		return;
+	procctl_scan_end(r->scan_it);
 	procctl_doorbells_stop(&r->bells);
 	if (r->hb_started) {
 		pthread_mutex_lock(&r->mu);

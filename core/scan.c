@@ -151,32 +151,78 @@ int procctl_scan_pid(const char *proc_root, pid_t pid, const char *consumer, pro
 	return n;
 }
 
-int procctl_scan(const char *proc_root, const char *consumer, procctl_scan_cb cb, void *arg)
-{
-	DIR *d = opendir(proc_root ? proc_root : "/proc");
-	struct dirent *de;
-	int total = 0;
+struct procctl_scan_iter {
+	DIR *d;
+};
 
-	if (!d)
-		return -errno;
-	while ((de = readdir(d))) {
+procctl_scan_iter_t *procctl_scan_begin(const char *proc_root)
+{
+	procctl_scan_iter_t *it = calloc(1, sizeof *it);
+	if (!it)
+		return NULL;
+	if (!(it->d = opendir(proc_root ? proc_root : "/proc"))) {
+		int err = errno;
+		free(it);
+		errno = err;
+		return NULL;
+	}
+	return it;
+}
+
+int procctl_scan_step(procctl_scan_iter_t *it, const char *consumer, unsigned max_pids, procctl_scan_cb cb, void *arg)
+{
+	struct dirent *de;
+	unsigned seen = 0;
+	while (seen < max_pids && (de = readdir(it->d))) {
 		char path[64];
 		pid_t pid;
 		int fddir, r;
 
 		if (!is_pid(de->d_name, &pid))
 			continue;
+		seen++;
 		snprintf(path, sizeof path, "%d/fd", (int)pid);
-		fddir = openat(dirfd(d), path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		fddir = openat(dirfd(it->d), path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (fddir < 0) /* gone, or a kernel thread we may not look into */
 			continue;
 		r = scan_fds(fddir, pid, consumer, cb, arg);
-		if (r < 0) {
-			closedir(d);
+		if (r < 0)
 			return r;
-		}
-		total += r;
 	}
-	closedir(d);
-	return total;
+	return seen == max_pids;
+}
+
+void procctl_scan_end(procctl_scan_iter_t *it)
+{
+	if (it) {
+		closedir(it->d);
+		free(it);
+	}
+}
+
+/* Counts what it finds for procctl_scan. */
+struct counted {
+	procctl_scan_cb cb;
+	void *arg;
+	int n;
+};
+
+static int count_one(const struct procctl_scan_entry *e, void *arg)
+{
+	struct counted *c = arg;
+	c->n++;
+	return c->cb(e, c->arg);
+}
+
+int procctl_scan(const char *proc_root, const char *consumer, procctl_scan_cb cb, void *arg)
+{
+	struct counted c = {cb, arg, 0};
+	procctl_scan_iter_t *it = procctl_scan_begin(proc_root);
+	int r;
+	if (!it)
+		return -errno;
+	while ((r = procctl_scan_step(it, consumer, 256, count_one, &c)) > 0)
+		;
+	procctl_scan_end(it);
+	return r < 0 ? r : c.n;
 }

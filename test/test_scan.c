@@ -126,6 +126,24 @@ static void fixture_tree(void **state)
 	assert_int_equal(procctl_scan(root, NULL, stop_at_first, NULL), -ECANCELED);
 	assert_int_equal(procctl_scan(FIXTURES "/nowhere", NULL, collect, &s), -ENOENT);
 
+	/* In steps of one process: the same regions, a step per process. */
+	{
+		procctl_scan_iter_t *it = procctl_scan_begin(root);
+		int r, steps = 0;
+		assert_non_null(it);
+		memset(&s, 0, sizeof s);
+		while ((r = procctl_scan_step(it, NULL, 1, collect, &s)) > 0)
+			steps++;
+		procctl_scan_end(it);
+		assert_int_equal(r, 0);
+		assert_int_equal(s.n, 4);
+		assert_non_null(find(&s, 100, 5));
+		assert_non_null(find(&s, 500, 1));
+		assert_int_equal(steps, 5); /* the pids of the tree: 100, 200, 300, 400, 500 */
+		assert_null(procctl_scan_begin(FIXTURES "/nowhere"));
+		assert_int_equal(errno, ENOENT);
+	}
+
 	/* NSpid: outermost first */
 	assert_int_equal(procctl_read_nspid(root, 100, ns, 8), 3);
 	assert_int_equal(ns[0], 100);
