@@ -22,9 +22,10 @@
 #define DEFAULT_LEASE_NS 10000000000ull
 #define DEFAULT_RESCAN_NS 60000000000ull
 #define TICK_NS 20000000ull   /* lock retries for passive consumers */
-#define SWEEP_TICKS 12        /* exec sweeps every 240 ms; notify finds most sooner */
+#define SWEEP_BATCH 64        /* clients an exec sweep looks at a tick; notify finds most sooner */
+#define NOTIFY_BATCH 16       /* notified pids scanned a dispatch (the rest at the next) */
 #define FULL_SCAN_SHARE 10    /* asked-for full scans start at most every 10x a scan's time */
-#define SCAN_STEP_PIDS 64     /* processes a full scan looks at in one dispatch */
+#define SCAN_STEP_PIDS 16     /* processes a full scan looks at in one dispatch (~1 ms) */
 #define NOTIFY_MAX 1024
 #define REJECTED_MAX 256
 #define UNSEALED_MAX 64
@@ -78,7 +79,8 @@ struct procctl_registry {
 	struct lock_rec *locks;
 	uint32_t nlocks;
 	int closing; /* locks go with the registry, not one by one */
-	uint64_t scans_started, scans_done, next_id, ticks;
+	uint64_t scans_started, scans_done, next_id;
+	uint32_t sweep_pos; /* the exec sweep's place in the entries */
 	int first_scan_done, stop;
 
 	pthread_mutex_t mu; /* entries, notify queue, stats: shared with the heartbeat thread */
@@ -649,15 +651,26 @@ static void detach(procctl_registry_t *r, struct entry *e, int reason)
 	lock_put(r, l);
 }
 
-/* Exec keeps the pid and the pidfd quiet: look at every client. */
+/* Exec keeps the pid and the pidfd quiet: look at every client, SWEEP_BATCH
+ * a tick, so a thousand of them never hold the loop at once. */
 static void sweep(procctl_registry_t *r)
 {
 	struct entry *e = r->entries, *next;
-	for (; e; e = next) {
+	uint32_t i;
+	for (i = 0; e && i < r->sweep_pos; i++) /* where the last batch stopped */
+		e = e->next;
+	if (!e) {
+		r->sweep_pos = 0;
+		e = r->entries;
+	}
+	for (i = 0; e && i < SWEEP_BATCH; i++, e = next) {
 		int a = procctl_client_alive(e->c);
 		next = e->next;
-		if (a < 0)
+		r->sweep_pos++;
+		if (a < 0) {
 			detach(r, e, a);
+			r->sweep_pos--; /* the next one moved into its place */
+		}
 	}
 }
 
@@ -697,7 +710,6 @@ static void full_scan(procctl_registry_t *r)
 	if (r->consumer[0])
 		lock_for(r, r->consumer);
 	r->scan_no = ++r->scans_started;
-	sweep(r);
 	r->full_ns = procctl_now_ns() - t0;
 	if (!(r->scan_it = procctl_scan_begin(r->proc_root))) {
 		procctl_log_limited(PROCCTL_LOG_ERROR, "scan_failed", "dir=%s errno=%d (the next rescan tries again)",
@@ -724,9 +736,12 @@ static void drain_notify(procctl_registry_t *r)
 	if (read(r->evfd, &v, sizeof v) < 0 && errno != EAGAIN)
 		return;
 	pthread_mutex_lock(&r->mu);
-	n = r->nq;
+	n = r->nq < NOTIFY_BATCH ? r->nq : NOTIFY_BATCH; /* the rest after other work */
 	memcpy(q, r->notify_q, n * sizeof *q);
-	r->nq = 0;
+	memmove(r->notify_q, r->notify_q + n, (r->nq - n) * sizeof *q);
+	r->nq -= n;
+	if (r->nq)
+		kick(r);
 	all = r->notify_all;
 	/* A full scan asked for (a lock taken, a notify queue overflowed) waits
 	 * until the last one is ten of its durations old: names a process can
@@ -758,14 +773,14 @@ static void drain_notify(procctl_registry_t *r)
 
 int procctl_registry_dispatch(procctl_registry_t *r)
 {
-	struct epoll_event evs[64];
+	struct epoll_event evs[16];
 	int n, i;
 
 	if (r->scan_it)
 		full_scan_step(r);
 	else if (!r->first_scan_done)
 		full_scan(r);
-	n = epoll_wait(r->epfd, evs, 64, 0);
+	n = epoll_wait(r->epfd, evs, 16, 0); /* more at the next dispatch: the fd stays readable */
 	if (n < 0)
 		return errno == EINTR ? 0 : -errno;
 	for (i = 0; i < n; i++) {
@@ -785,8 +800,7 @@ int procctl_registry_dispatch(procctl_registry_t *r)
 				lock_try(r, l);
 			}
 			probe_unsealed(r);
-			if (++r->ticks % SWEEP_TICKS == 0)
-				sweep(r);
+			sweep(r);
 			pthread_mutex_lock(&r->mu);
 			if (r->notify_all && !r->scan_it && procctl_now_ns() >= full_scan_due(r))
 				kick(r); /* a deferred full scan is due */
