@@ -5,6 +5,9 @@
 #                gcc -O2; clang with ASan+UBSan (and libFuzzer); clang TSan;
 #                each runs whatever the others did, with a summary at the end
 #   make bench   build and write build/bench.json
+#   make soak    build, then every attack of issue 17 at once on one daemon
+#                for SOAK_SECONDS (600) beside a healthy client; figures
+#                in build/soak.json (not part of make test)
 #   make install build, then install under $(PREFIX) (/usr/local), staged
 #                in $(DESTDIR) when given: procctl, procctl-node, procctl.h,
 #                libprocctl-agent and its headers, pkg-config files, a CMake
@@ -15,7 +18,7 @@ CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
 PREFIX ?= /usr/local
 
-.PHONY: all deps build demo test test-gcc test-asan test-tsan bench install clean
+.PHONY: all deps build demo test test-gcc test-asan test-tsan bench soak install clean
 
 all: build
 
@@ -57,6 +60,15 @@ test-tsan:
 bench: build
 	{ build/bench/bench_process && build/bench/bench_agent && build/bench/bench_arbiter && build/bench/bench_node && build/bench/bench_hello && build/bench/bench_stop; } | paste -sd, | sed 's/^/[/; s/$$/]/' > build/bench.json
 	@cat build/bench.json
+
+SOAK_SECONDS ?= 600
+soak: build
+	scripts/install-peers.sh
+	PROCCTL_NODE=$(CURDIR)/build/procctl-node PROCCTL_CLI=$(CURDIR)/build/clients/procctl \
+	ECHO_CLIENT=$(CURDIR)/build/clients/echo-client \
+	TOKEN_CLIENT=$(CURDIR)/build/clients/token-client PROCSIM=$(CURDIR)/build/test/procsim SOAK_SECONDS=$(SOAK_SECONDS) \
+	SOAK_OUT=$(CURDIR)/build/soak.json PROCCTL_TEST_TIMEOUT_MS=$$(( ($(SOAK_SECONDS) + 900) * 1000 )) \
+	sh test/node/run.sh $(CURDIR) $(CURDIR)/test/node/soak.js
 
 clean:
 	rm -rf build build-asan build-tsan

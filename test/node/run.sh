@@ -9,7 +9,7 @@
 # started dies with it, even when a test fails or times out. Its scratch directories live
 # under a TMPDIR of its own, removed at the end. A test that hangs fails
 # at --test-timeout (the harness then kills what is left), well before
-# ctest's TIMEOUT.
+# ctest's TIMEOUT (PROCCTL_TEST_TIMEOUT_MS: 300000; make soak sets more).
 # Usage: run.sh REPO FILE
 set -eu
 repo=$1
@@ -24,7 +24,7 @@ TMPDIR=$(mktemp -d "${TMPDIR:-/tmp}/procctl-nodetest.XXXXXX")
 chmod 755 "$TMPDIR" # the tests that run a daemon as nobody make their directories 0777
 export TMPDIR
 trap 'rm -rf "$TMPDIR"' EXIT
-set -- node --test --test-reporter=spec --test-timeout=300000 "$2"
+set -- node --test --test-reporter=spec --test-timeout="${PROCCTL_TEST_TIMEOUT_MS:-300000}" "$2"
 status=0
 sh "$repo/test/isolate.sh" "$@" || status=$?
 exit $status

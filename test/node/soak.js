@@ -1,0 +1,224 @@
+// SPDX-License-Identifier: Apache-2.0
+// soak.js - make soak (not in make test): every attack of issue 17 at
+// once against one daemon for SOAK_SECONDS (600), beside a healthy echo
+// client that a probe process publishes to with --wait all along:
+//   1,000 stalled processes (PROCCTL_STALLERS), 20 of them replaced every
+//   5 s; abandoned WaitAcks (200 a second on a stopped process, cancelled);
+//   made-up consumer names (20 processes every 2 s); desired configs set
+//   and deleted past their caps; idle reflection streams past
+//   max_watchers; refused regions and garbage HTTP (log floods); regions
+//   that never seal.
+// It samples the daemon's RSS, fds and threads every 5 s and compares
+// the probe's p99 with an unloaded run of the same probe first. It fails
+// when RSS or fds are not flat (the last sample against the one a minute
+// in) or the p99 is over 2x; the figures go to SOAK_OUT (JSON) either way.
+'use strict';
+
+const { test, after } = require('node:test');
+const assert = require('node:assert/strict');
+const crypto = require('node:crypto');
+const fs = require('node:fs');
+const http = require('node:http');
+const net = require('node:net');
+const path = require('node:path');
+const { spawn } = require('node:child_process');
+const h = require('./harness');
+
+const SECONDS = Number(process.env.SOAK_SECONDS || 600);
+const STALLERS = Number(process.env.PROCCTL_STALLERS || 1000);
+const PROBE_S = Number(process.env.SOAK_PROBE_SECONDS || 30);
+const OUT = process.env.SOAK_OUT || '';
+// SOAK_ATTACKS: a comma-separated subset (stall,waits,names,desired,reflection,floods,unsealed) to tell
+// which costs what; default all.
+const ATTACKS = (process.env.SOAK_ATTACKS || 'stall,waits,names,desired,reflection,floods,unsealed').split(',');
+const on = (name) => ATTACKS.includes(name);
+
+after(async () => {
+  await h.killAll();
+});
+
+const status = (pid, key) => Number(new RegExp(`^${key}:\\s+(\\d+)`, 'm').exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))[1]);
+function metric(port, name) {
+  return new Promise((resolve, reject) => {
+    http.get({ host: '127.0.0.1', port, path: '/metrics', agent: false }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (x) => { body += x; });
+      res.on('end', () => {
+        const line = body.split('\n').find((l) => l.startsWith(`${name} `));
+        resolve(line ? Number(line.slice(name.length + 1)) : NaN);
+      });
+    }).on('error', reject);
+  });
+}
+const sample = (pid) => ({ t: Date.now(), rss_kb: status(pid, 'VmRSS'), threads: status(pid, 'Threads'),
+  fds: fs.readdirSync(`/proc/${pid}/fd`).length });
+
+// The probe (soak-probe.js) for s seconds: { n, failed, p50, p99, max }.
+function probe(d, pid, s) {
+  return new Promise((resolve, reject) => {
+    const p = spawn(process.execPath, [path.join(__dirname, 'soak-probe.js'), d.addr, String(pid), String(s)],
+      { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    p.stdout.setEncoding('utf8').on('data', (x) => { out += x; });
+    p.on('error', reject);
+    p.on('close', (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`probe exited ${code}`))));
+  });
+}
+
+// A procsim that ran cmds (each answered "ok ..."), in order.
+async function procsim(cmds) {
+  const p = new h.Child(process.env.PROCSIM, [], { stdio: ['pipe', 'pipe', 'pipe'] });
+  for (const c of cmds) {
+    const before = p.out.length;
+    p.proc.stdin.write(`${c}\n`);
+    await h.until(() => p.out.length > before || p.exit, { what: `${c} answered`, timeout: 30000 });
+    if (!p.out[before] || !p.out[before].startsWith('ok')) throw new Error(`procsim ${c}: ${p.out[before]}`);
+  }
+  return p;
+}
+
+// Attached (GetProcess, cheap: ListProcesses polled by dozens would be
+// the load), then its state page stalls and its doorbell rings.
+async function staller(c) {
+  const p = await procsim(['init test']);
+  await h.until(async () => (await h.code(h.call(c, 'GetProcess', { process: { pid: p.pid } }))) === 'OK',
+    { what: `${p.pid} attached`, every: 50, timeout: 30000 });
+  const before = p.out.length;
+  p.proc.stdin.write('stall\nring 1\n');
+  await h.until(() => p.out.length >= before + 2, { what: 'stall, ring', timeout: 30000 });
+  return p;
+}
+const rand = () => Math.random().toString(36).slice(2, 10);
+
+// Run fn every ms until the end, one at a time; errors are counted.
+function every(ms, end, fn, errors) {
+  return (async () => {
+    while (Date.now() < end) {
+      const t0 = Date.now();
+      try {
+        await fn();
+      } catch (e) {
+        errors.push(e.message);
+      }
+      await h.sleep(Math.max(0, ms - (Date.now() - t0)));
+    }
+  })();
+}
+
+test(`soak: every attack at once for ${SECONDS} s`, { timeout: (SECONDS + 900) * 1000 }, async (t) => {
+  const port = await h.freePort();
+  const d = await new h.Daemon({ consumers: null,
+    // The default rescan (a minute, as a node runs): the harness's 100 ms
+    // would make the scans of thousands of processes the load.
+    args: ['--http-listen', `127.0.0.1:${port}`, '--max-watchers', '512', '--max-consumers', '64',
+      '--rescan-ms', '60000'] }).ready();
+  t.after(() => d.kill('SIGKILL'));
+  const c = d.client();
+  const e = await h.echo();
+  await h.attached(d, e.pid);
+  const unloaded = await probe(d, e.pid, PROBE_S);
+
+  // The standing load: stalled processes, and a stopped one for waits.
+  const stalled = [];
+  for (let i = 0; on('stall') && i < STALLERS; i += 50) {
+    stalled.push(...await Promise.all(Array.from({ length: Math.min(50, STALLERS - i) }, () => staller(c))));
+  }
+  const stopped = await h.echo();
+  await h.attached(d, stopped.pid);
+  process.kill(stopped.pid, 'SIGSTOP');
+  const gen = (await h.call(c, 'Publish', { selector: { pid: stopped.pid }, payload: Buffer.from('x') }))
+    .results[0].generation;
+
+  const end = Date.now() + SECONDS * 1000;
+  const errors = [];
+  const samples = [sample(d.pid)];
+  const raw = new h.grpc.Client(d.addr, h.grpc.credentials.createInsecure());
+  const loops = [
+    every(5000, end, () => { samples.push(sample(d.pid)); }, errors),
+    on('stall') && every(5000, end, async () => { // stalled processes come and go
+      const gone = stalled.splice(0, 20);
+      await Promise.all(gone.map((p) => p.kill('SIGKILL')));
+      stalled.push(...await Promise.all(Array.from({ length: 20 }, () => staller(c))));
+    }, errors),
+    on('waits') && every(1000, end, async () => { // abandoned waits
+      const calls = Array.from({ length: 200 }, () => c.WaitAck({ process: { pid: stopped.pid }, generation: gen,
+        waitMs: 300000 }, () => {}));
+      await h.sleep(500);
+      for (const x of calls) x.cancel();
+    }, errors),
+    on('names') && every(2000, end, async () => { // made-up consumer names
+      const ps = await Promise.all(Array.from({ length: 20 }, () => procsim([`init m${rand()}`])));
+      await h.sleep(1000);
+      await Promise.all(ps.map((p) => p.kill('SIGKILL')));
+    }, errors),
+    on('desired') && every(1000, end, async () => { // desired configs past their caps
+      const pod = crypto.randomUUID();
+      const r = await h.call(c, 'SetDesiredConfig', { config: { selector: { consumer: 'soak', podUid: pod },
+        payload: Buffer.alloc(64 << 10, 1) } }).catch((x) => x);
+      if (r.code && h.grpc.status[r.code] !== 'RESOURCE_EXHAUSTED') throw new Error(`SetDesiredConfig: ${r.details}`);
+      if (Math.random() < 0.5) {
+        const l = await h.call(c, 'ListDesiredConfigs', {});
+        for (const x of l.configs.slice(0, 2)) await h.call(c, 'DeleteDesiredConfig', { selector: x.selector });
+      }
+    }, errors),
+    on('reflection') && every(6000, end, async () => { // idle reflection streams past max_watchers
+      const ss = Array.from({ length: 600 }, () => {
+        const s = raw.makeBidiStreamRequest('/grpc.reflection.v1.ServerReflection/ServerReflectionInfo',
+          (b) => b, (b) => b);
+        s.on('error', () => {});
+        return s;
+      });
+      await h.sleep(5000);
+      for (const s of ss) s.cancel();
+    }, errors),
+    on('floods') && every(2000, end, async () => { // refused regions, garbage HTTP: log floods
+      const ps = await Promise.all(Array.from({ length: 10 }, () => procsim(['hostile writeseal'])));
+      await Promise.all(Array.from({ length: 20 }, () => new Promise((resolve) => {
+        const s = net.connect(port, '127.0.0.1', () => s.end('GARBAGE \x01\x02 HTTP/9.9\r\n\r\n'));
+        s.on('error', resolve);
+        s.on('close', resolve);
+        s.resume();
+      })));
+      await h.sleep(1000);
+      await Promise.all(ps.map((p) => p.kill('SIGKILL')));
+    }, errors),
+    on('unsealed') && every(5000, end, async () => { // regions that never seal
+      const ps = await Promise.all(Array.from({ length: 5 }, () => procsim(['hostile unsealed'])));
+      await h.sleep(2000);
+      await Promise.all(ps.map((p) => p.kill('SIGKILL')));
+    }, errors),
+  ];
+  const loaded = probe(d, e.pid, SECONDS);
+  await Promise.all(loops.filter(Boolean));
+  const during = await loaded;
+  samples.push(sample(d.pid));
+  raw.close();
+
+  const scans = await metric(port, 'procctl_scans_total');
+  const scanS = await metric(port, 'procctl_scan_seconds_total');
+  const warm = samples.find((s) => s.t >= samples[0].t + 60000) || samples[0];
+  const last = samples[samples.length - 1];
+  const peak = (k) => Math.max(...samples.map((s) => s[k]));
+  const lines = d.lines.length;
+  const result = {
+    seconds: SECONDS, stallers: STALLERS, unloaded, loaded: during, p99_ratio: during.p99 / unloaded.p99,
+    rss_kb: { start: samples[0].rss_kb, warm: warm.rss_kb, last: last.rss_kb, peak: peak('rss_kb') },
+    fds: { start: samples[0].fds, warm: warm.fds, last: last.fds, peak: peak('fds') },
+    threads: { start: samples[0].threads, warm: warm.threads, last: last.threads, peak: peak('threads') },
+    scans, scan_ms_mean: (scanS / scans) * 1000,
+    log_lines: lines, log_lines_per_s: lines / SECONDS, driver_errors: errors.length, first_errors: errors.slice(0, 5),
+  };
+  const text = JSON.stringify(result, null, 2);
+  console.log(text);
+  if (OUT) fs.writeFileSync(OUT, `${text}\n`);
+
+  process.kill(stopped.pid, 'SIGCONT');
+  await Promise.all(stalled.map((p) => p.kill('SIGKILL')));
+  c.close();
+  await d.stop();
+  assert.equal(during.failed, 0, 'the healthy client was not always served');
+  assert.ok(result.p99_ratio <= 2, `p99 ${during.p99} ms loaded against ${unloaded.p99} ms unloaded`);
+  assert.ok(last.rss_kb <= warm.rss_kb * 1.2, `RSS ${warm.rss_kb} kB a minute in, ${last.rss_kb} kB at the end`);
+  assert.ok(last.fds <= warm.fds + 32, `fds ${warm.fds} a minute in, ${last.fds} at the end`);
+});
