@@ -81,9 +81,10 @@ int procctl_scan(const char *proc_root, const char *consumer, procctl_scan_cb cb
 /* The same walk in steps, for a loop that must not stop for all of /proc
  * at once: begin (NULL with errno), then step until it says 0 (done; 1:
  * more to come; or the callback's error), then end. A step looks at up to
- * max_pids processes. */
+ * max_pids processes; process skip (0: none) is passed over unread (an
+ * agent's own fd table, two fds a region it attached, is the largest). */
 typedef struct procctl_scan_iter procctl_scan_iter_t;
-procctl_scan_iter_t *procctl_scan_begin(const char *proc_root);
+procctl_scan_iter_t *procctl_scan_begin(const char *proc_root, pid_t skip);
 int procctl_scan_step(procctl_scan_iter_t *it, const char *consumer, unsigned max_pids, procctl_scan_cb cb, void *arg);
 void procctl_scan_end(procctl_scan_iter_t *it);
 
@@ -309,8 +310,10 @@ struct procctl_registry_stats {
 
 /* A registry: no thread runs its loop; call procctl_registry_run, or poll
  * procctl_registry_fd in your own loop and call procctl_registry_dispatch
- * when it is readable. It starts one heartbeat thread, which only stores
- * to mapped memory. All registry calls but notify, stop and stats belong
+ * when it is readable; a dispatch does a bounded amount (a full scan of
+ * /proc takes many, 16 processes each, and passes over the agent's own
+ * process). It starts one heartbeat thread, which only stores to mapped
+ * memory, and a doorbell watcher per 127 regions (DOORBELLS). All registry calls but notify, stop and stats belong
  * to the loop's thread, and on_event must not call registry functions
  * that change it (dispatch, run, close). Clients handed out hold until
  * DETACHED returns; take a reference (procctl_client_ref) to keep one

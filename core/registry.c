@@ -711,7 +711,9 @@ static void full_scan(procctl_registry_t *r)
 		lock_for(r, r->consumer);
 	r->scan_no = ++r->scans_started;
 	r->full_ns = procctl_now_ns() - t0;
-	if (!(r->scan_it = procctl_scan_begin(r->proc_root))) {
+	/* Not its own process: an agent's regions are its processes', and its
+	 * own fd table (a pidfd and a mem fd a region) is the largest there is. */
+	if (!(r->scan_it = procctl_scan_begin(r->proc_root, strcmp(r->proc_root, "/proc") ? 0 : getpid()))) {
 		procctl_log_limited(PROCCTL_LOG_ERROR, "scan_failed", "dir=%s errno=%d (the next rescan tries again)",
 				    r->proc_root, errno);
 		return;

@@ -153,13 +153,15 @@ int procctl_scan_pid(const char *proc_root, pid_t pid, const char *consumer, pro
 
 struct procctl_scan_iter {
 	DIR *d;
+	pid_t skip;
 };
 
-procctl_scan_iter_t *procctl_scan_begin(const char *proc_root)
+procctl_scan_iter_t *procctl_scan_begin(const char *proc_root, pid_t skip)
 {
 	procctl_scan_iter_t *it = calloc(1, sizeof *it);
 	if (!it)
 		return NULL;
+	it->skip = skip;
 	if (!(it->d = opendir(proc_root ? proc_root : "/proc"))) {
 		int err = errno;
 		free(it);
@@ -181,6 +183,8 @@ int procctl_scan_step(procctl_scan_iter_t *it, const char *consumer, unsigned ma
 		if (!is_pid(de->d_name, &pid))
 			continue;
 		seen++;
+		if (pid == it->skip)
+			continue;
 		snprintf(path, sizeof path, "%d/fd", (int)pid);
 		fddir = openat(dirfd(it->d), path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (fddir < 0) /* gone, or a kernel thread we may not look into */
@@ -217,7 +221,7 @@ static int count_one(const struct procctl_scan_entry *e, void *arg)
 int procctl_scan(const char *proc_root, const char *consumer, procctl_scan_cb cb, void *arg)
 {
 	struct counted c = {cb, arg, 0};
-	procctl_scan_iter_t *it = procctl_scan_begin(proc_root);
+	procctl_scan_iter_t *it = procctl_scan_begin(proc_root, 0);
 	int r;
 	if (!it)
 		return -errno;

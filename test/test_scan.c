@@ -128,7 +128,7 @@ static void fixture_tree(void **state)
 
 	/* In steps of one process: the same regions, a step per process. */
 	{
-		procctl_scan_iter_t *it = procctl_scan_begin(root);
+		procctl_scan_iter_t *it = procctl_scan_begin(root, 0);
 		int r, steps = 0;
 		assert_non_null(it);
 		memset(&s, 0, sizeof s);
@@ -140,8 +140,16 @@ static void fixture_tree(void **state)
 		assert_non_null(find(&s, 100, 5));
 		assert_non_null(find(&s, 500, 1));
 		assert_int_equal(steps, 5); /* the pids of the tree: 100, 200, 300, 400, 500 */
-		assert_null(procctl_scan_begin(FIXTURES "/nowhere"));
+		assert_null(procctl_scan_begin(FIXTURES "/nowhere", 0));
 		assert_int_equal(errno, ENOENT);
+		/* A process skipped is not read: pid 100 has two of the four. */
+		it = procctl_scan_begin(root, 100);
+		memset(&s, 0, sizeof s);
+		while (procctl_scan_step(it, NULL, 2, collect, &s) > 0)
+			;
+		procctl_scan_end(it);
+		assert_int_equal(s.n, 2);
+		assert_null(find(&s, 100, 3));
 	}
 
 	/* NSpid: outermost first */
