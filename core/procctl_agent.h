@@ -335,8 +335,10 @@ int procctl_registry_rescan(procctl_registry_t *r);
 /* 1 once the first full scan finished. */
 int procctl_registry_first_scan_done(const procctl_registry_t *r);
 /* 1 when this agent holds consumer's node lock and a full scan begun
- * after it took the lock has finished (SPEC.md 9.2). */
-int procctl_registry_ready(const procctl_registry_t *r, const char *consumer);
+ * after it took the lock has finished (SPEC.md 9.2). The scan is the
+ * asking's: 0 asks for one (a lock taken for a consumer nobody asks about,
+ * a made-up name, costs no scan of /proc). */
+int procctl_registry_ready(procctl_registry_t *r, const char *consumer);
 int procctl_registry_owner(const procctl_registry_t *r, const char *consumer);
 /* The attached clients (at most max): their count. */
 size_t procctl_registry_clients(const procctl_registry_t *r, procctl_client_t **out, size_t max);

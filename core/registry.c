@@ -366,11 +366,7 @@ static void lock_try(procctl_registry_t *r, struct lock_rec *l)
 	for (e = r->entries; e; e = e->next)
 		if (e->lk == l)
 			claim(r, e);
-	pthread_mutex_lock(&r->mu);
-	r->notify_all = 1; /* a full scan begun now makes the consumer ready */
-	pthread_mutex_unlock(&r->mu);
-	kick(r);
-	emit_ownership(r, l);
+	emit_ownership(r, l); /* ready once a full scan begun now ends: procctl_registry_ready asks for it */
 }
 
 /* Our lock file is no longer the one at the path (deleted or replaced):
@@ -969,12 +965,19 @@ int procctl_registry_owner(const procctl_registry_t *r, const char *consumer)
 	return 0;
 }
 
-int procctl_registry_ready(const procctl_registry_t *r, const char *consumer)
+int procctl_registry_ready(procctl_registry_t *r, const char *consumer)
 {
-	const struct lock_rec *l;
-	for (l = r->locks; l; l = l->next)
-		if (!strcmp(l->consumer, consumer))
-			return l->held && r->scans_done >= l->ready_scan;
+	const struct lock_rec *l = lock_find(r, consumer);
+	if (!l || !l->held)
+		return 0;
+	if (r->scans_done >= l->ready_scan)
+		return 1;
+	if (r->scans_started < l->ready_scan) { /* none begun since the lock: ask for one */
+		pthread_mutex_lock(&r->mu);
+		r->notify_all = 1;
+		pthread_mutex_unlock(&r->mu);
+		kick(r);
+	}
 	return 0;
 }
 

@@ -154,7 +154,7 @@ test(`soak: every attack at once for ${SECONDS} s`, { timeout: (SECONDS + 900) *
     }, errors),
     on('desired') && every(1000, end, async () => { // desired configs past their caps
       const pod = crypto.randomUUID();
-      const r = await h.call(c, 'SetDesiredConfig', { config: { selector: { consumer: 'soak', podUid: pod },
+      const r = await h.call(c, 'SetDesiredConfig', { config: { selector: { consumer: 'soak', schemaVersion: 1, podUid: pod },
         payload: Buffer.alloc(64 << 10, 1) } }).catch((x) => x);
       if (r.code && h.grpc.status[r.code] !== 'RESOURCE_EXHAUSTED') throw new Error(`SetDesiredConfig: ${r.details}`);
       if (Math.random() < 0.5) {
