@@ -26,33 +26,18 @@ static int64_t in_ns(int64_t ns)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec + ns;
 }
 
-struct found {
-	int fd;
-	struct procctl_scan_entry e;
-};
-
-static int keep(const struct procctl_scan_entry *e, void *arg)
-{
-	struct found *f = arg;
-	if (f->fd < 0 || e->fd == f->fd)
-		f->e = *e;
-	return 0;
-}
-
 /* Attach to the region fd (or any, fd -1) of pid, waiting for it to exist. */
 static procctl_client_t *attach(pid_t pid, int fd)
 {
-	struct found f;
+	struct procctl_scan_entry e;
 	enum procctl_reject why;
 	procctl_client_t *c;
 	int tries = 0;
-	memset(&f, 0, sizeof f);
-	f.fd = fd;
-	while (procctl_scan_pid(NULL, pid, "test", keep, &f) < 1 && procctl_scan_pid(NULL, pid, "echo", keep, &f) < 1) {
+	while (!th_region(pid, fd, "test", &e) && !th_region(pid, fd, "echo", &e)) {
 		assert_true(++tries < 500);
 		th_sleep_ms(10);
 	}
-	c = procctl_client_attach(&f.e, NULL, &why);
+	c = procctl_client_attach(&e, NULL, &why);
 	if (!c)
 		fail_msg("attach: %s (%s)", strerror(errno), procctl_reject_name(why));
 	return c;
@@ -165,15 +150,7 @@ static void fallback_and_far_deadline(void **state)
 	(void)state;
 
 	th_procsim_start(&p);
-	memset(&e, 0, sizeof e);
-	e.fd = atoi(th_agent_ok(&p, "init test"));
-	{
-		struct found f;
-		memset(&f, 0, sizeof f);
-		f.fd = e.fd;
-		assert_true(procctl_scan_pid(NULL, p.pid, "test", keep, &f) >= 1);
-		e = f.e;
-	}
+	assert_true(th_region(p.pid, atoi(th_agent_ok(&p, "init test")), "test", &e));
 	c = procctl_client_attach(&e, &o, &why);
 	if (!c)
 		fail_msg("fallback attach: %s (%s)", strerror(errno), procctl_reject_name(why));

@@ -693,7 +693,6 @@ static void count_warnings(enum procctl_log_level level, const char *event, cons
  * by rescans; a notify tries it once more. */
 static void unsealed_gives_up(void **state)
 {
-	struct procctl_registry_opts o;
 	struct procctl_registry_stats st;
 	struct evlog log;
 	struct th_agent half;
@@ -702,9 +701,7 @@ static void unsealed_gives_up(void **state)
 
 	procctl_set_log(count_warnings, NULL);
 	memset(&log, 0, sizeof log);
-	opts(&o, "test", lockdir, 0, 3600000 * MS, &log); /* rescans only when asked */
-	r = procctl_registry_new(&o);
-	assert_non_null(r);
+	r = registry("test", lockdir, 0, 3600000 * MS, &log); /* rescans only when asked */
 	pump_for(r, 50);
 	assert_int_equal(procctl_registry_first_scan_done(r), 1);
 	th_procsim_start(&half);
@@ -734,7 +731,6 @@ static void unsealed_gives_up(void **state)
  * seals, counted as such, and no longer probed as unsealed. */
 static void late_wrong_seals(void **state)
 {
-	struct procctl_registry_opts o;
 	struct procctl_registry_stats st;
 	struct evlog log;
 	struct th_agent half;
@@ -744,9 +740,7 @@ static void late_wrong_seals(void **state)
 	procctl_set_log(count_warnings, NULL);
 	unsealed_warnings = wrong_seals_warnings = 0;
 	memset(&log, 0, sizeof log);
-	opts(&o, "test", lockdir, 0, 3600000 * MS, &log);
-	r = procctl_registry_new(&o);
-	assert_non_null(r);
+	r = registry("test", lockdir, 0, 3600000 * MS, &log);
 	pump_for(r, 50);
 	th_procsim_start(&half);
 	th_agent_ok(&half, "hostile late");

@@ -115,27 +115,12 @@ static int64_t in_ns(int64_t ns)
 	return (int64_t)ts.tv_sec * S_NS + ts.tv_nsec + ns;
 }
 
-struct found {
-	int fd;
-	struct procctl_scan_entry e;
-};
-
-static int keep(const struct procctl_scan_entry *e, void *arg)
-{
-	struct found *f = arg;
-	if (f->fd < 0 || e->fd == f->fd)
-		f->e = *e;
-	return 0;
-}
-
 /* pid's region fd (or any, -1) of consumer, as a scan sees it. */
 static struct procctl_scan_entry find(pid_t pid, int fd, const char *consumer)
 {
-	struct found f;
-	memset(&f, 0, sizeof f);
-	f.fd = fd;
-	assert_true(procctl_scan_pid(NULL, pid, consumer, keep, &f) >= 1);
-	return f.e;
+	struct procctl_scan_entry e;
+	assert_true(th_region(pid, fd, consumer, &e));
+	return e;
 }
 
 static procctl_client_t *attach(pid_t pid, int fd, unsigned flags)
@@ -324,7 +309,6 @@ static void fallback_checks_mount(void **state)
 		struct procctl_attach_opts fb = {sizeof fb, NULL, PROCCTL_ATTACH_NO_GETFD};
 		struct procctl_scan_entry e;
 		enum procctl_reject why = PROCCTL_REJECT_NONE;
-		struct found f;
 		procctl_client_t *c;
 		int fd;
 		if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 || !mkdtemp(dir) ||
@@ -337,11 +321,8 @@ static void fallback_checks_mount(void **state)
 		fd = open("/memfd:procctl:test-v1", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 		if (fd < 0 || ftruncate(fd, 16384) < 0 || unlink("/memfd:procctl:test-v1") < 0)
 			_exit(12);
-		memset(&f, 0, sizeof f);
-		f.fd = fd;
-		if (procctl_scan_pid(NULL, getpid(), "test", keep, &f) < 1)
+		if (!th_region(getpid(), fd, "test", &e))
 			_exit(13); /* named like a region: the scan finds it */
-		e = f.e;
 		c = procctl_client_attach(&e, &fb, &why);
 		if (c || why != PROCCTL_REJECT_NOT_MEMFD)
 			_exit(14);

@@ -232,3 +232,25 @@ void th_map_own(procctl_t *ctx, struct procctl_region *r)
 	assert_int_equal(procctl_region_map(r, fd, (uint64_t)st.st_size, &why), 0);
 	close(fd);
 }
+
+struct th_found {
+	int fd, hit;
+	struct procctl_scan_entry *out;
+};
+
+static int th_keep(const struct procctl_scan_entry *e, void *arg)
+{
+	struct th_found *f = arg;
+	if (f->fd < 0 || e->fd == f->fd) {
+		*f->out = *e;
+		f->hit = 1;
+	}
+	return 0;
+}
+
+int th_region(pid_t pid, int fd, const char *consumer, struct procctl_scan_entry *out)
+{
+	struct th_found f = {fd, 0, out};
+	procctl_scan_pid(NULL, pid, consumer, th_keep, &f);
+	return f.hit;
+}

@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include "procctl.h"
+#include "procctl_agent.h" /* th_region */
 
 /* cmocka needs these before its header. */
 #include <setjmp.h>
@@ -56,6 +57,9 @@ const char *th_agent_cmd(struct th_agent *a, const char *fmt, ...) __attribute__
 int64_t th_agent_gen(struct th_agent *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Kill it (SIGKILL) and reap it. */
 void th_agent_kill(struct th_agent *a);
+/* pid's region at fd (any, fd -1) of consumer as a scan sees it: 1 found
+ * (*out), 0 not (yet). */
+int th_region(pid_t pid, int fd, const char *consumer, struct procctl_scan_entry *out);
 /* Ask it to exit and reap it. */
 void th_agent_stop(struct th_agent *a);
 

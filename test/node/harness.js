@@ -10,6 +10,7 @@
 const { after } = require('node:test');
 const { spawn, spawnSync } = require('node:child_process');
 const fs = require('node:fs');
+const http = require('node:http');
 const net = require('node:net');
 const os = require('node:os');
 const path = require('node:path');
@@ -82,6 +83,22 @@ process.on('exit', reap);
 after(() => {
   setTimeout(reap, 30000).unref();
 });
+
+// A sample from a daemon's /metrics on 127.0.0.1:port, by its whole name
+// with labels (NaN: not there).
+function metric(port, name) {
+  return new Promise((resolve, reject) => {
+    http.get({ host: '127.0.0.1', port, path: '/metrics', agent: false }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (x) => { body += x; });
+      res.on('end', () => {
+        const line = body.split('\n').find((l) => l.startsWith(`${name} `));
+        resolve(line ? Number(line.slice(name.length + 1)) : NaN);
+      });
+    }).on('error', reject);
+  });
+}
 
 // A TCP port on 127.0.0.1 that nothing listens on (now).
 function freePort() {
@@ -276,6 +293,6 @@ function bufCurl(sock, args) {
 }
 
 module.exports = {
-  grpc, api, sleep, until, scratch, freePort, Child, Daemon, client, call, code, health, healthWatch, echo, killAll, attached, watch, bufCurl,
+  grpc, api, sleep, until, scratch, freePort, metric, Child, Daemon, client, call, code, health, healthWatch, echo, killAll, attached, watch, bufCurl,
   CONSUMER, NODE_BIN, ECHO_CLIENT, TOKEN_CLIENT, PROTO_DIR, BUF,
 };

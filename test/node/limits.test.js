@@ -8,7 +8,6 @@
 const { test, after } = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
-const http = require('node:http');
 const { spawn } = require('node:child_process');
 const h = require('./harness');
 
@@ -19,21 +18,7 @@ after(async () => {
   await h.killAll();
 });
 
-// A sample from /metrics, by its whole name with labels.
-function metric(port, name) {
-  return new Promise((resolve, reject) => {
-    http.get({ host: '127.0.0.1', port, path: '/metrics', agent: false }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (x) => { body += x; });
-      res.on('end', () => {
-        const line = body.split('\n').find((l) => l.startsWith(`${name} `));
-        resolve(line ? Number(line.slice(name.length + 1)) : NaN);
-      });
-    }).on('error', reject);
-  });
-}
-const waits = (port) => metric(port, 'procctl_waits');
+const waits = (port) => h.metric(port, 'procctl_waits');
 
 // A stopped echo client and a generation written to it that it cannot ack.
 async function stopped(d, c) {
@@ -120,7 +105,7 @@ test('warnings a peer can cause are one a second, then "suppressed=N"', async (t
   const rejected = () => d.lines.filter((l) => /level=warn event=attach_rejected /.test(l));
   // Each line stands for itself and the ones dropped before it.
   const said = () => rejected().reduce((n, l) => n + 1 + Number((/ suppressed=(\d+)$/.exec(l) || [0, 0])[1]), 0);
-  const refused = () => metric(port, 'procctl_attach_rejections_total{reason="wrong_seals"}');
+  const refused = () => h.metric(port, 'procctl_attach_rejections_total{reason="wrong_seals"}');
   const hostile = async () => {
     const p = new h.Child(process.env.PROCSIM, [], { stdio: ['pipe', 'pipe', 'pipe'] });
     // A WRITE seal is refused whenever the daemon looks; a patched header
@@ -171,7 +156,7 @@ test('made-up consumer names cost a lock and an fd while their processes live, a
       return false; // closed meanwhile
     }
   }).length;
-  const limited = () => metric(port, 'procctl_attach_rejections_total{reason="consumer_limit"}');
+  const limited = () => h.metric(port, 'procctl_attach_rejections_total{reason="consumer_limit"}');
   // 30 processes, each of a consumer of its own: 20 attached, 10 refused.
   const ps = await Promise.all(Array.from({ length: 30 }, async (_, i) => {
     const p = new h.Child(process.env.PROCSIM, [], { stdio: ['pipe', 'pipe', 'pipe'] });

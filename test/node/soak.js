@@ -18,7 +18,6 @@ const { test, after } = require('node:test');
 const assert = require('node:assert/strict');
 const crypto = require('node:crypto');
 const fs = require('node:fs');
-const http = require('node:http');
 const net = require('node:net');
 const path = require('node:path');
 const { spawn } = require('node:child_process');
@@ -38,19 +37,6 @@ after(async () => {
 });
 
 const status = (pid, key) => Number(new RegExp(`^${key}:\\s+(\\d+)`, 'm').exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))[1]);
-function metric(port, name) {
-  return new Promise((resolve, reject) => {
-    http.get({ host: '127.0.0.1', port, path: '/metrics', agent: false }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (x) => { body += x; });
-      res.on('end', () => {
-        const line = body.split('\n').find((l) => l.startsWith(`${name} `));
-        resolve(line ? Number(line.slice(name.length + 1)) : NaN);
-      });
-    }).on('error', reject);
-  });
-}
 const sample = (pid) => ({ t: Date.now(), rss_kb: status(pid, 'VmRSS'), threads: status(pid, 'Threads'),
   fds: fs.readdirSync(`/proc/${pid}/fd`).length });
 
@@ -195,8 +181,8 @@ test(`soak: every attack at once for ${SECONDS} s`, { timeout: (SECONDS + 900) *
   samples.push(sample(d.pid));
   raw.close();
 
-  const scans = await metric(port, 'procctl_scans_total');
-  const scanS = await metric(port, 'procctl_scan_seconds_total');
+  const scans = await h.metric(port, 'procctl_scans_total');
+  const scanS = await h.metric(port, 'procctl_scan_seconds_total');
   const warm = samples.find((s) => s.t >= samples[0].t + 60000) || samples[0];
   const last = samples[samples.length - 1];
   const peak = (k) => Math.max(...samples.map((s) => s[k]));

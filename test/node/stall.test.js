@@ -11,7 +11,6 @@
 const { test, after } = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
-const http = require('node:http');
 const { spawn } = require('node:child_process');
 const h = require('./harness');
 
@@ -23,19 +22,6 @@ after(async () => {
   await h.killAll();
 });
 
-function metric(port, name) {
-  return new Promise((resolve, reject) => {
-    http.get({ host: '127.0.0.1', port, path: '/metrics', agent: false }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (x) => { body += x; });
-      res.on('end', () => {
-        const line = body.split('\n').find((l) => l.startsWith(`${name} `));
-        resolve(line ? Number(line.slice(name.length + 1)) : NaN);
-      });
-    }).on('error', reject);
-  });
-}
 
 const threads = (pid) => Number(/^Threads:\s+(\d+)$/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))[1]);
 
@@ -86,7 +72,7 @@ test(`${N} stalled processes: one reader each, marked, and the rest of the node 
   for (let i = 0; i < N; i += 50) {
     ps.push(...await Promise.all(Array.from({ length: Math.min(50, N - i) }, () => staller(d))));
   }
-  await h.until(async () => (await metric(port, 'procctl_processes_stalled')) === N,
+  await h.until(async () => (await h.metric(port, 'procctl_processes_stalled')) === N,
     { what: `${N} stalled`, timeout: 60000, every: 200 });
   // One reader each: rings and polls of a stalled process start no more.
   for (const p of ps.slice(0, 10)) await cmd(p, 'ring 3');
@@ -113,7 +99,7 @@ test(`${N} stalled processes: one reader each, marked, and the rest of the node 
 
   // Stalled processes that die give their readers back.
   await Promise.all(ps.map((p) => p.kill('SIGKILL')));
-  await h.until(async () => (await metric(port, 'procctl_processes_stalled')) === 0,
+  await h.until(async () => (await h.metric(port, 'procctl_processes_stalled')) === 0,
     { what: 'no stalled process left', timeout: 30000, every: 200 });
   await h.until(() => threads(d.pid) <= base + 16 + watchers, { what: `threads back near ${base}`, timeout: 30000 });
   c.close();
