@@ -20,7 +20,7 @@ const crypto = require('node:crypto');
 const fs = require('node:fs');
 const net = require('node:net');
 const path = require('node:path');
-const { spawn } = require('node:child_process');
+const { spawn, spawnSync } = require('node:child_process');
 const h = require('./harness');
 
 const SECONDS = Number(process.env.SOAK_SECONDS || 600);
@@ -31,6 +31,13 @@ const OUT = process.env.SOAK_OUT || '';
 // which costs what; default all.
 const ATTACKS = (process.env.SOAK_ATTACKS || 'stall,waits,names,desired,reflection,floods,unsealed').split(',');
 const on = (name) => ATTACKS.includes(name);
+// SOAK_SPLIT=1: the daemon, the healthy client and the probe on CPU 0, the
+// attackers (this driver and what it starts) on CPU 1: contention apart
+// from what the daemon does.
+const SPLIT = process.env.SOAK_SPLIT === '1';
+const pin = (pid, cpu) => {
+  if (SPLIT) spawnSync('taskset', ['-a', '-cp', String(cpu), String(pid)], { stdio: 'ignore' });
+};
 
 after(async () => {
   await h.killAll();
@@ -45,6 +52,7 @@ function probe(d, pid, s) {
   return new Promise((resolve, reject) => {
     const p = spawn(process.execPath, [path.join(__dirname, 'soak-probe.js'), d.addr, String(pid), String(s)],
       { stdio: ['ignore', 'pipe', 'inherit'] });
+    pin(p.pid, 0);
     let out = '';
     p.stdout.setEncoding('utf8').on('data', (x) => { out += x; });
     p.on('error', reject);
@@ -103,6 +111,9 @@ test(`soak: every attack at once for ${SECONDS} s`, { timeout: (SECONDS + 900) *
   const c = d.client();
   const e = await h.echo();
   await h.attached(d, e.pid);
+  pin(process.pid, 1);
+  pin(d.pid, 0);
+  pin(e.pid, 0);
   const unloaded = await probe(d, e.pid, PROBE_S);
 
   // The standing load: stalled processes, and a stopped one for waits.
