@@ -35,6 +35,7 @@ const on = (name) => ATTACKS.includes(name);
 // attackers (this driver and what it starts) on CPU 1: contention apart
 // from what the daemon does.
 const SPLIT = process.env.SOAK_SPLIT === '1';
+// SOAK_DAEMON_ARGS: more flags for the daemon (smaller caps fill sooner).
 const pin = (pid, cpu) => {
   if (SPLIT) spawnSync('taskset', ['-a', '-cp', String(cpu), String(pid)], { stdio: 'ignore' });
 };
@@ -106,7 +107,7 @@ test(`soak: every attack at once for ${SECONDS} s`, { timeout: (SECONDS + 900) *
     // The default rescan (a minute, as a node runs): the harness's 100 ms
     // would make the scans of thousands of processes the load.
     args: ['--http-listen', `127.0.0.1:${port}`, '--max-watchers', '512', '--max-consumers', '64',
-      '--rescan-ms', '60000'] }).ready();
+      '--rescan-ms', '60000', ...(process.env.SOAK_DAEMON_ARGS || '').split(' ').filter(Boolean)] }).ready();
   t.after(() => d.kill('SIGKILL'));
   const c = d.client();
   const e = await h.echo();
