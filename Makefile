@@ -32,8 +32,10 @@ build: deps
 install: build
 	DESTDIR=$(DESTDIR) cmake --install build --prefix $(PREFIX)
 
+# In pid and mount namespaces of its own (as root), as the tests are: two
+# demos, or a demo beside make test, never see each other's processes.
 demo: build
-	scripts/demo.sh
+	sh test/isolate.sh scripts/demo.sh
 
 test: deps
 	scripts/install-peers.sh

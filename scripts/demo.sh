@@ -149,7 +149,13 @@ sort -k3,3n "$work/witness" | awk '
 # ---- procctl-node and the procctl command line --------------------------
 
 P="$BIN/procctl --socket $work/node.sock"
-HTTP=127.0.0.1:${DEMO_HTTP_PORT:-19464}
+# HTTP on DEMO_HTTP_PORT, or the first of 19464.. that nothing listens on
+# (another demo may run beside this one: its daemon holds its port).
+port=${DEMO_HTTP_PORT:-19464}
+while [ -z "${DEMO_HTTP_PORT:-}" ] && grep -qi "^ *[0-9]*: [0-9A-F]*:$(printf '%04X' "$port") [0-9A-F:]* 0A " /proc/net/tcp; do
+	port=$((port + 1))
+done
+HTTP=127.0.0.1:$port
 metric() { curl -s "http://$HTTP/metrics" | grep "^$1" || true; }
 # ps_count N: until procctl ps lists N processes (10 s)
 ps_count() {

@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
-# Run a test command in pid and mount namespaces of its own (as root):
+# Run a test command (or the demo) in pid and mount namespaces of its own (as root):
 # what it scans in /proc is its own processes alone, so procctl processes
 # and daemons running beside it (another test, a demo, a real node agent)
 # neither show up in its counts nor get attached by it; and whatever it
