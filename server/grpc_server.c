@@ -231,7 +231,13 @@ static int listen_all(struct grpc_srv *s, grpc_server_credentials *tls, char *er
 				grpc_server_credentials_release(cr);
 			return r;
 		}
-		r = grpc_server_add_http2_port(s->server, a, cr);
+		if (is_unix) { /* bind makes the socket: 0660 from its first moment, whatever our umask */
+			mode_t old = umask(0117);
+			r = grpc_server_add_http2_port(s->server, a, cr);
+			umask(old);
+		} else {
+			r = grpc_server_add_http2_port(s->server, a, cr);
+		}
 		if (cr != tls)
 			grpc_server_credentials_release(cr);
 		if (!r) {
@@ -294,9 +300,6 @@ int grpcsrv_start(const struct node_cfg *cfg, struct node *n, struct grpc_srv **
 		grpc_server_credentials_release(tls);
 	tls = NULL;
 	grpc_server_start(s->server);
-	for (i = 0; i < s->nunix; i++)
-		if (chmod(s->unix_paths[i], 0660) < 0)
-			node_log(PROCCTL_LOG_WARN, "socket_mode", "path=%s error=%s", s->unix_paths[i], strerror(errno));
 	s->t_shutdown.c = NULL;
 	if ((r = pthread_create(&s->thread, NULL, cq_thread, s))) {
 		snprintf(err, errlen, "the gRPC thread: %s", strerror(r));
