@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* lock.c - node locks (SPEC.md 8.1): write authority per consumer is an
  * exclusive flock on <dir>/<consumer>.lock; <dir>/domain names the lock
- * domain; each lock file keeps the epoch of its last holder. */
+ * domain; each lock file keeps the epoch of its last holder and
+ * <dir>/epochs the domain's high-water mark. Every file is opened relative to the trusted
+ * directory's fd (procctl_trusted_dir), never through a symlink. */
 #define _GNU_SOURCE 1
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/random.h>
@@ -16,28 +16,12 @@
 
 #include "lock.h"
 
-static int mkdir_p(const char *dir)
-{
-	char path[PATH_MAX];
-	size_t i, n = strlen(dir);
-	if (n == 0 || n >= sizeof path)
-		return -EINVAL;
-	memcpy(path, dir, n + 1);
-	for (i = 1; i <= n; i++)
-		if (path[i] == '/' || path[i] == 0) {
-			char c = path[i];
-			path[i] = 0;
-			if (mkdir(path, 0755) < 0 && errno != EEXIST)
-				return -errno;
-			path[i] = c;
-		}
-	return 0;
-}
+#define FILE_MODE 0600 /* a lock file others can open, others can flock */
 
-static int read_u32(int fd, uint32_t *v)
+static int read_u32(int fd, off_t off, uint32_t *v)
 {
 	unsigned char b[4];
-	ssize_t n = pread(fd, b, sizeof b, 0);
+	ssize_t n = pread(fd, b, sizeof b, off);
 	if (n < 0)
 		return -errno;
 	if (n != (ssize_t)sizeof b)
@@ -46,49 +30,78 @@ static int read_u32(int fd, uint32_t *v)
 	return 0;
 }
 
-static int write_u32(int fd, uint32_t v)
+static int write_u32(int fd, off_t off, uint32_t v)
 {
-	unsigned char b[8] = {(unsigned char)v, (unsigned char)(v >> 8), (unsigned char)(v >> 16),
-			      (unsigned char)(v >> 24), 0, 0, 0, 0};
-	return pwrite(fd, b, sizeof b, 0) == (ssize_t)sizeof b ? 0 : -errno;
+	unsigned char b[4] = {(unsigned char)v, (unsigned char)(v >> 8), (unsigned char)(v >> 16),
+			      (unsigned char)(v >> 24)};
+	return pwrite(fd, b, sizeof b, off) == (ssize_t)sizeof b ? 0 : -errno;
 }
 
-int procctl_lock_domain(const char *dir, uint32_t *domain)
+/* name in dirfd, made FILE_MODE when missing; one made by someone else
+ * with a wider mode is narrowed (the directory is ours: so is the file,
+ * or the open refuses it). An fd, or -errno. */
+static int open_file(int dirfd, const char *name, int flags)
 {
-	char path[PATH_MAX], tmp[PATH_MAX];
-	int fd, err;
-	uint32_t v = 0;
-
-	err = mkdir_p(dir);
-	if (err)
-		return err;
-	snprintf(path, sizeof path, "%s/domain", dir);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		/* Create it atomically: write a temporary file, link it into
-		 * place; whoever links first wins and the others read theirs. */
-		while (v == 0 || v > PROCCTL_DOMAIN_MAX)
-			if (getrandom(&v, sizeof v, 0) != (ssize_t)sizeof v)
-				return -errno;
-		/* A unique name: agents in separate containers are often all
-		 * pid 1, so a pid would not do. */
-		snprintf(tmp, sizeof tmp, "%s/.domain.XXXXXX", dir);
-		fd = mkostemp(tmp, O_CLOEXEC);
-		if (fd < 0)
-			return -errno;
-		fchmod(fd, 0644);
-		err = write_u32(fd, v);
+	struct stat st;
+	int fd = openat(dirfd, name, flags | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC, FILE_MODE), r = 0;
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0)
+		r = -errno;
+	else if (!S_ISREG(st.st_mode))
+		r = -EINVAL;
+	else if (st.st_uid != geteuid())
+		r = -EPERM;
+	else if ((st.st_mode & 0777) != FILE_MODE && fchmod(fd, FILE_MODE) < 0)
+		r = -errno;
+	if (r) {
 		close(fd);
-		if (!err && link(tmp, path) < 0 && errno != EEXIST)
-			err = -errno;
-		unlink(tmp);
-		if (err)
-			return err;
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			return -errno;
+		return r;
 	}
-	err = read_u32(fd, &v);
+	return fd;
+}
+
+/* Create the domain file atomically: a temporary file of a random name,
+ * linked into place; whoever links first wins, the others read theirs. */
+static int domain_create(int dirfd)
+{
+	char tmp[32];
+	uint32_t v = 0, salt;
+	int fd, err;
+	while (v == 0 || v > PROCCTL_DOMAIN_MAX)
+		if (getrandom(&v, sizeof v, 0) != (ssize_t)sizeof v)
+			return -errno;
+	if (getrandom(&salt, sizeof salt, 0) != (ssize_t)sizeof salt)
+		return -errno;
+	/* A unique name: agents in separate containers are often all pid 1. */
+	snprintf(tmp, sizeof tmp, ".domain.%08x", salt);
+	fd = openat(dirfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, FILE_MODE);
+	if (fd < 0)
+		return -errno;
+	err = write_u32(fd, 0, v);
+	if (!err)
+		err = write_u32(fd, 4, 0);
+	close(fd);
+	if (!err && linkat(dirfd, tmp, dirfd, "domain", 0) < 0 && errno != EEXIST)
+		err = -errno;
+	unlinkat(dirfd, tmp, 0);
+	return err;
+}
+
+int procctl_lock_domain(int dirfd, uint32_t *domain)
+{
+	uint32_t v = 0;
+	int fd, err;
+
+	fd = open_file(dirfd, "domain", O_RDONLY);
+	if (fd == -ENOENT) {
+		if ((err = domain_create(dirfd)) < 0)
+			return err;
+		fd = open_file(dirfd, "domain", O_RDONLY);
+	}
+	if (fd < 0)
+		return fd;
+	err = read_u32(fd, 0, &v);
 	close(fd);
 	if (err)
 		return err;
@@ -98,49 +111,78 @@ int procctl_lock_domain(const char *dir, uint32_t *domain)
 	return 0;
 }
 
-int procctl_lock_open(const char *dir, const char *consumer)
+int procctl_lock_open(int dirfd, const char *consumer)
 {
-	char path[PATH_MAX];
-	int fd, err = mkdir_p(dir);
-	if (err)
-		return err;
+	char name[PROCCTL_CONSUMER_MAX + 8];
 	if (procctl_name_valid(consumer, PROCCTL_CONSUMER_MAX) < 0)
 		return -EINVAL;
-	snprintf(path, sizeof path, "%s/%s.lock", dir, consumer);
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-	return fd < 0 ? -errno : fd;
+	snprintf(name, sizeof name, "%s.lock", consumer);
+	return open_file(dirfd, name, O_RDWR | O_CREAT);
 }
 
-int procctl_lock_current(int fd, const char *dir, const char *consumer)
+int procctl_lock_current(int fd, int dirfd, const char *consumer)
 {
-	char path[PATH_MAX];
+	char name[PROCCTL_CONSUMER_MAX + 8];
 	struct stat a, b;
-	snprintf(path, sizeof path, "%s/%s.lock", dir, consumer);
-	if (fstat(fd, &a) < 0 || stat(path, &b) < 0)
+	snprintf(name, sizeof name, "%s.lock", consumer);
+	if (fstat(fd, &a) < 0 || fstatat(dirfd, name, &b, AT_SYMLINK_NOFOLLOW) < 0)
 		return 0;
 	return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
-int procctl_lock_take(int fd, const char *dir, const char *consumer, uint32_t *epoch)
+/* The next epoch of the domain: above both the lock file's last (last)
+ * and every epoch the domain handed out (the high-water mark in
+ * <dir>/epochs, which it then records), 0 skipped. Under that file's
+ * flock, held only for this; -EAGAIN while someone else holds it. */
+static int next_epoch(int dirfd, uint32_t last, uint32_t *epoch)
+{
+	uint32_t high = 0;
+	int fd = open_file(dirfd, "epochs", O_RDWR | O_CREAT), err;
+	if (fd < 0)
+		return fd;
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		err = errno == EWOULDBLOCK ? -EAGAIN : -errno;
+		close(fd);
+		return err;
+	}
+	err = read_u32(fd, 0, &high);
+	if (err == -ENODATA) /* new, or short: no mark yet */
+		high = 0, err = 0;
+	if (!err) {
+		*epoch = (high > last ? high : last) + 1;
+		if (!*epoch)
+			*epoch = 1;
+		err = write_u32(fd, 0, *epoch);
+	}
+	if (!err)
+		err = write_u32(fd, 4, 0);
+	close(fd); /* and the flock */
+	return err;
+}
+
+int procctl_lock_take(int fd, int dirfd, const char *consumer, uint32_t *epoch)
 {
 	uint32_t last = 0;
 	int err;
 	if (flock(fd, LOCK_EX | LOCK_NB) < 0)
 		return errno == EWOULDBLOCK ? -EAGAIN : -errno;
 	/* A lock on a file no longer at the path excludes nobody. */
-	if (!procctl_lock_current(fd, dir, consumer)) {
+	if (!procctl_lock_current(fd, dirfd, consumer)) {
 		flock(fd, LOCK_UN);
 		return -ESTALE;
 	}
-	err = read_u32(fd, &last);
-	if (err && err != -ENODATA)
-		goto fail;
-	/* The next epoch, 0 skipped; recorded before any write section. */
-	*epoch = last + 1 ? last + 1 : 1;
-	err = write_u32(fd, *epoch);
+	err = read_u32(fd, 0, &last);
+	if (err == -ENODATA)
+		last = 0, err = 0;
+	/* Recorded in both files before any write section. */
+	if (!err)
+		err = next_epoch(dirfd, last, epoch);
+	if (!err)
+		err = write_u32(fd, 0, *epoch);
+	if (!err)
+		err = write_u32(fd, 4, 0);
 	if (!err)
 		return 0;
-fail:
 	flock(fd, LOCK_UN);
 	return err;
 }
@@ -150,10 +192,10 @@ void procctl_lock_drop(int fd)
 	flock(fd, LOCK_UN);
 }
 
-void procctl_lock_remove(int fd, const char *dir, const char *consumer)
+void procctl_lock_remove(int fd, int dirfd, const char *consumer)
 {
-	char path[PATH_MAX];
-	snprintf(path, sizeof path, "%s/%s.lock", dir, consumer);
-	if (procctl_lock_current(fd, dir, consumer))
-		unlink(path);
+	char name[PROCCTL_CONSUMER_MAX + 8];
+	snprintf(name, sizeof name, "%s.lock", consumer);
+	if (procctl_lock_current(fd, dirfd, consumer))
+		unlinkat(dirfd, name, 0);
 }

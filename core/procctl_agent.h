@@ -273,6 +273,15 @@ typedef void (*procctl_event_cb)(const struct procctl_event *ev, void *arg);
 
 #define PROCCTL_LOCK_DIR_DEFAULT "/run/procctl/locks"
 
+/* Open dir (made with its missing parents, mode 0755, when missing) as a
+ * directory the caller can trust with its files (SPEC.md 8.1): every
+ * component, symlinks resolved first, a directory owned by root or the
+ * caller and writable by nobody else unless sticky (/tmp); dir itself the
+ * caller's and writable by nobody else. An O_DIRECTORY fd; or -errno
+ * (-EPERM an owner or a mode, -ENOTDIR, ...) with why set to the path and
+ * what is wrong with it. procctl_registry_new opens its lock_dir so. */
+int procctl_trusted_dir(const char *dir, char *why, size_t whylen);
+
 struct procctl_registry_opts {
 	size_t sz;                /* sizeof(struct procctl_registry_opts); older, smaller ones are fine */
 	const char *consumer;     /* NULL: every consumer */

@@ -76,6 +76,7 @@ struct procctl_registry {
 	int epfd, evfd, rescan_fd, tick_fd;
 	uint32_t domain;
 	int have_domain, domain_logged;
+	int lock_dirfd; /* procctl_trusted_dir(lock_dir); -1 passive */
 	struct lock_rec *locks;
 	uint32_t nlocks;
 	int closing; /* locks go with the registry, not one by one */
@@ -340,10 +341,10 @@ static void lock_try(procctl_registry_t *r, struct lock_rec *l)
 
 	if (l->held || (r->o.flags & PROCCTL_REGISTRY_PASSIVE))
 		return;
-	if (l->fd < 0 && (l->fd = procctl_lock_open(r->lock_dir, l->consumer)) < 0)
+	if (l->fd < 0 && (l->fd = procctl_lock_open(r->lock_dirfd, l->consumer)) < 0)
 		return; /* not yet: the next tick tries again */
 	if (!r->have_domain) {
-		err = procctl_lock_domain(r->lock_dir, &r->domain);
+		err = procctl_lock_domain(r->lock_dirfd, &r->domain);
 		if (err) { /* said once; retried every tick */
 			if (!r->domain_logged++)
 				procctl_log(PROCCTL_LOG_ERROR, "lock_domain_failed", "dir=%s errno=%d (retrying)",
@@ -352,7 +353,7 @@ static void lock_try(procctl_registry_t *r, struct lock_rec *l)
 		}
 		r->have_domain = 1;
 	}
-	err = procctl_lock_take(l->fd, r->lock_dir, l->consumer, &l->epoch);
+	err = procctl_lock_take(l->fd, r->lock_dirfd, l->consumer, &l->epoch);
 	if (err == -ESTALE) { /* the file was replaced: the next tick reopens */
 		close(l->fd);
 		l->fd = -1;
@@ -374,7 +375,7 @@ static void lock_try(procctl_registry_t *r, struct lock_rec *l)
 static void lock_check(procctl_registry_t *r, struct lock_rec *l)
 {
 	struct entry *e;
-	if (!l->held || procctl_lock_current(l->fd, r->lock_dir, l->consumer))
+	if (!l->held || procctl_lock_current(l->fd, r->lock_dirfd, l->consumer))
 		return;
 	procctl_log(PROCCTL_LOG_ERROR, "lock_lost", "consumer=%s epoch=%u", l->consumer, l->epoch);
 	for (e = r->entries; e; e = e->next)
@@ -396,7 +397,7 @@ static struct lock_rec *lock_for(procctl_registry_t *r, const char *consumer)
 	if (!l)
 		return NULL;
 	snprintf(l->consumer, sizeof l->consumer, "%s", consumer);
-	l->fd = (r->o.flags & PROCCTL_REGISTRY_PASSIVE) ? -1 : procctl_lock_open(r->lock_dir, consumer);
+	l->fd = (r->o.flags & PROCCTL_REGISTRY_PASSIVE) ? -1 : procctl_lock_open(r->lock_dirfd, consumer);
 	if (l->fd < 0 && !(r->o.flags & PROCCTL_REGISTRY_PASSIVE))
 		procctl_log_limited(PROCCTL_LOG_ERROR, "lock_open_failed", "dir=%s consumer=%s errno=%d (retrying)",
 				    r->lock_dir, consumer, -l->fd);
@@ -425,7 +426,7 @@ static void lock_put(procctl_registry_t *r, struct lock_rec *l)
 	r->nlocks--;
 	if (l->fd >= 0) {
 		if (l->held) {
-			procctl_lock_remove(l->fd, r->lock_dir, l->consumer);
+			procctl_lock_remove(l->fd, r->lock_dirfd, l->consumer);
 			procctl_lock_drop(l->fd);
 		}
 		close(l->fd);
@@ -894,6 +895,17 @@ procctl_registry_t *procctl_registry_new(const struct procctl_registry_opts *opt
 		errno = ENAMETOOLONG;
 		return NULL;
 	}
+	r->lock_dirfd = -1;
+	if (!(r->o.flags & PROCCTL_REGISTRY_PASSIVE)) {
+		char why[512];
+		if ((r->lock_dirfd = procctl_trusted_dir(r->lock_dir, why, sizeof why)) < 0) {
+			procctl_log(PROCCTL_LOG_ERROR, "lock_dir_refused", "dir=%s errno=%d reason=\"%s\"", r->lock_dir,
+				    -r->lock_dirfd, why);
+			errno = -r->lock_dirfd;
+			free(r);
+			return NULL;
+		}
+	}
 	pthread_mutex_init(&r->mu, NULL);
 	{
 		pthread_condattr_t ca;
@@ -1075,6 +1087,8 @@ void procctl_registry_close(procctl_registry_t *r, unsigned flags)
 		close(r->rescan_fd);
 	if (r->tick_fd >= 0)
 		close(r->tick_fd);
+	if (r->lock_dirfd >= 0)
+		close(r->lock_dirfd);
 	pthread_cond_destroy(&r->hb_cv);
 	pthread_mutex_destroy(&r->mu);
 	free(r);

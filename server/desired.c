@@ -12,6 +12,8 @@
 #include <unistd.h>
 
 #include "procctl/v1/node.pb-c.h"
+#include "nodelock.h"
+#include "procctl_agent.h"
 
 #define FILE_NAME "desired.store"
 #define V0_NAME "desired.pb" /* before format 1: a ListDesiredConfigsResponse */
@@ -75,7 +77,8 @@ int desired_effective(const struct desired_store *s, const struct desired *d, co
 	return d && desired_match(s, k) == d;
 }
 
-void desired_free(struct desired_store *s)
+/* Forget every config (the store stays open). */
+static void forget(struct desired_store *s)
 {
 	size_t i;
 	for (i = 0; i < s->n; i++)
@@ -83,6 +86,20 @@ void desired_free(struct desired_store *s)
 	free(s->v);
 	s->v = NULL;
 	s->n = s->cap = 0;
+}
+
+void desired_free(struct desired_store *s)
+{
+	forget(s);
+	if (s->path[0])
+		close(s->dirfd);
+	s->path[0] = 0;
+}
+
+/* The length of the state directory's path at the head of s->path. */
+static int dir_len(const struct desired_store *s)
+{
+	return (int)(strlen(s->path) - sizeof FILE_NAME);
 }
 
 /* ---- the file -------------------------------------------------------- */
@@ -141,16 +158,19 @@ int desired_encode(const struct desired_store *s, uint8_t **out, size_t *outlen)
 	return 0;
 }
 
-/* Write buf to path, atomically and durably: a temp file, fsync, rename,
- * fsync of the directory. 0, or -EIO (err says which path and why). */
-static int write_atomic(const char *path, const uint8_t *buf, size_t len, char *err, size_t errlen)
+/* Write buf to name in the store's directory, atomically and durably: a
+ * temp file, fsync, rename, fsync of the directory. 0, or -EIO (err says
+ * which path and why). */
+static int write_atomic(const struct desired_store *s, const char *name, const uint8_t *buf, size_t len, char *err,
+			size_t errlen)
 {
-	char tmp[DESIRED_PATH_MAX + 8], dir[DESIRED_PATH_MAX], *slash;
+	char tmp[64];
 	const char *failed = tmp;
 	size_t off = 0;
 	int fd;
-	snprintf(tmp, sizeof tmp, "%s.tmp", path);
-	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0)
+	snprintf(tmp, sizeof tmp, "%s.tmp", name);
+	fd = openat(s->dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC, 0600);
+	if (fd < 0)
 		goto fail;
 	while (off < len) {
 		ssize_t w = write(fd, buf + off, len - off);
@@ -165,23 +185,19 @@ static int write_atomic(const char *path, const uint8_t *buf, size_t len, char *
 		goto fail;
 	}
 	fd = -1;
-	failed = path;
-	if (rename(tmp, path) < 0)
+	failed = name;
+	if (renameat(s->dirfd, tmp, s->dirfd, name) < 0)
 		goto fail;
-	snprintf(dir, sizeof dir, "%s", path);
-	if ((slash = strrchr(dir, '/')))
-		*slash = 0;
-	failed = dir;
-	if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 || fsync(fd) < 0)
+	failed = ".";
+	if (fsync(s->dirfd) < 0)
 		goto fail;
-	close(fd);
 	return 0;
 fail:
-	snprintf(err, errlen, "%s: %s", failed, strerror(errno));
+	snprintf(err, errlen, "%.*s/%s: %s", dir_len(s), s->path, failed, strerror(errno));
 	if (fd >= 0)
 		close(fd);
 	if (failed == tmp)
-		unlink(tmp);
+		unlinkat(s->dirfd, tmp, 0);
 	return -EIO;
 }
 
@@ -194,11 +210,15 @@ static int save(const struct desired_store *s, char *err, size_t errlen)
 	int r;
 	if (!s->path[0])
 		return 0;
+	if (s->fence && !nodelock_current(s->fence)) {
+		snprintf(err, errlen, "%s is no longer this daemon's (deleted or replaced): not written", s->fence->path);
+		return -EIO;
+	}
 	if (desired_encode(s, &buf, &len) < 0) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	r = write_atomic(s->path, buf, len, err, errlen);
+	r = write_atomic(s, FILE_NAME, buf, len, err, errlen);
 	free(buf);
 	return r;
 }
@@ -378,7 +398,7 @@ int desired_parse(struct desired_store *s, const uint8_t *buf, size_t len, char 
 	}
 	s->revision = rev;
 	if (rc)
-		desired_free(s);
+		forget(s);
 	return rc < 0 ? -EINVAL : 0;
 }
 
@@ -421,13 +441,13 @@ int desired_parse_v0(struct desired_store *s, const uint8_t *buf, size_t len, ch
 	s->revision = m->revision;
 	protobuf_c_message_free_unpacked(&m->base, NULL);
 	if (r)
-		desired_free(s);
+		forget(s);
 	return r < 0 ? -EINVAL : 0;
 }
 
-/* Read path into s with parse: 0; -ENOENT no such file; else -errno or
+/* Read name (in the store's directory) into s with parse: 0; -ENOENT no such file; else -errno or
  * -EINVAL with err. */
-static int load_file(struct desired_store *s, const char *path,
+static int load_file(struct desired_store *s, const char *name,
 		     int (*parse)(struct desired_store *, const uint8_t *, size_t, char *, size_t), char *err,
 		     size_t errlen)
 {
@@ -435,9 +455,10 @@ static int load_file(struct desired_store *s, const char *path,
 	uint8_t *buf;
 	ssize_t n;
 	size_t len = 0;
-	char why[200];
+	char why[200], path[DESIRED_PATH_MAX];
 	int fd, r;
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
+	snprintf(path, sizeof path, "%.*s/%s", dir_len(s), s->path, name);
+	if ((fd = openat(s->dirfd, name, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC)) < 0) {
 		r = -errno;
 		if (r != -ENOENT)
 			snprintf(err, errlen, "%s: %s", path, strerror(errno));
@@ -469,22 +490,24 @@ static int load_file(struct desired_store *s, const char *path,
  * renamed PATH.bad-SECONDS, not deleted, and the daemon starts without
  * it: 0 and s->set_aside, s->set_aside_why; -EIO when it cannot be
  * renamed (starting then would overwrite it). */
-static int set_aside(struct desired_store *s, const char *path, char *err, size_t errlen)
+static int set_aside(struct desired_store *s, const char *name, char *err, size_t errlen)
 {
-	char why[sizeof s->set_aside_why];
+	char why[sizeof s->set_aside_why], aside[64];
 	long long now = (long long)time(NULL);
 	int i, r = -1;
 	snprintf(why, sizeof why, "%s", err);
-	desired_free(s);
+	forget(s);
 	/* Never over an earlier one: .bad-SECONDS, then .bad-SECONDS.1 ... */
 	for (i = 0; i < 100 && r < 0; i++) {
 		if (i)
-			snprintf(s->set_aside, sizeof s->set_aside, "%s.bad-%lld.%d", path, now, i);
+			snprintf(aside, sizeof aside, "%s.bad-%lld.%d", name, now, i);
 		else
-			snprintf(s->set_aside, sizeof s->set_aside, "%s.bad-%lld", path, now);
-		r = renameat2(AT_FDCWD, path, AT_FDCWD, s->set_aside, RENAME_NOREPLACE);
+			snprintf(aside, sizeof aside, "%s.bad-%lld", name, now);
+		snprintf(s->set_aside, sizeof s->set_aside, "%.*s/%s", dir_len(s), s->path, aside);
+		r = renameat2(s->dirfd, name, s->dirfd, aside, RENAME_NOREPLACE);
 		if (r < 0 && errno == EINVAL) /* a filesystem without RENAME_NOREPLACE */
-			r = access(s->set_aside, F_OK) == 0 ? (errno = EEXIST, -1) : rename(path, s->set_aside);
+			r = faccessat(s->dirfd, aside, F_OK, AT_SYMLINK_NOFOLLOW) == 0 ? (errno = EEXIST, -1)
+			    : renameat(s->dirfd, name, s->dirfd, aside);
 		if (r < 0 && errno != EEXIST)
 			break;
 	}
@@ -500,45 +523,51 @@ static int set_aside(struct desired_store *s, const char *path, char *err, size_
 
 int desired_load(struct desired_store *s, const char *dir, char *err, size_t errlen)
 {
-	char v0[DESIRED_PATH_MAX], aside[DESIRED_PATH_MAX + 16];
 	int r;
 	memset(s, 0, sizeof *s);
+	s->dirfd = -1;
 	if (!dir || !dir[0])
 		return 0;
+	if (strlen(dir) + sizeof "/" FILE_NAME > sizeof s->path) {
+		snprintf(err, errlen, "state_dir %s: longer than %zu bytes", dir, sizeof s->path - sizeof "/" FILE_NAME);
+		return -ENAMETOOLONG;
+	}
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
 		r = -errno;
 		snprintf(err, errlen, "state_dir %s: %s", dir, strerror(errno));
 		return r;
 	}
-	if (strlen(dir) + sizeof "/" FILE_NAME > sizeof s->path) {
-		snprintf(err, errlen, "state_dir %s: longer than %zu bytes", dir, sizeof s->path - sizeof "/" FILE_NAME);
-		return -ENAMETOOLONG;
+	if ((s->dirfd = procctl_trusted_dir(dir, err, errlen)) < 0) {
+		char why[400];
+		r = s->dirfd;
+		snprintf(why, sizeof why, "%s", err);
+		snprintf(err, errlen, "state_dir: %s", why);
+		return r;
 	}
 	snprintf(s->path, sizeof s->path, "%s/" FILE_NAME, dir);
-	snprintf(v0, sizeof v0, "%s/" V0_NAME, dir);
-	snprintf(aside, sizeof aside, "%s.converted", v0);
-	r = load_file(s, s->path, desired_parse, err, errlen);
+	r = load_file(s, FILE_NAME, desired_parse, err, errlen);
 	if (r == -EINVAL)
-		return set_aside(s, s->path, err, errlen);
+		return set_aside(s, FILE_NAME, err, errlen);
 	if (r != -ENOENT)
 		goto out;
 	/* No store: a format-0 file (an older procctl-node's) is read once,
 	 * saved in this format, and set aside. */
-	r = load_file(s, v0, desired_parse_v0, err, errlen);
+	r = load_file(s, V0_NAME, desired_parse_v0, err, errlen);
 	if (r == -ENOENT)
 		return 0;
 	if (r == -EINVAL)
-		return set_aside(s, v0, err, errlen);
+		return set_aside(s, V0_NAME, err, errlen);
 	if (!r && (r = save(s, err, errlen)) < 0)
-		desired_free(s);
+		forget(s);
 	if (!r)
 		s->converted = 1;
 out:
 	/* Converted now, or before a crash that left it: set it aside. */
-	if (!r && rename(v0, aside) < 0 && errno != ENOENT) {
+	if (!r && renameat(s->dirfd, V0_NAME, s->dirfd, V0_NAME ".converted") < 0 && errno != ENOENT) {
 		r = -errno;
-		snprintf(err, errlen, "%s: setting it aside as %s: %s", v0, aside, strerror(errno));
-		desired_free(s);
+		snprintf(err, errlen, "%.*s/" V0_NAME ": setting it aside as " V0_NAME ".converted: %s", dir_len(s),
+			 s->path, strerror(errno));
+		forget(s);
 	}
 	return r;
 }

@@ -40,19 +40,26 @@ struct desired {
 	uint8_t *payload;
 };
 
+struct nodelock;
+
 struct desired_store {
 	struct desired *v;
 	size_t n, cap;
 	uint64_t revision; /* the last assigned; kept in the file, so it only grows */
 	size_t max_n, max_bytes; /* limits on sets (desired_limits); 0: none */
 	char path[DESIRED_PATH_MAX]; /* "" : not kept (no state_dir) */
+	int dirfd;         /* with path: the state directory (procctl_trusted_dir) */
+	const struct nodelock *fence; /* written only while this is current (NULL: always) */
 	int converted;     /* desired_load converted a desired.pb (format 0) */
 	char set_aside[DESIRED_PATH_MAX + 32]; /* desired_load set a damaged file aside here; "": none */
 	char set_aside_why[400];
 };
 
 /* Load the store kept under dir (dir NULL or "": none kept), making dir
- * when missing; a format-0 file is converted (s->converted). A missing
+ * (0700) when missing; dir must be one the daemon can trust (its own,
+ * writable by nobody else, and nobody else's above it: -EPERM else), and
+ * its files are never opened through a symlink. A format-0 file is
+ * converted (s->converted). A missing
  * file is an empty store; so is one that does not parse or is too large:
  * it is renamed FILE.bad-SECONDS (s->set_aside, and s->set_aside_why),
  * never deleted, and the daemon serves. 0, or -errno with what is wrong
@@ -67,6 +74,7 @@ int desired_parse(struct desired_store *s, const uint8_t *buf, size_t len, char 
 int desired_parse_v0(struct desired_store *s, const uint8_t *buf, size_t len, char *err, size_t errlen);
 /* The store in format 1: 0 and *out (malloc'd) of *len bytes, or -ENOMEM. */
 int desired_encode(const struct desired_store *s, uint8_t **out, size_t *len);
+/* Free the configs and close the directory. */
 void desired_free(struct desired_store *s);
 
 /* Check a selector for a desired config: 0, or -EINVAL and why. */

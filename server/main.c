@@ -24,10 +24,11 @@
 #include "grpc_server.h"
 #include "http.h"
 #include "node.h"
+#include "nodelock.h"
 
 #define GRACE_MS 2000 /* calls in flight at shutdown get this long */
 
-static struct node *the_node;
+static struct node *volatile the_node; /* while serving: the signal handler stops it */
 
 static volatile sig_atomic_t stopping;
 
@@ -80,43 +81,6 @@ static void grpc_changed(void *arg)
 static void grpc_metrics(FILE *f, void *arg)
 {
 	grpcsrv_metrics(arg, f);
-}
-
-/* Wait for the daemon's own lock: only its holder binds the sockets and
- * writes. 0 held; 1 stopped while waiting; -errno. */
-static int take_node_lock(const char *dir, int *fd_out)
-{
-	char path[NODE_PATH_MAX + 16], sub[NODE_PATH_MAX];
-	size_t i;
-	int fd;
-	snprintf(sub, sizeof sub, "%s", dir);
-	for (i = 1; sub[i]; i++)
-		if (sub[i] == '/') {
-			sub[i] = 0;
-			mkdir(sub, 0755);
-			sub[i] = '/';
-		}
-	mkdir(sub, 0755);
-	/* Upper case: no consumer's lock file can have this name. */
-	snprintf(path, sizeof path, "%s/NODE.lock", dir);
-	if ((fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) < 0)
-		return -errno;
-	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-		if (errno != EWOULDBLOCK) {
-			close(fd);
-			return -errno;
-		}
-		node_log(PROCCTL_LOG_INFO, "standby", "lock=%s reason=\"another procctl-node holds it\"", path);
-		while (flock(fd, LOCK_EX) < 0) {
-			if (errno != EINTR || stopping) {
-				close(fd);
-				return stopping ? 1 : -errno;
-			}
-		}
-		node_log(PROCCTL_LOG_INFO, "taking_over", "lock=%s", path);
-	}
-	*fd_out = fd;
-	return 0;
 }
 
 /* The command line, kept to build the configuration again on a reload. */
@@ -183,15 +147,85 @@ static int rebuild_cfg(struct node_cfg *cfg, char *err, size_t errlen, void *arg
 	return build_cfg(cfg, &check, &uninstall, err, errlen) == 0 ? 0 : -EINVAL;
 }
 
+/* Serve the node while holding lock: the loop, gRPC, HTTP; then hand
+ * off (or uninstall). *lost: it stopped because NODE.lock was deleted or
+ * replaced (another daemon may serve now): it handed off and the caller
+ * stands by again. The exit status. */
+static int serve(struct node_cfg *cfg, const struct nodelock *lock, int uninstall, int *lost)
+{
+	char err[512], q[2100];
+	struct grpc_srv *srv = NULL;
+	struct httpsrv *http = NULL;
+	struct node *n;
+	int failed = 0, r;
+	double t0;
+
+	/* The file may have changed while this daemon stood by: read it again
+	 * (the lock directory stays the one it waited on). */
+	if (config_path) {
+		static struct node_cfg now;
+		char lock_dir[sizeof cfg->lock_dir];
+		memcpy(lock_dir, cfg->lock_dir, sizeof lock_dir);
+		if (rebuild_cfg(&now, err, sizeof err, NULL) < 0) {
+			node_log(PROCCTL_LOG_ERROR, "start_failed", "error=\"%s\"", node_log_quote(q, sizeof q, err));
+			return 2;
+		}
+		*cfg = now;
+		memcpy(cfg->lock_dir, lock_dir, sizeof lock_dir);
+	}
+	if (!(n = node_new(cfg, lock, err, sizeof err))) {
+		node_log(PROCCTL_LOG_ERROR, "start_failed", "error=\"%s\"", node_log_quote(q, sizeof q, err));
+		return 1;
+	}
+	the_node = n;
+	if (config_path && (r = node_watch_config(n, config_path, rebuild_cfg, NULL)) < 0)
+		node_log(PROCCTL_LOG_WARN, "config_not_watched", "file=%s error=%s reason=\"changes need a restart\"",
+			 config_path, strerror(-r));
+	if (stopping)
+		node_stop(n);
+	if (grpcsrv_start(cfg, n, &srv, err, sizeof err) < 0) {
+		node_log(PROCCTL_LOG_ERROR, "start_failed", "error=\"%s\"", node_log_quote(q, sizeof q, err));
+		the_node = NULL;
+		node_close(n, 0);
+		return 1;
+	}
+	{
+		struct node_hooks hooks = {grpc_changed, srv};
+		node_set_hooks(n, &hooks);
+	}
+	if (cfg->http_listen[0] &&
+	    httpsrv_start(cfg, n, &(struct metrics_source){grpc_metrics, srv}, 1, &http, err, sizeof err) < 0) {
+		node_log(PROCCTL_LOG_ERROR, "start_failed", "error=\"%s\"", node_log_quote(q, sizeof q, err));
+		node_stop(n); /* the loop answers what came meanwhile, then all is undone */
+		failed = 1;
+	}
+	r = node_run(n);
+	*lost = node_lock_lost(n);
+	if (*lost)
+		uninstall = 0; /* the processes may have another daemon now: hand them off */
+	t0 = ((double)procctl_now_ns() / 1e6);
+	node_log(PROCCTL_LOG_INFO, "stopping", "mode=%s", uninstall ? "uninstall" : "hand-off");
+	httpsrv_stop(http);
+	grpcsrv_stop(srv, GRACE_MS);
+	/* The hand-off first: RELEASED, every lock dropped; a successor takes
+	 * over from here. Freeing the rest (uprobes: slow in the kernel) is
+	 * nobody's wait but this process's. */
+	node_release(n, uninstall ? PROCCTL_CLOSE_UNINSTALL : 0);
+	node_log(PROCCTL_LOG_INFO, "handed_off", "mode=%s ms=%.1f", uninstall ? "uninstall" : "hand-off",
+		 ((double)procctl_now_ns() / 1e6) - t0);
+	the_node = NULL;
+	node_close(n, 0);
+	node_log(PROCCTL_LOG_INFO, "stopped", "error=%s ms=%.1f", r < 0 ? strerror(-r) : "none",
+		 ((double)procctl_now_ns() / 1e6) - t0);
+	return r < 0 || failed ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	static struct node_cfg cfg;
 	char err[512], q[2100];
-	struct grpc_srv *srv = NULL;
-	struct httpsrv *http = NULL;
 	struct sigaction sa;
-	int check = 0, uninstall = 0, failed = 0, lock_fd = -1, r;
-	double t0;
+	int check = 0, uninstall = 0, r;
 
 	g_argc = argc;
 	g_argv = argv;
@@ -216,61 +250,19 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 
 	node_log(PROCCTL_LOG_INFO, "starting", "version=%s pid=%d", PROCCTL_NODE_VERSION, (int)getpid());
-	if ((r = take_node_lock(cfg.lock_dir, &lock_fd)) != 0) {
-		if (r > 0)
-			return 0;
-		node_log(PROCCTL_LOG_ERROR, "lock_failed", "dir=%s error=%s", cfg.lock_dir, strerror(-r));
-		return 1;
-	}
-	/* The file may have changed while this daemon stood by: read it again
-	 * (the lock directory stays the one it waited on). */
-	if (config_path) {
-		static struct node_cfg now;
-		char lock_dir[sizeof cfg.lock_dir];
-		memcpy(lock_dir, cfg.lock_dir, sizeof lock_dir);
-		if (rebuild_cfg(&now, err, sizeof err, NULL) < 0) {
-			node_log(PROCCTL_LOG_ERROR, "start_failed", "error=\"%s\"", node_log_quote(q, sizeof q, err));
-			return 2;
+	for (;;) {
+		struct nodelock lock;
+		int lost = 0;
+		if ((r = nodelock_take(&lock, cfg.lock_dir, &stopping, err, sizeof err)) != 0) {
+			if (r > 0)
+				return 0;
+			node_log(PROCCTL_LOG_ERROR, "lock_failed", "dir=%s error=\"%s\"", cfg.lock_dir,
+				 node_log_quote(q, sizeof q, err));
+			return 1;
 		}
-		cfg = now;
-		memcpy(cfg.lock_dir, lock_dir, sizeof lock_dir);
+		r = serve(&cfg, &lock, uninstall, &lost);
+		nodelock_release(&lock);
+		if (!lost || stopping)
+			return r;
 	}
-	if (!(the_node = node_new(&cfg, err, sizeof err))) {
-		node_log(PROCCTL_LOG_ERROR, "start_failed", "error=\"%s\"", node_log_quote(q, sizeof q, err));
-		return 1;
-	}
-	if (config_path && (r = node_watch_config(the_node, config_path, rebuild_cfg, NULL)) < 0)
-		node_log(PROCCTL_LOG_WARN, "config_not_watched", "file=%s error=%s reason=\"changes need a restart\"",
-			 config_path, strerror(-r));
-	if (stopping)
-		node_stop(the_node);
-	if (grpcsrv_start(&cfg, the_node, &srv, err, sizeof err) < 0) {
-		node_log(PROCCTL_LOG_ERROR, "start_failed", "error=\"%s\"", node_log_quote(q, sizeof q, err));
-		node_close(the_node, 0);
-		return 1;
-	}
-	{
-		struct node_hooks hooks = {grpc_changed, srv};
-		node_set_hooks(the_node, &hooks);
-	}
-	if (cfg.http_listen[0] && httpsrv_start(&cfg, the_node, &(struct metrics_source){grpc_metrics, srv}, 1, &http, err,
-						sizeof err) < 0) {
-		node_log(PROCCTL_LOG_ERROR, "start_failed", "error=\"%s\"", node_log_quote(q, sizeof q, err));
-		node_stop(the_node); /* the loop answers what came meanwhile, then all is undone */
-		failed = 1;
-	}
-	r = node_run(the_node);
-	t0 = ((double)procctl_now_ns() / 1e6);
-	node_log(PROCCTL_LOG_INFO, "stopping", "mode=%s", uninstall ? "uninstall" : "hand-off");
-	httpsrv_stop(http);
-	grpcsrv_stop(srv, GRACE_MS);
-	/* The hand-off first: RELEASED, every lock dropped; a successor takes
-	 * over from here. Freeing the rest (uprobes: slow in the kernel) is
-	 * nobody's wait but this process's. */
-	node_release(the_node, uninstall ? PROCCTL_CLOSE_UNINSTALL : 0);
-	close(lock_fd);
-	node_log(PROCCTL_LOG_INFO, "handed_off", "mode=%s ms=%.1f", uninstall ? "uninstall" : "hand-off", ((double)procctl_now_ns() / 1e6) - t0);
-	node_close(the_node, 0);
-	node_log(PROCCTL_LOG_INFO, "stopped", "error=%s ms=%.1f", r < 0 ? strerror(-r) : "none", ((double)procctl_now_ns() / 1e6) - t0);
-	return r < 0 || failed ? 1 : 0;
 }

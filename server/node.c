@@ -10,6 +10,7 @@
  * finishes when the acks are read or its deadline passes, so no request
  * ever blocks the loop longer than one state read. */
 #include "node_int.h"
+#include "nodelock.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -38,7 +39,44 @@ static void on_tick(struct timer *t, int64_t now)
 	timer_arm(&n->timers, t, now + TICK_NS); /* the slot it left: room */
 }
 
-struct node *node_new(const struct node_cfg *cfg, char *err, size_t errlen)
+/* Watch NODE.lock: an unlink, or a rename over it or of it, changes its
+ * link count or moves it (IN_ATTRIB, IN_MOVE_SELF). 0 or -errno. */
+static int lock_watch(struct node *n)
+{
+	char self[64];
+	if (!n->lock)
+		return 0;
+	if ((n->lock_ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) < 0)
+		return -errno;
+	snprintf(self, sizeof self, "/proc/self/fd/%d", n->lock->fd);
+	return inotify_add_watch(n->lock_ifd, self, IN_ATTRIB | IN_MOVE_SELF | IN_DELETE_SELF) < 0 ? -errno : 0;
+}
+
+/* Something happened to NODE.lock: still ours? Else stop, writing
+ * nothing more (the desired store is fenced on it too). 1 lost. */
+static int lock_check(struct node *n)
+{
+	char buf[1024] __attribute__((aligned(__alignof__(struct inotify_event))));
+	int any = 0;
+	if (n->lock_ifd < 0 || n->lock_lost)
+		return n->lock_lost;
+	while (read(n->lock_ifd, buf, sizeof buf) > 0)
+		any = 1;
+	if (!any || nodelock_current(n->lock))
+		return 0;
+	node_log(PROCCTL_LOG_ERROR, "node_lock_lost", "lock=%s reason=\"deleted or replaced: another procctl-node "
+		 "may serve now\" next=standby", n->lock->path);
+	n->lock_lost = 1;
+	n->stop = 1;
+	return 1;
+}
+
+int node_lock_lost(const struct node *n)
+{
+	return n->lock_lost;
+}
+
+struct node *node_new(const struct node_cfg *cfg, const struct nodelock *lock, char *err, size_t errlen)
 {
 	struct node *n = calloc(1, sizeof *n);
 	size_t i;
@@ -50,6 +88,8 @@ struct node *node_new(const struct node_cfg *cfg, char *err, size_t errlen)
 	pthread_mutex_init(&n->mu, NULL);
 	n->tail = &n->head;
 	n->cfg_ifd = -1;
+	n->lock_ifd = -1;
+	n->lock = lock;
 	n->t_tick = TIMER_INIT(on_tick);
 	n->t_cfg = TIMER_INIT(cfg_on_due);
 	n->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -59,8 +99,13 @@ struct node *node_new(const struct node_cfg *cfg, char *err, size_t errlen)
 		snprintf(err, errlen, "setting up the loop: %s", strerror(errno));
 		goto fail;
 	}
+	if (lock_watch(n) < 0) {
+		snprintf(err, errlen, "watching %s: %s", lock->path, strerror(errno));
+		goto fail;
+	}
 	if (desired_load(&n->desired, cfg->state_dir, err, errlen) < 0)
 		goto fail;
+	n->desired.fence = lock;
 	desired_limits(&n->desired, cfg->desired_max, cfg->desired_bytes_max);
 	if (n->desired.set_aside[0]) {
 		char q[4 * sizeof n->desired.set_aside_why];
@@ -185,7 +230,7 @@ static struct node_job *take_jobs(struct node *n, int close)
 
 int node_run(struct node *n)
 {
-	struct pollfd pfd[NODE_CONSUMERS_MAX + 3];
+	struct pollfd pfd[NODE_CONSUMERS_MAX + 4];
 	int err = 0;
 	size_t i;
 
@@ -194,6 +239,7 @@ int node_run(struct node *n)
 	pfd[n->nreg] = (struct pollfd){n->efd, POLLIN, 0};
 	pfd[n->nreg + 1] = (struct pollfd){n->hello ? procctl_hello_fd(n->hello) : -1, POLLIN, 0};
 	pfd[n->nreg + 2] = (struct pollfd){n->cfg_ifd, POLLIN, 0};
+	pfd[n->nreg + 3] = (struct pollfd){n->lock_ifd, POLLIN, 0};
 	if (n->narb && (err = timer_arm(&n->timers, &n->t_tick, now_ns())) < 0)
 		goto out;
 	while (!n->stop) {
@@ -202,6 +248,8 @@ int node_run(struct node *n)
 		uint64_t v;
 		int ready = 1;
 
+		if (lock_check(n)) /* before any request is served */
+			break;
 		for (j = take_jobs(n, 0); j; j = next) {
 			next = j->next;
 			node_handle(n, j);
@@ -237,7 +285,7 @@ int node_run(struct node *n)
 		}
 		now = now_ns();
 		timeout = timers_next(&n->timers) <= now ? 0 : (timers_next(&n->timers) - now + MS - 1) / MS;
-		if (poll(pfd, n->nreg + 3, (int)(timeout > 1000 ? 1000 : timeout)) < 0 && errno != EINTR) {
+		if (poll(pfd, n->nreg + 4, (int)(timeout > 1000 ? 1000 : timeout)) < 0 && errno != EINTR) {
 			err = -errno;
 			break;
 		}
@@ -284,6 +332,8 @@ void node_close(struct node *n, unsigned flags)
 	node_release(n, flags);
 	if (n->cfg_ifd >= 0)
 		close(n->cfg_ifd);
+	if (n->lock_ifd >= 0)
+		close(n->lock_ifd);
 	if (n->hello) {
 		struct procctl_hello_stats hs;
 		procctl_hello_stats(n->hello, &hs);

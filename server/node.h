@@ -82,6 +82,7 @@ struct node_job {
 };
 
 struct node;
+struct nodelock;
 
 /* What the loop calls out to; main wires them to the serving side. Each
  * may be NULL. Called on the loop's thread. */
@@ -91,9 +92,13 @@ struct node_hooks {
 };
 
 /* Set up the loop for cfg (the registries take the node locks as they
- * can: a consumer another agent owns is served read-only). NULL and a
- * message in err. */
-struct node *node_new(const struct node_cfg *cfg, char *err, size_t errlen);
+ * can: a consumer another agent owns is served read-only), holding lock
+ * (NODE.lock; NULL: none): the desired store is written only while it is
+ * current, and the loop stops at once when it is deleted or replaced
+ * (node_lock_lost). NULL and a message in err. */
+struct node *node_new(const struct node_cfg *cfg, const struct nodelock *lock, char *err, size_t errlen);
+/* After node_run returned: 1 when it stopped because NODE.lock was lost. */
+int node_lock_lost(const struct node *n);
 /* The hooks (before node_run, once the serving side is up: from then on
  * node_serving can say yes). */
 void node_set_hooks(struct node *n, const struct node_hooks *h);

@@ -120,6 +120,9 @@ struct node {
 	procctl_hello_t *hello; /* NULL: off, or unavailable */
 	int released;           /* node_release done: the hand-off (or uninstall) */
 	uint64_t rev_at_start;  /* the desired store's revision as this daemon found it */
+	const struct nodelock *lock; /* NODE.lock, held; NULL: none */
+	int lock_ifd;           /* inotify on it (its link count, a rename); -1: none */
+	int lock_lost;          /* it was deleted or replaced: the loop stopped */
 	int cfg_ifd;            /* inotify on the config file's directories; -1: not followed */
 	struct timer t_cfg;     /* a reload (events settle first) */
 	int64_t cfg_first;      /* the first change not reloaded yet; 0: none */

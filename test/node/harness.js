@@ -162,12 +162,13 @@ class Child {
 
 // A daemon in its own scratch directory, HTTP off unless opts.args turn
 // it on. opts.args: extra flags; opts.dir: share a directory (locks,
-// socket) with another daemon; opts.spawn: child_process.spawn options
+// state, socket) with another daemon; opts.sock: its socket's path
+// instead of dir/run/node.sock; opts.spawn: child_process.spawn options
 // (uid, gid).
 class Daemon extends Child {
   constructor(opts = {}) {
     const dir = opts.dir || scratch('procctl-node-');
-    const sock = path.join(dir, 'run', 'node.sock');
+    const sock = opts.sock || path.join(dir, 'run', 'node.sock');
     const args = ['--grpc-listen', `unix:${sock}`, '--lock-dir', path.join(dir, 'locks'),
       '--state-dir', path.join(dir, 'state'), '--rescan-ms', '100', '--http-listen', '',
       ...(opts.consumers === null ? [] : ['--consumers', opts.consumers || CONSUMER]), ...(opts.args || [])];

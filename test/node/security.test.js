@@ -6,7 +6,9 @@
 const { test, after } = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
+const os = require('node:os');
 const path = require('node:path');
+const { spawnSync } = require('node:child_process');
 const h = require('./harness');
 
 after(async () => {
@@ -44,4 +46,149 @@ test('the socket is never wider than 0660, not even for a moment under umask 0',
   const m = await socketModeAtBirth(0o077);
   assert.ok((m.birth & ~0o660) === 0, `mode 0${m.birth.toString(8)}`);
   assert.equal(m.now, 0o660);
+});
+
+// A daemon run to its end (it refuses to start): { status, stderr }.
+function refusedStart(args) {
+  const r = spawnSync(h.NODE_BIN, ['--grpc-listen', `unix:${path.join(h.scratch('procctl-run-'), 'node.sock')}`,
+    '--http-listen', '', ...args], { encoding: 'utf8', timeout: 20000 });
+  return { status: r.status, stderr: r.stderr };
+}
+
+// A root-only file an attacker wants the daemon to write through.
+function victim() {
+  const v = path.join(h.scratch('procctl-victim-'), 'secret');
+  fs.writeFileSync(v, 'root only secret', { mode: 0o600 });
+  return v;
+}
+
+test('a lock or state directory someone else controls is refused, naming it; nothing is written through it', () => {
+  const v = victim();
+  const base = h.scratch('procctl-dirs-');
+  // An attacker's lock directory (as one made under /tmp would be), with
+  // the lock files planted as symlinks to the victim.
+  const theirs = path.join(base, 'theirs');
+  fs.mkdirSync(theirs);
+  for (const f of ['NODE.lock', `${h.CONSUMER}.lock`, 'domain', 'epochs']) fs.symlinkSync(v, path.join(theirs, f));
+  fs.chownSync(theirs, 65534, 65534);
+  let r = refusedStart(['--lock-dir', theirs, '--state-dir', path.join(base, 'state')]);
+  assert.equal(r.status, 1, r.stderr);
+  assert.match(r.stderr, /event=lock_failed .*theirs is owned by uid 65534, not 0/);
+  // Root's, but anyone may write it.
+  const open = path.join(base, 'open');
+  fs.mkdirSync(open, { mode: 0o777 });
+  fs.chmodSync(open, 0o777);
+  r = refusedStart(['--lock-dir', open, '--state-dir', path.join(base, 'state')]);
+  assert.equal(r.status, 1, r.stderr);
+  assert.match(r.stderr, /open is writable by others \(mode 0777\)/);
+  // The state directory the same.
+  const theirState = path.join(base, 'their-state');
+  fs.mkdirSync(theirState);
+  fs.symlinkSync(v, path.join(theirState, 'desired.store.tmp'));
+  fs.chownSync(theirState, 65534, 65534);
+  r = refusedStart(['--lock-dir', path.join(base, 'locks'), '--state-dir', theirState]);
+  assert.equal(r.status, 1, r.stderr);
+  assert.match(r.stderr, /state_dir: .*their-state is owned by uid 65534/);
+  assert.equal(fs.readFileSync(v, 'utf8'), 'root only secret');
+});
+
+test('files in the directories are never opened through a symlink, and others cannot open the locks', async () => {
+  const v = victim();
+  const d = await new h.Daemon().ready();
+  const c = d.client();
+  // Planted (by whoever could once write there): the temp file of the
+  // store is a symlink. The set fails; the victim is untouched.
+  fs.symlinkSync(v, path.join(d.dir, 'state', 'desired.store.tmp'));
+  const set = (pod) => h.call(c, 'SetDesiredConfig', {
+    config: { selector: { consumer: h.CONSUMER, schemaVersion: 1, podUid: pod }, payload: Buffer.from('x') } });
+  assert.equal(await h.code(set('a')), 'UNAVAILABLE');
+  assert.equal(fs.readFileSync(v, 'utf8'), 'root only secret');
+  fs.rmSync(path.join(d.dir, 'state', 'desired.store.tmp'), { force: true });
+  assert.equal(await h.code(set('a')), 'OK');
+  // The lock files are the daemon's alone (anyone who can open one can
+  // flock it, and keep the daemon from ever writing).
+  const e = await h.echo();
+  await h.attached(d, e.pid);
+  const locks = path.join(d.dir, 'locks');
+  for (const f of fs.readdirSync(locks)) {
+    const st = fs.lstatSync(path.join(locks, f));
+    assert.ok(st.isFile(), f);
+    assert.equal(st.mode & 0o777, 0o600, `${f} mode 0${(st.mode & 0o777).toString(8)}`);
+  }
+  assert.equal(fs.statSync(locks).mode & 0o777, 0o755);
+  // As nobody, who can reach the directory (and list it) but not open a
+  // lock file in it.
+  for (const p of [os.tmpdir(), d.dir]) fs.chmodSync(p, 0o711);
+  const lock = path.join(locks, `${h.CONSUMER}.lock`);
+  const r = spawnSync(process.execPath, ['-e', `const fs = require('fs');
+    console.log(fs.readdirSync(${JSON.stringify(locks)}).includes(${JSON.stringify(path.basename(lock))}));
+    fs.openSync(${JSON.stringify(lock)}, 'r');`], { uid: 65534, gid: 65534, encoding: 'utf8' });
+  assert.equal(r.stdout.trim(), 'true', r.stderr);
+  assert.match(r.stderr, /EACCES/);
+  c.close();
+  await e.kill();
+  await d.stop();
+});
+
+// 'SERVING', or the error's code when nothing answers there.
+const healthOf = (d) => h.health(d.addr).catch((e) => h.grpc.status[e.code]);
+
+test('a daemon whose NODE.lock is deleted stops at once and stands by: never two serve the same directories', async () => {
+  const a = await new h.Daemon().ready();
+  const dir = a.dir;
+  const setVia = async (d, pod) => {
+    const c = d.client();
+    try {
+      return (await h.call(c, 'SetDesiredConfig', { config: {
+        selector: { consumer: h.CONSUMER, schemaVersion: 1, podUid: pod }, payload: Buffer.from(pod) } })).config.revision;
+    } finally {
+      c.close();
+    }
+  };
+  const listVia = async (d) => {
+    const c = d.client();
+    try {
+      return (await h.call(c, 'ListDesiredConfigs', {})).configs.map((x) => x.selector.podUid).sort();
+    } finally {
+      c.close();
+    }
+  };
+  const r1 = Number(await setVia(a, 'a1'));
+  fs.unlinkSync(path.join(dir, 'locks', 'NODE.lock'));
+  await a.line(/event=node_lock_lost .*next=standby/);
+  // Another daemon with the same directories (its own socket) starts:
+  // of the two, one serves and the other stands by.
+  const b = new h.Daemon({ dir, sock: path.join(dir, 'run', 'b.sock') });
+  await h.until(async () => [await healthOf(a), await healthOf(b)].filter((x) => x === 'SERVING').length === 1,
+    { what: 'one of the two to serve', timeout: 20000 });
+  await h.sleep(500);
+  const serving = (await healthOf(a)) === 'SERVING' ? a : b;
+  const other = serving === a ? b : a;
+  assert.notEqual(await healthOf(other), 'SERVING');
+  await other.line(/event=standby/);
+  const r2 = Number(await setVia(serving, 'a2'));
+  assert.ok(r2 > r1, `revision ${r2} after ${r1}`);
+  assert.deepEqual(await listVia(serving), ['a1', 'a2']);
+  // The other takes over when it stops, with nothing lost.
+  await serving.stop();
+  await h.until(async () => (await healthOf(other)) === 'SERVING', { what: 'the other to take over', timeout: 20000 });
+  assert.deepEqual(await listVia(other), ['a1', 'a2']);
+  assert.ok(Number(await setVia(other, 'a3')) > r2);
+  await other.stop();
+});
+
+test('a deleted consumer lock is lost, and taken again with a larger epoch', async () => {
+  const d = await new h.Daemon().ready();
+  const e = await h.echo();
+  await h.attached(d, e.pid);
+  const epochs = () => d.lines.filter((l) => l.includes('event=lock_taken') && l.includes(`consumer=${h.CONSUMER} `))
+    .map((l) => Number(/epoch=(\d+)/.exec(l)[1]));
+  await h.until(() => epochs().length === 1, { what: 'the lock taken' });
+  fs.unlinkSync(path.join(d.dir, 'locks', `${h.CONSUMER}.lock`));
+  await d.line(/event=lock_lost/);
+  await h.until(() => epochs().length === 2, { what: 'the lock taken again' });
+  const [first, again] = epochs();
+  assert.ok(again > first, `epoch ${again} after ${first}`);
+  await e.kill();
+  await d.stop();
 });
