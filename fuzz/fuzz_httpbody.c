@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_httpbody - what procctl-node's HTTP side reads from a request: a
- * pid in a path, and POST config bodies (JSON with base64, or raw), with
+ * pid in a path, a path or argument decoded, and POST config bodies (JSON with base64, or raw), with
  * their wait_ms argument. The first byte picks the content type and
  * whether a wait_ms argument comes along (the bytes up to the first NUL).
  * Whatever is accepted must be within its bounds; a refusal leaves
@@ -28,8 +28,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (!size)
 		return 0;
-	if (http_parse_pid((const char *)data, size < 16 ? size : 16, &pid) == 0 && pid < 1)
+	if (http_parse_pid((const char *)data, size < 16 ? size : 16, &pid) == 0 && (pid < 1 || data[0] == '0'))
 		abort();
+	{ /* a path or argument decoded: never longer, never with a NUL inside */
+		char *u = malloc(size + 1);
+		size_t k;
+		if (!u)
+			return 0;
+		memcpy(u, data, size);
+		u[size] = 0;
+		k = strlen(u);
+		if (http_unescape(u) != strlen(u) || strlen(u) > k)
+			abort();
+		free(u);
+	}
 	mode = data[0];
 	body = (const char *)data + 1;
 	n = size - 1;

@@ -7,6 +7,7 @@
 #define PROCCTL_RPC_PB_GRPC_H
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include <grpc/byte_buffer.h>
@@ -17,6 +18,7 @@
 #include <string.h>
 #include <protobuf-c/protobuf-c.h>
 
+#include "pbwire.h"
 #include "rpc_status.h"
 
 /* A byte buffer that owns bytes (malloc'd; freed with the buffer). */
@@ -41,19 +43,37 @@ static inline grpc_byte_buffer *pb_pack(const ProtobufCMessage *m)
 
 /* A message of type d from bb (free it with
  * protobuf_c_message_free_unpacked); NULL when bb is NULL or does not
- * parse. */
-static inline ProtobufCMessage *pb_unpack(const ProtobufCMessageDescriptor *d, grpc_byte_buffer *bb)
+ * parse. With strict (a request), a string field that holds a NUL byte
+ * (which protobuf-c would cut short) is refused too: NULL and *why set. */
+static inline ProtobufCMessage *pb_unpack_checked(const ProtobufCMessageDescriptor *d, grpc_byte_buffer *bb,
+						  int strict, char *why, size_t whylen)
 {
 	grpc_byte_buffer_reader r;
 	grpc_slice all;
 	ProtobufCMessage *m;
+	const char *field;
+	snprintf(why, whylen, "the request does not parse");
 	if (!bb || !grpc_byte_buffer_reader_init(&r, bb))
 		return NULL;
 	all = grpc_byte_buffer_reader_readall(&r);
 	grpc_byte_buffer_reader_destroy(&r);
 	m = protobuf_c_message_unpack(d, NULL, GRPC_SLICE_LENGTH(all), GRPC_SLICE_START_PTR(all));
+	if (m && strict &&
+	    pbwire_strings_ok(d, GRPC_SLICE_START_PTR(all), GRPC_SLICE_LENGTH(all), &field) < 0) {
+		if (field)
+			snprintf(why, whylen, "%s: holds a NUL byte", field);
+		protobuf_c_message_free_unpacked(m, NULL);
+		m = NULL;
+	}
 	grpc_slice_unref(all);
 	return m;
+}
+
+/* A message of type d from bb (a response: not strict). */
+static inline ProtobufCMessage *pb_unpack(const ProtobufCMessageDescriptor *d, grpc_byte_buffer *bb)
+{
+	char why[32];
+	return pb_unpack_checked(d, bb, 0, why, sizeof why);
 }
 
 /* ---- client calls (pb_grpc.c; link procctl-rpc-grpc) ---- */

@@ -194,6 +194,7 @@ static void on_request(struct rpc *c, int ok)
 {
 	const struct method *m = c->m;
 	ProtobufCMessage *req;
+	char why[96];
 
 	if (!ok) { /* the server is shutting down: the slot is gone */
 		rpc_unref(c);
@@ -207,12 +208,12 @@ static void on_request(struct rpc *c, int ok)
 		rpc_unref(c);
 		return;
 	}
-	if (!(req = pb_unpack(m->req, c->payload))) {
+	if (!(req = pb_unpack_checked(m->req, c->payload, 1, why, sizeof why))) {
 		pthread_mutex_lock(&c->mu);
 		if (m->kind == SERVER_STREAM)
-			rpc_end_stream(c, NODE_INVALID_ARGUMENT, "the request does not parse");
+			rpc_end_stream(c, NODE_INVALID_ARGUMENT, why);
 		else
-			rpc_send_status(c, NODE_INVALID_ARGUMENT, "the request does not parse", NULL);
+			rpc_send_status(c, NODE_INVALID_ARGUMENT, why, NULL);
 		pthread_mutex_unlock(&c->mu);
 		rpc_unref(c);
 		return;

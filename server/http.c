@@ -237,6 +237,14 @@ static enum MHD_Result not_allowed(struct hreq *r, const char *allow)
 	return MHD_YES;
 }
 
+/* libmicrohttpd's unescape callback, for the path and each argument. */
+static size_t on_unescape(void *cls, struct MHD_Connection *c, char *s)
+{
+	(void)cls;
+	(void)c;
+	return http_unescape(s);
+}
+
 /* Route a whole request. */
 static enum MHD_Result route(struct hreq *r, const char *url, const char *method)
 {
@@ -459,7 +467,8 @@ int httpsrv_start(const struct node_cfg *cfg, struct node *n, const struct metri
 				0, NULL, NULL, on_request, h, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, h,
 				MHD_OPTION_SOCK_ADDR, ai->ai_addr, MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_MAX_CONNECTIONS,
 				MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)HTTP_MAX_PER_IP, MHD_OPTION_CONNECTION_TIMEOUT,
-				(unsigned)HTTP_TIMEOUT_S, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_END);
+				(unsigned)HTTP_TIMEOUT_S, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+				MHD_OPTION_UNESCAPE_CALLBACK, on_unescape, NULL, MHD_OPTION_END);
 	freeaddrinfo(ai);
 	if (!h->d) {
 		free(h);

@@ -11,12 +11,11 @@
 
 #include <jansson.h>
 
-/* A pid in a path component: 1 .. INT_MAX, digits only. */
 int http_parse_pid(const char *s, size_t n, int32_t *pid)
 {
 	long v = 0;
 	size_t i;
-	if (!n || n > 10)
+	if (!n || n > 10 || s[0] == '0')
 		return -1;
 	for (i = 0; i < n; i++) {
 		if (s[i] < '0' || s[i] > '9')
@@ -27,6 +26,28 @@ int http_parse_pid(const char *s, size_t n, int32_t *pid)
 		return -1;
 	*pid = (int32_t)v;
 	return 0;
+}
+
+static int hexval(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+size_t http_unescape(char *s)
+{
+	char *w = s;
+	const char *r = s;
+	while (*r) {
+		int hi, lo;
+		if (r[0] == '%' && (hi = hexval(r[1])) >= 0 && (lo = hexval(r[2])) >= 0 && (hi || lo)) {
+			*w++ = (char)(hi << 4 | lo);
+			r += 3;
+		} else {
+			*w++ = *r++;
+		}
+	}
+	*w = 0;
+	return (size_t)(w - s);
 }
 
 /* JSON nesting deeper than HTTP_MAX_JSON_DEPTH is refused before any

@@ -12,9 +12,14 @@
 #define HTTP_MAX_JSON_DEPTH 16
 #define HTTP_MAX_WAIT_MS 600000u
 
-/* n bytes of a path component as a pid: digits only, 1 .. INT_MAX.
- * 0, or -EINVAL. */
+/* n bytes of a path component as a pid: digits only, no leading zero,
+ * 1 .. INT_MAX ("01" is not pid 1). 0, or -EINVAL. */
 int http_parse_pid(const char *s, size_t n, int32_t *pid);
+/* Decode a URL's path or argument in place (libmicrohttpd's unescape
+ * callback): %XX as its byte, except %00, which stays as it is, so no
+ * C string the daemon reads is cut short ("/metrics%00" is no
+ * "/metrics"). The new length. */
+size_t http_unescape(char *s);
 
 /* A POST /v1/processes/{pid}/config body of n bytes: with a content type
  * of application/json, {"payload": base64 (standard or URL-safe, padding

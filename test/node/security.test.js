@@ -192,3 +192,38 @@ test('a deleted consumer lock is lost, and taken again with a larger epoch', asy
   await e.kill();
   await d.stop();
 });
+
+test('strings are read whole: a NUL inside one is refused, paths parse strictly', async () => {
+  const port = await h.freePort();
+  const d = await new h.Daemon({ args: ['--http-listen', `127.0.0.1:${port}`] }).ready();
+  const c = d.client();
+  const e = await h.echo();
+  await h.attached(d, e.pid);
+  // "echo\0x" is not "echo": refused, and the process gets nothing.
+  const err = await h.call(c, 'Publish', { selector: { consumer: `${h.CONSUMER}\0x`, schemaVersion: 1 }, payload: Buffer.from('nul') })
+    .catch((x) => x);
+  assert.equal(h.grpc.status[err.code], 'INVALID_ARGUMENT');
+  assert.match(err.details, /consumer: holds a NUL byte/);
+  for (const podUid of ['ab\0cd']) {
+    const r = await h.call(c, 'ListProcesses', { filter: { podUid } }).catch((x) => x);
+    assert.equal(h.grpc.status[r.code], 'INVALID_ARGUMENT');
+  }
+  await h.sleep(300);
+  assert.equal(e.out.filter((l) => l.includes('event=applied')).length, 0);
+  // The same selector whole still works.
+  await h.call(c, 'Publish', { selector: { consumer: h.CONSUMER, schemaVersion: 1 }, payload: Buffer.from('whole') });
+  await e.line(/event=applied .*payload=whole/, { out: true });
+  // HTTP: "01" is no pid, "%00" cuts nothing.
+  const status = async (p) => (await fetch(`http://127.0.0.1:${port}${p}`)).status;
+  assert.equal(await status(`/v1/processes/${e.pid}`), 200);
+  assert.equal(await status(`/v1/processes/0${e.pid}`), 400);
+  assert.equal(await status('/v1/processes/01'), 400);
+  assert.equal(await status('/metrics'), 200);
+  assert.equal(await status('/metrics%00'), 404);
+  assert.equal(await status('/healthz%00x'), 404);
+  assert.equal(await status(`/v1/processes?consumer=${h.CONSUMER}%00x`), 400);
+  assert.equal(await status(`/v1/processes?consumer=${h.CONSUMER}`), 200);
+  c.close();
+  await e.kill();
+  await d.stop();
+});
