@@ -391,12 +391,20 @@ int procctl_client_alive(procctl_client_t *c)
 
 /* ---- writes --------------------------------------------------------- */
 
+enum procctl_ownership procctl_client_ownership(const procctl_client_t *c)
+{
+	return (enum procctl_ownership)__atomic_load_n(&c->own, __ATOMIC_RELAXED);
+}
+
 int64_t procctl_client_claim(procctl_client_t *c, uint32_t domain, uint32_t epoch, uint64_t lease_ns)
 {
 	int64_t g;
 	pthread_mutex_lock(&c->wlock);
 	g = procctl_region_claim(&c->r, domain, epoch, lease_ns);
-	__atomic_store_n(&c->owned, g > 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&c->own,
+			 g > 0 ? PROCCTL_OWN_OWNED : g == -EEXIST ? PROCCTL_OWN_CONFLICT : g < 0 ? PROCCTL_OWN_BROKEN
+			       : PROCCTL_OWN_PASSIVE,
+			 __ATOMIC_RELAXED);
 	if (g > 0 && c->r.config_gen > c->published_max)
 		__atomic_store_n(&c->published_max, c->r.config_gen, __ATOMIC_RELAXED); /* adopted */
 	pthread_mutex_unlock(&c->wlock);
@@ -406,7 +414,7 @@ int64_t procctl_client_claim(procctl_client_t *c, uint32_t domain, uint32_t epoc
 void procctl_client_heartbeat(procctl_client_t *c)
 {
 	pthread_mutex_lock(&c->wlock);
-	if (c->owned)
+	if (c->own == PROCCTL_OWN_OWNED)
 		procctl_region_heartbeat(&c->r);
 	pthread_mutex_unlock(&c->wlock);
 }
@@ -416,10 +424,10 @@ void procctl_client_heartbeat(procctl_client_t *c)
 	do {                                          \
 		int64_t g_ = -EPERM;                  \
 		pthread_mutex_lock(&(c)->wlock);      \
-		if ((c)->owned)                       \
+		if ((c)->own == PROCCTL_OWN_OWNED)    \
 			g_ = (expr);                  \
 		if (g_ == -EBUSY)                     \
-			procctl__store_relaxed(&(c)->owned, 0); \
+			procctl__store_relaxed(&(c)->own, PROCCTL_OWN_BROKEN); \
 		pthread_mutex_unlock(&(c)->wlock);    \
 		return g_;                            \
 	} while (0)
@@ -493,8 +501,8 @@ int procctl_client_release(procctl_client_t *c)
 {
 	int r;
 	pthread_mutex_lock(&c->wlock);
-	r = c->owned ? procctl_region_release(&c->r) : -EPERM;
-	__atomic_store_n(&c->owned, 0, __ATOMIC_RELAXED);
+	r = c->own == PROCCTL_OWN_OWNED ? procctl_region_release(&c->r) : -EPERM;
+	__atomic_store_n(&c->own, PROCCTL_OWN_PASSIVE, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&c->wlock);
 	return r;
 }
@@ -503,8 +511,8 @@ int64_t procctl_client_uninstall(procctl_client_t *c)
 {
 	int64_t g;
 	pthread_mutex_lock(&c->wlock);
-	g = c->owned ? procctl_region_uninstall(&c->r) : -EPERM;
-	__atomic_store_n(&c->owned, 0, __ATOMIC_RELAXED);
+	g = c->own == PROCCTL_OWN_OWNED ? procctl_region_uninstall(&c->r) : -EPERM;
+	__atomic_store_n(&c->own, PROCCTL_OWN_PASSIVE, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&c->wlock);
 	return g;
 }

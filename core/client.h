@@ -25,8 +25,8 @@ struct procctl_client {
 	pthread_mutex_t wlock;   /* region writes: callers and the heartbeat thread */
 	struct procctl_region r; /* mapping and the agent's own copies */
 	struct procctl_client_info info;
-	int owned;               /* claimed by this agent: writes allowed. Written
-	                          * under wlock; read anywhere with atomics */
+	int own;                 /* enum procctl_ownership: OWNED allows writes.
+	                          * Written under wlock; read anywhere with atomics */
 	struct procctl_remote *remote;
 	uint64_t published_max;  /* highest config generation this agent published; atomic */
 };

@@ -149,6 +149,16 @@ int procctl_client_pidfd(const procctl_client_t *c);
  * pidfd says so); -ESTALE once it exec'd (the instance is gone). */
 int procctl_client_alive(procctl_client_t *c);
 
+/* How this agent stands with c's region. */
+enum procctl_ownership {
+	PROCCTL_OWN_PASSIVE = 0, /* not claimed (no node lock; or released, or the lock lost): reads only */
+	PROCCTL_OWN_OWNED,       /* claimed: writes allowed */
+	PROCCTL_OWN_CONFLICT,    /* its owner word names another lock domain (SPEC.md 8.2): reads only */
+	PROCCTL_OWN_BROKEN,      /* not as this agent left it (its seq moved: another writer, or the
+	                          * process wrote it) or it could not be claimed: reads only */
+};
+enum procctl_ownership procctl_client_ownership(const procctl_client_t *c);
+
 /* Publish a config of len bytes (1 .. payload_cap) / clear it: a write
  * section that wakes the process. Returns the generation. -EPERM: this
  * agent does not own the region (no node lock: passive). -EBUSY: the

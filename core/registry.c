@@ -179,7 +179,7 @@ static void *hb_main(void *arg)
 		struct entry *e;
 		int beat = 0;
 		for (e = r->entries; e; e = e->next)
-			if (__atomic_load_n(&e->c->owned, __ATOMIC_RELAXED)) {
+			if ((procctl_client_ownership(e->c) == PROCCTL_OWN_OWNED)) {
 				uint64_t l = clamped_lease(r, e->c) / 4;
 				procctl_client_heartbeat(e->c);
 				r->stats.heartbeats++;
@@ -590,7 +590,7 @@ static int on_found(const struct procctl_scan_entry *s, void *arg)
 	if (e->lk->held)
 		claim(r, e);
 	procctl_log(PROCCTL_LOG_INFO, "attached", "pid=%d consumer=%s instance=%016llx owned=%d", (int)s->pid,
-		    s->consumer, (unsigned long long)c->info.hdr.instance_id, __atomic_load_n(&c->owned, __ATOMIC_RELAXED));
+		    s->consumer, (unsigned long long)c->info.hdr.instance_id, (procctl_client_ownership(c) == PROCCTL_OWN_OWNED));
 	emit_entry(r, e, PROCCTL_EV_ATTACHED, 0);
 	return 0;
 }
@@ -1034,7 +1034,7 @@ void procctl_registry_stats(procctl_registry_t *r, struct procctl_registry_stats
 	*out = r->stats;
 	out->owned = 0;
 	for (e = r->entries; e; e = e->next)
-		out->owned += __atomic_load_n(&e->c->owned, __ATOMIC_RELAXED) != 0;
+		out->owned += (procctl_client_ownership(e->c) == PROCCTL_OWN_OWNED) != 0;
 	pthread_mutex_unlock(&r->mu);
 }
 
@@ -1058,7 +1058,7 @@ void procctl_registry_close(procctl_registry_t *r, unsigned flags)
 	r->closing = 1;
 	while (r->entries) {
 		struct entry *e = r->entries;
-		if (__atomic_load_n(&e->c->owned, __ATOMIC_RELAXED)) {
+		if ((procctl_client_ownership(e->c) == PROCCTL_OWN_OWNED)) {
 			if (flags & PROCCTL_CLOSE_UNINSTALL)
 				procctl_client_uninstall(e->c);
 			else

@@ -25,26 +25,38 @@ static void resource_label(const procctl_resource_t *r, char *out, size_t cap)
 		o += (size_t)snprintf(out + o, cap - o, "%s%02x", i == 4 || i == 6 || i == 8 || i == 10 ? "-" : "", r->id[i]);
 }
 
-/* Processes by consumer and ownership, counted over the table. */
+struct own_key {
+	const char *consumer;
+	int own; /* enum procctl_ownership */
+};
+
+static int own_cmp(const void *a, const void *b)
+{
+	const struct own_key *x = a, *y = b;
+	int c = strcmp(x->consumer, y->consumer);
+	return c ? c : x->own - y->own;
+}
+
+/* Processes by consumer and how this daemon stands with each region:
+ * sorted, then counted in runs. */
 static void processes(FILE *f, const struct node *n)
 {
+	static const char *const names[] = {"passive", "owned", "conflict", "broken"};
+	struct own_key *k = malloc((n->nprocs ? n->nprocs : 1) * sizeof *k);
 	size_t i, j;
-	metric_head(f, "procctl_processes", "gauge", "Attached processes (regions), by consumer and ownership.");
-	for (i = 0; i < n->nprocs; i++) { /* one line per (consumer, owned) seen */
-		const struct proc *p = n->procs[i];
-		int owned = procctl_registry_owner(p->reg, p->key.consumer), dup = 0;
-		size_t c = 0;
-		for (j = 0; j < i && !dup; j++)
-			dup = !strcmp(n->procs[j]->key.consumer, p->key.consumer) &&
-			      procctl_registry_owner(n->procs[j]->reg, p->key.consumer) == owned;
-		if (dup)
-			continue;
-		for (j = i; j < n->nprocs; j++)
-			c += !strcmp(n->procs[j]->key.consumer, p->key.consumer) &&
-			     procctl_registry_owner(n->procs[j]->reg, p->key.consumer) == owned;
-		fprintf(f, "procctl_processes{consumer=\"%s\",ownership=\"%s\"} %zu\n", p->key.consumer,
-			owned ? "owned" : "passive", c);
+	metric_head(f, "procctl_processes", "gauge",
+		    "Attached processes (regions), by consumer and ownership (owned, passive, conflict, broken).");
+	for (i = 0; k && i < n->nprocs; i++)
+		k[i] = (struct own_key){n->procs[i]->key.consumer, (int)procctl_client_ownership(n->procs[i]->c)};
+	if (k)
+		qsort(k, n->nprocs, sizeof *k, own_cmp);
+	for (i = 0; k && i < n->nprocs; i = j) {
+		for (j = i + 1; j < n->nprocs && !own_cmp(&k[i], &k[j]); j++)
+			;
+		fprintf(f, "procctl_processes{consumer=\"%s\",ownership=\"%s\"} %zu\n", k[i].consumer,
+			names[(unsigned)k[i].own < 4 ? k[i].own : 0], j - i);
 	}
+	free(k);
 	metric_head(f, "procctl_processes_stalled", "gauge",
 		    "Attached processes a read of whose state block is stuck (not read again until it returns).");
 	for (i = j = 0; i < n->nprocs; i++)

@@ -133,6 +133,21 @@ Procctl__V1__AckResult proc_ack_result(const struct proc *p)
 	return p->ack_status ? PROCCTL__V1__ACK_RESULT__ACK_RESULT_REJECTED : PROCCTL__V1__ACK_RESULT__ACK_RESULT_APPLIED;
 }
 
+/* How this daemon stands with the region, as the API says it. */
+static Procctl__V1__LeaseState lease_state(const procctl_client_t *c)
+{
+	switch (procctl_client_ownership(c)) {
+	case PROCCTL_OWN_OWNED:
+		return PROCCTL__V1__LEASE_STATE__LEASE_STATE_LIVE;
+	case PROCCTL_OWN_CONFLICT:
+		return PROCCTL__V1__LEASE_STATE__LEASE_STATE_CONFLICT;
+	case PROCCTL_OWN_BROKEN:
+		return PROCCTL__V1__LEASE_STATE__LEASE_STATE_BROKEN;
+	default:
+		return PROCCTL__V1__LEASE_STATE__LEASE_STATE_NOT_OWNED;
+	}
+}
+
 PbProcess *mk_process(struct arena *a, const struct proc *p)
 {
 	PbProcess *m = ar_alloc(a, sizeof *m);
@@ -152,8 +167,7 @@ PbProcess *mk_process(struct arena *a, const struct proc *p)
 	m->pod_uid = ar_str(a, p->key.pod_uid);
 	m->container_id = ar_str(a, p->key.container_id);
 	m->qos_class = (Procctl__V1__QosClass)p->qos; /* the same order */
-	m->lease_state = procctl_registry_owner(p->reg, p->key.consumer) ? PROCCTL__V1__LEASE_STATE__LEASE_STATE_LIVE
-									  : PROCCTL__V1__LEASE_STATE__LEASE_STATE_NOT_OWNED;
+	m->lease_state = lease_state(p->c);
 	m->generation = procctl_client_config_gen(p->c);
 	m->acked_generation = p->acked_gen;
 	m->ack_result = proc_ack_result(p);

@@ -178,10 +178,15 @@ static void do_write(struct node *n, struct node_job *job)
 		return;
 	node_log(PROCCTL_LOG_DEBUG, job->method == NODE_PUBLISH ? "publish" : "clear", "processes=%zd bytes=%zu wait_ms=%u",
 		 c, payload ? payload->len : 0, wait_ms);
-	/* A single pid its daemon does not own: FAILED_PRECONDITION. */
-	if (f.pid && c == 1 && w->item[0].status == PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_NOT_OWNER) {
+	/* A single pid whose region this daemon may not write (not its own,
+	 * another domain's, broken): FAILED_PRECONDITION, saying which. */
+	if (f.pid && c == 1 && (w->item[0].status == PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_NOT_OWNER ||
+				w->item[0].status == PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_CONFLICT ||
+				w->item[0].status == PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_BROKEN)) {
+		char msg[sizeof w->item[0].error + 32];
+		snprintf(msg, sizeof msg, "%s", w->item[0].error);
 		wait_free(n, w);
-		return job_finish(job, NODE_FAILED_PRECONDITION, "this daemon does not own the process's region", NULL);
+		return job_finish(job, NODE_FAILED_PRECONDITION, msg, NULL);
 	}
 	wait_start(n, w);
 }

@@ -226,6 +226,28 @@ void wait_free(struct node *n, struct wait *w)
 	free(w);
 }
 
+/* A write to p refused with g: its named status, and why. */
+static void write_refused(struct wait_item *it, const struct proc *p, int64_t g)
+{
+	enum procctl_ownership own = procctl_client_ownership(p->c);
+	if (g == -ESRCH || g == -ESTALE) {
+		it->status = PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_GONE;
+	} else if ((g == -EPERM || g == -EBUSY) && own == PROCCTL_OWN_CONFLICT) {
+		it->status = PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_CONFLICT;
+		snprintf(it->error, sizeof it->error, "the region's owner word names another lock domain");
+	} else if (g == -EBUSY || (g == -EPERM && own == PROCCTL_OWN_BROKEN)) {
+		it->status = PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_BROKEN;
+		snprintf(it->error, sizeof it->error, "the region is not as this daemon left it (another writer, or "
+			 "the process wrote over it)");
+	} else if (g == -EPERM) {
+		it->status = PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_NOT_OWNER;
+		snprintf(it->error, sizeof it->error, "this daemon does not own %s's regions", p->key.consumer);
+	} else {
+		it->status = PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_FAILED;
+		snprintf(it->error, sizeof it->error, "write refused: %s", strerror((int)-g));
+	}
+}
+
 /* Write payload (NULL: clear) to each of v, as one wait of job's: its
  * results, in v's order. NULL when out of memory (job answered). */
 struct wait *wait_write_all(struct node *n, struct node_job *job, struct proc **v, size_t c,
@@ -243,6 +265,7 @@ struct wait *wait_write_all(struct node *n, struct node_job *job, struct proc **
 		it->pid = p->key.pid;
 		it->instance = p->instance;
 		if (payload && payload->len > p->payload_cap) {
+			it->status = PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_TOO_LARGE;
 			snprintf(it->error, sizeof it->error, "payload over the process's capacity of %u bytes",
 				 p->payload_cap);
 			it->done = 1;
@@ -258,14 +281,7 @@ struct wait *wait_write_all(struct node *n, struct node_job *job, struct proc **
 			continue;
 		}
 		it->done = 1;
-		if (g == -EPERM) {
-			it->status = PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_NOT_OWNER;
-			snprintf(it->error, sizeof it->error, "this daemon does not own %s's regions", p->key.consumer);
-		} else if (g == -ESRCH || g == -ESTALE) {
-			it->status = PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_GONE;
-		} else {
-			snprintf(it->error, sizeof it->error, "write refused: %s", strerror((int)-g));
-		}
+		write_refused(it, p, g);
 	}
 	return w;
 }

@@ -88,11 +88,26 @@ const char *resource_id(const ProtobufCBinaryData *id, char buf[80])
 	return buf;
 }
 
+/* The OWNER column: how the daemon stands with the region. */
+static const char *ownership(Procctl__V1__LeaseState s)
+{
+	switch (s) {
+	case PROCCTL__V1__LEASE_STATE__LEASE_STATE_LIVE:
+		return "owned";
+	case PROCCTL__V1__LEASE_STATE__LEASE_STATE_CONFLICT:
+		return "conflict";
+	case PROCCTL__V1__LEASE_STATE__LEASE_STATE_BROKEN:
+		return "broken";
+	default:
+		return "passive";
+	}
+}
+
 void show_process(const Procctl__V1__Process *p)
 {
 	printf("%-8d %-16s %-3u %-36s %-12.12s %-7s %-6llu %-6llu %s\n", p->ref ? p->ref->pid : 0, p->consumer,
 	       p->schema_version, p->pod_uid[0] ? p->pod_uid : "-", p->container_id[0] ? p->container_id : "-",
-	       p->lease_state == PROCCTL__V1__LEASE_STATE__LEASE_STATE_LIVE ? "owned" : "passive",
+	       ownership(p->lease_state),
 	       (unsigned long long)p->generation, (unsigned long long)p->acked_generation,
 	       p->ack_result ? short_enum(&procctl__v1__ack_result__descriptor, p->ack_result, "ACK_RESULT_") : "-");
 }

@@ -227,3 +227,63 @@ test('strings are read whole: a NUL inside one is refused, paths parse strictly'
   await e.kill();
   await d.stop();
 });
+
+// A procsim that ran cmds (each answered "ok ..."), in order.
+async function procsim(cmds) {
+  const p = new h.Child(process.env.PROCSIM, [], { stdio: ['pipe', 'pipe', 'pipe'] });
+  for (const cmd of cmds) await procsimDo(p, cmd);
+  return p;
+}
+
+async function procsimDo(p, cmd) {
+  const before = p.out.length;
+  p.proc.stdin.write(`${cmd}\n`);
+  await h.until(() => p.out.length > before || p.exit, { what: `${cmd} answered` });
+  if (!p.out[before] || !p.out[before].startsWith('ok')) throw new Error(`procsim ${cmd}: ${p.out[before]}`);
+}
+
+const ownership = async (port) => (await (await fetch(`http://127.0.0.1:${port}/metrics`)).text())
+  .split('\n').filter((l) => l.startsWith(`procctl_processes{consumer="${h.CONSUMER}"`)).sort();
+
+test('ownership is shown as the daemon holds it: owned, passive, conflict, broken; each refusal named', async () => {
+  const [pa, pb] = [await h.freePort(), await h.freePort()];
+  const a = await new h.Daemon({ args: ['--http-listen', `127.0.0.1:${pa}`] }).ready();
+  const p = await procsim([`init ${h.CONSUMER}`]);
+  const ca = a.client();
+  const state = async (c) => (await h.call(c, 'GetProcess', { process: { pid: p.pid } })).process.leaseState;
+  await h.until(async () => (await state(ca).catch(() => '')) === 'LEASE_STATE_LIVE', { what: 'a owns it' });
+  // Another daemon with another lock directory (another lock domain):
+  // it holds its own consumer lock, but the region is a's.
+  const b = await new h.Daemon({ args: ['--http-listen', `127.0.0.1:${pb}`] }).ready();
+  const cb = b.client();
+  await h.until(async () => (await state(cb).catch(() => '')) === 'LEASE_STATE_CONFLICT', { what: 'b sees a conflict' });
+  await b.line(/event=owner_conflict/);
+  assert.deepEqual(await ownership(pb), [`procctl_processes{consumer="${h.CONSUMER}",ownership="conflict"} 1`]);
+  let err = await h.call(cb, 'Publish', { selector: { pid: p.pid }, payload: Buffer.from('x') }).catch((x) => x);
+  assert.equal(h.grpc.status[err.code], 'FAILED_PRECONDITION');
+  assert.match(err.details, /another lock domain/);
+  let r = await h.call(cb, 'Publish', { selector: { consumer: h.CONSUMER, schemaVersion: 1 }, payload: Buffer.from('x') });
+  assert.equal(r.results[0].status, 'PUBLISH_STATUS_CONFLICT');
+  cb.close();
+  await b.stop();
+  // The process breaks its own region (its seq moves under a): broken.
+  r = await h.call(ca, 'Publish', { selector: { pid: p.pid }, payload: Buffer.from('before') });
+  assert.equal(r.results[0].status, 'PUBLISH_STATUS_WRITTEN');
+  await procsimDo(p, 'punch');
+  err = await h.call(ca, 'Publish', { selector: { pid: p.pid }, payload: Buffer.from('after') }).catch((x) => x);
+  assert.equal(h.grpc.status[err.code], 'FAILED_PRECONDITION');
+  assert.match(err.details, /not as this daemon left it/);
+  assert.equal(await state(ca), 'LEASE_STATE_BROKEN');
+  r = await h.call(ca, 'Publish', { selector: { consumer: h.CONSUMER, schemaVersion: 1 }, payload: Buffer.from('x') });
+  assert.equal(r.results[0].status, 'PUBLISH_STATUS_BROKEN');
+  assert.deepEqual(await ownership(pa), [`procctl_processes{consumer="${h.CONSUMER}",ownership="broken"} 1`]);
+  // Over its capacity: a named status too.
+  const big = await h.echo();
+  await h.attached(a, big.pid);
+  r = await h.call(ca, 'Publish', { selector: { consumer: h.CONSUMER, schemaVersion: 1 }, payload: Buffer.alloc(1 << 20, 1) });
+  assert.ok(r.results.length >= 1);
+  for (const x of r.results) assert.ok(['PUBLISH_STATUS_TOO_LARGE', 'PUBLISH_STATUS_BROKEN'].includes(x.status), x.status);
+  ca.close();
+  await p.kill('SIGKILL');
+  await a.stop();
+});
