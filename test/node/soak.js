@@ -45,8 +45,28 @@ after(async () => {
 });
 
 const status = (pid, key) => Number(new RegExp(`^${key}:\\s+(\\d+)`, 'm').exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))[1]);
+// Resident kB by kind of mapping, to tell which grows: the main heap,
+// malloc's thread arenas (64 MiB reservations), small anonymous mappings
+// (thread stacks), other anonymous ones (large allocations) and files.
+function residence(pid) {
+  const kb = { heap: 0, arenas: 0, small_anon: 0, anon: 0, file: 0 };
+  let kind = 'file';
+  for (const line of fs.readFileSync(`/proc/${pid}/smaps`, 'utf8').split('\n')) {
+    const m = /^([0-9a-f]+)-([0-9a-f]+) \S+ \S+ \S+ (\d+)\s*(.*)$/.exec(line);
+    if (m) {
+      const size = parseInt(m[2], 16) - parseInt(m[1], 16);
+      if (m[4] === '[heap]') kind = 'heap';
+      else if (m[4] !== '' || m[3] !== '0') kind = 'file';
+      else if (size >= 32 << 20) kind = 'arenas';
+      else kind = size <= 1 << 20 ? 'small_anon' : 'anon';
+    } else if (line.startsWith('Rss:')) {
+      kb[kind] += Number(/(\d+)/.exec(line)[1]);
+    }
+  }
+  return kb;
+}
 const sample = (pid) => ({ t: Date.now(), rss_kb: status(pid, 'VmRSS'), threads: status(pid, 'Threads'),
-  fds: fs.readdirSync(`/proc/${pid}/fd`).length });
+  fds: fs.readdirSync(`/proc/${pid}/fd`).length, resident_kb: residence(pid) });
 
 // The probe (soak-probe.js) for s seconds: { n, failed, p50, p99, max }.
 function probe(d, pid, s) {
@@ -204,6 +224,8 @@ test(`soak: every attack at once for ${SECONDS} s`, { timeout: (SECONDS + 900) *
     rss_kb: { start: samples[0].rss_kb, warm: warm.rss_kb, last: last.rss_kb, peak: peak('rss_kb') },
     fds: { start: samples[0].fds, warm: warm.fds, last: last.fds, peak: peak('fds') },
     threads: { start: samples[0].threads, warm: warm.threads, last: last.threads, peak: peak('threads') },
+    resident_kb: { warm: warm.resident_kb, last: last.resident_kb },
+    minutes: samples.filter((x, i) => i % 12 === 0).map((x) => ({ rss_kb: x.rss_kb, threads: x.threads })),
     scans, scan_ms_mean: (scanS / scans) * 1000,
     log_lines: lines, log_lines_per_s: lines / SECONDS, driver_errors: errors.length, first_errors: errors.slice(0, 5),
   };
