@@ -2,6 +2,7 @@
 /* fuzz_podid - pod identity from /proc/<pid>/cgroup text, whose deeper
  * cgroup names a process may choose. Whatever it accepts must be a
  * well-formed pod UID and container ID; what it refuses leaves nothing. */
+#define _GNU_SOURCE 1
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -35,20 +36,33 @@ static int uid_ok(const char *u)
 	return 1;
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+/* One parse, with or without a namespace's init: whatever it accepts is
+ * well formed; a refusal leaves nothing. */
+static int check(const uint8_t *data, size_t size, const char *init)
 {
 	struct procctl_podid id;
-	int rc = procctl_podid_parse((const char *)data, size, &id);
+	int rc = procctl_podid_parse((const char *)data, size, init, init ? strlen(init) : 0, &id);
 	if (rc == 0) {
 		if (!uid_ok(id.pod_uid) || !lower_hex(id.container_id, strlen(id.container_id)) ||
 		    (id.runtime[0] && strcmp(id.runtime, "containerd") && strcmp(id.runtime, "crio") &&
 		     strcmp(id.runtime, "docker")) ||
-		    (id.runtime[0] && !id.container_id[0]) || id.qos < PROCCTL_QOS_GUARANTEED ||
-		    id.qos > PROCCTL_QOS_BESTEFFORT || (id.cgroup_version != 1 && id.cgroup_version != 2))
+		    (id.runtime[0] && !id.container_id[0]) || id.qos > PROCCTL_QOS_BESTEFFORT ||
+		    (id.cgroup_version != 1 && id.cgroup_version != 2))
 			abort();
 	} else if ((rc != -ENOENT && rc != -EINVAL) || id.pod_uid[0] || id.container_id[0] || id.runtime[0] ||
 		   id.qos || id.cgroup_version) {
 		abort();
 	}
+	return rc;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	/* Seen from the cgroup root, a pod is only ever under the kubelet's
+	 * own top-level cgroups. */
+	if (check(data, size, NULL) == 0 && !memmem(data, size, ":/kubepods", 10) &&
+	    !memmem(data, size, ":/kubelet.slice/kubelet-kubepods.slice/", 39))
+		abort();
+	check(data, size, "0::/../../../../init.scope\n12:memory:/../..\n");
 	return 0;
 }

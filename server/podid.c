@@ -71,28 +71,6 @@ static int starts_with(const char *s, size_t n, const char *prefix)
 	return n >= k && !memcmp(s, prefix, k);
 }
 
-/* A path component that names a pod: "pod<uid>" (cgroupfs) or
- * "<anything>-pod<uid>.slice" (systemd). The QoS class from its name. */
-static int pod_component(const char *c, size_t n, char uid[PROCCTL_POD_UID_MAX + 1], enum procctl_qos *qos)
-{
-	const char *p;
-	if (starts_with(c, n, "pod"))
-		return pod_uid(c + 3, n - 3, uid);
-	if (!ends_with(c, n, ".slice") || n < 6 + 4)
-		return 0;
-	n -= 6; /* ".slice" */
-	for (p = c + n - 4; p >= c; p--) /* the last "-pod" */
-		if (!memcmp(p, "-pod", 4))
-			break;
-	if (p < c || !pod_uid(p + 4, (size_t)(c + n - (p + 4)), uid))
-		return 0;
-	if (memmem(c, (size_t)(p - c), "-burstable", 10))
-		*qos = PROCCTL_QOS_BURSTABLE;
-	else if (memmem(c, (size_t)(p - c), "-besteffort", 11))
-		*qos = PROCCTL_QOS_BESTEFFORT;
-	return 1;
-}
-
 /* The component right below the pod: a container. */
 static void container_component(const char *c, size_t n, struct procctl_podid *out)
 {
@@ -124,37 +102,204 @@ static void container_component(const char *c, size_t n, struct procctl_podid *o
 	snprintf(out->runtime, sizeof out->runtime, "%s", runtime);
 }
 
-/* One cgroup path: the outermost pod, the QoS it sits in, its container. */
-static int parse_path(const char *path, size_t len, struct procctl_podid *out)
+/* A systemd driver slice of the kubelet's: "<P>kubepods-<rest>.slice",
+ * P "" or "kubelet-" (kind nests a kubelet.slice), rest a QoS class
+ * ("burstable", "besteffort"), a pod ("pod<uid>") or both
+ * ("burstable-pod<uid>"). 1 and what it names, or 0. */
+struct slice {
+	int kubelet;           /* P is "kubelet-" */
+	enum procctl_qos qos;  /* NONE: no class in the name */
+	int pod;               /* a pod's slice (uid set), else a QoS slice */
+	char uid[PROCCTL_POD_UID_MAX + 1];
+};
+
+static int kubelet_slice(const char *c, size_t n, struct slice *out)
 {
-	enum procctl_qos qos = PROCCTL_QOS_NONE;
-	const char *c = path, *end = path + len;
-	int found = 0;
 	memset(out, 0, sizeof *out);
-	while (c < end) {
+	if (!ends_with(c, n, ".slice"))
+		return 0;
+	n -= 6;
+	if ((out->kubelet = starts_with(c, n, "kubelet-")))
+		c += 8, n -= 8;
+	if (!starts_with(c, n, "kubepods-"))
+		return 0;
+	c += 9, n -= 9;
+	if (starts_with(c, n, "burstable"))
+		out->qos = PROCCTL_QOS_BURSTABLE, c += 9, n -= 9;
+	else if (starts_with(c, n, "besteffort"))
+		out->qos = PROCCTL_QOS_BESTEFFORT, c += 10, n -= 10;
+	if (!n)
+		return out->qos != PROCCTL_QOS_NONE; /* a QoS slice */
+	if (out->qos != PROCCTL_QOS_NONE) {
+		if (c[0] != '-')
+			return 0;
+		c++, n--;
+	}
+	out->pod = 1;
+	return starts_with(c, n, "pod") && pod_uid(c + 3, n - 3, out->uid);
+}
+
+/* How deep a slice sits below the cgroup root, by its name: systemd
+ * places "a-b-c.slice" in a.slice/a-b.slice. */
+static unsigned slice_depth(const struct slice *sl)
+{
+	return (unsigned)sl->kubelet + (sl->pod && sl->qos != PROCCTL_QOS_NONE ? 2u : 1u);
+}
+
+/* Walking a path down the kubelet's hierarchy. */
+enum kstate { K_START, K_KUBELET, K_TOP, K_QOS, K_POD, K_DONE, K_NONE };
+
+struct kwalk {
+	enum kstate st;
+	unsigned depth;        /* of the next component below the cgroup root */
+	int systemd, kubelet;  /* the driver; kind's kubelet.slice on the way */
+	enum procctl_qos qos;
+};
+
+static int is_qos_dir(const char *c, size_t n, enum procctl_qos *qos)
+{
+	if (n == 9 && !memcmp(c, "burstable", 9))
+		return *qos = PROCCTL_QOS_BURSTABLE, 1;
+	if (n == 10 && !memcmp(c, "besteffort", 10))
+		return *qos = PROCCTL_QOS_BESTEFFORT, 1;
+	return 0;
+}
+
+/* The first component seen below a namespace root that is not the cgroup
+ * root (w->depth > 0): a QoS or pod cgroup exactly where the kubelet puts
+ * one at that depth; else no identity. */
+static enum kstate k_inside(struct kwalk *w, const char *c, size_t n, struct procctl_podid *out)
+{
+	struct slice sl;
+	enum procctl_qos qos;
+	if (kubelet_slice(c, n, &sl)) {
+		if (slice_depth(&sl) != w->depth)
+			return K_NONE;
+		w->systemd = 1, w->kubelet = sl.kubelet, w->qos = sl.qos;
+		if (!sl.pod)
+			return K_QOS;
+		memcpy(out->pod_uid, sl.uid, sizeof sl.uid);
+		return K_POD;
+	}
+	if (w->depth == 1 && is_qos_dir(c, n, &qos))
+		return w->qos = qos, K_QOS;
+	if ((w->depth == 1 || w->depth == 2) && starts_with(c, n, "pod") && pod_uid(c + 3, n - 3, out->pod_uid)) {
+		w->qos = w->depth == 1 ? PROCCTL_QOS_GUARANTEED : PROCCTL_QOS_NONE; /* 2: a class we cannot see */
+		return K_POD;
+	}
+	return K_NONE;
+}
+
+/* One component c (n bytes): the next state. */
+static enum kstate k_step(struct kwalk *w, const char *c, size_t n, struct procctl_podid *out)
+{
+	struct slice sl;
+	enum procctl_qos qos;
+	switch (w->st) {
+	case K_START:
+		if (w->depth)
+			return k_inside(w, c, n, out);
+		if (n == 8 && !memcmp(c, "kubepods", 8))
+			return K_TOP;
+		if (n == 14 && !memcmp(c, "kubepods.slice", 14))
+			return w->systemd = 1, K_TOP;
+		if (n == 13 && !memcmp(c, "kubelet.slice", 13))
+			return w->systemd = w->kubelet = 1, K_KUBELET;
+		return K_NONE;
+	case K_KUBELET:
+		return n == 22 && !memcmp(c, "kubelet-kubepods.slice", 22) ? K_TOP : K_NONE;
+	case K_TOP:
+	case K_QOS:
+		if (!w->systemd) {
+			if (w->st == K_TOP && is_qos_dir(c, n, &qos))
+				return w->qos = qos, K_QOS;
+			if (!starts_with(c, n, "pod") || !pod_uid(c + 3, n - 3, out->pod_uid))
+				return K_NONE;
+			if (w->st == K_TOP)
+				w->qos = PROCCTL_QOS_GUARANTEED;
+			return K_POD;
+		}
+		if (!kubelet_slice(c, n, &sl) || sl.kubelet != w->kubelet ||
+		    (w->st == K_QOS ? !sl.pod || sl.qos != w->qos : sl.pod && sl.qos != PROCCTL_QOS_NONE))
+			return K_NONE;
+		if (!sl.pod)
+			return w->qos = sl.qos, K_QOS;
+		if (w->st == K_TOP)
+			w->qos = PROCCTL_QOS_GUARANTEED;
+		memcpy(out->pod_uid, sl.uid, sizeof sl.uid);
+		return K_POD;
+	case K_POD:
+		container_component(c, n, out);
+		return K_DONE;
+	default:
+		return K_NONE;
+	}
+}
+
+/* One cgroup path, seen from a cgroup namespace whose root is ns_depth
+ * below the cgroup root: the pod, its QoS class and its container, only
+ * when the path runs down the kubelet's hierarchy from the cgroup root
+ * (only root creates cgroups there) or continues it from where the
+ * namespace's root sits in it. 1 found, 0 not in a pod, -EINVAL. */
+static int parse_path(const char *path, size_t len, unsigned ns_depth, struct procctl_podid *out)
+{
+	const char *c = path + 1, *end = path + len; /* after the leading '/' */
+	struct kwalk w = {K_START, 0, 0, 0, PROCCTL_QOS_NONE};
+	unsigned up = 0;
+	memset(out, 0, sizeof *out);
+	while (c < end && w.st != K_DONE) {
 		const char *slash = memchr(c, '/', (size_t)(end - c));
 		size_t n = (size_t)((slash ? slash : end) - c);
 		if (n > NAME_MAX_)
 			return -EINVAL;
-		if (found) {
-			container_component(c, n, out);
+		if (!n) /* "//", or a trailing '/': never the kernel's */
 			break;
+		if (w.st == K_START && n == 2 && !memcmp(c, "..", 2)) {
+			up++; /* above the namespace's root */
+		} else {
+			if (w.st == K_START) {
+				if (up > ns_depth)
+					return 0;
+				w.depth = ns_depth - up;
+			}
+			if ((w.st = k_step(&w, c, n, out)) == K_NONE)
+				break;
 		}
-		if ((n == 9 && !memcmp(c, "burstable", 9)) || ends_with(c, n, "-burstable.slice"))
-			qos = PROCCTL_QOS_BURSTABLE;
-		else if ((n == 10 && !memcmp(c, "besteffort", 10)) || ends_with(c, n, "-besteffort.slice"))
-			qos = PROCCTL_QOS_BESTEFFORT;
-		else if (n && pod_component(c, n, out->pod_uid, &qos))
-			found = 1;
 		c += n + 1;
 	}
-	if (!found)
-		return 0; /* outside a pod nothing is read: a process may name its own cgroups */
-	out->qos = qos == PROCCTL_QOS_NONE ? PROCCTL_QOS_GUARANTEED : qos;
+	if (w.st != K_POD && w.st != K_DONE) {
+		memset(out, 0, sizeof *out);
+		return 0; /* not the kubelet's: a process may name its own cgroups */
+	}
+	out->qos = w.qos;
 	return 1;
 }
 
-int procctl_podid_parse(const char *text, size_t len, struct procctl_podid *out)
+/* How deep the namespace's root sits below the cgroup root, for the line
+ * of hierarchy id (the text before its first ':') in init's cgroup file
+ * (the host's init, seen from this namespace: "/../../init.scope" is 2
+ * deep): its leading ".." components. 0 without init or that line. */
+static unsigned ns_depth(const char *init, size_t init_len, const char *id, size_t id_len)
+{
+	const char *line = init, *end = init ? init + init_len : NULL;
+	while (line && line < end) {
+		const char *nl = memchr(line, '\n', (size_t)(end - line)), *le = nl ? nl : end;
+		const char *c2 = (size_t)(le - line) > id_len + 1 && !memcmp(line, id, id_len) && line[id_len] == ':'
+					 ? memchr(line + id_len + 1, ':', (size_t)(le - line - id_len - 1))
+					 : NULL;
+		if (c2) {
+			unsigned d = 0;
+			const char *p = c2 + 1;
+			while (le - p >= 3 && !memcmp(p, "/..", 3) && (le - p == 3 || p[3] == '/'))
+				d++, p += 3;
+			return d;
+		}
+		line = le + 1;
+	}
+	return 0;
+}
+
+int procctl_podid_parse(const char *text, size_t len, const char *init, size_t init_len, struct procctl_podid *out)
 {
 	const char *line = text, *end = text + len;
 	struct procctl_podid best, cur;
@@ -178,7 +323,7 @@ int procctl_podid_parse(const char *text, size_t len, struct procctl_podid *out)
 		if (!c1 || !c2 || c1 == line || c2 + 1 >= le || c2[1] != '/')
 			return -EINVAL;
 		v2 = c1 - line == 1 && line[0] == '0' && c2 == c1 + 1;
-		r = parse_path(c2 + 1, (size_t)(le - c2 - 1), &cur);
+		r = parse_path(c2 + 1, (size_t)(le - c2 - 1), ns_depth(init, init_len, line, (size_t)(c1 - line)), &cur);
 		if (r < 0)
 			return r;
 		if (r) {
@@ -199,32 +344,39 @@ int procctl_podid_parse(const char *text, size_t len, struct procctl_podid *out)
 	return 0;
 }
 
-int procctl_podid_read(const char *proc_root, pid_t pid, struct procctl_podid *out)
+/* A cgroup file into buf (FILE_MAX + 1 bytes): its length, or -errno
+ * (-ESRCH gone, -EIO over FILE_MAX). */
+static ssize_t read_cgroup(const char *proc_root, pid_t pid, char *buf)
 {
-	char path[512], *buf;
+	char path[512];
 	size_t len = 0;
 	ssize_t n = 0;
-	int fd, rc;
-
-	memset(out, 0, sizeof *out);
+	int fd;
 	snprintf(path, sizeof path, "%s/%d/cgroup", proc_root ? proc_root : "/proc", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
 		return errno == ENOENT ? -ESRCH : -errno;
-	buf = malloc(FILE_MAX + 1);
-	if (!buf) {
-		close(fd);
-		return -ENOMEM;
-	}
 	while (len <= FILE_MAX && (n = read(fd, buf + len, FILE_MAX + 1 - len)) > 0)
 		len += (size_t)n;
 	close(fd);
 	if (n < 0)
-		rc = errno == ESRCH ? -ESRCH : -EIO;
-	else if (len > FILE_MAX)
-		rc = -EIO;
-	else
-		rc = procctl_podid_parse(buf, len, out);
+		return errno == ESRCH ? -ESRCH : -EIO;
+	return len > FILE_MAX ? -EIO : (ssize_t)len;
+}
+
+int procctl_podid_read(const char *proc_root, pid_t pid, struct procctl_podid *out)
+{
+	char *buf = malloc(2 * (FILE_MAX + 1)), *init = buf + FILE_MAX + 1;
+	ssize_t n, ni;
+	int rc;
+
+	memset(out, 0, sizeof *out);
+	if (!buf)
+		return -ENOMEM;
+	/* Pid 1 (the host's init, with the host's pids) says where this
+	 * cgroup namespace's root sits; unreadable, the root is the root. */
+	ni = read_cgroup(proc_root, 1, init);
+	n = read_cgroup(proc_root, pid, buf);
+	rc = n < 0 ? (int)n : procctl_podid_parse(buf, (size_t)n, ni > 0 ? init : NULL, ni > 0 ? (size_t)ni : 0, out);
 	free(buf);
 	return rc;
 }

@@ -4,9 +4,10 @@
  * the cgroupfs drivers, and paths seen from another cgroup namespace.
  *
  * The text is untrusted: a process with a delegated cgroup subtree names
- * the cgroups below its own. So the outermost pod in the path wins, and
- * the container is the component right below it; names deeper down are
- * never read. */
+ * the cgroups below its own. So only a path down the kubelet's own
+ * hierarchy from the cgroup root counts, the pod is the one at the
+ * kubelet's level, and the container the component right below it;
+ * names deeper down are never read. */
 #ifndef PROCCTL_PODID_H
 #define PROCCTL_PODID_H
 
@@ -31,16 +32,25 @@ struct procctl_podid {
 	int cgroup_version;   /* 1 or 2: of the line the identity came from */
 };
 
-/* Parse the text of a /proc/<pid>/cgroup file. 0: in a pod (container_id
- * empty when the process sits in the pod's own cgroup); -ENOENT: not in a
- * pod (nothing is read outside one: the process may have named its own
- * cgroups); -EINVAL: malformed, or lines naming different pods or
- * containers. */
-int procctl_podid_parse(const char *text, size_t len, struct procctl_podid *out);
+/* Parse the text of a /proc/<pid>/cgroup file. Only the kubelet's
+ * hierarchy names a pod: kubepods (cgroupfs), kubepods.slice (systemd;
+ * kind's kubelet.slice/kubelet-kubepods.slice) right under the cgroup
+ * root, then the QoS level, the pod, the container, each named as the
+ * kubelet and the runtimes name them (only root can create cgroups
+ * there); a pod-like name anywhere else (a delegated subtree a user can
+ * write) is no identity. A path seen from another cgroup namespace
+ * ("/../../kubepods-besteffort-pod<uid>.slice/...") is placed by init:
+ * the text of the host's init's cgroup file as this namespace sees it
+ * (its leading ".." say how deep the namespace's root is; NULL: at the
+ * cgroup root); a path must then continue the hierarchy at the depth it
+ * climbed to. 0: in a pod (container_id empty when the process sits in
+ * the pod's own cgroup); -ENOENT: not in a pod; -EINVAL: malformed, or
+ * lines naming different pods or containers. */
+int procctl_podid_parse(const char *text, size_t len, const char *init, size_t init_len, struct procctl_podid *out);
 
-/* The same for <proc_root>/<pid>/cgroup (proc_root NULL: /proc); also
- * -ESRCH when the process is gone, -EIO when the file is over 64 KiB,
- * -ENOMEM. */
+/* The same for <proc_root>/<pid>/cgroup (proc_root NULL: /proc), with
+ * <proc_root>/1/cgroup as init; also -ESRCH when the process is gone,
+ * -EIO when the file is over 64 KiB, -ENOMEM. */
 int procctl_podid_read(const char *proc_root, pid_t pid, struct procctl_podid *out);
 
 const char *procctl_qos_name(enum procctl_qos q);

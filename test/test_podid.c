@@ -24,29 +24,44 @@
 
 static const struct {
 	const char *file;
+	const char *init; /* the host's init's cgroup file as the reader sees it (NULL: none) */
 	int rc;
 	const char *uid, *ctr, *runtime;
 	enum procctl_qos qos;
 	int version;
 } cases[] = {
-	{"v2-systemd-burstable-containerd", 0, U1, C1, "containerd", PROCCTL_QOS_BURSTABLE, 2},
-	{"v2-systemd-guaranteed-crio", 0, U2, C2, "crio", PROCCTL_QOS_GUARANTEED, 2},
-	{"v2-systemd-besteffort-docker", 0, U1, C1, "docker", PROCCTL_QOS_BESTEFFORT, 2},
-	{"v2-cgroupfs-burstable", 0, U1, C1, "", PROCCTL_QOS_BURSTABLE, 2},
-	{"v1-cgroupfs-guaranteed", 0, U1, C2, "", PROCCTL_QOS_GUARANTEED, 1},
-	{"v1-systemd-burstable", 0, U1, C1, "containerd", PROCCTL_QOS_BURSTABLE, 1},
-	{"v2-namespaced-besteffort", 0, U1, C1, "containerd", PROCCTL_QOS_BESTEFFORT, 2},
-	{"v2-kind-nested", 0, U1, C1, "containerd", PROCCTL_QOS_BURSTABLE, 2},
-	{"v2-crio-conmon", 0, U1, "", "", PROCCTL_QOS_BURSTABLE, 2},
-	{"v2-pod-only", 0, U1, "", "", PROCCTL_QOS_BESTEFFORT, 2},
-	{"v2-static-pod", 0, "6c3b0d8f2e1a4b5c9d7e8f0a1b2c3d4e", C1, "", PROCCTL_QOS_BURSTABLE, 2},
-	{"v2-nested-spoof", 0, U1, C1, "", PROCCTL_QOS_BURSTABLE, 2}, /* the outermost pod wins */
-	{"v2-odd-container", 0, U1, "", "", PROCCTL_QOS_BURSTABLE, 2},
-	{"v2-host-session", -ENOENT, "", "", "", PROCCTL_QOS_NONE, 0},
-	{"v2-root", -ENOENT, "", "", "", PROCCTL_QOS_NONE, 0},
-	{"v2-docker-no-pod", -ENOENT, "", "", "", PROCCTL_QOS_NONE, 0}, /* outside a pod nothing is read */
-	{"v1-two-pods", -EINVAL, "", "", "", PROCCTL_QOS_NONE, 0},
-	{"malformed", -EINVAL, "", "", "", PROCCTL_QOS_NONE, 0},
+	{"v2-systemd-burstable-containerd", NULL, 0, U1, C1, "containerd", PROCCTL_QOS_BURSTABLE, 2},
+	{"v2-systemd-guaranteed-crio", NULL, 0, U2, C2, "crio", PROCCTL_QOS_GUARANTEED, 2},
+	{"v2-systemd-besteffort-docker", NULL, 0, U1, C1, "docker", PROCCTL_QOS_BESTEFFORT, 2},
+	{"v2-cgroupfs-burstable", NULL, 0, U1, C1, "", PROCCTL_QOS_BURSTABLE, 2},
+	{"v1-cgroupfs-guaranteed", NULL, 0, U1, C2, "", PROCCTL_QOS_GUARANTEED, 1},
+	{"v1-systemd-burstable", NULL, 0, U1, C1, "containerd", PROCCTL_QOS_BURSTABLE, 1},
+	{"v2-namespaced-besteffort", "init-v2-depth4", 0, U1, C1, "containerd", PROCCTL_QOS_BESTEFFORT, 2},
+	{"v2-kind-nested", NULL, 0, U1, C1, "containerd", PROCCTL_QOS_BURSTABLE, 2},
+	{"v2-crio-conmon", NULL, 0, U1, "", "", PROCCTL_QOS_BURSTABLE, 2},
+	{"v2-pod-only", NULL, 0, U1, "", "", PROCCTL_QOS_BESTEFFORT, 2},
+	{"v2-static-pod", NULL, 0, "6c3b0d8f2e1a4b5c9d7e8f0a1b2c3d4e", C1, "", PROCCTL_QOS_BURSTABLE, 2},
+	{"v2-nested-spoof", NULL, 0, U1, C1, "", PROCCTL_QOS_BURSTABLE, 2}, /* the outermost pod wins */
+	{"v2-odd-container", NULL, 0, U1, "", "", PROCCTL_QOS_BURSTABLE, 2},
+	{"v2-host-session", NULL, -ENOENT, "", "", "", PROCCTL_QOS_NONE, 0},
+	{"v2-root", NULL, -ENOENT, "", "", "", PROCCTL_QOS_NONE, 0},
+	{"v2-docker-no-pod", NULL, -ENOENT, "", "", "", PROCCTL_QOS_NONE, 0}, /* outside a pod nothing is read */
+	{"v1-two-pods", NULL, -EINVAL, "", "", "", PROCCTL_QOS_NONE, 0},
+	{"malformed", NULL, -EINVAL, "", "", "", PROCCTL_QOS_NONE, 0},
+	/* Pod-like names outside the kubelet's hierarchy (a delegated subtree
+	 * anyone may write), or not where the kubelet puts them: no pod. */
+	{"spoof-v2-delegated-systemd", NULL, -ENOENT, "", "", "", PROCCTL_QOS_NONE, 0},
+	{"spoof-v2-delegated-cgroupfs", NULL, -ENOENT, "", "", "", PROCCTL_QOS_NONE, 0},
+	{"spoof-v2-namespaced-delegated", "init-v2-depth4", -ENOENT, "", "", "", PROCCTL_QOS_NONE, 0},
+	{"spoof-v2-namespaced-overclimb", "init-v2-depth4", -ENOENT, "", "", "", PROCCTL_QOS_NONE, 0},
+	{"spoof-v2-namespaced-wrong-depth", "init-v2-depth4", -ENOENT, "", "", "", PROCCTL_QOS_NONE, 0},
+	{"spoof-v2-qos-mismatch", NULL, -ENOENT, "", "", "", PROCCTL_QOS_NONE, 0},
+	{"spoof-v2-kubepods-not-at-root", NULL, -ENOENT, "", "", "", PROCCTL_QOS_NONE, 0},
+	{"spoof-v2-between-levels", NULL, -ENOENT, "", "", "", PROCCTL_QOS_NONE, 0},
+	/* A namespaced path read without knowing the namespace: no pod. */
+	{"v2-namespaced-besteffort", NULL, -ENOENT, "", "", "", PROCCTL_QOS_NONE, 0},
+	/* An init at the root changes nothing for absolute paths. */
+	{"v1-systemd-burstable", "init-v1-root", 0, U1, C1, "containerd", PROCCTL_QOS_BURSTABLE, 1},
 };
 
 static size_t slurp(const char *name, char *buf, size_t cap)
@@ -68,9 +83,11 @@ static void fixtures(void **state)
 	size_t i;
 	(void)state;
 	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		static char init[4096];
 		struct procctl_podid id;
 		size_t n = slurp(cases[i].file, buf, sizeof buf);
-		int rc = procctl_podid_parse(buf, n, &id);
+		size_t ni = cases[i].init ? slurp(cases[i].init, init, sizeof init) : 0;
+		int rc = procctl_podid_parse(buf, n, cases[i].init ? init : NULL, ni, &id);
 		print_message("%-34s %d %s %s %s %s v%d\n", cases[i].file, rc, id.pod_uid, id.container_id, id.runtime,
 			      procctl_qos_name(id.qos), id.cgroup_version);
 		assert_int_equal(rc, cases[i].rc);
@@ -92,20 +109,20 @@ static void malformed(void **state)
 	const char *ok = "0::/kubepods/pod" U1 "/" C1;
 	char longname[600];
 	(void)state;
-	assert_int_equal(procctl_podid_parse(ok, strlen(ok), &id), 0);
+	assert_int_equal(procctl_podid_parse(ok, strlen(ok), NULL, 0, &id), 0);
 	assert_string_equal(id.container_id, C1);
-	assert_int_equal(procctl_podid_parse("0:/kubepods", 11, &id), -EINVAL);
-	assert_int_equal(procctl_podid_parse("0::kubepods/pod", 15, &id), -EINVAL);
-	assert_int_equal(procctl_podid_parse(":::/", 4, &id), -EINVAL);
-	assert_int_equal(procctl_podid_parse("0::", 3, &id), -EINVAL);
-	assert_int_equal(procctl_podid_parse("", 0, &id), -ENOENT);
+	assert_int_equal(procctl_podid_parse("0:/kubepods", 11, NULL, 0, &id), -EINVAL);
+	assert_int_equal(procctl_podid_parse("0::kubepods/pod", 15, NULL, 0, &id), -EINVAL);
+	assert_int_equal(procctl_podid_parse(":::/", 4, NULL, 0, &id), -EINVAL);
+	assert_int_equal(procctl_podid_parse("0::", 3, NULL, 0, &id), -EINVAL);
+	assert_int_equal(procctl_podid_parse("", 0, NULL, 0, &id), -ENOENT);
 	snprintf(longname, sizeof longname, "0::/kubepods/pod%s/%0300d", U1, 7);
-	assert_int_equal(procctl_podid_parse(longname, strlen(longname), &id), -EINVAL);
+	assert_int_equal(procctl_podid_parse(longname, strlen(longname), NULL, 0, &id), -EINVAL);
 	memset(big, '\n', sizeof big);
-	assert_int_equal(procctl_podid_parse(big, sizeof big, &id), -EINVAL);
+	assert_int_equal(procctl_podid_parse(big, sizeof big, NULL, 0, &id), -EINVAL);
 	/* a UID one character off is not a UID */
-	assert_int_equal(procctl_podid_parse("0::/kubepods/pod0b6d7a2e-5c1f-4c1a-9f3e-2d7b8c9a1e4", 51, &id), -ENOENT);
-	assert_int_equal(procctl_podid_parse("0::/kubepods/pod0b6d7a2e-5c1f-4c1a-9f3e_2d7b8c9a1e4g", 52, &id), -ENOENT);
+	assert_int_equal(procctl_podid_parse("0::/kubepods/pod0b6d7a2e-5c1f-4c1a-9f3e-2d7b8c9a1e4", 51, NULL, 0, &id), -ENOENT);
+	assert_int_equal(procctl_podid_parse("0::/kubepods/pod0b6d7a2e-5c1f-4c1a-9f3e_2d7b8c9a1e4g", 52, NULL, 0, &id), -ENOENT);
 }
 
 /* procctl_podid_read on a proc root of our own. */
