@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_podid - pod identity from /proc/<pid>/cgroup text, whose deeper
- * cgroup names a process may choose. Whatever it accepts must be a
+ * cgroup names a process may choose, and a start time from a
+ * /proc/<pid>/stat line, whose comm it chooses. Whatever it accepts must be a
  * well-formed pod UID and container ID; what it refuses leaves nothing. */
 #define _GNU_SOURCE 1
 #include <errno.h>
@@ -9,6 +10,7 @@
 #include <string.h>
 
 #include "podid.h"
+#include "procstat.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -64,5 +66,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    !memmem(data, size, ":/kubelet.slice/kubelet-kubepods.slice/", 39))
 		abort();
 	check(data, size, "0::/../../../../init.scope\n12:memory:/../..\n");
+	/* The same bytes as a /proc/<pid>/stat line: a start time only after
+	 * the last ')' (comm, the process's own, may hold anything). */
+	{
+		uint64_t start;
+		const uint8_t *rp = NULL;
+		size_t i;
+		for (i = size; i > 0 && !rp; i--)
+			if (data[i - 1] == ')')
+				rp = data + i;
+		if (procstat_parse_start((const char *)data, size, &start) == 0 && !rp)
+			abort();
+	}
 	return 0;
 }

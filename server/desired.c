@@ -19,7 +19,7 @@
 #define V0_NAME "desired.pb" /* before format 1: a ListDesiredConfigsResponse */
 #define FILE_MAX (128u << 20) /* above what the largest limits let a store hold */
 #define MAGIC "PCDSTORE"
-#define FORMAT 1
+#define FORMAT 2 /* 1: no pid_start */
 #define REVISION_MAX (1ull << 62) /* a billion changes a second for a century: never reached */
 
 static enum desired_level level_of(const struct selector *k)
@@ -129,7 +129,7 @@ int desired_encode(const struct desired_store *s, uint8_t **out, size_t *outlen)
 	uint8_t *buf, *p;
 	for (i = 0; i < s->n; i++) {
 		const struct desired *d = &s->v[i];
-		len += 8 + 4 + 4 + 4 + 4 + strlen(d->sel.consumer) + strlen(d->sel.pod_uid) + strlen(d->sel.container_id) +
+		len += 8 + 4 + 8 + 4 + 4 + 4 + strlen(d->sel.consumer) + strlen(d->sel.pod_uid) + strlen(d->sel.container_id) +
 		       strlen(d->source) + d->len;
 	}
 	if (!(p = buf = malloc(len)))
@@ -144,6 +144,7 @@ int desired_encode(const struct desired_store *s, uint8_t **out, size_t *outlen)
 		size_t k;
 		put64(&p, d->revision);
 		put32(&p, (uint32_t)d->sel.pid);
+		put64(&p, d->sel.pid_start);
 		put32(&p, d->sel.version);
 		put32(&p, (uint32_t)d->len);
 		for (k = 0; k < 4; k++)
@@ -329,7 +330,17 @@ static int get_str(struct rd *r, size_t n, char *buf, size_t cap)
 }
 
 /* Config i of a format-1 file into c (its payload points into the file). */
-static int get_config(struct rd *r, size_t i, struct desired *c, char *err, size_t errlen)
+/* A pid config bound to no process (an older store's: its process may be
+ * long gone and its pid another's): dropped, and counted. 1 dropped. */
+static int unbound(struct desired_store *s, const struct selector *k)
+{
+	if (k->pid <= 0 || k->pid_start)
+		return 0;
+	s->unbound_dropped++;
+	return 1;
+}
+
+static int get_config(struct rd *r, uint32_t format, size_t i, struct desired *c, char *err, size_t errlen)
 {
 	struct selector *k = &c->sel;
 	uint8_t lens[4];
@@ -337,6 +348,8 @@ static int get_config(struct rd *r, size_t i, struct desired *c, char *err, size
 	memset(c, 0, sizeof *c);
 	c->revision = get64(r);
 	k->pid = (pid_t)get32(r);
+	if (format >= 2)
+		k->pid_start = get64(r);
 	k->version = get32(r);
 	c->len = get32(r);
 	if (!(l = take(r, 4)))
@@ -381,8 +394,9 @@ int desired_parse(struct desired_store *s, const uint8_t *buf, size_t len, char 
 	format = get32(&r);
 	n = get32(&r);
 	rev = get64(&r);
-	if (format != FORMAT) {
-		snprintf(err, errlen, "format %u (this procctl-node reads format %u: a newer one wrote it)", format, FORMAT);
+	if (format != 1 && format != FORMAT) {
+		snprintf(err, errlen, "format %u (this procctl-node reads formats 1 and %u: a newer one wrote it)", format,
+			 FORMAT);
 		return -EINVAL;
 	}
 	if (rev > REVISION_MAX) {
@@ -390,7 +404,7 @@ int desired_parse(struct desired_store *s, const uint8_t *buf, size_t len, char 
 		return -EINVAL;
 	}
 	for (i = 0; i < n && !rc; i++)
-		if (!(rc = get_config(&r, i, &c, err, errlen)))
+		if (!(rc = get_config(&r, format, i, &c, err, errlen)) && !unbound(s, &c.sel))
 			rc = check_add(s, i, &c, rev, err, errlen);
 	if (!rc && r.p != r.end) {
 		snprintf(err, errlen, "%zu bytes after the last config", (size_t)(r.end - r.p));
@@ -436,7 +450,8 @@ int desired_parse_v0(struct desired_store *s, const uint8_t *buf, size_t len, ch
 		c.revision = cm->revision;
 		c.len = cm->payload.len;
 		c.payload = cm->payload.data;
-		r = check_add(s, i, &c, m->revision, err, errlen);
+		if (!unbound(s, &c.sel))
+			r = check_add(s, i, &c, m->revision, err, errlen);
 	}
 	s->revision = m->revision;
 	protobuf_c_message_free_unpacked(&m->base, NULL);
@@ -562,6 +577,9 @@ int desired_load(struct desired_store *s, const char *dir, char *err, size_t err
 	if (!r)
 		s->converted = 1;
 out:
+	/* Pid configs bound to no process are gone from the file too. */
+	if (!r && s->unbound_dropped && !s->converted && (r = save(s, err, errlen)) < 0)
+		forget(s);
 	/* Converted now, or before a crash that left it: set it aside. */
 	if (!r && renameat(s->dirfd, V0_NAME, s->dirfd, V0_NAME ".converted") < 0 && errno != ENOENT) {
 		r = -errno;
@@ -614,6 +632,10 @@ int desired_set(struct desired_store *s, const struct selector *sel, const void 
 	int r;
 	if ((r = desired_check(sel, why)) < 0)
 		return r;
+	if (sel->pid > 0 && !sel->pid_start) {
+		*why = "selector.pid: not bound to a process (its start time)";
+		return -EINVAL;
+	}
 	if (!len || len > PROCCTL_PAYLOAD_MAX) {
 		*why = "config.payload: 1 to 1 MiB bytes";
 		return -EINVAL;
@@ -687,4 +709,21 @@ int desired_delete(struct desired_store *s, const struct selector *sel, char *er
 	}
 	free(gone.payload);
 	return 0;
+}
+
+int desired_forget_process(struct desired_store *s, pid_t pid, uint64_t start, char *err, size_t errlen)
+{
+	size_t i, k = 0, n0 = s->n;
+	int r;
+	for (i = 0; i < s->n; i++)
+		if (s->v[i].sel.pid == pid && (!start || s->v[i].sel.pid_start == start))
+			free(s->v[i].payload);
+		else
+			s->v[k++] = s->v[i];
+	if (k == n0)
+		return 0;
+	s->n = k;
+	if ((r = save(s, err, errlen)) < 0)
+		return r;
+	return (int)(n0 - k);
 }

@@ -7,18 +7,23 @@
  * atomically on every change, so a successor daemon keeps it. Pure: no
  * gRPC, no registry.
  *
- * desired.store, format 1 (little-endian; the daemon's own, not an API
+ * A pid config is bound to its process (the pid and its start time): it
+ * matches that process only, and goes when the process does.
+ *
+ * desired.store, format 2 (little-endian; the daemon's own, not an API
  * message, so the API can change without changing it):
- *   "PCDSTORE"  u32 format (1)  u32 count  u64 revision (the store's counter)
+ *   "PCDSTORE"  u32 format (2)  u32 count  u64 revision (the store's counter)
  *   count configs, each:
- *     u64 revision  s32 pid  u32 schema_version  u32 payload_len
+ *     u64 revision  s32 pid  u64 pid_start  u32 schema_version  u32 payload_len
  *     u8 consumer_len  u8 pod_uid_len  u8 container_id_len  u8 source_len
  *     consumer  pod_uid  container_id  source   (no NULs)
  *     payload
  *   u32 CRC32C (procctl_crc32c) of every byte before it.
+ * Format 1 had no pid_start: its pid configs, bound to no process, are
+ * dropped when it is read (s->unbound_dropped), as are format 0's.
  * Format 0 was <state_dir>/desired.pb, a serialized
  * procctl.v1.ListDesiredConfigsResponse: when there is no desired.store,
- * it is read once, saved as format 1 and renamed desired.pb.converted. */
+ * it is read once, saved in the current format and renamed desired.pb.converted. */
 #ifndef PROCCTL_NODE_DESIRED_H
 #define PROCCTL_NODE_DESIRED_H
 
@@ -51,6 +56,7 @@ struct desired_store {
 	int dirfd;         /* with path: the state directory (procctl_trusted_dir) */
 	const struct nodelock *fence; /* written only while this is current (NULL: always) */
 	int converted;     /* desired_load converted a desired.pb (format 0) */
+	size_t unbound_dropped; /* pid configs of an older store, bound to no process: dropped at load */
 	char set_aside[DESIRED_PATH_MAX + 32]; /* desired_load set a damaged file aside here; "": none */
 	char set_aside_why[400];
 };
@@ -96,6 +102,10 @@ void desired_limits(struct desired_store *s, size_t max_n, size_t max_bytes);
 size_t desired_bytes(const struct desired_store *s);
 /* Forget sel's config: 0; -ENOENT none; -EIO as above. */
 int desired_delete(struct desired_store *s, const struct selector *sel, char *err, size_t errlen);
+/* The process (pid, start: its start time; 0 any) is gone: forget every
+ * pid config bound to it. How many went, or -EIO (gone from memory; the
+ * file keeps them until the next save, and a start drops them again). */
+int desired_forget_process(struct desired_store *s, pid_t pid, uint64_t start, char *err, size_t errlen);
 
 /* 1 when configs for a and b could not both be set: the same precedence,
  * and one process could match both (the same selector included). */

@@ -119,6 +119,7 @@ struct node *node_new(const struct node_cfg *cfg, const struct nodelock *lock, c
 		node_log(PROCCTL_LOG_INFO, "desired_loaded", "configs=%zu revision=%llu", n->desired.n,
 			 (unsigned long long)n->desired.revision);
 	n->rev_at_start = n->desired.revision;
+	desired_prune(n);
 	desired_from_file(n, &n->cfg);
 	n->nreg = cfg->nconsumers ? cfg->nconsumers : 1;
 	for (i = 0; i < n->nreg; i++) {

@@ -218,10 +218,17 @@ void wait_start(struct node *n, struct wait *w);
 /* service.c: the NodeService requests */
 enum node_code selector_from_pb(const PbSelector *s, struct selector *k, const char **why);
 ssize_t procs_matching(struct node *n, const struct selector *f, struct proc ***out);
+/* The start time of the attached process pid (any of its regions); 0
+ * none attached, or unknown. */
+uint64_t procs_start_of(const struct node *n, pid_t pid);
 void node_handle(struct node *n, struct node_job *job);
 
 /* service_desired.c: desired configs (the API's and the config file's) */
 void desired_from_file(struct node *n, const struct node_cfg *cfg);
+/* The process (pid, start) is gone or exec'd: its pid configs go. */
+void desired_process_gone(struct node *n, pid_t pid, uint64_t start);
+/* At start: pid configs whose process no longer runs go. */
+void desired_prune(struct node *n);
 void do_set_desired(struct node *n, struct node_job *job);
 void do_delete_desired(struct node *n, struct node_job *job);
 void do_list_desired(struct node *n, struct node_job *job);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "node_int.h"
+#include "procstat.h"
 
 /* A config write (or clear) that made generation g of p. */
 void proc_wrote(struct node *n, struct proc *p, int64_t g)
@@ -224,6 +225,10 @@ static void on_attached(struct node *n, const struct procctl_event *e, procctl_r
 	p->payload_cap = info.hdr.payload_cap;
 	p->nspid_count = info.nspid_count;
 	memcpy(p->nspid, info.nspid, sizeof p->nspid);
+	/* Its start time, read while it still runs (its pidfd says so after):
+	 * the pid is not another's yet. */
+	if (procstat_start(NULL, info.pid, &p->key.pid_start) < 0 || procctl_client_alive(p->c) < 0)
+		p->key.pid_start = 0;
 	r = procctl_podid_read(NULL, info.pid, &pod);
 	if (r == 0) {
 		memcpy(p->key.pod_uid, pod.pod_uid, sizeof p->key.pod_uid);
@@ -274,6 +279,8 @@ static void on_detached(struct node *n, const struct procctl_event *e)
 	ev.event_case = PROCCTL__V1__WATCH_EVENTS_RESPONSE__EVENT_DETACHED;
 	ev.detached = &m;
 	node_emit(n, &p->key, &ev); /* the registry logged it */
+	if (e->reason == -ESRCH || e->reason == -ESTALE)
+		desired_process_gone(n, p->key.pid, p->key.pid_start);
 	n->procs[at] = n->procs[--n->nprocs];
 	timer_disarm(&n->timers, &p->t_poll);
 	procctl_client_close(p->c);
@@ -332,4 +339,13 @@ void node_on_event(const struct procctl_event *e, void *arg)
 		break;
 	}
 	}
+}
+
+uint64_t procs_start_of(const struct node *n, pid_t pid)
+{
+	size_t i;
+	for (i = 0; i < n->nprocs; i++)
+		if (n->procs[i]->key.pid == pid)
+			return n->procs[i]->key.pid_start;
+	return 0;
 }

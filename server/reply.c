@@ -194,6 +194,7 @@ Procctl__V1__DesiredConfig *mk_desired(struct arena *a, const struct desired *d)
 	m->selector = s;
 	m->revision = d->revision;
 	m->source = ar_str(a, d->source);
+	m->pid_start_time = d->sel.pid_start;
 	if ((m->payload.data = ar_alloc(a, len))) {
 		memcpy(m->payload.data, payload, len);
 		m->payload.len = len;

@@ -9,7 +9,8 @@ int selector_match(const struct selector *f, const struct selector *k)
 {
 	if (k->always)
 		return 1;
-	return (!f->pid || f->pid == k->pid) && (!f->version || f->version == k->version) &&
+	return (!f->pid || (f->pid == k->pid && (!f->pid_start || f->pid_start == k->pid_start))) &&
+	       (!f->version || f->version == k->version) &&
 	       (!f->consumer[0] || !strcmp(f->consumer, k->consumer)) &&
 	       (!f->pod_uid[0] || !strcmp(f->pod_uid, k->pod_uid)) &&
 	       (!f->container_id[0] || !strcmp(f->container_id, k->container_id));

@@ -16,6 +16,8 @@
  * Empty or zero fields of a filter match anything. */
 struct selector {
 	pid_t pid;
+	uint64_t pid_start; /* a process's start time (procstat.h); a pid selector bound to one
+	                     * matches that process only (0: unbound, or unknown) */
 	uint32_t version;
 	char consumer[PROCCTL_CONSUMER_MAX + 1];
 	char pod_uid[PROCCTL_POD_UID_MAX + 1];

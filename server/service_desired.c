@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "node_int.h"
+#include "procstat.h"
 
 /* Give d to the processes it is the config for now (those of this
  * daemon's regions); no one waits for their acks. */
@@ -31,6 +32,41 @@ static void desired_push(struct node *n, const struct desired *d)
 		proc_wrote(n, p, g);
 	}
 	free(v);
+}
+
+/* The process p was (its pid and start time) is gone, or exec'd: the pid
+ * configs bound to it go too (a later process with the pid is another). */
+void desired_process_gone(struct node *n, pid_t pid, uint64_t start)
+{
+	char err[400], q[1700];
+	int r;
+	if (!start)
+		return;
+	r = desired_forget_process(&n->desired, pid, start, err, sizeof err);
+	if (r > 0)
+		node_log(PROCCTL_LOG_INFO, "desired_deleted", "pid=%d configs=%d reason=\"its process is gone\"", (int)pid, r);
+	else if (r < 0)
+		node_log(PROCCTL_LOG_WARN, "desired_not_kept", "pid=%d error=\"%s\"", (int)pid,
+			 node_log_quote(q, sizeof q, err));
+}
+
+/* At start: a pid config whose process is no longer the one running
+ * under its pid (it exited while no daemon ran) goes. */
+void desired_prune(struct node *n)
+{
+	size_t i;
+	if (n->desired.unbound_dropped)
+		node_log(PROCCTL_LOG_WARN, "desired_unbound_dropped", "configs=%zu reason=\"pid configs of an older store "
+			 "name no process instance\"", n->desired.unbound_dropped);
+	for (i = 0; i < n->desired.n;) {
+		const struct selector *k = &n->desired.v[i].sel;
+		uint64_t start = 0;
+		size_t before = n->desired.n;
+		if (k->pid && (procstat_start(NULL, k->pid, &start) < 0 || start != k->pid_start))
+			desired_process_gone(n, k->pid, k->pid_start);
+		if (n->desired.n == before)
+			i++;
+	}
 }
 
 /* The [desired] sections of the config file (at start, and at each
@@ -112,6 +148,11 @@ void do_set_desired(struct node *n, struct node_job *job)
 		return job_finish(job, NODE_INVALID_ARGUMENT, "config: required", NULL);
 	if ((code = selector_from_pb(rq->config->selector, &f, &why)))
 		return job_finish(job, code, why, NULL);
+	if (f.pid && !(f.pid_start = procs_start_of(n, f.pid))) {
+		snprintf(err, sizeof err, "selector.pid: %d is no attached process (a pid's config binds to its process, "
+			 "and goes when it does)", (int)f.pid);
+		return job_finish(job, NODE_FAILED_PRECONDITION, err, NULL);
+	}
 	r = desired_set(&n->desired, &f, rq->config->payload.data, rq->config->payload.len, NULL, &d, &other, &why, err,
 			sizeof err);
 	if (r == -EINVAL)

@@ -25,12 +25,17 @@
 
 static char root[64]; /* the scratch directory of this run */
 
+/* The start time of the test's process pid: a pid config is bound to
+ * it, and a process's key carries it. */
+#define START(pid) (1000u * (uint64_t)(pid))
+
 /* A selector or a process's key: "" and 0 name nothing. */
 static struct selector key(pid_t pid, const char *consumer, uint32_t version, const char *pod, const char *ctr)
 {
 	struct selector k;
 	memset(&k, 0, sizeof k);
 	k.pid = pid;
+	k.pid_start = pid > 0 ? START(pid) : 0;
 	k.version = version;
 	snprintf(k.consumer, sizeof k.consumer, "%s", consumer);
 	snprintf(k.pod_uid, sizeof k.pod_uid, "%s", pod);
@@ -200,8 +205,8 @@ static void precedence(void **state)
 	pod = find(&s, &(struct selector){.consumer = C, .version = 1, .pod_uid = P1});
 	ctr = find(&s, &(struct selector){.consumer = C, .version = 1, .pod_uid = P1, .container_id = C1});
 	ctr_any_pod = find(&s, &(struct selector){.consumer = C, .version = 1, .container_id = C3});
-	pid = find(&s, &(struct selector){.pid = 42, .consumer = C, .version = 1});
-	pid_pod = find(&s, &(struct selector){.pid = 43, .consumer = C, .version = 1, .pod_uid = P2});
+	pid = find(&s, &(struct selector){.pid = 42, .pid_start = START(42), .consumer = C, .version = 1});
+	pid_pod = find(&s, &(struct selector){.pid = 43, .pid_start = START(43), .consumer = C, .version = 1, .pod_uid = P2});
 	assert_non_null(cons);
 	assert_non_null(pod);
 	assert_non_null(ctr);
@@ -297,15 +302,15 @@ static void replace_and_overlap(void **state)
 	assert_ptr_equal(other, find(&s, &(struct selector){.consumer = C, .version = 1, .pod_uid = P1, .container_id = C1}));
 	other = NULL;
 	assert_int_equal(set(&s, key(5, C, 1, "", ""), "x", &d, &other), -EEXIST);
-	assert_ptr_equal(other, find(&s, &(struct selector){.pid = 5, .consumer = C, .version = 1, .pod_uid = P1,
+	assert_ptr_equal(other, find(&s, &(struct selector){.pid = 5, .pid_start = START(5), .consumer = C, .version = 1, .pod_uid = P1,
 							 .container_id = C1}));
 	other = NULL;
 	assert_int_equal(set(&s, key(5, C, 1, P1, ""), "x", &d, &other), -EEXIST);
-	assert_ptr_equal(other, find(&s, &(struct selector){.pid = 5, .consumer = C, .version = 1, .pod_uid = P1,
+	assert_ptr_equal(other, find(&s, &(struct selector){.pid = 5, .pid_start = START(5), .consumer = C, .version = 1, .pod_uid = P1,
 							 .container_id = C1}));
 	assert_int_equal(s.n, n);
 	assert_int_equal(s.revision, rev);
-	payload_is(desired_match(&s, &(struct selector){.pid = 5, .consumer = C, .version = 1, .pod_uid = P1,
+	payload_is(desired_match(&s, &(struct selector){.pid = 5, .pid_start = START(5), .consumer = C, .version = 1, .pod_uid = P1,
 						       .container_id = C1}),
 		   "pid");
 
@@ -328,12 +333,12 @@ static void replace_and_overlap(void **state)
 	assert_ptr_equal(find(&s, &(struct selector){.consumer = C, .version = 1, .pod_uid = P2}), d);
 	payload_is(d, "pod 2 again");
 	assert_int_equal(d->revision, rev + 9);
-	payload_is(desired_match(&s, &(struct selector){.pid = 9, .consumer = C, .version = 1, .pod_uid = P2}),
+	payload_is(desired_match(&s, &(struct selector){.pid = 9, .pid_start = START(9), .consumer = C, .version = 1, .pod_uid = P2}),
 		   "pod 2 again");
-	payload_is(desired_match(&s, &(struct selector){.pid = 9, .consumer = C, .version = 1, .pod_uid = P2,
+	payload_is(desired_match(&s, &(struct selector){.pid = 9, .pid_start = START(9), .consumer = C, .version = 1, .pod_uid = P2,
 						       .container_id = C1}),
 		   "C1 in pod 2");
-	payload_is(desired_match(&s, &(struct selector){.pid = 5, .consumer = C, .version = 1, .pod_uid = P2,
+	payload_is(desired_match(&s, &(struct selector){.pid = 5, .pid_start = START(5), .consumer = C, .version = 1, .pod_uid = P2,
 						       .container_id = C1}),
 		   "pid 5 in pod 2");
 	desired_free(&s);
@@ -482,7 +487,7 @@ static void persistence(void **state)
 
 	/* not there: -ENOENT, in memory and after a reload */
 	assert_int_equal(desired_delete(&s, &gone, err, sizeof err), -ENOENT);
-	assert_int_equal(desired_delete(&s, &(struct selector){.pid = 41, .consumer = C, .version = 1, .pod_uid = P2}, err,
+	assert_int_equal(desired_delete(&s, &(struct selector){.pid = 41, .pid_start = START(41), .consumer = C, .version = 1, .pod_uid = P2}, err,
 					sizeof err),
 			 -ENOENT);
 	assert_int_equal(desired_delete(&s, &(struct selector){.consumer = C, .version = 3}, err, sizeof err), -ENOENT);
@@ -499,7 +504,7 @@ static void persistence(void **state)
 	close(fd);
 	assert_true(len > 28);
 	assert_memory_equal(buf, "PCDSTORE", 8);
-	assert_int_equal(le32(buf + 8), 1);  /* format */
+	assert_int_equal(le32(buf + 8), 2);  /* format */
 	assert_int_equal(le32(buf + 12), 4); /* configs */
 	assert_int_equal(le32(buf + 16), s.revision);
 	assert_int_equal(le32(buf + len - 4), procctl_crc32c(0, buf, (size_t)len - 4));
@@ -514,11 +519,11 @@ static void persistence(void **state)
 			top = t.v[i].revision;
 	assert_int_equal(t.revision, top);
 	assert_int_equal(desired_delete(&t, &gone, err, sizeof err), -ENOENT);
-	payload_is(desired_match(&t, &(struct selector){.pid = 42, .consumer = C, .version = 1, .pod_uid = P2}), "pid");
-	payload_is(desired_match(&t, &(struct selector){.pid = 7, .consumer = C, .version = 1, .pod_uid = P1,
+	payload_is(desired_match(&t, &(struct selector){.pid = 42, .pid_start = START(42), .consumer = C, .version = 1, .pod_uid = P2}), "pid");
+	payload_is(desired_match(&t, &(struct selector){.pid = 7, .pid_start = START(7), .consumer = C, .version = 1, .pod_uid = P1,
 						       .container_id = C1}),
 		   "pod, replaced");
-	d = desired_match(&t, &(struct selector){.pid = 7, .consumer = C, .version = 2});
+	d = desired_match(&t, &(struct selector){.pid = 7, .pid_start = START(7), .consumer = C, .version = 2});
 	assert_non_null(d);
 	assert_int_equal(d->len, sizeof bin);
 	assert_memory_equal(d->payload, bin, sizeof bin);
@@ -528,7 +533,7 @@ static void persistence(void **state)
 	assert_true(find(&t, &(struct selector){.consumer = C, .version = 1, .pod_uid = P2})->revision > top);
 	set_ok(&t, key(0, C, 1, "", ""), "consumer, after restart");
 	assert_true(find(&t, &(struct selector){.consumer = C, .version = 1})->revision > top + 1);
-	assert_int_equal(desired_delete(&t, &(struct selector){.pid = 42, .consumer = C, .version = 1, .pod_uid = P2},
+	assert_int_equal(desired_delete(&t, &(struct selector){.pid = 42, .pid_start = START(42), .consumer = C, .version = 1, .pod_uid = P2},
 					err, sizeof err),
 			 0);
 
@@ -603,7 +608,8 @@ static uint8_t *put(uint8_t *p, uint64_t v, int bytes)
 
 /* Serialize configs as a store of format 1, written here from desired.h's
  * description alone; malloc'd, *len bytes. */
-static uint8_t *pack(const struct cfg *c, size_t n, size_t *len)
+/* A store of format (1: no pid_start; 2) holding c[0, n). */
+static uint8_t *pack_format(const struct cfg *c, size_t n, uint32_t format, size_t *len)
 {
 	uint8_t *buf = calloc(1, 65536), *p = buf;
 	uint64_t top = 0;
@@ -613,7 +619,7 @@ static uint8_t *pack(const struct cfg *c, size_t n, size_t *len)
 		if (c[i].revision > top && c[i].revision <= 1ull << 62)
 			top = c[i].revision; /* the store's counter, as the daemon writes it */
 	memcpy(p, "PCDSTORE", 8);
-	p = put(p + 8, 1, 4);
+	p = put(p + 8, format, 4);
 	p = put(p, n, 4);
 	p = put(p, top, 8);
 	for (i = 0; i < n; i++) {
@@ -621,6 +627,8 @@ static uint8_t *pack(const struct cfg *c, size_t n, size_t *len)
 		size_t plen = c[i].payload ? strlen(c[i].payload) : 0;
 		p = put(p, c[i].revision, 8);
 		p = put(p, (uint32_t)c[i].sel.pid, 4);
+		if (format >= 2)
+			p = put(p, c[i].sel.pid_start, 8);
 		p = put(p, c[i].sel.version, 4);
 		p = put(p, plen, 4);
 		for (k = 0; k < 4; k++)
@@ -635,6 +643,80 @@ static uint8_t *pack(const struct cfg *c, size_t n, size_t *len)
 	p = put(p, procctl_crc32c(0, buf, (size_t)(p - buf)), 4);
 	*len = (size_t)(p - buf);
 	return buf;
+}
+
+static uint8_t *pack(const struct cfg *c, size_t n, size_t *len)
+{
+	return pack_format(c, n, 2, len);
+}
+
+/* A store of format 1 (before pid configs were bound to their process)
+ * is read; its pid configs are dropped, and the file saved without them. */
+static void format1(void **state)
+{
+	const struct cfg c[] = {
+		{key(0, C, 1, "", ""), "consumer", 3, 0},
+		{key(9, C, 1, P1, C1), "pid 9", 5, 0},
+		{key(0, C, 1, P1, ""), "pod", 7, 0},
+	};
+	struct desired_store s, t;
+	char dir[256], file[300], err[512] = "";
+	uint8_t *buf;
+	size_t len;
+	(void)state;
+	subdir(dir, sizeof dir, "format1");
+	assert_int_equal(mkdir(dir, 0700), 0);
+	snprintf(file, sizeof file, "%s/desired.store", dir);
+	buf = pack_format(c, 3, 1, &len);
+	write_file(file, buf, len);
+	free(buf);
+	assert_int_equal(desired_load(&s, dir, err, sizeof err), 0);
+	assert_int_equal(s.n, 2);
+	assert_int_equal(s.unbound_dropped, 1);
+	assert_int_equal(s.revision, 7);
+	assert_null(desired_find(&s, &c[1].sel));
+	payload_is(desired_match(&s, &c[1].sel), "pod"); /* pid 9 in pod P1: the pod's now */
+	/* saved without it, in format 2 */
+	assert_int_equal(desired_load(&t, dir, err, sizeof err), 0);
+	assert_int_equal(t.unbound_dropped, 0);
+	same_store(&s, &t);
+	desired_free(&t);
+	desired_free(&s);
+}
+
+/* A pid config matches its process only (the pid and its start time), and
+ * goes with it. */
+static void pid_bound(void **state)
+{
+	struct desired_store s;
+	struct selector later = key(9, C, 1, "", ""), unknown = key(9, C, 1, "", "");
+	char err[512] = "";
+	(void)state;
+	memset(&s, 0, sizeof s);
+	set_ok(&s, key(0, C, 1, "", ""), "consumer");
+	set_ok(&s, key(9, C, 1, "", ""), "pid 9");
+	payload_is(desired_match(&s, &later), "pid 9");
+	later.pid_start = START(9) + 1; /* pid 9 again, another process */
+	payload_is(desired_match(&s, &later), "consumer");
+	unknown.pid_start = 0; /* a process whose start is unknown is not it */
+	payload_is(desired_match(&s, &unknown), "consumer");
+	/* an unbound pid config is refused */
+	{
+		const struct desired *d, *other;
+		const char *why = NULL;
+		struct selector k = key(10, C, 1, "", "");
+		k.pid_start = 0;
+		assert_int_equal(desired_set(&s, &k, "x", 1, NULL, &d, &other, &why, err, sizeof err), -EINVAL);
+		assert_non_null(strstr(why, "bound"));
+	}
+	/* another process's exit changes nothing; its own removes it */
+	assert_int_equal(desired_forget_process(&s, 9, START(9) + 1, err, sizeof err), 0);
+	assert_int_equal(s.n, 2);
+	assert_int_equal(desired_forget_process(&s, 9, START(9), err, sizeof err), 1);
+	assert_int_equal(s.n, 1);
+	payload_is(desired_match(&s, &(struct selector){.pid = 9, .pid_start = START(9), .consumer = C, .version = 1}),
+		   "consumer");
+	desired_free(&s);
 }
 
 static void corrupt(void **state)
@@ -731,10 +813,10 @@ static void corrupt(void **state)
 		assert_int_equal(desired_parse(&s, buf, len + 1, err, sizeof err), -EINVAL);
 		assert_non_null(strstr(err, "after the last config"));
 		memcpy(buf, good, len);
-		put(buf + 8, 2, 4);
+		put(buf + 8, 3, 4); /* a newer daemon's */
 		put(buf + len - 4, procctl_crc32c(0, buf, len - 4), 4);
 		assert_int_equal(desired_parse(&s, buf, len, err, sizeof err), -EINVAL);
-		assert_non_null(strstr(err, "format 2"));
+		assert_non_null(strstr(err, "format 3"));
 		free(buf);
 		free(good);
 	}
@@ -760,7 +842,7 @@ static void corrupt(void **state)
 		assert_int_equal(desired_load(&s, dir, err, sizeof err), 0);
 		assert_int_equal(s.n, 4);
 		assert_int_equal(s.revision, 7);
-		payload_is(desired_match(&s, &(struct selector){.pid = 9, .consumer = C, .version = 1, .pod_uid = P1,
+		payload_is(desired_match(&s, &(struct selector){.pid = 9, .pid_start = START(9), .consumer = C, .version = 1, .pod_uid = P1,
 							       .container_id = C1}),
 			   "pid");
 		desired_free(&s);
@@ -820,7 +902,7 @@ static void write_failure(void **state)
 	payload_is(a, "one");
 	assert_int_equal(a->revision, arev);
 	payload_is(find(&s, &kb), "base");
-	payload_is(desired_match(&s, &(struct selector){.pid = 3, .consumer = C, .version = 1, .pod_uid = P1}), "one");
+	payload_is(desired_match(&s, &(struct selector){.pid = 3, .pid_start = START(3), .consumer = C, .version = 1, .pod_uid = P1}), "one");
 	assert_int_equal(desired_delete(&s, &kb, err, sizeof err), -EIO);
 	assert_int_equal(s.n, 2);
 	payload_is(find(&s, &kb), "base");
@@ -958,15 +1040,16 @@ static void converted_once(void **state)
 	free(buf);
 	assert_int_equal(desired_load(&s, dir, err, sizeof err), 0);
 	assert_int_equal(s.converted, 1);
-	assert_int_equal(s.n, 3);
+	assert_int_equal(s.n, 2); /* the pid's: bound to no process, dropped */
+	assert_int_equal(s.unbound_dropped, 1);
 	assert_int_equal(s.revision, 9);
 	assert_string_equal(s.path, store);
 	assert_true(exists(store));
 	assert_false(exists(v0));
 	assert_true(exists(aside));
-	payload_is(desired_match(&s, &(struct selector){.pid = 9, .consumer = C, .version = 1, .pod_uid = P1,
-						       .container_id = C1}),
-		   "pid");
+	payload_is(desired_match(&s, &(struct selector){.pid = 9, .pid_start = START(9), .consumer = C, .version = 1,
+						       .pod_uid = P1, .container_id = C1}),
+		   "pod");
 
 	/* read once: the next start reads the store alone */
 	assert_int_equal(desired_load(&t, dir, err, sizeof err), 0);
@@ -1066,6 +1149,8 @@ int main(void)
 		cmocka_unit_test(long_state_dir_refused),
 		cmocka_unit_test(revisions_only_grow),
 		cmocka_unit_test(converted_once),
+		cmocka_unit_test(format1),
+		cmocka_unit_test(pid_bound),
 		cmocka_unit_test(limits),
 	};
 	char cmd[96];

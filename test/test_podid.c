@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "podid.h"
+#include "procstat.h"
 #include "th.h"
 
 #ifndef FIXTURES
@@ -125,6 +126,22 @@ static void malformed(void **state)
 	assert_int_equal(procctl_podid_parse("0::/kubepods/pod0b6d7a2e-5c1f-4c1a-9f3e_2d7b8c9a1e4g", 52, NULL, 0, &id), -ENOENT);
 }
 
+/* A start time from a stat line whose comm holds ") " and digits. */
+static void start_time(void **state)
+{
+	static char buf[4096];
+	size_t n = slurp("stat-hostile-comm", buf, sizeof buf);
+	uint64_t st = 0;
+	(void)state;
+	assert_int_equal(procstat_parse_start(buf, n, &st), 0);
+	assert_int_equal(st, 98765);
+	assert_int_equal(procstat_parse_start("1 (x) S 1 2", 11, &st), -EINVAL);
+	assert_int_equal(procstat_parse_start("no paren", 8, &st), -EINVAL);
+	assert_int_equal(procstat_start(NULL, getpid(), &st), 0);
+	assert_true(st > 0);
+	assert_int_equal(procstat_start("/nonexistent", 1, &st), -ESRCH);
+}
+
 /* procctl_podid_read on a proc root of our own. */
 static void reader(void **state)
 {
@@ -163,6 +180,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(fixtures),
 		cmocka_unit_test(malformed),
+		cmocka_unit_test(start_time),
 		cmocka_unit_test(reader),
 	};
 	return TH_RUN(tests);

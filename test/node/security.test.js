@@ -287,3 +287,64 @@ test('ownership is shown as the daemon holds it: owned, passive, conflict, broke
   await p.kill('SIGKILL');
   await a.stop();
 });
+
+// An echo client with exactly pid `want`, by setting this pid namespace's
+// last pid (run.sh gives each file one of its own); null when it cannot.
+async function echoWithPid(want) {
+  for (let i = 0; i < 20; i++) {
+    try {
+      fs.writeFileSync('/proc/sys/kernel/ns_last_pid', String(want - 1));
+    } catch {
+      return null;
+    }
+    const e = await h.echo();
+    if (e.pid === want) return e;
+    await e.kill('SIGKILL');
+  }
+  return null;
+}
+
+test('a pid config is bound to its process: deleted when it exits, never applied to a later process with its pid', async (t) => {
+  let d = await new h.Daemon().ready();
+  let c = d.client();
+  const list = async () => (await h.call(c, 'ListDesiredConfigs', {})).configs.filter((x) => x.selector.pid);
+  const set = (pid) => h.call(c, 'SetDesiredConfig', {
+    config: { selector: { pid, consumer: h.CONSUMER, schemaVersion: 1 }, payload: Buffer.from('secret') } });
+  // A pid no attached process has cannot be bound.
+  assert.equal(await h.code(set(4000000)), 'FAILED_PRECONDITION');
+  // Bound at set time, shown in the list; gone when its process exits.
+  let e = await h.echo();
+  await h.attached(d, e.pid);
+  await set(e.pid);
+  await e.line(/event=applied .*payload=secret/, { out: true });
+  const [bound] = await list();
+  assert.equal(bound.selector.pid, e.pid);
+  assert.ok(Number(bound.pidStartTime) > 0);
+  await e.kill('SIGKILL');
+  await h.until(async () => (await list()).length === 0, { what: 'the config gone with its process' });
+  await d.line(/event=desired_deleted pid=\d+ configs=1/);
+  // Set again for another process, then, while no daemon runs, it exits
+  // and a new process takes its pid: the next daemon drops the config,
+  // and the newcomer never gets it.
+  e = await h.echo();
+  await h.attached(d, e.pid);
+  await set(e.pid);
+  const pid = e.pid;
+  c.close();
+  await d.stop();
+  await e.kill('SIGKILL');
+  const reuse = await echoWithPid(pid);
+  if (!reuse) {
+    t.diagnostic('could not make a process with the same pid here (ns_last_pid): the restart half is skipped');
+    return;
+  }
+  d = await new h.Daemon({ dir: d.dir }).ready();
+  c = d.client();
+  await h.attached(d, reuse.pid);
+  assert.deepEqual(await list(), []);
+  await d.line(/event=desired_deleted pid=\d+ configs=1 reason="its process is gone"/);
+  await h.sleep(300);
+  assert.equal(reuse.out.filter((l) => l.includes('payload=secret')).length, 0);
+  c.close();
+  await d.stop();
+});

@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* procstat.h - a process's start time from /proc/<pid>/stat: with its
+ * pid, what names that process and no later one with the same pid. The
+ * text holds the process's own name (comm), which it chooses: parsed
+ * from the last ')'. */
+#ifndef PROCCTL_PROCSTAT_H
+#define PROCCTL_PROCSTAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Field 22 (starttime, clock ticks after boot) of a stat line: 0 and
+ * *out, or -EINVAL. (0 is a process of the boot's first tick: nothing
+ * binds to it, since 0 means unbound.) */
+int procstat_parse_start(const char *text, size_t len, uint64_t *out);
+/* The same from <proc_root>/<pid>/stat (proc_root NULL: /proc): -ESRCH
+ * gone, -EINVAL, -errno. */
+int procstat_start(const char *proc_root, pid_t pid, uint64_t *out);
+
+#endif
