@@ -95,11 +95,14 @@ int main(int argc, char **argv)
 			have_config = 1;
 			printf("event=applied gen=%llu bytes=%d hash=%08x payload=%s\n", (unsigned long long)gen, n, hash, buf);
 			why = NULL;
+			/* the status first: whoever sees the ack sees what it applied */
+			report(&ctx, applied, hash, count, !procctl_lease_expired(&ctx, 0), why);
 			procctl_ack(&ctx, gen, 0);
 		} else if (n == -ENODATA) {
 			have_config = 0;
 			why = NULL;
 			printf("event=cleared gen=%llu\n", (unsigned long long)gen);
+			report(&ctx, applied, hash, count, 0, why);
 			procctl_ack(&ctx, gen, 0);
 		}
 		now_expired = procctl_lease_expired(&ctx, 0);
