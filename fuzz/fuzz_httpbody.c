@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_httpbody - what procctl-node's HTTP side reads from a request: a
- * pid in a path, a path or argument decoded, and POST config bodies (JSON with base64, or raw), with
+ * pid in a path, a path or argument decoded, an Authorization header, and
+ * POST config bodies (JSON with base64, or raw), with
  * their wait_ms argument. The first byte picks the content type and
  * whether a wait_ms argument comes along (the bytes up to the first NUL).
  * Whatever is accepted must be within its bounds; a refusal leaves
@@ -30,6 +31,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	if (http_parse_pid((const char *)data, size < 16 ? size : 16, &pid) == 0 && (pid < 1 || data[0] == '0'))
 		abort();
+	{ /* an Authorization header: accepted only when it is exactly "Bearer KEY" */
+		static const char key[] = "0123456789abcdef0123";
+		char *hd = malloc(size + 1);
+		if (!hd)
+			return 0;
+		memcpy(hd, data, size);
+		hd[size] = 0;
+		if (http_bearer_ok(hd, key, sizeof key - 1) != (strncmp(hd, "Bearer ", 7) == 0 && !strcmp(hd + 7, key)))
+			abort();
+		free(hd);
+	}
 	{ /* a path or argument decoded: never longer, never with a NUL inside */
 		char *u = malloc(size + 1);
 		size_t k;

@@ -19,6 +19,7 @@ unsigned rpc_status_http(unsigned code)
 	case 9:              /* FAILED_PRECONDITION */
 	case 11: return 400; /* OUT_OF_RANGE */
 	case 7: return 403;  /* PERMISSION_DENIED */
+	case 16: return 401; /* UNAUTHENTICATED */
 	case 5: return 404;  /* NOT_FOUND */
 	case 6: return 409;  /* ALREADY_EXISTS */
 	case 8: return 429;  /* RESOURCE_EXHAUSTED */

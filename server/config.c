@@ -239,6 +239,18 @@ static int set_abspath(const struct key *k, void *obj, const struct where *w, co
 	return *v == '/' ? set_str(k, obj, w, v) : fail(w, "'%s' is not an absolute path", v);
 }
 
+static int set_optpath(const struct key *k, void *obj, const struct where *w, const char *v)
+{
+	return *v ? set_abspath(k, obj, w, v) : set_str(k, obj, w, v);
+}
+
+static int set_removed(const struct key *k, void *obj, const struct where *w, const char *v)
+{
+	(void)obj;
+	(void)v;
+	return fail(w, "%s", k->help);
+}
+
 static int set_consumer(const struct key *k, void *obj, const struct where *w, const char *v)
 {
 	if (procctl_name_valid(v, PROCCTL_CONSUMER_MAX) < 0)
@@ -339,10 +351,13 @@ static const struct key global_keys[] = {
 	 "gRPC listener, unix:/PATH or HOST:PORT; repeatable"},
 	{"http_listen", set_http_listen, STR(struct node_cfg, http_listen), "127.0.0.1:9464", "ADDR",
 	 "HTTP (health, /metrics, JSON): HOST:PORT, PORT (loopback) or empty: off"},
+	{"http_api_key_file", set_optpath, STR(struct node_cfg, http_api_key_file), "", "FILE",
+	 "the JSON views (/v1/...) need this file's key (Authorization: Bearer KEY), on loopback only; "
+	 "none: they are off"},
 	{"http_writes", set_bool, NUM(struct node_cfg, http_writes, 0, 1), "false", "BOOL",
-	 "serve POST /v1/processes/PID/config (on loopback)"},
-	{"http_writes_remote", set_bool, NUM(struct node_cfg, http_writes_remote, 0, 1), "false", "BOOL",
-	 "... on a listener off loopback too"},
+	 "serve POST /v1/processes/PID/config (a JSON view)"},
+	{"http_writes_remote", set_removed, NONE, NULL, "BOOL",
+	 "removed: off loopback HTTP serves health and /metrics alone (use gRPC over mTLS)"},
 	{"consumers", set_consumers, NONE, NULL, "LIST", "the consumers to serve, comma-separated (default: all)"},
 	{"lease_ms", set_ms, NUM(struct node_cfg, lease_ns, PROCCTL_LEASE_FLOOR_NS / MS, PROCCTL_LEASE_CEIL_NS / MS),
 	 "10000", "MS", "the lease given to processes"},
@@ -440,6 +455,8 @@ static void usage_keys(FILE *f, const struct key *keys, size_t n, int flags)
 	size_t i, k;
 	for (i = 0; i < n; i++) {
 		char head[64];
+		if (keys[i].set == set_removed) /* refused with its reason, not offered */
+			continue;
 		if (flags) {
 			snprintf(head, sizeof head, "--%s %s", keys[i].name, keys[i].form);
 			for (k = 2; head[k] != ' '; k++)
@@ -749,8 +766,8 @@ int node_cfg_check(const struct node_cfg *c, char *err, size_t errlen)
 		snprintf(err, errlen, "tls_cert, tls_key and tls_client_ca go together (mTLS): %d of 3 given", tls);
 		return -EINVAL;
 	}
-	if (c->http_writes_remote && !c->http_writes) {
-		snprintf(err, errlen, "http_writes_remote needs http_writes");
+	if (c->http_writes && !c->http_api_key_file[0]) {
+		snprintf(err, errlen, "http_writes needs http_api_key_file (writes are a JSON view)");
 		return -EINVAL;
 	}
 	if (c->insecure_tcp_writes && !c->insecure_tcp) {

@@ -50,7 +50,7 @@ struct node_cfg {
 	size_t ngrpc_listen;
 	char http_listen[NODE_PATH_MAX]; /* "HOST:PORT" (default 127.0.0.1:9464); "" off */
 	int http_writes;        /* POST /v1/processes/{pid}/config served */
-	int http_writes_remote; /* ... on a listener off loopback too */
+	char http_api_key_file[NODE_PATH_MAX]; /* the JSON views' key ("": the views are off) */
 	int hello;              /* fast discovery with the procctl:hello probe (default on) */
 	uint32_t tls_refresh_s; /* how often the TLS files are read again (default 60) */
 	char consumers[NODE_CONSUMERS_MAX][PROCCTL_CONSUMER_MAX + 1]; /* none: every consumer */

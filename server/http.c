@@ -32,6 +32,8 @@ struct httpsrv {
 	struct node *node;
 	struct MHD_Daemon *d;
 	int loopback; /* the listener is on a loopback address */
+	char key[HTTP_KEY_MAX + 2]; /* http_api_key_file's key; "" : the JSON views are off */
+	size_t keylen;
 	struct metrics_source more[HTTP_MAX_SOURCES];
 	size_t nmore;
 	uint64_t responses[600]; /* atomic; by HTTP status, 100 .. 599 */
@@ -245,6 +247,24 @@ static size_t on_unescape(void *cls, struct MHD_Connection *c, char *s)
 	return http_unescape(s);
 }
 
+/* The JSON views (/v1/...): served on a loopback listener (HTTP has no
+ * mTLS) to a caller with the key; else r is answered and 0. */
+static int views_allowed(struct hreq *r)
+{
+	const struct httpsrv *h = r->h;
+	if (!h->loopback)
+		answer_error(r, NODE_PERMISSION_DENIED, "the JSON views are served on a loopback listener only "
+			     "(HTTP has no mTLS): use gRPC over mTLS");
+	else if (!h->keylen)
+		answer_error(r, NODE_PERMISSION_DENIED, "the JSON views are off (http_api_key_file)");
+	else if (!http_bearer_ok(MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION),
+				 h->key, h->keylen))
+		answer_error(r, NODE_UNAUTHENTICATED, "Authorization: Bearer KEY (http_api_key_file's) is needed");
+	else
+		return 1;
+	return 0;
+}
+
 /* Route a whole request. */
 static enum MHD_Result route(struct hreq *r, const char *url, const char *method)
 {
@@ -272,6 +292,8 @@ static enum MHD_Result route(struct hreq *r, const char *url, const char *method
 	}
 	if (!strcmp(url, "/metrics"))
 		return get ? submit(r, NODE_METRICS, NULL, 10000) : not_allowed(r, "GET");
+	if (!strncmp(url, "/v1/", 4) && !views_allowed(r))
+		return MHD_YES;
 	if (!strcmp(url, "/v1/processes")) {
 		Procctl__V1__ListProcessesRequest rq = PROCCTL__V1__LIST_PROCESSES_REQUEST__INIT;
 		Procctl__V1__Selector f = PROCCTL__V1__SELECTOR__INIT;
@@ -340,6 +362,8 @@ static enum MHD_Result send_answer(struct hreq *r)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, r->type);
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
 	} else {
+		if (r->status == 401)
+			MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"procctl-node\"");
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, r->type);
 	}
 	ret = MHD_queue_response(r->conn, r->status, resp);
@@ -453,13 +477,18 @@ int httpsrv_start(const struct node_cfg *cfg, struct node *n, const struct metri
 		h->loopback = (ntohl(((struct sockaddr_in *)ai->ai_addr)->sin_addr.s_addr) >> 24) == 127;
 	else if (ai->ai_family == AF_INET6)
 		h->loopback = IN6_IS_ADDR_LOOPBACK(&((struct sockaddr_in6 *)ai->ai_addr)->sin6_addr);
-	if (cfg->http_writes && !h->loopback && !cfg->http_writes_remote) {
+	if ((cfg->http_writes || cfg->http_api_key_file[0]) && !h->loopback) {
 		freeaddrinfo(ai);
 		free(h);
-		snprintf(err, errlen,
-			 "http_listen %s: mutating HTTP (http_writes) off loopback needs http_writes_remote = true",
-			 cfg->http_listen);
+		snprintf(err, errlen, "http_listen %s: the JSON views (http_api_key_file, http_writes) are served on "
+			 "loopback only (HTTP has no mTLS): use gRPC over mTLS", cfg->http_listen);
 		return -EINVAL;
+	}
+	if (cfg->http_api_key_file[0] &&
+	    (r = http_key_load(cfg->http_api_key_file, h->key, sizeof h->key, &h->keylen, err, errlen)) < 0) {
+		freeaddrinfo(ai);
+		free(h);
+		return r;
 	}
 	h->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
 					MHD_USE_ERROR_LOG | (ai->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0),

@@ -3,11 +3,14 @@
 #include "httpbody.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -48,6 +51,55 @@ size_t http_unescape(char *s)
 	}
 	*w = 0;
 	return (size_t)(w - s);
+}
+
+int http_key_load(const char *path, char *key, size_t cap, size_t *len, char *err, size_t errlen)
+{
+	struct stat st;
+	ssize_t n;
+	size_t i;
+	int fd = open(path, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC), r;
+	if (fd < 0) {
+		r = -errno;
+		snprintf(err, errlen, "http_api_key_file %s: %s", path, strerror(errno));
+		return r;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (st.st_mode & S_IROTH)) {
+		close(fd);
+		snprintf(err, errlen, "http_api_key_file %s: not a regular file others cannot read (mode o-r)", path);
+		return -EPERM;
+	}
+	n = read(fd, key, cap - 1);
+	r = -errno;
+	close(fd);
+	if (n < 0) {
+		snprintf(err, errlen, "http_api_key_file %s: %s", path, strerror(-r));
+		return r;
+	}
+	for (i = 0; i < (size_t)n && key[i] != '\n'; i++)
+		if (key[i] < 0x21 || key[i] > 0x7e)
+			break;
+	if ((i < (size_t)n && key[i] != '\n') || i < HTTP_KEY_MIN || i > HTTP_KEY_MAX) {
+		snprintf(err, errlen, "http_api_key_file %s: the key is its first line, %d to %d printable bytes", path,
+			 HTTP_KEY_MIN, HTTP_KEY_MAX);
+		return -EINVAL;
+	}
+	key[i] = 0;
+	*len = i;
+	return 0;
+}
+
+int http_bearer_ok(const char *header, const char *key, size_t keylen)
+{
+	unsigned char diff = 0;
+	size_t i, n;
+	if (!header || strncmp(header, "Bearer ", 7))
+		return 0;
+	header += 7;
+	n = strlen(header);
+	for (i = 0; i < keylen; i++) /* every byte of the key, whatever the header is */
+		diff |= (unsigned char)(key[i] ^ (i < n ? header[i] : 0));
+	return !diff && n == keylen;
 }
 
 /* JSON nesting deeper than HTTP_MAX_JSON_DEPTH is refused before any

@@ -21,6 +21,18 @@ int http_parse_pid(const char *s, size_t n, int32_t *pid);
  * "/metrics"). The new length. */
 size_t http_unescape(char *s);
 
+#define HTTP_KEY_MIN 16
+#define HTTP_KEY_MAX 4096
+
+/* The key in path (http_api_key_file): its first line (a final newline
+ * dropped), HTTP_KEY_MIN to HTTP_KEY_MAX bytes of printable ASCII, from a
+ * regular file others cannot read (mode o-r). 0 and key (NUL-terminated),
+ * *len; or -errno and err. */
+int http_key_load(const char *path, char *key, size_t cap, size_t *len, char *err, size_t errlen);
+/* 1 when an Authorization header's value is "Bearer KEY" and KEY is key
+ * (compared in time that does not depend on where they differ); else 0. */
+int http_bearer_ok(const char *header, const char *key, size_t keylen);
+
 /* A POST /v1/processes/{pid}/config body of n bytes: with a content type
  * of application/json, {"payload": base64 (standard or URL-safe, padding
  * optional), "waitMs": 0 .. 600000} and nothing nested deeper than

@@ -34,6 +34,7 @@ enum node_code {
 	NODE_UNIMPLEMENTED = 12,
 	NODE_INTERNAL = 13,
 	NODE_UNAVAILABLE = 14,
+	NODE_UNAUTHENTICATED = 16,
 };
 
 /* The NodeService methods the loop serves. */

@@ -103,7 +103,7 @@ static void every_key(void **state)
 				   "max_watchers = 10\n"
 				   "watch_history = 128\n"
 				   "http_writes = true\n"
-				   "http_writes_remote = true\n"
+				   "http_api_key_file = /etc/procctl/key\n"
 				   "log_level = debug\n"
 				   "[arbiter gpu]\n"
 				   "consumer = gpu.prof\n"
@@ -131,7 +131,7 @@ static void every_key(void **state)
 	assert_int_equal(c.max_message_bytes, 65536);
 	assert_int_equal(c.watch_history, 128);
 	assert_int_equal(c.http_writes, 1);
-	assert_int_equal(c.http_writes_remote, 1);
+	assert_string_equal(c.http_api_key_file, "/etc/procctl/key");
 	assert_int_equal(c.log_debug, 1);
 	assert_int_equal(c.narbiters, 2);
 	assert_int_equal(c.arbiters[0].hold_ns, 250 * MS);
@@ -307,9 +307,11 @@ static void whole(void **state)
 	assert_int_equal(parse(&c, "insecure_tcp_writes = true\n"), 0);
 	assert_int_equal(node_cfg_check(&c, err, sizeof err), -EINVAL);
 	assert_string_equal(err, "insecure_tcp_writes needs insecure_tcp");
-	assert_int_equal(parse(&c, "http_writes_remote = true\n"), 0);
+	assert_int_equal(parse(&c, "http_writes = true\n"), 0);
 	assert_int_equal(node_cfg_check(&c, err, sizeof err), -EINVAL);
-	assert_string_equal(err, "http_writes_remote needs http_writes");
+	assert_string_equal(err, "http_writes needs http_api_key_file (writes are a JSON view)");
+	assert_int_equal(parse(&c, "http_writes_remote = true\n"), -EINVAL);
+	assert_non_null(strstr(err, "removed: off loopback HTTP serves health and /metrics alone"));
 	assert_int_equal(parse(&c, "http_listen = 9466\n"), 0);
 	assert_string_equal(c.http_listen, "127.0.0.1:9466");
 	assert_int_equal(parse(&c, "http_listen =\n"), 0);

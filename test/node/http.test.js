@@ -13,8 +13,10 @@ const h = require('./harness');
 const scratch = h.scratch('procctl-http-');
 let d, c, base, ro, roBase;
 
+// The JSON views' key (http_api_key_file), sent with every request.
+const KEY = 'http-test-key-0123456789abcdef';
 const get = async (url, opts = {}) => {
-  const r = await fetch(url, opts);
+  const r = await fetch(url, { ...opts, headers: { authorization: `Bearer ${KEY}`, ...(opts.headers || {}) } });
   const text = await r.text();
   let json;
   try {
@@ -37,13 +39,16 @@ before(async () => {
   const conf = path.join(scratch, 'node.conf');
   fs.writeFileSync(conf, `[arbiter gpu]\nkind = 1\nconsumer = ${h.CONSUMER}\nhold_ms = 100\n` +
     'resources = GPU-5a8e2b0c-3f1d-4e6a-9b7c-1d2e3f4a5b6c\n');
+  const keyFile = path.join(scratch, 'http.key');
+  fs.writeFileSync(keyFile, `${KEY}\n`, { mode: 0o600 });
   const port = await h.freePort();
-  d = await new h.Daemon({ args: ['--config', conf, '--http-listen', `127.0.0.1:${port}`, '--http-writes', 'true'] })
-    .ready();
+  d = await new h.Daemon({ args: ['--config', conf, '--http-listen', `127.0.0.1:${port}`, '--http-api-key-file', keyFile,
+    '--http-writes', 'true'] }).ready();
   c = d.client();
   base = `http://127.0.0.1:${port}`;
   const port2 = await h.freePort();
-  ro = await new h.Daemon({ consumers: `${h.CONSUMER}ro`, args: ['--http-listen', `127.0.0.1:${port2}`] }).ready();
+  ro = await new h.Daemon({ consumers: `${h.CONSUMER}ro`,
+    args: ['--http-listen', `127.0.0.1:${port2}`, '--http-api-key-file', keyFile] }).ready();
   roBase = `http://127.0.0.1:${port2}`;
 });
 
@@ -166,16 +171,22 @@ test('POST config refused: bad JSON, deep nesting, bad base64, oversized, unknow
   assert.equal(r.json.code, 'PERMISSION_DENIED');
 });
 
-test('mutating HTTP off loopback needs http_writes_remote; the key needs http_writes', async () => {
+test('the JSON views and writes are for loopback and a key: refused off loopback, writes need the key', async () => {
   const port = await h.freePort();
-  let r = require('node:child_process').spawnSync(h.NODE_BIN, ['--check-config', '--http-writes-remote', 'true'],
+  const run = (args) => require('node:child_process').spawnSync(h.NODE_BIN, ['--check-config', ...args],
     { encoding: 'utf8' });
+  let r = run(['--http-writes-remote', 'true']);
   assert.equal(r.status, 2);
-  assert.match(r.stderr, /http_writes_remote needs http_writes/);
-  const dd = new h.Daemon({ consumers: `${h.CONSUMER}x`, args: ['--http-listen', `0.0.0.0:${port}`, '--http-writes', 'true'] });
+  assert.match(r.stderr, /--http-writes-remote: removed: off loopback HTTP serves health and \/metrics alone/);
+  r = run(['--http-writes', 'true']);
+  assert.equal(r.status, 2);
+  assert.match(r.stderr, /http_writes needs http_api_key_file/);
+  const keyFile = path.join(scratch, 'http.key');
+  const dd = new h.Daemon({ consumers: `${h.CONSUMER}x`,
+    args: ['--http-listen', `0.0.0.0:${port}`, '--http-api-key-file', keyFile] });
   const exit = await dd.exited;
   assert.equal(exit.code, 1);
-  assert.ok(dd.lines.some((l) => /needs http_writes_remote = true/.test(l)), dd.lines.join('\n'));
+  assert.ok(dd.lines.some((l) => /served on loopback only/.test(l)), dd.lines.join('\n'));
 });
 
 test('a daemon stopped past the lease: the client sees it expire, /metrics counts the lapse', async () => {

@@ -193,9 +193,18 @@ test('a deleted consumer lock is lost, and taken again with a larger epoch', asy
   await d.stop();
 });
 
+// A key file for the JSON views, and the header that sends it.
+function viewsKey() {
+  const f = path.join(h.scratch('procctl-key-'), 'http.key');
+  const key = 'security-test-key-0123456789';
+  fs.writeFileSync(f, `${key}\n`, { mode: 0o600 });
+  return { file: f, headers: { authorization: `Bearer ${key}` } };
+}
+
 test('strings are read whole: a NUL inside one is refused, paths parse strictly', async () => {
   const port = await h.freePort();
-  const d = await new h.Daemon({ args: ['--http-listen', `127.0.0.1:${port}`] }).ready();
+  const key = viewsKey();
+  const d = await new h.Daemon({ args: ['--http-listen', `127.0.0.1:${port}`, '--http-api-key-file', key.file] }).ready();
   const c = d.client();
   const e = await h.echo();
   await h.attached(d, e.pid);
@@ -214,7 +223,7 @@ test('strings are read whole: a NUL inside one is refused, paths parse strictly'
   await h.call(c, 'Publish', { selector: { consumer: h.CONSUMER, schemaVersion: 1 }, payload: Buffer.from('whole') });
   await e.line(/event=applied .*payload=whole/, { out: true });
   // HTTP: "01" is no pid, "%00" cuts nothing.
-  const status = async (p) => (await fetch(`http://127.0.0.1:${port}${p}`)).status;
+  const status = async (p) => (await fetch(`http://127.0.0.1:${port}${p}`, { headers: key.headers })).status;
   assert.equal(await status(`/v1/processes/${e.pid}`), 200);
   assert.equal(await status(`/v1/processes/0${e.pid}`), 400);
   assert.equal(await status('/v1/processes/01'), 400);
@@ -346,5 +355,43 @@ test('a pid config is bound to its process: deleted when it exits, never applied
   await h.sleep(300);
   assert.equal(reuse.out.filter((l) => l.includes('payload=secret')).length, 0);
   c.close();
+  await d.stop();
+});
+
+test('HTTP serves health and /metrics to anyone; the JSON views only with the key, on loopback', async () => {
+  const e = await h.echo();
+  // No key: the views are off, metrics are not.
+  let port = await h.freePort();
+  let d = await new h.Daemon({ args: ['--http-listen', `127.0.0.1:${port}`] }).ready();
+  await h.attached(d, e.pid);
+  const at = (p, headers = {}) => fetch(`http://127.0.0.1:${port}${p}`, { headers });
+  assert.equal((await at('/healthz')).status, 200);
+  assert.equal((await at('/metrics')).status, 200);
+  let r = await at(`/v1/processes/${e.pid}/state`);
+  assert.equal(r.status, 403);
+  assert.match((await r.json()).error, /JSON views are off/);
+  await d.stop();
+  // A key others can read is no key: the daemon does not start.
+  const dir = h.scratch('procctl-key-');
+  const keyFile = path.join(dir, 'http.key');
+  const key = 'k'.repeat(40);
+  fs.writeFileSync(keyFile, `${key}\n`, { mode: 0o644 });
+  fs.chmodSync(keyFile, 0o644);
+  const bad = new h.Daemon({ args: ['--http-listen', `127.0.0.1:${await h.freePort()}`, '--http-api-key-file', keyFile] });
+  assert.equal((await bad.exited).code, 1);
+  assert.ok(bad.lines.some((l) => /others cannot read/.test(l)), bad.lines.join('\n'));
+  // With the key: 401 (and how to authenticate) without it or with another.
+  fs.chmodSync(keyFile, 0o600);
+  port = await h.freePort();
+  d = await new h.Daemon({ args: ['--http-listen', `127.0.0.1:${port}`, '--http-api-key-file', keyFile] }).ready();
+  await h.attached(d, e.pid);
+  r = await at(`/v1/processes/${e.pid}/state`);
+  assert.equal(r.status, 401);
+  assert.equal(r.headers.get('www-authenticate'), 'Bearer realm="procctl-node"');
+  assert.equal((await at(`/v1/processes/${e.pid}/state`, { authorization: `Bearer ${key}x` })).status, 401);
+  assert.equal((await at(`/v1/processes/${e.pid}/state`, { authorization: `Bearer ${key.slice(1)}` })).status, 401);
+  assert.equal((await at(`/v1/processes/${e.pid}/state`, { authorization: `Basic ${key}` })).status, 401);
+  assert.equal((await at(`/v1/processes/${e.pid}/state`, { authorization: `Bearer ${key}` })).status, 200);
+  assert.equal((await at('/metrics')).status, 200);
   await d.stop();
 });
