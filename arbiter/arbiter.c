@@ -38,6 +38,9 @@ struct res_state {
 	pid_t last_pid; /* the last holder: round robin continues after it */
 	uint64_t last_instance;
 	uint32_t waiters;
+	int learned;            /* from a report, not the options: forgotten once unused */
+	pid_t learner_pid;      /* the target whose report added it */
+	uint64_t learner_instance;
 };
 
 /* What one tick knows of one target. */
@@ -105,6 +108,28 @@ static int add_res(procctl_arbiter_t *a, const procctl_resource_t *r)
 	a->res[a->nres].res.kind = r->kind;
 	memcpy(a->res[a->nres].res.id, r->id, sizeof r->id);
 	return (int)a->nres++;
+}
+
+#define LEARN_PER_TARGET 8 /* the default of opts.learn_max_per_target */
+
+/* Learn r from v's report: only from an admitted target, and at most
+ * learn_max_per_target resources added by one target (what a process
+ * names is untrusted: one cannot fill the table for everyone). */
+static void learn(procctl_arbiter_t *a, const struct view *v, const procctl_resource_t *r)
+{
+	uint32_t max = a->o.learn_max_per_target ? a->o.learn_max_per_target : LEARN_PER_TARGET, mine = 0;
+	size_t i;
+	int at;
+	if (!v->admitted || find_res(a, r->kind, r->id) >= 0)
+		return;
+	for (i = 0; i < a->nres; i++)
+		mine += a->res[i].learned && a->res[i].learner_pid == v->t.pid &&
+			a->res[i].learner_instance == v->t.instance_id;
+	if (mine >= max || (at = add_res(a, r)) < 0)
+		return;
+	a->res[at].learned = 1;
+	a->res[at].learner_pid = v->t.pid;
+	a->res[at].learner_instance = v->t.instance_id;
 }
 
 procctl_arbiter_t *procctl_arbiter_new(const struct procctl_arbiter_opts *o, const struct procctl_arbiter_source *src)
@@ -242,7 +267,7 @@ static size_t look(procctl_arbiter_t *a, uint64_t now)
 				if (v->rep[j].kind == a->kind && (v->rep[j].flags & PROCCTL_RES_F_WANT)) {
 					procctl_resource_t res;
 					procctl_resource(&res, v->rep[j].kind, v->rep[j].id);
-					add_res(a, &res);
+					learn(a, v, &res);
 				}
 			if (s) {
 				s->holding = 0;
@@ -442,6 +467,50 @@ static int arbitrate(procctl_arbiter_t *a, size_t n, struct res_state *rs, size_
 	return err;
 }
 
+/* 1 when nobody has anything to do with resource r: no holder, no
+ * revocation pending, no grant entry, no admitted target that wants it,
+ * no report that shows it busy, no unreadable target counted as holding
+ * it. */
+static int unused(const procctl_arbiter_t *a, size_t n, size_t r)
+{
+	const struct res_state *rs = &a->res[r];
+	size_t i;
+	if (rs->holder_pid || rs->pending_since)
+		return 0;
+	for (i = 0; i < n; i++) {
+		const struct view *v = &a->views[i];
+		const struct procctl_res_entry *e = report_of(v, &rs->res);
+		if (grant_of(v, &rs->res) || (e && ((v->admitted && (e->flags & PROCCTL_RES_F_WANT)) || busy_state(e->state))))
+			return 0;
+	}
+	for (i = 0; i < a->nseen; i++)
+		if (a->seen[i].holding & (1ull << r))
+			return 0;
+	return 1;
+}
+
+/* Forget learned resources nobody uses any more (their learner exited,
+ * or stopped asking): the table keeps room for the others. The last
+ * entry takes the freed slot, and its bit in what targets hold moves. */
+static void forget_unused(procctl_arbiter_t *a, size_t n)
+{
+	size_t r, i, last;
+	for (r = a->nres; r-- > 0;) {
+		if (!a->res[r].learned || !unused(a, n, r))
+			continue;
+		last = --a->nres;
+		if (r != last) {
+			a->res[r] = a->res[last];
+			for (i = 0; i < a->nseen; i++) {
+				uint64_t *h = &a->seen[i].holding;
+				*h = (*h & ~(1ull << r)) | (((*h >> last) & 1) << r);
+			}
+		}
+		for (i = 0; i < a->nseen; i++)
+			a->seen[i].holding &= ~(1ull << last);
+	}
+}
+
 int procctl_arbiter_tick(procctl_arbiter_t *a)
 {
 	uint64_t now = a->src.now(a->src.ctx), dt = a->last_tick && now > a->last_tick ? now - a->last_tick : 0;
@@ -459,6 +528,7 @@ int procctl_arbiter_tick(procctl_arbiter_t *a)
 		if (e && !err)
 			err = e;
 	}
+	forget_unused(a, n);
 	return err;
 }
 

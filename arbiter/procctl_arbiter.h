@@ -81,9 +81,14 @@ struct procctl_arbiter_opts {
 	unsigned flags;           /* PROCCTL_ARB_* */
 	const procctl_resource_t *resources; /* known resources of this kind (others are */
 	size_t nresources;                   /* learned from reports that want them) */
-	/* Admission (region names are untrusted): NULL admits everyone. */
+	/* Admission (region names are untrusted): NULL admits everyone. A
+	 * target refused is never granted, and what it asks for is not learned. */
 	int (*admit)(void *arg, const struct procctl_arb_target *t);
 	void *admit_arg;
+	/* Resources one target may add to the table by asking for them; 0: 8.
+	 * A learned resource nobody holds, wants or shows busy any more is
+	 * forgotten (its slot free for others). */
+	uint32_t learn_max_per_target;
 };
 
 /* NULL with errno (EINVAL bad options, ENOMEM). The source must outlive it. */

@@ -27,8 +27,9 @@ struct fproc {
 	int nreads;   /* f_reports calls for it */
 	uint64_t gen; /* its region's generation */
 	struct procctl_res_entry rep[2];
-	struct procctl_grant_entry gr[2];
+	struct procctl_grant_entry gr[16];
 	uint32_t ngr;
+	int nmore;    /* it also wants resources 100 .. 100 + nmore - 1 (none configured) */
 };
 
 struct world {
@@ -82,6 +83,14 @@ static int f_reports(void *ctx, void *h, struct procctl_res_entry *out, uint32_t
 	for (i = 0; i < 2 && n < max; i++)
 		if (p->rep[i].kind)
 			out[n++] = p->rep[i];
+	for (i = 0; i < (uint32_t)p->nmore && n < max; i++) {
+		procctl_resource_t r = gpu(100 + (int)i);
+		memset(&out[n], 0, sizeof out[n]);
+		out[n].kind = r.kind;
+		memcpy(out[n].id, r.id, 16);
+		out[n].flags = PROCCTL_RES_F_WANT;
+		out[n++].state = PROCCTL_RES_IDLE;
+	}
 	return (int)n;
 }
 
@@ -694,6 +703,65 @@ static void independent_and_admitted(void **state)
 	procctl_arbiter_free(a);
 }
 
+/* How many resources the arbiter knows. */
+static size_t known(procctl_arbiter_t *a)
+{
+	struct procctl_arbiter_snapshot s[PROCCTL_ARB_MAX_RESOURCES];
+	return procctl_arbiter_snapshot(a, s, PROCCTL_ARB_MAX_RESOURCES);
+}
+
+/* What processes ask for is learned only from admitted ones, at most 8
+ * per process, and forgotten when nobody uses it: a process naming 64
+ * resources cannot fill the table for everyone, and what it filled is
+ * free again when it exits. */
+static void learning_bounded(void **state)
+{
+	struct world w;
+	procctl_arbiter_t *a;
+	struct fproc *filler, *next;
+	(void)state;
+	memset(&w, 0, sizeof w);
+	w.ready = 1;
+	proc(&w, 41)->nmore = 64; /* not admitted */
+	a = arbiter(&w, 0, not_odd);
+	run(&w, a, 5 * MS, MS);
+	assert_int_equal(known(a), 2); /* the two configured */
+	filler = proc(&w, 50);
+	filler->nmore = 64;
+	run(&w, a, 5 * MS, MS);
+	assert_int_equal(known(a), 2 + 8);
+	/* it holds one of them now; when it exits, its grants go and so do
+	 * the resources only it asked for */
+	filler->alive = -ESRCH;
+	filler->listed = 0;
+	filler->exists = 0;
+	run(&w, a, 5 * MS, MS);
+	assert_int_equal(known(a), 2);
+	/* room for the next one, which gets what it asks for */
+	next = proc(&w, 60);
+	next->nmore = 3;
+	run(&w, a, 5 * MS, MS);
+	assert_int_equal(known(a), 2 + 3);
+	{
+		struct procctl_arbiter_snapshot s[8];
+		size_t i, n = procctl_arbiter_snapshot(a, s, 8), held = 0;
+		for (i = 2; i < n; i++)
+			held += s[i].holder_pid == 60;
+		assert_int_equal(held, 3);
+	}
+	/* a release is still confirmed first: stopping to ask is not enough
+	 * while it holds them; its exit is. The configured ones are never
+	 * forgotten. */
+	next->nmore = 0;
+	run(&w, a, 5 * HOLD, MS);
+	assert_int_equal(known(a), 2 + 3);
+	next->alive = -ESRCH;
+	next->listed = next->exists = 0;
+	run(&w, a, 5 * MS, MS);
+	assert_int_equal(known(a), 2);
+	procctl_arbiter_free(a);
+}
+
 static void bad_options(void **state)
 {
 	struct world w;
@@ -727,6 +795,7 @@ int main(void)
 		cmocka_unit_test(turn_starts_at_take_up),
 		cmocka_unit_test(reads_follow_doorbells),
 		cmocka_unit_test(independent_and_admitted),
+		cmocka_unit_test(learning_bounded),
 		cmocka_unit_test(bad_options),
 	};
 	return TH_RUN(tests);
