@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_podid - pod identity from /proc/<pid>/cgroup text, whose deeper
- * cgroup names a process may choose, and a start time from a
- * /proc/<pid>/stat line, whose comm it chooses. Whatever it accepts must be a
+ * cgroup names a process may choose, and a start time, ids and a cgroup
+ * path from the /proc/<pid>/stat, status and cgroup texts it influences. Whatever it accepts must be a
  * well-formed pod UID and container ID; what it refuses leaves nothing. */
 #define _GNU_SOURCE 1
 #include <errno.h>
@@ -76,6 +76,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (data[i - 1] == ')')
 				rp = data + i;
 		if (procstat_parse_start((const char *)data, size, &start) == 0 && !rp)
+			abort();
+	}
+	{ /* as /proc/<pid>/status and /proc/<pid>/cgroup: ids, a v2 path */
+		char path[64];
+		uid_t u;
+		gid_t g;
+		if (procstat_parse_ids((const char *)data, size, &u, &g) == 0 && !memmem(data, size, "Uid:", 4))
+			abort();
+		if (procstat_parse_cgroup2((const char *)data, size, path, sizeof path) == 0 &&
+		    (path[0] != '/' || strlen(path) >= sizeof path || !memmem(data, size, "0::/", 4)))
 			abort();
 	}
 	return 0;

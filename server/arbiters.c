@@ -9,6 +9,54 @@
 
 #include "node_int.h"
 
+/* What admission sees of p. */
+static struct admit_who who_of(const struct proc *p)
+{
+	struct admit_who w = {p->uid, p->gid, p->key.pod_uid, p->cgroup};
+	return w;
+}
+
+/* The arbiter's admission hook: its [arbiter] admit_ keys on the
+ * process's credentials as read at attach; a refusal is marked on the
+ * process (ListProcesses, /metrics) and logged once. */
+static int admit(void *arg, const struct procctl_arb_target *t)
+{
+	struct arb *ab = arg;
+	struct node *n = ab->n;
+	struct admit_who w;
+	char why[300];
+	size_t i;
+	int ok;
+	if (!ab->cfg->admit.deny)
+		return 1;
+	for (i = 0; i < n->nprocs; i++)
+		if (n->procs[i]->key.pid == t->pid && n->procs[i]->instance == t->instance_id)
+			break;
+	if (i == n->nprocs)
+		return 0; /* not in the table yet: next tick */
+	w = who_of(n->procs[i]);
+	ok = admission_check(&ab->cfg->admit, &w, why, sizeof why);
+	if (ok) {
+		n->procs[i]->refused &= ~ab->bit;
+		return 1;
+	}
+	n->procs[i]->refused |= ab->bit;
+	if (!(n->procs[i]->refusal_said & ab->bit)) {
+		n->procs[i]->refusal_said |= ab->bit;
+		node_log(PROCCTL_LOG_INFO, "admission_refused", "kind=%s pid=%d reason=\"%s\"", ab->cfg->name, (int)t->pid,
+			 why);
+	}
+	return 0;
+}
+
+int arbiter_refusal(const struct node *n, const struct proc *p, size_t i, char *why, size_t len)
+{
+	struct admit_who w = who_of(p);
+	if (!(p->refused & n->arb[i].bit))
+		return 0;
+	return !admission_check(&n->arb[i].cfg->admit, &w, why, len);
+}
+
 int arbiters_new(struct node *n, char *err, size_t errlen)
 {
 	size_t i, j;
@@ -33,6 +81,11 @@ int arbiters_new(struct node *n, char *err, size_t errlen)
 		ao.flags = ac->process_bound ? PROCCTL_ARB_PROCESS_BOUND : 0;
 		ao.resources = ac->resources;
 		ao.nresources = ac->nresources;
+		ao.learn_max_per_target = ac->learn_max;
+		ao.admit = admit;
+		ao.admit_arg = ab;
+		ab->n = n;
+		ab->bit = 1u << n->narb;
 		if (!(ab->a = procctl_arbiter_new(&ao, &ab->src))) {
 			snprintf(err, errlen, "arbiter %s: %s", ac->name, strerror(errno));
 			procctl_arbiter_registry_source_free(&ab->src);

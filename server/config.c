@@ -10,6 +10,7 @@
 #include "config.h"
 #include "desired.h"
 #include "httpbody.h"
+#include "procctl_arbiter.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -309,6 +310,37 @@ static int set_resources(const struct key *k, void *obj, const struct where *w, 
 	return each_item(w, v, add_resource, a);
 }
 
+static int set_admit_default(const struct key *k, void *obj, const struct where *w, const char *v)
+{
+	struct node_arbiter_cfg *a = obj;
+	(void)k;
+	if (strcmp(v, "allow") && strcmp(v, "deny"))
+		return fail(w, "'%s': allow or deny", v);
+	a->admit.deny = !strcmp(v, "deny");
+	return 0;
+}
+
+struct admit_arg {
+	struct admission *a;
+	enum admit_list l;
+};
+
+static int add_admit(const struct where *w, void *arg, const char *item)
+{
+	struct admit_arg *x = arg;
+	const char *why = NULL;
+	return admission_add(x->a, x->l, item, &why) < 0 ? fail(w, "'%s': %s", item, why) : 0;
+}
+
+/* admit_uids, admit_gids, admit_pods, admit_cgroups (by the key's name). */
+static int set_admit_list(const struct key *k, void *obj, const struct where *w, const char *v)
+{
+	struct node_arbiter_cfg *a = obj;
+	struct admit_arg x = {&a->admit, k->name[6] == 'u' ? ADMIT_UIDS : k->name[6] == 'g' ? ADMIT_GIDS
+					 : k->name[6] == 'p' ? ADMIT_PODS : ADMIT_CGROUPS};
+	return each_item(w, v, add_admit, &x);
+}
+
 static int set_policy(const struct key *k, void *obj, const struct where *w, const char *v)
 {
 	(void)k;
@@ -414,6 +446,14 @@ static const struct key arbiter_keys[] = {
 	{"process_bound", set_bool, NUM(struct node_arbiter_cfg, process_bound, 0, 1), "false", "BOOL",
 	 "the resource dies with the process image: an exec releases it"},
 	{"resources", set_resources, NONE, NULL, "IDS", "ids known up front (UUIDs or 32 hex), comma-separated"},
+	{"learn_max", set_u32, NUM(struct node_arbiter_cfg, learn_max, 1, PROCCTL_ARB_MAX_RESOURCES), "8", "N",
+	 "resources one process may add to the table by asking for them"},
+	{"admit_default", set_admit_default, NONE, "allow", "allow|deny",
+	 "deny: grant only to processes an admit_ list names"},
+	{"admit_uids", set_admit_list, NONE, NULL, "LIST", "effective uids admitted, comma-separated"},
+	{"admit_gids", set_admit_list, NONE, NULL, "LIST", "effective gids admitted"},
+	{"admit_pods", set_admit_list, NONE, NULL, "LIST", "pod UIDs admitted"},
+	{"admit_cgroups", set_admit_list, NONE, NULL, "LIST", "cgroup v2 paths admitted, with what is below them"},
 };
 
 /* A [desired NAME] section. */
@@ -526,6 +566,10 @@ static int arbiter_done(struct node_cfg *c, struct node_arbiter_cfg *a, const ch
 				 c->arbiters[i].name);
 			return -EINVAL;
 		}
+	if (admission_listed(&a->admit) && !a->admit.deny) {
+		snprintf(err, errlen, "%s: [arbiter %s]: admit_ lists take effect with admit_default = deny", at, a->name);
+		return -EINVAL;
+	}
 	for (i = 0; i < a->nresources; i++)
 		a->resources[i].kind = a->kind;
 	return 0;

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdint.h>
 
+#include "admission.h"
 #include "selector.h"
 #include "procctl.h"
 
@@ -33,6 +34,8 @@ struct node_arbiter_cfg {
 	int process_bound;
 	procctl_resource_t resources[NODE_RESOURCES_MAX]; /* known up front; others are learned */
 	size_t nresources;
+	uint32_t learn_max;        /* resources one process may add by asking */
+	struct admission admit;    /* who it grants to */
 };
 
 /* A [desired NAME] section: a desired config kept in the file (a

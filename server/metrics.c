@@ -43,7 +43,7 @@ static void processes(FILE *f, const struct node *n)
 {
 	static const char *const names[] = {"passive", "owned", "conflict", "broken"};
 	struct own_key *k = malloc((n->nprocs ? n->nprocs : 1) * sizeof *k);
-	size_t i, j;
+	size_t i, j, c;
 	metric_head(f, "procctl_processes", "gauge",
 		    "Attached processes (regions), by consumer and ownership (owned, passive, conflict, broken).");
 	for (i = 0; k && i < n->nprocs; i++)
@@ -57,6 +57,13 @@ static void processes(FILE *f, const struct node *n)
 			names[(unsigned)k[i].own < 4 ? k[i].own : 0], j - i);
 	}
 	free(k);
+	metric_head(f, "procctl_arbiter_refused_processes", "gauge",
+		    "Attached processes an arbiter's admission refuses (its admit_ keys), by kind.");
+	for (i = 0; i < n->narb; i++) {
+		for (j = 0, c = 0; j < n->nprocs; j++)
+			c += (n->procs[j]->refused & n->arb[i].bit) != 0;
+		fprintf(f, "procctl_arbiter_refused_processes{kind=\"%s\"} %zu\n", n->arb[i].cfg->name, c);
+	}
 	metric_head(f, "procctl_processes_stalled", "gauge",
 		    "Attached processes a read of whose state block is stuck (not read again until it returns).");
 	for (i = j = 0; i < n->nprocs; i++)

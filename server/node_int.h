@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "admission.h"
 #include "desired.h"
 #include "node.h"
 #include "podid.h"
@@ -54,6 +55,11 @@ struct proc {
 	uint32_t state_hash;  /* of its resources and bytes */
 	int waiting;          /* waits name it: poll it often */
 	int rings;            /* its doorbell was heard: it need not be polled as often */
+	uid_t uid;            /* effective, at attach: admission */
+	gid_t gid;
+	char cgroup[ADMIT_PATH_MAX]; /* its cgroup v2 path; "": unknown */
+	unsigned refused;     /* bit i: arbiter i's admission refuses it */
+	unsigned refusal_said; /* bit i: logged */
 	uint64_t written_gen; /* the last config written, and when: its ack's latency */
 	int64_t written_ns;
 	struct node *n;
@@ -88,6 +94,8 @@ struct arb {
 	procctl_arbiter_t *a;
 	struct procctl_arbiter_source src;
 	const struct node_arbiter_cfg *cfg;
+	struct node *n;
+	unsigned bit;       /* its bit in a proc's refused mask */
 	size_t nsnap;
 	struct procctl_arbiter_snapshot snap[PROCCTL_ARB_MAX_RESOURCES]; /* as of the last tick */
 };
@@ -239,6 +247,8 @@ char *node_render_metrics(struct node *n, size_t *len);
 /* arbiters.c: the arbiters, their ticks and their events */
 int arbiters_new(struct node *n, char *err, size_t errlen); /* 0, or -1 and a message */
 void arbiters_tick(struct node *n);
+/* 1 when arbiter i's admission refuses p, and why (who it is). */
+int arbiter_refusal(const struct node *n, const struct proc *p, size_t i, char *why, size_t len);
 
 /* cfgwatch.c: following the config file */
 void cfg_events(struct node *n, int64_t now);

@@ -229,6 +229,11 @@ static void on_attached(struct node *n, const struct procctl_event *e, procctl_r
 	 * the pid is not another's yet. */
 	if (procstat_start(NULL, info.pid, &p->key.pid_start) < 0 || procctl_client_alive(p->c) < 0)
 		p->key.pid_start = 0;
+	if ((r = procstat_who(NULL, info.pid, &p->uid, &p->gid, p->cgroup, sizeof p->cgroup)) < 0 || procctl_client_alive(p->c) < 0) {
+		p->uid = (uid_t)-1; /* unknown: nobody's, admitted by no list */
+		p->gid = (gid_t)-1;
+		p->cgroup[0] = 0;
+	}
 	r = procctl_podid_read(NULL, info.pid, &pod);
 	if (r == 0) {
 		memcpy(p->key.pod_uid, pod.pod_uid, sizeof p->key.pod_uid);

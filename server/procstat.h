@@ -18,4 +18,14 @@ int procstat_parse_start(const char *text, size_t len, uint64_t *out);
  * gone, -EINVAL, -errno. */
 int procstat_start(const char *proc_root, pid_t pid, uint64_t *out);
 
+/* The effective uid and gid of a /proc/<pid>/status text (its "Uid:" and
+ * "Gid:" lines: real, effective, saved, fs): 0, or -EINVAL. */
+int procstat_parse_ids(const char *text, size_t len, uid_t *uid, gid_t *gid);
+/* The cgroup v2 path of a /proc/<pid>/cgroup text (its "0::" line),
+ * copied into out (cap bytes): 0, or -ENOENT (none: v1 only), -EINVAL. */
+int procstat_parse_cgroup2(const char *text, size_t len, char *out, size_t cap);
+/* Both from <proc_root>/<pid>/{status,cgroup}: 0, -ESRCH, -EINVAL, -errno;
+ * cgroup is "" when there is no v2 line. */
+int procstat_who(const char *proc_root, pid_t pid, uid_t *uid, gid_t *gid, char *cgroup, size_t cap);
+
 #endif

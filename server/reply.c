@@ -172,6 +172,14 @@ PbProcess *mk_process(struct arena *a, const struct proc *p)
 	m->acked_generation = p->acked_gen;
 	m->ack_result = proc_ack_result(p);
 	m->ack_status = p->ack_status;
+	if (p->refused && (m->arbiter_refusals = ar_alloc(a, p->n->narb * sizeof(char *))))
+		for (i = 0; i < (int)p->n->narb; i++) {
+			char why[300], line[400];
+			if (arbiter_refusal(p->n, p, (size_t)i, why, sizeof why)) {
+				snprintf(line, sizeof line, "%s: %s", p->n->arb[i].cfg->name, why);
+				m->arbiter_refusals[m->n_arbiter_refusals++] = ar_str(a, line);
+			}
+		}
 	return m;
 }
 

@@ -223,7 +223,7 @@ static void errors(void **state)
 		 "t.conf:4: [arbiter fpga]: kind 1 is [arbiter gpu]'s already"},
 		{"[arbiter gpu]\nlease_ms = 5000\n",
 		 "t.conf:2: lease_ms: no such key in an [arbiter] section (kind, consumer, policy, hold_ms, process_bound, "
-		 "resources)"},
+		 "resources, learn_max, admit_default, admit_uids, admit_gids, admit_pods, admit_cgroups)"},
 		{"[arbiter gpu]\nhold_ms = 1\nhold_ms = 2\n", "t.conf:3: hold_ms: given twice"},
 		{"[arbiter gpu]\npolicy = fifo\n", "t.conf:2: policy: 'fifo': the one policy is round_robin"},
 		{"[arbiter gpu]\nresources = GPU-123\n",
@@ -231,6 +231,14 @@ static void errors(void **state)
 		{"[arbiter gpu]\nresources = 00112233445566778899aabbccddeeff00\n",
 		 "t.conf:2: resources: '00112233445566778899aabbccddeeff00' is not a resource id (a UUID, or 32 hex digits)"},
 		{"max_per_process = 0\n", "t.conf:1: max_per_process: 0 is outside 1..512"},
+		{"[arbiter gpu]\nadmit_default = maybe\n", "t.conf:2: admit_default: 'maybe': allow or deny"},
+		{"[arbiter gpu]\nadmit_uids = 0, root\n", "t.conf:2: admit_uids: 'root': not a uid or gid (a number)"},
+		{"[arbiter gpu]\nadmit_pods = ABC\n",
+		 "t.conf:2: admit_pods: 'ABC': not a pod UID (lowercase, 8-4-4-4-12 hex, or 32 hex)"},
+		{"[arbiter gpu]\nadmit_cgroups = /a/../b\n",
+		 "t.conf:2: admit_cgroups: '/a/../b': not an absolute cgroup path (no '..')"},
+		{"[arbiter gpu]\nkind = 1\nconsumer = t\nadmit_uids = 0\n",
+		 "t.conf:1: [arbiter gpu]: admit_ lists take effect with admit_default = deny"},
 	};
 	struct node_cfg c;
 	size_t i;
@@ -365,6 +373,38 @@ static void usage_lists_every_key(void **state)
 	}
 }
 
+/* Who an arbiter admits: by default everyone; with deny, whom a list
+ * names, a cgroup prefix on a component boundary. */
+static void admission(void **state)
+{
+	struct admission a;
+	const char *why = NULL;
+	char msg[300];
+	struct admit_who w = {1000, 1000, "", "/kubepods.slice/kubepods-burstable.slice/x.slice"};
+	(void)state;
+	memset(&a, 0, sizeof a);
+	assert_int_equal(admission_check(&a, &w, msg, sizeof msg), 1);
+	a.deny = 1;
+	assert_int_equal(admission_check(&a, &w, msg, sizeof msg), 0);
+	assert_string_equal(msg, "uid 1000 gid 1000 pod none cgroup /kubepods.slice/kubepods-burstable.slice/x.slice: "
+				 "in no admit_ list (admit_default = deny)");
+	assert_int_equal(admission_add(&a, ADMIT_CGROUPS, "/kubepods.slice/kubepods-burst", &why), 0);
+	assert_int_equal(admission_check(&a, &w, msg, sizeof msg), 0); /* not a component */
+	assert_int_equal(admission_add(&a, ADMIT_CGROUPS, "/kubepods.slice/kubepods-burstable.slice/", &why), 0);
+	assert_int_equal(admission_check(&a, &w, msg, sizeof msg), 1);
+	memset(&a, 0, sizeof a);
+	a.deny = 1;
+	assert_int_equal(admission_add(&a, ADMIT_GIDS, "1000", &why), 0);
+	assert_int_equal(admission_check(&a, &w, msg, sizeof msg), 1);
+	w.gid = 0;
+	assert_int_equal(admission_check(&a, &w, msg, sizeof msg), 0);
+	assert_int_equal(admission_add(&a, ADMIT_PODS, "0b6d7a2e-5c1f-4c1a-9f3e-2d7b8c9a1e4f", &why), 0);
+	w.pod = "0b6d7a2e-5c1f-4c1a-9f3e-2d7b8c9a1e4f";
+	assert_int_equal(admission_check(&a, &w, msg, sizeof msg), 1);
+	/* an unknown uid (-1, a process read as it went) is nobody's */
+	assert_int_equal(admission_add(&a, ADMIT_UIDS, "4294967295", &why), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -374,6 +414,7 @@ int main(void)
 		cmocka_unit_test(desired_sections),
 		cmocka_unit_test(whole),
 		cmocka_unit_test(usage_lists_every_key),
+		cmocka_unit_test(admission),
 	};
 	return TH_RUN(tests);
 }

@@ -395,3 +395,50 @@ test('HTTP serves health and /metrics to anyone; the JSON views only with the ke
   assert.equal((await at('/metrics')).status, 200);
   await d.stop();
 });
+
+test('an arbiter grants only to whom its admission admits; what a refused process asks for is not learned', async () => {
+  const consumer = `tok${process.pid}`.slice(0, 31);
+  const dir = h.scratch('procctl-admit-');
+  const conf = path.join(dir, 'node.conf');
+  fs.writeFileSync(conf, `[arbiter gpu]\nkind = 1\nconsumer = ${consumer}\nhold_ms = 100\n` +
+    'resources = 00000000-0000-0000-0000-000000000000\nadmit_default = deny\nadmit_uids = 0\n');
+  const port = await h.freePort();
+  const d = await new h.Daemon({ consumers: consumer, args: ['--config', conf, '--http-listen', `127.0.0.1:${port}`] })
+    .ready();
+  const c = d.client();
+  const token = async (spawnOpts = {}) => {
+    const t = new h.Child(h.TOKEN_CLIENT, ['--consumer', consumer, '--kind', '1', '--id', '0'], spawnOpts);
+    await t.line(/^event=started pid=\d+$/, { out: true });
+    await h.attached(d, t.pid);
+    return t;
+  };
+  const root = await token();
+  const nobody = await token({ uid: 65534, gid: 65534 });
+  const gpu = async () => (await h.call(c, 'GetArbiter', { kind: 'gpu' })).arbiter.resources;
+  await h.until(async () => (await gpu())[0].holder && (await gpu())[0].holder.pid === root.pid,
+    { what: 'root to hold the gpu' });
+  // Over many hold times the refused process is never granted, nor
+  // counted waiting.
+  for (let i = 0; i < 15; i++) {
+    const [r] = await gpu();
+    assert.ok(!r.holder || r.holder.pid !== nobody.pid, 'the refused process holds the gpu');
+    assert.equal(r.waiters, 0);
+    await h.sleep(100);
+  }
+  const proc = async (pid) => (await h.call(c, 'GetProcess', { process: { pid } })).process;
+  assert.deepEqual((await proc(root.pid)).arbiterRefusals, []);
+  const [why] = (await proc(nobody.pid)).arbiterRefusals;
+  assert.match(why, /^gpu: uid 65534 gid 65534 pod none cgroup \S+: in no admit_ list \(admit_default = deny\)$/);
+  assert.equal(await h.metric(port, 'procctl_arbiter_refused_processes{kind="gpu"}'), 1);
+  await d.line(/event=admission_refused kind=gpu pid=\d+/);
+  // A refused process that names a resource of its own: not learned.
+  const filler = new h.Child(process.env.PROCSIM, [], { stdio: ['pipe', 'pipe', 'pipe'], uid: 65534, gid: 65534 });
+  await procsimDo(filler, `init ${consumer}`);
+  for (let b = 1; b <= 4; b++) await procsimDo(filler, `report 1 ${b} 0 1`); // all its state block holds
+  await h.attached(d, filler.pid);
+  await h.sleep(300);
+  assert.equal((await gpu()).length, 1);
+  c.close();
+  await Promise.all([root.kill('SIGKILL'), nobody.kill('SIGKILL'), filler.kill('SIGKILL')]);
+  await d.stop();
+});
