@@ -650,6 +650,21 @@ static uint8_t *pack(const struct cfg *c, size_t n, size_t *len)
 	return pack_format(c, n, 2, len);
 }
 
+/* A fresh directory name under the run's, holding a store of format
+ * with c[0, n) (dir: its path). */
+static void store_in(char *dir, size_t cap, const char *name, const struct cfg *c, size_t n, uint32_t format)
+{
+	char file[300];
+	uint8_t *buf;
+	size_t len;
+	subdir(dir, cap, name);
+	assert_int_equal(mkdir(dir, 0700), 0);
+	snprintf(file, sizeof file, "%s/desired.store", dir);
+	buf = pack_format(c, n, format, &len);
+	write_file(file, buf, len);
+	free(buf);
+}
+
 /* A store of format 1 (before pid configs were bound to their process)
  * is read; its pid configs are dropped, and the file saved without them. */
 static void format1(void **state)
@@ -660,16 +675,9 @@ static void format1(void **state)
 		{key(0, C, 1, P1, ""), "pod", 7, 0},
 	};
 	struct desired_store s, t;
-	char dir[256], file[300], err[512] = "";
-	uint8_t *buf;
-	size_t len;
+	char dir[256], err[512] = "";
 	(void)state;
-	subdir(dir, sizeof dir, "format1");
-	assert_int_equal(mkdir(dir, 0700), 0);
-	snprintf(file, sizeof file, "%s/desired.store", dir);
-	buf = pack_format(c, 3, 1, &len);
-	write_file(file, buf, len);
-	free(buf);
+	store_in(dir, sizeof dir, "format1", c, 3, 1);
 	assert_int_equal(desired_load(&s, dir, err, sizeof err), 0);
 	assert_int_equal(s.n, 2);
 	assert_int_equal(s.unbound_dropped, 1);
@@ -978,16 +986,10 @@ static void revisions_only_grow(void **state)
 	const struct desired *d = NULL;
 	char dir[256], file[300], err[512] = "";
 	uint64_t top;
-	uint8_t *buf;
-	size_t len;
 	(void)state;
 
-	subdir(dir, sizeof dir, "wrap");
-	assert_int_equal(mkdir(dir, 0700), 0);
+	store_in(dir, sizeof dir, "wrap", c, 1, 2);
 	snprintf(file, sizeof file, "%s/desired.store", dir);
-	buf = pack(c, 1, &len);
-	write_file(file, buf, len);
-	free(buf);
 	set_aside_ok(&s, dir, file);
 	desired_free(&s);
 
