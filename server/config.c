@@ -8,6 +8,7 @@
  * comma-separated, booleans are true or false. */
 #define _GNU_SOURCE 1
 #include "config.h"
+#include "config_int.h"
 #include "desired.h"
 #include "httpbody.h"
 #include "procctl_arbiter.h"
@@ -23,180 +24,7 @@
 
 #include "procctl_agent.h"
 
-#define MS 1000000ull
 #define FILE_MAX (1 << 20)
-#define LINE_MAX_ 4096
-
-enum src { SRC_DEFAULT, SRC_FILE, SRC_FLAG };
-
-/* Where a value came from, and the error buffer: what one key's setter
- * needs besides the value. */
-struct where {
-	enum src src;
-	char *err;
-	size_t errlen;
-	const char *name; /* "FILE:LINE: KEY" or "--flag" */
-};
-
-static int fail(const struct where *w, const char *fmt, ...)
-{
-	char msg[256];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
-	va_end(ap);
-	snprintf(w->err, w->errlen, "%s: %s", w->name, msg);
-	return -EINVAL;
-}
-
-static int copy(const struct where *w, char *dst, size_t cap, const char *v)
-{
-	size_t n = strlen(v);
-	if (n >= cap)
-		return fail(w, "longer than %zu bytes", cap - 1);
-	memcpy(dst, v, n + 1);
-	return 0;
-}
-
-static int boolean(const struct where *w, const char *v, int *out)
-{
-	if (!strcmp(v, "true"))
-		*out = 1;
-	else if (!strcmp(v, "false"))
-		*out = 0;
-	else
-		return fail(w, "'%s' is not true or false", v);
-	return 0;
-}
-
-static int number(const struct where *w, const char *v, uint64_t lo, uint64_t hi, uint64_t *out)
-{
-	char *end;
-	unsigned long long n;
-	if (!*v || *v == '-' || *v == '+')
-		return fail(w, "'%s' is not a whole number", v);
-	errno = 0;
-	n = strtoull(v, &end, 10);
-	if (*end || errno)
-		return fail(w, "'%s' is not a whole number", v);
-	if (n < lo || n > hi)
-		return fail(w, "%llu is outside %llu..%llu", n, (unsigned long long)lo, (unsigned long long)hi);
-	*out = n;
-	return 0;
-}
-
-static int millis(const struct where *w, const char *v, uint64_t lo_ns, uint64_t hi_ns, uint64_t *out_ns)
-{
-	uint64_t ms;
-	int r = number(w, v, lo_ns / MS, hi_ns / MS, &ms);
-	if (!r)
-		*out_ns = ms * MS;
-	return r;
-}
-
-static int u32(const struct where *w, const char *v, uint32_t lo, uint32_t hi, uint32_t *out)
-{
-	uint64_t n;
-	int r = number(w, v, lo, hi, &n);
-	if (!r)
-		*out = (uint32_t)n;
-	return r;
-}
-
-/* "unix:/abs/path" or "HOST:PORT" (HOST may be [v6]). */
-static int listen_addr(const struct where *w, const char *v)
-{
-	const char *colon;
-	uint64_t port;
-	if (!strncmp(v, "unix:", 5))
-		return v[5] == '/' ? 0 : fail(w, "'%s': a unix socket needs an absolute path", v);
-	colon = strrchr(v, ':');
-	if (!colon || colon == v || (*v != '[' && memchr(v, ':', (size_t)(colon - v))))
-		return fail(w, "'%s' is neither unix:PATH nor HOST:PORT", v);
-	if (*v == '[' && (colon[-1] != ']' || colon - v < 3))
-		return fail(w, "'%s': an IPv6 host goes in brackets", v);
-	return number(w, colon + 1, 1, 65535, &port);
-}
-
-static char *trim(char *s)
-{
-	char *e;
-	while (*s == ' ' || *s == '\t')
-		s++;
-	e = s + strlen(s);
-	while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r'))
-		*--e = 0;
-	return s;
-}
-
-/* Comma-separated items, trimmed, none empty: each to fn. */
-static int each_item(const struct where *w, const char *v, int (*fn)(const struct where *, void *, const char *),
-		     void *arg)
-{
-	char buf[LINE_MAX_], *p = buf, *item;
-	int r;
-	if (copy(w, buf, sizeof buf, v))
-		return -EINVAL;
-	while ((item = strsep(&p, ",")) != NULL) {
-		item = trim(item);
-		if (!*item)
-			return fail(w, "an empty item in '%s'", v);
-		if ((r = fn(w, arg, item)) < 0)
-			return r;
-	}
-	return 0;
-}
-
-static int add_consumer(const struct where *w, void *arg, const char *item)
-{
-	struct node_cfg *c = arg;
-	size_t i;
-	if (procctl_name_valid(item, PROCCTL_CONSUMER_MAX) < 0)
-		return fail(w, "'%s' is not a consumer name ([a-z0-9_.-], 1 to %u)", item, PROCCTL_CONSUMER_MAX);
-	for (i = 0; i < c->nconsumers; i++)
-		if (!strcmp(c->consumers[i], item))
-			return fail(w, "'%s' twice", item);
-	if (c->nconsumers == NODE_CONSUMERS_MAX)
-		return fail(w, "more than %d consumers", NODE_CONSUMERS_MAX);
-	strcpy(c->consumers[c->nconsumers++], item);
-	return 0;
-}
-
-static int hexval(char ch)
-{
-	return ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10 : -1;
-}
-
-/* A resource id: a UUID (nvidia-smi's "GPU-" prefix allowed) or 32 hex. */
-static int add_resource(const struct where *w, void *arg, const char *item)
-{
-	struct node_arbiter_cfg *a = arg;
-	procctl_resource_t *r;
-	const char *p = item;
-	int n = 0;
-	if (a->nresources == NODE_RESOURCES_MAX)
-		return fail(w, "more than %d resources", NODE_RESOURCES_MAX);
-	r = &a->resources[a->nresources];
-	memset(r, 0, sizeof *r);
-	if (!strncmp(p, "GPU-", 4))
-		p += 4;
-	for (; *p && n < 32; p++) {
-		int hi, lo;
-		if (*p == '-')
-			continue;
-		hi = hexval(p[0]);
-		lo = p[1] ? hexval(p[1]) : -1;
-		if (hi < 0 || lo < 0)
-			break;
-		r->id[n / 2] = (uint8_t)(hi << 4 | lo);
-		n += 2;
-		p++;
-	}
-	if (n != 32 || *p)
-		return fail(w, "'%s' is not a resource id (a UUID, or 32 hex digits)", item);
-	a->nresources++; /* its kind: when the section ends */
-	return 0;
-}
 
 /* ---- the keys ------------------------------------------------------- */
 
@@ -217,27 +45,27 @@ struct key {
 
 static int set_bool(const struct key *k, void *obj, const struct where *w, const char *v)
 {
-	return boolean(w, v, AT(obj, k, int));
+	return cfg_boolean(w, v, AT(obj, k, int));
 }
 
 static int set_u32(const struct key *k, void *obj, const struct where *w, const char *v)
 {
-	return u32(w, v, (uint32_t)k->lo, (uint32_t)k->hi, AT(obj, k, uint32_t));
+	return cfg_u32(w, v, (uint32_t)k->lo, (uint32_t)k->hi, AT(obj, k, uint32_t));
 }
 
 static int set_ms(const struct key *k, void *obj, const struct where *w, const char *v)
 {
-	return millis(w, v, k->lo * MS, k->hi * MS, AT(obj, k, uint64_t));
+	return cfg_millis(w, v, k->lo * MS, k->hi * MS, AT(obj, k, uint64_t));
 }
 
 static int set_str(const struct key *k, void *obj, const struct where *w, const char *v)
 {
-	return copy(w, AT(obj, k, char), (size_t)k->hi, v);
+	return cfg_copy(w, AT(obj, k, char), (size_t)k->hi, v);
 }
 
 static int set_abspath(const struct key *k, void *obj, const struct where *w, const char *v)
 {
-	return *v == '/' ? set_str(k, obj, w, v) : fail(w, "'%s' is not an absolute path", v);
+	return *v == '/' ? set_str(k, obj, w, v) : cfg_fail(w, "'%s' is not an absolute path", v);
 }
 
 static int set_optpath(const struct key *k, void *obj, const struct where *w, const char *v)
@@ -249,13 +77,13 @@ static int set_removed(const struct key *k, void *obj, const struct where *w, co
 {
 	(void)obj;
 	(void)v;
-	return fail(w, "%s", k->help);
+	return cfg_fail(w, "%s", k->help);
 }
 
 static int set_consumer(const struct key *k, void *obj, const struct where *w, const char *v)
 {
 	if (procctl_name_valid(v, PROCCTL_CONSUMER_MAX) < 0)
-		return fail(w, "'%s' is not a consumer name ([a-z0-9_.-], 1 to %u)", v, PROCCTL_CONSUMER_MAX);
+		return cfg_fail(w, "'%s' is not a consumer name ([a-z0-9_.-], 1 to %u)", v, PROCCTL_CONSUMER_MAX);
 	return set_str(k, obj, w, v);
 }
 
@@ -263,15 +91,15 @@ static int set_grpc_listen(const struct key *k, void *obj, const struct where *w
 {
 	struct node_cfg *c = obj;
 	(void)k;
-	if (listen_addr(w, v))
+	if (cfg_listen_addr(w, v))
 		return -EINVAL;
 	if (c->grpc_listen_src != (int)w->src) { /* a source's first replaces the earlier ones */
 		c->ngrpc_listen = 0;
 		c->grpc_listen_src = (int)w->src;
 	}
 	if (c->ngrpc_listen == NODE_LISTEN_MAX)
-		return fail(w, "more than %d listeners", NODE_LISTEN_MAX);
-	return copy(w, c->grpc_listen[c->ngrpc_listen++], NODE_PATH_MAX, v);
+		return cfg_fail(w, "more than %d listeners", NODE_LISTEN_MAX);
+	return cfg_copy(w, c->grpc_listen[c->ngrpc_listen++], NODE_PATH_MAX, v);
 }
 
 static int set_http_listen(const struct key *k, void *obj, const struct where *w, const char *v)
@@ -282,8 +110,8 @@ static int set_http_listen(const struct key *k, void *obj, const struct where *w
 		v = lo;
 	}
 	if (!strncmp(v, "unix:", 5))
-		return fail(w, "'%s': HTTP listens on HOST:PORT (a PORT alone: 127.0.0.1)", v);
-	return *v && listen_addr(w, v) ? -EINVAL : set_str(k, obj, w, v);
+		return cfg_fail(w, "'%s': HTTP listens on HOST:PORT (a PORT alone: 127.0.0.1)", v);
+	return *v && cfg_listen_addr(w, v) ? -EINVAL : set_str(k, obj, w, v);
 }
 
 static int set_consumers(const struct key *k, void *obj, const struct where *w, const char *v)
@@ -291,13 +119,13 @@ static int set_consumers(const struct key *k, void *obj, const struct where *w, 
 	struct node_cfg *c = obj;
 	(void)k;
 	c->nconsumers = 0;
-	return *v ? each_item(w, v, add_consumer, c) : 0;
+	return *v ? cfg_each_item(w, v, cfg_add_consumer, c) : 0;
 }
 
 static int set_log_level(const struct key *k, void *obj, const struct where *w, const char *v)
 {
 	if (strcmp(v, "info") && strcmp(v, "debug"))
-		return fail(w, "'%s' is not info or debug", v);
+		return cfg_fail(w, "'%s' is not info or debug", v);
 	*AT(obj, k, int) = !strcmp(v, "debug");
 	return 0;
 }
@@ -307,7 +135,7 @@ static int set_resources(const struct key *k, void *obj, const struct where *w, 
 	struct node_arbiter_cfg *a = obj;
 	(void)k;
 	a->nresources = 0;
-	return each_item(w, v, add_resource, a);
+	return cfg_each_item(w, v, cfg_add_resource, a);
 }
 
 static int set_admit_default(const struct key *k, void *obj, const struct where *w, const char *v)
@@ -315,7 +143,7 @@ static int set_admit_default(const struct key *k, void *obj, const struct where 
 	struct node_arbiter_cfg *a = obj;
 	(void)k;
 	if (strcmp(v, "allow") && strcmp(v, "deny"))
-		return fail(w, "'%s': allow or deny", v);
+		return cfg_fail(w, "'%s': allow or deny", v);
 	a->admit.deny = !strcmp(v, "deny");
 	return 0;
 }
@@ -329,7 +157,7 @@ static int add_admit(const struct where *w, void *arg, const char *item)
 {
 	struct admit_arg *x = arg;
 	const char *why = NULL;
-	return admission_add(x->a, x->l, item, &why) < 0 ? fail(w, "'%s': %s", item, why) : 0;
+	return admission_add(x->a, x->l, item, &why) < 0 ? cfg_fail(w, "'%s': %s", item, why) : 0;
 }
 
 /* admit_uids, admit_gids, admit_pods, admit_cgroups (by the key's name). */
@@ -338,14 +166,14 @@ static int set_admit_list(const struct key *k, void *obj, const struct where *w,
 	struct node_arbiter_cfg *a = obj;
 	struct admit_arg x = {&a->admit, k->name[6] == 'u' ? ADMIT_UIDS : k->name[6] == 'g' ? ADMIT_GIDS
 					 : k->name[6] == 'p' ? ADMIT_PODS : ADMIT_CGROUPS};
-	return each_item(w, v, add_admit, &x);
+	return cfg_each_item(w, v, add_admit, &x);
 }
 
 static int set_policy(const struct key *k, void *obj, const struct where *w, const char *v)
 {
 	(void)k;
 	(void)obj;
-	return strcmp(v, "round_robin") ? fail(w, "'%s': the one policy is round_robin", v) : 0;
+	return strcmp(v, "round_robin") ? cfg_fail(w, "'%s': the one policy is round_robin", v) : 0;
 }
 
 /* data (text) or data_base64 (any bytes): once. */
@@ -355,19 +183,19 @@ static int set_data(const struct key *k, void *obj, const struct where *w, const
 	size_t n = strlen(v);
 	ssize_t len;
 	if (d->has_data)
-		return fail(w, "give the config once: data or data_base64");
+		return cfg_fail(w, "give the config once: data or data_base64");
 	if (k->name[4]) {
 		if (n * 3 / 4 > sizeof d->data || (len = http_unbase64(v, n, d->data)) < 0)
-			return fail(w, "not base64 of at most %d bytes", NODE_DESIRED_DATA_MAX);
+			return cfg_fail(w, "not base64 of at most %d bytes", NODE_DESIRED_DATA_MAX);
 	} else {
 		if (n > sizeof d->data)
-			return fail(w, "over %d bytes (data_base64 for more, or for bytes that are not text)",
+			return cfg_fail(w, "over %d bytes (data_base64 for more, or for bytes that are not text)",
 				    NODE_DESIRED_DATA_MAX);
 		memcpy(d->data, v, n);
 		len = (ssize_t)n;
 	}
 	if (!len)
-		return fail(w, "empty: a desired config has 1 to %d bytes", NODE_DESIRED_DATA_MAX);
+		return cfg_fail(w, "empty: a desired config has 1 to %d bytes", NODE_DESIRED_DATA_MAX);
 	d->len = (size_t)len;
 	d->has_data = 1;
 	return 0;
@@ -532,15 +360,15 @@ static int set_key(const struct key *keys, size_t n, const char *section, void *
 	if (k)
 		return k->set(k, obj, w, v);
 	if (w->src == SRC_FLAG)
-		return fail(w, "no such flag");
+		return cfg_fail(w, "no such flag");
 	if (!section)
-		return fail(w, "no such key");
+		return cfg_fail(w, "no such key");
 	{
 		char names[256];
 		size_t i, o = 0;
 		for (i = 0; i < n; i++)
 			o += (size_t)snprintf(names + o, sizeof names - o, "%s%s", i ? ", " : "", keys[i].name);
-		return fail(w, "no such key in %s section (%s)", section, names);
+		return cfg_fail(w, "no such key in %s section (%s)", section, names);
 	}
 }
 
@@ -635,12 +463,12 @@ static int desired_section(struct parse *ps, const struct where *w, const char *
 	struct node_cfg *c = ps->c;
 	size_t i;
 	if (procctl_name_valid(name, PROCCTL_CONSUMER_MAX) < 0)
-		return fail(w, "'%s' is not a name for a desired config ([a-z0-9_.-], 1 to %u)", name, PROCCTL_CONSUMER_MAX);
+		return cfg_fail(w, "'%s' is not a name for a desired config ([a-z0-9_.-], 1 to %u)", name, PROCCTL_CONSUMER_MAX);
 	for (i = 0; i < c->ndesired; i++)
 		if (!strcmp(c->desired[i].name, name))
-			return fail(w, "[desired %s] twice", name);
+			return cfg_fail(w, "[desired %s] twice", name);
 	if (c->ndesired == NODE_DESIRED_MAX)
-		return fail(w, "more than %d desired configs", NODE_DESIRED_MAX);
+		return cfg_fail(w, "more than %d desired configs", NODE_DESIRED_MAX);
 	ps->des = &c->desired[c->ndesired++];
 	memset(ps->des, 0, sizeof *ps->des);
 	strcpy(ps->des->name, name);
@@ -653,13 +481,13 @@ static int arbiter_section(struct parse *ps, const struct where *w, const char *
 	struct node_cfg *c = ps->c;
 	size_t i;
 	if (procctl_name_valid(kind, NODE_KIND_NAME_MAX) < 0 || kind[0] < 'a' || kind[0] > 'z')
-		return fail(w, "'%s' is not a name for a resource kind (a letter, then [a-z0-9_.-]; 1 to %u)", kind,
+		return cfg_fail(w, "'%s' is not a name for a resource kind (a letter, then [a-z0-9_.-]; 1 to %u)", kind,
 			    NODE_KIND_NAME_MAX);
 	for (i = 0; i < c->narbiters; i++)
 		if (!strcmp(c->arbiters[i].name, kind))
-			return fail(w, "[arbiter %s] twice", kind);
+			return cfg_fail(w, "[arbiter %s] twice", kind);
 	if (c->narbiters == NODE_ARBITERS_MAX)
-		return fail(w, "more than %d arbiters", NODE_ARBITERS_MAX);
+		return cfg_fail(w, "more than %d arbiters", NODE_ARBITERS_MAX);
 	ps->arb = &c->arbiters[c->narbiters++];
 	memset(ps->arb, 0, sizeof *ps->arb);
 	strcpy(ps->arb->name, kind);
@@ -675,19 +503,19 @@ static int section(struct parse *ps, const struct where *w, char *s, const char 
 	char *in;
 	int is_desired, r;
 	if (s[sl - 1] != ']')
-		return fail(w, "'%s' is not a section ([arbiter NAME] or [desired NAME])", s);
+		return cfg_fail(w, "'%s' is not a section ([arbiter NAME] or [desired NAME])", s);
 	s[sl - 1] = 0;
-	in = trim(s + 1);
+	in = cfg_trim(s + 1);
 	is_desired = !strncmp(in, "desired", 7) && (in[7] == ' ' || in[7] == '\t');
 	if (!is_desired && (strncmp(in, "arbiter", 7) || (in[7] != ' ' && in[7] != '\t')))
-		return fail(w, "'[%s]' is not a section ([arbiter NAME] or [desired NAME])", in);
+		return cfg_fail(w, "'[%s]' is not a section ([arbiter NAME] or [desired NAME])", in);
 	if ((r = section_done(ps->c, ps->arb, ps->des, ps->section_at, w->err, w->errlen)) < 0)
 		return r;
 	snprintf(ps->section_at, sizeof ps->section_at, "%s", at);
 	ps->arb = NULL;
 	ps->des = NULL;
 	ps->nseen = 0; /* keys are per section */
-	return is_desired ? desired_section(ps, w, trim(in + 8)) : arbiter_section(ps, w, trim(in + 8));
+	return is_desired ? desired_section(ps, w, cfg_trim(in + 8)) : arbiter_section(ps, w, cfg_trim(in + 8));
 }
 
 /* "key = value" (s trimmed) in the section being read; where becomes
@@ -697,17 +525,17 @@ static int key_line(struct parse *ps, struct where *w, char *s, char *where, siz
 	char *eq = strchr(s, '='), *key, *val;
 	size_t i;
 	if (!eq)
-		return fail(w, "'%s' is not key = value", s);
+		return cfg_fail(w, "'%s' is not key = value", s);
 	*eq = 0;
-	key = trim(s);
-	val = trim(eq + 1);
+	key = cfg_trim(s);
+	val = cfg_trim(eq + 1);
 	snprintf(where, wherelen, "%s: %s", at, key);
 	if (!*key)
-		return fail(w, "a value without a key");
+		return cfg_fail(w, "a value without a key");
 	if (strcmp(key, "grpc_listen")) {
 		for (i = 0; i < ps->nseen; i++)
 			if (!strcmp(ps->seen[i], key))
-				return fail(w, "given twice");
+				return cfg_fail(w, "given twice");
 		if (ps->nseen < sizeof ps->seen / sizeof ps->seen[0])
 			snprintf(ps->seen[ps->nseen++], sizeof ps->seen[0], "%s", key);
 	}
@@ -735,13 +563,13 @@ int node_cfg_parse(struct node_cfg *c, const char *text, size_t len, const char 
 		snprintf(at, sizeof at, "%.*s:%d", NODE_PATH_MAX, name, lineno);
 		snprintf(where, sizeof where, "%s", at);
 		if (n >= sizeof line)
-			return fail(&w, "a line over %zu bytes", sizeof line - 1);
+			return cfg_fail(&w, "a line over %zu bytes", sizeof line - 1);
 		memcpy(line, p, n);
 		line[n] = 0;
 		p += n + 1;
 		if (memchr(line, 0, n))
-			return fail(&w, "a NUL byte");
-		s = trim(line);
+			return cfg_fail(&w, "a NUL byte");
+		s = cfg_trim(line);
 		if (!*s || *s == '#')
 			continue;
 		r = *s == '[' ? section(&ps, &w, s, at) : key_line(&ps, &w, s, where, sizeof where, at);
@@ -799,7 +627,7 @@ int node_cfg_set(struct node_cfg *c, const char *key, const char *value, char *e
 			flag[i] = '-';
 	if (value || !find_key(global_keys, NKEYS(global_keys), key))
 		return set_key(global_keys, NKEYS(global_keys), NULL, c, &w, key, value);
-	return fail(&w, "needs a value");
+	return cfg_fail(&w, "needs a value");
 }
 
 int node_cfg_check(const struct node_cfg *c, char *err, size_t errlen)
