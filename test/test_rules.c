@@ -223,12 +223,16 @@ static void seals_first(void **state)
  * new one) carries F_SEAL_EXEC too: accepted and written like any. */
 static void exec_sealed(void **state)
 {
-	int pfd[2], fd = -1, seals = 0;
+	/* Two pipes: the outer child says the inner's pid on pk, the inner
+	 * says its fd and seals on pv (one pipe let the two writes come in
+	 * either order). */
+	int pk[2], pv[2], fd = -1, seals = 0;
 	pid_t inner = 0, outer;
 	procctl_client_t *c;
 	(void)state;
 
-	assert_int_equal(pipe(pfd), 0);
+	assert_int_equal(pipe(pk), 0);
+	assert_int_equal(pipe(pv), 0);
 	outer = fork();
 	if (outer == 0) {
 		pid_t k;
@@ -254,29 +258,32 @@ static void exec_sealed(void **state)
 				_exit(21);
 			v[0] = procctl_fd(&ctx);
 			v[1] = fcntl(v[0], F_GET_SEALS);
-			if (write(pfd[1], v, sizeof v) != sizeof v)
+			if (write(pv[1], v, sizeof v) != sizeof v)
 				_exit(22);
 			pause();
 			_exit(0);
 		}
-		if (k < 0 || write(pfd[1], &k, sizeof k) != sizeof k)
+		if (k < 0 || write(pk[1], &k, sizeof k) != sizeof k)
 			_exit(11);
 		_exit(child_status(k) == 128 + SIGKILL ? 0 : 12);
 	}
-	close(pfd[1]);
-	if (read(pfd[0], &inner, sizeof inner) != sizeof inner) {
-		close(pfd[0]);
+	close(pk[1]);
+	close(pv[1]);
+	if (read(pk[0], &inner, sizeof inner) != sizeof inner) {
+		close(pk[0]);
+		close(pv[0]);
 		assert_int_equal(child_status(outer), 0);
 		TH_SKIP_OR_FAIL("no pid namespace");
 	}
 	{
 		int v[2];
-		if (read(pfd[0], v, sizeof v) == sizeof v) {
+		if (read(pv[0], v, sizeof v) == sizeof v) {
 			fd = v[0];
 			seals = v[1];
 		}
 	}
-	close(pfd[0]);
+	close(pk[0]);
+	close(pv[0]);
 	if (fd < 0) {
 		kill(inner, SIGKILL);
 		child_status(outer);
