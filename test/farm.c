@@ -1,0 +1,155 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* farm.c - many regions in many real processes, for the node-scale tests
+ * and benchmarks (issue 19):
+ *
+ *   farm --procs P --regions R --consumer NAME [--ack]
+ *
+ * forks P processes, each creating R regions of consumer NAME (schema
+ * versions 1 .. R, 4 KiB payloads, a state block each). With --ack each
+ * process acks every config it finds (it looks when one of its regions
+ * is woken, and at least every 100 ms), as a real consumer would.
+ * Prints "ready PROCS REGIONS" once every process has made its regions
+ * (or "failed N" and exits 1), then waits for SIGTERM, SIGINT or stdin's
+ * end, and ends every process it started (SIGKILL) before it exits.
+ * Each process is small: no threads, one page of state per region. */
+#define PROCCTL_IMPLEMENTATION
+#include "procctl.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define REGIONS_MAX 8
+#define PAYLOAD 4096
+#define STATE 256
+
+static volatile sig_atomic_t stop;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+/* One process of the farm: its regions, acked for ever. Never returns. */
+static void tenant(const char *consumer, int nregions, int ack, int ready_fd)
+{
+	static unsigned char storage[REGIONS_MAX][PROCCTL_STATE_STORAGE(4, STATE)] __attribute__((aligned(64)));
+	static procctl_t ctx[REGIONS_MAX];
+	static unsigned char buf[PAYLOAD];
+	char ok = 1;
+	int i;
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	for (i = 0; i < nregions; i++) {
+		procctl_config_t cfg;
+		memset(&cfg, 0, sizeof cfg);
+		cfg.consumer = consumer;
+		cfg.schema_version = (uint32_t)i + 1;
+		cfg.payload_capacity = PAYLOAD;
+		cfg.state_capacity = STATE;
+		cfg.resource_capacity = 4;
+		cfg.state_storage = storage[i];
+		if (procctl_init(&ctx[i], &cfg) != 0)
+			ok = 0;
+	}
+	if (write(ready_fd, &ok, 1) != 1 || !ok)
+		_exit(1);
+	close(ready_fd);
+	for (;;) {
+		/* Woken by region 0, the others looked at as often. Every region
+		 * is polled (what procctl_wait waits for is news not yet polled);
+		 * with ack, what came is acked. */
+		procctl_wait(&ctx[0], 100000000);
+		for (i = 0; i < nregions; i++) {
+			uint64_t gen;
+			int n = procctl_poll(&ctx[i], buf, sizeof buf, &gen);
+			if (ack && (n > 0 || n == -ENODATA))
+				procctl_ack(&ctx[i], gen, 0);
+		}
+	}
+}
+
+static int arg_int(int argc, char **argv, int i)
+{
+	long v;
+	char *end;
+	if (i + 1 >= argc)
+		return -1;
+	v = strtol(argv[i + 1], &end, 10);
+	return *end || v < 1 || v > 100000 ? -1 : (int)v;
+}
+
+int main(int argc, char **argv)
+{
+	const char *consumer = NULL;
+	int procs = -1, regions = -1, ack = 0, pfd[2], i, failed = 0;
+	pid_t *kids;
+	struct sigaction sa;
+
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--procs"))
+			procs = arg_int(argc, argv, i++);
+		else if (!strcmp(argv[i], "--regions"))
+			regions = arg_int(argc, argv, i++);
+		else if (!strcmp(argv[i], "--consumer") && i + 1 < argc)
+			consumer = argv[++i];
+		else if (!strcmp(argv[i], "--ack"))
+			ack = 1;
+		else
+			procs = -1, i = argc;
+	}
+	if (procs < 1 || regions < 1 || regions > REGIONS_MAX || !consumer) {
+		fprintf(stderr, "usage: farm --procs P --regions R (1..%d) --consumer NAME [--ack]\n", REGIONS_MAX);
+		return 2;
+	}
+	if (pipe(pfd) < 0 || !(kids = calloc((size_t)procs, sizeof *kids))) {
+		perror("farm");
+		return 1;
+	}
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_signal;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	for (i = 0; i < procs && !stop; i++) {
+		if ((kids[i] = fork()) == 0) {
+			close(pfd[0]);
+			tenant(consumer, regions, ack, pfd[1]);
+		}
+		if (kids[i] < 0) {
+			perror("farm: fork");
+			failed = procs;
+			break;
+		}
+	}
+	close(pfd[1]);
+	for (i = 0; i < procs && !failed; i++) {
+		char ok;
+		if (read(pfd[0], &ok, 1) != 1 || !ok)
+			failed++;
+	}
+	if (failed) {
+		printf("failed %d\n", failed);
+	} else {
+		struct pollfd in = {0, POLLIN, 0};
+		printf("ready %d %d\n", procs, regions);
+		fflush(stdout);
+		while (!stop && (poll(&in, 1, 1000) <= 0 || !(in.revents & (POLLIN | POLLHUP)) ||
+				 read(0, &(char){0}, 1) > 0))
+			;
+	}
+	fflush(stdout);
+	for (i = 0; i < procs; i++)
+		if (kids[i] > 0)
+			kill(kids[i], SIGKILL);
+	for (i = 0; i < procs; i++)
+		if (kids[i] > 0)
+			waitpid(kids[i], NULL, 0);
+	free(kids);
+	return failed ? 1 : 0;
+}

@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: Apache-2.0
+// scale.test.js - a node with many regions (issue 19's harness, small):
+// 1,000 regions in 250 real processes (test/farm) are all attached,
+// listed, published to with a wait (each acks), and detached when the
+// processes die.
+'use strict';
+
+const { test, after } = require('node:test');
+const assert = require('node:assert/strict');
+const h = require('./harness');
+
+const PROCS = 250;
+const REGIONS = 4;
+const CONSUMER = `farm${process.pid}`.slice(0, 31);
+
+after(async () => {
+  await h.killAll();
+});
+
+test(`${PROCS * REGIONS} regions in ${PROCS} processes: attached, published to, detached`, async () => {
+  const d = await new h.Daemon({ consumers: CONSUMER, args: ['--max-regions', '2000'] }).ready();
+  const c = d.client();
+  const farm = new h.Child(process.env.FARM, ['--procs', String(PROCS), '--regions', String(REGIONS),
+    '--consumer', CONSUMER, '--ack'], { stdio: ['pipe', 'pipe', 'pipe'] });
+  await farm.line(/^ready /, { out: true, timeout: 60000 });
+  const listed = async () => (await h.call(c, 'ListProcesses', { filter: { consumer: CONSUMER } })).processes;
+  await h.until(async () => (await listed()).length === PROCS * REGIONS,
+    { what: `${PROCS * REGIONS} regions attached`, timeout: 120000, every: 250 });
+  const procs = await listed();
+  assert.equal(new Set(procs.map((p) => p.ref.pid)).size, PROCS);
+  assert.ok(procs.every((p) => p.leaseState === 'LEASE_STATE_LIVE'));
+  // A publish to every region of one schema version waits for every ack.
+  for (let v = 1; v <= REGIONS; v++) {
+    const r = await h.call(c, 'Publish', { selector: { consumer: CONSUMER, schemaVersion: v },
+      payload: Buffer.from(`v${v}`), waitMs: 30000 }, { deadlineMs: 60000 });
+    assert.equal(r.results.length, PROCS);
+    const statuses = new Set(r.results.map((x) => x.status));
+    assert.deepEqual([...statuses], ['PUBLISH_STATUS_APPLIED']);
+  }
+  // The processes die: every region goes.
+  farm.proc.stdin.end();
+  await farm.exited;
+  await h.until(async () => (await listed()).length === 0, { what: 'every region detached', timeout: 60000, every: 250 });
+  c.close();
+  await d.stop();
+});
