@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -81,6 +82,29 @@ static void grpc_changed(void *arg)
 static void grpc_metrics(FILE *f, void *arg)
 {
 	grpcsrv_metrics(arg, f);
+}
+
+/* Each attached region holds two descriptors (its process's pidfd and
+ * its memfd; a third while a state read is out): take every descriptor
+ * the hard limit allows, and say when even that is short of max_regions. */
+static void raise_fd_limit(const struct node_cfg *cfg)
+{
+	struct rlimit rl;
+	unsigned long long need = 2ull * cfg->max_regions + 1024;
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return;
+	if (rl.rlim_cur < rl.rlim_max) {
+		unsigned long long was = (unsigned long long)rl.rlim_cur;
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl) == 0)
+			node_log(PROCCTL_LOG_INFO, "fd_limit", "from=%llu to=%llu", was, (unsigned long long)rl.rlim_cur);
+		else
+			getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if (rl.rlim_cur != RLIM_INFINITY && (unsigned long long)rl.rlim_cur < need)
+		node_log(PROCCTL_LOG_WARN, "fd_limit_low", "limit=%llu max_regions=%u needs=%llu reason=\"regions past the "
+			 "limit are not attached (raise the hard limit, or lower max_regions)\"",
+			 (unsigned long long)rl.rlim_cur, cfg->max_regions, need);
 }
 
 /* The command line, kept to build the configuration again on a reload. */
@@ -250,6 +274,7 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 
 	node_log(PROCCTL_LOG_INFO, "starting", "version=%s pid=%d", PROCCTL_NODE_VERSION, (int)getpid());
+	raise_fd_limit(&cfg);
 	for (;;) {
 		struct nodelock lock;
 		int lost = 0;

@@ -206,3 +206,17 @@ for (const sig of ['SIGTERM', 'SIGKILL']) {
     await e.kill('SIGKILL');
   });
 }
+
+test('the fd limit is raised to the hard limit; one short of max_regions is said', async () => {
+  const dir = h.scratch('procctl-node-');
+  const sock = path.join(dir, 'run', 'node.sock');
+  const d = new h.Child('prlimit', ['--nofile=1024:4096', h.NODE_BIN, '--grpc-listen', `unix:${sock}`,
+    '--lock-dir', path.join(dir, 'locks'), '--state-dir', path.join(dir, 'state'), '--http-listen', '',
+    '--consumers', h.CONSUMER, '--max-regions', '4096']);
+  await d.line(/event=listening/);
+  const limits = fs.readFileSync(`/proc/${d.pid}/limits`, 'utf8');
+  assert.match(limits, /Max open files\s+4096\s+4096/);
+  assert.ok(d.lines.some((l) => /event=fd_limit from=1024 to=4096/.test(l)), d.lines.join('\n'));
+  assert.ok(d.lines.some((l) => /level=warn event=fd_limit_low limit=4096 max_regions=4096 needs=9216/.test(l)));
+  await d.kill('SIGTERM');
+});
