@@ -50,8 +50,9 @@ enum procctl_reject {
 	PROCCTL_REJECT_FD_SWAPPED,     /* the fd fetched is not the one the scan saw */
 	PROCCTL_REJECT_CONSUMER_MISMATCH, /* the name and the header disagree */
 	PROCCTL_REJECT_NOT_CREATOR,    /* header pid is not the process's: an inherited fd */
-	PROCCTL_REJECT_LIMIT,          /* over the regions allowed per process or per agent */
+	PROCCTL_REJECT_LIMIT,          /* over the regions allowed per process (max_per_process) */
 	PROCCTL_REJECT_CONSUMER_LIMIT, /* a consumer more than the agent keeps locks for */
+	PROCCTL_REJECT_REGION_LIMIT,   /* over the regions allowed in all (max_regions) */
 	PROCCTL_REJECT__COUNT
 };
 
@@ -325,6 +326,8 @@ struct procctl_registry_stats {
 	uint64_t doorbells_bad;   /* regions whose doorbell word was written: never heard again */
 	uint32_t clients;         /* attached now */
 	uint32_t owned;           /* of which this agent owns */
+	uint32_t over_cap;        /* regions the last full scan left unattached for a cap
+	                           * (max_per_process, max_regions): warned when it turns nonzero */
 };
 
 /* A registry: no thread runs its loop; call procctl_registry_run, or poll

@@ -37,6 +37,7 @@ static const char *const reject_names[PROCCTL_REJECT__COUNT] = {
 	[PROCCTL_REJECT_NOT_CREATOR] = "not_creator",
 	[PROCCTL_REJECT_LIMIT] = "limit",
 	[PROCCTL_REJECT_CONSUMER_LIMIT] = "consumer_limit",
+	[PROCCTL_REJECT_REGION_LIMIT] = "region_limit",
 };
 
 const char *procctl_reject_name(enum procctl_reject why)

@@ -76,6 +76,7 @@ struct procctl_registry {
 	int epfd, evfd, rescan_fd, tick_fd;
 	uint32_t domain;
 	int have_domain, domain_logged;
+	uint32_t scan_over_cap; /* regions the full scan under way left out for a cap */
 	int lock_dirfd; /* procctl_trusted_dir(lock_dir); -1 passive */
 	struct lock_rec *locks;
 	uint32_t nlocks;
@@ -497,13 +498,17 @@ static void remember_rejected(procctl_registry_t *r, pid_t pid, dev_t dev, ino_t
 	rj->ino = ino;
 }
 
-static int over_limit(procctl_registry_t *r, pid_t pid)
+/* The cap a region of pid would pass: PROCCTL_REJECT_LIMIT (its
+ * process's), PROCCTL_REJECT_REGION_LIMIT (all), or 0. */
+static enum procctl_reject over_limit(procctl_registry_t *r, pid_t pid)
 {
 	const struct entry *e;
 	uint32_t mine = 0, all = 0;
 	for (e = r->entries; e; e = e->next, all++)
 		mine += e->c->info.pid == pid;
-	return mine >= r->o.max_per_process || all >= r->o.max_regions;
+	if (mine >= r->o.max_per_process)
+		return PROCCTL_REJECT_LIMIT;
+	return all >= r->o.max_regions ? PROCCTL_REJECT_REGION_LIMIT : 0;
 }
 
 static void count_reject(procctl_registry_t *r, enum procctl_reject why)
@@ -531,10 +536,11 @@ static int on_found(const struct procctl_scan_entry *s, void *arg)
 				    r->o.max_consumers);
 		return 0;
 	}
-	if (over_limit(r, s->pid)) {
-		count_reject(r, PROCCTL_REJECT_LIMIT);
-		procctl_log(PROCCTL_LOG_DEBUG, "attach_rejected", "pid=%d fd=%d consumer=%s reason=limit", (int)s->pid,
-			    s->fd, s->consumer);
+	if ((why = over_limit(r, s->pid))) {
+		count_reject(r, why);
+		r->scan_over_cap += r->scan_it != NULL; /* the full scan's count: a gauge, warned once */
+		procctl_log(PROCCTL_LOG_DEBUG, "attach_rejected", "pid=%d fd=%d consumer=%s reason=%s", (int)s->pid,
+			    s->fd, s->consumer, procctl_reject_name(why));
 		return 0;
 	}
 	pthread_mutex_lock(&r->mu);
@@ -690,6 +696,15 @@ static void full_scan_step(procctl_registry_t *r)
 	pthread_mutex_lock(&r->mu);
 	r->stats.scans++;
 	r->stats.scan_ns += (uint64_t)r->full_ns;
+	if (!r->stats.over_cap != !r->scan_over_cap) { /* said when it begins and when it ends */
+		if (r->scan_over_cap)
+			procctl_log(PROCCTL_LOG_WARN, "regions_over_cap", "count=%u max_per_process=%u max_regions=%u "
+				    "reason=\"regions left unattached: raise the caps, or find who makes so many\"",
+				    r->scan_over_cap, r->o.max_per_process, r->o.max_regions);
+		else
+			procctl_log(PROCCTL_LOG_INFO, "regions_over_cap", "count=0");
+	}
+	r->stats.over_cap = r->scan_over_cap;
 	pthread_mutex_unlock(&r->mu);
 	for (l = r->locks; l; l = l->next)
 		if (l->held && l->ready_scan == r->scan_no)
@@ -707,6 +722,7 @@ static void full_scan(procctl_registry_t *r)
 	if (r->consumer[0])
 		lock_for(r, r->consumer);
 	r->scan_no = ++r->scans_started;
+	r->scan_over_cap = 0;
 	r->full_ns = procctl_now_ns() - t0;
 	/* Not its own process: an agent's regions are its processes', and its
 	 * own fd table (a pidfd and a mem fd a region) is the largest there is. */

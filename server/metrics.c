@@ -110,6 +110,14 @@ static void registries(FILE *f, const struct node *n)
 		fprintf(f, "procctl_attach_rejections_total{reason=\"%s\"} %llu\n", procctl_reject_name((enum procctl_reject)k),
 			(unsigned long long)sum);
 	}
+	metric_head(f, "procctl_regions_over_cap", "gauge",
+		    "Regions the last full scan left unattached for a cap (max_per_process, max_regions).");
+	{
+		uint64_t sum = 0;
+		for (i = 0; i < n->nreg; i++)
+			sum += rs[i].over_cap;
+		fprintf(f, "procctl_regions_over_cap %llu\n", (unsigned long long)sum);
+	}
 	reg_counter(f, rs, n->nreg, "procctl_heartbeats_total", "Lease heartbeats written.",
 		    offsetof(struct procctl_registry_stats, heartbeats), 1);
 	reg_counter(f, rs, n->nreg, "procctl_lease_lapses_total",

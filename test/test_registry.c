@@ -380,6 +380,8 @@ static void limits_and_unsealed(void **state)
 	procctl_registry_stats(r, &st);
 	assert_int_equal(log.attached, 2);
 	assert_true(st.rejects[PROCCTL_REJECT_LIMIT] >= 1); /* counted at every scan */
+	assert_int_equal(st.rejects[PROCCTL_REJECT_REGION_LIMIT], 0);
+	assert_int_equal(st.over_cap, 1); /* the full scan's gauge */
 
 	th_procsim_start(&half);
 	th_agent_ok(&half, "hostile unsealed");

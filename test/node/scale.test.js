@@ -44,3 +44,32 @@ test(`${PROCS * REGIONS} regions in ${PROCS} processes: attached, published to, 
   c.close();
   await d.stop();
 });
+
+test('at a cap: refused with a named reason, counted, a gauge, one warning while it lasts', async () => {
+  const port = await h.freePort();
+  const consumer = `${CONSUMER}c`.slice(0, 31);
+  const d = await new h.Daemon({ consumers: consumer,
+    args: ['--max-per-process', '3', '--max-regions', '25', '--http-listen', `127.0.0.1:${port}`] }).ready();
+  const c = d.client();
+  const farm = new h.Child(process.env.FARM, ['--procs', '10', '--regions', '4', '--consumer', consumer],
+    { stdio: ['pipe', 'pipe', 'pipe'] });
+  await farm.line(/^ready /, { out: true });
+  const listed = async () => (await h.call(c, 'ListProcesses', { filter: { consumer } })).processes.length;
+  await h.until(async () => (await listed()) === 25, { what: '25 regions attached' });
+  // 10 processes x 4 = 40: 25 attached, 15 left out, some for their
+  // process's cap (the 4th of a process with 3), the rest for the cap in all.
+  await h.until(async () => (await h.metric(port, 'procctl_regions_over_cap')) === 15, { what: 'the gauge at 15' });
+  const perProcess = await h.metric(port, 'procctl_attach_rejections_total{reason="limit"}');
+  const inAll = await h.metric(port, 'procctl_attach_rejections_total{reason="region_limit"}');
+  assert.ok(perProcess >= 1 && inAll >= 1 && perProcess + inAll >= 15, `limit ${perProcess}, region_limit ${inAll}`);
+  await h.sleep(500); // several full scans (every 100 ms here): still one warning
+  const warned = d.lines.filter((l) => /level=warn event=regions_over_cap count=15 max_per_process=3 max_regions=25/.test(l));
+  assert.equal(warned.length, 1, d.lines.filter((l) => /regions_over_cap/.test(l)).join('\n'));
+  assert.equal(await listed(), 25);
+  farm.proc.stdin.end();
+  await farm.exited;
+  await h.until(async () => (await h.metric(port, 'procctl_regions_over_cap')) === 0, { what: 'the gauge back to 0' });
+  await d.line(/level=info event=regions_over_cap count=0/);
+  c.close();
+  await d.stop();
+});
