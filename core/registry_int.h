@@ -1,0 +1,142 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* registry_int.h - what the registry's files share: its state, its
+ * entries and lock records, and the calls between registry.c (discovery,
+ * attach, detach, the loop, the lifecycle), registry_locks.c (node locks
+ * and ownership) and registry_threads.c (the heartbeat thread and the
+ * doorbell watchers' callbacks). Internal to libprocctl-agent. */
+#ifndef PROCCTL_REGISTRY_INT_H
+#define PROCCTL_REGISTRY_INT_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "client.h"
+#include "doorbell.h"
+#include "procctl_agent.h"
+
+#define DEFAULT_LEASE_NS 10000000000ull
+#define DEFAULT_RESCAN_NS 60000000000ull
+#define TICK_NS 20000000ull   /* lock retries for passive consumers */
+#define SWEEP_BATCH 64        /* clients an exec sweep looks at a tick; notify finds most sooner */
+#define NOTIFY_BATCH 16       /* notified pids scanned a dispatch (the rest at the next) */
+#define FULL_SCAN_SHARE 10    /* asked-for full scans start at most every 10x a scan's time */
+#define SCAN_STEP_PIDS 16     /* processes a full scan looks at in one dispatch (~1 ms) */
+#define NOTIFY_MAX 1024
+#define REJECTED_MAX 256
+#define UNSEALED_MAX 64
+#define UNSEALED_TICKS 50 /* a region found mid-init is probed again for 1 s */
+#define DEFAULT_PER_PROCESS 8
+#define DEFAULT_REGIONS 4096
+#define DEFAULT_CONSUMERS 256
+#define BELL_WINDOW_NS 1000000000ull
+#define BELL_LIMIT 1000 /* rings a process may make per window */
+
+/* epoll tags; a client's is its entry id, TAG_FIRST_ID and up (never a
+ * pointer: a freed entry's address can come back in the same batch). */
+enum { TAG_EVENT = 1, TAG_RESCAN, TAG_TICK, TAG_FIRST_ID };
+
+struct lock_rec {
+	char consumer[32];
+	int fd;
+	int held;
+	uint32_t epoch;
+	uint64_t ready_scan; /* ready once scan number ready_scan has finished */
+	struct lock_rec *next;
+};
+
+struct entry {
+	procctl_client_t *c;
+	struct lock_rec *lk;
+	uint64_t id;
+	struct entry *next;
+	/* its doorbell, under mu (the watcher's) */
+	uint64_t bell_window, bell_muted_until;
+	uint32_t bell_count;
+	int bell_bad;
+	int bell_watched; /* in a watcher's set now */
+	int bell_rang;    /* rang since procctl_registry_doorbell_rang last asked */
+	int bell_event;   /* rang since the last DOORBELL event */
+	int bell_emit;    /* the loop's: an event to emit now */
+};
+
+struct rejected {
+	pid_t pid;
+	dev_t dev;
+	ino_t ino;
+};
+
+struct procctl_registry {
+	struct procctl_registry_opts o;
+	char consumer[32], lock_dir[256], proc_root[256];
+	int epfd, evfd, rescan_fd, tick_fd;
+	uint32_t domain;
+	int have_domain, domain_logged;
+	uint32_t scan_over_cap; /* regions the full scan under way left out for a cap */
+	int lock_dirfd; /* procctl_trusted_dir(lock_dir); -1 passive */
+	struct lock_rec *locks;
+	uint32_t nlocks;
+	int closing; /* locks go with the registry, not one by one */
+	uint64_t scans_started, scans_done, next_id;
+	uint32_t sweep_pos; /* the exec sweep's place in the entries */
+	int first_scan_done, stop;
+
+	pthread_mutex_t mu; /* entries, notify queue, stats: shared with the heartbeat thread */
+	struct entry *entries;
+	pid_t notify_q[NOTIFY_MAX];
+	unsigned nq;
+	int notify_all;
+	int64_t full_start, full_ns; /* the last full scan: when it began, its steps' time */
+	procctl_scan_iter_t *scan_it; /* a full scan under way */
+	uint64_t scan_no;             /* its number (scans_started then) */
+	struct procctl_registry_stats stats;
+
+	struct rejected rejected[REJECTED_MAX];
+	unsigned nrejected;
+	struct {
+		pid_t pid;
+		unsigned ticks; /* probes left */
+		dev_t dev;      /* the region */
+		ino_t ino;
+		char consumer[PROCCTL_CONSUMER_MAX + 1];
+	} unsealed[UNSEALED_MAX];
+	int reprobing; /* inside probe_unsealed: its refusals are not new */
+
+	pthread_t hb;
+	pthread_cond_t hb_cv;
+	int hb_stop, hb_started;
+
+	struct procctl_doorbells bells; /* PROCCTL_REGISTRY_DOORBELLS */
+	int bell_pending;               /* under mu: some entry rang since the last events */
+};
+
+/* registry.c */
+/* Make the loop's fd readable: it has work. */
+void reg_kick(procctl_registry_t *r);
+void reg_emit(procctl_registry_t *r, struct procctl_event *ev);
+void reg_emit_entry(procctl_registry_t *r, const struct entry *e, enum procctl_event_type type, int reason);
+
+/* registry_locks.c: node locks (SPEC.md 8.1) and the claims they allow */
+struct lock_rec *reg_lock_find(procctl_registry_t *r, const char *consumer);
+/* Claim e's region for this agent (its consumer's lock is held). */
+void reg_claim(procctl_registry_t *r, struct entry *e);
+/* Try to take l's lock; on success claim every region of its consumer. */
+void reg_lock_try(procctl_registry_t *r, struct lock_rec *l);
+/* Our lock file is no longer the one at the path: stop writing. */
+void reg_lock_check(procctl_registry_t *r, struct lock_rec *l);
+/* consumer's lock record, made (and its lock tried) when missing; NULL: out of memory. */
+struct lock_rec *reg_lock_for(procctl_registry_t *r, const char *consumer);
+/* l's consumer has no region left: its lock goes (unless named up front). */
+void reg_lock_put(procctl_registry_t *r, struct lock_rec *l);
+/* PROCCTL_EV_OWNERSHIP for l, as it stands. */
+void reg_emit_ownership(procctl_registry_t *r, struct lock_rec *l);
+
+/* registry_threads.c */
+void *reg_hb_main(void *arg); /* the heartbeat thread */
+size_t reg_bells_collect(void *arg, struct procctl_bell *out, size_t first, size_t max, size_t limit);
+void reg_bells_rang(void *arg, uint64_t id);
+void reg_bells_nonzero(void *arg, uint64_t id);
+/* Emit PROCCTL_EV_DOORBELL for every region that rang (the loop's thread). */
+void reg_emit_doorbell(procctl_registry_t *r);
+
+#endif
