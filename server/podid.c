@@ -14,6 +14,7 @@
  * are matched wherever they are, the outermost pod first. */
 #define _GNU_SOURCE 1
 #include "podid.h"
+#include "procstat.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -345,22 +346,11 @@ int procctl_podid_parse(const char *text, size_t len, const char *init, size_t i
 }
 
 /* A cgroup file into buf (FILE_MAX + 1 bytes): its length, or -errno
- * (-ESRCH gone, -EIO over FILE_MAX). */
+ * (-ESRCH gone, -EIO over FILE_MAX, or what open or read said). */
 static ssize_t read_cgroup(const char *proc_root, pid_t pid, char *buf)
 {
-	char path[512];
-	size_t len = 0;
-	ssize_t n = 0;
-	int fd;
-	snprintf(path, sizeof path, "%s/%d/cgroup", proc_root ? proc_root : "/proc", (int)pid);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return errno == ENOENT ? -ESRCH : -errno;
-	while (len <= FILE_MAX && (n = read(fd, buf + len, FILE_MAX + 1 - len)) > 0)
-		len += (size_t)n;
-	close(fd);
-	if (n < 0)
-		return errno == ESRCH ? -ESRCH : -EIO;
-	return len > FILE_MAX ? -EIO : (ssize_t)len;
+	ssize_t n = procstat_read(proc_root, pid, "cgroup", buf, FILE_MAX + 1);
+	return n > FILE_MAX ? -EIO : n;
 }
 
 int procctl_podid_read(const char *proc_root, pid_t pid, struct procctl_podid *out)

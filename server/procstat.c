@@ -38,12 +38,11 @@ int procstat_parse_start(const char *text, size_t len, uint64_t *out)
 	return 0;
 }
 
-/* <proc_root>/<pid>/<name> into buf (cap bytes): its length, or -errno. */
-static ssize_t slurp(const char *proc_root, pid_t pid, const char *name, char *buf, size_t cap)
+ssize_t procstat_read(const char *proc_root, pid_t pid, const char *name, char *buf, size_t cap)
 {
 	char path[512];
 	size_t len = 0;
-	ssize_t n;
+	ssize_t n = 0;
 	int fd;
 	snprintf(path, sizeof path, "%s/%d/%s", proc_root ? proc_root : "/proc", (int)pid, name);
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
@@ -58,7 +57,7 @@ static ssize_t slurp(const char *proc_root, pid_t pid, const char *name, char *b
 int procstat_start(const char *proc_root, pid_t pid, uint64_t *out)
 {
 	char buf[1024];
-	ssize_t n = slurp(proc_root, pid, "stat", buf, sizeof buf);
+	ssize_t n = procstat_read(proc_root, pid, "stat", buf, sizeof buf);
 	return n < 0 ? (int)n : procstat_parse_start(buf, (size_t)n, out);
 }
 
@@ -125,10 +124,10 @@ int procstat_who(const char *proc_root, pid_t pid, uid_t *uid, gid_t *gid, char 
 	int r;
 	if (!buf)
 		return -ENOMEM;
-	n = slurp(proc_root, pid, "status", buf, CAP);
+	n = procstat_read(proc_root, pid, "status", buf, CAP);
 	r = n < 0 ? (int)n : procstat_parse_ids(buf, (size_t)n, uid, gid);
 	cgroup[0] = 0;
-	if (!r && (n = slurp(proc_root, pid, "cgroup", buf, CAP)) < 0)
+	if (!r && (n = procstat_read(proc_root, pid, "cgroup", buf, CAP)) < 0)
 		r = (int)n;
 	else if (!r && (r = procstat_parse_cgroup2(buf, (size_t)n, cgroup, cap)) == -ENOENT)
 		r = 0;

@@ -10,6 +10,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+/* <proc_root>/<pid>/<name> (proc_root NULL: /proc) into buf, at most cap
+ * bytes: how many, or -ESRCH (gone), -errno. */
+ssize_t procstat_read(const char *proc_root, pid_t pid, const char *name, char *buf, size_t cap);
 /* Field 22 (starttime, clock ticks after boot) of a stat line: 0 and
  * *out, or -EINVAL. (0 is a process of the boot's first tick: nothing
  * binds to it, since 0 means unbound.) */
