@@ -70,6 +70,7 @@ static void *watch(void *arg)
 	struct procctl_bell bells[PROCCTL_BELLS_MAX];
 	struct futex_waitv w[PROCCTL_BELLS_MAX + 1];
 
+	pthread_setname_np(pthread_self(), "procctl-bells");
 	for (;;) {
 		struct timespec ts;
 		uint32_t gen;

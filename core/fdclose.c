@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* fdclose.c - closing slow file descriptors off the caller's thread
  * (fdclose.h). */
+#define _GNU_SOURCE 1
 #include "fdclose.h"
 
 #include <pthread.h>
@@ -23,6 +24,7 @@ void procctl_close_all(const int *fds, size_t n)
 static void *closer(void *arg)
 {
 	struct closing *c = arg;
+	pthread_setname_np(pthread_self(), "procctl-close");
 	procctl_close_all(c->fds, c->n);
 	free(c->fds);
 	free(c);

@@ -53,6 +53,7 @@ static void job_put(struct procctl_job *j)
 static void *worker(void *arg)
 {
 	(void)arg;
+	pthread_setname_np(pthread_self(), "procctl-offpath");
 	pthread_mutex_lock(&mu);
 	starting--;
 	for (;;) {

@@ -33,6 +33,7 @@ void *reg_hb_main(void *arg)
 {
 	procctl_registry_t *r = arg;
 	uint64_t last_beat = 0, last_lease = 0;
+	pthread_setname_np(pthread_self(), "procctl-beat");
 	pthread_mutex_lock(&r->mu);
 	while (!r->hb_stop) {
 		struct timespec ts;

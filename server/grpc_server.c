@@ -13,9 +13,11 @@
  * at once. Requests are decoded when taken (grpc_request.c); NodeService
  * calls go to the loop, health and reflection are answered on this side
  * (grpc_call.c). This file: the methods, the server, its thread. */
+#define _GNU_SOURCE 1
 #include "grpc_int.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,6 +85,7 @@ void grpcsrv_metrics(struct grpc_srv *s, FILE *f)
 static void *cq_thread(void *arg)
 {
 	struct grpc_srv *s = arg;
+	pthread_setname_np(pthread_self(), "procctl-grpc-cq");
 	for (;;) {
 		grpc_event ev = grpc_completion_queue_next(s->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
 		struct tag *t;
