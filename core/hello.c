@@ -533,8 +533,11 @@ static void record(struct procctl_hello *h, const unsigned char *r, size_t len)
 	case PERF_RECORD_COMM:
 		REC_NEED(8);
 		memcpy(a, r, 8);
-		if (hd.misc & PERF_RECORD_MISC_COMM_EXEC)
+		if (hd.misc & PERF_RECORD_MISC_COMM_EXEC) {
 			pid_gone(h, (pid_t)a[0]); /* a new image: its mappings follow */
+			if (h->o.on_exec && a[0]) /* 0: outside the agent's pid namespace */
+				h->o.on_exec((pid_t)a[0], h->o.arg);
+		}
 		break;
 	case PERF_RECORD_LOST:
 		h->st.lost++;
@@ -709,7 +712,7 @@ procctl_hello_t *procctl_hello_new(const struct procctl_hello_opts *o)
 		errno = ENOMEM;
 		return NULL;
 	}
-	h->o = *o;
+	memcpy(&h->o, o, o->sz < sizeof h->o ? o->sz : sizeof h->o); /* an older, smaller one: the rest 0 */
 	h->epfd = h->tfd = h->ifd = -1;
 	h->idle_ns = o->idle_ns ? (int64_t)o->idle_ns : HELLO_IDLE_NS;
 	{

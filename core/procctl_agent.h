@@ -335,7 +335,13 @@ struct procctl_registry_stats {
  * when it is readable; a dispatch does a bounded amount (a full scan of
  * /proc takes many, 16 processes each, and passes over the agent's own
  * process). It starts one heartbeat thread, which only stores to mapped
- * memory, and a doorbell watcher per 127 regions (DOORBELLS). All registry calls but notify, stop and stats belong
+ * memory, and a doorbell watcher per 127 regions (DOORBELLS). Idle, it
+ * sleeps: its fd is readable for a rescan (rescan_ns), a process that
+ * exited, a notify or exec, a lock file that changed, and, only while
+ * something waits for time (a region found unsealed, a lock not taken, a
+ * deferred scan), a timer. Exec'd processes are found by
+ * procctl_registry_exec, else at the next rescan (a sweep of every
+ * client in steps of 64). All registry calls but notify, exec, stop and stats belong
  * to the loop's thread, and on_event must not call registry functions
  * that change it (dispatch, run, close). Clients handed out hold until
  * DETACHED returns; take a reference (procctl_client_ref) to keep one
@@ -352,6 +358,10 @@ int procctl_registry_run(procctl_registry_t *r);
 void procctl_registry_stop(procctl_registry_t *r);
 /* Any thread: scan pid soon (the hello probe's fast path). */
 int procctl_registry_notify(procctl_registry_t *r, pid_t pid);
+/* Any thread: pid exec'd (procctl_hello's on_exec). Its regions, if it
+ * has any here, are checked soon and go (DETACHED, -ESTALE); a pid this
+ * registry has nothing of costs a lookup. 0, or -EINVAL. */
+int procctl_registry_exec(procctl_registry_t *r, pid_t pid);
 /* Any thread: a full scan now (as at a rescan). 0. */
 int procctl_registry_rescan(procctl_registry_t *r);
 /* 1 once the first full scan finished. */
@@ -418,6 +428,8 @@ struct procctl_hello_opts {
 	unsigned ring_pages;                  /* per CPU, a power of two; 0: 16 */
 	uint64_t idle_ns;                     /* a probed file no process maps keeps its uprobes this
 						 long (a program started again is heard); 0: 30 s */
+	void (*on_exec)(pid_t pid, void *arg); /* optional: pid exec'd (any process: pass it to
+						  procctl_registry_exec, which ignores the rest) */
 };
 
 struct procctl_hello_stats {

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/inotify.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -66,9 +67,9 @@ void reg_emit_entry(procctl_registry_t *r, const struct entry *e, enum procctl_e
 
 static struct entry *entry_of(procctl_registry_t *r, pid_t pid, dev_t dev, ino_t ino)
 {
-	struct entry *e;
-	for (e = r->entries; e; e = e->next)
-		if (e->c->info.pid == pid && e->c->info.dev == dev && e->c->info.ino == ino)
+	struct entry *e = NULL;
+	while ((e = reg_by_pid(r, pid, e)))
+		if (e->c->info.dev == dev && e->c->info.ino == ino)
 			return e;
 	return NULL;
 }
@@ -123,13 +124,13 @@ static void remember_rejected(procctl_registry_t *r, pid_t pid, dev_t dev, ino_t
  * process's), PROCCTL_REJECT_REGION_LIMIT (all), or 0. */
 static enum procctl_reject over_limit(procctl_registry_t *r, pid_t pid)
 {
-	const struct entry *e;
-	uint32_t mine = 0, all = 0;
-	for (e = r->entries; e; e = e->next, all++)
-		mine += e->c->info.pid == pid;
+	struct entry *e = NULL;
+	uint32_t mine = 0;
+	while ((e = reg_by_pid(r, pid, e)))
+		mine++;
 	if (mine >= r->o.max_per_process)
 		return PROCCTL_REJECT_LIMIT;
-	return all >= r->o.max_regions ? PROCCTL_REJECT_REGION_LIMIT : 0;
+	return r->stats.clients >= r->o.max_regions ? PROCCTL_REJECT_REGION_LIMIT : 0; /* the loop writes it */
 }
 
 static void count_reject(procctl_registry_t *r, enum procctl_reject why)
@@ -210,6 +211,8 @@ static int on_found(const struct procctl_scan_entry *s, void *arg)
 	pthread_mutex_lock(&r->mu);
 	e->next = r->entries;
 	r->entries = e;
+	reg_index_add(r, e);
+	e->lk->nentries++;
 	r->stats.attached++;
 	r->stats.clients++;
 	pthread_mutex_unlock(&r->mu);
@@ -242,8 +245,7 @@ static void probe_unsealed(procctl_registry_t *r)
 		r->reprobing = 1;
 		procctl_scan_pid(r->proc_root, pid, r->consumer[0] ? r->consumer : NULL, on_found, r);
 		r->reprobing = 0;
-		for (e = r->entries; e && e->c->info.pid != pid; e = e->next)
-			;
+		e = reg_by_pid(r, pid, NULL);
 		if (e || was_rejected(r, pid, r->unsealed[i].dev, r->unsealed[i].ino))
 			r->unsealed[i].ticks = 0; /* sealed now: attached, or refused for good */
 	}
@@ -261,6 +263,8 @@ static void detach(procctl_registry_t *r, struct entry *e, int reason)
 			*pp = e->next;
 			break;
 		}
+	reg_index_del(r, e);
+	e->lk->nentries--;
 	r->stats.detached++;
 	r->stats.clients--;
 	pthread_mutex_unlock(&r->mu);
@@ -275,8 +279,9 @@ static void detach(procctl_registry_t *r, struct entry *e, int reason)
 	reg_lock_put(r, l);
 }
 
-/* Exec keeps the pid and the pidfd quiet: look at every client, SWEEP_BATCH
- * a tick, so a thousand of them never hold the loop at once. */
+/* Exec keeps the pid and the pidfd quiet: procctl_registry_exec says which
+ * process did; without it (no hello probe) each rescan looks at every
+ * client, SWEEP_BATCH a dispatch, so thousands never hold the loop. */
 static void sweep(procctl_registry_t *r)
 {
 	struct entry *e = r->entries, *next;
@@ -284,9 +289,10 @@ static void sweep(procctl_registry_t *r)
 	for (i = 0; e && i < r->sweep_pos; i++) /* where the last batch stopped */
 		e = e->next;
 	if (!e) {
-		r->sweep_pos = 0;
-		e = r->entries;
+		r->sweeping = 0;
+		return;
 	}
+	reg_kick(r); /* the next batch (or the end) at the next dispatch */
 	for (i = 0; e && i < SWEEP_BATCH; i++, e = next) {
 		int a = procctl_client_alive(e->c);
 		next = e->next;
@@ -338,6 +344,8 @@ static void full_scan(procctl_registry_t *r)
 	if (r->scan_it)
 		return; /* one at a time: a scan asked for meanwhile waits (notify_all) */
 	r->full_start = t0;
+	r->sweep_pos = 0; /* and a sweep for exec'd clients */
+	r->sweeping = 1;
 	/* A consumer named up front has its lock taken before the scan
 	 * begins, so this very scan makes it ready. */
 	if (r->consumer[0])
@@ -393,18 +401,60 @@ static void drain_notify(procctl_registry_t *r)
 		return;
 	}
 	for (i = 0; i < n; i++) {
-		struct entry *e = r->entries, *next;
+		struct entry *e, *next;
 		forget_rejected(r, q[i]);
-		for (; e; e = next) { /* a pid that exec'd has a new region */
-			next = e->next;
-			if (e->c->info.pid == q[i]) {
-				int a = procctl_client_alive(e->c);
-				if (a < 0)
-					detach(r, e, a);
-			}
+		for (e = reg_by_pid(r, q[i], NULL); e; e = next) { /* a pid that exec'd has a new region */
+			int a = procctl_client_alive(e->c);
+			next = reg_by_pid(r, q[i], e);
+			if (a < 0)
+				detach(r, e, a);
 		}
 		procctl_scan_pid(r->proc_root, q[i], r->consumer[0] ? r->consumer : NULL, on_found, r);
 	}
+}
+
+/* Every lock record: still ours? Not taken: try. */
+static void locks_look(procctl_registry_t *r)
+{
+	struct lock_rec *l;
+	for (l = r->locks; l; l = l->next) {
+		reg_lock_check(r, l);
+		reg_lock_try(r, l);
+	}
+}
+
+/* The tick is armed only while something waits for time: a region found
+ * unsealed (probed every TICK_NS), a lock not taken (LOCK_RETRY_NS: its
+ * holder's close is heard at once), a full scan asked for and deferred
+ * (when it is due). An idle registry has it disarmed. An armed tick
+ * that comes sooner than needed stays (it plans again when it fires). */
+static void plan_tick(procctl_registry_t *r)
+{
+	int64_t now = procctl_now_ns(), due = 0;
+	const struct lock_rec *l;
+	struct itimerspec it;
+	unsigned i;
+	int all;
+	for (i = 0; i < UNSEALED_MAX && !due; i++)
+		if (r->unsealed[i].ticks)
+			due = now + (int64_t)TICK_NS;
+	for (l = r->locks; l && !(r->o.flags & PROCCTL_REGISTRY_PASSIVE); l = l->next)
+		if (!l->held && (!due || now + LOCK_RETRY_NS < due))
+			due = now + LOCK_RETRY_NS;
+	pthread_mutex_lock(&r->mu);
+	all = r->notify_all;
+	pthread_mutex_unlock(&r->mu);
+	if (all && !r->scan_it && (!due || full_scan_due(r) < due))
+		due = full_scan_due(r) > now ? full_scan_due(r) : now + 1;
+	if (due && r->tick_due && r->tick_due <= due)
+		return;
+	if (!due && !r->tick_due)
+		return;
+	memset(&it, 0, sizeof it);
+	it.it_value.tv_sec = due / 1000000000ll;
+	it.it_value.tv_nsec = due % 1000000000ll;
+	timerfd_settime(r->tick_fd, TFD_TIMER_ABSTIME, &it, NULL); /* 0: disarmed */
+	r->tick_due = due;
 }
 
 int procctl_registry_dispatch(procctl_registry_t *r)
@@ -416,6 +466,8 @@ int procctl_registry_dispatch(procctl_registry_t *r)
 		full_scan_step(r);
 	else if (!r->first_scan_done)
 		full_scan(r);
+	if (r->sweeping)
+		sweep(r);
 	n = epoll_wait(r->epfd, evs, 16, 0); /* more at the next dispatch: the fd stays readable */
 	if (n < 0)
 		return errno == EINTR ? 0 : -errno;
@@ -428,27 +480,27 @@ int procctl_registry_dispatch(procctl_registry_t *r)
 			if (read(r->rescan_fd, &v, sizeof v) > 0)
 				full_scan(r);
 		} else if (tag == TAG_TICK) {
-			struct lock_rec *l;
 			if (read(r->tick_fd, &v, sizeof v) <= 0)
 				continue;
-			for (l = r->locks; l; l = l->next) {
-				reg_lock_check(r, l);
-				reg_lock_try(r, l);
-			}
+			r->tick_due = 0;
+			locks_look(r);
 			probe_unsealed(r);
-			sweep(r);
 			pthread_mutex_lock(&r->mu);
 			if (r->notify_all && !r->scan_it && procctl_now_ns() >= full_scan_due(r))
 				reg_kick(r); /* a deferred full scan is due */
 			pthread_mutex_unlock(&r->mu);
-		} else {
-			struct entry *e;
-			for (e = r->entries; e && e->id != tag; e = e->next) /* still attached? */
+		} else if (tag == TAG_LOCKS) {
+			char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+			while (read(r->lock_ifd, buf, sizeof buf) > 0)
 				;
+			locks_look(r);
+		} else {
+			struct entry *e = reg_by_id(r, tag); /* still attached? */
 			if (e)
 				detach(r, e, -ESRCH);
 		}
 	}
+	plan_tick(r);
 	return 0;
 }
 
@@ -480,6 +532,24 @@ int procctl_registry_notify(procctl_registry_t *r, pid_t pid)
 		r->notify_q[r->nq++] = pid;
 	else
 		r->notify_all = 1; /* too many at once: a full scan finds them all */
+	pthread_mutex_unlock(&r->mu);
+	reg_kick(r);
+	return 0;
+}
+
+int procctl_registry_exec(procctl_registry_t *r, pid_t pid)
+{
+	if (pid <= 0)
+		return -EINVAL;
+	pthread_mutex_lock(&r->mu);
+	if (!reg_by_pid(r, pid, NULL)) { /* not ours: most execs on a node */
+		pthread_mutex_unlock(&r->mu);
+		return 0;
+	}
+	if (r->nq < NOTIFY_MAX)
+		r->notify_q[r->nq++] = pid; /* checked, then scanned: its new image may have a region */
+	else
+		r->notify_all = 1;
 	pthread_mutex_unlock(&r->mu);
 	reg_kick(r);
 	return 0;
@@ -555,7 +625,8 @@ procctl_registry_t *procctl_registry_new(const struct procctl_registry_opts *opt
 	r->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	r->rescan_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
 	r->tick_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-	if (r->epfd < 0 || r->evfd < 0 || r->rescan_fd < 0 || r->tick_fd < 0) {
+	r->lock_ifd = r->lock_dirfd < 0 ? -1 : reg_lock_watch(r->lock_dirfd);
+	if (r->epfd < 0 || r->evfd < 0 || r->rescan_fd < 0 || r->tick_fd < 0 || (r->lock_dirfd >= 0 && r->lock_ifd < 0)) {
 		int err = errno;
 		procctl_registry_close(r, 0);
 		errno = err;
@@ -569,8 +640,10 @@ procctl_registry_t *procctl_registry_new(const struct procctl_registry_opts *opt
 	epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->rescan_fd, &ee);
 	ee.data.u64 = TAG_TICK;
 	epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->tick_fd, &ee);
+	ee.data.u64 = TAG_LOCKS;
+	if (r->lock_ifd >= 0)
+		epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->lock_ifd, &ee);
 	arm(r->rescan_fd, r->o.rescan_ns, r->o.rescan_ns);
-	arm(r->tick_fd, TICK_NS, TICK_NS);
 	reg_kick(r); /* the first dispatch runs the first scan */
 	if (pthread_create(&r->hb, NULL, reg_hb_main, r) != 0) {
 		int err = errno;
@@ -645,7 +718,7 @@ int procctl_registry_doorbell_rang(procctl_registry_t *r, const procctl_client_t
 	struct entry *e;
 	int rang = -ENOTSUP;
 	pthread_mutex_lock(&r->mu);
-	for (e = r->entries; e && e->c != c; e = e->next)
+	for (e = reg_by_pid(r, c->info.pid, NULL); e && e->c != c; e = reg_by_pid(r, c->info.pid, e))
 		;
 	if (e && e->bell_watched) {
 		rang = e->bell_rang;
@@ -657,11 +730,8 @@ int procctl_registry_doorbell_rang(procctl_registry_t *r, const procctl_client_t
 
 procctl_client_t *procctl_registry_find(const procctl_registry_t *r, pid_t pid)
 {
-	const struct entry *e;
-	for (e = r->entries; e; e = e->next)
-		if (e->c->info.pid == pid)
-			return e->c;
-	return NULL;
+	const struct entry *e = reg_by_pid(r, pid, NULL);
+	return e ? e->c : NULL;
 }
 
 void procctl_registry_stats(procctl_registry_t *r, struct procctl_registry_stats *out)
@@ -724,6 +794,8 @@ void procctl_registry_close(procctl_registry_t *r, unsigned flags)
 		close(r->rescan_fd);
 	if (r->tick_fd >= 0)
 		close(r->tick_fd);
+	if (r->lock_ifd >= 0)
+		close(r->lock_ifd);
 	if (r->lock_dirfd >= 0)
 		close(r->lock_dirfd);
 	pthread_cond_destroy(&r->hb_cv);

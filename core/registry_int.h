@@ -17,8 +17,9 @@
 
 #define DEFAULT_LEASE_NS 10000000000ull
 #define DEFAULT_RESCAN_NS 60000000000ull
-#define TICK_NS 20000000ull   /* lock retries for passive consumers */
-#define SWEEP_BATCH 64        /* clients an exec sweep looks at a tick; notify finds most sooner */
+#define TICK_NS 20000000ull   /* probes of a region found unsealed */
+#define LOCK_RETRY_NS 1000000000ll /* a lock not taken: a holder's close is heard at once (inotify) */
+#define SWEEP_BATCH 64        /* clients an exec sweep looks at a dispatch (one sweep a rescan) */
 #define NOTIFY_BATCH 16       /* notified pids scanned a dispatch (the rest at the next) */
 #define FULL_SCAN_SHARE 10    /* asked-for full scans start at most every 10x a scan's time */
 #define SCAN_STEP_PIDS 16     /* processes a full scan looks at in one dispatch (~1 ms) */
@@ -31,13 +32,15 @@
 #define DEFAULT_CONSUMERS 256
 #define BELL_WINDOW_NS 1000000000ull
 #define BELL_LIMIT 1000 /* rings a process may make per window */
+#define REG_BUCKET_BITS 12   /* 4,096 chains by id, as many by pid: ~2 entries a chain at 10,000 */
 
 /* epoll tags; a client's is its entry id, TAG_FIRST_ID and up (never a
  * pointer: a freed entry's address can come back in the same batch). */
-enum { TAG_EVENT = 1, TAG_RESCAN, TAG_TICK, TAG_FIRST_ID };
+enum { TAG_EVENT = 1, TAG_RESCAN, TAG_TICK, TAG_LOCKS, TAG_FIRST_ID };
 
 struct lock_rec {
 	char consumer[32];
+	uint32_t nentries; /* regions attached under it */
 	int fd;
 	int held;
 	uint32_t epoch;
@@ -50,6 +53,7 @@ struct entry {
 	struct lock_rec *lk;
 	uint64_t id;
 	struct entry *next;
+	struct entry *id_next, *pid_next; /* registry_index.c's chains */
 	/* its doorbell, under mu (the watcher's) */
 	uint64_t bell_window, bell_muted_until;
 	uint32_t bell_count;
@@ -70,6 +74,8 @@ struct procctl_registry {
 	struct procctl_registry_opts o;
 	char consumer[32], lock_dir[256], proc_root[256];
 	int epfd, evfd, rescan_fd, tick_fd;
+	int lock_ifd;    /* inotify on the lock directory: a holder's close, a file replaced */
+	int64_t tick_due; /* tick_fd's expiry; 0 disarmed */
 	uint32_t domain;
 	int have_domain, domain_logged;
 	uint32_t scan_over_cap; /* regions the full scan under way left out for a cap */
@@ -79,10 +85,12 @@ struct procctl_registry {
 	int closing; /* locks go with the registry, not one by one */
 	uint64_t scans_started, scans_done, next_id;
 	uint32_t sweep_pos; /* the exec sweep's place in the entries */
+	int sweeping;       /* one under way (from the last rescan) */
 	int first_scan_done, stop;
 
 	pthread_mutex_t mu; /* entries, notify queue, stats: shared with the heartbeat thread */
 	struct entry *entries;
+	struct entry *by_id[1u << REG_BUCKET_BITS], *by_pid[1u << REG_BUCKET_BITS];
 	pid_t notify_q[NOTIFY_MAX];
 	unsigned nq;
 	int notify_all;
@@ -116,12 +124,22 @@ void reg_kick(procctl_registry_t *r);
 void reg_emit(procctl_registry_t *r, struct procctl_event *ev);
 void reg_emit_entry(procctl_registry_t *r, const struct entry *e, enum procctl_event_type type, int reason);
 
+/* registry_index.c: entries by id and by pid (changed under mu, by the loop) */
+void reg_index_add(procctl_registry_t *r, struct entry *e);
+void reg_index_del(procctl_registry_t *r, struct entry *e);
+struct entry *reg_by_id(const procctl_registry_t *r, uint64_t id);
+/* pid's first entry (after NULL), or the one after `after`; NULL: no more. */
+struct entry *reg_by_pid(const procctl_registry_t *r, pid_t pid, struct entry *after);
+
 /* registry_locks.c: node locks (SPEC.md 8.1) and the claims they allow */
 struct lock_rec *reg_lock_find(procctl_registry_t *r, const char *consumer);
 /* Claim e's region for this agent (its consumer's lock is held). */
 void reg_claim(procctl_registry_t *r, struct entry *e);
 /* Try to take l's lock; on success claim every region of its consumer. */
 void reg_lock_try(procctl_registry_t *r, struct lock_rec *l);
+/* An inotify fd (nonblocking) on the lock directory: a lock file closed,
+ * removed, renamed or replaced; -1 with errno. */
+int reg_lock_watch(int dirfd);
 /* Our lock file is no longer the one at the path: stop writing. */
 void reg_lock_check(procctl_registry_t *r, struct lock_rec *l);
 /* consumer's lock record, made (and its lock tried) when missing; NULL: out of memory. */

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* registry_locks.c - a registry's node locks (SPEC.md 8.1): one record
  * per consumer with regions attached (or named up front), taken without
- * waiting, checked every tick, removed when its last region goes; the
+ * waiting, looked at again when the lock directory changes (inotify: a
+ * holder's close, a file removed or replaced) and each second while not
+ * taken, removed when its last region goes; the
  * claims a held lock allows, and the ownership events. */
 #define _GNU_SOURCE 1
 #include <errno.h>
@@ -9,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <unistd.h>
 
 #include "lock.h"
@@ -61,13 +64,16 @@ void reg_lock_try(procctl_registry_t *r, struct lock_rec *l)
 	struct entry *e;
 	int err;
 
+	int tries = 2;
+
 	if (l->held || (r->o.flags & PROCCTL_REGISTRY_PASSIVE))
 		return;
+again:
 	if (l->fd < 0 && (l->fd = procctl_lock_open(r->lock_dirfd, l->consumer)) < 0)
-		return; /* not yet: the next tick tries again */
+		return; /* not yet: the next retry tries again */
 	if (!r->have_domain) {
 		err = procctl_lock_domain(r->lock_dirfd, &r->domain);
-		if (err) { /* said once; retried every tick */
+		if (err) { /* said once; retried */
 			if (!r->domain_logged++)
 				procctl_log(PROCCTL_LOG_ERROR, "lock_domain_failed", "dir=%s errno=%d (retrying)",
 					    r->lock_dir, -err);
@@ -76,9 +82,11 @@ void reg_lock_try(procctl_registry_t *r, struct lock_rec *l)
 		r->have_domain = 1;
 	}
 	err = procctl_lock_take(l->fd, r->lock_dirfd, l->consumer, &l->epoch);
-	if (err == -ESTALE) { /* the file was replaced: the next tick reopens */
+	if (err == -ESTALE) { /* the file was replaced (or removed by its last holder): reopen */
 		close(l->fd);
 		l->fd = -1;
+		if (--tries)
+			goto again;
 	}
 	if (err)
 		return;
@@ -90,6 +98,23 @@ void reg_lock_try(procctl_registry_t *r, struct lock_rec *l)
 		if (e->lk == l)
 			reg_claim(r, e);
 	reg_emit_ownership(r, l); /* ready once a full scan begun now ends: procctl_registry_ready asks for it */
+}
+
+int reg_lock_watch(int dirfd)
+{
+	char self[64];
+	int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC), err;
+	if (fd < 0)
+		return -1;
+	snprintf(self, sizeof self, "/proc/self/fd/%d", dirfd);
+	if (inotify_add_watch(fd, self, IN_CLOSE_WRITE | IN_DELETE | IN_CREATE | IN_MOVED_FROM | IN_MOVED_TO |
+						IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF) < 0) {
+		err = errno;
+		close(fd);
+		errno = err;
+		return -1;
+	}
+	return fd;
 }
 
 /* Our lock file is no longer the one at the path (deleted or replaced):
@@ -136,12 +161,8 @@ struct lock_rec *reg_lock_for(procctl_registry_t *r, const char *consumer)
 void reg_lock_put(procctl_registry_t *r, struct lock_rec *l)
 {
 	struct lock_rec **pp;
-	const struct entry *e;
-	if (r->consumer[0] || r->closing)
+	if (r->consumer[0] || r->closing || l->nentries)
 		return;
-	for (e = r->entries; e; e = e->next)
-		if (e->lk == l)
-			return;
 	for (pp = &r->locks; *pp != l; pp = &(*pp)->next)
 		;
 	*pp = l->next;

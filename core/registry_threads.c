@@ -89,18 +89,10 @@ size_t reg_bells_collect(void *arg, struct procctl_bell *out, size_t first, size
 	return n;
 }
 
-static struct entry *entry_by_id(const procctl_registry_t *r, uint64_t id)
-{
-	struct entry *e;
-	for (e = r->entries; e && e->id != id; e = e->next)
-		;
-	return e;
-}
-
 void reg_bells_rang(void *arg, uint64_t id)
 {
 	procctl_registry_t *r = arg;
-	struct entry *e = entry_by_id(r, id);
+	struct entry *e = reg_by_id(r, id);
 	uint64_t now = (uint64_t)procctl_now_ns();
 	if (!e)
 		return;
@@ -124,7 +116,7 @@ void reg_bells_rang(void *arg, uint64_t id)
 void reg_bells_nonzero(void *arg, uint64_t id)
 {
 	procctl_registry_t *r = arg;
-	struct entry *e = entry_by_id(r, id);
+	struct entry *e = reg_by_id(r, id);
 	if (!e || e->bell_bad)
 		return;
 	e->bell_bad = 1;

@@ -155,6 +155,7 @@ struct node *node_new(const struct node_cfg *cfg, const struct nodelock *lock, c
 		memset(&ho, 0, sizeof ho);
 		ho.sz = sizeof ho;
 		ho.on_pid = node_on_hello;
+		ho.on_exec = node_on_exec;
 		ho.arg = n;
 		if (!(n->hello = procctl_hello_new(&ho)))
 			node_log(PROCCTL_LOG_WARN, "hello_unavailable", "reason=\"%s\" error=\"%s\" rescan_ms=%llu",

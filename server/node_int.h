@@ -207,6 +207,7 @@ void state_reply(struct node *n, struct node_job *job, int r);
 /* Poll p's state by its interval from now, unless a poll is due sooner. */
 void proc_poll_soon(struct node *n, struct proc *p, int64_t now);
 void node_on_hello(pid_t pid, void *arg);
+void node_on_exec(pid_t pid, void *arg);
 void node_on_event(const struct procctl_event *e, void *arg);
 
 /* waits.c: writes that wait for acks, settled as the acks are read */

@@ -306,6 +306,15 @@ void node_on_hello(pid_t pid, void *arg)
 	}
 }
 
+/* The hello probe: pid exec'd. A registry with regions of it drops them. */
+void node_on_exec(pid_t pid, void *arg)
+{
+	struct node *n = arg;
+	size_t i;
+	for (i = 0; i < n->nreg; i++)
+		procctl_registry_exec(n->reg[i], pid);
+}
+
 void node_on_event(const struct procctl_event *e, void *arg)
 {
 	struct node *n = ((struct reg_arg *)arg)->n;

@@ -83,6 +83,21 @@ static void pump_until(procctl_registry_t *r, const int *counter, int want)
 		fail_msg("waited 10 s for %d events, got %d", want, *counter);
 }
 
+/* Times r's fd woke a poll in ms, each dispatched: an idle loop's none. */
+static int wakeups_in(procctl_registry_t *r, unsigned ms)
+{
+	uint64_t end = th_now_ns() + ms * MS, now;
+	int n = 0;
+	while ((now = th_now_ns()) < end) {
+		struct pollfd p = {procctl_registry_fd(r), POLLIN, 0};
+		if (poll(&p, 1, (int)((end - now) / MS) + 1) > 0) {
+			n++;
+			assert_int_equal(procctl_registry_dispatch(r), 0);
+		}
+	}
+	return n;
+}
+
 static void pump_for(procctl_registry_t *r, unsigned ms)
 {
 	uint64_t end = th_now_ns() + ms * MS;
@@ -188,8 +203,8 @@ static void wait_region(pid_t pid)
 static void discovery(void **state)
 {
 	struct evlog log;
-	struct procctl_registry_stats st;
-	struct th_agent bad, sim;
+	struct procctl_registry_stats st, st2;
+	struct th_agent bad, sim, sim2;
 	procctl_client_t *cs[8];
 	procctl_registry_t *r;
 	pid_t c1, c2, c3;
@@ -230,17 +245,36 @@ static void discovery(void **state)
 	assert_int_equal(st.rejects[PROCCTL_REJECT_BAD_MAGIC], 1);
 	assert_int_equal(log.attached, 3);
 
-	/* exec: the same pid, a new image: Detached */
+	/* exec: the same pid, a new image: Detached when told (the hello
+	 * probe's exec records), else at the next rescan's sweep; an exec
+	 * of a process with nothing here costs nothing. */
 	th_procsim_start(&sim);
 	th_agent_ok(&sim, "init test");
 	procctl_registry_notify(r, sim.pid);
 	pump_until(r, &log.attached, 4);
+	procctl_registry_stats(r, &st);
+	assert_int_equal(procctl_registry_exec(r, bad.pid), 0);
+	assert_int_equal(procctl_registry_exec(r, 0), -EINVAL);
+	pump_for(r, 50);
+	procctl_registry_stats(r, &st2);
+	assert_int_equal(st2.targeted_scans, st.targeted_scans);
 	th_agent_ok(&sim, "exec");
+	pump_for(r, 300);
+	assert_int_equal(log.detached, 0); /* nothing polls for it */
+	assert_int_equal(procctl_registry_exec(r, sim.pid), 0);
 	pump_until(r, &log.detached, 1);
+	assert_int_equal(log.last_reason, -ESTALE);
+	th_procsim_start(&sim2);
+	th_agent_ok(&sim2, "init test");
+	procctl_registry_notify(r, sim2.pid);
+	pump_until(r, &log.attached, 5);
+	th_agent_ok(&sim2, "exec");
+	assert_int_equal(procctl_registry_rescan(r), 0);
+	pump_until(r, &log.detached, 2);
 	assert_int_equal(log.last_reason, -ESTALE);
 
 	reap(c1);
-	pump_until(r, &log.detached, 2);
+	pump_until(r, &log.detached, 3);
 	assert_int_equal(log.last_pid, c1);
 	assert_int_equal(log.last_reason, -ESRCH);
 	procctl_registry_stats(r, &st);
@@ -252,6 +286,7 @@ static void discovery(void **state)
 	reap(c3);
 	th_agent_kill(&bad);
 	th_agent_kill(&sim);
+	th_agent_kill(&sim2);
 }
 
 /* With PROCCTL_REGISTRY_DOORBELLS a report reaches the loop at once as an
@@ -586,6 +621,10 @@ static void handoff_then_uninstall(void **state)
 	b = registry("echo", lockdir, 1000 * MS, 0, &log);
 	pump_until(b, &log.attached, 1);
 	assert_int_equal(procctl_registry_owner(b, "echo"), 0);
+	/* Standing by, it sleeps: a lock retry a second at most (the
+	 * holder's close wakes it through inotify). */
+	pump_for(b, 50);
+	assert_true(wakeups_in(b, 500) <= 1);
 	kill(a, SIGTERM);
 	waitpid(a, &st, 0);
 	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
@@ -594,6 +633,7 @@ static void handoff_then_uninstall(void **state)
 	pump_for(b, 2000);
 	assert_int_equal(log_has(path, "event=lease state=expired"), 0);
 	assert_int_equal(log_has(path, "event=cleared"), 0);
+	assert_int_equal(wakeups_in(b, 500), 0); /* owning, idle: no tick (the heartbeat has its thread) */
 
 	procctl_registry_close(b, PROCCTL_CLOSE_UNINSTALL);
 	wait_log(path, "event=cleared", 1);

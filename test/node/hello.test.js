@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // hello.test.js - fast discovery in the daemon: with rescans an hour
 // apart, a process started after the daemon is attached all the same
-// (the procctl:hello probe), and so is one that execs into a client;
+// (the procctl:hello probe), and so is one that execs into a client; a
+// client that execs away is detached at once (the probe's exec records);
 // `--hello false` leaves new processes to the rescan; a daemon without
 // perf permission (running as nobody) says so once in its log and in
 // /metrics, and serves.
@@ -75,6 +76,20 @@ test('a shell that execs into a client is attached too', async () => {
   const sh = new h.Child('/bin/sh', ['-c', `sleep 0.2; exec "$0" --consumer ${h.CONSUMER}`, h.ECHO_CLIENT]);
   await h.attached(d, sh.pid);
   await sh.kill('SIGKILL');
+  await d.stop();
+});
+
+test('a client that execs into another program is detached at once (its exec record), not at a rescan', async () => {
+  const d = await daemon({ args: HOUR });
+  // procsim (test/procsim.c): a process side driven line by line; "exec"
+  // makes it exec into sleep, the same pid without its region.
+  const p = new h.Child(process.env.PROCSIM, [], { stdio: ['pipe', 'pipe', 'pipe'] });
+  p.proc.stdin.write(`init ${h.CONSUMER}\n`);
+  await p.line(/^ok /, { out: true });
+  await h.attached(d, p.pid);
+  p.proc.stdin.write('exec\n');
+  await d.line(new RegExp(`event=detached pid=${p.pid} consumer=${h.CONSUMER} .*reason=execed`), { timeout: 10000 });
+  await p.kill('SIGKILL');
   await d.stop();
 });
 

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* registry_index.c - a registry's entries found by id (epoll tags,
+ * doorbells) and by pid (caps, notifies, exec events) without walking
+ * them: two chained hash tables of REG_BUCKETS, changed under mu on the
+ * loop's thread only, so the loop reads them without mu. */
+#include "registry_int.h"
+
+static unsigned hash(uint64_t v)
+{
+	v *= 0x9e3779b97f4a7c15ull; /* Fibonacci hashing: the top bits */
+	return (unsigned)(v >> (64 - REG_BUCKET_BITS));
+}
+
+void reg_index_add(procctl_registry_t *r, struct entry *e)
+{
+	struct entry **id = &r->by_id[hash(e->id)], **pid = &r->by_pid[hash((uint64_t)e->c->info.pid)];
+	e->id_next = *id;
+	*id = e;
+	e->pid_next = *pid;
+	*pid = e;
+}
+
+void reg_index_del(procctl_registry_t *r, struct entry *e)
+{
+	struct entry **pp;
+	for (pp = &r->by_id[hash(e->id)]; *pp; pp = &(*pp)->id_next)
+		if (*pp == e) {
+			*pp = e->id_next;
+			break;
+		}
+	for (pp = &r->by_pid[hash((uint64_t)e->c->info.pid)]; *pp; pp = &(*pp)->pid_next)
+		if (*pp == e) {
+			*pp = e->pid_next;
+			break;
+		}
+}
+
+struct entry *reg_by_id(const procctl_registry_t *r, uint64_t id)
+{
+	struct entry *e;
+	for (e = r->by_id[hash(id)]; e && e->id != id; e = e->id_next)
+		;
+	return e;
+}
+
+struct entry *reg_by_pid(const procctl_registry_t *r, pid_t pid, struct entry *after)
+{
+	struct entry *e = after ? after->pid_next : r->by_pid[hash((uint64_t)pid)];
+	for (; e && e->c->info.pid != pid; e = e->pid_next)
+		;
+	return e;
+}
