@@ -1364,6 +1364,7 @@ PROCCTL_API int procctl_state_set(procctl_t *ctx, const void *data, size_t len, 
 		       data, len);
 	ctx->data_len_ = (uint32_t)len;
 	procctl__state_end(ctx);
+	procctl__doorbell(ctx);
 	return 0;
 }
 

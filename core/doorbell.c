@@ -6,8 +6,9 @@
  * The doorbell word is never written (SPEC.md 6.5), so each is waited on
  * with the value 0. The watchers' shared private word is first in each
  * vector: bumping it makes them collect the set again (attach, detach,
- * stop). Waits end after 100 ms at most, so a set that changed without a
- * bump, or a muted region whose time is up, is collected again soon. */
+ * stop). A wait has no timeout unless collect names a time the set
+ * changes without a bump (a muted region's time is up): an idle watcher
+ * sleeps. */
 #define _GNU_SOURCE 1
 #include "doorbell.h"
 
@@ -22,8 +23,6 @@
 #ifndef SYS_futex_waitv
 #define SYS_futex_waitv 449
 #endif
-
-#define REFRESH_NS 100000000ll
 
 static long waitv(struct futex_waitv *w, unsigned n, const struct timespec *abs)
 {
@@ -48,9 +47,10 @@ static void find_nonzero(struct procctl_watcher *me, struct procctl_bell *bells)
 {
 	struct procctl_doorbells *d = me->d;
 	size_t n, i;
+	uint64_t again;
 	int found = 0;
 	pthread_mutex_lock(d->mu);
-	n = d->collect(d->arg, bells, me->first, PROCCTL_BELLS_MAX, limit(d));
+	n = d->collect(d->arg, bells, me->first, PROCCTL_BELLS_MAX, limit(d), &again);
 	for (i = 0; i < n; i++)
 		if (__atomic_load_n(bells[i].word, __ATOMIC_RELAXED) != 0) {
 			d->nonzero(d->arg, bells[i].id);
@@ -73,6 +73,7 @@ static void *watch(void *arg)
 	pthread_setname_np(pthread_self(), "procctl-bells");
 	for (;;) {
 		struct timespec ts;
+		uint64_t again;
 		uint32_t gen;
 		size_t n, i;
 		long r;
@@ -83,7 +84,7 @@ static void *watch(void *arg)
 			break;
 		}
 		gen = __atomic_load_n(&d->changed, __ATOMIC_ACQUIRE);
-		n = d->collect(d->arg, bells, me->first, PROCCTL_BELLS_MAX, limit(d));
+		n = d->collect(d->arg, bells, me->first, PROCCTL_BELLS_MAX, limit(d), &again);
 		pthread_mutex_unlock(d->mu);
 
 		own_word(&w[0], &d->changed, gen);
@@ -92,13 +93,9 @@ static void *watch(void *arg)
 			w[i + 1].uaddr = (uintptr_t)bells[i].word;
 			w[i + 1].flags = FUTEX_32; /* shared: the process wakes it */
 		}
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ts.tv_nsec += REFRESH_NS;
-		if (ts.tv_nsec >= 1000000000l) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000l;
-		}
-		r = waitv(w, (unsigned)n + 1u, &ts);
+		ts.tv_sec = (time_t)(again / 1000000000ull);
+		ts.tv_nsec = (long)(again % 1000000000ull);
+		r = waitv(w, (unsigned)n + 1u, again ? &ts : NULL);
 		if (r > 0) {
 			pthread_mutex_lock(d->mu);
 			d->rang(d->arg, bells[r - 1].id);
@@ -106,7 +103,7 @@ static void *watch(void *arg)
 		} else if (r < 0 && errno == EAGAIN && __atomic_load_n(&d->changed, __ATOMIC_ACQUIRE) == gen) {
 			find_nonzero(me, bells);
 		}
-		/* 0: bumped; ETIMEDOUT: refresh; EFAULT: a word was unmapped
+		/* 0: bumped; ETIMEDOUT: a mute is over; EFAULT: a word was unmapped
 		 * after collect (its region detached); EINTR: again. All of
 		 * them collect again. */
 	}
@@ -152,13 +149,18 @@ int procctl_doorbells_start(struct procctl_doorbells *d)
 	return 0;
 }
 
+void procctl_doorbells_bump(struct procctl_doorbells *d)
+{
+	__atomic_add_fetch(&d->changed, 1u, __ATOMIC_RELEASE);
+	syscall(SYS_futex, &d->changed, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
 void procctl_doorbells_changed(struct procctl_doorbells *d, size_t n)
 {
 	if (!d->started)
 		return;
 	grow(d, n); /* short of threads: the words past them are not watched (collect says so) */
-	__atomic_add_fetch(&d->changed, 1u, __ATOMIC_RELEASE);
-	syscall(SYS_futex, &d->changed, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+	procctl_doorbells_bump(d);
 }
 
 void procctl_doorbells_stop(struct procctl_doorbells *d)

@@ -23,8 +23,11 @@ struct procctl_doorbells {
 	 * held, and every word collect returns stays mapped while *mu is. */
 	pthread_mutex_t *mu;
 	/* The words to watch now: the first-th to the (first + max)-th of
-	 * them; the set's first limit are watched, the rest are not. */
-	size_t (*collect)(void *arg, struct procctl_bell *out, size_t first, size_t max, size_t limit);
+	 * them; the set's first limit are watched, the rest are not. *again:
+	 * when (CLOCK_MONOTONIC ns) the set changes without a bump (a muted
+	 * word's time is up), 0 never. */
+	size_t (*collect)(void *arg, struct procctl_bell *out, size_t first, size_t max, size_t limit,
+			  uint64_t *again);
 	void (*rang)(void *arg, uint64_t id);                               /* id's doorbell rang */
 	void (*nonzero)(void *arg, uint64_t id); /* id's word was written (by its process): not to be watched again */
 	void *arg;
@@ -45,6 +48,9 @@ int procctl_doorbells_start(struct procctl_doorbells *d);
  * them): collect again. The owner's thread (the one that started it), not
  * under *mu. */
 void procctl_doorbells_changed(struct procctl_doorbells *d, size_t n);
+/* The set changed without a change in size (a word muted or written):
+ * every watcher collects again. Any thread, *mu held or not. */
+void procctl_doorbells_bump(struct procctl_doorbells *d);
 /* Join the watchers; call without *mu held. */
 void procctl_doorbells_stop(struct procctl_doorbells *d);
 

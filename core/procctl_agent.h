@@ -379,9 +379,15 @@ procctl_client_t *procctl_registry_find(const procctl_registry_t *r, pid_t pid);
 /* With PROCCTL_REGISTRY_DOORBELLS: 1 when c's doorbell rang since the
  * last call for c (which forgets it), 0 when it did not; -ENOTSUP when c's
  * doorbell is not listened to (no DOORBELLS, not attached, muted, written,
- * beyond the first 127): read its state block anyway. A wake can be lost
+ * no watcher for it): read its state block anyway. A wake can be lost
  * (a hint only, SPEC.md 6.5), so 0 is no proof that nothing changed. */
 int procctl_registry_doorbell_rang(procctl_registry_t *r, const procctl_client_t *c);
+/* With PROCCTL_REGISTRY_DOORBELLS: 1 while c's doorbell is heard (a write
+ * to its state block rings a DOORBELL event), 0 while it is not (muted for
+ * ringing too often, written, no watcher for it yet): poll it meanwhile.
+ * Turning unheard rings one more DOORBELL event. -ENOTSUP: no DOORBELLS,
+ * or c is not attached. */
+int procctl_registry_doorbell_heard(procctl_registry_t *r, const procctl_client_t *c);
 void procctl_registry_stats(procctl_registry_t *r, struct procctl_registry_stats *out);
 
 #define PROCCTL_CLOSE_UNINSTALL 0x1u /* release leases: uninstall every owned region */

@@ -718,14 +718,27 @@ int procctl_registry_doorbell_rang(procctl_registry_t *r, const procctl_client_t
 	struct entry *e;
 	int rang = -ENOTSUP;
 	pthread_mutex_lock(&r->mu);
-	for (e = reg_by_pid(r, c->info.pid, NULL); e && e->c != c; e = reg_by_pid(r, c->info.pid, e))
-		;
+	e = reg_by_client(r, c);
 	if (e && e->bell_watched) {
 		rang = e->bell_rang;
 		e->bell_rang = 0;
 	}
 	pthread_mutex_unlock(&r->mu);
 	return rang;
+}
+
+int procctl_registry_doorbell_heard(procctl_registry_t *r, const procctl_client_t *c)
+{
+	struct entry *e;
+	int heard = -ENOTSUP;
+	if (!(r->o.flags & PROCCTL_REGISTRY_DOORBELLS))
+		return heard;
+	pthread_mutex_lock(&r->mu);
+	e = reg_by_client(r, c);
+	if (e)
+		heard = e->bell_watched && !e->bell_bad && (uint64_t)procctl_now_ns() >= e->bell_muted_until;
+	pthread_mutex_unlock(&r->mu);
+	return heard;
 }
 
 procctl_client_t *procctl_registry_find(const procctl_registry_t *r, pid_t pid)

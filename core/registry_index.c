@@ -43,6 +43,14 @@ struct entry *reg_by_id(const procctl_registry_t *r, uint64_t id)
 	return e;
 }
 
+struct entry *reg_by_client(const procctl_registry_t *r, const procctl_client_t *c)
+{
+	struct entry *e = NULL;
+	while ((e = reg_by_pid(r, c->info.pid, e)) && e->c != c)
+		;
+	return e;
+}
+
 struct entry *reg_by_pid(const procctl_registry_t *r, pid_t pid, struct entry *after)
 {
 	struct entry *e = after ? after->pid_next : r->by_pid[hash((uint64_t)pid)];

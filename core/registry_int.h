@@ -130,6 +130,7 @@ void reg_index_del(procctl_registry_t *r, struct entry *e);
 struct entry *reg_by_id(const procctl_registry_t *r, uint64_t id);
 /* pid's first entry (after NULL), or the one after `after`; NULL: no more. */
 struct entry *reg_by_pid(const procctl_registry_t *r, pid_t pid, struct entry *after);
+struct entry *reg_by_client(const procctl_registry_t *r, const procctl_client_t *c);
 
 /* registry_locks.c: node locks (SPEC.md 8.1) and the claims they allow */
 struct lock_rec *reg_lock_find(procctl_registry_t *r, const char *consumer);
@@ -151,7 +152,7 @@ void reg_emit_ownership(procctl_registry_t *r, struct lock_rec *l);
 
 /* registry_threads.c */
 void *reg_hb_main(void *arg); /* the heartbeat thread */
-size_t reg_bells_collect(void *arg, struct procctl_bell *out, size_t first, size_t max, size_t limit);
+size_t reg_bells_collect(void *arg, struct procctl_bell *out, size_t first, size_t max, size_t limit, uint64_t *again);
 void reg_bells_rang(void *arg, uint64_t id);
 void reg_bells_nonzero(void *arg, uint64_t id);
 /* Emit PROCCTL_EV_DOORBELL for every region that rang (the loop's thread). */

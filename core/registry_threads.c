@@ -68,15 +68,18 @@ void *reg_hb_main(void *arg)
 
 /* ---- doorbells (the watcher thread, under mu) --------------------------- */
 
-size_t reg_bells_collect(void *arg, struct procctl_bell *out, size_t first, size_t max, size_t limit)
+size_t reg_bells_collect(void *arg, struct procctl_bell *out, size_t first, size_t max, size_t limit, uint64_t *again)
 {
 	procctl_registry_t *r = arg;
 	uint64_t now = (uint64_t)procctl_now_ns();
 	struct entry *e;
 	size_t k = 0, n = 0; /* k: the words to watch so far */
+	*again = 0;
 	for (e = r->entries; e; e = e->next) {
 		if (e->bell_bad || now < e->bell_muted_until) {
 			e->bell_watched = 0;
+			if (!e->bell_bad && (!*again || e->bell_muted_until < *again))
+				*again = e->bell_muted_until; /* every watcher looks again then: the slices move */
 			continue;
 		}
 		e->bell_watched = k < limit; /* past every watcher's slice: not watched */
@@ -102,6 +105,7 @@ void reg_bells_rang(void *arg, uint64_t id)
 	}
 	if (++e->bell_count > BELL_LIMIT) {
 		e->bell_muted_until = e->bell_window + BELL_WINDOW_NS;
+		procctl_doorbells_bump(&r->bells); /* every slice after it moves */
 		r->stats.doorbells_muted++;
 		procctl_log_limited(PROCCTL_LOG_WARN, "doorbell_muted", "pid=%d rings=%u (for the rest of the second)",
 			    (int)e->c->info.pid, e->bell_count);
@@ -120,6 +124,10 @@ void reg_bells_nonzero(void *arg, uint64_t id)
 	if (!e || e->bell_bad)
 		return;
 	e->bell_bad = 1;
+	procctl_doorbells_bump(&r->bells); /* every slice after it moves */
+	e->bell_event = 1; /* unheard now: one more event says so (it is polled) */
+	r->bell_pending = 1;
+	reg_kick(r);
 	r->stats.doorbells_bad++;
 	procctl_log_limited(PROCCTL_LOG_WARN, "doorbell_written", "pid=%d (never listened to again)", (int)e->c->info.pid);
 }

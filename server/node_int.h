@@ -23,8 +23,7 @@
                                     * (and an arbiter's read holds its tick this long at most) */
 #define POLL_WAITING_NS (2 * MS)   /* a process with a wait on it and no doorbell */
 #define POLL_RUNG_NS (20 * MS)     /* ... with a doorbell (a wake can be lost) */
-#define POLL_IDLE_NS (1000 * MS)   /* state changes of processes without a doorbell */
-#define POLL_QUIET_NS (10000 * MS) /* ... with one */
+#define POLL_IDLE_NS (1000 * MS)   /* state changes of processes whose doorbell is not heard */
 #define TICK_NS (5 * MS)           /* arbiters */
 #define HEXID_LEN 17               /* an id as 16 hex digits */
 

@@ -146,25 +146,32 @@ void proc_state_seen(struct node *n, struct proc *p, const struct procctl_state 
 	waits_update(n, p, st);
 }
 
-/* How often p's state is polled: often while waits name it, now and then
- * otherwise (a doorbell is a hint, and not every process is heard: a
- * process is polled as one without a doorbell until it first rang). */
+/* How often p's state is polled: often while waits name it (a doorbell
+ * is a hint: a wake can be lost), each second while its doorbell is not
+ * heard, never otherwise (SPEC.md 6.5: every write to its state block
+ * rings, so an idle node reads nobody). */
 static int64_t poll_every(const struct proc *p)
 {
-	return p->waiting ? (p->rings ? POLL_RUNG_NS : POLL_WAITING_NS) : (p->rings ? POLL_QUIET_NS : POLL_IDLE_NS);
+	if (p->waiting)
+		return p->rings ? POLL_RUNG_NS : POLL_WAITING_NS;
+	return procctl_registry_doorbell_heard(p->reg, p->c) > 0 ? 0 : POLL_IDLE_NS;
 }
 
 static void on_poll(struct timer *t, int64_t now)
 {
 	struct proc *p = container_of(t, struct proc, t_poll);
+	int64_t every;
 	proc_read_state(p->n, p, 0);
 	/* Re-armed in the slot it just left: the heap has room. */
-	timer_arm(&p->n->timers, t, now + poll_every(p));
+	if ((every = poll_every(p)))
+		timer_arm(&p->n->timers, t, now + every);
 }
 
 void proc_poll_soon(struct node *n, struct proc *p, int64_t now)
 {
-	timer_arm_by(&n->timers, &p->t_poll, now + poll_every(p)); /* armed: no room needed */
+	int64_t every = poll_every(p);
+	if (every)
+		timer_arm_by(&n->timers, &p->t_poll, now + every); /* -ENOMEM: left to its doorbell */
 }
 
 static void emit_attached(struct node *n, struct proc *p)
@@ -330,6 +337,7 @@ void node_on_event(const struct procctl_event *e, void *arg)
 		if ((p = find_client(n, e->client, NULL))) {
 			p->rings = 1;
 			proc_read_state(n, p, 0);
+			proc_poll_soon(n, p, now_ns()); /* unheard now (muted, written): polled */
 		}
 		break;
 	case PROCCTL_EV_OWNERSHIP: {

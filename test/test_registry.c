@@ -329,9 +329,16 @@ static void doorbells(void **state)
 	th_agent_ok(&a, "ack %lld", (long long)gen);
 	pump_until(r, &log.doorbells, n + 1);
 	assert_int_equal(log.last_pid, a.pid);
+	/* so does a status (SPEC.md 6.5): a heard process needs no polling */
+	n = log.doorbells;
+	th_agent_ok(&a, "state up");
+	pump_until(r, &log.doorbells, n + 1);
+	assert_int_equal(log.last_pid, a.pid);
+	assert_int_equal(procctl_registry_doorbell_heard(r, ca), 1);
 
 	th_agent_ok(&b, "ring 200000");
 	pump_for(r, 100);
+	assert_int_equal(procctl_registry_doorbell_heard(r, procctl_registry_find(r, b.pid)), 0); /* muted */
 	procctl_registry_stats(r, &st);
 	print_message("doorbells heard %llu, muted %llu\n", (unsigned long long)st.doorbells, (unsigned long long)st.doorbells_muted);
 	assert_true(st.doorbells_muted >= 1);
@@ -342,6 +349,7 @@ static void doorbells(void **state)
 	for (i = 0; i < 100 && (procctl_registry_stats(r, &st), st.doorbells_bad < 1); i++)
 		pump_for(r, 10);
 	assert_int_equal(st.doorbells_bad, 1);
+	assert_int_equal(procctl_registry_doorbell_heard(r, procctl_registry_find(r, b.pid)), 0);
 
 	n = log.doorbells;
 	th_agent_ok(&a, "ring 1");
