@@ -274,13 +274,20 @@ struct procctl_event {
 typedef void (*procctl_event_cb)(const struct procctl_event *ev, void *arg);
 
 #define PROCCTL_REGISTRY_PASSIVE 0x1u /* never take a node lock: read-only */
-/* A thread waits on the ack doorbells of the first 127 attached regions
- * (futex_waitv, Linux 5.16; registry_new fails with ENOSYS without it) and
+/* The registry waits on the ack doorbell of every attached region and
  * the loop emits PROCCTL_EV_DOORBELL: react to reports at once, not at
- * the next poll. A process ringing more than 1000 times a second is not
- * listened to for the rest of that second; one that writes its doorbell
- * word is never listened to again. */
+ * the next poll. The waits are futex waits in one io_uring, read by the
+ * loop (Linux 6.7+; no thread, no cost while nothing rings); where
+ * io_uring has no futex waits or is refused (a seccomp policy), watcher
+ * threads in futex_waitv (Linux 5.16; registry_new fails with ENOSYS
+ * without it), 127 regions each, 64 of them at most (8,128 regions heard;
+ * the rest are not, and say so), which collect the set again at every
+ * attach and detach. A process ringing more than 1000 times a second is
+ * not listened to for the rest of that second; one that writes its
+ * doorbell word is never listened to again. */
 #define PROCCTL_REGISTRY_DOORBELLS 0x2u
+/* With DOORBELLS: the watcher threads even where io_uring would do. */
+#define PROCCTL_REGISTRY_BELL_THREADS 0x4u
 
 #define PROCCTL_LOCK_DIR_DEFAULT "/run/procctl/locks"
 

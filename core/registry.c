@@ -217,6 +217,7 @@ static int on_found(const struct procctl_scan_entry *s, void *arg)
 	r->stats.clients++;
 	pthread_mutex_unlock(&r->mu);
 	procctl_doorbells_changed(&r->bells, r->stats.clients);
+	reg_ring_arm(r, e);
 	if (e->lk->held)
 		reg_claim(r, e);
 	procctl_log(PROCCTL_LOG_INFO, "attached", "pid=%d consumer=%s instance=%016llx owned=%d", (int)s->pid,
@@ -257,6 +258,7 @@ static void detach(procctl_registry_t *r, struct entry *e, int reason)
 	struct lock_rec *l;
 
 	epoll_ctl(r->epfd, EPOLL_CTL_DEL, procctl_client_pidfd(e->c), NULL);
+	reg_ring_forget(r, e);
 	pthread_mutex_lock(&r->mu); /* after this the heartbeat thread cannot see it */
 	for (pp = &r->entries; *pp; pp = &(*pp)->next)
 		if (*pp == e) {
@@ -438,6 +440,8 @@ static void plan_tick(procctl_registry_t *r)
 	for (i = 0; i < UNSEALED_MAX && !due; i++)
 		if (r->unsealed[i].ticks)
 			due = now + (int64_t)TICK_NS;
+	if (r->mute_due && (!due || (int64_t)r->mute_due < due))
+		due = (int64_t)r->mute_due;
 	for (l = r->locks; l && !(r->o.flags & PROCCTL_REGISTRY_PASSIVE); l = l->next)
 		if (!l->held && (!due || now + LOCK_RETRY_NS < due))
 			due = now + LOCK_RETRY_NS;
@@ -485,10 +489,13 @@ int procctl_registry_dispatch(procctl_registry_t *r)
 			r->tick_due = 0;
 			locks_look(r);
 			probe_unsealed(r);
+			reg_ring_unmute(r);
 			pthread_mutex_lock(&r->mu);
 			if (r->notify_all && !r->scan_it && procctl_now_ns() >= full_scan_due(r))
 				reg_kick(r); /* a deferred full scan is due */
 			pthread_mutex_unlock(&r->mu);
+		} else if (tag == TAG_BELLS) {
+			reg_ring_dispatch(r);
 		} else if (tag == TAG_LOCKS) {
 			char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
 			while (read(r->lock_ifd, buf, sizeof buf) > 0)
@@ -499,6 +506,10 @@ int procctl_registry_dispatch(procctl_registry_t *r)
 			if (e)
 				detach(r, e, -ESRCH);
 		}
+	}
+	if (r->ring_dirty) { /* waits armed at attach */
+		procctl_bellring_submit(&r->ring);
+		r->ring_dirty = 0;
 	}
 	plan_tick(r);
 	return 0;
@@ -573,7 +584,7 @@ procctl_registry_t *procctl_registry_new(const struct procctl_registry_opts *opt
 	size_t n;
 
 	if (!opts || opts->sz < offsetof(struct procctl_registry_opts, flags) + sizeof opts->flags ||
-	    (opts->flags & ~(PROCCTL_REGISTRY_PASSIVE | PROCCTL_REGISTRY_DOORBELLS)) ||
+	    (opts->flags & ~(PROCCTL_REGISTRY_PASSIVE | PROCCTL_REGISTRY_DOORBELLS | PROCCTL_REGISTRY_BELL_THREADS)) ||
 	    (opts->consumer && procctl_name_valid(opts->consumer, PROCCTL_CONSUMER_MAX) < 0) ||
 	    (opts->lease_ns && (opts->lease_ns < PROCCTL_LEASE_FLOOR_NS || opts->lease_ns > PROCCTL_LEASE_CEIL_NS))) {
 		errno = EINVAL;
@@ -653,13 +664,8 @@ procctl_registry_t *procctl_registry_new(const struct procctl_registry_opts *opt
 	}
 	r->hb_started = 1;
 	if (r->o.flags & PROCCTL_REGISTRY_DOORBELLS) {
-		int err;
-		r->bells.mu = &r->mu;
-		r->bells.collect = reg_bells_collect;
-		r->bells.rang = reg_bells_rang;
-		r->bells.nonzero = reg_bells_nonzero;
-		r->bells.arg = r;
-		if ((err = procctl_doorbells_start(&r->bells)) < 0) {
+		int err = reg_bells_start(r);
+		if (err < 0) {
 			procctl_registry_close(r, 0);
 			errno = -err;
 			return NULL;
@@ -809,6 +815,8 @@ void procctl_registry_close(procctl_registry_t *r, unsigned flags)
 		close(r->tick_fd);
 	if (r->lock_ifd >= 0)
 		close(r->lock_ifd);
+	if (r->ring_on)
+		procctl_bellring_close(&r->ring);
 	if (r->lock_dirfd >= 0)
 		close(r->lock_dirfd);
 	pthread_cond_destroy(&r->hb_cv);

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "bellring.h"
 #include "client.h"
 #include "doorbell.h"
 #include "procctl_agent.h"
@@ -36,7 +37,7 @@
 
 /* epoll tags; a client's is its entry id, TAG_FIRST_ID and up (never a
  * pointer: a freed entry's address can come back in the same batch). */
-enum { TAG_EVENT = 1, TAG_RESCAN, TAG_TICK, TAG_LOCKS, TAG_FIRST_ID };
+enum { TAG_EVENT = 1, TAG_RESCAN, TAG_TICK, TAG_LOCKS, TAG_BELLS, TAG_FIRST_ID };
 
 struct lock_rec {
 	char consumer[32];
@@ -54,11 +55,12 @@ struct entry {
 	uint64_t id;
 	struct entry *next;
 	struct entry *id_next, *pid_next; /* registry_index.c's chains */
-	/* its doorbell, under mu (the watcher's) */
+	/* its doorbell, under mu (the watchers' or, with the ring, the loop's) */
 	uint64_t bell_window, bell_muted_until;
 	uint32_t bell_count;
 	int bell_bad;
-	int bell_watched; /* in a watcher's set now */
+	int bell_watched; /* in a watcher's set now, or its wait armed in the ring */
+	int bell_armed;   /* the ring's: a wait in flight */
 	int bell_rang;    /* rang since procctl_registry_doorbell_rang last asked */
 	int bell_event;   /* rang since the last DOORBELL event */
 	int bell_emit;    /* the loop's: an event to emit now */
@@ -114,8 +116,11 @@ struct procctl_registry {
 	pthread_cond_t hb_cv;
 	int hb_stop, hb_started;
 
-	struct procctl_doorbells bells; /* PROCCTL_REGISTRY_DOORBELLS */
+	struct procctl_doorbells bells; /* PROCCTL_REGISTRY_DOORBELLS without the ring */
 	int bell_pending;               /* under mu: some entry rang since the last events */
+	struct procctl_bellring ring;   /* PROCCTL_REGISTRY_DOORBELLS where io_uring has futex waits */
+	int ring_on, ring_dirty;        /* in use; waits queued, not yet submitted */
+	uint64_t mute_due;              /* the first muted region's second ends: armed again then */
 };
 
 /* registry.c */
@@ -152,6 +157,15 @@ void reg_emit_ownership(procctl_registry_t *r, struct lock_rec *l);
 
 /* registry_threads.c */
 void *reg_hb_main(void *arg); /* the heartbeat thread */
+
+/* registry_bells.c: doorbells, in the ring (the loop's thread) ... */
+/* The ring, else the watcher threads (said in the log): 0 or -errno. */
+int reg_bells_start(procctl_registry_t *r);
+void reg_ring_arm(procctl_registry_t *r, struct entry *e); /* queued: submitted by the dispatch */
+void reg_ring_forget(procctl_registry_t *r, struct entry *e); /* before e's region is unmapped */
+void reg_ring_dispatch(procctl_registry_t *r);
+void reg_ring_unmute(procctl_registry_t *r);
+/* ... or in the watcher threads (their callbacks, under mu) */
 size_t reg_bells_collect(void *arg, struct procctl_bell *out, size_t first, size_t max, size_t limit, uint64_t *again);
 void reg_bells_rang(void *arg, uint64_t id);
 void reg_bells_nonzero(void *arg, uint64_t id);

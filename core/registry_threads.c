@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* registry_threads.c - what a registry's own threads do: the heartbeat
- * thread (every owned region's heartbeat at a quarter of its lease) and
- * the doorbell watchers' callbacks (which regions to watch, which rang). */
+/* registry_threads.c - a registry's heartbeat thread: every owned
+ * region's heartbeat at a quarter of its lease. */
 #define _GNU_SOURCE 1
 #include <errno.h>
 #include <pthread.h>
@@ -65,91 +64,3 @@ void *reg_hb_main(void *arg)
 	pthread_mutex_unlock(&r->mu);
 	return NULL;
 }
-
-/* ---- doorbells (the watcher thread, under mu) --------------------------- */
-
-size_t reg_bells_collect(void *arg, struct procctl_bell *out, size_t first, size_t max, size_t limit, uint64_t *again)
-{
-	procctl_registry_t *r = arg;
-	uint64_t now = (uint64_t)procctl_now_ns();
-	struct entry *e;
-	size_t k = 0, n = 0; /* k: the words to watch so far */
-	*again = 0;
-	for (e = r->entries; e; e = e->next) {
-		if (e->bell_bad || now < e->bell_muted_until) {
-			e->bell_watched = 0;
-			if (!e->bell_bad && (!*again || e->bell_muted_until < *again))
-				*again = e->bell_muted_until; /* every watcher looks again then: the slices move */
-			continue;
-		}
-		e->bell_watched = k < limit; /* past every watcher's slice: not watched */
-		if (k >= first && k < first + max) {
-			out[n].word = &e->c->r.ctrl->doorbell;
-			out[n++].id = e->id;
-		}
-		k++;
-	}
-	return n;
-}
-
-void reg_bells_rang(void *arg, uint64_t id)
-{
-	procctl_registry_t *r = arg;
-	struct entry *e = reg_by_id(r, id);
-	uint64_t now = (uint64_t)procctl_now_ns();
-	if (!e)
-		return;
-	if (now - e->bell_window >= BELL_WINDOW_NS) {
-		e->bell_window = now;
-		e->bell_count = 0;
-	}
-	if (++e->bell_count > BELL_LIMIT) {
-		e->bell_muted_until = e->bell_window + BELL_WINDOW_NS;
-		procctl_doorbells_bump(&r->bells); /* every slice after it moves */
-		r->stats.doorbells_muted++;
-		procctl_log_limited(PROCCTL_LOG_WARN, "doorbell_muted", "pid=%d rings=%u (for the rest of the second)",
-			    (int)e->c->info.pid, e->bell_count);
-	}
-	r->stats.doorbells++;
-	e->bell_rang = 1;
-	e->bell_event = 1;
-	r->bell_pending = 1;
-	reg_kick(r);
-}
-
-void reg_bells_nonzero(void *arg, uint64_t id)
-{
-	procctl_registry_t *r = arg;
-	struct entry *e = reg_by_id(r, id);
-	if (!e || e->bell_bad)
-		return;
-	e->bell_bad = 1;
-	procctl_doorbells_bump(&r->bells); /* every slice after it moves */
-	e->bell_event = 1; /* unheard now: one more event says so (it is polled) */
-	r->bell_pending = 1;
-	reg_kick(r);
-	r->stats.doorbells_bad++;
-	procctl_log_limited(PROCCTL_LOG_WARN, "doorbell_written", "pid=%d (never listened to again)", (int)e->c->info.pid);
-}
-
-/* On the loop thread: an event for each entry that rang since the last
- * ones (entries leave only on this thread, so the list holds still). */
-void reg_emit_doorbell(procctl_registry_t *r)
-{
-	struct entry *e;
-	int pending;
-	pthread_mutex_lock(&r->mu);
-	pending = r->bell_pending;
-	r->bell_pending = 0;
-	for (e = r->entries; pending && e; e = e->next) {
-		e->bell_emit = e->bell_event;
-		e->bell_event = 0;
-	}
-	pthread_mutex_unlock(&r->mu);
-	for (e = r->entries; pending && e; e = e->next)
-		if (e->bell_emit) {
-			e->bell_emit = 0;
-			reg_emit_entry(r, e, PROCCTL_EV_DOORBELL, 0);
-		}
-}
-
