@@ -210,6 +210,42 @@ static void remote_put(struct procctl_remote *rm)
 	}
 }
 
+static int remote_alive(const struct procctl_remote *rm);
+
+/* sib's remote, shared (a reference taken), when sib is a client of pid
+ * and its process still runs the image it had: else NULL. */
+static struct procctl_remote *remote_shared(const procctl_client_t *sib, pid_t pid)
+{
+	if (!sib || sib->info.pid != pid || remote_alive(sib->remote) < 0)
+		return NULL;
+	__atomic_add_fetch(&sib->remote->refs, 1, __ATOMIC_ACQ_REL);
+	return sib->remote;
+}
+
+/* A remote of its own for c: pid pinned, /proc/<pid>/mem open (before
+ * the fd is fetched: opened on the mm that created the region; an exec
+ * before this closes the memfd, and the fetch fails). 0 or an errno. */
+static int remote_open(procctl_client_t *c, const char *root, pid_t pid)
+{
+	char path[PATH_MAX];
+	if (!(c->remote = calloc(1, sizeof *c->remote)))
+		return ENOMEM;
+	c->remote->refs = 1;
+	c->remote->mem_fd = -1;
+	c->remote->pid = pid;
+	c->remote->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (c->remote->pidfd < 0)
+		return errno;
+	if (snprintf(path, sizeof path, "%s/%d/mem", root, (int)pid) >= (int)sizeof path)
+		return ENAMETOOLONG;
+	c->remote->mem_fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (c->remote->mem_fd < 0)
+		return errno == ENOENT ? ESRCH : errno == EACCES ? EPERM : errno;
+	if (!(c->remote->mem_path = strdup(path)))
+		return ENOMEM;
+	return 0;
+}
+
 static procctl_client_t *attach_fail(procctl_client_t *c, int err)
 {
 	procctl_client_close(c);
@@ -223,11 +259,11 @@ procctl_client_t *procctl_client_attach(const struct procctl_scan_entry *e, cons
 	/* Fields past an older caller's opts->sz count as 0. */
 	int has_root = opts && opts->sz > offsetof(struct procctl_attach_opts, proc_root);
 	int has_flags = opts && opts->sz > offsetof(struct procctl_attach_opts, flags);
+	int has_sib = opts && opts->sz > offsetof(struct procctl_attach_opts, sibling);
 	const char *root = has_root && opts->proc_root ? opts->proc_root : "/proc";
 	unsigned flags = has_flags ? opts->flags : 0;
 	procctl_client_t *c;
 	struct stat st;
-	char path[PATH_MAX];
 	int fd, err, n;
 
 	*why = PROCCTL_REJECT_NONE;
@@ -236,27 +272,9 @@ procctl_client_t *procctl_client_attach(const struct procctl_scan_entry *e, cons
 		return NULL;
 	c->refs = 1;
 	pthread_mutex_init(&c->wlock, NULL);
-	c->remote = calloc(1, sizeof *c->remote);
-	if (!c->remote) {
-		free(c);
-		return NULL;
-	}
-	c->remote->refs = 1;
-	c->remote->mem_fd = -1;
-	c->remote->pid = e->pid;
 	c->info.pid = e->pid;
-	c->remote->pidfd = (int)syscall(SYS_pidfd_open, e->pid, 0);
-	if (c->remote->pidfd < 0)
-		return attach_fail(c, errno);
-	/* /proc/<pid>/mem before the fd: opened on the mm that created the
-	 * region (an exec before this closes the memfd: the fetch fails). */
-	if (snprintf(path, sizeof path, "%s/%d/mem", root, (int)e->pid) >= (int)sizeof path)
-		return attach_fail(c, ENAMETOOLONG);
-	c->remote->mem_fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (c->remote->mem_fd < 0)
-		return attach_fail(c, errno == ENOENT ? ESRCH : errno == EACCES ? EPERM : errno);
-	if (!(c->remote->mem_path = strdup(path)))
-		return attach_fail(c, ENOMEM);
+	if (!(c->remote = remote_shared(has_sib ? opts->sibling : NULL, e->pid)) && (err = remote_open(c, root, e->pid)))
+		return attach_fail(c, err);
 
 	if (have_getfd() && !(flags & PROCCTL_ATTACH_NO_GETFD))
 		fd = (int)syscall(SYS_pidfd_getfd, c->remote->pidfd, e->fd, 0);
@@ -318,7 +336,8 @@ void procctl_client_close(procctl_client_t *c)
 		return;
 	if (c->r.map)
 		procctl_region_unmap(&c->r);
-	remote_put(c->remote);
+	if (c->remote)
+		remote_put(c->remote);
 	pthread_mutex_destroy(&c->wlock);
 	free(c);
 }

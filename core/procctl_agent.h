@@ -118,6 +118,10 @@ struct procctl_attach_opts {
 	size_t sz;             /* sizeof(struct procctl_attach_opts) */
 	const char *proc_root; /* NULL: "/proc" */
 	unsigned flags;        /* PROCCTL_ATTACH_* */
+	procctl_client_t *sibling; /* optional: a client of the same process; while that process
+				    * runs (not exited, not exec'd) the new client shares its pidfd
+				    * and /proc/<pid>/mem instead of opening its own (two fds a
+				    * process, not a region) */
 };
 
 /* Attach to the region a scan found (SPEC.md 13.2): pin the process with

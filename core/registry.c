@@ -143,7 +143,7 @@ static void count_reject(procctl_registry_t *r, enum procctl_reject why)
 static int on_found(const struct procctl_scan_entry *s, void *arg)
 {
 	procctl_registry_t *r = arg;
-	struct procctl_attach_opts ao = {sizeof ao, r->proc_root, 0};
+	struct procctl_attach_opts ao = {sizeof ao, r->proc_root, 0, NULL};
 	enum procctl_reject why;
 	struct epoll_event ee;
 	procctl_client_t *c;
@@ -168,6 +168,8 @@ static int on_found(const struct procctl_scan_entry *s, void *arg)
 	pthread_mutex_lock(&r->mu);
 	r->stats.attach_attempts += !r->reprobing; /* a probe of a region mid-init is not a new attempt */
 	pthread_mutex_unlock(&r->mu);
+	if ((e = reg_by_pid(r, s->pid, NULL)))
+		ao.sibling = e->c; /* one pidfd and mem fd a process */
 	c = procctl_client_attach(s, &ao, &why);
 	if (!c) {
 		if (errno == EPROTO) {

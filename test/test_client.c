@@ -140,7 +140,7 @@ static void ack_kinds(void **state)
 static void fallback_and_far_deadline(void **state)
 {
 	static struct procctl_state st;
-	struct procctl_attach_opts o = {sizeof o, NULL, PROCCTL_ATTACH_NO_GETFD};
+	struct procctl_attach_opts o = {sizeof o, NULL, PROCCTL_ATTACH_NO_GETFD, NULL};
 	struct procctl_scan_entry e;
 	struct procctl_ack ack;
 	struct th_agent p;

@@ -390,9 +390,12 @@ static void forked_clients(void **state)
 {
 	struct evlog log;
 	struct procctl_registry_stats st;
+	struct procctl_client_info info;
 	struct th_agent sim;
 	procctl_registry_t *r;
+	procctl_client_t *cs[3];
 	pid_t plain, reinit;
+	int i, same, other;
 	(void)state;
 
 	th_procsim_start(&sim);
@@ -417,6 +420,21 @@ static void forked_clients(void **state)
 	assert_int_equal(st.clients, 2);
 	assert_int_equal(st.owned, 2);
 
+	/* A second region of sim shares its pidfd (and mem fd); the child's
+	 * region, another process, does not. */
+	th_agent_ok(&sim, "init test");
+	procctl_registry_notify(r, sim.pid);
+	pump_until(r, &log.attached, 3);
+	assert_int_equal(procctl_registry_clients(r, cs, 3), 3);
+	for (i = 0, same = 0, other = 0; i < 3; i++) {
+		procctl_client_info(cs[i], &info);
+		if (info.pid == sim.pid)
+			same += procctl_client_pidfd(cs[i]) == procctl_client_pidfd(procctl_registry_find(r, sim.pid));
+		else
+			other += procctl_client_pidfd(cs[i]) != procctl_client_pidfd(procctl_registry_find(r, sim.pid));
+	}
+	assert_int_equal(same, 2);
+	assert_int_equal(other, 1);
 	procctl_registry_close(r, 0);
 	th_agent_kill(&sim);
 }

@@ -125,7 +125,7 @@ static struct procctl_scan_entry find(pid_t pid, int fd, const char *consumer)
 
 static procctl_client_t *attach(pid_t pid, int fd, unsigned flags)
 {
-	struct procctl_attach_opts o = {sizeof o, NULL, flags};
+	struct procctl_attach_opts o = {sizeof o, NULL, flags, NULL};
 	struct procctl_scan_entry e = find(pid, fd, "test");
 	enum procctl_reject why;
 	procctl_client_t *c = procctl_client_attach(&e, &o, &why);
@@ -313,7 +313,7 @@ static void fallback_checks_mount(void **state)
 	pid = fork();
 	if (pid == 0) {
 		char dir[] = "/tmp/procctl-rules.XXXXXX", procdir[64];
-		struct procctl_attach_opts fb = {sizeof fb, NULL, PROCCTL_ATTACH_NO_GETFD};
+		struct procctl_attach_opts fb = {sizeof fb, NULL, PROCCTL_ATTACH_NO_GETFD, NULL};
 		struct procctl_scan_entry e;
 		enum procctl_reject why = PROCCTL_REJECT_NONE;
 		procctl_client_t *c;
