@@ -11,7 +11,9 @@
  * one on_pid(pid), a targeted scan of the process that just said hello.
  * A process that maps a probed file is also handed to on_pid shortly
  * after the mapping (HELLO_RECHECK_NS), so one that initialised before
- * its uprobe existed is found as well.
+ * its uprobe existed is found as well; so is a child forked within a
+ * second of the probes' placing (a program that forks its workers at
+ * once: they may say hello before the probes are there).
  *
  * A probed file keeps the pids that map it (from MMAP2, inherited on
  * fork, dropped on exit and exec); when none has been left for idle_ns
@@ -62,6 +64,7 @@
 #define HELLO_SEEN_SLOTS 4096 /* power of two */
 #define HELLO_DELAYED_MAX 4096
 #define HELLO_RECHECK_NS 20000000ll
+#define HELLO_FORK_RECHECK_NS 1000000000ll /* children forked this soon after the probes: checked too */
 #define HELLO_RING_PAGES 16
 #define HELLO_IDLE_NS 30000000000ll
 
@@ -79,6 +82,7 @@ struct file {
 	size_t npids, cap;
 	int sticky;       /* more than HELLO_PIDS_MAX pids: kept */
 	int64_t idle_since; /* no pid maps it since then; 0: mapped */
+	int64_t probed_ns;  /* when its uprobes were placed */
 	struct file *next;
 };
 
@@ -262,14 +266,26 @@ static int64_t drop_idle(struct procctl_hello *h, int64_t now)
 	return next;
 }
 
+static void recheck(struct procctl_hello *h, pid_t pid);
+
+/* A child of a process that maps a probed file maps it too. One forked
+ * around the time the probes were placed may have said hello before
+ * them (a program that forks its workers at once): it is checked after
+ * HELLO_RECHECK_NS, as a process that maps the file is. */
 static void pid_forked(struct procctl_hello *h, pid_t parent, pid_t child)
 {
+	int64_t now = procctl_now_ns();
 	struct file *f;
+	int again = 0;
 	if (kill(child, 0) < 0 && errno == ESRCH)
 		return; /* its exit, on another CPU's ring, came first */
 	for (f = h->files; f; f = f->next)
-		if (pid_index(f, parent) >= 0)
+		if (pid_index(f, parent) >= 0) {
 			pid_add(h, f, child);
+			again |= now - f->probed_ns < HELLO_FORK_RECHECK_NS;
+		}
+	if (again)
+		recheck(h, child);
 }
 
 /* The timer at the first of: the next recheck, the next idle drop. */
@@ -468,6 +484,7 @@ static void mapped(struct procctl_hello *h, pid_t pid, uint64_t start, uint64_t 
 	}
 	close(fd);
 	f->next = h->files;
+	f->probed_ns = procctl_now_ns();
 	h->files = f;
 	h->nfiles++;
 	h->st.files_probed++;
