@@ -145,9 +145,8 @@ int procctl_region_map(struct procctl_region *r, int fd, uint64_t size, enum pro
 	r->map = map;
 	r->size = (size_t)size;
 	r->ctrl = (struct procctl_ctrl *)(void *)(r->map + r->hdr.ctrl_off);
-	r->payload = calloc(1, r->hdr.payload_cap);
 	r->grants = calloc(r->hdr.grant_cap + 1u, sizeof *r->grants);
-	if (!r->payload || !r->grants) {
+	if (!r->grants) {
 		procctl_region_unmap(r);
 		return -ENOMEM;
 	}
@@ -161,6 +160,19 @@ void procctl_region_unmap(struct procctl_region *r)
 	free(r->payload);
 	free(r->grants);
 	memset(r, 0, sizeof *r);
+}
+
+/* Room for a payload of len bytes in the agent's copy: 0 or -ENOMEM. */
+static int payload_fit(struct procctl_region *r, uint32_t len)
+{
+	unsigned char *p;
+	if (len <= r->payload_room)
+		return 0;
+	if (!(p = realloc(r->payload, len)))
+		return -ENOMEM;
+	r->payload = p;
+	r->payload_room = len;
+	return 0;
 }
 
 static unsigned char *slot_base(const struct procctl_region *r, uint32_t i)
@@ -327,8 +339,11 @@ static int adopt_slot(struct procctl_region *r)
 	memcpy(&s, b, sizeof s);
 	if (s.gen == 0 || !procctl_slot_valid(&s, r->hdr.payload_cap, r->hdr.grant_cap))
 		return -EBADMSG;
+	if (payload_fit(r, s.length) < 0)
+		return -EBADMSG;
 	memcpy(r->grants, b + r->hdr.grant_off, (size_t)s.ngrants * sizeof *r->grants);
-	memcpy(r->payload, b + r->hdr.payload_off, s.length);
+	if (s.length)
+		memcpy(r->payload, b + r->hdr.payload_off, s.length);
 	if (slot_crc(r, &s, r->grants, r->payload) != s.crc)
 		return -EBADMSG;
 	for (i = 0; i < s.ngrants; i++) {
@@ -357,6 +372,15 @@ int64_t procctl_region_claim(struct procctl_region *r, uint32_t domain, uint32_t
 		return -EINVAL;
 	if (old && PROCCTL_OWNER_DOMAIN(old) != domain)
 		return -EEXIST;
+	{
+		/* Room for the config to adopt, before the section: out of
+		 * memory leaves the region as it was (a slot that grows after
+		 * this look is its process's doing: not adopted). */
+		const struct procctl_slot *a = (const void *)slot_base(r, procctl__load_relaxed(&r->ctrl->active));
+		uint32_t len = procctl__load_relaxed(&a->length);
+		if (payload_fit(r, len < r->hdr.payload_cap ? len : r->hdr.payload_cap) < 0)
+			return -ENOMEM;
+	}
 	r->broken = 0;
 	/* Enter the write section; a section left open by a dead writer (we
 	 * hold the lock, so nobody else is inside) is taken over: its data
@@ -400,6 +424,8 @@ int64_t procctl_region_publish(struct procctl_region *r, const void *payload, ui
 		return err;
 	if (len == 0 || len > r->hdr.payload_cap || !payload)
 		return -EINVAL;
+	if (payload_fit(r, len) < 0)
+		return -ENOMEM;
 	memcpy(r->payload, payload, len);
 	r->length = len;
 	r->slot_flags = 0;

@@ -37,7 +37,9 @@ struct procctl_region {
 	uint32_t slot_flags;        /* PROCCTL_SLOT_* of the current config */
 	uint32_t length;            /* payload bytes */
 	uint32_t ngrants;
-	unsigned char *payload;     /* payload_cap bytes */
+	unsigned char *payload;     /* payload_room bytes (grown to the longest config written
+	                             * or adopted; NULL before any: an idle region costs none) */
+	uint32_t payload_room;
 	struct procctl_grant_entry *grants; /* grant_cap entries */
 	int broken;                 /* a write section failed: never write again */
 };
