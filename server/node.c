@@ -285,9 +285,14 @@ int node_run(struct node *n)
 			n->kick = 0;
 			n->hooks.changed(n->hooks.arg);
 		}
+		/* Asleep until a timer is due or an fd has work: every other
+		 * thread's news (a request, a read done, a stop) comes through
+		 * efd, so an idle node never wakes for nothing. */
 		now = now_ns();
-		timeout = timers_next(&n->timers) <= now ? 0 : (timers_next(&n->timers) - now + MS - 1) / MS;
-		if (poll(pfd, n->nreg + 4, (int)(timeout > 1000 ? 1000 : timeout)) < 0 && errno != EINTR) {
+		timeout = timers_next(&n->timers) == INT64_MAX ? -1
+			  : timers_next(&n->timers) <= now    ? 0
+							       : (timers_next(&n->timers) - now + MS - 1) / MS;
+		if (poll(pfd, n->nreg + 4, (int)(timeout > INT_MAX ? INT_MAX : timeout)) < 0 && errno != EINTR) {
 			err = -errno;
 			break;
 		}
