@@ -16,8 +16,21 @@
  *   node_idle_stream_cpu  its CPU time per second with them open, against
  *                         the same without them;
  *   node_fanout           one event to 1,000 watchers, until the last has
- *                         it, against the same event to one watcher.
- * Usage: bench_node (PROCCTL_NODE_PATH and ECHO_CLIENT_PATH are built in). */
+ *                         it, against the same event to one watcher;
+ * and a daemon with N regions in N/4 farm processes (test/farm.c), for N
+ * 1,000 and 10,000, idle for BENCH_IDLE_SECONDS (60) once all attached:
+ *   node_idle_cpu_N       its CPU time per second, against its heartbeat
+ *                         thread's (what the leases need), one clock tick
+ *                         over the window at least;
+ *   node_idle_wakeups_N   its threads' context switches per second,
+ *                         against what the heartbeats alone need: 4 per
+ *                         lease (10 s), one batch;
+ *   node_rss_anon_N       its anonymous memory (RssAnon), against the same
+ *                         before any region;
+ *   node_rss_shmem_N      the region pages it maps (RssShmem), reported
+ *                         apart, against one page per region.
+ * Usage: bench_node (PROCCTL_NODE_PATH, ECHO_CLIENT_PATH and FARM_PATH are
+ * built in). */
 #define _GNU_SOURCE 1
 #include <errno.h>
 #include <fcntl.h>
@@ -37,6 +50,7 @@
 #include <grpc/support/time.h>
 
 #include "bench.h"
+#include "bench_proc.h"
 #include "grpc/health/v1/health.pb-c.h"
 #include "pb_grpc.h"
 #include "procctl/v1/node.pb-c.h"
@@ -49,11 +63,13 @@
 static grpc_channel *ch;
 static grpc_completion_queue *pluck;
 static char dir[64], sock[128], consumer[32];
-static pid_t daemon_pid, echo_pid;
+static pid_t daemon_pid, echo_pid, farm_pid;
 
 static void cleanup(void)
 {
 	char cmd[128];
+	if (farm_pid > 0)
+		kill(farm_pid, SIGTERM); /* it ends its processes */
 	if (echo_pid > 0)
 		kill(echo_pid, SIGKILL);
 	if (daemon_pid > 0)
@@ -221,44 +237,12 @@ static void streams_close(struct stream *ss, int n)
 
 /* ---- the daemon's resources ---------------------------------------------- */
 
-static long rss_kib(pid_t pid)
-{
-	char path[64], line[256];
-	long kib = -1;
-	FILE *f;
-	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-	if (!(f = fopen(path, "r")))
-		return -1;
-	while (fgets(line, sizeof line, f))
-		if (sscanf(line, "VmRSS: %ld kB", &kib) == 1)
-			break;
-	fclose(f);
-	return kib;
-}
-
-static double cpu_s(pid_t pid)
-{
-	char path[64], buf[1024], *p;
-	unsigned long ut = 0, st = 0;
-	FILE *f;
-	size_t n;
-	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	if (!(f = fopen(path, "r")))
-		return -1;
-	n = fread(buf, 1, sizeof buf - 1, f);
-	fclose(f);
-	buf[n] = 0;
-	if (!(p = strrchr(buf, ')')) || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
-		return -1;
-	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
-}
-
 /* The daemon's CPU milliseconds per second over the next seconds. */
 static double cpu_rate(pid_t pid, int seconds)
 {
-	double c0 = cpu_s(pid);
+	double c0 = bench_cpu_s(pid, 0);
 	sleep((unsigned)seconds);
-	return (cpu_s(pid) - c0) * 1000.0 / seconds;
+	return (bench_cpu_s(pid, 0) - c0) * 1000.0 / seconds;
 }
 
 static pid_t spawn(char *const argv[])
@@ -351,12 +335,12 @@ int main(void)
 	}
 
 	/* 2,000 idle streams. */
-	rss0 = rss_kib(daemon_pid);
+	rss0 = bench_status_kib(daemon_pid, "VmRSS");
 	cpu0 = cpu_rate(daemon_pid, 3);
 	for (i = 0; i < IDLE_STREAMS; i++)
 		stream_open(&idle[i], 1); /* init has no region: the snapshot, then nothing */
 	streams_wait(idle, IDLE_STREAMS, 1);
-	rss1 = rss_kib(daemon_pid);
+	rss1 = bench_status_kib(daemon_pid, "VmRSS");
 	cpu1 = cpu_rate(daemon_pid, 3);
 	bench_report("node_idle_stream_rss", "KiB", (double)rss1, (double)rss0);
 	/* An idle daemon may use no CPU at all: the floor is one clock tick a second at least. */
