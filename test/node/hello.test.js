@@ -3,6 +3,7 @@
 // apart, a process started after the daemon is attached all the same
 // (the procctl:hello probe), and so is one that execs into a client; a
 // client that execs away is detached at once (the probe's exec records);
+// workers forked at once by a new program are all attached;
 // `--hello false` leaves new processes to the rescan; a daemon without
 // perf permission (running as nobody) says so once in its log and in
 // /metrics, and serves.
@@ -76,6 +77,23 @@ test('a shell that execs into a client is attached too', async () => {
   const sh = new h.Child('/bin/sh', ['-c', `sleep 0.2; exec "$0" --consumer ${h.CONSUMER}`, h.ECHO_CLIENT]);
   await h.attached(d, sh.pid);
   await sh.kill('SIGKILL');
+  await d.stop();
+});
+
+test('a program that forks its workers at once: every worker attached without a rescan', async () => {
+  const d = await daemon({ args: HOUR });
+  // farm (test/farm.c) forks 50 processes that each make a region at
+  // once, as the program's probe is being placed: those that said hello
+  // before it are checked after their fork.
+  const farm = new h.Child(process.env.FARM, ['--procs', '50', '--regions', '1', '--consumer', h.CONSUMER],
+    { stdio: ['pipe', 'pipe', 'pipe'] });
+  await farm.line(/^ready /, { out: true });
+  const c = d.client();
+  await h.until(async () => (await h.call(c, 'ListProcesses', { filter: { consumer: h.CONSUMER } })).processes.length === 50,
+    { what: '50 workers attached', timeout: 10000 });
+  c.close();
+  farm.proc.stdin.end();
+  await farm.exited;
   await d.stop();
 });
 
