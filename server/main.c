@@ -84,9 +84,10 @@ static void grpc_metrics(FILE *f, void *arg)
 	grpcsrv_metrics(arg, f);
 }
 
-/* Each attached region holds two descriptors (its process's pidfd and
- * its memfd; a third while a state read is out): take every descriptor
- * the hard limit allows, and say when even that is short of max_regions. */
+/* Each process with regions attached holds two descriptors (its pidfd
+ * and /proc/<pid>/mem, shared by its regions; a third while a state read
+ * is out): take every descriptor the hard limit allows, and say when even
+ * that is short of max_regions at one region a process (the worst). */
 static void raise_fd_limit(const struct node_cfg *cfg)
 {
 	struct rlimit rl;
