@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #define PROCCTL_BELLS_MAX 127  /* per watcher: FUTEX_WAITV_MAX, less its own word */
-#define PROCCTL_WATCHERS_MAX 64 /* 8,128 doorbells: above the default 4,096 regions */
+#define PROCCTL_WATCHERS_MAX 64 /* 8,128 doorbells; the regions past them are polled */
 
 struct procctl_bell {
 	const uint32_t *word; /* mapped while its owner keeps it in the set */

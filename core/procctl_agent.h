@@ -314,8 +314,8 @@ struct procctl_registry_opts {
 	procctl_event_cb on_event;
 	void *arg;
 	unsigned flags;           /* PROCCTL_REGISTRY_* */
-	uint32_t max_per_process; /* regions attached per process; 0: 8 */
-	uint32_t max_regions;     /* regions attached in all; 0: 4096 */
+	uint32_t max_per_process; /* regions attached per process; 0: 16 */
+	uint32_t max_regions;     /* regions attached in all; 0: 8192 */
 	uint32_t max_consumers;   /* distinct consumers with regions attached (each holds a
 	                           * lock file and an fd while it has any); 0: 256 */
 };

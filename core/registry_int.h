@@ -28,8 +28,8 @@
 #define REJECTED_MAX 256
 #define UNSEALED_MAX 64
 #define UNSEALED_TICKS 50 /* a region found mid-init is probed again for 1 s */
-#define DEFAULT_PER_PROCESS 8
-#define DEFAULT_REGIONS 4096
+#define DEFAULT_PER_PROCESS 16
+#define DEFAULT_REGIONS 8192
 #define DEFAULT_CONSUMERS 256
 #define BELL_WINDOW_NS 1000000000ull
 #define BELL_LIMIT 1000 /* rings a process may make per window */

@@ -34,7 +34,7 @@ test('--help lists every key of the config file with its default; a bad flag is 
   assert.ok(keys.length > 25, example);
   for (const k of keys) assert.match(r.stdout, new RegExp(`(--${k.replace(/_/g, '-')}|  ${k} =) `), k);
   assert.match(r.stdout, /--lease-ms MS +the lease given to processes \(default: 10000\)/);
-  assert.match(r.stdout, /--max-per-process N +.* \(default: 8\)/);
+  assert.match(r.stdout, /--max-per-process N +.* \(default: 16\)/);
   for (const args of [['--bogus'], ['--bogus', '1'], ['--lease-ms', '1000', '--bogus']]) {
     r = run(args);
     assert.equal(r.status, 2, args.join(' '));
