@@ -16,7 +16,14 @@
  *   node_rss_anon_N       its anonymous memory (RssAnon, KiB), against the
  *                         same before any region;
  *   node_rss_shmem_N      the region pages it maps (RssShmem, KiB),
- *                         reported apart, against one page per region.
+ *                         reported apart, against one page per region;
+ * and first, a start storm: 1,000 processes of one region each, forked at
+ * once by a program the daemon has not seen (its hello probe is placed
+ * as they start), found through the probe:
+ *   node_start_storm_p50, _p99, _max  ms from the program's start until
+ *                         half, 99% and all of them are listed, against
+ *                         the time it took to start them all (its
+ *                         "ready").
  * Raises its fd limit where allowed (the daemon holds two fds a process).
  * Usage: bench_scale [N...] (PROCCTL_NODE_PATH and FARM_PATH built in). */
 #define _GNU_SOURCE 1
@@ -42,6 +49,7 @@
 #include "procctl/v1/node.pb-c.h"
 
 #define PER_PROCESS 4
+#define STORM 1000
 #define LEASE_S 10.0 /* the daemon's default lease */
 
 static char dir[64];
@@ -66,16 +74,16 @@ static _Noreturn void die(const char *what)
 	exit(1);
 }
 
-/* argv as a child, its output to /dev/null, its input in (-1: /dev/null),
- * killed with this process. */
-static pid_t spawn(char *const argv[], int in)
+/* argv as a child, its input in and output out (-1: /dev/null; its
+ * errors there always), killed with this process. */
+static pid_t spawn(char *const argv[], int in, int out)
 {
 	pid_t pid = fork();
 	if (pid == 0) {
 		int null = open("/dev/null", O_RDWR);
 		prctl(PR_SET_PDEATHSIG, SIGTERM);
 		dup2(in >= 0 ? in : null, 0);
-		dup2(null, 1);
+		dup2(out >= 0 ? out : null, 1);
 		dup2(null, 2);
 		execv(argv[0], argv);
 		_exit(127);
@@ -101,51 +109,117 @@ static long listed(grpc_channel *ch, grpc_completion_queue *cq, const char *cons
 	return n;
 }
 
-static void idle(long n, int seconds)
-{
-	char sock[128], listen[160], locks[96], state[96], cons[32], procs[24], per[16], max[24], name[64];
-	grpc_channel_credentials *cr;
-	grpc_completion_queue *cq;
+/* A daemon for consumer "scale<pid>_<tag>", its channel, and a farm. */
+struct world {
+	char cons[32];
 	grpc_channel *ch;
-	unsigned long long sw0, sw1;
-	struct bench_threads t0, t1;
-	double own = 0;
-	double c0, c1, b0, b1, tick = 1.0 / (double)sysconf(_SC_CLK_TCK);
-	long anon0, got = -1;
-	int farm_in[2];
-	pid_t beat;
-	int i;
+	grpc_completion_queue *cq;
+	int farm_in, farm_out; /* the farm lives until farm_in is closed; it says "ready" on farm_out */
+};
 
-	snprintf(sock, sizeof sock, "%s/node%ld.sock", dir, n);
+static void world_start(struct world *w, const char *tag, long max_regions)
+{
+	char sock[128], listen[160], locks[96], state[96], max[24];
+	grpc_channel_credentials *cr;
+	int i;
+	snprintf(sock, sizeof sock, "%s/node_%s.sock", dir, tag);
 	snprintf(listen, sizeof listen, "unix:%s", sock);
-	snprintf(locks, sizeof locks, "%s/locks%ld", dir, n);
-	snprintf(state, sizeof state, "%s/state%ld", dir, n);
-	snprintf(cons, sizeof cons, "scale%d_%ld", (int)getpid(), n);
-	snprintf(procs, sizeof procs, "%ld", n / PER_PROCESS);
-	snprintf(per, sizeof per, "%d", PER_PROCESS);
-	snprintf(max, sizeof max, "%ld", 2 * n);
+	snprintf(locks, sizeof locks, "%s/locks_%s", dir, tag);
+	snprintf(state, sizeof state, "%s/state_%s", dir, tag);
+	snprintf(w->cons, sizeof w->cons, "scale%d_%s", (int)getpid(), tag);
+	snprintf(max, sizeof max, "%ld", max_regions);
 	{
 		char *argv[] = {PROCCTL_NODE_PATH, "--grpc-listen", listen, "--lock-dir", locks, "--state-dir", state,
-				"--consumers", cons, "--max-regions", max, "--http-listen", "", NULL};
-		daemon_pid = spawn(argv, -1);
+				"--consumers", w->cons, "--max-regions", max, "--http-listen", "", NULL};
+		daemon_pid = spawn(argv, -1, -1);
 	}
 	cr = grpc_insecure_credentials_create();
-	ch = grpc_channel_create(listen, cr, NULL);
+	w->ch = grpc_channel_create(listen, cr, NULL);
 	grpc_channel_credentials_release(cr);
-	cq = grpc_completion_queue_create_for_pluck(NULL);
-	for (i = 0; i < 1000 && listed(ch, cq, cons) < 0; i++)
+	w->cq = grpc_completion_queue_create_for_pluck(NULL);
+	for (i = 0; i < 1000 && listed(w->ch, w->cq, w->cons) < 0; i++)
 		usleep(10000);
 	if (i == 1000)
 		die("the daemon did not serve");
-	anon0 = bench_status_kib(daemon_pid, "RssAnon");
-	if (pipe2(farm_in, O_CLOEXEC) < 0)
+}
+
+static void farm_start(struct world *w, long procs, int per)
+{
+	char p[24], r[16];
+	int in[2], out[2];
+	snprintf(p, sizeof p, "%ld", procs);
+	snprintf(r, sizeof r, "%d", per);
+	if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0)
 		die("pipe");
 	{
-		char *argv[] = {FARM_PATH, "--procs", procs, "--regions", per, "--consumer", cons, NULL};
-		farm_pid = spawn(argv, farm_in[0]); /* it lives until its input ends */
+		char *argv[] = {FARM_PATH, "--procs", p, "--regions", r, "--consumer", w->cons, NULL};
+		farm_pid = spawn(argv, in[0], out[1]);
 	}
-	close(farm_in[0]);
-	for (i = 0; i < 600 && (got = listed(ch, cq, cons)) < n; i++)
+	close(in[0]);
+	close(out[1]);
+	w->farm_in = in[1];
+	w->farm_out = out[0];
+}
+
+/* When the farm said ready (all its processes made their regions). */
+static int64_t farm_ready(struct world *w)
+{
+	char buf[64];
+	ssize_t n = read(w->farm_out, buf, sizeof buf - 1);
+	if (n <= 0 || strncmp(buf, "ready ", 6))
+		die("the farm did not start");
+	return bench_now_ns();
+}
+
+static void world_stop(struct world *w)
+{
+	grpc_completion_queue_shutdown(w->cq);
+	grpc_completion_queue_destroy(w->cq);
+	grpc_channel_destroy(w->ch);
+	close(w->farm_in);
+	close(w->farm_out);
+	waitpid(farm_pid, NULL, 0);
+	kill(daemon_pid, SIGTERM);
+	waitpid(daemon_pid, NULL, 0);
+	farm_pid = daemon_pid = 0;
+}
+
+/* Context switches by thread to stderr; the procctl-* threads' per second. */
+static double by_thread(long n, const struct bench_threads *t0, const struct bench_threads *t1, int seconds)
+{
+	double own = 0;
+	int i;
+	fprintf(stderr, "bench_scale: %ld regions idle, wakeups/s by thread:", n);
+	for (i = 0; i < t1->n; i++) {
+		int k;
+		double d;
+		for (k = 0; k < t0->n && strcmp(t0->t[k].name, t1->t[i].name); k++)
+			;
+		d = (double)(t1->t[i].switches - (k < t0->n ? t0->t[k].switches : 0)) / seconds;
+		if (!strncmp(t1->t[i].name, "procctl-", 8))
+			own += d;
+		fprintf(stderr, " %s %.2f", t1->t[i].name, d);
+	}
+	fprintf(stderr, "\n");
+	return own;
+}
+
+static void idle(long n, int seconds)
+{
+	char tag[24], name[64];
+	struct bench_threads t0, t1;
+	struct world w;
+	unsigned long long sw0, sw1;
+	double c0, c1, b0, b1, own, tick = 1.0 / (double)sysconf(_SC_CLK_TCK);
+	long anon0, got = -1;
+	pid_t beat;
+	int i;
+
+	snprintf(tag, sizeof tag, "%ld", n);
+	world_start(&w, tag, 2 * n);
+	anon0 = bench_status_kib(daemon_pid, "RssAnon");
+	farm_start(&w, n / PER_PROCESS, PER_PROCESS);
+	for (i = 0; i < 600 && (got = listed(w.ch, w.cq, w.cons)) < n; i++)
 		sleep(1);
 	if (got < n) {
 		fprintf(stderr, "bench_scale: %ld of %ld regions attached in 10 minutes\n", got, n);
@@ -165,18 +239,7 @@ static void idle(long n, int seconds)
 	snprintf(name, sizeof name, "node_idle_cpu_%ld", n);
 	bench_report(name, "ms/s", (c1 - c0) * 1000.0 / seconds,
 		     (b1 - b0 > tick ? b1 - b0 : tick) * 1000.0 / seconds);
-	fprintf(stderr, "bench_scale: %ld regions idle, wakeups/s by thread:", n);
-	for (i = 0; i < t1.n; i++) {
-		int k;
-		double d;
-		for (k = 0; k < t0.n && strcmp(t0.t[k].name, t1.t[i].name); k++)
-			;
-		d = (double)(t1.t[i].switches - (k < t0.n ? t0.t[k].switches : 0)) / seconds;
-		if (!strncmp(t1.t[i].name, "procctl-", 8))
-			own += d;
-		fprintf(stderr, " %s %.2f", t1.t[i].name, d);
-	}
-	fprintf(stderr, "\n");
+	own = by_thread(n, &t0, &t1, seconds);
 	snprintf(name, sizeof name, "node_idle_wakeups_procctl_%ld", n);
 	bench_report(name, "1/s", own, 4.0 / LEASE_S);
 	snprintf(name, sizeof name, "node_idle_wakeups_%ld", n);
@@ -185,15 +248,36 @@ static void idle(long n, int seconds)
 	bench_report(name, "KiB", (double)bench_status_kib(daemon_pid, "RssAnon"), (double)anon0);
 	snprintf(name, sizeof name, "node_rss_shmem_%ld", n);
 	bench_report(name, "KiB", (double)bench_status_kib(daemon_pid, "RssShmem"), (double)n * 4.0);
+	world_stop(&w);
+}
 
-	grpc_completion_queue_shutdown(cq);
-	grpc_completion_queue_destroy(cq);
-	grpc_channel_destroy(ch);
-	close(farm_in[1]);
-	waitpid(farm_pid, NULL, 0);
-	kill(daemon_pid, SIGTERM);
-	waitpid(daemon_pid, NULL, 0);
-	farm_pid = daemon_pid = 0;
+/* STORM processes (one region each) started at once by a program the
+ * daemon has not seen: the time from its start until half, 99% and all
+ * of them are listed, against the time it took to start them all. */
+static void storm(void)
+{
+	int64_t t0, ready, at[3] = {0, 0, 0};
+	const long want[3] = {STORM / 2, STORM * 99 / 100, STORM};
+	static const char *const names[3] = {"node_start_storm_p50", "node_start_storm_p99", "node_start_storm_max"};
+	struct world w;
+	long got;
+	int k = 0;
+
+	world_start(&w, "storm", 2 * STORM);
+	t0 = bench_now_ns();
+	farm_start(&w, STORM, 1);
+	ready = farm_ready(&w);
+	while (k < 3 && bench_now_ns() - t0 < 60 * 1000000000ll) {
+		got = listed(w.ch, w.cq, w.cons);
+		for (; k < 3 && got >= want[k]; k++)
+			at[k] = bench_now_ns();
+		usleep(10000);
+	}
+	if (k < 3)
+		die("the storm was not all attached in 60 s");
+	for (k = 0; k < 3; k++)
+		bench_report(names[k], "ms", (double)(at[k] - t0) / 1e6, (double)(ready - t0) / 1e6);
+	world_stop(&w);
 }
 
 int main(int argc, char **argv)
@@ -211,6 +295,7 @@ int main(int argc, char **argv)
 	if (mkdir(dir, 0700) < 0)
 		die("mkdir");
 	grpc_init();
+	storm();
 	for (i = 1; i < argc; i++)
 		idle(atol(argv[i]), seconds);
 	for (i = 0; argc == 1 && i < 2; i++)
