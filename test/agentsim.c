@@ -184,7 +184,8 @@ static void cmd_forge(char *args)
 	}
 	odd = raw_begin();
 	memcpy(b, &s, sizeof s);
-	memcpy(b + R.hdr.payload_off, payload, plen);
+	if (plen)
+		memcpy(b + R.hdr.payload_off, payload, plen);
 	R.active ^= 1u;
 	procctl__store_relaxed(&R.ctrl->active, R.active);
 	raw_end(odd);
