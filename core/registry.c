@@ -160,7 +160,7 @@ static int on_found(const struct procctl_scan_entry *s, void *arg)
 	}
 	if ((why = over_limit(r, s->pid))) {
 		count_reject(r, why);
-		r->scan_over_cap += r->scan_it != NULL; /* the full scan's count: a gauge, warned once */
+		r->scan_over_cap += r->in_full_step; /* the full scan's count: a gauge, warned once */
 		procctl_log(PROCCTL_LOG_DEBUG, "attach_rejected", "pid=%d fd=%d consumer=%s reason=%s", (int)s->pid,
 			    s->fd, s->consumer, procctl_reject_name(why));
 		return 0;
@@ -314,7 +314,10 @@ static void full_scan_step(procctl_registry_t *r)
 {
 	int64_t t0 = procctl_now_ns();
 	struct lock_rec *l;
-	int more = procctl_scan_step(r->scan_it, r->consumer[0] ? r->consumer : NULL, SCAN_STEP_PIDS, on_found, r);
+	int more;
+	r->in_full_step = 1; /* a targeted scan between two steps sees pids this one sees too */
+	more = procctl_scan_step(r->scan_it, r->consumer[0] ? r->consumer : NULL, SCAN_STEP_PIDS, on_found, r);
+	r->in_full_step = 0;
 	r->full_ns += procctl_now_ns() - t0;
 	if (more > 0) {
 		reg_kick(r); /* the next step at the next dispatch */

@@ -81,6 +81,7 @@ struct procctl_registry {
 	uint32_t domain;
 	int have_domain, domain_logged;
 	uint32_t scan_over_cap; /* regions the full scan under way left out for a cap */
+	int in_full_step;       /* on_found runs for a full scan's step, not a targeted scan */
 	int lock_dirfd; /* procctl_trusted_dir(lock_dir); -1 passive */
 	struct lock_rec *locks;
 	uint32_t nlocks;
