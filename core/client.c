@@ -367,6 +367,16 @@ int procctl_client_pidfd(const procctl_client_t *c)
 	return c->remote->pidfd;
 }
 
+void procctl_client_set_data(procctl_client_t *c, void *data)
+{
+	__atomic_store_n(&c->data, data, __ATOMIC_RELEASE);
+}
+
+void *procctl_client_data(const procctl_client_t *c)
+{
+	return __atomic_load_n(&c->data, __ATOMIC_ACQUIRE);
+}
+
 #define FAR_ADDRESS 0x7ffffffffffff000ll
 
 /* Does the process at /proc/<pid>/mem (still ours: its pidfd has not

@@ -29,6 +29,7 @@ struct procctl_client {
 	                          * Written under wlock; read anywhere with atomics */
 	struct procctl_remote *remote;
 	uint64_t published_max;  /* highest config generation this agent published; atomic */
+	void *data;              /* procctl_client_set_data; atomic */
 };
 
 /* The NSpid list of pid from <proc_root>/<pid>/status, outermost first:

@@ -149,6 +149,12 @@ uint64_t procctl_client_config_gen(procctl_client_t *c);
 uint64_t procctl_client_published_max(const procctl_client_t *c);
 /* A pidfd for c's process: readable once it exits. */
 int procctl_client_pidfd(const procctl_client_t *c);
+/* The caller's own pointer for c (NULL until set): what an application
+ * keeps of a client, found from an event's client without a search.
+ * One pointer for every holder of c: set it where the clients are
+ * owned (the registry's user), not in a library beside it. */
+void procctl_client_set_data(procctl_client_t *c, void *data);
+void *procctl_client_data(const procctl_client_t *c);
 /* 0 while the process that created the region runs it (an exit under
  * way included: it may still hold files); -ESRCH once it exited (its
  * pidfd says so); -ESTALE once it exec'd (the instance is gone). */

@@ -87,6 +87,7 @@ struct node *node_new(const struct node_cfg *cfg, const struct nodelock *lock, c
 	n->cfg = *cfg;
 	pthread_mutex_init(&n->mu, NULL);
 	n->tail = &n->head;
+	n->writing_tail = &n->writing;
 	n->cfg_ifd = -1;
 	n->lock_ifd = -1;
 	n->lock = lock;
@@ -248,7 +249,7 @@ int node_run(struct node *n)
 		struct node_job *j, *next;
 		int64_t now, timeout;
 		uint64_t v;
-		int ready = 1;
+		int ready = 1, writing;
 
 		if (lock_check(n)) /* before any request is served */
 			break;
@@ -256,6 +257,7 @@ int node_run(struct node *n)
 			next = j->next;
 			node_handle(n, j);
 		}
+		writing = waits_write(n);
 		node_reads_done(n);
 		if (n->hello && (err = procctl_hello_dispatch(n->hello)) < 0) {
 			node_log(PROCCTL_LOG_ERROR, "hello_failed", "error=%s", strerror(-err));
@@ -270,12 +272,12 @@ int node_run(struct node *n)
 		}
 		if (n->cfg_ifd >= 0)
 			cfg_events(n, now_ns());
-		/* Waits mark the processes to poll often; the timers poll them,
-		 * tick the arbiters, reload the config and end the waits whose
-		 * time is up; then the settled and ended waits are answered. */
-		waits_sweep(n, now_ns(), 0);
+		/* The timers poll the processes waits expect acks of, tick the
+		 * arbiters, reload the config and end the waits whose time is
+		 * up; the settled and ended waits are answered. */
+		waits_sweep(n, 0);
 		timers_run(&n->timers, now_ns());
-		waits_sweep(n, now_ns(), 0);
+		waits_sweep(n, 0);
 		if (ready != node_ready(n)) {
 			__atomic_store_n(&n->ready, ready, __ATOMIC_RELEASE);
 			node_log(PROCCTL_LOG_INFO, "ready", "processes=%zu", n->nprocs);
@@ -289,7 +291,8 @@ int node_run(struct node *n)
 		 * thread's news (a request, a read done, a stop) comes through
 		 * efd, so an idle node never wakes for nothing. */
 		now = now_ns();
-		timeout = timers_next(&n->timers) == INT64_MAX ? -1
+		timeout = writing				     ? 0
+			  : timers_next(&n->timers) == INT64_MAX ? -1
 			  : timers_next(&n->timers) <= now    ? 0
 							       : (timers_next(&n->timers) - now + MS - 1) / MS;
 		if (poll(pfd, n->nreg + 4, (int)(timeout > INT_MAX ? INT_MAX : timeout)) < 0 && errno != EINTR) {
@@ -304,7 +307,7 @@ int node_run(struct node *n)
 	}
 out:
 	/* Everything still held is answered: the daemon is going away. */
-	waits_sweep(n, now_ns(), 1);
+	waits_sweep(n, 1);
 	for (i = 0; i < n->nprocs; i++)
 		proc_reads_gone(n, n->procs[i], -ESHUTDOWN);
 	{

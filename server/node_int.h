@@ -52,7 +52,8 @@ struct proc {
 	uint64_t acked_gen;   /* from the last read */
 	int32_t ack_status;
 	uint32_t state_hash;  /* of its resources and bytes */
-	int waiting;          /* waits name it: poll it often */
+	int waiting;          /* items of waits expecting its ack: poll it often */
+	struct wait_item *items; /* every wait item naming it */
 	int rings;            /* its doorbell was heard: it need not be polled as often */
 	uid_t uid;            /* effective, at attach: admission */
 	gid_t gid;
@@ -62,12 +63,15 @@ struct proc {
 	uint64_t written_gen; /* the last config written, and when: its ack's latency */
 	int64_t written_ns;
 	struct node *n;
+	size_t at;            /* its index in n->procs */
 	struct timer t_poll;  /* its next state poll (procs.c) */
 };
 
 /* One result of a wait: a process a Publish, Clear or WaitAck named. */
 struct wait_item {
+	struct wait *w;
 	struct proc *p; /* NULL once it left */
+	struct wait_item *pnext, **pprev; /* on p->items while p is set */
 	pid_t pid;
 	uint64_t instance;
 	uint64_t gen;   /* written, or waited for; 0: nothing written */
@@ -77,15 +81,27 @@ struct wait_item {
 	int done;
 };
 
+/* A call that writes and waits. Its writes go out a slice a loop turn,
+ * in the order the calls came (n->writing), so requests keep being served
+ * during a write to thousands and a later call's write to a process is
+ * never overtaken by an earlier one's. */
 struct wait {
 	struct node_job *job;
 	int64_t deadline_ns;
 	struct timer t_deadline;
 	int expired;            /* t_deadline fired */
+	int cancelled;          /* the call went while its writes were still out */
+	int single;             /* a pid's Publish or Clear: a refused write is the call's error */
 	struct desired desired; /* SetDesiredConfig: the config as stored (payload owned) */
 	int call_deadline;      /* the call's deadline ends it, not wait_ms */
+	uint32_t wait_ms;
+	uint8_t *payload;       /* what is written (owned); NULL: a clear */
+	size_t len;
+	size_t written;         /* items [0, written) had their turn to be written */
+	size_t open;            /* items not done */
+	struct wait *next;      /* n->waits */
+	struct wait *wnext;     /* n->writing, while items are unwritten */
 	size_t n;
-	struct wait *next;
 	struct wait_item item[];
 };
 
@@ -141,6 +157,7 @@ struct node {
 	struct proc **procs;
 	size_t nprocs, cap_procs;
 	struct wait *waits;
+	struct wait *writing, **writing_tail; /* waits with writes still to go, oldest first */
 	struct timers timers;   /* the state polls, waits' deadlines, arbiters' ticks, config reloads */
 	struct timer t_tick;    /* the arbiters' */
 	struct events *ev;
@@ -211,16 +228,26 @@ void node_on_event(const struct procctl_event *e, void *arg);
 
 /* waits.c: writes that wait for acks, settled as the acks are read */
 void waits_update(struct node *n, struct proc *p, const struct procctl_state *st);
-void waits_sweep(struct node *n, int64_t now, int all);
+/* p left the table: its open items are GONE. */
+void waits_gone(struct node *n, struct proc *p);
+void waits_sweep(struct node *n, int all);
+/* Write the next slice of the queued writes: 1 while some are left. */
+int waits_write(struct node *n);
 /* A wait of c items for job, until wait_ms or the call's deadline: its
  * deadline armed. NULL when out of memory (job answered). */
 struct wait *wait_new(struct node *n, struct node_job *job, size_t c, uint32_t wait_ms);
 void wait_free(struct node *n, struct wait *w);
 /* The call of job id is gone: its wait, if it has one, is answered
- * CANCELLED and freed at once. */
+ * CANCELLED and freed (once its writes are out: a write is not cut in
+ * half by its caller leaving). */
 void waits_cancel(struct node *n, uint64_t id);
+/* Write payload (NULL: clear) to each of v, as one wait of job's: its
+ * results in v's order, the wait started. single: a pid's call (a refused
+ * write answers the call FAILED_PRECONDITION). NULL: job answered. */
 struct wait *wait_write_all(struct node *n, struct node_job *job, struct proc **v, size_t c,
-			      const ProtobufCBinaryData *payload, uint32_t wait_ms);
+			    const ProtobufCBinaryData *payload, uint32_t wait_ms, int single);
+/* Item i of w waits for p's ack of gen. */
+void wait_item_pending(struct node *n, struct wait *w, size_t i, struct proc *p, uint64_t gen);
 void wait_start(struct node *n, struct wait *w);
 
 /* service.c: the NodeService requests */

@@ -96,16 +96,9 @@ static void emit_state_changed(struct node *n, const struct proc *p)
 	node_emit(n, &p->key, &ev);
 }
 
-static struct proc *find_client(struct node *n, const procctl_client_t *c, size_t *at)
+static struct proc *find_client(const procctl_client_t *c)
 {
-	size_t i;
-	for (i = 0; i < n->nprocs; i++)
-		if (n->procs[i]->c == c) {
-			if (at)
-				*at = i;
-			return n->procs[i];
-		}
-	return NULL;
+	return procctl_client_data(c);
 }
 
 /* What a read of p found: a new ack (Acked) and a changed block
@@ -249,7 +242,9 @@ static void on_attached(struct node *n, const struct procctl_event *e, procctl_r
 	} else if (r != -ENOENT && r != -ESRCH) {
 		node_log(PROCCTL_LOG_WARN, "podid_unreadable", "pid=%d error=%s", (int)info.pid, strerror(-r));
 	}
+	p->at = n->nprocs;
 	n->procs[n->nprocs++] = p;
+	procctl_client_set_data(p->c, p);
 	/* The ack it holds now is part of what Attached says: said when its
 	 * first read returns (or is late, and the process stalled). */
 	proc_read_state(n, p, 1);
@@ -264,24 +259,14 @@ static void on_detached(struct node *n, const struct procctl_event *e)
 	PbEvent ev = PROCCTL__V1__WATCH_EVENTS_RESPONSE__INIT;
 	PbRef ref = PROCCTL__V1__PROCESS_REF__INIT;
 	char idbuf[HEXID_LEN];
-	struct wait *w;
 	struct proc *p;
-	size_t at, i;
 
-	if (!(p = find_client(n, e->client, &at)))
+	if (!(p = find_client(e->client)))
 		return;
 	if (!p->announced) /* gone before its first read returned: Attached first */
 		emit_attached(n, p);
 	proc_reads_gone(n, p, -ESRCH);
-	for (w = n->waits; w; w = w->next)
-		for (i = 0; i < w->n; i++)
-			if (w->item[i].p == p) {
-				w->item[i].p = NULL;
-				if (!w->item[i].done) {
-					w->item[i].status = PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_GONE;
-					w->item[i].done = 1;
-				}
-			}
+	waits_gone(n, p);
 	ref.pid = p->key.pid;
 	ref.instance_id = hexid(idbuf, p->instance);
 	m.process = &ref;
@@ -293,7 +278,9 @@ static void on_detached(struct node *n, const struct procctl_event *e)
 	node_emit(n, &p->key, &ev); /* the registry logged it */
 	if (e->reason == -ESRCH || e->reason == -ESTALE)
 		desired_process_gone(n, p->key.pid, p->key.pid_start);
-	n->procs[at] = n->procs[--n->nprocs];
+	n->procs[p->at] = n->procs[--n->nprocs];
+	n->procs[p->at]->at = p->at;
+	procctl_client_set_data(p->c, NULL);
 	timer_disarm(&n->timers, &p->t_poll);
 	procctl_client_close(p->c);
 	free(p);
@@ -334,7 +321,7 @@ void node_on_event(const struct procctl_event *e, void *arg)
 		on_detached(n, e);
 		break;
 	case PROCCTL_EV_DOORBELL:
-		if ((p = find_client(n, e->client, NULL))) {
+		if ((p = find_client(e->client))) {
 			p->rings = 1;
 			proc_read_state(n, p, 0);
 			proc_poll_soon(n, p, now_ns()); /* unheard now (muted, written): polled */

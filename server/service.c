@@ -172,23 +172,11 @@ static void do_write(struct node *n, struct node_job *job)
 				free(v);
 				return job_finish(job, NODE_INVALID_ARGUMENT, msg, NULL);
 			}
-	w = wait_write_all(n, job, v, (size_t)c, payload, wait_ms);
+	w = wait_write_all(n, job, v, (size_t)c, payload, wait_ms, f.pid != 0);
 	free(v);
-	if (!w)
-		return;
-	node_log(PROCCTL_LOG_DEBUG, job->method == NODE_PUBLISH ? "publish" : "clear", "processes=%zd bytes=%zu wait_ms=%u",
-		 c, payload ? payload->len : 0, wait_ms);
-	/* A single pid whose region this daemon may not write (not its own,
-	 * another domain's, broken): FAILED_PRECONDITION, saying which. */
-	if (f.pid && c == 1 && (w->item[0].status == PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_NOT_OWNER ||
-				w->item[0].status == PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_CONFLICT ||
-				w->item[0].status == PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_BROKEN)) {
-		char msg[sizeof w->item[0].error + 32];
-		snprintf(msg, sizeof msg, "%s", w->item[0].error);
-		wait_free(n, w);
-		return job_finish(job, NODE_FAILED_PRECONDITION, msg, NULL);
-	}
-	wait_start(n, w);
+	if (w)
+		node_log(PROCCTL_LOG_DEBUG, job->method == NODE_PUBLISH ? "publish" : "clear",
+			 "processes=%zd bytes=%zu wait_ms=%u", c, payload ? payload->len : 0, wait_ms);
 }
 
 static void do_wait_ack(struct node *n, struct node_job *job)
@@ -204,11 +192,7 @@ static void do_wait_ack(struct node *n, struct node_job *job)
 		return job_finish(job, NODE_INVALID_ARGUMENT, "generation: not one published to this process", NULL);
 	if (!(w = wait_new(n, job, 1, rq->wait_ms)))
 		return;
-	w->item[0].p = p;
-	w->item[0].pid = p->key.pid;
-	w->item[0].instance = p->instance;
-	w->item[0].gen = rq->generation;
-	w->item[0].status = PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_PENDING;
+	wait_item_pending(n, w, 0, p, rq->generation);
 	wait_start(n, w);
 	proc_read_state(n, p, 0);
 }

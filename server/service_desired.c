@@ -140,6 +140,7 @@ void do_set_desired(struct node *n, struct node_job *job)
 	struct proc **v = NULL, **eff;
 	struct wait *w;
 	const char *why = NULL;
+	uint8_t *copy;
 	char err[400];
 	ssize_t c, i, k = 0;
 	enum node_code code;
@@ -184,20 +185,22 @@ void do_set_desired(struct node *n, struct node_job *job)
 	for (i = 0; i < c; i++)
 		if (desired_effective(&n->desired, d, &v[i]->key))
 			eff[k++] = v[i];
-	{
-		ProtobufCBinaryData payload = {d->len, d->payload};
-		w = wait_write_all(n, job, eff, (size_t)k, &payload, rq->wait_ms);
-	}
-	free(v);
-	if (!w)
-		return;
-	w->desired = *d;
-	if (!(w->desired.payload = malloc(d->len))) {
-		wait_free(n, w);
+	if (!(copy = malloc(d->len))) {
+		free(v);
 		return job_finish(job, NODE_RESOURCE_EXHAUSTED, "out of memory", NULL);
 	}
-	memcpy(w->desired.payload, d->payload, d->len);
-	wait_start(n, w);
+	memcpy(copy, d->payload, d->len);
+	{
+		ProtobufCBinaryData payload = {d->len, d->payload};
+		w = wait_write_all(n, job, eff, (size_t)k, &payload, rq->wait_ms, 0);
+	}
+	free(v);
+	if (!w) {
+		free(copy);
+		return;
+	}
+	w->desired = *d;
+	w->desired.payload = copy;
 }
 
 void do_delete_desired(struct node *n, struct node_job *job)

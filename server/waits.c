@@ -28,16 +28,49 @@ static void rejected_why(char *buf, size_t len, int32_t status, const struct pro
 	snprintf(buf + o, len - o, ": %.*s", (int)st->data_len, (const char *)st->data);
 }
 
+/* Item it of w is done (its status set): counted, and no longer an
+ * ack its process is polled for. */
+static void item_done(struct wait *w, struct wait_item *it)
+{
+	if (it->done)
+		return;
+	it->done = 1;
+	w->open--;
+	if (it->p && it->gen)
+		it->p->waiting--;
+}
+
+static void item_link(struct wait_item *it, struct proc *p)
+{
+	it->p = p;
+	it->pid = p->key.pid;
+	it->instance = p->instance;
+	if ((it->pnext = p->items))
+		p->items->pprev = &it->pnext;
+	it->pprev = &p->items;
+	p->items = it;
+}
+
+static void item_unlink(struct wait_item *it)
+{
+	if (!it->p)
+		return;
+	if (!it->done && it->gen)
+		it->p->waiting--;
+	if (it->pnext)
+		it->pnext->pprev = it->pprev;
+	*it->pprev = it->pnext;
+	it->p = NULL;
+}
+
 /* Settle one item from what p acked (the library's decision, SPEC.md
- * 7.3: an ack above what was published is none): 1 when it is done. */
-static int wait_settle(struct wait_item *it, const struct proc *p, const struct procctl_state *st)
+ * 7.3: an ack above what was published is none). */
+static void wait_settle(struct wait_item *it, const struct proc *p, const struct procctl_state *st)
 {
 	int kind;
-	if (it->done)
-		return 1;
-	if (!p->have_state ||
+	if (it->done || !it->gen || !p->have_state ||
 	    !(kind = procctl_ack_decide(it->gen, procctl_client_published_max(p->c), p->acked_gen, p->ack_status)))
-		return 0;
+		return;
 	switch (kind) {
 	case PROCCTL_ACK_SUPERSEDED:
 		it->status = PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_SUPERSEDED;
@@ -50,18 +83,43 @@ static int wait_settle(struct wait_item *it, const struct proc *p, const struct 
 	default:
 		it->status = PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_APPLIED;
 	}
-	it->done = 1;
-	return 1;
+	item_done(it->w, it);
 }
 
 void waits_update(struct node *n, struct proc *p, const struct procctl_state *st)
 {
-	struct wait *w;
-	size_t i;
-	for (w = n->waits; w; w = w->next)
-		for (i = 0; i < w->n; i++)
-			if (w->item[i].p == p)
-				wait_settle(&w->item[i], p, st);
+	struct wait_item *it;
+	(void)n;
+	for (it = p->items; it; it = it->pnext)
+		wait_settle(it, p, st);
+}
+
+void waits_gone(struct node *n, struct proc *p)
+{
+	(void)n;
+	while (p->items) {
+		struct wait_item *it = p->items;
+		if (!it->done) {
+			it->status = PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_GONE;
+			item_done(it->w, it);
+		}
+		item_unlink(it);
+	}
+}
+
+/* A pid's call whose write was refused (not this daemon's region,
+ * another domain's, broken): FAILED_PRECONDITION, saying which. */
+static int wait_refused(const struct wait *w)
+{
+	const struct wait_item *it = &w->item[0];
+	if (!w->single || w->n != 1 || !it->done)
+		return 0;
+	if (it->status != PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_NOT_OWNER &&
+	    it->status != PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_CONFLICT &&
+	    it->status != PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_BROKEN)
+		return 0;
+	job_finish(w->job, NODE_FAILED_PRECONDITION, it->error, NULL);
+	return 1;
 }
 
 static void wait_reply(struct wait *w)
@@ -114,36 +172,32 @@ static void wait_reply(struct wait *w)
 	}
 }
 
-/* Answer the waits that are settled or past their deadline; mark the
- * processes the rest wait on. */
-void waits_sweep(struct node *n, int64_t now, int all)
+/* Answer the waits whose writes are out and which are settled, past
+ * their deadline or cancelled (all: every wait, the daemon stops). */
+void waits_sweep(struct node *n, int all)
 {
 	struct wait **pw = &n->waits, *w;
-	size_t i, k;
-	for (k = 0; k < n->nprocs; k++)
-		n->procs[k]->waiting = 0;
+	size_t i;
 	while ((w = *pw)) {
-		int open = 0;
-		for (i = 0; i < w->n; i++)
-			if (!w->item[i].done && w->item[i].gen)
-				open = 1;
-		if (!open || all || w->expired) {
-			*pw = w->next;
-			if (open && !all && w->call_deadline) {
-				/* The call is over: what gRPC's own timer says too, whichever is first. */
-				job_finish(w->job, NODE_DEADLINE_EXCEEDED, "the call's deadline came before the acks", NULL);
-			} else {
-				wait_reply(w);
-			}
-			wait_free(n, w);
+		if (!all && (w->written < w->n || (w->open && !w->expired && !w->cancelled))) {
+			pw = &w->next;
 			continue;
 		}
-		for (i = 0; i < w->n; i++)
-			if (w->item[i].p && !w->item[i].done) {
-				w->item[i].p->waiting = 1;
-				proc_poll_soon(n, w->item[i].p, now);
+		*pw = w->next;
+		for (i = w->written; i < w->n; i++)
+			if (!w->item[i].done) {
+				w->item[i].status = PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_FAILED;
+				snprintf(w->item[i].error, sizeof w->item[i].error, "not written: the daemon stopped first");
+				item_done(w, &w->item[i]);
 			}
-		pw = &w->next;
+		if (w->cancelled)
+			job_finish(w->job, NODE_CANCELLED, "the call was cancelled", NULL);
+		else if (w->open && !all && w->call_deadline)
+			/* The call is over: what gRPC's own timer says too, whichever is first. */
+			job_finish(w->job, NODE_DEADLINE_EXCEEDED, "the call's deadline came before the acks", NULL);
+		else if (!wait_refused(w))
+			wait_reply(w);
+		wait_free(n, w);
 	}
 }
 
@@ -192,6 +246,11 @@ struct wait *wait_new(struct node *n, struct node_job *job, size_t c, uint32_t w
 		goto nomem;
 	w->job = job;
 	w->n = c;
+	w->open = c;
+	w->written = c; /* a wait that writes sets it back */
+	w->wait_ms = wait_ms;
+	for (size_t i = 0; i < c; i++)
+		w->item[i].w = w;
 	w->deadline_ns = now_ns() + (int64_t)wait_ms * MS;
 	if (w->deadline_ns >= job->deadline_ns) {
 		w->deadline_ns = job->deadline_ns;
@@ -209,20 +268,30 @@ nomem:
 
 void waits_cancel(struct node *n, uint64_t id)
 {
-	struct wait **pw, *w;
-	for (pw = &n->waits; id && (w = *pw); pw = &w->next)
+	struct wait *w;
+	for (w = n->waits; id && w; w = w->next)
 		if (w->job->id == id) {
-			*pw = w->next;
-			job_finish(w->job, NODE_CANCELLED, "the call was cancelled", NULL);
-			wait_free(n, w);
+			w->cancelled = 1; /* waits_sweep answers it once its writes are out */
 			return;
 		}
 }
 
+/* Off the writing queue, off its processes, its deadline disarmed: freed. */
 void wait_free(struct node *n, struct wait *w)
 {
+	struct wait **pw;
+	size_t i;
+	for (pw = &n->writing; *pw; pw = &(*pw)->wnext)
+		if (*pw == w) {
+			if (!(*pw = w->wnext))
+				n->writing_tail = pw;
+			break;
+		}
+	for (i = 0; i < w->n; i++)
+		item_unlink(&w->item[i]);
 	timer_disarm(&n->timers, &w->t_deadline);
 	free(w->desired.payload);
+	free(w->payload);
 	free(w);
 }
 
@@ -248,46 +317,89 @@ static void write_refused(struct wait_item *it, const struct proc *p, int64_t g)
 	}
 }
 
-/* Write payload (NULL: clear) to each of v, as one wait of job's: its
- * results, in v's order. NULL when out of memory (job answered). */
+void wait_item_pending(struct node *n, struct wait *w, size_t i, struct proc *p, uint64_t gen)
+{
+	struct wait_item *it = &w->item[i];
+	if (!it->p)
+		item_link(it, p);
+	it->gen = gen;
+	it->status = PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_PENDING;
+	p->waiting++;
+	proc_poll_soon(n, p, now_ns());
+}
+
+/* Write item i of w (its process still attached, the item not done). */
+static void write_one(struct node *n, struct wait *w, size_t i)
+{
+	struct wait_item *it = &w->item[i];
+	struct proc *p = it->p;
+	int64_t g;
+	if (w->payload && w->len > p->payload_cap) {
+		it->status = PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_TOO_LARGE;
+		snprintf(it->error, sizeof it->error, "payload over the process's capacity of %u bytes", p->payload_cap);
+		return item_done(w, it);
+	}
+	g = w->payload ? procctl_client_write(p->c, w->payload, w->len) : procctl_client_clear(p->c);
+	proc_wrote(n, p, g);
+	if (g <= 0) {
+		write_refused(it, p, g);
+		return item_done(w, it);
+	}
+	if (!w->wait_ms) {
+		it->gen = (uint64_t)g;
+		it->status = PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_WRITTEN;
+		return item_done(w, it);
+	}
+	wait_item_pending(n, w, i, p, (uint64_t)g);
+}
+
+#define WRITE_SLICE_NS (2 * MS) /* a loop turn's writes at most (then requests, reads, timers) */
+
+int waits_write(struct node *n)
+{
+	int64_t end = now_ns() + WRITE_SLICE_NS;
+	unsigned k = 0;
+	struct wait *w;
+	while ((w = n->writing)) {
+		for (; w->written < w->n; w->written++) {
+			if (!(++k % 32) && now_ns() >= end)
+				return 1;
+			if (!w->item[w->written].done)
+				write_one(n, w, w->written);
+		}
+		if (!(n->writing = w->wnext))
+			n->writing_tail = &n->writing;
+	}
+	return 0;
+}
+
 struct wait *wait_write_all(struct node *n, struct node_job *job, struct proc **v, size_t c,
-			      const ProtobufCBinaryData *payload, uint32_t wait_ms)
+			    const ProtobufCBinaryData *payload, uint32_t wait_ms, int single)
 {
 	struct wait *w = wait_new(n, job, c, wait_ms);
 	size_t i;
 	if (!w)
 		return NULL;
-	for (i = 0; i < c; i++) {
-		struct wait_item *it = &w->item[i];
-		struct proc *p = v[i];
-		int64_t g;
-		it->p = p;
-		it->pid = p->key.pid;
-		it->instance = p->instance;
-		if (payload && payload->len > p->payload_cap) {
-			it->status = PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_TOO_LARGE;
-			snprintf(it->error, sizeof it->error, "payload over the process's capacity of %u bytes",
-				 p->payload_cap);
-			it->done = 1;
-			continue;
-		}
-		g = payload ? procctl_client_write(p->c, payload->data, payload->len) : procctl_client_clear(p->c);
-		proc_wrote(n, p, g);
-		if (g > 0) {
-			it->gen = (uint64_t)g;
-			it->status = wait_ms ? PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_PENDING
-					     : PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_WRITTEN;
-			it->done = !wait_ms;
-			continue;
-		}
-		it->done = 1;
-		write_refused(it, p, g);
+	if (payload && !(w->payload = malloc(payload->len ? payload->len : 1))) {
+		wait_free(n, w);
+		job_finish(job, NODE_RESOURCE_EXHAUSTED, "out of memory", NULL);
+		return NULL;
 	}
+	if (payload) {
+		memcpy(w->payload, payload->data, payload->len);
+		w->len = payload->len;
+	}
+	w->single = single;
+	w->written = 0;
+	for (i = 0; i < c; i++)
+		item_link(&w->item[i], v[i]);
+	w->wnext = NULL;
+	*n->writing_tail = w;
+	n->writing_tail = &w->wnext;
+	wait_start(n, w);
 	return w;
 }
 
-/* A generation just written has no ack yet: its doorbell, or a poll,
- * brings it. */
 void wait_start(struct node *n, struct wait *w)
 {
 	w->next = n->waits;

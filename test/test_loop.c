@@ -200,6 +200,7 @@ static struct wait *publish_wait(struct node *n, struct answer *a, int64_t call_
 	w->item[0].status = PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_PENDING;
 	w->item[1].status = PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_GONE;
 	w->item[1].done = 1;
+	w->open--;
 	wait_start(n, w);
 	return w;
 }
@@ -218,11 +219,11 @@ static void waits_end_by_their_timers(void **state)
 	w = publish_wait(n, &a, INT64_MAX, 50);
 	assert_int_equal(w->call_deadline, 0);
 	assert_true(timers_next(&n->timers) <= now + 50 * MS + 10 * MS);
-	waits_sweep(n, now, 0);
+	waits_sweep(n, 0);
 	assert_int_equal(a.got, 0); /* open, and its time is not up */
 	assert_int_equal(timers_run(&n->timers, w->deadline_ns - 1), 0);
 	assert_int_equal(timers_run(&n->timers, w->deadline_ns), 1);
-	waits_sweep(n, w->deadline_ns, 0);
+	waits_sweep(n, 0);
 	assert_int_equal(a.got, 1);
 	assert_int_equal(a.code, NODE_OK);
 	assert_int_equal(a.n, 2);
@@ -236,7 +237,7 @@ static void waits_end_by_their_timers(void **state)
 	assert_int_equal(w->call_deadline, 1);
 	assert_int_equal(w->deadline_ns, now + 10 * MS);
 	assert_int_equal(timers_run(&n->timers, now + 10 * MS), 1);
-	waits_sweep(n, now + 10 * MS, 0);
+	waits_sweep(n, 0);
 	assert_int_equal(b.got, 1);
 	assert_int_equal(b.code, NODE_DEADLINE_EXCEEDED);
 	assert_non_null(strstr(b.msg, "deadline"));
@@ -246,7 +247,8 @@ static void waits_end_by_their_timers(void **state)
 	w = publish_wait(n, &a, INT64_MAX, 60000);
 	w->item[0].status = PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_APPLIED;
 	w->item[0].done = 1;
-	waits_sweep(n, now, 0);
+	w->open--;
+	waits_sweep(n, 0);
 	assert_int_equal(a.got, 1);
 	assert_int_equal(a.status[0], PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_APPLIED);
 	assert_int_equal(timers_next(&n->timers), INT64_MAX);
@@ -254,7 +256,7 @@ static void waits_end_by_their_timers(void **state)
 	/* Shutting down: every wait answered. */
 	memset(&a, 0, sizeof a);
 	publish_wait(n, &a, INT64_MAX, 60000);
-	waits_sweep(n, now, 1);
+	waits_sweep(n, 1);
 	assert_int_equal(a.got, 1);
 	assert_int_equal(a.code, NODE_OK);
 	timers_free(&n->timers);
@@ -277,7 +279,6 @@ static void waits_bounded_and_cancelled(void **state)
 	struct node *n = calloc(1, sizeof *n);
 	struct answer a[8];
 	struct wait *w;
-	int64_t now = procctl_now_ns();
 	int i;
 	(void)state;
 	assert_non_null(n);
@@ -303,21 +304,26 @@ static void waits_bounded_and_cancelled(void **state)
 	/* no wait asked for (wait_ms 0): never refused */
 	w = wait_new(n, publish_job(&a[7], INT64_MAX, "ipv4:10.0.0.3:1", 7), 1, 0);
 	assert_non_null(w);
+	w->item[0].status = PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_WRITTEN;
+	w->item[0].done = 1;
+	w->open--;
 	wait_start(n, w);
-	waits_sweep(n, now, 0);
+	waits_sweep(n, 0);
 	assert_int_equal(a[7].got, 1);
-	/* the call of job 2 is gone: its wait ends now, CANCELLED; an unknown
-	 * or zero id ends nothing */
+	/* the call of job 2 is gone: its wait ends at the sweep, CANCELLED;
+	 * an unknown or zero id ends nothing */
 	waits_cancel(n, 2);
+	waits_sweep(n, 0);
 	assert_int_equal(a[2].got, 1);
 	assert_int_equal(a[2].code, NODE_CANCELLED);
 	waits_cancel(n, 2);
 	waits_cancel(n, 0);
 	waits_cancel(n, 99);
+	waits_sweep(n, 0);
 	assert_int_equal(a[1].got + a[4].got + a[5].got, 0);
 	/* room again for the first peer */
 	open_wait(n, &a[3], "ipv4:10.0.0.1:1", 8);
-	waits_sweep(n, now, 1);
+	waits_sweep(n, 1);
 	timers_free(&n->timers);
 	free(n);
 }

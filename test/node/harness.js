@@ -239,6 +239,9 @@ function healthWatch(addr, service = '') {
   return w;
 }
 
+// A health client of its own (Check through h.call), for many calls.
+const healthClient = (addr) => new healthPkg.Health(addr, grpc.credentials.createInsecure());
+
 function health(addr, service = '') {
   const h = new healthPkg.Health(addr, grpc.credentials.createInsecure());
   return new Promise((resolve, reject) => {
@@ -294,6 +297,6 @@ function bufCurl(sock, args) {
 }
 
 module.exports = {
-  grpc, api, sleep, until, scratch, freePort, metric, Child, Daemon, client, call, code, health, healthWatch, echo, killAll, attached, watch, bufCurl,
+  grpc, api, sleep, until, scratch, freePort, metric, Child, Daemon, client, call, code, health, healthClient, healthWatch, echo, killAll, attached, watch, bufCurl,
   CONSUMER, NODE_BIN, ECHO_CLIENT, TOKEN_CLIENT, PROTO_DIR, BUF,
 };
