@@ -31,12 +31,11 @@ static size_t targets(void *ctx, struct procctl_arb_target *out, size_t max)
 {
 	struct rsrc *s = ctx;
 	procctl_client_t *cs[PROCCTL_ARB_MAX_TARGETS];
-	size_t n = procctl_registry_clients(s->r, cs, PROCCTL_ARB_MAX_TARGETS), i, k = 0;
+	size_t n = procctl_registry_clients_of(s->r, s->consumer, cs, PROCCTL_ARB_MAX_TARGETS), i, k = 0;
 	if (n > PROCCTL_ARB_MAX_TARGETS)
 		n = PROCCTL_ARB_MAX_TARGETS;
 	for (i = 0; i < n && k < max; i++) {
-		if (procctl_client_info(cs[i], &s->info) ||
-		    strncmp(s->info.hdr.consumer, s->consumer, sizeof s->consumer))
+		if (procctl_client_info(cs[i], &s->info))
 			continue;
 		out[k].handle = cs[i];
 		out[k].pid = s->info.pid;

@@ -391,6 +391,10 @@ int procctl_registry_ready(procctl_registry_t *r, const char *consumer);
 int procctl_registry_owner(const procctl_registry_t *r, const char *consumer);
 /* The attached clients (at most max): their count. */
 size_t procctl_registry_clients(const procctl_registry_t *r, procctl_client_t **out, size_t max);
+/* The same of consumer's clients alone, without a walk of the others
+ * (an arbiter's targets on a node with thousands of other regions). */
+size_t procctl_registry_clients_of(const procctl_registry_t *r, const char *consumer, procctl_client_t **out,
+				   size_t max);
 /* The client attached for pid (the first, if it has several), or NULL. */
 procctl_client_t *procctl_registry_find(const procctl_registry_t *r, pid_t pid);
 /* With PROCCTL_REGISTRY_DOORBELLS: 1 when c's doorbell rang since the

@@ -211,8 +211,14 @@ static int on_found(const struct procctl_scan_entry *s, void *arg)
 	ee.data.u64 = e->id;
 	epoll_ctl(r->epfd, EPOLL_CTL_ADD, procctl_client_pidfd(c), &ee);
 	pthread_mutex_lock(&r->mu);
-	e->next = r->entries;
+	if ((e->next = r->entries))
+		e->next->pprev = &e->next;
+	e->pprev = &r->entries;
 	r->entries = e;
+	if ((e->lk_next = e->lk->ents))
+		e->lk_next->lk_pprev = &e->lk_next;
+	e->lk_pprev = &e->lk->ents;
+	e->lk->ents = e;
 	reg_index_add(r, e);
 	e->lk->nentries++;
 	r->stats.attached++;
@@ -256,17 +262,15 @@ static void probe_unsealed(procctl_registry_t *r)
 
 static void detach(procctl_registry_t *r, struct entry *e, int reason)
 {
-	struct entry **pp;
 	struct lock_rec *l;
 
 	epoll_ctl(r->epfd, EPOLL_CTL_DEL, procctl_client_pidfd(e->c), NULL);
 	reg_ring_forget(r, e);
 	pthread_mutex_lock(&r->mu); /* after this the heartbeat thread cannot see it */
-	for (pp = &r->entries; *pp; pp = &(*pp)->next)
-		if (*pp == e) {
-			*pp = e->next;
-			break;
-		}
+	if ((*e->pprev = e->next))
+		e->next->pprev = e->pprev;
+	if ((*e->lk_pprev = e->lk_next))
+		e->lk_next->lk_pprev = e->lk_pprev;
 	reg_index_del(r, e);
 	e->lk->nentries--;
 	r->stats.detached++;
@@ -719,6 +723,18 @@ size_t procctl_registry_clients(const procctl_registry_t *r, procctl_client_t **
 	const struct entry *e;
 	size_t n = 0;
 	for (e = r->entries; e; e = e->next, n++)
+		if (n < max)
+			out[n] = e->c;
+	return n;
+}
+
+size_t procctl_registry_clients_of(const procctl_registry_t *r, const char *consumer, procctl_client_t **out,
+				   size_t max)
+{
+	const struct lock_rec *l = reg_lock_find(r, consumer);
+	const struct entry *e;
+	size_t n = 0;
+	for (e = l ? l->ents : NULL; e; e = e->lk_next, n++)
 		if (n < max)
 			out[n] = e->c;
 	return n;

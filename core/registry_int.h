@@ -42,6 +42,7 @@ enum { TAG_EVENT = 1, TAG_RESCAN, TAG_TICK, TAG_LOCKS, TAG_BELLS, TAG_FIRST_ID }
 struct lock_rec {
 	char consumer[32];
 	uint32_t nentries; /* regions attached under it */
+	struct entry *ents; /* those regions (entry.lk_next), under mu */
 	int fd;
 	int held;
 	uint32_t epoch;
@@ -53,7 +54,8 @@ struct entry {
 	procctl_client_t *c;
 	struct lock_rec *lk;
 	uint64_t id;
-	struct entry *next;
+	struct entry *next, **pprev;         /* r->entries */
+	struct entry *lk_next, **lk_pprev;   /* lk->ents: its consumer's */
 	struct entry *id_next, *pid_next; /* registry_index.c's chains */
 	/* its doorbell, under mu (the watchers' or, with the ring, the loop's) */
 	uint64_t bell_window, bell_muted_until;
@@ -139,7 +141,7 @@ struct entry *reg_by_pid(const procctl_registry_t *r, pid_t pid, struct entry *a
 struct entry *reg_by_client(const procctl_registry_t *r, const procctl_client_t *c);
 
 /* registry_locks.c: node locks (SPEC.md 8.1) and the claims they allow */
-struct lock_rec *reg_lock_find(procctl_registry_t *r, const char *consumer);
+struct lock_rec *reg_lock_find(const procctl_registry_t *r, const char *consumer);
 /* Claim e's region for this agent (its consumer's lock is held). */
 void reg_claim(procctl_registry_t *r, struct entry *e);
 /* Try to take l's lock; on success claim every region of its consumer. */

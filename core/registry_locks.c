@@ -18,7 +18,7 @@
 #include "log.h"
 #include "registry_int.h"
 
-struct lock_rec *reg_lock_find(procctl_registry_t *r, const char *consumer)
+struct lock_rec *reg_lock_find(const procctl_registry_t *r, const char *consumer)
 {
 	struct lock_rec *l;
 	for (l = r->locks; l; l = l->next)
