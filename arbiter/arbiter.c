@@ -46,6 +46,7 @@ struct res_state {
 /* What one tick knows of one target. */
 struct view {
 	struct procctl_arb_target t;
+	struct last_seen *s; /* its record (NULL: no room) */
 	int alive, readable, admitted;
 	uint32_t nrep, ngr;
 	struct procctl_res_entry rep[PROCCTL_RES_MAX];
@@ -58,6 +59,7 @@ struct view {
 struct last_seen {
 	pid_t pid;
 	uint64_t instance;
+	uint64_t tick;    /* the last tick that listed it */
 	uint64_t holding; /* bit i: resource i */
 	uint64_t read_at; /* 0: never read */
 	int readable;
@@ -65,6 +67,7 @@ struct last_seen {
 	struct procctl_res_entry rep[PROCCTL_RES_MAX];
 };
 
+#define SEEN_SLOTS (2 * PROCCTL_ARB_MAX_TARGETS) /* a power of two, half full at most */
 #define REFRESH_NS 20000000ull
 #define UNREADABLE_NS 1000000000ull
 
@@ -78,6 +81,8 @@ struct procctl_arbiter {
 	struct view *views;     /* PROCCTL_ARB_MAX_TARGETS, reused each tick */
 	struct last_seen *seen; /* the same */
 	size_t nseen;
+	uint64_t ticks;
+	uint16_t seen_ix[SEEN_SLOTS]; /* seen by (pid, instance): index + 1, open addressing; 0 empty */
 };
 
 static int same_key(const procctl_resource_t *a, uint32_t kind, const uint8_t id[16])
@@ -198,18 +203,56 @@ static int busy_state(uint32_t s)
 	return s == PROCCTL_RES_ACQUIRING || s == PROCCTL_RES_HOLDING || s == PROCCTL_RES_RELEASING;
 }
 
-static struct last_seen *seen_of(procctl_arbiter_t *a, const struct procctl_arb_target *t, int create)
+/* The slot of (pid, instance) in seen_ix, or of the empty one it would take. */
+static size_t seen_slot(const procctl_arbiter_t *a, pid_t pid, uint64_t instance)
 {
-	size_t i;
+	size_t i = (size_t)(((uint64_t)(uint32_t)pid * 0x9e3779b97f4a7c15ull ^ instance) * 0x9e3779b97f4a7c15ull >> 40);
+	for (i &= SEEN_SLOTS - 1; a->seen_ix[i]; i = (i + 1) & (SEEN_SLOTS - 1)) {
+		const struct last_seen *s = &a->seen[a->seen_ix[i] - 1];
+		if (s->pid == pid && s->instance == instance)
+			break;
+	}
+	return i;
+}
+
+/* t's record, made when it has none (NULL: no room), marked as listed. */
+static struct last_seen *seen_of(procctl_arbiter_t *a, const struct procctl_arb_target *t)
+{
+	size_t i = seen_slot(a, t->pid, t->instance_id);
+	struct last_seen *s;
+	if (a->seen_ix[i]) {
+		s = &a->seen[a->seen_ix[i] - 1];
+	} else {
+		if (a->nseen >= PROCCTL_ARB_MAX_TARGETS)
+			return NULL;
+		s = &a->seen[a->nseen++];
+		memset(s, 0, offsetof(struct last_seen, rep));
+		s->pid = t->pid;
+		s->instance = t->instance_id;
+		a->seen_ix[i] = (uint16_t)a->nseen;
+	}
+	s->tick = a->ticks;
+	return s;
+}
+
+/* The records of targets this tick did not list go; the index is made
+ * again when any did, and the n views' records found again. */
+static void seen_forget(procctl_arbiter_t *a, size_t n)
+{
+	size_t i, kept = a->nseen;
+	for (i = 0; i < a->nseen;)
+		if (a->seen[i].tick != a->ticks)
+			a->seen[i] = a->seen[--a->nseen];
+		else
+			i++;
+	if (kept == a->nseen)
+		return;
+	memset(a->seen_ix, 0, sizeof a->seen_ix);
 	for (i = 0; i < a->nseen; i++)
-		if (a->seen[i].pid == t->pid && a->seen[i].instance == t->instance_id)
-			return &a->seen[i];
-	if (!create || a->nseen >= PROCCTL_ARB_MAX_TARGETS)
-		return NULL;
-	memset(&a->seen[a->nseen], 0, offsetof(struct last_seen, rep));
-	a->seen[a->nseen].pid = t->pid;
-	a->seen[a->nseen].instance = t->instance_id;
-	return &a->seen[a->nseen++];
+		a->seen_ix[seen_slot(a, a->seen[i].pid, a->seen[i].instance)] = (uint16_t)(i + 1);
+	for (i = 0; i < n; i++)
+		if (a->views[i].s)
+			a->views[i].s = &a->seen[a->seen_ix[seen_slot(a, a->views[i].t.pid, a->views[i].t.instance_id)] - 1];
 }
 
 /* The target's reports into v: read them, or the last ones read while its
@@ -249,6 +292,7 @@ static size_t look(procctl_arbiter_t *a, uint64_t now)
 	size_t n = a->src.targets(a->src.ctx, ts, PROCCTL_ARB_MAX_TARGETS), i, r;
 	if (n > PROCCTL_ARB_MAX_TARGETS)
 		n = PROCCTL_ARB_MAX_TARGETS;
+	a->ticks++;
 	for (i = 0; i < n; i++) {
 		struct view *v = &a->views[i];
 		struct last_seen *s;
@@ -259,7 +303,7 @@ static size_t look(procctl_arbiter_t *a, uint64_t now)
 		v->admitted = !a->o.admit || a->o.admit(a->o.admit_arg, &v->t);
 		k = a->src.grants(a->src.ctx, v->t.handle, v->gr, PROCCTL_GRANT_MAX);
 		v->ngr = k > 0 ? (uint32_t)k : 0;
-		s = seen_of(a, &v->t, 1);
+		s = v->s = seen_of(a, &v->t);
 		reports_of(a, v, s, now);
 		if (v->readable) {
 			uint32_t j;
@@ -279,17 +323,7 @@ static size_t look(procctl_arbiter_t *a, uint64_t now)
 			}
 		}
 	}
-	/* Forget the targets that are gone. */
-	for (i = 0; i < a->nseen;) {
-		size_t j;
-		for (j = 0; j < n; j++)
-			if (a->views[j].t.pid == a->seen[i].pid && a->views[j].t.instance_id == a->seen[i].instance)
-				break;
-		if (j == n)
-			a->seen[i] = a->seen[--a->nseen];
-		else
-			i++;
-	}
+	seen_forget(a, n); /* the targets that are gone */
 	return n;
 }
 
@@ -348,7 +382,7 @@ static int arbitrate(procctl_arbiter_t *a, size_t n, struct res_state *rs, size_
 		struct view *v = &a->views[i];
 		const struct procctl_grant_entry *g = grant_of(v, &rs->res);
 		const struct procctl_res_entry *e = report_of(v, &rs->res);
-		struct last_seen *s = seen_of(a, &v->t, 0);
+		struct last_seen *s = v->s;
 
 		if (rs->holder_pid == v->t.pid && rs->holder_instance == v->t.instance_id) {
 			holder_listed = 1;

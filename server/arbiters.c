@@ -22,27 +22,23 @@ static struct admit_who who_of(const struct proc *p)
 static int admit(void *arg, const struct procctl_arb_target *t)
 {
 	struct arb *ab = arg;
-	struct node *n = ab->n;
+	struct proc *p = procctl_client_data(t->handle); /* the registry source's handle is its client */
 	struct admit_who w;
 	char why[300];
-	size_t i;
 	int ok;
 	if (!ab->cfg->admit.deny)
 		return 1;
-	for (i = 0; i < n->nprocs; i++)
-		if (n->procs[i]->key.pid == t->pid && n->procs[i]->instance == t->instance_id)
-			break;
-	if (i == n->nprocs)
+	if (!p || p->key.pid != t->pid || p->instance != t->instance_id)
 		return 0; /* not in the table yet: next tick */
-	w = who_of(n->procs[i]);
+	w = who_of(p);
 	ok = admission_check(&ab->cfg->admit, &w, why, sizeof why);
 	if (ok) {
-		n->procs[i]->refused &= ~ab->bit;
+		p->refused &= ~ab->bit;
 		return 1;
 	}
-	n->procs[i]->refused |= ab->bit;
-	if (!(n->procs[i]->refusal_said & ab->bit)) {
-		n->procs[i]->refusal_said |= ab->bit;
+	p->refused |= ab->bit;
+	if (!(p->refusal_said & ab->bit)) {
+		p->refusal_said |= ab->bit;
 		node_log(PROCCTL_LOG_INFO, "admission_refused", "kind=%s pid=%d reason=\"%s\"", ab->cfg->name, (int)t->pid,
 			 why);
 	}
@@ -84,7 +80,6 @@ int arbiters_new(struct node *n, char *err, size_t errlen)
 		ao.learn_max_per_target = ac->learn_max;
 		ao.admit = admit;
 		ao.admit_arg = ab;
-		ab->n = n;
 		ab->bit = 1u << n->narb;
 		if (!(ab->a = procctl_arbiter_new(&ao, &ab->src))) {
 			snprintf(err, errlen, "arbiter %s: %s", ac->name, strerror(errno));

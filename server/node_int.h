@@ -109,7 +109,6 @@ struct arb {
 	procctl_arbiter_t *a;
 	struct procctl_arbiter_source src;
 	const struct node_arbiter_cfg *cfg;
-	struct node *n;
 	unsigned bit;       /* its bit in a proc's refused mask */
 	size_t nsnap;
 	struct procctl_arbiter_snapshot snap[PROCCTL_ARB_MAX_RESOURCES]; /* as of the last tick */
