@@ -7,6 +7,7 @@
 
 const { test, after } = require('node:test');
 const assert = require('node:assert/strict');
+const fs = require('node:fs');
 const h = require('./harness');
 
 const PROCS = 250;
@@ -151,4 +152,51 @@ test('at a cap: refused with a named reason, counted, a gauge, one warning while
   await d.line(/level=info event=regions_over_cap count=0/);
   c.close();
   await d.stop();
+});
+
+// Context switches of pid's own threads (procctl-*: the loop, the
+// heartbeat, doorbells, off-path reads, gRPC's queue), by name.
+function switches(pid) {
+  const by = {};
+  for (const t of fs.readdirSync(`/proc/${pid}/task`)) {
+    let comm, status;
+    try {
+      comm = fs.readFileSync(`/proc/${pid}/task/${t}/comm`, 'utf8').trim();
+      status = fs.readFileSync(`/proc/${pid}/task/${t}/status`, 'utf8');
+    } catch {
+      continue; // gone meanwhile
+    }
+    if (!comm.startsWith('procctl'))
+      continue;
+    const n = (k) => Number(new RegExp(`^${k}:\\s+(\\d+)`, 'm').exec(status)[1]);
+    by[`${comm}/${t}`] = n('voluntary_ctxt_switches') + n('nonvoluntary_ctxt_switches');
+  }
+  return by;
+}
+
+test('an idle daemon sleeps: its threads wake only for the heartbeats', async () => {
+  const consumer = `${CONSUMER}i`.slice(0, 31);
+  const SECONDS = 4;
+  // The farm first: the daemon's first scan finds it; rescans once a minute, as by default.
+  const farm = new h.Child(process.env.FARM, ['--procs', '25', '--regions', '4', '--consumer', consumer, '--ack'],
+    { stdio: ['pipe', 'pipe', 'pipe'] });
+  await farm.line(/^ready /, { out: true });
+  const idle = await new h.Daemon({ consumers: consumer, args: ['--rescan-ms', '60000'] }).ready();
+  const c = idle.client();
+  await h.until(async () => (await h.call(c, 'ListProcesses', { filter: { consumer } })).processes.length === 100,
+    { what: '100 regions attached' });
+  c.close();
+  await h.sleep(1500); // the adoption's tail: first reads, the ready scan
+  const a = switches(idle.proc.pid);
+  await h.sleep(SECONDS * 1000);
+  const b = switches(idle.proc.pid);
+  const woke = Object.fromEntries(Object.keys(b).map((k) => [k, b[k] - (a[k] || 0)]));
+  const all = Object.values(woke).reduce((x, y) => x + y, 0);
+  console.log(`idle ${SECONDS} s, 100 regions: ${all} wakeups of its threads ${JSON.stringify(woke)}`);
+  // The heartbeats: one batch each lease/4 (10 s: 2.5 s), a few switches
+  // each; a periodic tick of the loop (20 ms, 1 s) would be 4 to 200 here.
+  assert.ok(all <= 4 * Math.ceil(SECONDS / 2.5) + 4, JSON.stringify(woke));
+  farm.proc.stdin.end();
+  await farm.exited;
+  await idle.stop();
 });
