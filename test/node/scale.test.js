@@ -154,7 +154,7 @@ test('at a cap: refused with a named reason, counted, a gauge, one warning while
   await d.stop();
 });
 
-// Context switches of pid's own threads (procctl-*: the loop, the
+// Context switches of pid's own threads (the loop, and procctl-*: the
 // heartbeat, doorbells, off-path reads, gRPC's queue), by name.
 function switches(pid) {
   const by = {};
@@ -166,7 +166,9 @@ function switches(pid) {
     } catch {
       continue; // gone meanwhile
     }
-    if (!comm.startsWith('procctl'))
+    // The loop is the main thread; the others are named procctl-*, and a
+    // sanitizer's own thread keeps the process's name.
+    if (Number(t) !== pid && !(comm.startsWith('procctl-') && comm !== 'procctl-node'))
       continue;
     const n = (k) => Number(new RegExp(`^${k}:\\s+(\\d+)`, 'm').exec(status)[1]);
     by[`${comm}/${t}`] = n('voluntary_ctxt_switches') + n('nonvoluntary_ctxt_switches');
