@@ -15,22 +15,19 @@
  *                         streams, against its RSS before them;
  *   node_idle_stream_cpu  its CPU time per second with them open, against
  *                         the same without them;
- *   node_fanout           one event to 1,000 watchers, until the last has
- *                         it, against the same event to one watcher;
- * and a daemon with N regions in N/4 farm processes (test/farm.c), for N
- * 1,000 and 10,000, idle for BENCH_IDLE_SECONDS (60) once all attached:
- *   node_idle_cpu_N       its CPU time per second, against its heartbeat
- *                         thread's (what the leases need), one clock tick
- *                         over the window at least;
- *   node_idle_wakeups_N   its threads' context switches per second,
- *                         against what the heartbeats alone need: 4 per
- *                         lease (10 s), one batch;
- *   node_rss_anon_N       its anonymous memory (RssAnon), against the same
- *                         before any region;
- *   node_rss_shmem_N      the region pages it maps (RssShmem), reported
- *                         apart, against one page per region.
- * Usage: bench_node (PROCCTL_NODE_PATH, ECHO_CLIENT_PATH and FARM_PATH are
- * built in). */
+ *   node_fanout_1000      a publish's events (Acked, StateChanged) to
+ *                         1,000 watchers of its process, until the last has
+ *                         them, against the same to one watcher (median of
+ *                         9 rounds);
+ *   node_fanout_daemon_us_per_watcher  the daemon's CPU time (all its
+ *                         threads, to the ns) over those rounds divided by
+ *                         rounds x 2 events x 1,000 watchers (an event to
+ *                         one watcher), against its CPU time per round with
+ *                         one watcher (a publish and its events to one):
+ *                         what each more watcher costs beside what a whole
+ *                         publish costs.
+ * (The daemon with thousands of regions: bench_scale.)
+ * Usage: bench_node (PROCCTL_NODE_PATH and ECHO_CLIENT_PATH are built in). */
 #define _GNU_SOURCE 1
 #include <errno.h>
 #include <fcntl.h>
@@ -50,9 +47,8 @@
 #include <grpc/support/time.h>
 
 #include "bench.h"
+#include "bench_grpc.h"
 #include "bench_proc.h"
-#include "grpc/health/v1/health.pb-c.h"
-#include "pb_grpc.h"
 #include "procctl/v1/node.pb-c.h"
 
 #define ROUNDS 2000
@@ -63,13 +59,11 @@
 static grpc_channel *ch;
 static grpc_completion_queue *pluck;
 static char dir[64], sock[128], consumer[32];
-static pid_t daemon_pid, echo_pid, farm_pid;
+static pid_t daemon_pid, echo_pid;
 
 static void cleanup(void)
 {
 	char cmd[128];
-	if (farm_pid > 0)
-		kill(farm_pid, SIGTERM); /* it ends its processes */
 	if (echo_pid > 0)
 		kill(echo_pid, SIGKILL);
 	if (daemon_pid > 0)
@@ -98,20 +92,13 @@ static grpc_byte_buffer *pack(const ProtobufCMessage *m)
 static ProtobufCMessage *unary(const char *method, const ProtobufCMessage *req, const ProtobufCMessageDescriptor *rd)
 {
 	ProtobufCMessage *resp;
-	gpr_timespec dl = gpr_time_add(gpr_now(GPR_CLOCK_REALTIME), gpr_time_from_seconds(10, GPR_TIMESPAN));
-	pb_unary(ch, pluck, method, dl, req, rd, &resp, NULL);
+	pb_unary(ch, pluck, method, bench_in_s(10), req, rd, &resp, NULL);
 	return resp;
 }
 
 static int health_check(void)
 {
-	Grpc__Health__V1__HealthCheckRequest rq = GRPC__HEALTH__V1__HEALTH_CHECK_REQUEST__INIT;
-	Grpc__Health__V1__HealthCheckResponse *r = (void *)unary(
-		"/grpc.health.v1.Health/Check", &rq.base, &grpc__health__v1__health_check_response__descriptor);
-	int ok = r && r->status == GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING;
-	if (r)
-		protobuf_c_message_free_unpacked(&r->base, NULL);
-	return ok;
+	return bench_health_check(ch, pluck);
 }
 
 /* Publish to pid and wait for its ack: 1 APPLIED. */
@@ -203,8 +190,7 @@ static void streams_wait(struct stream *ss, int n, int want)
 	for (i = 0; i < n; i++)
 		behind += ss[i].msgs < want;
 	while (behind) {
-		grpc_event ev = grpc_completion_queue_next(
-			scq, gpr_time_add(gpr_now(GPR_CLOCK_REALTIME), gpr_time_from_seconds(60, GPR_TIMESPAN)), NULL);
+		grpc_event ev = grpc_completion_queue_next(scq, bench_in_s(60), NULL);
 		struct stream *s;
 		if (ev.type == GRPC_QUEUE_TIMEOUT)
 			die("a stream stalled");
@@ -265,10 +251,51 @@ static void stop(pid_t pid)
 	waitpid(pid, NULL, 0);
 }
 
+/* Fan-out: a publish's events (Acked, then StateChanged) to 1 watcher,
+ * then to 1,000: the time until the last has them, and the daemon's CPU
+ * time per round (and watcher). */
+#define EVENTS_PER_ROUND 2 /* a publish's Acked and StateChanged */
+
+static void fanout(void)
+{
+	static struct stream one[1], fan[FANOUT];
+	double one_v[FANOUT_ROUNDS], all_v[FANOUT_ROUNDS], cpu0, cpu1, cpu_one;
+	int i;
+
+	stream_open(&one[0], echo_pid);
+	streams_wait(one, 1, 1);
+	cpu0 = bench_cpu_clock_s(daemon_pid);
+	for (i = 0; i < FANOUT_ROUNDS; i++) {
+		int64_t t0 = bench_now_ns();
+		if (!publish(echo_pid, i, 0))
+			die("publish failed");
+		streams_wait(one, 1, 2 + 2 * i); /* Acked, then StateChanged */
+		one_v[i] = (double)(bench_now_ns() - t0) / 1000.0;
+	}
+	cpu_one = (bench_cpu_clock_s(daemon_pid) - cpu0) * 1e6 / FANOUT_ROUNDS;
+	streams_close(one, 1);
+	for (i = 0; i < FANOUT; i++)
+		stream_open(&fan[i], echo_pid);
+	streams_wait(fan, FANOUT, 1);
+	cpu0 = bench_cpu_clock_s(daemon_pid);
+	for (i = 0; i < FANOUT_ROUNDS; i++) {
+		int64_t t0 = bench_now_ns();
+		if (!publish(echo_pid, i, 0))
+			die("publish failed");
+		streams_wait(fan, FANOUT, 2 + 2 * i);
+		all_v[i] = (double)(bench_now_ns() - t0) / 1000.0;
+	}
+	cpu1 = bench_cpu_clock_s(daemon_pid);
+	bench_report("node_fanout_1000", "us", bench_median(all_v, FANOUT_ROUNDS), bench_median(one_v, FANOUT_ROUNDS));
+	bench_report("node_fanout_daemon_us_per_watcher", "us",
+		     (cpu1 - cpu0) * 1e6 / ((double)FANOUT_ROUNDS * FANOUT * EVENTS_PER_ROUND), cpu_one);
+	streams_close(fan, FANOUT);
+}
+
 int main(void)
 {
-	static struct stream idle[IDLE_STREAMS], one[1], fan[FANOUT];
-	static double floor_v[ROUNDS], value_v[ROUNDS], one_v[FANOUT_ROUNDS], all_v[FANOUT_ROUNDS];
+	static struct stream idle[IDLE_STREAMS];
+	static double floor_v[ROUNDS], value_v[ROUNDS];
 	char lock_dir[96], listen[160];
 	grpc_channel_credentials *cr;
 	long rss0, rss1;
@@ -347,29 +374,7 @@ int main(void)
 	bench_report("node_idle_stream_cpu", "ms/s", cpu1, cpu0 > 1000.0 / sysconf(_SC_CLK_TCK) ? cpu0 : 1000.0 / sysconf(_SC_CLK_TCK));
 	streams_close(idle, IDLE_STREAMS);
 
-	/* Fan-out: one Acked event to 1 watcher, then to 1,000. */
-	stream_open(&one[0], echo_pid);
-	streams_wait(one, 1, 1);
-	for (i = 0; i < FANOUT_ROUNDS; i++) {
-		int64_t t0 = bench_now_ns();
-		if (!publish(echo_pid, i, 0))
-			die("publish failed");
-		streams_wait(one, 1, 2 + 2 * i); /* Acked, then StateChanged */
-		one_v[i] = (double)(bench_now_ns() - t0) / 1000.0;
-	}
-	streams_close(one, 1);
-	for (i = 0; i < FANOUT; i++)
-		stream_open(&fan[i], echo_pid);
-	streams_wait(fan, FANOUT, 1);
-	for (i = 0; i < FANOUT_ROUNDS; i++) {
-		int64_t t0 = bench_now_ns();
-		if (!publish(echo_pid, i, 0))
-			die("publish failed");
-		streams_wait(fan, FANOUT, 2 + 2 * i);
-		all_v[i] = (double)(bench_now_ns() - t0) / 1000.0;
-	}
-	bench_report("node_fanout_1000", "us", bench_median(all_v, FANOUT_ROUNDS), bench_median(one_v, FANOUT_ROUNDS));
-	streams_close(fan, FANOUT);
+	fanout();
 
 	grpc_channel_destroy(ch);
 	stop(echo_pid);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
+#include <time.h>
 #include <unistd.h>
 
 /* The kB figure of key ("VmRSS", "RssAnon") in pid's status, or -1. */
@@ -48,6 +49,17 @@ static inline double bench_cpu_s(pid_t pid, pid_t tid)
 	if (!(p = strrchr(buf, ')')) || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
 		return -1;
 	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* CPU seconds of pid to the nanosecond (its CPU-time clock: every thread,
+ * those ended too), or -1. */
+static inline double bench_cpu_clock_s(pid_t pid)
+{
+	struct timespec ts;
+	clockid_t id;
+	if (clock_getcpuclockid(pid, &id) || clock_gettime(id, &ts))
+		return -1;
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 /* Context switches by thread name (threads of one name added up). */

@@ -17,6 +17,28 @@
  *                         same before any region;
  *   node_rss_shmem_N      the region pages it maps (RssShmem, KiB),
  *                         reported apart, against one page per region;
+ * then a Publish of 4 KiB to all N regions with wait-for-ack (120 s): one
+ * call a schema version (the selector is consumer and version; the farm's
+ * versions are 1..4), all four at once, version 1 the last (a farm process
+ * sleeps on its first region: that write wakes it, and it finds its
+ * others written); the farm's processes ack what they find (--ack):
+ *   node_publish_all_N    ms from the calls' start until the last of them
+ *                         returned, every result APPLIED (else it fails),
+ *                         against N x (one FUTEX_WAKE on a shared word, no
+ *                         waiter, and one 4 KiB process_vm_readv from a
+ *                         live process), timed in this process (median of
+ *                         5 runs of N in a row): what a region's write and
+ *                         read cannot do with less;
+ *   node_publish_apply_p99_N  ms from the calls' start until 99% of the
+ *                         regions' Acked (APPLIED) events came on a
+ *                         WatchEvents stream of the consumer opened before
+ *                         (a region is the API's "process"), against the
+ *                         time at which that floor's ceil(0.99 N)th wake
+ *                         and read was done;
+ *   node_publish_check_max_N  the longest grpc.health.v1 Check, one a
+ *                         millisecond on a channel of its own (its own
+ *                         connection), during the publish, against the
+ *                         median of 50 on the idle daemon just before;
  * and first, a start storm: 1,000 processes of one region each, forked at
  * once by a program the daemon has not seen (its hello probe is placed
  * as they start), found through the probe:
@@ -24,36 +46,43 @@
  *                         half, 99% and all of them are listed, against
  *                         the time it took to start them all (its
  *                         "ready").
- * Raises its fd limit where allowed (the daemon holds two fds a process).
+ * Raises its fd limit where allowed (the daemon holds two fds a process);
+ * the daemon keeps 65,536 events for watchers (2 a region: Acked, StateChanged).
  * Usage: bench_scale [N...] (PROCCTL_NODE_PATH and FARM_PATH built in). */
 #define _GNU_SOURCE 1
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <grpc/grpc.h>
 #include <grpc/grpc_security.h>
-#include <grpc/support/time.h>
+#include <grpc/support/alloc.h>
 
 #include "bench.h"
+#include "bench_grpc.h"
 #include "bench_proc.h"
-#include "pb_grpc.h"
 #include "procctl/v1/node.pb-c.h"
 
 #define PER_PROCESS 4
 #define STORM 1000
 #define LEASE_S 10.0 /* the daemon's default lease */
+#define PAYLOAD 4096 /* a farm region's payload capacity */
+#define CHECKS 50
+#define WAIT_MS 120000
 
 static char dir[64];
-static pid_t daemon_pid, farm_pid;
+static pid_t daemon_pid, farm_pid, copy_pid;
 
 static void cleanup(void)
 {
@@ -62,6 +91,8 @@ static void cleanup(void)
 		kill(farm_pid, SIGTERM); /* it ends its processes */
 	if (daemon_pid > 0)
 		kill(daemon_pid, SIGKILL);
+	if (copy_pid > 0)
+		kill(copy_pid, SIGKILL);
 	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
 	if (dir[0] && system(cmd) != 0)
 		fprintf(stderr, "bench_scale: could not remove %s\n", dir);
@@ -97,11 +128,10 @@ static long listed(grpc_channel *ch, grpc_completion_queue *cq, const char *cons
 	Procctl__V1__ListProcessesRequest rq = PROCCTL__V1__LIST_PROCESSES_REQUEST__INIT;
 	Procctl__V1__Selector sel = PROCCTL__V1__SELECTOR__INIT;
 	Procctl__V1__ListProcessesResponse *r = NULL;
-	gpr_timespec dl = gpr_time_add(gpr_now(GPR_CLOCK_REALTIME), gpr_time_from_seconds(30, GPR_TIMESPAN));
 	long n;
 	sel.consumer = (char *)consumer;
 	rq.filter = &sel;
-	pb_unary(ch, cq, "/procctl.v1.NodeService/ListProcesses", dl, &rq.base,
+	pb_unary(ch, cq, "/procctl.v1.NodeService/ListProcesses", bench_in_s(30), &rq.base,
 		 &procctl__v1__list_processes_response__descriptor, (ProtobufCMessage **)&r, NULL);
 	n = r ? (long)r->n_processes : -1;
 	if (r)
@@ -111,7 +141,7 @@ static long listed(grpc_channel *ch, grpc_completion_queue *cq, const char *cons
 
 /* A daemon for consumer "scale<pid>_<tag>", its channel, and a farm. */
 struct world {
-	char cons[32];
+	char cons[32], target[160];
 	grpc_channel *ch;
 	grpc_completion_queue *cq;
 	int farm_in, farm_out; /* the farm lives until farm_in is closed; it says "ready" on farm_out */
@@ -119,22 +149,23 @@ struct world {
 
 static void world_start(struct world *w, const char *tag, long max_regions)
 {
-	char sock[128], listen[160], locks[96], state[96], max[24];
+	char sock[128], locks[96], state[96], max[24];
 	grpc_channel_credentials *cr;
 	int i;
 	snprintf(sock, sizeof sock, "%s/node_%s.sock", dir, tag);
-	snprintf(listen, sizeof listen, "unix:%s", sock);
+	snprintf(w->target, sizeof w->target, "unix:%s", sock);
 	snprintf(locks, sizeof locks, "%s/locks_%s", dir, tag);
 	snprintf(state, sizeof state, "%s/state_%s", dir, tag);
 	snprintf(w->cons, sizeof w->cons, "scale%d_%s", (int)getpid(), tag);
 	snprintf(max, sizeof max, "%ld", max_regions);
 	{
-		char *argv[] = {PROCCTL_NODE_PATH, "--grpc-listen", listen, "--lock-dir", locks, "--state-dir", state,
-				"--consumers", w->cons, "--max-regions", max, "--http-listen", "", NULL};
+		char *argv[] = {PROCCTL_NODE_PATH, "--grpc-listen", w->target, "--lock-dir", locks, "--state-dir", state,
+				"--consumers", w->cons, "--max-regions", max, "--http-listen", "",
+				"--watch-history", "65536", NULL}; /* the publish's 2 events a region, watched */
 		daemon_pid = spawn(argv, -1, -1);
 	}
 	cr = grpc_insecure_credentials_create();
-	w->ch = grpc_channel_create(listen, cr, NULL);
+	w->ch = grpc_channel_create(w->target, cr, NULL);
 	grpc_channel_credentials_release(cr);
 	w->cq = grpc_completion_queue_create_for_pluck(NULL);
 	for (i = 0; i < 1000 && listed(w->ch, w->cq, w->cons) < 0; i++)
@@ -152,7 +183,7 @@ static void farm_start(struct world *w, long procs, int per)
 	if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0)
 		die("pipe");
 	{
-		char *argv[] = {FARM_PATH, "--procs", p, "--regions", r, "--consumer", w->cons, NULL};
+		char *argv[] = {FARM_PATH, "--procs", p, "--regions", r, "--consumer", w->cons, "--ack", NULL};
 		farm_pid = spawn(argv, in[0], out[1]);
 	}
 	close(in[0]);
@@ -182,6 +213,262 @@ static void world_stop(struct world *w)
 	kill(daemon_pid, SIGTERM);
 	waitpid(daemon_pid, NULL, 0);
 	farm_pid = daemon_pid = 0;
+}
+
+/* ---- a publish to every region ----------------------------------------- */
+
+/* The floor's other side: a live process holding PAYLOAD bytes of its own
+ * at copy_buf, and a word shared with it. Forked before any thread. */
+static unsigned char copy_buf[PAYLOAD];
+static uint32_t *copy_word;
+
+static void copy_start(void)
+{
+	copy_word = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (copy_word == MAP_FAILED)
+		die("mmap");
+	if ((copy_pid = fork()) == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		memset(copy_buf, 0x5a, sizeof copy_buf);
+		for (;;)
+			pause();
+	}
+	if (copy_pid < 0)
+		die("fork");
+}
+
+/* What a region's publish cannot do with less: one FUTEX_WAKE on a shared
+ * word and one PAYLOAD-byte process_vm_readv from a live process, n times
+ * in a row: the ms they take, and in *p99 the ms until the ceil(0.99 n)th
+ * is done (medians of 5 runs). */
+static double copy_floor(long n, double *p99)
+{
+	static unsigned char local[PAYLOAD];
+	struct iovec l = {local, PAYLOAD}, r = {copy_buf, PAYLOAD};
+	double all[5], at[5] = {0, 0, 0, 0, 0};
+	long k = (n * 99 + 99) / 100, i;
+	int run;
+	for (run = 0; run < 5; run++) {
+		int64_t t0 = bench_now_ns();
+		for (i = 0; i < n; i++) {
+			bench_futex(copy_word, FUTEX_WAKE, 1);
+			if (process_vm_readv(copy_pid, &l, 1, &r, 1, 0) != PAYLOAD)
+				die("process_vm_readv from the floor's process");
+			if (i + 1 == k)
+				at[run] = (double)(bench_now_ns() - t0) / 1e6;
+		}
+		all[run] = (double)(bench_now_ns() - t0) / 1e6;
+	}
+	*p99 = bench_median(at, 5);
+	return bench_median(all, 5);
+}
+
+/* Health Checks on a channel of their own (its own connection), in a
+ * loop on their own thread (one a millisecond) until stop: the longest. */
+struct checker {
+	grpc_channel *ch;
+	grpc_completion_queue *cq;
+	pthread_t th;
+	int stop, n;
+	double max_ms;
+};
+
+static double check_ms(struct checker *c)
+{
+	int64_t t0 = bench_now_ns();
+	if (!bench_health_check(c->ch, c->cq))
+		die("a health Check was not answered SERVING");
+	return (double)(bench_now_ns() - t0) / 1e6;
+}
+
+static void *checker_run(void *arg)
+{
+	struct checker *c = arg;
+	while (!__atomic_load_n(&c->stop, __ATOMIC_ACQUIRE)) {
+		double ms = check_ms(c);
+		if (ms > c->max_ms)
+			c->max_ms = ms;
+		c->n++;
+		usleep(1000);
+	}
+	return NULL;
+}
+
+static void checker_open(struct checker *c, const struct world *w)
+{
+	grpc_arg own = {GRPC_ARG_INTEGER, GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, {.integer = 1}};
+	grpc_channel_args args = {1, &own};
+	grpc_channel_credentials *cr = grpc_insecure_credentials_create();
+	memset(c, 0, sizeof *c);
+	c->ch = grpc_channel_create(w->target, cr, &args);
+	grpc_channel_credentials_release(cr);
+	c->cq = grpc_completion_queue_create_for_pluck(NULL);
+}
+
+static void checker_close(struct checker *c)
+{
+	grpc_completion_queue_shutdown(c->cq);
+	grpc_completion_queue_destroy(c->cq);
+	grpc_channel_destroy(c->ch);
+}
+
+/* A WatchEvents stream of the consumer, read on its own thread: when each
+ * of the first `want` Acked (APPLIED) events came, in order. */
+struct acks {
+	struct pb_stream s;
+	grpc_completion_queue *cq;
+	pthread_t th;
+	long want, got;
+	int64_t *at;
+};
+
+static void *acks_run(void *arg)
+{
+	struct acks *a = arg;
+	Procctl__V1__WatchEventsResponse *e;
+	while (a->got < a->want &&
+	       (e = (void *)pb_stream_next(&a->s, &procctl__v1__watch_events_response__descriptor))) {
+		if (e->event_case == PROCCTL__V1__WATCH_EVENTS_RESPONSE__EVENT_ACKED &&
+		    e->acked->result == PROCCTL__V1__ACK_RESULT__ACK_RESULT_APPLIED) {
+			a->at[a->got] = bench_now_ns();
+			__atomic_store_n(&a->got, a->got + 1, __ATOMIC_RELEASE);
+		}
+		protobuf_c_message_free_unpacked(&e->base, NULL);
+	}
+	return NULL;
+}
+
+/* Open it, take its snapshot, and start its thread. */
+static void acks_open(struct acks *a, struct world *w, long want)
+{
+	Procctl__V1__WatchEventsRequest rq = PROCCTL__V1__WATCH_EVENTS_REQUEST__INIT;
+	Procctl__V1__Selector f = PROCCTL__V1__SELECTOR__INIT;
+	Procctl__V1__WatchEventsResponse *snap = NULL;
+	memset(a, 0, sizeof *a);
+	f.consumer = w->cons;
+	rq.filter = &f;
+	a->want = want;
+	a->cq = grpc_completion_queue_create_for_pluck(NULL);
+	if (!(a->at = calloc((size_t)want, sizeof *a->at)))
+		die("out of memory");
+	if (pb_stream_start(&a->s, w->ch, a->cq, "/procctl.v1.NodeService/WatchEvents", bench_in_s(WAIT_MS / 1000 + 120),
+			    &rq.base) < 0 ||
+	    !(snap = (void *)pb_stream_next(&a->s, &procctl__v1__watch_events_response__descriptor)) ||
+	    snap->event_case != PROCCTL__V1__WATCH_EVENTS_RESPONSE__EVENT_SNAPSHOT)
+		die("WatchEvents: no snapshot first");
+	protobuf_c_message_free_unpacked(&snap->base, NULL);
+	if (pthread_create(&a->th, NULL, acks_run, a))
+		die("pthread_create");
+}
+
+/* End it (cancelled when it has all it wanted, else its status said). */
+static void acks_close(struct acks *a)
+{
+	char *details = NULL;
+	grpc_status_code st = pb_stream_end(&a->s, a->got == a->want, &details);
+	if (a->got < a->want)
+		fprintf(stderr, "bench_scale: WatchEvents ended after %ld Acked events: status %d (%s)\n", a->got, (int)st,
+			details ? details : "");
+	gpr_free(details);
+	grpc_completion_queue_shutdown(a->cq);
+	grpc_completion_queue_destroy(a->cq);
+	free(a->at);
+}
+
+/* A Publish of PAYLOAD bytes to the consumer's regions of schema version
+ * v, with wait-for-ack, started as a pb_stream (one response: several
+ * run at once, each on w->cq). */
+static void publish_start(struct pb_stream *s, struct world *w, uint32_t v)
+{
+	static uint8_t payload[PAYLOAD];
+	Procctl__V1__PublishRequest rq = PROCCTL__V1__PUBLISH_REQUEST__INIT;
+	Procctl__V1__Selector sel = PROCCTL__V1__SELECTOR__INIT;
+	memset(payload, 'p', sizeof payload);
+	sel.consumer = w->cons;
+	sel.schema_version = v;
+	rq.selector = &sel;
+	rq.payload.len = sizeof payload;
+	rq.payload.data = payload;
+	rq.wait_ms = WAIT_MS;
+	if (pb_stream_start(s, w->ch, w->cq, "/procctl.v1.NodeService/Publish", bench_in_s(WAIT_MS / 1000 + 60),
+			    &rq.base) < 0)
+		die("Publish: the call did not start");
+}
+
+/* Its response: the number of results, every one APPLIED (else it dies). */
+static long publish_end(struct pb_stream *s)
+{
+	Procctl__V1__PublishResponse *r = (void *)pb_stream_next(s, &procctl__v1__publish_response__descriptor);
+	char *details = NULL;
+	grpc_status_code st = pb_stream_end(s, 0, &details);
+	long n;
+	size_t i;
+	if (!r || st != GRPC_STATUS_OK) {
+		fprintf(stderr, "bench_scale: Publish: status %d (%s)\n", (int)st, details ? details : "");
+		die("Publish failed");
+	}
+	gpr_free(details);
+	for (i = 0; i < r->n_results; i++)
+		if (r->results[i]->status != PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_APPLIED) {
+			fprintf(stderr, "bench_scale: Publish: pid %d: status %d (%s)\n", (int)r->results[i]->process->pid,
+				(int)r->results[i]->status, r->results[i]->error);
+			die("a Publish result is not APPLIED");
+		}
+	n = (long)r->n_results;
+	protobuf_c_message_free_unpacked(&r->base, NULL);
+	return n;
+}
+
+/* PAYLOAD bytes to all n regions: one call a schema version, all at once,
+ * the processes' first regions' (version 1) last (a farm process sleeps on
+ * its first region: that write wakes it, and it finds the others written),
+ * watched, and Checked meanwhile. */
+static void publish_all(struct world *w, long n)
+{
+	struct pb_stream calls[PER_PROCESS];
+	struct checker c;
+	struct acks a;
+	double idle_ms[CHECKS], floor_ms, floor_p99, all_ms, p99_ms;
+	long got = 0, acked, k = (n * 99 + 99) / 100, i;
+	char name[64];
+	int64_t t0;
+	int v;
+
+	checker_open(&c, w);
+	for (i = 0; i < CHECKS; i++)
+		idle_ms[i] = check_ms(&c);
+	acks_open(&a, w, n);
+	if (pthread_create(&c.th, NULL, checker_run, &c))
+		die("pthread_create");
+	t0 = bench_now_ns();
+	for (v = PER_PROCESS; v >= 1; v--)
+		publish_start(&calls[PER_PROCESS - v], w, (uint32_t)v);
+	for (v = 0; v < PER_PROCESS; v++)
+		got += publish_end(&calls[v]);
+	all_ms = (double)(bench_now_ns() - t0) / 1e6;
+	__atomic_store_n(&c.stop, 1, __ATOMIC_RELEASE);
+	pthread_join(c.th, NULL);
+	for (i = 0; i < 1000 && __atomic_load_n(&a.got, __ATOMIC_ACQUIRE) < n; i++)
+		usleep(10000); /* the last events on their way: 10 s at most */
+	if (i == 1000)
+		grpc_call_cancel(a.s.call, NULL);
+	pthread_join(a.th, NULL);
+	acked = a.got;
+	p99_ms = acked == n ? (double)(a.at[k - 1] - t0) / 1e6 : 0;
+	acks_close(&a);
+	checker_close(&c);
+	if (got != n || acked != n) {
+		fprintf(stderr, "bench_scale: %ld results and %ld Acked events of %ld regions\n", got, acked, n);
+		die("the publish did not reach every region");
+	}
+	floor_ms = copy_floor(n, &floor_p99);
+	snprintf(name, sizeof name, "node_publish_all_%ld", n);
+	bench_report(name, "ms", all_ms, floor_ms);
+	snprintf(name, sizeof name, "node_publish_apply_p99_%ld", n);
+	bench_report(name, "ms", p99_ms, floor_p99);
+	snprintf(name, sizeof name, "node_publish_check_max_%ld", n);
+	bench_report(name, "ms", c.max_ms, bench_median(idle_ms, CHECKS));
+	fprintf(stderr, "bench_scale: %ld regions: %d Checks during the publish\n", n, c.n);
 }
 
 /* Context switches by thread to stderr; the procctl-* threads' per second. */
@@ -248,6 +535,7 @@ static void idle(long n, int seconds)
 	bench_report(name, "KiB", (double)bench_status_kib(daemon_pid, "RssAnon"), (double)anon0);
 	snprintf(name, sizeof name, "node_rss_shmem_%ld", n);
 	bench_report(name, "KiB", (double)bench_status_kib(daemon_pid, "RssShmem"), (double)n * 4.0);
+	publish_all(&w, n);
 	world_stop(&w);
 }
 
@@ -294,6 +582,7 @@ int main(int argc, char **argv)
 	snprintf(dir, sizeof dir, "/tmp/bench_scale.%d", (int)getpid());
 	if (mkdir(dir, 0700) < 0)
 		die("mkdir");
+	copy_start(); /* before any thread */
 	grpc_init();
 	storm();
 	for (i = 1; i < argc; i++)

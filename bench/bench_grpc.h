@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* bench_grpc.h - what the benchmarks that call procctl-node through the
+ * gRPC C core share (link procctl-rpc-grpc): a deadline, and the
+ * grpc.health.v1 Check several figures are measured against. */
+#ifndef PROCCTL_BENCH_GRPC_H
+#define PROCCTL_BENCH_GRPC_H
+
+#include <grpc/grpc.h>
+#include <grpc/support/time.h>
+
+#include "grpc/health/v1/health.pb-c.h"
+#include "pb_grpc.h"
+
+/* The deadline s seconds from now. */
+static inline gpr_timespec bench_in_s(int s)
+{
+	return gpr_time_add(gpr_now(GPR_CLOCK_REALTIME), gpr_time_from_seconds(s, GPR_TIMESPAN));
+}
+
+/* One Check on ch, its completion plucked from cq (a queue for pluck),
+ * within 10 s: 1 when the answer is SERVING. */
+static inline int bench_health_check(grpc_channel *ch, grpc_completion_queue *cq)
+{
+	Grpc__Health__V1__HealthCheckRequest rq = GRPC__HEALTH__V1__HEALTH_CHECK_REQUEST__INIT;
+	Grpc__Health__V1__HealthCheckResponse *r = NULL;
+	int ok;
+	pb_unary(ch, cq, "/grpc.health.v1.Health/Check", bench_in_s(10), &rq.base,
+		 &grpc__health__v1__health_check_response__descriptor, (ProtobufCMessage **)&r, NULL);
+	ok = r && r->status == GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING;
+	if (r)
+		protobuf_c_message_free_unpacked(&r->base, NULL);
+	return ok;
+}
+
+#endif
