@@ -117,10 +117,27 @@ static int witness_lock(short type)
 	return witness < 0 || fcntl(witness, F_SETLK, &fl) == 0;
 }
 
+/* The last report made (valid: one was): a wake that changed nothing (the
+ * 100 ms bound, with no write since) reports nothing, since every report
+ * rings the agent's doorbell. */
+static struct {
+	int valid;
+	uint32_t state;
+	uint64_t grant_id, seen_gen;
+} last;
+
 static void report(uint32_t state, const procctl_grant_t *g)
 {
+	uint64_t id = g ? g->grant_id : 0, seen = g ? g->seen_gen : 0;
+	if (last.valid && last.state == state && last.grant_id == id && last.seen_gen == seen)
+		return;
 	/* Reports come from this thread only: wait for nothing. */
-	procctl_resource_report(&ctx, key.kind, key.id, state, PROCCTL_RES_F_WANT, g, 0);
+	if (procctl_resource_report(&ctx, key.kind, key.id, state, PROCCTL_RES_F_WANT, g, 0) == 0) {
+		last.valid = 1;
+		last.state = state;
+		last.grant_id = id;
+		last.seen_gen = seen;
+	}
 }
 
 static void *control(void *arg)
@@ -185,6 +202,7 @@ static int become_child(pthread_t *t)
 		return err;
 	note('F');
 	memset(&status, 0, sizeof status); /* a new region: its own counts */
+	last.valid = 0;                   /* and its own reports */
 	report(PROCCTL_RES_IDLE, NULL);
 	return -pthread_create(t, NULL, control, NULL);
 }
