@@ -70,6 +70,7 @@ struct last_seen {
 #define SEEN_SLOTS (2 * PROCCTL_ARB_MAX_TARGETS) /* a power of two, half full at most */
 #define REFRESH_NS 20000000ull
 #define UNREADABLE_NS 1000000000ull
+#define NOT_READY_NS 100000000ull /* ready is asked again this often (it needs a scan) */
 
 struct procctl_arbiter {
 	struct procctl_arbiter_opts o;
@@ -78,6 +79,7 @@ struct procctl_arbiter {
 	struct res_state res[PROCCTL_ARB_MAX_RESOURCES];
 	size_t nres;
 	uint64_t last_tick;
+	uint64_t next_due;      /* procctl_arbiter_next_tick */
 	struct view *views;     /* PROCCTL_ARB_MAX_TARGETS, reused each tick */
 	struct last_seen *seen; /* the same */
 	size_t nseen;
@@ -545,6 +547,29 @@ static void forget_unused(procctl_arbiter_t *a, size_t n)
 	}
 }
 
+/* When the n targets just looked at need the next tick if nothing rings,
+ * attaches or detaches (UINT64_MAX: never). A write that failed (err) is
+ * tried again at the next refresh. */
+static uint64_t next_due(const procctl_arbiter_t *a, size_t n, uint64_t now, int err)
+{
+	uint64_t due = err ? now + REFRESH_NS : UINT64_MAX;
+	size_t i;
+	for (i = 0; i < a->nres; i++) {
+		const struct res_state *rs = &a->res[i];
+		uint64_t at = UINT64_MAX;
+		if (rs->pending_since) /* a release to confirm, a user to see go: read as refreshes go */
+			at = now + REFRESH_NS;
+		else if (rs->holder_pid && rs->waiters) /* its turn ends */
+			at = (rs->taken_at ? rs->taken_at : rs->granted_at) + a->o.hold_ns;
+		if (at < due)
+			due = at;
+	}
+	for (i = 0; i < n; i++) /* an unreadable target is tried again */
+		if (!a->views[i].readable && a->views[i].s && a->views[i].s->read_at + UNREADABLE_NS < due)
+			due = a->views[i].s->read_at + UNREADABLE_NS;
+	return due > now ? due : now + REFRESH_NS;
+}
+
 int procctl_arbiter_tick(procctl_arbiter_t *a)
 {
 	uint64_t now = a->src.now(a->src.ctx), dt = a->last_tick && now > a->last_tick ? now - a->last_tick : 0;
@@ -554,8 +579,10 @@ int procctl_arbiter_tick(procctl_arbiter_t *a)
 	a->last_tick = now;
 	/* A passive agent, or one not ready since it took the lock, never
 	 * grants, revokes or drops (SPEC.md 9.2, 9.6). */
-	if (!a->src.ready(a->src.ctx))
+	if (!a->src.ready(a->src.ctx)) {
+		a->next_due = now + NOT_READY_NS;
 		return 0;
+	}
 	n = look(a, now);
 	for (r = 0; r < a->nres; r++) {
 		int e = arbitrate(a, n, &a->res[r], r, now, dt);
@@ -563,7 +590,13 @@ int procctl_arbiter_tick(procctl_arbiter_t *a)
 			err = e;
 	}
 	forget_unused(a, n);
+	a->next_due = next_due(a, n, now, err);
 	return err;
+}
+
+uint64_t procctl_arbiter_next_tick(const procctl_arbiter_t *a)
+{
+	return a->next_due;
 }
 
 size_t procctl_arbiter_snapshot(const procctl_arbiter_t *a, struct procctl_arbiter_snapshot *out, size_t max)

@@ -96,9 +96,19 @@ procctl_arbiter_t *procctl_arbiter_new(const struct procctl_arbiter_opts *o, con
 void procctl_arbiter_free(procctl_arbiter_t *a);
 
 /* One round: read every target, confirm releases, revoke after the hold,
- * grant free resources. Call it periodically and when something changed
- * (an ack doorbell, an attach or detach). 0, or the first write error. */
+ * grant free resources. Call it when something changed (an ack doorbell,
+ * an attach or detach, a report seen changed by a poll) and when
+ * procctl_arbiter_next_tick says; more often only costs the reads of the
+ * targets whose doorbells rang. 0, or the first write error. */
 int procctl_arbiter_tick(procctl_arbiter_t *a);
+/* When (the source's clock) the arbiter needs its next tick if nothing
+ * changes: the end of a holder's turn while others wait; a revocation
+ * waiting for its confirmation, or a user without a grant, read every
+ * 20 ms (a wake is a hint); an unreadable target tried again (1 s); not
+ * ready yet (every 100 ms); a failed write (20 ms). UINT64_MAX: only a
+ * change needs one (a lone holder, nobody waiting). 0 before the first
+ * tick. */
+uint64_t procctl_arbiter_next_tick(const procctl_arbiter_t *a);
 
 struct procctl_arbiter_snapshot {
 	procctl_resource_t res;

@@ -150,10 +150,15 @@ static int holder_gone(const struct node *n, pid_t pid, uint64_t instance)
 void arbiters_tick(struct node *n)
 {
 	static struct procctl_arbiter_snapshot now[PROCCTL_ARB_MAX_RESOURCES];
+	uint64_t due = UINT64_MAX;
 	size_t i, j, k, c;
+	if (!n->narb)
+		return;
 	for (i = 0; i < n->narb; i++) {
 		struct arb *ab = &n->arb[i];
 		int r = procctl_arbiter_tick(ab->a);
+		if (procctl_arbiter_next_tick(ab->a) < due)
+			due = procctl_arbiter_next_tick(ab->a);
 		if (r < 0)
 			node_log(PROCCTL_LOG_DEBUG, "arbiter_write_failed", "kind=%s error=%s", ab->cfg->name, strerror(-r));
 		c = procctl_arbiter_snapshot(ab->a, now, PROCCTL_ARB_MAX_RESOURCES);
@@ -172,4 +177,20 @@ void arbiters_tick(struct node *n)
 		memcpy(ab->snap, now, c * sizeof now[0]);
 		ab->nsnap = c;
 	}
+	/* The next when nothing changes (arbiters_kick for the rest); -ENOMEM
+	 * leaves it for the next change. */
+	if (due == UINT64_MAX)
+		timer_disarm(&n->timers, &n->t_tick);
+	else
+		timer_arm(&n->timers, &n->t_tick, due > INT64_MAX ? INT64_MAX : (int64_t)due);
+}
+
+void arbiters_kick(struct node *n, const char *consumer)
+{
+	size_t i;
+	for (i = 0; i < n->narb; i++)
+		if (!strcmp(n->arb[i].cfg->consumer, consumer)) {
+			timer_arm_by(&n->timers, &n->t_tick, now_ns());
+			return;
+		}
 }

@@ -24,7 +24,6 @@
 #define POLL_WAITING_NS (2 * MS)   /* a process with a wait on it and no doorbell */
 #define POLL_RUNG_NS (20 * MS)     /* ... with a doorbell (a wake can be lost) */
 #define POLL_IDLE_NS (1000 * MS)   /* state changes of processes whose doorbell is not heard */
-#define TICK_NS (5 * MS)           /* arbiters */
 #define HEXID_LEN 17               /* an id as 16 hex digits */
 
 typedef Procctl__V1__Process PbProcess;
@@ -272,7 +271,11 @@ char *node_render_metrics(struct node *n, size_t *len);
 
 /* arbiters.c: the arbiters, their ticks and their events */
 int arbiters_new(struct node *n, char *err, size_t errlen); /* 0, or -1 and a message */
+/* Tick every arbiter, and arm the next tick for when one needs it. */
 void arbiters_tick(struct node *n);
+/* Something of consumer's processes changed (attached, detached, rang,
+ * a report seen changed): its arbiter, if any, ticks at once. */
+void arbiters_kick(struct node *n, const char *consumer);
 /* 1 when arbiter i's admission refuses p, and why (who it is). */
 int arbiter_refusal(const struct node *n, const struct proc *p, size_t i, char *why, size_t len);
 

@@ -135,6 +135,8 @@ void proc_state_seen(struct node *n, struct proc *p, const struct procctl_state 
 	}
 	if (!first && h != p->state_hash && !quiet)
 		emit_state_changed(n, p);
+	if (h != p->state_hash) /* its reports may have changed: read whether it rang or not */
+		arbiters_kick(n, p->key.consumer);
 	p->state_hash = h;
 	waits_update(n, p, st);
 }
@@ -313,6 +315,8 @@ void node_on_event(const struct procctl_event *e, void *arg)
 {
 	struct node *n = ((struct reg_arg *)arg)->n;
 	struct proc *p;
+	if (e->consumer)
+		arbiters_kick(n, e->consumer); /* a target came, went, rang, or the lock moved */
 	switch (e->type) {
 	case PROCCTL_EV_ATTACHED:
 		on_attached(n, e, ((struct reg_arg *)arg)->reg);

@@ -235,8 +235,10 @@ static void fill_arbiter(struct arena *a, const struct arb *ab, Procctl__V1__Arb
 static void do_arbiters(struct node *n, struct node_job *job)
 {
 	struct arena a = {0};
-	int64_t now = now_ns();
+	int64_t now;
 	size_t i;
+	arbiters_tick(n); /* as of now, not of the last tick */
+	now = now_ns();
 	if (job->method == NODE_LIST_ARBITERS) {
 		Procctl__V1__ListArbitersResponse m = PROCCTL__V1__LIST_ARBITERS_RESPONSE__INIT;
 		m.arbiters = ar_alloc(&a, sizeof *m.arbiters * (n->narb ? n->narb : 1));
@@ -333,6 +335,7 @@ static void do_watch(struct node *n, struct node_job *job)
 
 static void do_metrics(struct node *n, struct node_job *job)
 {
+	arbiters_tick(n); /* their totals as of now: a sleeping arbiter's are its last tick's */
 	if (!(job->text = node_render_metrics(n, &job->text_len)))
 		return job_finish(job, NODE_RESOURCE_EXHAUSTED, "out of memory", NULL);
 	job_finish(job, NODE_OK, NULL, NULL);

@@ -296,7 +296,29 @@ function bufCurl(sock, args) {
     { encoding: 'utf8', timeout: 20000 });
 }
 
+// Context switches of pid's own threads (the loop, and procctl-*: the
+// heartbeat, doorbells, off-path reads, gRPC's queue), by name.
+function switches(pid) {
+  const by = {};
+  for (const t of fs.readdirSync(`/proc/${pid}/task`)) {
+    let comm, status;
+    try {
+      comm = fs.readFileSync(`/proc/${pid}/task/${t}/comm`, 'utf8').trim();
+      status = fs.readFileSync(`/proc/${pid}/task/${t}/status`, 'utf8');
+    } catch {
+      continue; // gone meanwhile
+    }
+    // The loop is the main thread; the others are named procctl-*, and a
+    // sanitizer's own thread keeps the process's name.
+    if (Number(t) !== pid && !(comm.startsWith('procctl-') && comm !== 'procctl-node'))
+      continue;
+    const n = (k) => Number(new RegExp(`^${k}:\\s+(\\d+)`, 'm').exec(status)[1]);
+    by[`${comm}/${t}`] = n('voluntary_ctxt_switches') + n('nonvoluntary_ctxt_switches');
+  }
+  return by;
+}
+
 module.exports = {
-  grpc, api, sleep, until, scratch, freePort, metric, Child, Daemon, client, call, code, health, healthClient, healthWatch, echo, killAll, attached, watch, bufCurl,
+  grpc, api, sleep, until, scratch, freePort, metric, Child, Daemon, client, call, code, health, healthClient, healthWatch, echo, killAll, attached, watch, bufCurl, switches,
   CONSUMER, NODE_BIN, ECHO_CLIENT, TOKEN_CLIENT, PROTO_DIR, BUF,
 };

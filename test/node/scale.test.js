@@ -8,6 +8,7 @@
 const { test, after } = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
+const path = require('node:path');
 const h = require('./harness');
 
 const PROCS = 250;
@@ -154,28 +155,6 @@ test('at a cap: refused with a named reason, counted, a gauge, one warning while
   await d.stop();
 });
 
-// Context switches of pid's own threads (the loop, and procctl-*: the
-// heartbeat, doorbells, off-path reads, gRPC's queue), by name.
-function switches(pid) {
-  const by = {};
-  for (const t of fs.readdirSync(`/proc/${pid}/task`)) {
-    let comm, status;
-    try {
-      comm = fs.readFileSync(`/proc/${pid}/task/${t}/comm`, 'utf8').trim();
-      status = fs.readFileSync(`/proc/${pid}/task/${t}/status`, 'utf8');
-    } catch {
-      continue; // gone meanwhile
-    }
-    // The loop is the main thread; the others are named procctl-*, and a
-    // sanitizer's own thread keeps the process's name.
-    if (Number(t) !== pid && !(comm.startsWith('procctl-') && comm !== 'procctl-node'))
-      continue;
-    const n = (k) => Number(new RegExp(`^${k}:\\s+(\\d+)`, 'm').exec(status)[1]);
-    by[`${comm}/${t}`] = n('voluntary_ctxt_switches') + n('nonvoluntary_ctxt_switches');
-  }
-  return by;
-}
-
 test('an idle daemon sleeps: its threads wake only for the heartbeats', async () => {
   const consumer = `${CONSUMER}i`.slice(0, 31);
   const SECONDS = 4;
@@ -189,9 +168,9 @@ test('an idle daemon sleeps: its threads wake only for the heartbeats', async ()
     { what: '100 regions attached' });
   c.close();
   await h.sleep(1500); // the adoption's tail: first reads, the ready scan
-  const a = switches(idle.proc.pid);
+  const a = h.switches(idle.proc.pid);
   await h.sleep(SECONDS * 1000);
-  const b = switches(idle.proc.pid);
+  const b = h.switches(idle.proc.pid);
   const woke = Object.fromEntries(Object.keys(b).map((k) => [k, b[k] - (a[k] || 0)]));
   const all = Object.values(woke).reduce((x, y) => x + y, 0);
   console.log(`idle ${SECONDS} s, 100 regions: ${all} wakeups of its threads ${JSON.stringify(woke)}`);
@@ -201,4 +180,37 @@ test('an idle daemon sleeps: its threads wake only for the heartbeats', async ()
   farm.proc.stdin.end();
   await farm.exited;
   await idle.stop();
+});
+
+test('an idle daemon with an arbiter and a lone holder sleeps too', async () => {
+  const consumer = `tk${process.pid}`.slice(0, 31);
+  const SECONDS = 4;
+  const conf = path.join(h.scratch('procctl-scale-'), 'node.conf');
+  fs.writeFileSync(conf, `[arbiter gpu]\nkind = 1\nconsumer = ${consumer}\nhold_ms = 200\n` +
+    'resources = 00000000-0000-0000-0000-000000000000\n');
+  const d = await new h.Daemon({ consumers: consumer, args: ['--config', conf, '--rescan-ms', '60000'] }).ready();
+  const c = d.client();
+  const t = new h.Child(h.TOKEN_CLIENT, ['--consumer', consumer, '--kind', '1', '--id', '0']);
+  await t.line(/^event=started pid=\d+$/, { out: true });
+  await h.until(async () => (await h.call(c, 'GetArbiter', { kind: 'gpu' })).arbiter.resources[0].holder?.pid === t.pid,
+    { what: 'the token client holding the gpu' });
+  await h.sleep(1500);
+  const a = h.switches(d.proc.pid);
+  await h.sleep(SECONDS * 1000);
+  const b = h.switches(d.proc.pid);
+  const woke = Object.fromEntries(Object.keys(b).map((k) => [k, b[k] - (a[k] || 0)]));
+  const all = Object.values(woke).reduce((x, y) => x + y, 0);
+  console.log(`idle ${SECONDS} s, a lone holder: ${all} wakeups of its threads ${JSON.stringify(woke)}`);
+  // Nobody else wants it: nothing to decide until something changes (a
+  // tick every 5 ms would be 800 here).
+  assert.ok(all <= 4 * Math.ceil(SECONDS / 2.5) + 4, JSON.stringify(woke));
+  // It still hands over at once when another asks.
+  const t2 = new h.Child(h.TOKEN_CLIENT, ['--consumer', consumer, '--kind', '1', '--id', '0']);
+  await t2.line(/^event=started pid=\d+$/, { out: true });
+  await h.until(async () => (await h.call(c, 'GetArbiter', { kind: 'gpu' })).arbiter.resources[0].holder?.pid === t2.pid,
+    { what: 'the second token client holding it after the first one\'s turn' });
+  c.close();
+  await d.stop();
+  t.kill();
+  t2.kill();
 });
