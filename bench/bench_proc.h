@@ -82,9 +82,10 @@ static inline void bench_threads_add(struct bench_threads *bt, const char *name,
 		bt->t[i].switches += v;
 }
 
-/* The context switches (voluntary and not) of every thread of pid, and
- * the thread named name's id in *named (0: none); by name into *bt when
- * it is not NULL. */
+/* The wakeups of every thread of pid: its voluntary context switches
+ * (each a sleep that ended; a preemption, nonvoluntary, is the CPU's
+ * contention, not the thread's), and the thread named name's id in
+ * *named (0: none); by name into *bt when it is not NULL. */
 static inline unsigned long long bench_switches(pid_t pid, const char *name, pid_t *named, struct bench_threads *bt)
 {
 	unsigned long long all = 0, mine;
@@ -106,8 +107,7 @@ static inline unsigned long long bench_switches(pid_t pid, const char *name, pid
 			continue;
 		mine = 0;
 		while (fgets(line, sizeof line, f))
-			if (sscanf(line, "voluntary_ctxt_switches: %lu", &v) == 1 ||
-			    sscanf(line, "nonvoluntary_ctxt_switches: %lu", &v) == 1)
+			if (sscanf(line, "voluntary_ctxt_switches: %lu", &v) == 1)
 				mine += v;
 			else
 				sscanf(line, "Name: %31s", comm);

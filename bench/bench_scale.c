@@ -7,9 +7,10 @@
  *   node_idle_cpu_N       the daemon's CPU milliseconds per second,
  *                         against its heartbeat thread's (what the leases
  *                         need), one clock tick over the window at least;
- *   node_idle_wakeups_N   its threads' context switches per second,
- *                         against what the heartbeats alone need: 4 per
- *                         lease (10 s) in one batch, 0.4;
+ *   node_idle_wakeups_N   its threads' wakeups (voluntary context
+ *                         switches: a preemption is the CPU's contention)
+ *                         per second, against what the heartbeats alone
+ *                         need: 4 per lease (10 s) in one batch, 0.4;
  *   node_idle_wakeups_procctl_N  the same of its own threads (procctl-*),
  *                         the gRPC C core's timer threads left out (the
  *                         figure by thread goes to stderr);

@@ -296,8 +296,8 @@ function bufCurl(sock, args) {
     { encoding: 'utf8', timeout: 20000 });
 }
 
-// Context switches of pid's own threads (the loop, and procctl-*: the
-// heartbeat, doorbells, off-path reads, gRPC's queue), by name.
+// Wakeups (voluntary context switches) of pid's own threads (the loop,
+// and procctl-*: the heartbeat, doorbells, off-path reads, gRPC's queue), by name.
 function switches(pid) {
   const by = {};
   for (const t of fs.readdirSync(`/proc/${pid}/task`)) {
@@ -313,7 +313,7 @@ function switches(pid) {
     if (Number(t) !== pid && !(comm.startsWith('procctl-') && comm !== 'procctl-node'))
       continue;
     const n = (k) => Number(new RegExp(`^${k}:\\s+(\\d+)`, 'm').exec(status)[1]);
-    by[`${comm}/${t}`] = n('voluntary_ctxt_switches') + n('nonvoluntary_ctxt_switches');
+    by[`${comm}/${t}`] = n('voluntary_ctxt_switches'); // its sleeps that ended, not preemptions
   }
   return by;
 }
