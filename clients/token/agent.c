@@ -25,7 +25,19 @@
 #include "token_schema.h"
 
 #define MS 1000000ull
-#define TICK_MS 5 /* ticks also follow every registry event: attach, detach, doorbell */
+#define TICK_MS 5       /* without doorbells, reports are read this often */
+#define UNHEARD_MS 1000 /* with them, a doorbell not heard (muted) is read this often */
+
+/* The poll timeout until the arbiter's next tick: at most TICK_MS without
+ * doorbells, UNHEARD_MS with them. */
+static int timeout_ms(const procctl_arbiter_t *a, int bells)
+{
+	uint64_t due = procctl_arbiter_next_tick(a), now = (uint64_t)procctl_now_ns();
+	uint64_t most = bells ? UNHEARD_MS : TICK_MS;
+	if (due <= now)
+		return 0;
+	return due - now >= most * MS ? (int)most : (int)((due - now + MS - 1) / MS);
+}
 
 static procctl_registry_t *reg;
 static volatile sig_atomic_t stop;
@@ -206,7 +218,7 @@ int main(int argc, char **argv)
 	printf("event=started pid=%d kind=%lu resources=%lu hold_ms=%lu\n", (int)getpid(), kind, nres, hold_ms);
 	while (!stop && !err) {
 		struct pollfd p = {procctl_registry_fd(reg), POLLIN, 0};
-		if (poll(&p, 1, TICK_MS) < 0 && errno != EINTR)
+		if (poll(&p, 1, timeout_ms(a, o.flags != 0)) < 0 && errno != EINTR)
 			break;
 		err = procctl_registry_dispatch(reg);
 		if (err) {
