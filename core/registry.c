@@ -718,28 +718,6 @@ int procctl_registry_ready(procctl_registry_t *r, const char *consumer)
 	return 0;
 }
 
-size_t procctl_registry_clients(const procctl_registry_t *r, procctl_client_t **out, size_t max)
-{
-	const struct entry *e;
-	size_t n = 0;
-	for (e = r->entries; e; e = e->next, n++)
-		if (n < max)
-			out[n] = e->c;
-	return n;
-}
-
-size_t procctl_registry_clients_of(const procctl_registry_t *r, const char *consumer, procctl_client_t **out,
-				   size_t max)
-{
-	const struct lock_rec *l = reg_lock_find(r, consumer);
-	const struct entry *e;
-	size_t n = 0;
-	for (e = l ? l->ents : NULL; e; e = e->lk_next, n++)
-		if (n < max)
-			out[n] = e->c;
-	return n;
-}
-
 int procctl_registry_doorbell_rang(procctl_registry_t *r, const procctl_client_t *c)
 {
 	struct entry *e;
@@ -766,12 +744,6 @@ int procctl_registry_doorbell_heard(procctl_registry_t *r, const procctl_client_
 		heard = e->bell_watched && !e->bell_bad && (uint64_t)procctl_now_ns() >= e->bell_muted_until;
 	pthread_mutex_unlock(&r->mu);
 	return heard;
-}
-
-procctl_client_t *procctl_registry_find(const procctl_registry_t *r, pid_t pid)
-{
-	const struct entry *e = reg_by_pid(r, pid, NULL);
-	return e ? e->c : NULL;
 }
 
 void procctl_registry_stats(procctl_registry_t *r, struct procctl_registry_stats *out)

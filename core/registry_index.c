@@ -2,7 +2,8 @@
 /* registry_index.c - a registry's entries found by id (epoll tags,
  * doorbells) and by pid (caps, notifies, exec events) without walking
  * them: two chained hash tables of REG_BUCKETS, changed under mu on the
- * loop's thread only, so the loop reads them without mu. */
+ * loop's thread only, so the loop reads them without mu; and the public
+ * lookups (every client, a consumer's, a pid's). */
 #include "registry_int.h"
 
 static unsigned hash(uint64_t v)
@@ -57,4 +58,34 @@ struct entry *reg_by_pid(const procctl_registry_t *r, pid_t pid, struct entry *a
 	for (; e && e->c->info.pid != pid; e = e->pid_next)
 		;
 	return e;
+}
+
+/* ---- the public lookups ---------------------------------------------- */
+
+size_t procctl_registry_clients(const procctl_registry_t *r, procctl_client_t **out, size_t max)
+{
+	const struct entry *e;
+	size_t n = 0;
+	for (e = r->entries; e; e = e->next, n++)
+		if (n < max)
+			out[n] = e->c;
+	return n;
+}
+
+size_t procctl_registry_clients_of(const procctl_registry_t *r, const char *consumer, procctl_client_t **out,
+				   size_t max)
+{
+	const struct lock_rec *l = reg_lock_find(r, consumer);
+	const struct entry *e;
+	size_t n = 0;
+	for (e = l ? l->ents : NULL; e; e = e->lk_next, n++)
+		if (n < max)
+			out[n] = e->c;
+	return n;
+}
+
+procctl_client_t *procctl_registry_find(const procctl_registry_t *r, pid_t pid)
+{
+	const struct entry *e = reg_by_pid(r, pid, NULL);
+	return e ? e->c : NULL;
 }
