@@ -257,8 +257,8 @@ static int nchildren;
 struct world {
 	procctl_registry_t *r;
 	procctl_hello_t *h;
-	pid_t attached[16];
-	int nattached, rescans;
+	pid_t attached[16], execd[64];
+	int nattached, nexecd, rescans;
 };
 
 static void on_event(const struct procctl_event *ev, void *arg)
@@ -275,6 +275,13 @@ static void on_pid(pid_t pid, void *arg)
 		procctl_registry_notify(w->r, pid);
 	else
 		w->rescans++, procctl_registry_rescan(w->r);
+}
+
+static void on_exec(pid_t pid, void *arg)
+{
+	struct world *w = arg;
+	if (w->nexecd < 64)
+		w->execd[w->nexecd++] = pid;
 }
 
 static int setup(void **state)
@@ -331,7 +338,7 @@ static pid_t echo_client_copy(void)
 	return spawn(argv);
 }
 
-static void world_start_idle(struct world *w, uint64_t rescan_ns, const char *sysfs_root, uint64_t idle_ns)
+static void world_open(struct world *w, uint64_t rescan_ns, const char *sysfs_root, uint64_t idle_ns, uint64_t batch_ns)
 {
 	struct procctl_registry_opts o;
 	struct procctl_hello_opts ho;
@@ -350,6 +357,8 @@ static void world_start_idle(struct world *w, uint64_t rescan_ns, const char *sy
 	ho.arg = w;
 	ho.sysfs_root = sysfs_root;
 	ho.idle_ns = idle_ns;
+	ho.batch_ns = batch_ns;
+	ho.on_exec = on_exec;
 	w->h = procctl_hello_new(&ho);
 	if (!w->h && !sysfs_root && (errno == EACCES || errno == EPERM || errno == ENOENT))
 		TH_SKIP_OR_FAIL(procctl_hello_error(-errno));
@@ -358,7 +367,7 @@ static void world_start_idle(struct world *w, uint64_t rescan_ns, const char *sy
 /* Probes of unmapped files go soon. */
 static void world_start(struct world *w, uint64_t rescan_ns, const char *sysfs_root)
 {
-	world_start_idle(w, rescan_ns, sysfs_root, 50 * MS);
+	world_open(w, rescan_ns, sysfs_root, 50 * MS, 0);
 }
 
 static void world_stop(struct world *w)
@@ -471,7 +480,7 @@ static void rewritten_file_loses_its_probe(void **state)
 	int fd;
 	(void)state;
 
-	world_start_idle(&w, HOUR, NULL, HOUR);
+	world_open(&w, HOUR, NULL, HOUR, 0);
 	assert_true(pump(&w, ready_cond, 0));
 	procctl_hello_stats(w.h, &st0);
 	pid = echo_client_copy();
@@ -575,6 +584,107 @@ static void found_by_the_first_scan(void **state)
 	world_stop(&w);
 }
 
+static int execd(const struct world *w, pid_t pid)
+{
+	int i;
+	for (i = 0; i < w->nexecd; i++)
+		if (w->execd[i] == pid)
+			return 1;
+	return 0;
+}
+
+/* A process that execs /bin/true, waited for: its records are in the rings. */
+static pid_t exec_true(void)
+{
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		execl("/bin/true", "true", (char *)NULL);
+		_exit(127);
+	}
+	assert_int_equal(waitpid(pid, NULL, 0), pid);
+	return pid;
+}
+
+/* Dispatch only when the hello's fd is readable, until pid's exec is
+ * heard or 10 s. */
+static int exec_heard_by_wakes(struct world *w, pid_t pid)
+{
+	uint64_t end = th_now_ns() + 10000 * MS;
+	while (!execd(w, pid) && th_now_ns() < end) {
+		struct pollfd p = {procctl_hello_fd(w->h), POLLIN, 0};
+		if (poll(&p, 1, 100) == 1)
+			assert_int_equal(procctl_hello_dispatch(w->h), 0);
+	}
+	return execd(w, pid);
+}
+
+/* The host's execs, mappings, forks and exits wake the loop once a batch at
+ * most; a hello is heard at once all the same. */
+static void host_records_batched_hellos_not(void **state)
+{
+	struct procctl_hello_stats st0, st;
+	struct world w;
+	uint64_t end;
+	pid_t e1, e2, a, b;
+	(void)state;
+
+	world_open(&w, HOUR, NULL, HOUR, HOUR); /* a batch of an hour: only a hello can wake it */
+	assert_true(pump(&w, ready_cond, 0));
+	e1 = echo_client_copy(); /* its file gets its probe */
+	if (!pump(&w, attached_cond, e1))
+		fail_msg("a client started after the agent was not attached");
+	a = exec_true();
+	assert_int_equal(procctl_hello_dispatch(w.h), 0); /* reads a's records, muted after */
+	assert_true(execd(&w, a));
+	b = exec_true();
+	procctl_hello_stats(w.h, &st0);
+	end = th_now_ns() + 300 * MS;
+	while (th_now_ns() < end) {
+		struct pollfd p = {procctl_hello_fd(w.h), POLLIN, 0};
+		if (poll(&p, 1, 50) != 1)
+			continue;
+		assert_int_equal(procctl_hello_dispatch(w.h), 0);
+		procctl_hello_stats(w.h, &st);
+		if (st.hits == st0.hits)
+			fail_msg("an exec woke the hello within its batch");
+		st0 = st; /* some other process said hello to a probed file */
+	}
+	/* A second client of the probed file says hello: heard at once, with
+	 * b's exec read in the same drain. */
+	{
+		char path[128];
+		char *argv[] = {path, "--consumer", consumer, NULL};
+		uint64_t end2 = th_now_ns() + 10000 * MS;
+		snprintf(path, sizeof path, "%s/echo-client", lockdir);
+		e2 = spawn(argv);
+		while (!was_attached(&w, e2) && th_now_ns() < end2) {
+			struct pollfd p[2] = {{procctl_registry_fd(w.r), POLLIN, 0}, {procctl_hello_fd(w.h), POLLIN, 0}};
+			poll(p, 2, 100);
+			assert_int_equal(procctl_registry_dispatch(w.r), 0);
+			if (p[1].revents)
+				assert_int_equal(procctl_hello_dispatch(w.h), 0);
+		}
+	}
+	if (!was_attached(&w, e2))
+		fail_msg("a hello was not heard while the host's records were batched");
+	procctl_hello_stats(w.h, &st);
+	assert_true(st.hits > st0.hits);
+	assert_true(execd(&w, b));
+	world_stop(&w);
+
+	/* A batch of 20 ms: every exec is heard in the end (the timer reads
+	 * what waited, unmutes, and the next one wakes it again). */
+	world_open(&w, HOUR, NULL, HOUR, 0);
+	assert_true(pump(&w, ready_cond, 0));
+	for (int i = 0; i < 3; i++) {
+		pid_t c = exec_true();
+		if (!exec_heard_by_wakes(&w, c))
+			fail_msg("exec %d of a batch was never heard", i);
+	}
+	world_stop(&w);
+}
+
 static void without_the_probe_rescans_still_find(void **state)
 {
 	char empty[] = "/tmp/procctl-nosys.XXXXXX";
@@ -650,6 +760,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(found_through_a_shared_library, setup, teardown),
 		cmocka_unit_test_setup_teardown(found_in_another_mount_namespace, setup, teardown),
 		cmocka_unit_test_setup_teardown(found_by_the_first_scan, setup, teardown),
+		cmocka_unit_test_setup_teardown(host_records_batched_hellos_not, setup, teardown),
 		cmocka_unit_test_setup_teardown(without_the_probe_rescans_still_find, setup, teardown),
 		cmocka_unit_test_setup_teardown(without_permission_it_says_so, setup, teardown),
 	};
