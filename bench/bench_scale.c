@@ -14,6 +14,11 @@
  *   node_idle_wakeups_procctl_N  the same of its own threads (procctl-*),
  *                         the gRPC C core's timer threads left out (the
  *                         figure by thread goes to stderr);
+ *   node_idle_wakeups_vs_grpc_N  all its threads' again, against the
+ *                         heartbeats' 0.4 plus what a bare gRPC server
+ *                         (grpc_idle: the same library, no call) wakes
+ *                         over the same window: the floor with the
+ *                         library the design links;
  *   node_rss_anon_N       its anonymous memory (RssAnon, KiB), against the
  *                         same before any region;
  *   node_rss_shmem_N      the region pages it maps (RssShmem, KiB),
@@ -566,11 +571,18 @@ static void idle(long n, int seconds)
 	unsigned long long sw0, sw1;
 	double c0, c1, b0, b1, own, tick = 1.0 / (double)sysconf(_SC_CLK_TCK);
 	long anon0, got = -1;
-	pid_t beat;
+	unsigned long long bare0, bare1;
+	pid_t beat, bare, none;
 	int i;
 
 	snprintf(tag, sizeof tag, "%ld", n);
 	world_start(&w, tag, 2 * n);
+	{
+		char target[160];
+		char *argv[] = {GRPC_IDLE_PATH, target, NULL};
+		snprintf(target, sizeof target, "unix:%s/bare_%s.sock", dir, tag);
+		bare = spawn(argv, -1, -1);
+	}
 	anon0 = bench_status_kib(daemon_pid, "RssAnon");
 	farm_start(&w, n / PER_PROCESS, PER_PROCESS);
 	for (i = 0; i < 600 && (got = listed(w.ch, w.cq, w.cons)) < n; i++)
@@ -583,9 +595,11 @@ static void idle(long n, int seconds)
 	memset(&t0, 0, sizeof t0);
 	memset(&t1, 0, sizeof t1);
 	sw0 = bench_switches(daemon_pid, "procctl-beat", &beat, &t0);
+	bare0 = bench_switches(bare, "", &none, NULL);
 	c0 = bench_cpu_s(daemon_pid, 0);
 	b0 = beat ? bench_cpu_s(daemon_pid, beat) : 0;
 	sleep((unsigned)seconds);
+	bare1 = bench_switches(bare, "", &none, NULL);
 	sw1 = bench_switches(daemon_pid, "procctl-beat", &beat, &t1);
 	c1 = bench_cpu_s(daemon_pid, 0);
 	b1 = beat ? bench_cpu_s(daemon_pid, beat) : 0;
@@ -598,6 +612,10 @@ static void idle(long n, int seconds)
 	bench_report(name, "1/s", own, 4.0 / LEASE_S);
 	snprintf(name, sizeof name, "node_idle_wakeups_%ld", n);
 	bench_report(name, "1/s", (double)(sw1 - sw0) / seconds, 4.0 / LEASE_S);
+	snprintf(name, sizeof name, "node_idle_wakeups_vs_grpc_%ld", n);
+	bench_report(name, "1/s", (double)(sw1 - sw0) / seconds, 4.0 / LEASE_S + (double)(bare1 - bare0) / seconds);
+	kill(bare, SIGTERM);
+	waitpid(bare, NULL, 0);
 	snprintf(name, sizeof name, "node_rss_anon_%ld", n);
 	bench_report(name, "KiB", (double)bench_status_kib(daemon_pid, "RssAnon"), (double)anon0);
 	snprintf(name, sizeof name, "node_rss_shmem_%ld", n);
