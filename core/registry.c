@@ -386,10 +386,7 @@ static void drain_notify(procctl_registry_t *r)
 	pid_t q[NOTIFY_MAX];
 	unsigned n, i;
 	int all;
-	uint64_t v;
 
-	if (read(r->evfd, &v, sizeof v) < 0 && errno != EAGAIN)
-		return;
 	pthread_mutex_lock(&r->mu);
 	n = r->nq < NOTIFY_BATCH ? r->nq : NOTIFY_BATCH; /* the rest after other work */
 	memcpy(q, r->notify_q, n * sizeof *q);
@@ -473,22 +470,30 @@ static void plan_tick(procctl_registry_t *r)
 int procctl_registry_dispatch(procctl_registry_t *r)
 {
 	struct epoll_event evs[16];
-	int n, i;
+	uint64_t v;
+	int n, i, kicked;
 
+	/* The kick first: what this dispatch leaves to the next one (a scan's
+	 * next step, a sweep's next batch, the rest of a queue) kicks again
+	 * and stays pending, so the caller's poll comes straight back. */
+	kicked = read(r->evfd, &v, sizeof v) > 0;
 	if (r->scan_it)
 		full_scan_step(r);
 	else if (!r->first_scan_done)
 		full_scan(r);
 	if (r->sweeping)
 		sweep(r);
+	if (kicked) {
+		drain_notify(r);
+		reg_emit_doorbell(r);
+	}
 	n = epoll_wait(r->epfd, evs, 16, 0); /* more at the next dispatch: the fd stays readable */
 	if (n < 0)
 		return errno == EINTR ? 0 : -errno;
 	for (i = 0; i < n; i++) {
-		uint64_t tag = evs[i].data.u64, v;
+		uint64_t tag = evs[i].data.u64;
 		if (tag == TAG_EVENT) {
-			drain_notify(r);
-			reg_emit_doorbell(r);
+			continue; /* read above: a kick since is the next dispatch's */
 		} else if (tag == TAG_RESCAN) {
 			if (read(r->rescan_fd, &v, sizeof v) > 0)
 				full_scan(r);

@@ -201,6 +201,43 @@ static void wait_region(pid_t pid)
 	assert_true(procctl_scan_pid(NULL, pid, NULL, any, NULL) >= 1);
 }
 
+/* Dispatched only when its fd is readable, as an event loop does, a
+ * registry with rescans an hour apart finishes its first scan of a /proc
+ * with more processes than one step of it looks at (16) and attaches a
+ * client the scan reaches last. Its steps run on its own kicks: before,
+ * the dispatch that kicked read the kick back and the scan stopped after
+ * its first step until the rescan. */
+static void first_scan_by_its_own_kicks(void **state)
+{
+	struct evlog log;
+	procctl_registry_t *r;
+	uint64_t end;
+	pid_t c;
+	int i, wakes = 0;
+	(void)state;
+
+	memset(&log, 0, sizeof log);
+	for (i = 0; i < 30; i++)
+		if (child(fork()) == 0) {
+			for (;;)
+				pause();
+		}
+	c = echo_client("/dev/null"); /* the highest pid: the scan's last */
+	wait_region(c);
+	r = registry(NULL, lockdir, 0, 3600000 * MS, &log);
+	end = th_now_ns() + 10000 * MS;
+	while (!(procctl_registry_first_scan_done(r) && log.attached) && th_now_ns() < end) {
+		struct pollfd p = {procctl_registry_fd(r), POLLIN, 0};
+		if (poll(&p, 1, 100) == 1)
+			wakes++, assert_int_equal(procctl_registry_dispatch(r), 0);
+	}
+	if (!procctl_registry_first_scan_done(r))
+		fail_msg("the first scan did not end in 10 s (%d dispatches on readiness)", wakes);
+	assert_int_equal(log.attached, 1);
+	assert_int_equal(log.last_pid, c);
+	procctl_registry_close(r, 0);
+}
+
 static void discovery(void **state)
 {
 	struct evlog log;
@@ -961,6 +998,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(discovery, setup, teardown),
+		cmocka_unit_test_setup_teardown(first_scan_by_its_own_kicks, setup, teardown),
 		cmocka_unit_test_setup_teardown(forked_clients, setup, teardown),
 		cmocka_unit_test_setup_teardown(limits_and_unsealed, setup, teardown),
 		cmocka_unit_test_setup_teardown(unsealed_gives_up, setup, teardown),
