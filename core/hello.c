@@ -639,7 +639,8 @@ const char *procctl_hello_error(int err)
 	switch (err) {
 	case -EACCES:
 	case -EPERM:
-		return "no permission for system-wide perf events (CAP_PERFMON, or perf_event_paranoid <= 0)";
+		return "no permission for system-wide perf events (CAP_PERFMON, or perf_event_paranoid <= 0; in a "
+		       "container, also a seccomp profile that allows perf_event_open with CAP_PERFMON)";
 	case -ENOENT:
 		return "no uprobe PMU (/sys/bus/event_source/devices/uprobe)";
 	case -ENOSYS:

@@ -88,6 +88,9 @@ typedef struct procctl_scan_iter procctl_scan_iter_t;
 procctl_scan_iter_t *procctl_scan_begin(const char *proc_root, pid_t skip);
 int procctl_scan_step(procctl_scan_iter_t *it, const char *consumer, unsigned max_pids, procctl_scan_cb cb, void *arg);
 void procctl_scan_end(procctl_scan_iter_t *it);
+/* Processes so far whose fd table the scan was refused (EACCES, EPERM:
+ * no ptrace access to them, CAP_SYS_PTRACE, or an LSM). */
+unsigned procctl_scan_denied(const procctl_scan_iter_t *it);
 
 /* The same for one process: -ESRCH when it has no fd directory. */
 int procctl_scan_pid(const char *proc_root, pid_t pid, const char *consumer, procctl_scan_cb cb, void *arg);
@@ -345,6 +348,11 @@ struct procctl_registry_stats {
 	uint32_t owned;           /* of which this agent owns */
 	uint32_t over_cap;        /* regions the last full scan left unattached for a cap
 	                           * (max_per_process, max_regions): warned when it turns nonzero */
+	uint32_t scan_denied;     /* processes whose fd table the last full scan was refused (no
+	                           * CAP_SYS_PTRACE over them, or an LSM such as AppArmor): their
+	                           * regions cannot be seen; warned when it turns nonzero */
+	uint64_t attach_denied;   /* attaches the kernel refused (pidfd_getfd, /proc/PID/mem:
+	                           * EPERM or EACCES), for the same reasons */
 };
 
 /* A registry: no thread runs its loop; call procctl_registry_run, or poll

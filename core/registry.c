@@ -189,6 +189,13 @@ static int on_found(const struct procctl_scan_entry *s, void *arg)
 			else
 				procctl_log(PROCCTL_LOG_DEBUG, "attach_rejected", "pid=%d fd=%d consumer=%s reason=%s",
 					    (int)s->pid, s->fd, s->consumer, procctl_reject_name(why));
+		} else if (errno == EPERM || errno == EACCES) {
+			pthread_mutex_lock(&r->mu);
+			r->stats.attach_denied++;
+			pthread_mutex_unlock(&r->mu);
+			procctl_log_limited(PROCCTL_LOG_WARN, "attach_denied", "pid=%d fd=%d error=\"%s\" reason=\"no "
+					    "ptrace access to it: CAP_SYS_PTRACE, or an LSM (AppArmor) forbids it\"",
+					    (int)s->pid, s->fd, strerror(errno));
 		} else if (errno == EMFILE || errno == ENFILE || errno == ENOMEM) { /* ours, not the region's */
 			procctl_log_limited(PROCCTL_LOG_WARN, "attach_failed", "pid=%d fd=%d errno=%d error=\"%s\"",
 					    (int)s->pid, s->fd, errno, strerror(errno));
@@ -318,6 +325,7 @@ static void full_scan_step(procctl_registry_t *r)
 {
 	int64_t t0 = procctl_now_ns();
 	struct lock_rec *l;
+	unsigned denied;
 	int more;
 	r->in_full_step = 1; /* a targeted scan between two steps sees pids this one sees too */
 	more = procctl_scan_step(r->scan_it, r->consumer[0] ? r->consumer : NULL, SCAN_STEP_PIDS, on_found, r);
@@ -327,6 +335,7 @@ static void full_scan_step(procctl_registry_t *r)
 		reg_kick(r); /* the next step at the next dispatch */
 		return;
 	}
+	denied = procctl_scan_denied(r->scan_it);
 	procctl_scan_end(r->scan_it);
 	r->scan_it = NULL;
 	r->scans_done = r->scan_no;
@@ -343,6 +352,14 @@ static void full_scan_step(procctl_registry_t *r)
 			procctl_log(PROCCTL_LOG_INFO, "regions_over_cap", "count=0");
 	}
 	r->stats.over_cap = r->scan_over_cap;
+	if (!r->stats.scan_denied != !denied) {
+		if (denied)
+			procctl_log(PROCCTL_LOG_WARN, "scan_denied", "count=%u reason=\"their fd tables were refused: "
+				    "no CAP_SYS_PTRACE over them, or an LSM (AppArmor) forbids ptrace\"", denied);
+		else
+			procctl_log(PROCCTL_LOG_INFO, "scan_denied", "count=0");
+	}
+	r->stats.scan_denied = denied;
 	pthread_mutex_unlock(&r->mu);
 	for (l = r->locks; l; l = l->next)
 		if (l->held && l->ready_scan == r->scan_no)

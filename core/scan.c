@@ -154,6 +154,7 @@ int procctl_scan_pid(const char *proc_root, pid_t pid, const char *consumer, pro
 struct procctl_scan_iter {
 	DIR *d;
 	pid_t skip;
+	unsigned denied;
 };
 
 procctl_scan_iter_t *procctl_scan_begin(const char *proc_root, pid_t skip)
@@ -187,8 +188,10 @@ int procctl_scan_step(procctl_scan_iter_t *it, const char *consumer, unsigned ma
 			continue;
 		snprintf(path, sizeof path, "%d/fd", (int)pid);
 		fddir = openat(dirfd(it->d), path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (fddir < 0) /* gone, or a kernel thread we may not look into */
+		if (fddir < 0) { /* gone, or no ptrace access to it */
+			it->denied += errno == EACCES || errno == EPERM;
 			continue;
+		}
 		r = scan_fds(fddir, pid, consumer, cb, arg);
 		if (r < 0)
 			return r;
@@ -202,6 +205,11 @@ void procctl_scan_end(procctl_scan_iter_t *it)
 		closedir(it->d);
 		free(it);
 	}
+}
+
+unsigned procctl_scan_denied(const procctl_scan_iter_t *it)
+{
+	return it->denied;
 }
 
 /* Counts what it finds for procctl_scan. */

@@ -118,6 +118,18 @@ static void registries(FILE *f, const struct node *n)
 			sum += rs[i].over_cap;
 		fprintf(f, "procctl_regions_over_cap %llu\n", (unsigned long long)sum);
 	}
+	metric_head(f, "procctl_scan_denied", "gauge",
+		    "Processes whose fd table the last full scan was refused (no CAP_SYS_PTRACE over them, or an LSM "
+		    "such as AppArmor): their regions are not seen.");
+	{
+		uint32_t most = 0; /* each registry scans the same /proc */
+		for (i = 0; i < n->nreg; i++)
+			most = rs[i].scan_denied > most ? rs[i].scan_denied : most;
+		fprintf(f, "procctl_scan_denied %u\n", most);
+	}
+	reg_counter(f, rs, n->nreg, "procctl_attach_denied_total",
+		    "Attaches the kernel refused (pidfd_getfd, /proc/PID/mem): no CAP_SYS_PTRACE, or an LSM.",
+		    offsetof(struct procctl_registry_stats, attach_denied), 1);
 	reg_counter(f, rs, n->nreg, "procctl_heartbeats_total", "Lease heartbeats written.",
 		    offsetof(struct procctl_registry_stats, heartbeats), 1);
 	reg_counter(f, rs, n->nreg, "procctl_lease_lapses_total",
@@ -146,6 +158,10 @@ static void hello(FILE *f, const struct node *n)
 	fprintf(f, "procctl_hello_uprobes %llu\n", (unsigned long long)hs.uprobes);
 	metric_head(f, "procctl_hello_files_read_total", "counter", "Executable files read for the probe's notes.");
 	fprintf(f, "procctl_hello_files_read_total %llu\n", (unsigned long long)hs.files_read);
+	metric_head(f, "procctl_hello_open_failures_total", "counter",
+		    "Mapped files the probe could not open to read (no CAP_CHECKPOINT_RESTORE for a deleted or "
+		    "unreachable file, no CAP_DAC_READ_SEARCH for one its owner alone may read).");
+	fprintf(f, "procctl_hello_open_failures_total %llu\n", (unsigned long long)hs.open_failures);
 	metric_head(f, "procctl_hello_lost_total", "counter",
 		    "Times perf records were lost (a full ring): a full scan followed.");
 	fprintf(f, "procctl_hello_lost_total %llu\n", (unsigned long long)hs.lost);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "client.h"
@@ -198,12 +199,49 @@ static void live(void **state)
 	procctl_close(&b);
 }
 
+static int none(const struct procctl_scan_entry *e, void *arg)
+{
+	(void)e;
+	(void)arg;
+	return 0;
+}
+
+/* Without ptrace access to them (here: as nobody, this test's root
+ * processes) a scan cannot look into fd tables, and says how many. */
+static void denied_counted(void **state)
+{
+	procctl_scan_iter_t *it;
+	pid_t pid;
+	int st;
+	(void)state;
+	if (geteuid() != 0)
+		TH_SKIP_OR_FAIL("not root: no process here to be refused");
+	assert_non_null(it = procctl_scan_begin(NULL, 0));
+	while (procctl_scan_step(it, NULL, 64, none, NULL) > 0)
+		;
+	assert_int_equal(procctl_scan_denied(it), 0); /* root looks into every one */
+	procctl_scan_end(it);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		if (setgid(65534) < 0 || setuid(65534) < 0 || !(it = procctl_scan_begin(NULL, 0)))
+			_exit(2);
+		while (procctl_scan_step(it, NULL, 64, none, NULL) > 0)
+			;
+		_exit(procctl_scan_denied(it) >= 1 ? 0 : 1); /* its parent, at least */
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(link_names),
 		cmocka_unit_test(fixture_tree),
 		cmocka_unit_test(live),
+		cmocka_unit_test(denied_counted),
 	};
 	return TH_RUN(tests);
 }
