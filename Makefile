@@ -12,13 +12,15 @@
 #                in $(DESTDIR) when given: procctl, procctl-node, procctl.h,
 #                libprocctl-agent and its headers, pkg-config files, a CMake
 #                package (find_package(procctl)), the manual pages
+#   make image   the procctl-node image (deploy/Dockerfile) with podman, on
+#                a Debian base made here, no registry needed; its size
 #   make clean
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
 PREFIX ?= /usr/local
 
-.PHONY: all deps build demo test test-gcc test-asan test-tsan bench soak install clean
+.PHONY: all deps build demo test test-gcc test-asan test-tsan bench soak install image clean
 
 all: build
 
@@ -31,6 +33,9 @@ build: deps
 
 install: build
 	DESTDIR=$(DESTDIR) cmake --install build --prefix $(PREFIX)
+
+image:
+	scripts/image.sh
 
 # In pid and mount namespaces of its own (as root), as the tests are: two
 # demos, or a demo beside make test, never see each other's processes.
