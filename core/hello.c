@@ -41,8 +41,6 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
-#include <linux/magic.h>
-#include <linux/openat2.h>
 #include <linux/perf_event.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,18 +48,17 @@
 #include <sys/epoll.h>
 #include <sys/inotify.h>
 #include <sys/ioctl.h>
-#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
 #include <sys/syscall.h>
-#include <sys/sysmacros.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "fdclose.h"
+#include "hellofile.h"
 #include "hellorings.h"
+#include "log.h"
 #include "procctl_agent.h"
 
 #define HELLO_FILES_MAX 1024
@@ -70,18 +67,14 @@
 #define HELLO_SEEN_SLOTS 4096 /* power of two */
 #define HELLO_DELAYED_MAX 4096
 #define HELLO_RECHECK_NS 20000000ll
+#define HELLO_STAGES 5 /* rechecks of a mapping without uprobes: 20 ms, 100 ms, 500 ms, 2 s, 10 s */
 #define HELLO_FORK_RECHECK_NS 1000000000ll /* children forked this soon after the probes: checked too */
 #define HELLO_RING_PAGES 16
 #define HELLO_IDLE_NS 30000000000ll
 #define HELLO_BATCH_NS 20000000ll
 
-struct key {
-	uint32_t maj, min;
-	uint64_t ino;
-};
-
 struct file {
-	struct key k;
+	struct hello_key k;
 	int nsites;
 	int wd;      /* inotify watch on its inode: a rewrite drops the probes */
 	int *probes; /* ncpu * nsites perf fds */
@@ -98,6 +91,12 @@ struct delayed {
 	int64_t due;
 };
 
+/* Rechecks of one delay, in the order they are due. */
+struct delayq {
+	struct delayed d[HELLO_DELAYED_MAX];
+	size_t head, len;
+};
+
 struct procctl_hello {
 	struct procctl_hello_opts o;
 	char proc[256];
@@ -107,9 +106,9 @@ struct procctl_hello {
 	pid_t self; /* the agent's own pid: its mappings are not probed */
 	struct file *files;
 	size_t nfiles;
-	struct key seen[HELLO_SEEN_SLOTS];
-	struct delayed delayed[HELLO_DELAYED_MAX];
-	size_t dhead, dlen;
+	struct hello_key seen[HELLO_SEEN_SLOTS];
+	struct delayq q[HELLO_STAGES]; /* q[i]: rechecks stage_ns[i] after a mapping */
+	int uprobes_denied; /* placing a uprobe was refused: mappings alone, at every stage */
 	int64_t armed; /* the timer's due time, 0: disarmed */
 	int64_t idle_ns;
 	size_t nidle;     /* files with idle_since set */
@@ -118,23 +117,26 @@ struct procctl_hello {
 	struct procctl_hello_stats st;
 };
 
+static const int64_t stage_ns[HELLO_STAGES] = {HELLO_RECHECK_NS, 100000000ll, 500000000ll, 2000000000ll,
+					      10000000000ll};
+
 static int perf_open(struct perf_event_attr *a, int cpu)
 {
 	return (int)syscall(SYS_perf_event_open, a, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
-static uint32_t key_slot(const struct key *k)
+static uint32_t key_slot(const struct hello_key *k)
 {
 	uint64_t h = (k->ino ^ ((uint64_t)k->maj << 40) ^ ((uint64_t)k->min << 20)) * 0x9e3779b97f4a7c15ull;
 	return (uint32_t)(h >> 52) & (HELLO_SEEN_SLOTS - 1);
 }
 
-static int key_eq(const struct key *a, const struct key *b)
+static int key_eq(const struct hello_key *a, const struct hello_key *b)
 {
 	return a->ino == b->ino && a->maj == b->maj && a->min == b->min;
 }
 
-static struct file *file_find(struct procctl_hello *h, const struct key *k)
+static struct file *file_find(struct procctl_hello *h, const struct hello_key *k)
 {
 	struct file *f;
 	for (f = h->files; f; f = f->next)
@@ -219,7 +221,7 @@ static void unprobe(struct procctl_hello *h, struct file **pp)
 	*pp = f->next;
 	if (f->idle_since)
 		h->nidle--;
-	h->seen[key_slot(&f->k)] = (struct key){0, 0, 0};
+	h->seen[key_slot(&f->k)] = (struct hello_key){0, 0, 0};
 	file_close(h, f);
 	h->nfiles--;
 	h->st.files_dropped++;
@@ -281,7 +283,9 @@ static void pid_forked(struct procctl_hello *h, pid_t parent, pid_t child)
 	for (f = h->files; f; f = f->next)
 		if (pid_index(f, parent) >= 0) {
 			pid_add(h, f, child);
-			again |= now - f->probed_ns < HELLO_FORK_RECHECK_NS;
+			/* without uprobes, any child may be one that calls
+			 * procctl_reinit: nothing else would say so */
+			again |= h->uprobes_denied || now - f->probed_ns < HELLO_FORK_RECHECK_NS;
 		}
 	if (again)
 		recheck(h, child);
@@ -292,7 +296,11 @@ static void pid_forked(struct procctl_hello *h, pid_t parent, pid_t child)
 static void arm(struct procctl_hello *h, int64_t idle_due)
 {
 	struct itimerspec its;
-	int64_t due = h->dlen ? h->delayed[h->dhead].due : 0;
+	int64_t due = 0;
+	int i;
+	for (i = 0; i < HELLO_STAGES; i++)
+		if (h->q[i].len && (!due || h->q[i].d[h->q[i].head].due < due))
+			due = h->q[i].d[h->q[i].head].due;
 	if (idle_due && (!due || idle_due < due))
 		due = idle_due;
 	if (h->quiet_due && (!due || h->quiet_due < due))
@@ -314,62 +322,24 @@ static void say(struct procctl_hello *h, pid_t pid)
 	h->o.on_pid(pid, h->o.arg);
 }
 
-/* on_pid(pid) after HELLO_RECHECK_NS (in order: every delay is the same). */
+/* on_pid(pid) after HELLO_RECHECK_NS; without uprobes, at every stage
+ * (a process may call procctl_init long after it mapped the file). */
 static void recheck(struct procctl_hello *h, pid_t pid)
 {
-	if (h->dlen == HELLO_DELAYED_MAX) {
-		say(h, pid);
-		return;
+	int64_t now = procctl_now_ns();
+	int i, armed = 0;
+	for (i = 0; i < (h->uprobes_denied ? HELLO_STAGES : 1); i++) {
+		struct delayq *q = &h->q[i];
+		if (q->len == HELLO_DELAYED_MAX) {
+			if (!i)
+				say(h, pid);
+			continue;
+		}
+		q->d[(q->head + q->len++) % HELLO_DELAYED_MAX] = (struct delayed){pid, now + stage_ns[i]};
+		armed |= q->len == 1;
 	}
-	h->delayed[(h->dhead + h->dlen++) % HELLO_DELAYED_MAX] = (struct delayed){pid, procctl_now_ns() + HELLO_RECHECK_NS};
-	if (h->dlen == 1)
+	if (armed)
 		arm(h, 0);
-}
-
-/* fd (O_PATH) is the regular file k, on a filesystem that cannot stall
- * the agent: reopened for reading. -1 otherwise (fd closed either way). */
-static int reopen_checked(int fd, const struct key *k)
-{
-	char p[64];
-	struct stat st;
-	struct statfs sf;
-	int r = -1;
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_ino == k->ino && major(st.st_dev) == k->maj &&
-	    minor(st.st_dev) == k->min && fstatfs(fd, &sf) == 0 && sf.f_type != FUSE_SUPER_MAGIC) {
-		snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
-		r = open(p, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	}
-	close(fd);
-	return r;
-}
-
-/* The mapped file, opened for reading: the mapping itself
- * (/proc/<pid>/map_files, CAP_CHECKPOINT_RESTORE or CAP_SYS_ADMIN), else
- * the path the process named, resolved inside its root with no magic
- * links. Either is opened O_PATH first (no device's open runs) and must be
- * the very inode of the record (not one swapped in since), a regular file
- * and not on FUSE (whose server could stall the agent's reads). -1 when
- * it cannot be. */
-static int open_mapped(struct procctl_hello *h, pid_t pid, uint64_t start, uint64_t end, const struct key *k,
-		       const char *path)
-{
-	char p[320];
-	struct open_how how;
-	int fd, root;
-	snprintf(p, sizeof p, "%s/%d/map_files/%" PRIx64 "-%" PRIx64, h->proc, (int)pid, start, end);
-	if ((fd = open(p, O_PATH | O_CLOEXEC)) >= 0 && (fd = reopen_checked(fd, k)) >= 0)
-		return fd;
-	if (!path || path[0] != '/')
-		return -1;
-	snprintf(p, sizeof p, "%s/%d/root", h->proc, (int)pid);
-	if ((root = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
-		return -1;
-	memset(&how, 0, sizeof how);
-	how.flags = O_PATH | O_CLOEXEC;
-	how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
-	fd = (int)syscall(SYS_openat2, root, path, &how, sizeof how);
-	close(root);
-	return fd < 0 ? -1 : reopen_checked(fd, k);
 }
 
 /* Uprobes on every site of the file open as fd, on every CPU, into its hit ring. */
@@ -416,13 +386,36 @@ static int dedupe(uint64_t *off, int n)
 }
 
 /* pid maps [start, end) of file k (path as the process named it). */
-static void mapped(struct procctl_hello *h, pid_t pid, uint64_t start, uint64_t end, const struct key *k,
+/* The kernel refuses uprobes (err): since Linux 6.16, and the stable
+ * kernels of mid-2025, they need CAP_SYS_ADMIN, not CAP_PERFMON. Files
+ * with sites are still watched, without probes: whoever maps one is
+ * scanned at each of the stages, and the rest is the rescans'. */
+static void denied(struct procctl_hello *h, struct file *f, int err)
+{
+	int i;
+	for (i = 0; i < h->rings.n * f->nsites; i++)
+		if (f->probes[i] >= 0)
+			close(f->probes[i]); /* none hit yet: quick to close */
+	for (i = 0; i < h->rings.n * f->nsites; i++)
+		f->probes[i] = -1;
+	h->st.probes -= (uint64_t)f->nsites;
+	h->fds_left += (long)f->nsites * h->rings.n;
+	h->uprobes_denied = 1;
+	h->st.uprobes_denied = 1;
+	procctl_log(PROCCTL_LOG_WARN, "hello_uprobes_denied",
+		    "error=\"%s\" reason=\"uprobes need CAP_SYS_ADMIN (Linux 6.16 and the stable kernels since mid-2025): "
+		    "a process that maps a program or library with the probe is scanned %d times in its first 10 s, "
+		    "one that says hello later is found at a rescan\"",
+		    strerror(-err), HELLO_STAGES);
+}
+
+static void mapped(struct procctl_hello *h, pid_t pid, uint64_t start, uint64_t end, const struct hello_key *k,
 		   const char *path, int live)
 {
 	uint64_t off[HELLO_SITES_MAX];
 	struct file *f;
 	uint32_t slot = key_slot(k);
-	int fd, n, i;
+	int fd, n, i, err;
 	if (pid == h->self)
 		return; /* the agent does not discover itself: a program linking the process side (its
 			   helpers) would get probes nobody hits, each slow to close */
@@ -438,7 +431,7 @@ static void mapped(struct procctl_hello *h, pid_t pid, uint64_t start, uint64_t 
 	}
 	if (key_eq(&h->seen[slot], k))
 		return; /* read before: no probe in it */
-	if ((fd = open_mapped(h, pid, start, end, k, path)) < 0) {
+	if ((fd = hello_open_mapped(h->proc, pid, start, end, k, path)) < 0) {
 		h->st.open_failures++; /* gone already, or not ours to open: the next mapping tries again */
 		return;
 	}
@@ -468,14 +461,18 @@ static void mapped(struct procctl_hello *h, pid_t pid, uint64_t start, uint64_t 
 	f->wd = -1;
 	for (i = 0; i < h->rings.n * n; i++)
 		f->probes[i] = -1;
-	h->st.probes += (uint64_t)n;
-	h->fds_left -= (long)n * h->rings.n;
-	if (probe(h, f, fd, off) < 0) {
-		h->st.probe_failures++;
-		h->seen[slot] = *k; /* not again and again */
-		file_close(h, f);
-		close(fd);
-		return;
+	if (!h->uprobes_denied) {
+		h->st.probes += (uint64_t)n;
+		h->fds_left -= (long)n * h->rings.n;
+		if ((err = probe(h, f, fd, off)) == -EACCES || err == -EPERM) {
+			denied(h, f, err); /* watched by its mappings alone, as every file after it */
+		} else if (err < 0) {
+			h->st.probe_failures++;
+			h->seen[slot] = *k; /* not again and again */
+			file_close(h, f);
+			close(fd);
+			return;
+		}
 	}
 	{
 		/* A probe keeps a copy of the instruction it replaced: when the
@@ -520,7 +517,7 @@ static void record(struct procctl_hello *h, const unsigned char *r, size_t len)
 		break;
 	case PERF_RECORD_MMAP2: {
 		uint64_t v[3], ino;
-		struct key k;
+		struct hello_key k;
 		const char *name;
 		REC_NEED(8 + 24 + 8 + 8 + 8 + 8 + 1);
 		memcpy(a, r, 8);
@@ -589,38 +586,18 @@ static void sweep(struct procctl_hello *h)
 			unsigned maj, min;
 			char perms[8];
 			int at = 0;
-			struct key k;
+			struct hello_key k;
 			if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %x:%x %" SCNu64 " %n", &start, &stop, perms, &off,
 				   &maj, &min, &ino, &at) < 7 ||
 			    strlen(perms) < 3 || perms[2] != 'x')
 				continue;
 			line[strcspn(line, "\n")] = 0;
-			k = (struct key){maj, min, ino};
+			k = (struct hello_key){maj, min, ino};
 			mapped(h, (pid_t)pid, start, stop, &k, at ? line + at : NULL, 0);
 		}
 		fclose(f);
 	}
 	closedir(d);
-}
-
-/* One past the highest CPU number the kernel may ever have online. */
-static long possible_cpus(void)
-{
-	FILE *f = fopen("/sys/devices/system/cpu/possible", "re");
-	char buf[256];
-	long n = sysconf(_SC_NPROCESSORS_CONF);
-	size_t e;
-	if (f) {
-		if (fgets(buf, sizeof buf, f)) { /* "0-7", "0,2-5": the last number is the highest */
-			e = strcspn(buf, "\n");
-			while (e && buf[e - 1] >= '0' && buf[e - 1] <= '9')
-				e--;
-			if (strtol(buf + e, NULL, 10) + 1 > n)
-				n = strtol(buf + e, NULL, 10) + 1;
-		}
-		fclose(f);
-	}
-	return n > 4096 ? 4096 : n;
 }
 
 static int read_int(const char *path, int *v)
@@ -681,7 +658,7 @@ procctl_hello_t *procctl_hello_new(const struct procctl_hello_opts *o)
 {
 	procctl_hello_t *h;
 	char p[320];
-	long ncpu = possible_cpus();
+	long ncpu = hello_possible_cpus();
 	unsigned pages;
 	int err = 0;
 
@@ -774,7 +751,7 @@ int procctl_hello_dispatch(procctl_hello_t *h)
 	int64_t now;
 	uint64_t v;
 	size_t n;
-	int err;
+	int err, c;
 
 	/* Consume the readiness, then drain every ring whatever it said:
 	 * records are cheap to look for. */
@@ -790,11 +767,14 @@ int procctl_hello_dispatch(procctl_hello_t *h)
 		h->lost = 0;
 		say(h, 0);
 	}
-	while (h->dlen && h->delayed[h->dhead].due <= now) {
-		pid_t pid = h->delayed[h->dhead].pid;
-		h->dhead = (h->dhead + 1) % HELLO_DELAYED_MAX;
-		h->dlen--;
-		say(h, pid);
+	for (c = 0; c < HELLO_STAGES; c++) {
+		struct delayq *q = &h->q[c];
+		while (q->len && q->d[q->head].due <= now) {
+			pid_t pid = q->d[q->head].pid;
+			q->head = (q->head + 1) % HELLO_DELAYED_MAX;
+			q->len--;
+			say(h, pid);
+		}
 	}
 	h->armed = -1; /* the timer fired or was read: set it again */
 	arm(h, drop_idle(h, now));

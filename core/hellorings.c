@@ -3,6 +3,7 @@
 #define _GNU_SOURCE 1
 #include <errno.h>
 #include <linux/perf_event.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -14,6 +15,26 @@
 
 #define HIT_PAGES 4 /* ~700 hits a CPU between two drains; more: a lost record, a full scan */
 #define RFD_TAG (UINT32_MAX - 2)
+
+/* One past the highest CPU number the kernel may ever have online. */
+long hello_possible_cpus(void)
+{
+	FILE *f = fopen("/sys/devices/system/cpu/possible", "re");
+	char buf[256];
+	long n = sysconf(_SC_NPROCESSORS_CONF);
+	size_t e;
+	if (f) {
+		if (fgets(buf, sizeof buf, f)) { /* "0-7", "0,2-5": the last number is the highest */
+			e = strcspn(buf, "\n");
+			while (e && buf[e - 1] >= '0' && buf[e - 1] <= '9')
+				e--;
+			if (strtol(buf + e, NULL, 10) + 1 > n)
+				n = strtol(buf + e, NULL, 10) + 1;
+		}
+		fclose(f);
+	}
+	return n > 4096 ? 4096 : n;
+}
 
 static long page_size(void)
 {

@@ -29,6 +29,10 @@ struct hello_rings {
 	unsigned char scratch[65536]; /* a record that wraps a ring's end */
 };
 
+/* One past the highest CPU number the kernel may ever have online (at
+ * most 4096). */
+long hello_possible_cpus(void);
+
 /* One record (its perf_event_header first, len bytes in all). */
 typedef void (*hello_record_fn)(void *arg, const unsigned char *r, size_t len);
 

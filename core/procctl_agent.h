@@ -487,6 +487,9 @@ struct procctl_hello_stats {
 	uint64_t elf_rejected;   /* files that are not (sane) 64-bit little-endian ELF */
 	uint64_t uprobes;        /* uprobe perf events open now (probes times CPUs): each an fd, and a
 				    wait in the kernel when closed (procctl_hello_free) */
+	uint64_t uprobes_denied; /* 1: the kernel refused a uprobe (CAP_SYS_ADMIN since Linux 6.16):
+				    files with the probe are watched by their mappings alone, and a
+				    process that maps one is handed to on_pid 5 times in 10 s */
 };
 
 procctl_hello_t *procctl_hello_new(const struct procctl_hello_opts *opts);

@@ -149,6 +149,10 @@ static void hello(FILE *f, const struct node *n)
 		    "1 when the procctl:hello probe runs; 0 when it is off or not allowed here (new processes "
 		    "are found at rescans).");
 	fprintf(f, "procctl_hello_available %d\n", n->hello != NULL);
+	metric_head(f, "procctl_hello_uprobes_denied", "gauge",
+		    "1 when the kernel refuses the probe's uprobes (they need CAP_SYS_ADMIN since Linux 6.16): "
+		    "processes that map a file with the probe are scanned 5 times in their first 10 s instead.");
+	fprintf(f, "procctl_hello_uprobes_denied %llu\n", (unsigned long long)hs.uprobes_denied);
 	metric_head(f, "procctl_hello_hits_total", "counter", "procctl:hello probes heard.");
 	fprintf(f, "procctl_hello_hits_total %llu\n", (unsigned long long)hs.hits);
 	metric_head(f, "procctl_hello_files", "gauge", "Files (programs, libraries) with the probe, watched now.");

@@ -22,6 +22,8 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <linux/capability.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "th.h"
@@ -685,6 +687,51 @@ static void host_records_batched_hellos_not(void **state)
 	world_stop(&w);
 }
 
+/* CAP_SYS_ADMIN in the effective set on (1) or off (0); 0 or -errno. */
+static int sys_admin(int on)
+{
+	struct __user_cap_header_struct hd = {_LINUX_CAPABILITY_VERSION_3, 0};
+	struct __user_cap_data_struct d[2];
+	if (syscall(SYS_capget, &hd, d) < 0)
+		return -errno;
+	if (on)
+		d[CAP_SYS_ADMIN / 32].effective |= 1u << (CAP_SYS_ADMIN % 32);
+	else
+		d[CAP_SYS_ADMIN / 32].effective &= ~(1u << (CAP_SYS_ADMIN % 32));
+	return syscall(SYS_capset, &hd, d) < 0 ? -errno : 0;
+}
+
+/* Without CAP_SYS_ADMIN (CAP_PERFMON still there) a kernel since 6.16
+ * refuses uprobes: the file is watched by its mappings, and a client is
+ * found by the rechecks after it maps the file, with rescans an hour
+ * apart. Where the kernel still lets CAP_PERFMON place them, its hello
+ * is heard as usual. */
+static void uprobes_refused_mappings_still_find(void **state)
+{
+	struct procctl_hello_stats st;
+	struct world w;
+	pid_t pid;
+	(void)state;
+	if (sys_admin(0) < 0)
+		TH_SKIP_OR_FAIL("cannot drop CAP_SYS_ADMIN (not root)");
+	world_start(&w, HOUR, NULL);
+	assert_true(pump(&w, ready_cond, 0));
+	pid = echo_client_copy();
+	if (!pump(&w, attached_cond, pid)) {
+		sys_admin(1);
+		fail_msg("a client was not found with uprobes refused (rescans are an hour apart)");
+	}
+	procctl_hello_stats(w.h, &st);
+	print_message("uprobes %s: hits %llu, notifies %llu\n", st.uprobes_denied ? "refused" : "placed",
+		      (unsigned long long)st.hits, (unsigned long long)st.notifies);
+	if (st.uprobes_denied)
+		assert_int_equal(st.uprobes, 0);
+	else
+		assert_true(st.files_probed >= 1);
+	world_stop(&w);
+	assert_int_equal(sys_admin(1), 0);
+}
+
 static void without_the_probe_rescans_still_find(void **state)
 {
 	char empty[] = "/tmp/procctl-nosys.XXXXXX";
@@ -761,6 +808,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(found_in_another_mount_namespace, setup, teardown),
 		cmocka_unit_test_setup_teardown(found_by_the_first_scan, setup, teardown),
 		cmocka_unit_test_setup_teardown(host_records_batched_hellos_not, setup, teardown),
+		cmocka_unit_test_setup_teardown(uprobes_refused_mappings_still_find, setup, teardown),
 		cmocka_unit_test_setup_teardown(without_the_probe_rescans_still_find, setup, teardown),
 		cmocka_unit_test_setup_teardown(without_permission_it_says_so, setup, teardown),
 	};

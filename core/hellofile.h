@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* hellofile.h - the hello probe's way into a mapped file (hello.c), read
+ * as hostile: opened without running any device's open, checked to be the
+ * very inode a perf record named. Internal to libprocctl-agent. */
+#ifndef PROCCTL_HELLOFILE_H
+#define PROCCTL_HELLOFILE_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+/* A file by device and inode, as MMAP2 records name it. */
+struct hello_key {
+	uint32_t maj, min;
+	uint64_t ino;
+};
+
+/* The file mapped at [start, end) in pid (proc: the procfs it is under),
+ * opened for reading: the mapping itself (/proc/<pid>/map_files,
+ * CAP_CHECKPOINT_RESTORE or CAP_SYS_ADMIN), else
+ * the path the process named, resolved inside its root with no magic
+ * links. Either is opened O_PATH first (no device's open runs) and must be
+ * the very inode of the record (not one swapped in since), a regular file
+ * and not on FUSE (whose server could stall the agent's reads). -1 when
+ * it cannot be. */
+int hello_open_mapped(const char *proc, pid_t pid, uint64_t start, uint64_t end, const struct hello_key *k,
+		      const char *path);
+
+#endif
