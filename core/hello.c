@@ -622,6 +622,9 @@ const char *procctl_hello_error(int err)
 		return "no uprobe PMU (/sys/bus/event_source/devices/uprobe)";
 	case -ENOSYS:
 		return "no perf_event_open in this kernel";
+	case -EDQUOT:
+		return "the perf rings could not be locked in memory (past perf_event_mlock_kb and RLIMIT_MEMLOCK: "
+		       "CAP_IPC_LOCK, or raise them)";
 	case -ENOMEM:
 		return "out of memory";
 	default:

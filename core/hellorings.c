@@ -64,7 +64,9 @@ static int ring_open(struct hello_ring *rg, int cpu, unsigned pages, int records
 	rg->size = (uint64_t)pages * (uint64_t)page_size();
 	m = mmap(NULL, (size_t)(rg->size + (uint64_t)page_size()), PROT_READ | PROT_WRITE, MAP_SHARED, rg->fd, 0);
 	if (m == MAP_FAILED) {
-		int err = -errno;
+		/* EPERM: past the locked memory perf allows (perf_event_mlock_kb
+		 * a CPU, then RLIMIT_MEMLOCK) without CAP_IPC_LOCK */
+		int err = errno == EPERM ? -EDQUOT : -errno;
 		close(rg->fd);
 		rg->fd = -1;
 		return err;

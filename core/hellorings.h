@@ -38,8 +38,9 @@ typedef void (*hello_record_fn)(void *arg, const unsigned char *r, size_t len);
 
 /* Both rings on each of ncpu possible CPUs (those not online skipped), the
  * record rings rec_pages data pages each (a power of two), into outer
- * (with data.u32 UINT32_MAX - 2). 0, -ENODEV when no CPU has them, or
- * -errno; hello_rings_close either way. */
+ * (with data.u32 UINT32_MAX - 2). 0, -ENODEV when no CPU has them,
+ * -EDQUOT when a ring could not be locked in memory, or -errno;
+ * hello_rings_close either way. */
 int hello_rings_open(struct hello_rings *rs, int outer, long ncpu, unsigned rec_pages);
 void hello_rings_close(struct hello_rings *rs);
 

@@ -88,11 +88,13 @@ typedef struct procctl_scan_iter procctl_scan_iter_t;
 procctl_scan_iter_t *procctl_scan_begin(const char *proc_root, pid_t skip);
 int procctl_scan_step(procctl_scan_iter_t *it, const char *consumer, unsigned max_pids, procctl_scan_cb cb, void *arg);
 void procctl_scan_end(procctl_scan_iter_t *it);
-/* Processes so far whose fd table the scan was refused (EACCES, EPERM:
- * no ptrace access to them, CAP_SYS_PTRACE, or an LSM). */
+/* Processes so far whose fd table the scan was refused (EACCES, EPERM on
+ * the directory or its links: no ptrace access to them, CAP_SYS_PTRACE,
+ * or an LSM). */
 unsigned procctl_scan_denied(const procctl_scan_iter_t *it);
 
-/* The same for one process: -ESRCH when it has no fd directory. */
+/* The same for one process: -ESRCH when it has no fd directory, -EACCES
+ * (or the directory's -errno) when its fds may not be read. */
 int procctl_scan_pid(const char *proc_root, pid_t pid, const char *consumer, procctl_scan_cb cb, void *arg);
 
 /* Parse a /proc fd link "/memfd:procctl:<consumer>-v<N> (deleted)" of len
@@ -450,7 +452,8 @@ void procctl_registry_close(procctl_registry_t *r, unsigned flags);
  * Needs system-wide perf events (CAP_PERFMON or CAP_SYS_ADMIN, or
  * perf_event_paranoid <= 0) and the uprobe PMU; without them new returns
  * NULL with errno (EACCES or EPERM: no permission; ENOENT: no uprobe
- * PMU), procctl_hello_error(-errno) says it in words, and a registry
+ * PMU; EDQUOT: the rings could not be locked in memory, CAP_IPC_LOCK),
+ * procctl_hello_error(-errno) says it in words, and a registry
  * still finds every process at its rescans. */
 typedef struct procctl_hello procctl_hello_t;
 

@@ -79,8 +79,10 @@ static int is_pid(const char *s, pid_t *pid)
 	return v > 0;
 }
 
-/* The regions among the fds of one process; fddir is <root>/<pid>/fd. */
-static int scan_fds(int fddir, pid_t pid, const char *consumer, procctl_scan_cb cb, void *arg)
+/* The regions among the fds of one process; fddir is <root>/<pid>/fd.
+ * *denied: its links could not be read (no ptrace access to it: the
+ * directory of a process of one's own uid opens, its links do not). */
+static int scan_fds(int fddir, pid_t pid, const char *consumer, procctl_scan_cb cb, void *arg, int *denied)
 {
 	DIR *d = fdopendir(fddir);
 	struct dirent *de;
@@ -100,6 +102,10 @@ static int scan_fds(int fddir, pid_t pid, const char *consumer, procctl_scan_cb 
 		if ((de->d_type != DT_LNK && de->d_type != DT_UNKNOWN) || !is_pid(de->d_name, &fdnum))
 			continue;
 		n = readlinkat(dirfd(d), de->d_name, link, sizeof link);
+		if (n < 0 && (errno == EACCES || errno == EPERM)) {
+			*denied = 1; /* and so will every other link be */
+			break;
+		}
 		if (n <= 0 || (size_t)n >= sizeof link)
 			continue;
 		memset(&e, 0, sizeof e);
@@ -134,7 +140,7 @@ static int scan_fds(int fddir, pid_t pid, const char *consumer, procctl_scan_cb 
 int procctl_scan_pid(const char *proc_root, pid_t pid, const char *consumer, procctl_scan_cb cb, void *arg)
 {
 	char path[64];
-	int root, fddir, n;
+	int root, fddir, n, denied = 0;
 
 	root = open(proc_root ? proc_root : "/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (root < 0)
@@ -146,9 +152,9 @@ int procctl_scan_pid(const char *proc_root, pid_t pid, const char *consumer, pro
 		close(root);
 		return err;
 	}
-	n = scan_fds(fddir, pid, consumer, cb, arg);
+	n = scan_fds(fddir, pid, consumer, cb, arg, &denied);
 	close(root);
-	return n;
+	return n == 0 && denied ? -EACCES : n;
 }
 
 struct procctl_scan_iter {
@@ -179,7 +185,7 @@ int procctl_scan_step(procctl_scan_iter_t *it, const char *consumer, unsigned ma
 	while (seen < max_pids && (de = readdir(it->d))) {
 		char path[64];
 		pid_t pid;
-		int fddir, r;
+		int fddir, r, denied = 0;
 
 		if (!is_pid(de->d_name, &pid))
 			continue;
@@ -192,7 +198,8 @@ int procctl_scan_step(procctl_scan_iter_t *it, const char *consumer, unsigned ma
 			it->denied += errno == EACCES || errno == EPERM;
 			continue;
 		}
-		r = scan_fds(fddir, pid, consumer, cb, arg);
+		r = scan_fds(fddir, pid, consumer, cb, arg, &denied);
+		it->denied += (unsigned)denied;
 		if (r < 0)
 			return r;
 	}

@@ -5,7 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <linux/capability.h>
 #include <unistd.h>
 
 #include "client.h"
@@ -206,8 +208,9 @@ static int none(const struct procctl_scan_entry *e, void *arg)
 	return 0;
 }
 
-/* Without ptrace access to them (here: as nobody, this test's root
- * processes) a scan cannot look into fd tables, and says how many. */
+/* Without ptrace access to them (as nobody, or as root without its
+ * capabilities: this test's root processes) a scan cannot look into fd
+ * tables, and says how many. */
 static void denied_counted(void **state)
 {
 	procctl_scan_iter_t *it;
@@ -229,6 +232,25 @@ static void denied_counted(void **state)
 		while (procctl_scan_step(it, NULL, 64, none, NULL) > 0)
 			;
 		_exit(procctl_scan_denied(it) >= 1 ? 0 : 1); /* its parent, at least */
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	/* Root without its capabilities: the fd directories of root processes
+	 * open, their links do not. */
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct __user_cap_header_struct hd = {_LINUX_CAPABILITY_VERSION_3, 0};
+		struct __user_cap_data_struct d[2];
+		memset(d, 0, sizeof d);
+		if (syscall(SYS_capset, &hd, d) < 0 || !(it = procctl_scan_begin(NULL, 0)))
+			_exit(2);
+		while (procctl_scan_step(it, NULL, 64, none, NULL) > 0)
+			;
+		if (procctl_scan_denied(it) < 1)
+			_exit(1);
+		_exit(procctl_scan_pid(NULL, getppid(), NULL, none, NULL) == -EACCES ? 0 : 3);
 	}
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	assert_true(WIFEXITED(st));
