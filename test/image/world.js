@@ -191,5 +191,10 @@ after(async () => {
   await Promise.all(kids.map((k) => k.kill('SIGKILL')));
 });
 
-module.exports = { h, Pod, podman, render, values, cli, listed, echo, token, attachedBy, W, ECHO, TOK, IMAGE };
+// Kill the clients started so far (between tests).
+async function killClients() {
+  await Promise.all(kids.splice(0).map((k) => k.kill('SIGKILL')));
+}
+
+module.exports = { h, Pod, podman, render, values, cli, listed, echo, token, attachedBy, killClients, W, ECHO, TOK, IMAGE };
 
