@@ -67,6 +67,7 @@ refused "a string for a number" "config.leaseMs: Invalid type" --set config.leas
 refused "a typo in a key" "Additional property hostPid" --set hostPid=true
 refused "an unknown config key" "Additional property lease " --set config.lease=5000
 refused "a lease under the daemon's floor" "config.leaseMs: Must be greater than or equal to 10" --set config.leaseMs=1
+refused "an update that can neither surge nor take a pod down" "maxUnavailable and maxSurge cannot both be 0" --set updateStrategy.maxUnavailable=0
 refused "a bad consumer name" "config.consumers.0: Does not match pattern" --set 'config.consumers[0]=Echo'
 refused "TCP without its TLS Secret" "grpc.tcp.tlsSecretName: the TCP listener needs mTLS" --set grpc.tcp.enabled=true
 refused "a desired config with data twice" "Must validate one and only one schema" --set "$D0.name=a" \
