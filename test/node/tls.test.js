@@ -6,36 +6,11 @@
 
 const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
-const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
-const path = require('node:path');
 const h = require('./harness');
 
 const scratch = h.scratch('procctl-tls-');
-const file = (name) => path.join(scratch, name);
-const read = (name) => fs.readFileSync(file(name));
-
-function openssl(args) {
-  const r = spawnSync('openssl', args, { cwd: scratch, encoding: 'utf8', timeout: 20000 });
-  if (r.status !== 0) throw new Error(`openssl ${args.join(' ')}: ${r.error || r.stderr}`);
-}
-
-const newKey = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
-
-// A self-signed CA: NAME.crt, NAME.key.
-function ca(name) {
-  openssl(['req', '-x509', ...newKey, '-keyout', `${name}.key`, '-out', `${name}.crt`, '-days', '2',
-    '-subj', `/CN=${name}`, '-addext', 'basicConstraints=critical,CA:TRUE',
-    '-addext', 'keyUsage=critical,keyCertSign,cRLSign']);
-}
-
-// A leaf NAME.crt, NAME.key with subject CN and the extensions ext, signed by caName.
-function leaf(name, cn, caName, ext) {
-  fs.writeFileSync(file(`${name}.ext`), `basicConstraints = CA:FALSE\n${ext}\n`);
-  openssl(['req', ...newKey, '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', `/CN=${cn}`]);
-  openssl(['x509', '-req', '-in', `${name}.csr`, '-CA', `${caName}.crt`, '-CAkey', `${caName}.key`,
-    '-CAcreateserial', '-out', `${name}.crt`, '-days', '2', '-extfile', `${name}.ext`]);
-}
+const { file, read, ca, leaf } = require('./certs').certs(scratch);
 
 const kids = [];
 const daemons = [];
