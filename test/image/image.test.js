@@ -18,6 +18,10 @@ const fs = require('node:fs');
 const path = require('node:path');
 const { spawnSync } = require('node:child_process');
 const { h, Pod, podman, render, values, cli, echo, token, attachedBy, W, ECHO, TOK, IMAGE } = require('./world');
+const { parse } = require('./pod');
+const { certs } = require('../node/certs');
+
+const ROOT = path.resolve(__dirname, '..', '..');
 
 before(() => {
   assert.ok(IMAGE, 'PROCCTL_IMAGE names the image (test/image/run.sh builds it)');
@@ -54,6 +58,7 @@ test('the rendered pod runs: clients on the host attached by the scan and by the
   const insp = JSON.parse(podman(['inspect', main.pod.name]).stdout)[0];
   assert.equal(insp.HostConfig.PidMode, 'host');
   assert.equal(insp.HostConfig.ReadonlyRootfs, true);
+  assert.equal(insp.HostConfig.Memory, 256 * 2 ** 20); // the chart's memory limit
   assert.deepEqual(insp.HostConfig.CapAdd.map((c) => c.replace(/^CAP_/, '')).sort(),
     ['CHECKPOINT_RESTORE', 'DAC_READ_SEARCH', 'IPC_LOCK', 'PERFMON', 'SYS_PTRACE']);
   const status = main.pod.exec(['cat', '/proc/self/status']).stdout; // what podman exec gets, as the daemon
@@ -94,4 +99,78 @@ test('the chart\'s liveness command, in the container: SERVING', () => {
   const r = main.pod.exec(main.pod.spec.liveness);
   assert.equal(r.status, 0, r.stdout + r.stderr);
   assert.match(r.stdout, /SERVING/);
+});
+
+const DESIRED = { desired: [{ name: 'img-desired', consumer: ECHO, schema: 1, data: 'from-the-configmap' }] };
+
+test('the ConfigMap swapped as the kubelet does: a [desired] section reaches the host processes', async () => {
+  const cms = parse(render(values(main.dir, DESIRED))).ConfigMap;
+  main.pod.spec.swapConfig(cms[0].data); // a new ..data directory renamed over the old
+  for (const c of [main.a, main.b]) await c.line(/event=applied .*payload=from-the-configmap$/, { out: true });
+  const r = cli(main.sock, ['-o', 'json', 'desired', 'ls']);
+  assert.equal(r.code, 0, r.err);
+  assert.match(r.out, /img-desired/);
+});
+
+test('a rolling update with maxSurge: the new pod waits on standby, takes over at the old one\'s SIGTERM, no flap',
+  async () => {
+    // The chart as it is now: the ConfigMap with the [desired] section.
+    const rendered = render({ ...values(main.dir, DESIRED), updateStrategy: { maxUnavailable: 0, maxSurge: 1 } });
+    const marks = [main.a, main.b].map((c) => [c, c.out.length]);
+    const next = new Pod('next', rendered, { dir: main.dir }).start();
+    await next.line(/event=standby lock=.*NODE\.lock/);
+    await assert.rejects(next.get('/readyz')); // it binds nothing: unready while the old one serves
+    const r = cli(main.sock, ['publish', '--consumer', ECHO, '--data', 'during-the-overlap', '--wait']);
+    assert.equal(r.code, 0, r.out + r.err); // the socket is the old pod's
+    for (const [c] of marks) await c.line(/event=applied .*payload=during-the-overlap$/, { out: true });
+
+    assert.equal(main.pod.stop(), 0); // SIGTERM, the chart's grace period
+    assert.ok(main.pod.logs().some((l) => /event=handed_off/.test(l)));
+    await next.line(/event=taking_over/);
+    await next.ready();
+    await attachedBy(next.sock, ECHO, main.a.pid);
+    await attachedBy(next.sock, ECHO, main.b.pid);
+    await h.sleep(1000); // a flap would come with the new owner's first writes
+    for (const [c, at] of marks) {
+      const since = c.out.slice(at);
+      assert.ok(!since.some((l) => /event=(cleared|rejected|lease state=expired)/.test(l)), since.join('\n'));
+      assert.match(since.filter((l) => /event=applied/.test(l)).pop(), /payload=during-the-overlap$/);
+    }
+    const r2 = cli(next.sock, ['publish', '--consumer', ECHO, '--data', 'after-the-update', '--wait']);
+    assert.equal(r2.code, 0, r2.out + r2.err);
+    main.pod.rm();
+    main.pod = next;
+  });
+
+test('the mTLS values: the pod serves gRPC on its IP to a client with a certificate, to none without', async () => {
+  const dir = path.join(W, 'mtls');
+  fs.mkdirSync(dir, { recursive: true });
+  const c = certs(dir);
+  c.ca('ca');
+  c.leaf('server', 'procctl-node', 'ca', 'subjectAltName = DNS:procctl-node.procctl.svc\nextendedKeyUsage = serverAuth');
+  c.leaf('client', 'controller-1', 'ca', 'extendedKeyUsage = clientAuth');
+  const consumer = `imm${process.pid}`.slice(0, 31); // not the other pods' consumers
+  const rendered = render(values(dir, { consumers: [consumer], arbiters: [], desired: [] }),
+    [path.join(ROOT, 'deploy', 'helm', 'procctl-node', 'ci', 'mtls-values.yaml')]);
+  const secrets = { 'procctl-node-tls': { 'tls.crt': c.read('server.crt'), 'tls.key': c.read('server.key'),
+    'ca.crt': c.read('ca.crt') } };
+  const pod = new Pod('mtls', rendered, { dir, secrets }).start();
+  try {
+    await pod.ready();
+    const live = pod.exec(pod.spec.liveness);
+    assert.match(live.stdout, /SERVING/, live.stderr);
+    const addr = `${pod.ip}:${pod.spec.ports.grpc}`;
+    const options = { 'grpc.ssl_target_name_override': 'procctl-node.procctl.svc' };
+    const good = h.client(addr, { creds: h.grpc.credentials.createSsl(c.read('ca.crt'), c.read('client.key'),
+      c.read('client.crt')), options });
+    const r = await h.call(good, 'ListProcesses', {});
+    assert.ok(Array.isArray(r.processes));
+    good.close();
+    const bad = h.client(addr, { creds: h.grpc.credentials.createSsl(c.read('ca.crt')), options });
+    assert.notEqual(await h.code(h.call(bad, 'ListProcesses', {}, { deadlineMs: 5000 })), 'OK');
+    bad.close();
+  } finally {
+    pod.stop();
+    pod.rm();
+  }
 });

@@ -144,12 +144,12 @@ function podmanRun(rendered, opts) {
     } else if (v.configMap) {
       const cm = (kinds.ConfigMap || []).find((x) => x.metadata.name === v.configMap.name);
       if (!cm) throw new Error(`ConfigMap ${v.configMap.name} not rendered`);
-      src = path.join(opts.dir, `configmap-${m.name}`);
+      src = path.join(opts.dir, `${opts.name}-configmap-${m.name}`); // each pod's own, as the kubelet's
       swapConfig = atomicDir(src, cm.data);
     } else if (v.secret) {
       const files = opts.secrets?.[v.secret.secretName];
       if (!files) throw new Error(`Secret ${v.secret.secretName}: the test gives none`);
-      src = path.join(opts.dir, `secret-${m.name}`);
+      src = path.join(opts.dir, `${opts.name}-secret-${m.name}`);
       atomicDir(src, files);
     } else {
       throw new Error(`volume ${m.name}: a kind not handled`);
