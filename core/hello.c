@@ -66,6 +66,7 @@
 #define HELLO_PIDS_MAX 65536
 #define HELLO_SEEN_SLOTS 4096 /* power of two */
 #define HELLO_DELAYED_MAX 4096
+#define HELLO_TASKS_MAX 1024 /* forks and exits of one drain, handled after its mappings */
 #define HELLO_RECHECK_NS 20000000ll
 #define HELLO_STAGES 5 /* rechecks of a mapping without uprobes: 20 ms, 100 ms, 500 ms, 2 s, 10 s */
 #define HELLO_FORK_RECHECK_NS 1000000000ll /* children forked this soon after the probes: checked too */
@@ -113,6 +114,8 @@ struct procctl_hello {
 	int64_t idle_ns;
 	size_t nidle;     /* files with idle_since set */
 	int lost;         /* records were lost in this dispatch */
+	struct task { pid_t pid, parent; } tasks[HELLO_TASKS_MAX]; /* parent 0: an exit */
+	size_t ntasks;
 	long fds_left;    /* perf fds the probes may still use (a share of RLIMIT_NOFILE) */
 	struct procctl_hello_stats st;
 };
@@ -499,6 +502,27 @@ static void mapped(struct procctl_hello *h, pid_t pid, uint64_t start, uint64_t 
 			return; \
 	} while (0)
 
+/* The forks and exits a drain read, in their order, after all of its
+ * mappings: a parent's mapping of a probed file may sit on another CPU's
+ * ring, read after its forks'. */
+static void tasks_done(struct procctl_hello *h)
+{
+	size_t i;
+	for (i = 0; i < h->ntasks; i++)
+		if (h->tasks[i].parent)
+			pid_forked(h, h->tasks[i].parent, h->tasks[i].pid);
+		else
+			pid_gone(h, h->tasks[i].pid);
+	h->ntasks = 0;
+}
+
+static void task_seen(struct procctl_hello *h, pid_t pid, pid_t parent)
+{
+	if (h->ntasks == HELLO_TASKS_MAX)
+		tasks_done(h);
+	h->tasks[h->ntasks++] = (struct task){pid, parent};
+}
+
 static void record(struct procctl_hello *h, const unsigned char *r, size_t len)
 {
 	struct perf_event_header hd;
@@ -538,13 +562,13 @@ static void record(struct procctl_hello *h, const unsigned char *r, size_t len)
 		REC_NEED(16);
 		memcpy(a, r, 16);
 		if (a[0] == a[2] && a[0] != a[1])
-			pid_forked(h, (pid_t)a[1], (pid_t)a[0]);
+			task_seen(h, (pid_t)a[0], (pid_t)a[1]);
 		break;
 	case PERF_RECORD_EXIT:
 		REC_NEED(16);
 		memcpy(a, r, 16);
 		if (a[0] == a[2])
-			pid_gone(h, (pid_t)a[0]);
+			task_seen(h, (pid_t)a[0], 0);
 		break;
 	case PERF_RECORD_COMM:
 		REC_NEED(8);
@@ -734,6 +758,7 @@ static void on_record(void *arg, const unsigned char *r, size_t len)
  * heard at once, and read with whatever records wait. */
 static int batch(struct procctl_hello *h, size_t records, int64_t now)
 {
+	size_t n;
 	int err = 0;
 	if (records) {
 		h->quiet_due = now + h->batch_ns;
@@ -744,7 +769,9 @@ static int batch(struct procctl_hello *h, size_t records, int64_t now)
 	h->quiet_due = 0;
 	if ((err = hello_rings_mute(&h->rings, 0)) < 0)
 		return err;
-	if (hello_rings_drain(&h->rings, on_record, h)) /* came before the unmute */
+	n = hello_rings_drain(&h->rings, on_record, h); /* came before the unmute */
+	tasks_done(h);
+	if (n)
 		return batch(h, 1, now);
 	return 0;
 }
@@ -764,6 +791,7 @@ int procctl_hello_dispatch(procctl_hello_t *h)
 	}
 	rewritten(h);
 	n = hello_rings_drain(&h->rings, on_record, h);
+	tasks_done(h);
 	now = procctl_now_ns();
 	err = batch(h, n, now);
 	if (h->lost) {
