@@ -7,7 +7,6 @@
 const { after } = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
-const http = require('node:http');
 const os = require('node:os');
 const path = require('node:path');
 const { spawnSync } = require('node:child_process');
@@ -113,15 +112,14 @@ class Pod {
     return h.until(() => this.logs().find((l) => re.test(l)), { timeout, every: 200, what: `${re} in ${this.name}` });
   }
 
-  get(p) {
-    return new Promise((resolve, reject) => {
-      http.get({ host: this.ip, port: this.spec.ports.http, path: p, agent: false, timeout: 5000 }, (res) => {
-        let body = '';
-        res.setEncoding('utf8');
-        res.on('data', (x) => (body += x));
-        res.on('end', () => resolve({ status: res.statusCode, body }));
-      }).on('error', reject);
-    });
+  // curl on the pod's IP, as a Service or Prometheus reaches it: status
+  // and body (rejects when nothing answers).
+  async get(p) {
+    const r = spawnSync('curl', ['-s', '-m', '5', '-w', '\n%{http_code}', `http://${this.ip}:${this.spec.ports.http}${p}`],
+      { encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`curl ${p}: exit ${r.status} (nothing answers)`);
+    const at = r.stdout.lastIndexOf('\n');
+    return { status: Number(r.stdout.slice(at + 1)), body: r.stdout.slice(0, at) };
   }
 
   // A sample of /metrics by its name with labels (NaN: none).
