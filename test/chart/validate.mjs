@@ -55,6 +55,20 @@ assert.deepEqual(c.livenessProbe.exec.command.slice(-1), ['health']);
 for (const v of pod.volumes.filter((x) => x.hostPath)) {
   assert.equal(c.volumeMounts.find((m) => m.name === v.name).mountPath, v.hostPath.path);
 }
+// With TCP, a headless Service of the ready daemons' gRPC port: what a
+// controller reads to find a node's daemon (EndpointSlices carry nodeName).
+const tcp = c.ports.find((p) => p.name === 'grpc');
+const headless = (byKind.Service || []).filter((s) => s.spec.clusterIP === 'None' && s.spec.ports.some((p) => p.name === 'grpc'));
+if (tcp) {
+  assert.equal(headless.length, 1, 'one headless gRPC Service with TCP on');
+  const hs = headless[0].spec;
+  assert.equal(hs.publishNotReadyAddresses, false);
+  assert.deepEqual(hs.selector, ds.spec.selector.matchLabels);
+  assert.deepEqual(hs.ports.find((p) => p.name === 'grpc'), { name: 'grpc', port: tcp.containerPort, targetPort: 'grpc',
+    protocol: 'TCP', appProtocol: 'grpc' });
+} else {
+  assert.equal(headless.length, 0, 'no gRPC Service with TCP off');
+}
 if (flags.includes('--defaults')) {
   const sc = c.securityContext;
   assert.equal(pod.hostPID, true);
