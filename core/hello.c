@@ -36,10 +36,8 @@
  * Lost records (a full ring) are reported as on_pid(0): scan everything.
  */
 #define _GNU_SOURCE 1
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
 #include <signal.h>
 #include <linux/perf_event.h>
 #include <stdio.h>
@@ -588,40 +586,9 @@ static void record(struct procctl_hello *h, const unsigned char *r, size_t len)
 	}
 }
 
-/* The executable file mappings that exist already, from /proc/<pid>/maps. */
-static void sweep(struct procctl_hello *h)
+static void on_mapping(void *arg, pid_t pid, uint64_t start, uint64_t end, const struct hello_key *k, const char *path)
 {
-	DIR *d = opendir(h->proc);
-	struct dirent *de;
-	if (!d)
-		return;
-	while ((de = readdir(d))) {
-		char p[320], line[4608];
-		FILE *f;
-		char *end;
-		long pid = strtol(de->d_name, &end, 10);
-		if (pid <= 0 || *end)
-			continue;
-		snprintf(p, sizeof p, "%s/%ld/maps", h->proc, pid);
-		if (!(f = fopen(p, "re")))
-			continue;
-		while (fgets(line, sizeof line, f)) {
-			uint64_t start, stop, off, ino;
-			unsigned maj, min;
-			char perms[8];
-			int at = 0;
-			struct hello_key k;
-			if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %x:%x %" SCNu64 " %n", &start, &stop, perms, &off,
-				   &maj, &min, &ino, &at) < 7 ||
-			    strlen(perms) < 3 || perms[2] != 'x')
-				continue;
-			line[strcspn(line, "\n")] = 0;
-			k = (struct hello_key){maj, min, ino};
-			mapped(h, (pid_t)pid, start, stop, &k, at ? line + at : NULL, 0);
-		}
-		fclose(f);
-	}
-	closedir(d);
+	mapped(arg, pid, start, end, k, path, 0);
 }
 
 static int read_int(const char *path, int *v)
@@ -734,7 +701,7 @@ procctl_hello_t *procctl_hello_new(const struct procctl_hello_opts *o)
 	}
 	if ((err = hello_rings_open(&h->rings, h->epfd, ncpu, pages)) < 0)
 		goto fail;
-	sweep(h);
+	hello_sweep(h->proc, on_mapping, h);
 	return h;
 fail:
 	procctl_hello_free(h);

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* hellofile.c - the hello probe's way into a mapped file (hellofile.h). */
+/* hellofile.c - the hello probe's way into mapped files (hellofile.h). */
 #define _GNU_SOURCE 1
+#include <dirent.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <inttypes.h>
 #include <linux/magic.h>
 #include <linux/openat2.h>
@@ -52,4 +54,39 @@ int hello_open_mapped(const char *proc, pid_t pid, uint64_t start, uint64_t end,
 	fd = (int)syscall(SYS_openat2, root, path, &how, sizeof how);
 	close(root);
 	return fd < 0 ? -1 : reopen_checked(fd, k);
+}
+
+void hello_sweep(const char *proc, hello_mapping_fn fn, void *arg)
+{
+	DIR *d = opendir(proc);
+	struct dirent *de;
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		char p[320], line[4608];
+		FILE *f;
+		char *end;
+		long pid = strtol(de->d_name, &end, 10);
+		if (pid <= 0 || *end)
+			continue;
+		snprintf(p, sizeof p, "%s/%ld/maps", proc, pid);
+		if (!(f = fopen(p, "re")))
+			continue;
+		while (fgets(line, sizeof line, f)) {
+			uint64_t start, stop, off, ino;
+			unsigned maj, min;
+			char perms[8];
+			int at = 0;
+			struct hello_key k;
+			if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %x:%x %" SCNu64 " %n", &start, &stop, perms, &off,
+				   &maj, &min, &ino, &at) < 7 ||
+			    strlen(perms) < 3 || perms[2] != 'x')
+				continue;
+			line[strcspn(line, "\n")] = 0;
+			k = (struct hello_key){maj, min, ino};
+			fn(arg, (pid_t)pid, start, stop, &k, at ? line + at : NULL);
+		}
+		fclose(f);
+	}
+	closedir(d);
 }

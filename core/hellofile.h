@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* hellofile.h - the hello probe's way into a mapped file (hello.c), read
- * as hostile: opened without running any device's open, checked to be the
- * very inode a perf record named. Internal to libprocctl-agent. */
+/* hellofile.h - the hello probe's way into mapped files (hello.c): the
+ * mappings that exist at its start, and a mapped file opened to be read
+ * as hostile: without running any device's open, checked to be the very
+ * inode a perf record named. Internal to libprocctl-agent. */
 #ifndef PROCCTL_HELLOFILE_H
 #define PROCCTL_HELLOFILE_H
 
@@ -24,5 +25,14 @@ struct hello_key {
  * it cannot be. */
 int hello_open_mapped(const char *proc, pid_t pid, uint64_t start, uint64_t end, const struct hello_key *k,
 		      const char *path);
+
+/* One executable file mapping of pid at [start, end): path as
+ * /proc/<pid>/maps names it (NULL: none). */
+typedef void (*hello_mapping_fn)(void *arg, pid_t pid, uint64_t start, uint64_t end, const struct hello_key *k,
+				 const char *path);
+
+/* Every executable file mapping that exists now, from /proc/<pid>/maps of
+ * every process under proc. */
+void hello_sweep(const char *proc, hello_mapping_fn fn, void *arg);
 
 #endif

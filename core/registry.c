@@ -715,59 +715,6 @@ int procctl_registry_first_scan_done(const procctl_registry_t *r)
 	return r->first_scan_done;
 }
 
-int procctl_registry_owner(const procctl_registry_t *r, const char *consumer)
-{
-	const struct lock_rec *l;
-	for (l = r->locks; l; l = l->next)
-		if (!strcmp(l->consumer, consumer))
-			return l->held;
-	return 0;
-}
-
-int procctl_registry_ready(procctl_registry_t *r, const char *consumer)
-{
-	const struct lock_rec *l = reg_lock_find(r, consumer);
-	if (!l || !l->held)
-		return 0;
-	if (r->scans_done >= l->ready_scan)
-		return 1;
-	if (r->scans_started < l->ready_scan) { /* none begun since the lock: ask for one */
-		pthread_mutex_lock(&r->mu);
-		r->notify_all = 1;
-		pthread_mutex_unlock(&r->mu);
-		reg_kick(r);
-	}
-	return 0;
-}
-
-int procctl_registry_doorbell_rang(procctl_registry_t *r, const procctl_client_t *c)
-{
-	struct entry *e;
-	int rang = -ENOTSUP;
-	pthread_mutex_lock(&r->mu);
-	e = reg_by_client(r, c);
-	if (e && e->bell_watched) {
-		rang = e->bell_rang;
-		e->bell_rang = 0;
-	}
-	pthread_mutex_unlock(&r->mu);
-	return rang;
-}
-
-int procctl_registry_doorbell_heard(procctl_registry_t *r, const procctl_client_t *c)
-{
-	struct entry *e;
-	int heard = -ENOTSUP;
-	if (!(r->o.flags & PROCCTL_REGISTRY_DOORBELLS))
-		return heard;
-	pthread_mutex_lock(&r->mu);
-	e = reg_by_client(r, c);
-	if (e)
-		heard = e->bell_watched && !e->bell_bad && (uint64_t)procctl_now_ns() >= e->bell_muted_until;
-	pthread_mutex_unlock(&r->mu);
-	return heard;
-}
-
 void procctl_registry_stats(procctl_registry_t *r, struct procctl_registry_stats *out)
 {
 	const struct entry *e;

@@ -8,7 +8,8 @@
  * them, which collect the whole set again whenever it changes. Either
  * way a process that rings more than BELL_LIMIT times a second is muted
  * for the rest of it, and one that writes its doorbell word is never
- * heard again. */
+ * heard again. The public questions about a client's doorbell
+ * (procctl_registry_doorbell_rang, _heard) are here too. */
 #define _GNU_SOURCE 1
 #include <errno.h>
 #include <pthread.h>
@@ -238,4 +239,32 @@ void reg_emit_doorbell(procctl_registry_t *r)
 			e->bell_emit = 0;
 			reg_emit_entry(r, e, PROCCTL_EV_DOORBELL, 0);
 		}
+}
+
+int procctl_registry_doorbell_rang(procctl_registry_t *r, const procctl_client_t *c)
+{
+	struct entry *e;
+	int rang = -ENOTSUP;
+	pthread_mutex_lock(&r->mu);
+	e = reg_by_client(r, c);
+	if (e && e->bell_watched) {
+		rang = e->bell_rang;
+		e->bell_rang = 0;
+	}
+	pthread_mutex_unlock(&r->mu);
+	return rang;
+}
+
+int procctl_registry_doorbell_heard(procctl_registry_t *r, const procctl_client_t *c)
+{
+	struct entry *e;
+	int heard = -ENOTSUP;
+	if (!(r->o.flags & PROCCTL_REGISTRY_DOORBELLS))
+		return heard;
+	pthread_mutex_lock(&r->mu);
+	e = reg_by_client(r, c);
+	if (e)
+		heard = e->bell_watched && !e->bell_bad && (uint64_t)procctl_now_ns() >= e->bell_muted_until;
+	pthread_mutex_unlock(&r->mu);
+	return heard;
 }

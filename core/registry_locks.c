@@ -4,7 +4,8 @@
  * waiting, looked at again when the lock directory changes (inotify: a
  * holder's close, a file removed or replaced) and each second while not
  * taken, removed when its last region goes; the
- * claims a held lock allows, and the ownership events. */
+ * claims a held lock allows, and the ownership events; and the public
+ * questions about them (procctl_registry_owner, _ready). */
 #define _GNU_SOURCE 1
 #include <errno.h>
 #include <pthread.h>
@@ -183,3 +184,27 @@ void reg_lock_put(procctl_registry_t *r, struct lock_rec *l)
 	free(l);
 }
 
+int procctl_registry_owner(const procctl_registry_t *r, const char *consumer)
+{
+	const struct lock_rec *l;
+	for (l = r->locks; l; l = l->next)
+		if (!strcmp(l->consumer, consumer))
+			return l->held;
+	return 0;
+}
+
+int procctl_registry_ready(procctl_registry_t *r, const char *consumer)
+{
+	const struct lock_rec *l = reg_lock_find(r, consumer);
+	if (!l || !l->held)
+		return 0;
+	if (r->scans_done >= l->ready_scan)
+		return 1;
+	if (r->scans_started < l->ready_scan) { /* none begun since the lock: ask for one */
+		pthread_mutex_lock(&r->mu);
+		r->notify_all = 1;
+		pthread_mutex_unlock(&r->mu);
+		reg_kick(r);
+	}
+	return 0;
+}
