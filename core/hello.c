@@ -183,8 +183,10 @@ static int *file_forget(struct procctl_hello *h, struct file *f)
 	int *probes = f->probes;
 	if (f->wd >= 0)
 		inotify_rm_watch(h->ifd, f->wd);
-	h->st.probes -= (uint64_t)f->nsites;
-	h->fds_left += (long)f->nsites * h->rings.n;
+	if (f->probes[0] >= 0) { /* uprobes placed (not a file watched by its mappings alone) */
+		h->st.probes -= (uint64_t)f->nsites;
+		h->fds_left += (long)f->nsites * h->rings.n;
+	}
 	free(f->pids);
 	free(f);
 	return probes;

@@ -500,7 +500,7 @@ static int sys_admin(int on)
  * is heard as usual. */
 static void uprobes_refused_mappings_still_find(void **state)
 {
-	struct procctl_hello_stats st;
+	struct procctl_hello_stats st0, st;
 	struct world w;
 	pid_t pid;
 	(void)state;
@@ -508,6 +508,7 @@ static void uprobes_refused_mappings_still_find(void **state)
 		TH_SKIP_OR_FAIL("cannot drop CAP_SYS_ADMIN (not root)");
 	world_start(&w, HOUR, NULL);
 	assert_true(pump(&w, ready_cond, 0));
+	procctl_hello_stats(w.h, &st0);
 	pid = echo_client_copy();
 	if (!pump(&w, attached_cond, pid)) {
 		sys_admin(1);
@@ -520,6 +521,15 @@ static void uprobes_refused_mappings_still_find(void **state)
 		assert_int_equal(st.uprobes, 0);
 	else
 		assert_true(st.files_probed >= 1);
+	/* It exits: its file, watched without uprobes or with them, is dropped
+	 * (idle_ns), and no uprobe is counted that is not there. */
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	nchildren--;
+	if (!pump(&w, files_cond, (long)st0.files))
+		fail_msg("the file of a client that exited stayed watched");
+	procctl_hello_stats(w.h, &st);
+	assert_int_equal(st.uprobes, 0);
 	world_stop(&w);
 	assert_int_equal(sys_admin(1), 0);
 }
