@@ -2,7 +2,7 @@
 /* cli.h - what the parts of procctl share: the options of a command, the
  * call to the daemon, and the output helpers. procctl.c: main, usage and
  * options; show.c: output; commands.c: every command but watch; watch.c:
- * watch. */
+ * watch; connect.c: the channel. */
 #ifndef PROCCTL_CLI_H
 #define PROCCTL_CLI_H
 
@@ -25,13 +25,31 @@ struct opts {
 	long count;
 };
 
+/* Where the daemon is (the options before the command): the socket, or
+ * server with TLS from ca, cert and key (PEM files; ca NULL: the system's
+ * roots) checking server_name (NULL: the server's host), or plaintext. */
+struct cli_target {
+	const char *socket, *server, *ca, *cert, *key, *server_name;
+	int plaintext;
+};
+
+extern struct cli_target cli_to;
 extern grpc_channel *cli_ch;          /* made by connect_once */
 extern grpc_completion_queue *cli_cq; /* ... a pluck queue */
 extern int64_t cli_timeout_ms;        /* --timeout */
 extern int cli_json;                  /* -o json */
 
-/* procctl.c */
+/* connect.c */
+int target_check(void); /* the options of cli_to agree: 0, or 2 (said) */
+const char *target_name(void); /* the socket's path or the server's HOST:PORT */
+/* What an UNAVAILABLE's details say about the options, or NULL. */
+const char *unavailable_hint(const char *details);
 int connect_once(void); /* 0, or -1 after saying why */
+/* Read fd to its end: 0 and *out (malloc'd, NUL after its *len bytes);
+ * -EFBIG over max bytes, -ENOMEM, or read's -errno (*out NULL). */
+int read_all(int fd, size_t max, uint8_t **out, size_t *len);
+
+/* procctl.c */
 ProtobufCMessage *call(const char *method, const ProtobufCMessage *req, const ProtobufCMessageDescriptor *rd);
 int print_json(const ProtobufCMessage *m);
 int parse_opts(int argc, char **argv, struct opts *o, int pid_alone); /* 0, or 2 (said) */

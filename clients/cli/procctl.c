@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* procctl - the command line of procctl-node, on the gRPC C core over the
- * daemon's Unix socket (like crictl for a container runtime).
+ * daemon's Unix socket (like crictl for a container runtime), or over TCP
+ * with mTLS from anywhere in the cluster (connect.c).
  *
- * Usage: procctl [--socket PATH] [--timeout DUR] [-o table|json] COMMAND ...
+ * Usage: procctl [--socket PATH | --server HOST:PORT TLS] [--timeout DUR] [-o table|json] COMMAND ...
  *   ps [SELECTOR]                      the attached processes
  *   get PID | state PID                one process; its state block
  *   publish SELECTOR DATA [--wait]     write a config (DATA: --data STR | --file F | -)
@@ -13,6 +14,8 @@
  *   health | version
  * SELECTOR: --pid PID | --consumer C [--schema N] [--pod UID] [--container ID]
  * The socket: --socket, else $PROCCTL_SOCKET, else /run/procctl/node.sock.
+ * TLS: --tls-ca FILE [--tls-cert FILE --tls-key FILE] [--tls-server-name NAME],
+ * or --plaintext.
  * Exit status: 0 done; 1 failed (the daemon's status is printed, or a
  * process refused the config or was not written); 2 bad usage; 3 written
  * but not acked in time (--wait); 4 no process matched the selector
@@ -35,13 +38,11 @@
 #include "pbjson.h"
 
 #define DEFAULT_SOCKET "/run/procctl/node.sock"
+#define USAGE_HEAD "procctl [--socket PATH | --server HOST:PORT TLS] [--timeout DUR] [-o table|json]"
 #define DATA_MAX (4u << 20) /* configs are at most 1 MiB (PROCCTL_PAYLOAD_MAX): more is a mistake */
 
-grpc_channel *cli_ch;
-grpc_completion_queue *cli_cq;
 int64_t cli_timeout_ms = 10000;
 int cli_json;
-static const char *sock;
 
 /* Every command: its synopsis, a line for the list, and its --help. */
 static const struct command {
@@ -91,14 +92,18 @@ static const char global_help[] =
 	"SELECTOR: --pid PID (alone) | --consumer NAME [--schema N (default 1)] [--pod UID] [--container ID]\n"
 	"DATA: --data STRING | --file PATH | - (standard input)\n"
 	"DUR: seconds, or with a unit: 500ms, 5s, 2m (default 10s; --wait waits this long)\n"
-	"The socket: --socket, else $PROCCTL_SOCKET, else " DEFAULT_SOCKET ".\n"
+	"The daemon: its Unix socket (--socket, else $PROCCTL_SOCKET, else " DEFAULT_SOCKET "), or\n"
+	"--server HOST:PORT, its TCP listener, with TLS: --tls-ca FILE (the CA its certificate is of;\n"
+	"default: the system's), --tls-cert FILE --tls-key FILE (this client's, for mTLS) and\n"
+	"--tls-server-name NAME (a name its certificate carries, when HOST is not one: a pod IP);\n"
+	"or --plaintext (TCP without TLS: read-only, unless the daemon allows writes).\n"
 	"Exit status: 0 done, 1 failed (or a process refused or missed the config), 2 bad usage,\n"
 	"3 not acked in time (--wait), 4 no process matched the selector (publish, clear).\n";
 
 static void list_commands(FILE *f)
 {
 	size_t k;
-	fprintf(f, "usage: procctl [--socket PATH] [--timeout DUR] [-o table|json] COMMAND ...\n");
+	fprintf(f, "usage: " USAGE_HEAD " COMMAND ...\n");
 	for (k = 0; k < NCOMMANDS; k++) {
 		if (strlen(commands[k].synopsis) > 34)
 			fprintf(f, "  %s\n  %-34s  %s\n", commands[k].synopsis, "", commands[k].summary);
@@ -160,7 +165,7 @@ static int help(const char *name)
 	}
 	for (k = 0; k < NCOMMANDS; k++)
 		if (!strcmp(commands[k].name, name)) {
-			printf("usage: procctl [--socket PATH] [--timeout DUR] [-o table|json] %s\n\n%s\n%s",
+			printf("usage: " USAGE_HEAD " %s\n\n%s\n%s",
 			       commands[k].synopsis, commands[k].help, global_help);
 			return 0;
 		}
@@ -170,29 +175,6 @@ static int help(const char *name)
 static gpr_timespec deadline(void)
 {
 	return gpr_time_add(gpr_now(GPR_CLOCK_REALTIME), gpr_time_from_millis(cli_timeout_ms + 2000, GPR_TIMESPAN));
-}
-
-/* The channel to the daemon, made on first use (so bad usage is told
- * apart from a missing daemon): 0, or -1 after saying why. */
-int connect_once(void)
-{
-	char target[300];
-	grpc_channel_credentials *cr;
-	if (cli_ch)
-		return 0;
-	if (access(sock, F_OK) < 0) {
-		fprintf(stderr, "procctl: %s: %s (is procctl-node running? --socket or $PROCCTL_SOCKET name another)\n",
-			sock, strerror(errno));
-		return -1;
-	}
-	snprintf(target, sizeof target, "unix:%s", sock);
-	gpr_set_log_verbosity(GPR_LOG_SEVERITY_ERROR);
-	grpc_init();
-	cr = grpc_insecure_credentials_create();
-	cli_ch = grpc_channel_create(target, cr, NULL);
-	grpc_channel_credentials_release(cr);
-	cli_cq = grpc_completion_queue_create_for_pluck(NULL);
-	return 0;
 }
 
 /* One unary call: the response, or NULL after printing the failure. */
@@ -208,7 +190,10 @@ ProtobufCMessage *call(const char *method, const ProtobufCMessage *req, const Pr
 		fprintf(stderr, "procctl: the response does not parse\n");
 	if (st != GRPC_STATUS_OK)
 		fprintf(stderr, "procctl: %s: %s\n", rpc_status_name((unsigned)st),
-			st == GRPC_STATUS_UNAVAILABLE && (!d || !*d) ? "no daemon answers on the socket" : d ? d : "");
+			st == GRPC_STATUS_UNAVAILABLE && (!d || !*d) ? "no daemon answers there" : d ? d : "");
+	if (st == GRPC_STATUS_UNAVAILABLE)
+		fprintf(stderr, "procctl: (at %s%s%s)\n", target_name(), unavailable_hint(d) ? ": " : "",
+			unavailable_hint(d) ? unavailable_hint(d) : "");
 	gpr_free(d);
 	return resp;
 }
@@ -337,9 +322,7 @@ int parse_opts(int argc, char **argv, struct opts *o, int pid_alone)
 /* The payload of DATA: malloc'd into *out; 0, or 1 (said). */
 int read_data(const struct opts *o, ProtobufCBinaryData *out)
 {
-	size_t cap = 4096, len = 0;
-	ssize_t n;
-	int fd;
+	int fd, r;
 	if (!!o->data + !!o->file + o->stdin_data != 1) {
 		fprintf(stderr, "procctl: give the config once: --data STRING, --file PATH or -\n");
 		return 2;
@@ -354,25 +337,22 @@ int read_data(const struct opts *o, ProtobufCBinaryData *out)
 		fprintf(stderr, "procctl: %s: %s\n", o->file, strerror(errno));
 		return 1;
 	}
-	out->data = malloc(cap);
-	while (out->data && (n = read(fd, out->data + len, cap - len)) > 0) {
-		len += (size_t)n;
-		if (len == cap) {
-			uint8_t *more = cap < DATA_MAX ? realloc(out->data, cap * 2) : NULL;
-			if (!more) {
-				fprintf(stderr, "procctl: the config is over %u bytes\n", DATA_MAX);
-				free(out->data);
-				out->data = NULL;
-				break;
-			}
-			out->data = more;
-			cap *= 2;
-		}
-	}
+	r = read_all(fd, DATA_MAX, &out->data, &out->len);
 	if (fd > 0)
 		close(fd);
-	out->len = len;
-	return out->data ? 0 : 1;
+	if (r == -EFBIG)
+		fprintf(stderr, "procctl: the config is over %u bytes\n", DATA_MAX);
+	else if (r < 0)
+		fprintf(stderr, "procctl: %s: %s\n", o->file ? o->file : "standard input", strerror(-r));
+	return r < 0;
+}
+
+/* The option before the command that sets a string of cli_to, or NULL. */
+static const char **global_str(const char *a)
+{
+	return !strcmp(a, "--socket") ? &cli_to.socket : !strcmp(a, "--server") ? &cli_to.server :
+	       !strcmp(a, "--tls-ca") ? &cli_to.ca : !strcmp(a, "--tls-cert") ? &cli_to.cert :
+	       !strcmp(a, "--tls-key") ? &cli_to.key : !strcmp(a, "--tls-server-name") ? &cli_to.server_name : NULL;
 }
 
 int main(int argc, char **argv)
@@ -381,18 +361,25 @@ int main(int argc, char **argv)
 	struct opts o;
 	int i, e;
 
-	sock = getenv("PROCCTL_SOCKET");
 	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
 		const char *a = argv[i], *v = argv[i + 1];
+		const char **str = global_str(a);
 		if (!strcmp(a, "--help") || !strcmp(a, "-h"))
 			return help(NULL);
-		if (strcmp(a, "--socket") && strcmp(a, "--timeout") && strcmp(a, "-o"))
-			return bad_usage(a, "no such option (before the command: --socket, --timeout, -o)");
+		if (!strcmp(a, "--plaintext")) {
+			cli_to.plaintext = 1;
+			continue;
+		}
+		if (!str && strcmp(a, "--timeout") && strcmp(a, "-o"))
+			return bad_usage(a, "no such option (before the command: --socket, --server, --tls-ca, --tls-cert, "
+					    "--tls-key, --tls-server-name, --plaintext, --timeout, -o)");
 		if (!v)
 			return bad_usage(a, "needs a value");
 		i++;
-		if (!strcmp(a, "--socket")) {
-			sock = v;
+		if (str) {
+			if (!*v)
+				return bad_value(a, v, "a value");
+			*str = v;
 		} else if (!strcmp(a, "--timeout")) {
 			if (parse_dur(v, &cli_timeout_ms) < 0)
 				return bad_value(a, v, "a duration (seconds, or 500ms, 5s, 2m; at most a day)");
@@ -419,8 +406,10 @@ int main(int argc, char **argv)
 		       PROCCTL_VERSION_STRING);
 		return 0;
 	}
-	if (!sock || !*sock)
-		sock = DEFAULT_SOCKET;
+	if ((e = target_check()))
+		return e;
+	if (!cli_to.server && !cli_to.socket)
+		cli_to.socket = getenv("PROCCTL_SOCKET") && *getenv("PROCCTL_SOCKET") ? getenv("PROCCTL_SOCKET") : DEFAULT_SOCKET;
 	if (!strcmp(cmd, "get"))
 		e = cmd_get(argc - i, argv + i);
 	else if (!strcmp(cmd, "state"))

@@ -8,13 +8,11 @@
 
 const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
-const { spawn } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
 const h = require('./harness');
 
-const CLI = process.env.PROCCTL_CLI;
-if (!CLI) throw new Error('PROCCTL_CLI is not set (ctest sets it)');
+const { CLI, run, said, exits } = require('./clirun');
 
 // Token clients of this file only (echo clients have h.CONSUMER).
 const CONSUMER_T = `tok${process.pid}`.slice(0, 31);
@@ -26,41 +24,13 @@ let d, c;
 const tokens = []; // token clients
 const watchers = []; // procctl watch runs left streaming
 
-// Run procctl to its end: { code, signal, stdout, stderr }. A run that
-// hangs is killed after `timeout` ms and shows as signal SIGKILL.
-function cli(args, { sock = d.sock, input = '', env = {}, timeout = 30000 } = {}) {
-  return new Promise((resolve, reject) => {
-    const p = spawn(CLI, args, { env: { ...process.env, PROCCTL_SOCKET: sock, ...env } });
-    let stdout = '';
-    let stderr = '';
-    p.stdout.setEncoding('utf8').on('data', (s) => (stdout += s));
-    p.stderr.setEncoding('utf8').on('data', (s) => (stderr += s));
-    const timer = setTimeout(() => p.kill('SIGKILL'), timeout);
-    p.on('error', reject);
-    p.on('close', (code, signal) => {
-      clearTimeout(timer);
-      resolve({ args, code, signal, stdout, stderr });
-    });
-    p.stdin.on('error', () => {}); // a run that never reads its stdin
-    p.stdin.end(input);
-  });
-}
+const cli = (args, opts = {}) => run(args, { sock: d.sock, ...opts });
 
 // A procctl run that streams (watch): its stdout lines as they come.
 function streaming(args) {
   const w = new h.Child(CLI, args, { env: { ...process.env, PROCCTL_SOCKET: d.sock } });
   watchers.push(w);
   return w;
-}
-
-const said = (r) => `procctl ${r.args.join(' ')}: exit ${r.code}${r.signal ? ` (${r.signal}: it hung)` : ''}\n` +
-  `stdout: ${JSON.stringify(r.stdout)}\nstderr: ${JSON.stringify(r.stderr)}`;
-
-// Check the exit status; the run, for more checks.
-function exits(r, code) {
-  assert.equal(r.signal, null, said(r));
-  assert.equal(r.code, code, said(r));
-  return r;
 }
 
 // -o json output: one JSON document per line, every line one.
@@ -151,7 +121,7 @@ test('each command has its own --help (stdout, exit 0, no daemon needed); help C
   for (const name of names) {
     assert.match(list, new RegExp(`^  ${name}\\b`, 'm'), `${name} is listed`);
     const r = exits(await cli([name, '--help'], { sock: nowhere }), 0);
-    assert.match(r.stdout, new RegExp(`^usage: procctl \\[--socket PATH\\] \\[--timeout DUR\\] \\[-o table\\|json\\] ${name}\\b`), said(r));
+    assert.match(r.stdout, new RegExp(`^usage: procctl \\[--socket PATH \\| --server HOST:PORT TLS\\] \\[--timeout DUR\\] \\[-o table\\|json\\] ${name}\\b`), said(r));
     assert.match(r.stdout, /\n\n\S.*\n/, 'a description follows the usage line');
     assert.equal(r.stderr, '');
     assert.equal(exits(await cli(['help', name], { sock: nowhere }), 0).stdout, r.stdout);
@@ -599,6 +569,15 @@ test('bad usage names the word at fault, in one line', async () => {
     [['watch', '--count', 'many'], /^procctl: --count: 'many' is not a count /],
     [['desired', 'frob'], /^procctl: frob: not a desired command \(ls, set or rm\)/],
     [['help', 'frob'], /^procctl: frob: no such command /],
+    [['--server', 'node-1', 'ps'], /^procctl: node-1: --server takes HOST:PORT /],
+    [['--server', '::1:9443', 'ps'], /^procctl: ::1:9443: --server takes HOST:PORT \(an IPv6 address in brackets/],
+    [['--server', '10.0.0.1:0', 'ps'], /^procctl: 10\.0\.0\.1:0: --server takes HOST:PORT /],
+    [['--server', '10.0.0.1:9443', '--socket', 'x', 'ps'], /^procctl: --server: give one of --socket .* and --server /],
+    [['--tls-ca', 'ca.crt', 'ps'], /^procctl: --tls-ca: goes with --server /],
+    [['--plaintext', 'ps'], /^procctl: --plaintext: goes with --server /],
+    [['--server', '10.0.0.1:9443', '--plaintext', '--tls-ca', 'ca.crt', 'ps'], /^procctl: --tls-ca: --plaintext is TCP without TLS/],
+    [['--server', '10.0.0.1:9443', '--tls-cert', 'c.crt', 'ps'], /^procctl: --tls-cert: the client certificate takes both --tls-cert and --tls-key/],
+    [['--server', '', 'ps'], /^procctl: --server: '' is not a value/],
   ];
   for (const [args, re] of cases) {
     const r = exits(await cli(args, { sock: nowhere }), 2);

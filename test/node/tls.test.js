@@ -8,6 +8,7 @@ const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const h = require('./harness');
+const { run, said, exits } = require('./clirun');
 
 const scratch = h.scratch('procctl-tls-');
 const { file, read, ca, leaf } = require('./certs').certs(scratch);
@@ -36,12 +37,16 @@ async function spawnEcho(d, consumer) {
   return e;
 }
 
+const NODES_NAME = 'procctl-node-nodes.procctl.svc';
+
 const publish = (c, pid, text) => h.call(c, 'Publish', { selector: { pid }, payload: Buffer.from(text), waitMs: 5000 });
 
 before(() => {
   ca('ca');
   leaf('server', 'localhost', 'ca', 'subjectAltName = IP:127.0.0.1, DNS:localhost\nextendedKeyUsage = serverAuth');
   leaf('client', 'controller-1', 'ca', 'extendedKeyUsage = clientAuth');
+  // As a cluster's daemons have: one name, the headless Service's, on every node; no address.
+  leaf('nodes', 'procctl-node', 'ca', `subjectAltName = DNS:${NODES_NAME}\nextendedKeyUsage = serverAuth`);
   ca('otherca');
   leaf('stranger', 'controller-1', 'otherca', 'extendedKeyUsage = clientAuth');
 });
@@ -155,4 +160,47 @@ test('plain TCP with insecure_tcp_writes: writes served', async () => {
   await e.line(/event=applied .*payload=over plain tcp$/, { out: true });
   const logged = await d.line(/event=call method=\/procctl\.v1\.NodeService\/Publish /);
   assert.doesNotMatch(logged, /cn=/);
+});
+
+test('procctl --server: mTLS to an address its certificate does not carry, checked against --tls-server-name', async () => {
+  const consumer = `${h.CONSUMER}.cli`;
+  const port = await h.freePort();
+  const d = await start(consumer, ['--grpc-listen', `127.0.0.1:${port}`, '--tls-cert', file('nodes.crt'),
+    '--tls-key', file('nodes.key'), '--tls-client-ca', file('ca.crt')]);
+  const e = await spawnEcho(d, consumer);
+  const to = ['--server', `127.0.0.1:${port}`];
+  const mine = ['--tls-cert', file('client.crt'), '--tls-key', file('client.key')];
+  const name = ['--tls-server-name', NODES_NAME];
+  const write = (text) => ['publish', '--pid', String(e.pid), '--data', text, '--wait'];
+
+  const r = exits(await run([...to, '--tls-ca', file('ca.crt'), ...mine, ...name, '-o', 'json', ...write('cli over mtls')]), 0);
+  const row = JSON.parse(r.stdout);
+  assert.equal(row.results[0].status, 'PUBLISH_STATUS_APPLIED', said(r));
+  await e.line(/event=applied .*payload=cli over mtls$/, { out: true });
+  await d.line(/event=call method=\/procctl\.v1\.NodeService\/Publish .*cn=controller-1/);
+
+  const refused = [
+    [[...to, '--tls-ca', file('ca.crt'), ...mine], /does not carry the address dialed: --tls-server-name/],
+    [[...to, '--tls-ca', file('ca.crt'), ...mine, '--tls-server-name', 'procctl-node.other.svc'], /does not carry --tls-server-name/],
+    [[...to, '--tls-ca', file('otherca.crt'), ...mine, ...name], /the daemon's certificate is not of --tls-ca/],
+    [[...to, '--tls-ca', file('ca.crt'), ...name], /it wants a client certificate of its tls_client_ca/],
+    [[...to, '--tls-ca', file('ca.crt'), '--tls-cert', file('stranger.crt'), '--tls-key', file('stranger.key'), ...name],
+      /it wants a client certificate of its tls_client_ca/],
+    [[...to, '--plaintext'], /closed the connection: does it want TLS\?/],
+  ];
+  for (const [args, why] of refused) {
+    const bad = exits(await run([...args, ...write('refused')]), 1);
+    assert.match(bad.stderr, /^procctl: UNAVAILABLE: /, said(bad));
+    assert.match(bad.stderr, why, said(bad));
+    assert.equal(bad.stdout, '', said(bad));
+  }
+  assert.equal(d.lines.filter((l) => /event=call method=\/procctl\.v1\.NodeService\/Publish /.test(l)).length, 1);
+  assert.ok(!e.out.some((l) => /payload=refused/.test(l)));
+
+  // A file that is not there, or not PEM, is said before any dialing.
+  const missing = exits(await run([...to, '--tls-ca', file('nothere.crt'), 'health']), 1);
+  assert.match(missing.stderr, /^procctl: --tls-ca \S+nothere\.crt: No such file or directory\n$/, said(missing));
+  fs.writeFileSync(file('empty.crt'), '');
+  const empty = exits(await run([...to, '--tls-ca', file('empty.crt'), 'health']), 1);
+  assert.match(empty.stderr, /^procctl: --tls-ca \S+empty\.crt: empty\n$/, said(empty));
 });

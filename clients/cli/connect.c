@@ -1,0 +1,193 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* connect.c - the channel to the daemon: its Unix socket, or TCP with
+ * TLS (mTLS with a client certificate; a server name to verify other than
+ * the address dialed, as a controller dialing a pod IP needs), or plain
+ * TCP when asked for by name. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <grpc/grpc.h>
+#include <grpc/grpc_security.h>
+#include <grpc/support/log.h>
+
+#include "cli.h"
+
+#define PEM_MAX (1u << 20) /* a CA bundle is a few hundred KiB at most */
+
+struct cli_target cli_to;
+grpc_channel *cli_ch;
+grpc_completion_queue *cli_cq;
+
+int read_all(int fd, size_t max, uint8_t **out, size_t *len)
+{
+	size_t cap = 4096;
+	ssize_t n = 0;
+	*len = 0;
+	*out = malloc(cap + 1);
+	while (*out && (n = read(fd, *out + *len, cap - *len)) > 0) {
+		*len += (size_t)n;
+		if (*len == cap) {
+			uint8_t *more = cap < max ? realloc(*out, cap * 2 + 1) : NULL;
+			if (!more) {
+				free(*out);
+				*out = NULL;
+				return -EFBIG;
+			}
+			*out = more;
+			cap *= 2;
+		}
+	}
+	if (!*out)
+		return -ENOMEM;
+	if (n < 0) {
+		int e = -errno;
+		free(*out);
+		*out = NULL;
+		return e;
+	}
+	(*out)[*len] = 0;
+	return 0;
+}
+
+/* The file of option opt, NUL-terminated, malloc'd; NULL after saying why. */
+static char *read_pem(const char *opt, const char *path)
+{
+	uint8_t *b = NULL;
+	size_t len;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), r;
+	if (fd < 0) {
+		fprintf(stderr, "procctl: %s %s: %s\n", opt, path, strerror(errno));
+		return NULL;
+	}
+	r = read_all(fd, PEM_MAX, &b, &len);
+	close(fd);
+	if (r < 0)
+		fprintf(stderr, "procctl: %s %s: %s\n", opt, path,
+			r == -EFBIG ? "over 1 MiB: not a PEM file" : strerror(-r));
+	else if (!len || memchr(b, 0, len))
+		fprintf(stderr, "procctl: %s %s: %s\n", opt, path, len ? "not a PEM file (a NUL byte)" : "empty");
+	else
+		return (char *)b;
+	free(b);
+	return NULL;
+}
+
+/* 1 when s is HOST:PORT (HOST a name, an IPv4 address or [IPv6]). */
+static int host_port(const char *s)
+{
+	const char *c = strrchr(s, ':');
+	long port;
+	if (!c || c == s || (s[0] == '[' && c[-1] != ']') || parse_int(c + 1, 1, 65535, &port) < 0)
+		return 0;
+	return s[0] == '[' || !memchr(s, ':', (size_t)(c - s)); /* a bare IPv6 address needs brackets */
+}
+
+int target_check(void)
+{
+	const struct cli_target *t = &cli_to;
+	const char *tls = t->ca ? "--tls-ca" : t->cert ? "--tls-cert" : t->key ? "--tls-key" :
+			  t->server_name ? "--tls-server-name" : NULL;
+	if (t->server && t->socket)
+		return bad_usage("--server", "give one of --socket (the node's Unix socket) and --server (TCP)");
+	if (t->server && !host_port(t->server))
+		return bad_usage(t->server, "--server takes HOST:PORT (an IPv6 address in brackets: [::1]:9443)");
+	if (!t->server && (tls || t->plaintext))
+		return bad_usage(tls ? tls : "--plaintext", "goes with --server (the Unix socket has no TLS)");
+	if (t->plaintext && tls)
+		return bad_usage(tls, "--plaintext is TCP without TLS: give one of them");
+	if (!t->cert != !t->key)
+		return bad_usage(t->cert ? "--tls-cert" : "--tls-key", "the client certificate takes both --tls-cert and --tls-key");
+	return 0;
+}
+
+/* The TLS credentials of the options, or NULL after saying why. */
+static grpc_channel_credentials *tls_credentials(void)
+{
+	grpc_ssl_pem_key_cert_pair pair = {NULL, NULL};
+	grpc_channel_credentials *cr = NULL;
+	char *ca = cli_to.ca ? read_pem("--tls-ca", cli_to.ca) : NULL;
+	char *cert = cli_to.cert ? read_pem("--tls-cert", cli_to.cert) : NULL;
+	char *key = cli_to.key ? read_pem("--tls-key", cli_to.key) : NULL;
+	if ((!cli_to.ca || ca) && (!cli_to.cert || cert) && (!cli_to.key || key)) {
+		pair.private_key = key;
+		pair.cert_chain = cert;
+		cr = grpc_ssl_credentials_create(ca, cert ? &pair : NULL, NULL, NULL); /* ca NULL: the system's roots */
+		if (!cr)
+			fprintf(stderr, "procctl: the TLS files were refused (--tls-ca, --tls-cert, --tls-key)\n");
+	}
+	free(ca);
+	free(cert);
+	free(key);
+	return cr;
+}
+
+const char *unavailable_hint(const char *details)
+{
+	if (!cli_to.server || !details)
+		return NULL;
+	if (strstr(details, "not in peer certificate"))
+		return cli_to.server_name ? "the daemon's certificate does not carry --tls-server-name"
+					  : "the daemon's certificate does not carry the address dialed: "
+					    "--tls-server-name NAME names a name it does carry";
+	if (strstr(details, "certificate verify failed"))
+		return cli_to.ca ? "the daemon's certificate is not of --tls-ca" : "the daemon's certificate is not of "
+										  "a CA the system trusts: --tls-ca FILE";
+	if (strstr(details, "Socket closed"))
+		return cli_to.plaintext ? "the daemon closed the connection: does it want TLS?"
+					: "the daemon closed the connection during the handshake: it wants a client "
+					  "certificate of its tls_client_ca (--tls-cert, --tls-key)";
+	return NULL;
+}
+
+const char *target_name(void)
+{
+	return cli_to.server ? cli_to.server : cli_to.socket;
+}
+
+static void quiet(gpr_log_func_args *args)
+{
+	(void)args;
+}
+
+int connect_once(void)
+{
+	char target[300];
+	grpc_channel_credentials *cr;
+	grpc_arg arg;
+	grpc_channel_args args = {0, &arg};
+	if (cli_ch)
+		return 0;
+	if (!cli_to.server && access(cli_to.socket, F_OK) < 0) {
+		fprintf(stderr, "procctl: %s: %s (is procctl-node running? --socket or $PROCCTL_SOCKET name another)\n",
+			cli_to.socket, strerror(errno));
+		return -1;
+	}
+	if ((size_t)snprintf(target, sizeof target, "%s%s", cli_to.server ? "dns:///" : "unix:", target_name()) >=
+	    sizeof target) {
+		fprintf(stderr, "procctl: %s: too long\n", target_name());
+		return -1;
+	}
+	gpr_set_log_verbosity(GPR_LOG_SEVERITY_ERROR);
+	if (!getenv("GRPC_VERBOSITY"))
+		gpr_set_log_function(quiet); /* a failure's status says what its log line would */
+	grpc_init();
+	cr = cli_to.server && !cli_to.plaintext ? tls_credentials() : grpc_insecure_credentials_create();
+	if (!cr) {
+		grpc_shutdown_blocking();
+		return -1;
+	}
+	if (cli_to.server_name) { /* the name the server's certificate must carry, not the address's */
+		arg.type = GRPC_ARG_STRING;
+		arg.key = (char *)GRPC_SSL_TARGET_NAME_OVERRIDE_ARG;
+		arg.value.string = (char *)cli_to.server_name;
+		args.num_args = 1;
+	}
+	cli_ch = grpc_channel_create(target, cr, args.num_args ? &args : NULL);
+	grpc_channel_credentials_release(cr);
+	cli_cq = grpc_completion_queue_create_for_pluck(NULL);
+	return 0;
+}
