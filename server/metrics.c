@@ -265,6 +265,45 @@ static void waits(FILE *f, const struct node *n)
 	fprintf(f, "procctl_waits %zu\n", count);
 }
 
+static void rollout_lines(FILE *f, const char *name, const struct desired_rollout *r)
+{
+	static const char *const state[] = {"applied", "rejected", "pending", "superseded"};
+	const uint32_t count[] = {r->applied, r->rejected, r->pending, r->superseded};
+	size_t k;
+	for (k = 0; k < 4; k++)
+		fprintf(f, "procctl_desired_processes{desired=\"%s\",state=\"%s\"} %u\n", name, state[k], count[k]);
+}
+
+/* Per [desired NAME] section (names are [a-z0-9_.-]: nothing to escape),
+ * and the configs set through the API summed under desired="" (one per
+ * pod or process: unbounded, so never a series each). */
+static void rollout(FILE *f, const struct node *n)
+{
+	struct desired_rollout *r = calloc(n->desired.n ? n->desired.n : 1, sizeof *r), api = {0, 0, 0, 0};
+	size_t i, apis = 0;
+	if (!r)
+		return;
+	rollout_count(n, r);
+	metric_head(f, "procctl_desired_processes", "gauge",
+		    "Processes a desired config is the config for, by how far it got to them: applied, rejected, "
+		    "pending or superseded (by a Publish or Clear); desired: its config file section, \"\" for those "
+		    "set through the API, summed.");
+	for (i = 0; i < n->desired.n; i++) {
+		if (n->desired.v[i].source[0]) {
+			rollout_lines(f, n->desired.v[i].source, &r[i]);
+			continue;
+		}
+		api.applied += r[i].applied;
+		api.rejected += r[i].rejected;
+		api.pending += r[i].pending;
+		api.superseded += r[i].superseded;
+		apis++;
+	}
+	if (apis)
+		rollout_lines(f, "", &api);
+	free(r);
+}
+
 char *node_render_metrics(struct node *n, size_t *len)
 {
 	char *buf = NULL;
@@ -289,6 +328,7 @@ char *node_render_metrics(struct node *n, size_t *len)
 	fprintf(f, "procctl_desired_configs %zu\n", n->desired.n);
 	metric_head(f, "procctl_desired_bytes", "gauge", "Their payload bytes (desired_bytes_max is the most).");
 	fprintf(f, "procctl_desired_bytes %zu\n", desired_bytes(&n->desired));
+	rollout(f, n);
 	metric_head(f, "procctl_watch_events_total", "counter", "Events numbered for WatchEvents.");
 	fprintf(f, "procctl_watch_events_total %llu\n", (unsigned long long)events_last(n->ev));
 	if (fclose(f) != 0) {

@@ -61,6 +61,12 @@ struct proc {
 	unsigned refusal_said; /* bit i: logged */
 	uint64_t written_gen; /* the last config written, and when: its ack's latency */
 	int64_t written_ns;
+	/* Where its config comes from (rollout.c): the desired config's
+	 * revision the last write carried (0: a Publish or Clear; or one
+	 * found on it at attach, then desired_gen is the generation found),
+	 * the store's revision at that write, and a desired config's revision
+	 * too large for it (0: none). */
+	uint64_t desired_rev, desired_gen, write_rev, too_big_rev;
 	struct node *n;
 	size_t at;            /* its index in n->procs */
 	struct timer t_poll;  /* its next state poll (procs.c) */
@@ -202,8 +208,18 @@ Procctl__V1__AckResult proc_ack_result(const struct proc *p);
 PbProcess *mk_process(struct arena *a, const struct proc *p);
 Procctl__V1__DesiredConfig *mk_desired(struct arena *a, const struct desired *d);
 
-/* procs.c: the process table (attach, detach, state reads) and its events */
-void proc_wrote(struct node *n, struct proc *p, int64_t g);
+/* rollout.c: how far each desired config got. */
+struct desired_rollout {
+	uint32_t applied, rejected, pending, superseded;
+};
+/* The counts of n->desired.v[i] in out[i] (n->desired.n of them), over
+ * the attached processes of owned regions. */
+void rollout_count(const struct node *n, struct desired_rollout *out);
+
+/* procs.c: the process table (attach, detach, state reads) and its events.
+ * proc_wrote: generation g (<= 0: the write failed) was written to p,
+ * carrying desired config revision rev (0: a Publish or Clear). */
+void proc_wrote(struct node *n, struct proc *p, int64_t g, uint64_t rev);
 void node_emit(struct node *n, const struct selector *k, PbEvent *ev);
 /* reads.c: state reads off the loop */
 int reads_open(struct node *n);

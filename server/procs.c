@@ -11,13 +11,15 @@
 #include "procstat.h"
 
 /* A config write (or clear) that made generation g of p. */
-void proc_wrote(struct node *n, struct proc *p, int64_t g)
+void proc_wrote(struct node *n, struct proc *p, int64_t g, uint64_t rev)
 {
 	if (g <= 0)
 		return;
 	n->stats.writes++;
-	p->written_gen = (uint64_t)g;
+	p->written_gen = p->desired_gen = (uint64_t)g;
 	p->written_ns = now_ns();
+	p->desired_rev = rev;
+	p->write_rev = n->desired.revision;
 }
 
 /* Give p, just attached, the desired config it should have: if it has
@@ -27,17 +29,23 @@ void proc_wrote(struct node *n, struct proc *p, int64_t g)
 static void desired_apply(struct node *n, struct proc *p)
 {
 	const struct desired *d = desired_match(&n->desired, &p->key);
+	uint64_t found = procctl_client_config_gen(p->c);
 	int64_t g;
-	if (!d || (procctl_client_config_gen(p->c) && d->revision <= n->rev_at_start) ||
-	    !procctl_registry_owner(p->reg, p->key.consumer))
+	if (!d || !procctl_registry_owner(p->reg, p->key.consumer))
 		return;
+	if (found && d->revision <= n->rev_at_start) { /* what the store said then, as a predecessor wrote it */
+		p->desired_rev = d->revision;
+		p->desired_gen = found;
+		return;
+	}
 	if (d->len > p->payload_cap) {
 		node_log(PROCCTL_LOG_WARN, "desired_too_big", "pid=%d revision=%llu bytes=%zu capacity=%u", (int)p->key.pid,
 			 (unsigned long long)d->revision, d->len, p->payload_cap);
+		p->too_big_rev = d->revision;
 		return;
 	}
 	g = procctl_client_write(p->c, d->payload, d->len);
-	proc_wrote(n, p, g);
+	proc_wrote(n, p, g, d->revision);
 	node_log(g > 0 ? PROCCTL_LOG_INFO : PROCCTL_LOG_WARN, "desired_applied", "pid=%d revision=%llu generation=%lld%s%s",
 		 (int)p->key.pid, (unsigned long long)d->revision, (long long)(g > 0 ? g : 0), g > 0 ? "" : " error=",
 		 g > 0 ? "" : strerror((int)-g));

@@ -26,10 +26,11 @@ static void desired_push(struct node *n, const struct desired *d)
 		if (d->len > p->payload_cap) {
 			node_log(PROCCTL_LOG_WARN, "desired_too_big", "pid=%d revision=%llu bytes=%zu capacity=%u",
 				 (int)p->key.pid, (unsigned long long)d->revision, d->len, p->payload_cap);
+			p->too_big_rev = d->revision;
 			continue;
 		}
 		g = procctl_client_write(p->c, d->payload, d->len);
-		proc_wrote(n, p, g);
+		proc_wrote(n, p, g, d->revision);
 	}
 	free(v);
 }
@@ -240,16 +241,28 @@ void do_list_desired(struct node *n, struct node_job *job)
 {
 	Procctl__V1__ListDesiredConfigsResponse m = PROCCTL__V1__LIST_DESIRED_CONFIGS_RESPONSE__INIT;
 	struct arena a = {0};
-	const struct desired **v = ar_alloc(&a, sizeof *v * (n->desired.n ? n->desired.n : 1));
-	size_t i;
+	size_t i, cnt = n->desired.n ? n->desired.n : 1;
+	const struct desired **v = ar_alloc(&a, sizeof *v * cnt);
+	struct desired_rollout *r = ar_alloc(&a, sizeof *r * cnt);
+	Procctl__V1__DesiredRollout *pr = ar_alloc(&a, sizeof *pr * cnt);
 	m.revision = n->desired.revision;
-	m.configs = ar_alloc(&a, sizeof *m.configs * (n->desired.n ? n->desired.n : 1));
-	if (v && m.configs) {
+	m.configs = ar_alloc(&a, sizeof *m.configs * cnt);
+	if (v && r && pr && m.configs) {
+		rollout_count(n, r);
 		for (i = 0; i < n->desired.n; i++)
 			v[i] = &n->desired.v[i];
 		qsort(v, n->desired.n, sizeof *v, by_precedence);
-		for (i = 0; i < n->desired.n; i++)
-			m.configs[m.n_configs++] = mk_desired(&a, v[i]);
+		for (i = 0; i < n->desired.n; i++) {
+			const struct desired_rollout *c = &r[v[i] - n->desired.v];
+			if (!(m.configs[m.n_configs] = mk_desired(&a, v[i])))
+				break;
+			procctl__v1__desired_rollout__init(&pr[i]);
+			pr[i].applied = c->applied;
+			pr[i].rejected = c->rejected;
+			pr[i].pending = c->pending;
+			pr[i].superseded = c->superseded;
+			m.configs[m.n_configs++]->rollout = &pr[i];
+		}
 	}
 	job_finish_arena(job, &a, &m.base);
 }

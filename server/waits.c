@@ -337,10 +337,12 @@ static void write_one(struct node *n, struct wait *w, size_t i)
 	if (w->payload && w->len > p->payload_cap) {
 		it->status = PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_TOO_LARGE;
 		snprintf(it->error, sizeof it->error, "payload over the process's capacity of %u bytes", p->payload_cap);
+		if (w->desired.revision)
+			p->too_big_rev = w->desired.revision;
 		return item_done(w, it);
 	}
 	g = w->payload ? procctl_client_write(p->c, w->payload, w->len) : procctl_client_clear(p->c);
-	proc_wrote(n, p, g);
+	proc_wrote(n, p, g, w->desired.revision);
 	if (g <= 0) {
 		write_refused(it, p, g);
 		return item_done(w, it);

@@ -401,9 +401,14 @@ test('desired set | ls | rm, in both outputs; ls -o json equal to ListDesiredCon
     await e.line(new RegExp(`event=applied gen=${row.GEN} .*payload=want$`), { out: true });
 
     const l = table(exits(await cli(['desired', 'ls']), 0));
-    assert.deepEqual(l.header, ['REVISION', 'CONSUMER', 'VER', 'PID', 'POD', 'CONTAINER', 'BYTES', 'SOURCE']);
+    assert.deepEqual(l.header, ['REVISION', 'CONSUMER', 'VER', 'PID', 'POD', 'CONTAINER', 'BYTES', 'SOURCE', 'APPLIED',
+      'REJECTED', 'PENDING', 'SUPERSEDED']);
     const mine = l.rows.find((x) => x.CONSUMER === h.CONSUMER);
-    assert.deepEqual(mine, { REVISION: rev[1], CONSUMER: h.CONSUMER, VER: '1', PID: '-', POD: '-', CONTAINER: '-', BYTES: '4', SOURCE: 'api' });
+    // Every process it was written to acked it (--wait): each is one APPLIED.
+    const applied = String(st.rows.filter((x) => x.STATUS === 'APPLIED').length);
+    assert.deepEqual(mine, { REVISION: rev[1], CONSUMER: h.CONSUMER, VER: '1', PID: '-', POD: '-', CONTAINER: '-', BYTES: '4',
+      SOURCE: 'api', APPLIED: applied, REJECTED: '0', PENDING: '0', SUPERSEDED: '0' });
+    assert.equal(st.rows.length, Number(applied), said(s));
     assert.deepEqual(doc(exits(await cli(['-o', 'json', 'desired', 'ls']), 0)),
       asJson(await h.call(c, 'ListDesiredConfigs', {})));
 
@@ -417,7 +422,10 @@ test('desired set | ls | rm, in both outputs; ls -o json equal to ListDesiredCon
     assert.equal(res.status, 'PUBLISH_STATUS_APPLIED');
     await e.line(new RegExp(`event=applied gen=${res.generation} .*payload=want more$`), { out: true });
     const listed = asJson(await h.call(c, 'ListDesiredConfigs', {}));
-    assert.deepEqual(listed.configs.filter((x) => x.selector.consumer === h.CONSUMER), [j.config]);
+    // As set, and with how far it got (SetDesiredConfig answers the rows instead).
+    const rollout = { applied: j.results.length, rejected: 0, pending: 0, superseded: 0 };
+    assert.ok(j.results.every((x) => x.status === 'PUBLISH_STATUS_APPLIED'));
+    assert.deepEqual(listed.configs.filter((x) => x.selector.consumer === h.CONSUMER), [{ ...j.config, rollout }]);
 
     // rm: nothing on stdout in a table, {} in JSON; again: NOT_FOUND.
     const rm = exits(await cli(['desired', 'rm', '--consumer', h.CONSUMER]), 0);

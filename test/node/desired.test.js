@@ -149,3 +149,73 @@ test('desired_max and desired_bytes_max: a set beyond them is RESOURCE_EXHAUSTED
   cl.close();
   await dl.stop();
 });
+
+test('rollout: ListDesiredConfigs and /metrics count each config\'s processes applied, rejected, pending, superseded', async () => {
+  const consumer = `${h.CONSUMER}.roll`;
+  const conf = path.join(h.scratch('procctl-roll-'), 'procctl-node.conf');
+  fs.writeFileSync(conf, `[desired roll]\nconsumer = ${consumer}\ndata = good\n`);
+  const port = await h.freePort();
+  const rd = await new h.Daemon({ consumers: consumer, args: ['--config', conf, '--http-listen', `127.0.0.1:${port}`] }).ready();
+  const rc = rd.client();
+  const es = [];
+  try {
+    for (let i = 0; i < 4; i++) es.push(await h.echo(consumer));
+    const [e1, e2, e3, e4] = es;
+    const series = async (desired) => {
+      const v = {};
+      for (const state of ['applied', 'rejected', 'pending', 'superseded'])
+        v[state] = await h.metric(port, `procctl_desired_processes{desired="${desired}",state="${state}"}`);
+      return v;
+    };
+    const counts = (applied, rejected, pending, superseded) => ({ applied, rejected, pending, superseded });
+    const settle = async (desired, want) => {
+      let got;
+      await h.until(async () => JSON.stringify(got = await series(desired)) === JSON.stringify(want),
+        { what: `desired="${desired}" at ${JSON.stringify(want)}` }).catch((e) => {
+        throw new Error(`${e.message}: ${JSON.stringify(got)}`);
+      });
+    };
+
+    // The section reaches all four as they attach, and each acks it.
+    await settle('roll', counts(4, 0, 0, 0));
+    assert.ok(Number.isNaN(await h.metric(port, 'procctl_desired_processes{desired="",state="applied"}')),
+      'no config set through the API: no api series');
+
+    // A Publish over one: that one holds the Publish's config now.
+    const pub = await h.call(rc, 'Publish', { selector: { pid: e2.pid }, payload: Buffer.from('mine'), waitMs: 5000 });
+    assert.equal(pub.results[0].status, 'PUBLISH_STATUS_APPLIED');
+    await settle('roll', counts(3, 0, 0, 1));
+
+    // A pid config the process refuses (echo refuses a control byte), and
+    // one to a stopped process: both set through the API, summed as desired="".
+    const r3 = await h.call(rc, 'SetDesiredConfig', { config: { selector: { consumer, schemaVersion: 1, pid: e3.pid },
+      payload: Buffer.from('bad\u0002') }, waitMs: 5000 });
+    assert.equal(r3.results[0].status, 'PUBLISH_STATUS_REJECTED');
+    process.kill(e4.pid, 'SIGSTOP');
+    try {
+      await h.call(rc, 'SetDesiredConfig', { config: { selector: { consumer, schemaVersion: 1, pid: e4.pid },
+        payload: Buffer.from('later') } });
+      await settle('', counts(0, 1, 1, 0));
+      await settle('roll', counts(1, 0, 0, 1)); // e3 and e4 have configs of their own now
+
+      const list = (await h.call(rc, 'ListDesiredConfigs', {})).configs.filter((x) => x.selector.consumer === consumer);
+      const by = Object.fromEntries(list.map((x) => [x.selector.pid || x.source, x.rollout]));
+      assert.deepEqual(by, { roll: counts(1, 0, 0, 1), [e3.pid]: counts(0, 1, 0, 0), [e4.pid]: counts(0, 0, 1, 0) });
+    } finally {
+      process.kill(e4.pid, 'SIGCONT');
+    }
+    await settle('', counts(1, 1, 0, 0));
+    await e4.line(/event=applied .*payload=later$/, { out: true });
+
+    // Setting the section's config again (another revision) writes it to
+    // every process it is the config for, the one published to included.
+    fs.writeFileSync(conf, `[desired roll]\nconsumer = ${consumer}\ndata = better\n`); // followed: no signal
+    await e1.line(/event=applied .*payload=better$/, { out: true });
+    await e2.line(/event=applied .*payload=better$/, { out: true });
+    await settle('roll', counts(2, 0, 0, 0));
+  } finally {
+    rc.close();
+    await Promise.all(es.map((e) => e.kill('SIGKILL')));
+    await rd.stop();
+  }
+});

@@ -54,6 +54,7 @@ const FAMILIES = {
   procctl_resource_waiters: 'gauge',
   procctl_waits: 'gauge',
   procctl_desired_configs: 'gauge',
+  procctl_desired_processes: 'gauge',
   procctl_desired_bytes: 'gauge',
   procctl_watch_events_total: 'counter',
   procctl_http_responses_total: 'counter',
@@ -162,7 +163,8 @@ before(async () => {
   promPort = await h.freePort();
   const conf = path.join(scratch, 'node.conf');
   fs.writeFileSync(conf, `[arbiter gpu]\nkind = 1\nconsumer = ${CONSUMER_T}\nhold_ms = 200\n` +
-    'resources = 00000000-0000-0000-0000-000000000000\n');
+    'resources = 00000000-0000-0000-0000-000000000000\n' +
+    `[desired m]\nconsumer = ${h.CONSUMER}\ndata = from the file\n`);
   d = await new h.Daemon({ consumers: `${CONSUMER_T},${h.CONSUMER}`,
     args: ['--config', conf, '--http-listen', `127.0.0.1:${port}`] }).ready();
   c = d.client();
@@ -201,6 +203,9 @@ test('a scrape: 200, text 0.0.4 that promtool accepts, every family with its HEL
   assert.equal(r.results[0].status, 'PUBLISH_STATUS_APPLIED');
   await h.until(async () => ts.map((t) => t.pid).includes((await gpu()).holder.pid), { what: 'a token client to hold the gpu' });
 
+  // [desired m] reached the echo client at attach; the Publish is over it.
+  await h.until(async () => await h.metric(port, 'procctl_desired_processes{desired="m",state="superseded"}') === 1,
+    { what: 'the echo client to count as superseded' });
   const res = await get('/metrics');
   assert.equal(res.status, 200, res.body);
   assert.equal(res.type, TEXT_004);

@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* rollout.c - how far each desired config got to the processes it is the
+ * config for: applied, rejected, pending or superseded (node.proto's
+ * DesiredRollout), for ListDesiredConfigs and /metrics. */
+#include <string.h>
+
+#include "node_int.h"
+
+/* Where p, whose config d is, stands with it. */
+static void count_one(const struct proc *p, const struct desired *d, struct desired_rollout *r)
+{
+	if (p->desired_rev == d->revision) {
+		if (p->acked_gen != p->desired_gen)
+			r->pending++;
+		else if (p->ack_status)
+			r->rejected++;
+		else
+			r->applied++;
+	} else if (p->too_big_rev == d->revision) {
+		r->rejected++;
+	} else if (!p->desired_rev && p->desired_gen && p->write_rev >= d->revision) {
+		r->superseded++; /* a Publish or Clear, after d was set */
+	} else {
+		r->pending++;
+	}
+}
+
+void rollout_count(const struct node *n, struct desired_rollout *out)
+{
+	size_t i;
+	memset(out, 0, sizeof *out * n->desired.n);
+	for (i = 0; i < n->nprocs; i++) {
+		const struct proc *p = n->procs[i];
+		const struct desired *d = desired_match(&n->desired, &p->key);
+		if (d && procctl_registry_owner(p->reg, p->key.consumer))
+			count_one(p, d, &out[d - n->desired.v]);
+	}
+}
