@@ -119,13 +119,18 @@ function scratch(prefix = 'procctl-') {
   return d;
 }
 
-// A child process whose stdout/stderr lines are kept.
+// A child process whose stdout/stderr lines are kept. opts: spawn's
+// options, and prefix: a command that runs it in namespaces (nsenter
+// ... --), which forks it and ends as it ends; kill() signals it, not the
+// prefix.
 class Child {
-  constructor(cmd, args, opts = {}) {
+  constructor(cmd, args, { prefix = [], ...opts } = {}) {
     this.lines = [];
     this.out = [];
-    this.proc = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], ...opts });
+    const argv = [...prefix, cmd, ...args];
+    this.proc = spawn(argv[0], argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'], ...opts });
     this.pid = this.proc.pid;
+    this.prefixed = prefix.length > 0;
     running.add(this);
     this.exited = new Promise((resolve) => this.proc.on('exit', (code, sig) => resolve({ code, sig })));
     this.exit = null;
@@ -154,8 +159,20 @@ class Child {
     return until(() => lines.find((l) => re.test(l)), { timeout, what: `${re} from ${this.pid}` });
   }
 
+  // The pid of the command itself: with a prefix that forks it (nsenter
+  // into a pid namespace), the prefix's child; else the one spawned.
+  innerPid() {
+    if (!this.prefixed) return this.pid;
+    try {
+      return Number(fs.readFileSync(`/proc/${this.pid}/task/${this.pid}/children`, 'utf8').trim().split(' ')[0]) || this.pid;
+    } catch {
+      return null; // the prefix is gone
+    }
+  }
+
   kill(sig = 'SIGTERM') {
-    if (this.exit === null) this.proc.kill(sig);
+    if (this.exit === null && !this.prefixed) this.proc.kill(sig);
+    else if (this.exit === null && this.innerPid()) process.kill(this.innerPid(), sig);
     return this.exited;
   }
 }
@@ -164,7 +181,7 @@ class Child {
 // it on. opts.args: extra flags; opts.dir: share a directory (locks,
 // state, socket) with another daemon; opts.sock: its socket's path
 // instead of dir/run/node.sock; opts.spawn: child_process.spawn options
-// (uid, gid).
+// (uid, gid); opts.prefix: a command to run it in namespaces (Child).
 class Daemon extends Child {
   constructor(opts = {}) {
     const dir = opts.dir || scratch('procctl-node-');
@@ -172,7 +189,7 @@ class Daemon extends Child {
     const args = ['--grpc-listen', `unix:${sock}`, '--lock-dir', path.join(dir, 'locks'),
       '--state-dir', path.join(dir, 'state'), '--rescan-ms', '100', '--http-listen', '',
       ...(opts.consumers === null ? [] : ['--consumers', opts.consumers || CONSUMER]), ...(opts.args || [])];
-    super(NODE_BIN, args, opts.spawn);
+    super(NODE_BIN, args, { ...opts.spawn, prefix: opts.prefix });
     this.dir = dir;
     this.sock = sock;
     this.addr = `unix:${sock}`;
