@@ -86,6 +86,7 @@ static void forget(struct desired_store *s)
 	free(s->v);
 	s->v = NULL;
 	s->n = s->cap = 0;
+	s->changes++;
 }
 
 void desired_free(struct desired_store *s)
@@ -248,6 +249,7 @@ static int append(struct desired_store *s, const struct selector *sel, const voi
 	d->revision = rev;
 	snprintf(d->source, sizeof d->source, "%s", source ? source : "");
 	s->n++;
+	s->changes++;
 	return 0;
 }
 
@@ -655,6 +657,7 @@ int desired_set(struct desired_store *s, const struct selector *sel, const void 
 	if ((r = within_limits(s, at, len, err, errlen)) < 0)
 		return r;
 	s->revision++; /* the file keeps the counter: revisions only grow */
+	s->changes++;
 	if (at < s->n) { /* replace: keep the old one until the file has the new */
 		uint8_t *p = malloc(len);
 		if (!p) {
@@ -699,6 +702,7 @@ int desired_delete(struct desired_store *s, const struct selector *sel, char *er
 	if (i == s->n)
 		return -ENOENT;
 	gone = s->v[i];
+	s->changes++;
 	memmove(&s->v[i], &s->v[i + 1], (s->n - i - 1) * sizeof s->v[0]);
 	s->n--;
 	if ((r = save(s, err, errlen)) < 0) { /* put it back */
@@ -723,6 +727,7 @@ int desired_forget_process(struct desired_store *s, pid_t pid, uint64_t start, c
 	if (k == n0)
 		return 0;
 	s->n = k;
+	s->changes++;
 	if ((r = save(s, err, errlen)) < 0)
 		return r;
 	return (int)(n0 - k);

@@ -51,6 +51,7 @@ struct desired_store {
 	struct desired *v;
 	size_t n, cap;
 	uint64_t revision; /* the last assigned; kept in the file, so it only grows */
+	uint64_t changes;  /* counts the changes of v (sets, deletes, loads): what is cached on it is stale */
 	size_t max_n, max_bytes; /* limits on sets (desired_limits); 0: none */
 	char path[DESIRED_PATH_MAX]; /* "" : not kept (no state_dir) */
 	int dirfd;         /* with path: the state directory (procctl_trusted_dir) */

@@ -67,6 +67,8 @@ struct proc {
 	 * the store's revision at that write, and a desired config's revision
 	 * too large for it (0: none). */
 	uint64_t desired_rev, desired_gen, write_rev, too_big_rev;
+	const struct desired *config; /* its desired config (rollout.c), while n->desired.changes + 1 is config_at */
+	uint64_t config_at;
 	struct node *n;
 	size_t at;            /* its index in n->procs */
 	struct timer t_poll;  /* its next state poll (procs.c) */
@@ -213,7 +215,8 @@ struct desired_rollout {
 	uint32_t applied, rejected, pending, superseded;
 };
 /* The counts of n->desired.v[i] in out[i] (n->desired.n of them), over
- * the attached processes of owned regions. */
+ * the attached processes of owned regions. Each process's config is
+ * found once per change of the store (cached on it). */
 void rollout_count(const struct node *n, struct desired_rollout *out);
 
 /* procs.c: the process table (attach, detach, state reads) and its events.

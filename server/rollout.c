@@ -25,13 +25,24 @@ static void count_one(const struct proc *p, const struct desired *d, struct desi
 	}
 }
 
+/* p's desired config: a search of the store once per change of it (a
+ * scrape of 10,000 processes under 1,024 configs is ten million matches). */
+static const struct desired *config_of(const struct node *n, struct proc *p)
+{
+	if (p->config_at != n->desired.changes + 1) {
+		p->config = desired_match(&n->desired, &p->key);
+		p->config_at = n->desired.changes + 1;
+	}
+	return p->config;
+}
+
 void rollout_count(const struct node *n, struct desired_rollout *out)
 {
 	size_t i;
 	memset(out, 0, sizeof *out * n->desired.n);
 	for (i = 0; i < n->nprocs; i++) {
-		const struct proc *p = n->procs[i];
-		const struct desired *d = desired_match(&n->desired, &p->key);
+		struct proc *p = n->procs[i];
+		const struct desired *d = config_of(n, p);
 		if (d && procctl_registry_owner(p->reg, p->key.consumer))
 			count_one(p, d, &out[d - n->desired.v]);
 	}

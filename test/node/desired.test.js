@@ -207,12 +207,15 @@ test('rollout: ListDesiredConfigs and /metrics count each config\'s processes ap
     await settle('', counts(1, 1, 0, 0));
     await e4.line(/event=applied .*payload=later$/, { out: true });
 
+    // e3's config deleted: the section is its config again, not written to it.
+    await h.call(rc, 'DeleteDesiredConfig', { selector: { consumer, schemaVersion: 1, pid: e3.pid } });
+    await settle('roll', counts(1, 0, 1, 1));
+
     // Setting the section's config again (another revision) writes it to
     // every process it is the config for, the one published to included.
     fs.writeFileSync(conf, `[desired roll]\nconsumer = ${consumer}\ndata = better\n`); // followed: no signal
-    await e1.line(/event=applied .*payload=better$/, { out: true });
-    await e2.line(/event=applied .*payload=better$/, { out: true });
-    await settle('roll', counts(2, 0, 0, 0));
+    for (const e of [e1, e2, e3]) await e.line(/event=applied .*payload=better$/, { out: true });
+    await settle('roll', counts(3, 0, 0, 0));
   } finally {
     rc.close();
     await Promise.all(es.map((e) => e.kill('SIGKILL')));
