@@ -16,10 +16,10 @@ static void count_one(const struct proc *p, const struct desired *d, struct desi
 			r->rejected++;
 		else
 			r->applied++;
-	} else if (p->too_big_rev == d->revision) {
-		r->rejected++;
 	} else if (!p->desired_rev && p->desired_gen && p->write_rev >= d->revision) {
 		r->superseded++; /* a Publish or Clear, after d was set */
+	} else if (p->too_big_rev == d->revision) {
+		r->rejected++;
 	} else {
 		r->pending++;
 	}

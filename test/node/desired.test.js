@@ -210,12 +210,18 @@ test('rollout: ListDesiredConfigs and /metrics count each config\'s processes ap
     // e3's config deleted: the section is its config again, not written to it.
     await h.call(rc, 'DeleteDesiredConfig', { selector: { consumer, schemaVersion: 1, pid: e3.pid } });
     await settle('roll', counts(1, 0, 1, 1));
+    // One over e4's capacity (echo takes 4096 bytes): never written, rejected.
+    const big = await h.call(rc, 'SetDesiredConfig', { config: { selector: { consumer, schemaVersion: 1, pid: e4.pid },
+      payload: Buffer.alloc(4097, 'x') }, waitMs: 5000 });
+    assert.equal(big.results[0].status, 'PUBLISH_STATUS_TOO_LARGE');
+    await settle('', counts(0, 1, 0, 0));
+    await h.call(rc, 'DeleteDesiredConfig', { selector: { consumer, schemaVersion: 1, pid: e4.pid } });
 
     // Setting the section's config again (another revision) writes it to
     // every process it is the config for, the one published to included.
     fs.writeFileSync(conf, `[desired roll]\nconsumer = ${consumer}\ndata = better\n`); // followed: no signal
-    for (const e of [e1, e2, e3]) await e.line(/event=applied .*payload=better$/, { out: true });
-    await settle('roll', counts(3, 0, 0, 0));
+    for (const e of [e1, e2, e3, e4]) await e.line(/event=applied .*payload=better$/, { out: true });
+    await settle('roll', counts(4, 0, 0, 0));
   } finally {
     rc.close();
     await Promise.all(es.map((e) => e.kill('SIGKILL')));
