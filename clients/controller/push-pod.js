@@ -7,13 +7,14 @@
 // (<fullname>-nodes: ready daemons only, each endpoint with its nodeName),
 // dials that pod IP over mTLS checking the Service's DNS name, publishes
 // (or, with --desired, sets a desired config for the pod, which its later
-// processes get too), and prints a line per process.
+// processes get too), and prints a line per process. Given the pod's UID
+// alone, it asks every ready daemon which has the pod's processes.
 //
 // What it adds to `procctl --server`: the lookup a controller does in its
 // reconcile loop (pod -> node -> daemon address), from the API server, with
 // the controller's own service account.
 //
-// Usage: push-pod.js --pod NAMESPACE/NAME --consumer NAME [--schema N]
+// Usage: push-pod.js (--pod NAMESPACE/NAME | --pod-uid UID) --consumer NAME [--schema N]
 //          (--data STRING | --file PATH) [--desired] [--timeout SECONDS]
 //          [--daemons NAMESPACE/SERVICE] --tls-ca FILE --tls-cert FILE --tls-key FILE
 //          [--tls-server-name NAME] [--kube-api URL --kube-token FILE --kube-ca FILE]
@@ -30,7 +31,7 @@ const grpc = require('@grpc/grpc-js');
 const protoLoader = require('@grpc/proto-loader');
 
 const SA = '/var/run/secrets/kubernetes.io/serviceaccount';
-const OPTS = ['pod', 'consumer', 'schema', 'data', 'file', 'timeout', 'daemons', 'tls-ca', 'tls-cert', 'tls-key',
+const OPTS = ['pod', 'pod-uid', 'consumer', 'schema', 'data', 'file', 'timeout', 'daemons', 'tls-ca', 'tls-cert', 'tls-key',
   'tls-server-name', 'kube-api', 'kube-token', 'kube-ca', 'proto-dir'];
 
 class Failure extends Error {
@@ -53,9 +54,11 @@ function parseArgs(argv) {
       throw new Failure(`${a}: ${a.startsWith('--') && OPTS.includes(a.slice(2)) ? 'needs a value' : 'not an option'}`, 2);
     }
   }
-  for (const need of ['pod', 'consumer', 'tls-ca', 'tls-cert', 'tls-key'])
+  for (const need of ['consumer', 'tls-ca', 'tls-cert', 'tls-key'])
     if (!o[need]) throw new Failure(`--${need} is required`, 2);
-  if (!o.pod.includes('/') || !o.daemons.includes('/')) throw new Failure('--pod and --daemons are NAMESPACE/NAME', 2);
+  if (!o.pod === !o['pod-uid']) throw new Failure('give the pod once: --pod NAMESPACE/NAME or --pod-uid UID', 2);
+  if ((o.pod && !o.pod.includes('/')) || !o.daemons.includes('/')) throw new Failure('--pod and --daemons are NAMESPACE/NAME', 2);
+  if (o['pod-uid'] && o.desired) throw new Failure('--desired takes --pod: a pod that has no process yet is found by its name', 2);
   if ((o.data === undefined) === (o.file === undefined)) throw new Failure('give the config once: --data or --file', 2);
   if (!/^[1-9][0-9]*$/.test(o.schema)) throw new Failure(`--schema: '${o.schema}' is not a schema version`, 2);
   if (!(Number(o.timeout) > 0 && Number(o.timeout) <= 86400)) throw new Failure(`--timeout: '${o.timeout}' is not seconds`, 2);
@@ -86,24 +89,20 @@ function kubeGet(o, urlPath) {
   });
 }
 
-// The pod's UID and node, and the ready daemon serving that node.
-async function locate(o) {
-  const [ns, name] = o.pod.split('/');
-  const pod = await kubeGet(o, `/api/v1/namespaces/${encodeURIComponent(ns)}/pods/${encodeURIComponent(name)}`);
-  const node = pod.spec && pod.spec.nodeName;
-  if (!node) throw new Failure(`pod ${o.pod} is not scheduled on a node yet`);
+// Every ready daemon of the headless Service: [{ node, addr }].
+async function daemons(o) {
   const [dns, svc] = o.daemons.split('/');
   const sel = encodeURIComponent(`kubernetes.io/service-name=${svc}`);
   const slices = await kubeGet(o, `/apis/discovery.k8s.io/v1/namespaces/${encodeURIComponent(dns)}/endpointslices?labelSelector=${sel}`);
+  const out = [];
   for (const s of slices.items || []) {
     const port = (s.ports || []).find((p) => p.name === 'grpc');
-    const ep = (s.endpoints || []).find((e) => e.nodeName === node && (!e.conditions || e.conditions.ready !== false));
-    if (port && ep && ep.addresses && ep.addresses.length) {
-      const host = s.addressType === 'IPv6' ? `[${ep.addresses[0]}]` : ep.addresses[0];
-      return { uid: pod.metadata.uid, node, addr: `${host}:${port.port}`, name: `${svc}.${dns}.svc` };
+    for (const e of (port && s.endpoints) || []) {
+      if (e.nodeName && e.addresses && e.addresses.length && (!e.conditions || e.conditions.ready !== false))
+        out.push({ node: e.nodeName, addr: `${s.addressType === 'IPv6' ? `[${e.addresses[0]}]` : e.addresses[0]}:${port.port}` });
     }
   }
-  throw new Failure(`no ready procctl-node on node ${node} (EndpointSlices of ${o.daemons})`);
+  return out;
 }
 
 function call(client, method, req, deadline) {
@@ -112,37 +111,81 @@ function call(client, method, req, deadline) {
   });
 }
 
-async function main(argv) {
-  const o = parseArgs(argv);
-  const at = await locate(o);
-  const pkg = protoLoader.loadSync('procctl/v1/node.proto', { includeDirs: [o['proto-dir']], enums: String, longs: String });
-  const { NodeService } = grpc.loadPackageDefinition(pkg).procctl.v1;
-  const name = o['tls-server-name'] || at.name;
+let NodeService; // the API, loaded by main
+
+// A client of the daemon at addr, checking the Service's name.
+function dial(o, addr) {
+  const [dns, svc] = o.daemons.split('/');
+  const name = o['tls-server-name'] || `${svc}.${dns}.svc`;
   const creds = grpc.credentials.createSsl(fs.readFileSync(o['tls-ca']), fs.readFileSync(o['tls-key']), fs.readFileSync(o['tls-cert']));
-  const client = new NodeService(at.addr, creds, { 'grpc.ssl_target_name_override': name, 'grpc.default_authority': name });
+  return new NodeService(addr, creds, { 'grpc.ssl_target_name_override': name, 'grpc.default_authority': name });
+}
+
+// Where the pod's processes are: [{ node, addr }] and its UID. --pod: the
+// pod's spec.nodeName, and that node's daemon. --pod-uid (the pod's name
+// unknown): the daemons that have a process of it, asked all at once.
+async function locate(o) {
+  const all = await daemons(o);
+  if (o['pod-uid']) {
+    const has = await Promise.all(all.map(async (at) => {
+      const c = dial(o, at.addr);
+      try {
+        const r = await call(c, 'ListProcesses', { filter: { consumer: o.consumer, schemaVersion: Number(o.schema), podUid: o['pod-uid'] } },
+          Date.now() + 10000);
+        return r.processes.length > 0;
+      } finally {
+        c.close();
+      }
+    }));
+    return { uid: o['pod-uid'], at: all.filter((_, i) => has[i]), where: `pod ${o['pod-uid']} (asked ${all.length} daemons)` };
+  }
+  const [ns, name] = o.pod.split('/');
+  const pod = await kubeGet(o, `/api/v1/namespaces/${encodeURIComponent(ns)}/pods/${encodeURIComponent(name)}`);
+  const node = pod.spec && pod.spec.nodeName;
+  if (!node) throw new Failure(`pod ${o.pod} is not scheduled on a node yet`);
+  const at = all.filter((d) => d.node === node).slice(0, 1);
+  if (!at.length) throw new Failure(`no ready procctl-node on node ${node} (EndpointSlices of ${o.daemons})`);
+  return { uid: pod.metadata.uid, at, where: `pod ${o.pod} on node ${node}` };
+}
+
+// Publish (or set the desired config) on one daemon: its results.
+async function push(o, uid, at) {
+  const client = dial(o, at.addr);
   const waitMs = Math.round(Number(o.timeout) * 1000);
-  const selector = { consumer: o.consumer, schemaVersion: Number(o.schema), podUid: at.uid };
+  const selector = { consumer: o.consumer, schemaVersion: Number(o.schema), podUid: uid };
   const payload = o.file !== undefined ? fs.readFileSync(o.file) : Buffer.from(o.data);
-  const started = process.hrtime.bigint();
-  let results;
+  const deadline = Date.now() + waitMs + 5000;
   try {
-    const deadline = Date.now() + waitMs + 5000;
-    results = o.desired
+    return o.desired
       ? (await call(client, 'SetDesiredConfig', { config: { selector, payload }, waitMs }, deadline)).results
       : (await call(client, 'Publish', { selector, payload, waitMs }, deadline)).results;
   } finally {
     client.close();
   }
-  const ms = Number(process.hrtime.bigint() - started) / 1e6;
-  for (const r of results) {
-    console.log(`node=${at.node} daemon=${at.addr} pid=${r.process.pid} instance=${r.process.instanceId} ` +
-      `generation=${r.generation} status=${r.status.replace('PUBLISH_STATUS_', '')} process_status=${r.processStatus}` +
-      `${r.error ? ` error=${JSON.stringify(r.error)}` : ''}`);
+}
+
+async function main(argv) {
+  const o = parseArgs(argv);
+  const pkg = protoLoader.loadSync('procctl/v1/node.proto', { includeDirs: [o['proto-dir']], enums: String, longs: String, arrays: true });
+  ({ NodeService } = grpc.loadPackageDefinition(pkg).procctl.v1);
+  const t0 = process.hrtime.bigint();
+  const where = await locate(o);
+  const t1 = process.hrtime.bigint();
+  const results = [];
+  for (const at of where.at) {
+    for (const r of await push(o, where.uid, at)) {
+      results.push(r);
+      console.log(`node=${at.node} daemon=${at.addr} pid=${r.process.pid} instance=${r.process.instanceId} ` +
+        `generation=${r.generation} status=${r.status.replace('PUBLISH_STATUS_', '')} process_status=${r.processStatus}` +
+        `${r.error ? ` error=${JSON.stringify(r.error)}` : ''}`);
+    }
   }
-  console.log(`pod=${o.pod} uid=${at.uid} processes=${results.length} ms=${ms.toFixed(1)}`);
-  if (!results.length && !o.desired) throw new Failure(`no attached process of ${o.consumer} in pod ${o.pod} on node ${at.node}`, 4);
+  const ms = (a, b) => (Number(b - a) / 1e6).toFixed(1);
+  console.log(`pod=${o.pod || ''} uid=${where.uid} processes=${results.length} lookup_ms=${ms(t0, t1)} ` +
+    `push_ms=${ms(t1, process.hrtime.bigint())}`);
+  if (!results.length && !o.desired) throw new Failure(`no attached process of ${o.consumer} in ${where.where}`, 4);
   const st = results.map((r) => r.status);
-  if (st.some((s) => !['PUBLISH_STATUS_APPLIED', 'PUBLISH_STATUS_PENDING', 'PUBLISH_STATUS_SUPERSEDED'].includes(s))) return 1;
+  if (st.some((x) => !['PUBLISH_STATUS_APPLIED', 'PUBLISH_STATUS_PENDING', 'PUBLISH_STATUS_SUPERSEDED'].includes(x))) return 1;
   return st.includes('PUBLISH_STATUS_PENDING') ? 3 : 0;
 }
 

@@ -115,19 +115,22 @@ after(async () => {
 const tls = (caName = 'ca', cert = 'controller') =>
   ['--tls-ca', file(`${caName}.crt`), ...(cert ? ['--tls-cert', file(`${cert}.crt`), '--tls-key', file(`${cert}.key`)] : [])];
 
-// push-pod.js from the cluster's network, with the controller's service account.
-function push(pod, args, { caName, cert } = {}) {
+// push-pod.js from the cluster's network, with the controller's service
+// account, to its end: { code, out, err } (lines).
+function controller(args, { caName, cert } = {}) {
   return new Promise((resolve) => {
-    const c = new h.Child(process.execPath, [PUSH, '--pod', `default/${pod}`, '--consumer', C, ...args,
-      ...tls(caName, cert), '--kube-api', `https://127.0.0.1:${KUBE_PORT}`, '--kube-token', file('token'),
-      '--kube-ca', file('ca.crt'), '--timeout', '5'], { prefix: cluster.prefix() });
+    const c = new h.Child(process.execPath, [PUSH, '--consumer', C, ...args, ...tls(caName, cert),
+      '--kube-api', `https://127.0.0.1:${KUBE_PORT}`, '--kube-token', file('token'), '--kube-ca', file('ca.crt'),
+      '--timeout', '5'], { prefix: cluster.prefix() });
     c.exited.then((e) => resolve({ ...e, out: c.out, err: c.lines }));
   });
 }
 
+const push = (pod, args, opts) => controller(['--pod', `default/${pod}`, ...args], opts);
+
 const rows = (r) => r.out.filter((l) => l.startsWith('node=')).map((l) => Object.fromEntries(l.split(' ').map((kv) => kv.split('='))));
 const payloads = (e) => e.out.filter((l) => l.startsWith('event=applied')).map((l) => l.replace(/.* payload=/, ''));
-const ms = (r) => Number(/ ms=([\d.]+)$/.exec(r.out[r.out.length - 1])[1]);
+const took = (r) => Object.fromEntries([...r.out[r.out.length - 1].matchAll(/(\w+)_ms=([\d.]+)/g)].map((m) => [m[1], Number(m[2])]));
 
 test('a controller pushes a pod\'s config to the node it runs on, and gets each process\'s ack', async (t) => {
   const b = await push('web-b', ['--data', 'to b']);
@@ -147,10 +150,21 @@ test('a controller pushes a pod\'s config to the node it runs on, and gets each 
   assert.deepEqual(payloads(pods.batch.echoes[0]), []);
   await nodes['node-a'].daemon.line(/event=call method=\/procctl\.v1\.NodeService\/Publish .*cn=controller-1/);
 
-  // Round trips (Kubernetes lookups, dial, publish, every ack), as measured here.
+  // Round trips, as measured here: the Kubernetes lookups (a pod, the
+  // EndpointSlices), then dial, TLS, publish and every ack.
   const times = [];
-  for (let i = 0; i < 10; i++) times.push(ms(await push('web-a', ['--data', `round ${i}`])));
-  t.diagnostic(`API round trip with acks (2 processes, call to last ack): ${times.map((x) => x.toFixed(1)).join(' ')} ms`);
+  for (let i = 0; i < 10; i++) times.push(took(await push('web-a', ['--data', `round ${i}`])));
+  t.diagnostic(`lookups (ms): ${times.map((x) => x.lookup).join(' ')}; dial + publish + 2 acks (ms): ${times.map((x) => x.push).join(' ')}`);
+});
+
+test('--pod-uid: the daemons are asked which has the pod\'s processes; a pod with none is exit 4', async () => {
+  const r = await controller(['--pod-uid', pods['web-a'].uid, '--data', 'by uid']);
+  assert.equal(r.code, 0, r.out.concat(r.err).join('\n'));
+  assert.deepEqual(rows(r).map((x) => [x.node, Number(x.pid), x.status]).sort(),
+    pods['web-a'].echoes.map((e) => ['node-a', e.nspid, 'APPLIED']).sort());
+  const none = await controller(['--pod-uid', '0b1c2d3e-0000-4000-8000-00000000fffd', '--data', 'x']);
+  assert.equal(none.code, 4);
+  assert.match(none.err.join('\n'), /no attached process of \S+ in pod 0b1c2d3e-0000-4000-8000-00000000fffd \(asked 2 daemons\)/);
 });
 
 test('--desired: a pod\'s desired config reaches its processes now and those it starts later', async () => {
