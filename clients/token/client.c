@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* token client - an exclusive-resource holder (SPEC.md section 9). A
- * control thread of its own runs the holder loop, so the resource goes back
- * on time even when the application is idle:
+ * control thread of its own runs the holder loop (holder.c), so the
+ * resource goes back on time even when the application is idle:
  *
  *   wait on the futex; read the grant; if it holds and the grant is no
  *   longer usable (revoked, lease expired): stop using it, report RELEASED;
@@ -35,162 +35,25 @@
 #define PROCCTL_IMPLEMENTATION
 #include "procctl.h"
 
-#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "holder.h"
 #include "token_schema.h"
 
 static procctl_t ctx;
-static procctl_resource_t key;
-static struct token_status status; /* the control thread's */
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-/* A new config from the agent: applied and acked, or refused. */
-static void take_config(void)
-{
-	unsigned char buf[64];
-	uint64_t gen;
-	int n = procctl_poll(&ctx, buf, sizeof buf, &gen);
-	if (n == (int)sizeof(struct token_config)) {
-		struct token_config tc;
-		memcpy(&tc, buf, sizeof tc);
-		if (tc.reserved) {
-			procctl_nack(&ctx, gen, -EINVAL, 0);
-			return;
-		}
-		status.hold_ns = tc.hold_ns;
-		procctl_state_set(&ctx, &status, sizeof status, 0);
-		procctl_ack(&ctx, gen, 0);
-	} else if (n > 0) {
-		procctl_nack(&ctx, gen, -EINVAL, 0); /* not this schema's config */
-	} else if (n == -ENODATA) {
-		status.hold_ns = 0;
-		procctl_state_set(&ctx, &status, sizeof status, 0);
-		procctl_ack(&ctx, gen, 0);
-	}
-}
-static int witness = -1;
-static int stop, fork_asked; /* set by signal handlers, read by both threads: atomics */
-
-/* Lines go out with write(2), never stdio: a forked child must not find a
- * stream lock its parent's other thread held. */
-static void say(int fd, const char *line, int n)
-{
-	if (fd >= 0 && write(fd, line, (size_t)n) != n)
-		abort(); /* a witness that cannot write proves nothing */
-}
-
-static void note(char what)
-{
-	static const char *const names[] = {"acquired", "released", "overlap", "forked"};
-	struct timespec ts;
-	char line[80];
-	int n;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	n = snprintf(line, sizeof line, "%c %d %lld\n", what, (int)getpid(),
-		     (long long)ts.tv_sec * 1000000000ll + ts.tv_nsec);
-	say(witness, line, n);
-	n = snprintf(line, sizeof line, "event=%s pid=%d\n", names[strchr("SEXF", what) - "SEXF"], (int)getpid());
-	say(1, line, n);
-}
-
-/* The kernel's side of the witness: a write lock on byte 0. */
-static int witness_lock(short type)
-{
-	struct flock fl;
-	memset(&fl, 0, sizeof fl);
-	fl.l_type = type;
-	fl.l_whence = SEEK_SET;
-	fl.l_len = 1;
-	return witness < 0 || fcntl(witness, F_SETLK, &fl) == 0;
-}
-
-/* The last report made (valid: one was): a wake that changed nothing (the
- * 100 ms bound, with no write since) reports nothing, since every report
- * rings the agent's doorbell. */
-static struct {
-	int valid;
-	uint32_t state;
-	uint64_t grant_id, seen_gen;
-} last;
-
-static void report(uint32_t state, const procctl_grant_t *g)
-{
-	uint64_t id = g ? g->grant_id : 0, seen = g ? g->seen_gen : 0;
-	if (last.valid && last.state == state && last.grant_id == id && last.seen_gen == seen)
-		return;
-	/* Reports come from this thread only: wait for nothing. */
-	if (procctl_resource_report(&ctx, key.kind, key.id, state, PROCCTL_RES_F_WANT, g, 0) == 0) {
-		last.valid = 1;
-		last.state = state;
-		last.grant_id = id;
-		last.seen_gen = seen;
-	}
-}
-
-static void *control(void *arg)
-{
-	int holding = 0;
-	uint64_t since = 0;
-	(void)arg;
-	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
-		procctl_grant_t g;
-		int r, usable;
-		procctl_wait(&ctx, 100000000); /* writes wake it; 100 ms bounds a missed lease */
-		take_config();
-		r = procctl_grant_get(&ctx, key.kind, key.id, &g);
-		if (r < 0)
-			continue; /* busy or torn: the next write wakes us */
-		usable = r == 1 && procctl_grant_usable(&ctx, &g, 0) && !procctl_lease_expired(&ctx, 0);
-		if (holding && !usable) {
-			witness_lock(F_UNLCK);
-			note('E');
-			holding = 0;
-			status.held_ns += now_ns() - since;
-			procctl_state_set(&ctx, &status, sizeof status, 0);
-			report(PROCCTL_RES_RELEASED, &g);
-		} else if (!holding && usable) {
-			if (procctl_resource_report(&ctx, key.kind, key.id, PROCCTL_RES_ACQUIRING, PROCCTL_RES_F_WANT, &g, 0) ==
-			    0) {
-				if (!witness_lock(F_WRLCK))
-					note('X');
-				holding = 1;
-				since = now_ns();
-				status.turns++;
-				status.last_grant_id = g.grant_id;
-				procctl_state_set(&ctx, &status, sizeof status, 0);
-				report(PROCCTL_RES_HOLDING, &g);
-				note('S'); /* its time: when HOLDING was reported */
-			}
-		} else {
-			report(holding ? PROCCTL_RES_HOLDING : r == 1 ? PROCCTL_RES_RELEASED : PROCCTL_RES_IDLE, &g);
-		}
-	}
-	if (holding) {
-		witness_lock(F_UNLCK);
-		note('E');
-	}
-	return NULL;
-}
+static int fork_asked; /* set by the signal handler: an atomic */
 
 static void on_signal(int sig)
 {
 	if (sig == SIGUSR1)
 		__atomic_store_n(&fork_asked, 1, __ATOMIC_RELAXED);
 	else
-		__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+		holder_stop();
 }
 
 /* In the child of a fork: a region of its own, a control thread of its
@@ -200,24 +63,23 @@ static int become_child(pthread_t *t)
 	int err = procctl_reinit(&ctx);
 	if (err < 0)
 		return err;
-	note('F');
-	memset(&status, 0, sizeof status); /* a new region: its own counts */
-	last.valid = 0;                   /* and its own reports */
-	report(PROCCTL_RES_IDLE, NULL);
-	return -pthread_create(t, NULL, control, NULL);
+	holder_child();
+	return -pthread_create(t, NULL, holder_control, NULL);
 }
 
 int main(int argc, char **argv)
 {
 	static char storage[PROCCTL_STATE_STORAGE(1, sizeof(struct token_status))];
 	procctl_config_t cfg;
+	procctl_resource_t key;
 	long kind = 1;
 	char *end = NULL;
 	sigset_t mask, waitmask;
 	pthread_t t;
-	int i, err, id = 0;
+	int i, err, id = 0, witness = -1;
 
 	memset(&cfg, 0, sizeof cfg);
+	memset(&key, 0, sizeof key);
 	cfg.consumer = "token";
 	cfg.schema_version = 1;
 	cfg.payload_capacity = 64;
@@ -260,20 +122,19 @@ int main(int argc, char **argv)
 	signal(SIGTERM, on_signal);
 	signal(SIGINT, on_signal);
 	signal(SIGUSR1, on_signal);
-	procctl_state_set(&ctx, &status, sizeof status, 0);
-	report(PROCCTL_RES_IDLE, NULL); /* asks for it at once */
+	holder_init(&ctx, &key, witness, NULL);
 	printf("event=started pid=%d\n", (int)getpid());
 	fflush(stdout);
-	if (pthread_create(&t, NULL, control, NULL) != 0)
+	if (pthread_create(&t, NULL, holder_control, NULL) != 0)
 		return 1;
-	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
+	while (!holder_stopping()) {
 		sigsuspend(&waitmask);
 		if (__atomic_exchange_n(&fork_asked, 0, __ATOMIC_RELAXED)) {
 			pid_t pid;
 			pid = fork();
 			if (pid == 0 && (err = become_child(&t)) < 0) {
 				char line[96];
-				say(2, line, snprintf(line, sizeof line, "token-client: forked child: %s\n", strerror(-err)));
+				holder_say(2, line, snprintf(line, sizeof line, "token-client: forked child: %s\n", strerror(-err)));
 				_exit(1);
 			}
 		}
