@@ -99,13 +99,6 @@ void gpu_close(struct gpu *g)
 	g->ctx = NULL;
 }
 
-void gpu_uuid_str(const uint8_t u[16], char out[37])
-{
-	size_t i, o = 0;
-	for (i = 0; i < 16; i++)
-		o += (size_t)snprintf(out + o, 37 - o, "%s%02x", i == 4 || i == 6 || i == 8 || i == 10 ? "-" : "", u[i]);
-}
-
 /* ---- PC sampling --------------------------------------------------- */
 
 void pcs_init(struct pcs *p, struct gpu *g, int start_stop, unsigned period)

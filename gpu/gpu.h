@@ -35,8 +35,6 @@ CUresult gpu_current(struct gpu *g);
 /* One busy kernel, waited for: a CUresult. */
 CUresult gpu_run(struct gpu *g);
 void gpu_close(struct gpu *g);
-/* The UUID as 8-4-4-4-12 hex (37 bytes with the NUL). */
-void gpu_uuid_str(const uint8_t uuid[16], char out[37]);
 
 /* PC sampling on g's context: each call's result and duration. */
 enum pcs_call { PCS_ENABLE, PCS_CONFIGURE, PCS_START, PCS_STOP, PCS_GETDATA, PCS_DISABLE, PCS_NCALLS };

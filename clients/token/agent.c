@@ -6,9 +6,9 @@
  * adopting the grants, when the first goes.
  *
  * Usage: token-agent [--consumer NAME] [--lock-dir DIR] [--kind K]
- *                    [--resources N] [--hold MS] [--lease MS] [--rescan MS]
+ *                    [--resources N | --id UUID] [--hold MS] [--lease MS] [--rescan MS]
  * Resources are of kind K (a number, default 1), ids 0 .. N-1 (their first
- * byte: token-client --id). Each client gets token_schema.h's struct
+ * byte: token-client --id), or the one resource UUID (a GPU's: pcsamp's). Each client gets token_schema.h's struct
  * token_config (the hold and the number of resources); at the end its
  * struct token_status is read back (turns, time held). SIGTERM/SIGINT:
  * hand off and exit, after a summary line per resource.
@@ -23,6 +23,7 @@
 
 #include "procctl_arbiter.h"
 #include "token_schema.h"
+#include "uuid.h"
 
 #define MS 1000000ull
 #define TICK_MS 5       /* without doorbells, reports are read this often */
@@ -111,6 +112,19 @@ static void statuses(void)
 	free(st);
 }
 
+static int uuid_ids; /* --id: resources are named by UUID */
+
+/* A resource's id as the lines give it: its first byte, or the UUID. */
+static const char *id_str(const procctl_resource_t *r)
+{
+	static char buf[37];
+	if (uuid_ids)
+		uuid_format(r->id, buf);
+	else
+		snprintf(buf, sizeof buf, "%u", r->id[0]);
+	return buf;
+}
+
 /* One line per change of holder. */
 static void show(const struct procctl_arbiter_snapshot *s, size_t n, pid_t *last)
 {
@@ -119,8 +133,8 @@ static void show(const struct procctl_arbiter_snapshot *s, size_t n, pid_t *last
 		if (s[i].holder_pid == last[i])
 			continue;
 		last[i] = s[i].holder_pid;
-		printf("event=holder resource=%u:%u pid=%d grant=%016llx waiters=%u handoffs=%llu\n", s[i].res.kind,
-		       s[i].res.id[0], (int)s[i].holder_pid, (unsigned long long)s[i].grant_id, s[i].waiters,
+		printf("event=holder resource=%u:%s pid=%d grant=%016llx waiters=%u handoffs=%llu\n", s[i].res.kind,
+		       id_str(&s[i].res), (int)s[i].holder_pid, (unsigned long long)s[i].grant_id, s[i].waiters,
 		       (unsigned long long)s[i].handoffs);
 	}
 }
@@ -128,8 +142,8 @@ static void show(const struct procctl_arbiter_snapshot *s, size_t n, pid_t *last
 static int usage(const char *argv0)
 {
 	fprintf(stderr,
-		"usage: %s [--consumer NAME] [--lock-dir DIR] [--kind K] [--resources N] [--hold MS] [--lease MS] "
-		"[--rescan MS]\n",
+		"usage: %s [--consumer NAME] [--lock-dir DIR] [--kind K] [--resources N | --id UUID] [--hold MS] "
+		"[--lease MS] [--rescan MS]\n",
 		argv0);
 	return 2;
 }
@@ -163,6 +177,8 @@ int main(int argc, char **argv)
 			kind = strtoul(argv[++ai], &end, 10);
 		else if (!strcmp(argv[ai], "--resources"))
 			nres = strtoul(argv[++ai], &end, 10);
+		else if (!strcmp(argv[ai], "--id") && uuid_parse(argv[ai + 1], res[0].id) == 0)
+			uuid_ids = ++ai;
 		else if (!strcmp(argv[ai], "--hold"))
 			hold_ms = strtoul(argv[++ai], &end, 10);
 		else if (!strcmp(argv[ai], "--lease"))
@@ -179,9 +195,14 @@ int main(int argc, char **argv)
 			PROCCTL_ARB_MAX_RESOURCES, UINT32_MAX);
 		return 2;
 	}
+	if (uuid_ids && nres != 1) {
+		fprintf(stderr, "token-agent: --id names one resource: no --resources with it\n");
+		return 2;
+	}
 	for (i = 0; i < nres; i++) {
 		res[i].kind = (uint32_t)kind;
-		res[i].id[0] = (uint8_t)i;
+		if (!uuid_ids)
+			res[i].id[0] = (uint8_t)i;
 	}
 	config.hold_ns = hold_ms * MS;
 	config.resources = (uint32_t)nres;
@@ -233,8 +254,8 @@ int main(int argc, char **argv)
 	}
 	n = procctl_arbiter_snapshot(a, snap, nres);
 	for (i = 0; i < n; i++)
-		printf("event=summary resource=%u:%u handoffs=%llu held_ms=%llu pending_ms=%llu blocked_ms=%llu\n",
-		       snap[i].res.kind, snap[i].res.id[0], (unsigned long long)snap[i].handoffs,
+		printf("event=summary resource=%u:%s handoffs=%llu held_ms=%llu pending_ms=%llu blocked_ms=%llu\n",
+		       snap[i].res.kind, id_str(&snap[i].res), (unsigned long long)snap[i].handoffs,
 		       (unsigned long long)(snap[i].hold_ns_total / MS), (unsigned long long)(snap[i].pending_ns / MS),
 		       (unsigned long long)(snap[i].blocked_ns / MS));
 	statuses();

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "gpu.h"
+#include "uuid.h"
 
 #define LINE_MS 200
 #define AT_MAX 64
@@ -193,7 +194,7 @@ int main(int argc, char **argv)
 	}
 	if (iters > 0)
 		g.iters = (unsigned)iters;
-	gpu_uuid_str(g.uuid, uuid);
+	uuid_format(g.uuid, uuid);
 	printf("t_ms=%.0f name=%s event=started pid=%d gpu=\"%s\" uuid=%s sms=%u iters=%u\n", now_ms(), name,
 	       (int)getpid(), g.name, uuid, g.blocks, g.iters);
 	fflush(stdout);
