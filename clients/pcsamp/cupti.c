@@ -2,8 +2,8 @@
 /* cupti.c - pcsamp's use of PC sampling on a GPU: a context running short
  * busy kernels (the application's work, on the main thread), and CUPTI PC
  * sampling on it with start/stop control, driven from the holder's control
- * thread: acquire = enable + configure + start, a drain at each wake while
- * held, release = stop + drain + disable. The resource's id is the GPU's
+ * thread: acquire = enable + configure + start, release = stop + drain +
+ * disable (a hold is one range, drained at its Stop). The resource's id is the GPU's
  * UUID (cuDeviceGetUuid): the same GPU under any index. */
 #include <errno.h>
 #include <stdio.h>
@@ -58,13 +58,6 @@ int backend_acquire(struct backend *b, char *why, size_t len)
 		return 0;
 	step(b, PCS_DISABLE, &n, NULL, 0); /* not held: give back what was taken */
 	return -EIO;
-}
-
-uint64_t backend_tick(struct backend *b)
-{
-	uint64_t n = 0;
-	pcs_call(&b->p, PCS_GETDATA, &n);
-	return n;
 }
 
 uint64_t backend_release(struct backend *b, char *why, size_t len)

@@ -66,12 +66,6 @@ static int on_acquire(void *arg)
 	return r;
 }
 
-static void on_tick(void *arg)
-{
-	(void)arg;
-	samples += backend_tick(be);
-}
-
 static void on_release(void *arg)
 {
 	char why[160];
@@ -100,7 +94,7 @@ static int usage(const char *argv0)
 int main(int argc, char **argv)
 {
 	static char storage[PROCCTL_STATE_STORAGE(1, sizeof(struct token_status))];
-	struct holder_use use = {on_acquire, on_release, on_tick, NULL, 1, 50000000};
+	struct holder_use use = {on_acquire, on_release, NULL, 1, 0};
 	struct pcsamp_opts o = {0, {0}, 0, 30, 20};
 	procctl_config_t cfg;
 	procctl_resource_t key;

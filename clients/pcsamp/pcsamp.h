@@ -24,10 +24,8 @@ struct backend *backend_open(struct pcsamp_opts *o, char *err, size_t errlen);
 /* Enable, configure, start: 0, or -EIO with the failed call and its
  * result in why (sampling is disabled again). */
 int backend_acquire(struct backend *b, char *why, size_t len);
-/* Drain: the samples taken since the last call. */
-uint64_t backend_tick(struct backend *b);
-/* Stop, drain, disable: the samples taken since the last call; why: the
- * first call that failed, or "". */
+/* Stop, drain, disable: the samples of the hold (a range: drained at its
+ * Stop, the documented way); why: the first call that failed, or "". */
 uint64_t backend_release(struct backend *b, char *why, size_t len);
 /* The application's work, one step (a kernel, waited for). */
 void backend_work(struct backend *b);

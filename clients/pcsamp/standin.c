@@ -52,12 +52,6 @@ int backend_acquire(struct backend *b, char *why, size_t len)
 	return 0;
 }
 
-uint64_t backend_tick(struct backend *b)
-{
-	(void)b;
-	return 0;
-}
-
 uint64_t backend_release(struct backend *b, char *why, size_t len)
 {
 	pause_for(b->release_ms, why, len);

@@ -167,8 +167,6 @@ void *holder_control(void *unused)
 		} else if (!holding && usable) {
 			holding = take(&g, &since);
 		} else {
-			if (holding && use.tick)
-				use.tick(use.arg);
 			report(holding ? PROCCTL_RES_HOLDING : r == 1 ? PROCCTL_RES_RELEASED : PROCCTL_RES_IDLE, &g);
 		}
 	}

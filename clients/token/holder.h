@@ -32,8 +32,6 @@ struct holder_use {
 	int (*acquire)(void *arg);
 	/* Stop using it: returns once it is given back. */
 	void (*release)(void *arg);
-	/* At every wake while held. */
-	void (*tick)(void *arg);
 	void *arg;
 	int say_releasing;  /* report RELEASING before release() */
 	uint64_t wake_ns;   /* the futex wait's bound (0: 100 ms) */

@@ -123,4 +123,8 @@ for n in 2 3; do
 	say "release_ms: $(grep -ho 'release_ms=[0-9.]*' "$d"/pcsamp-*.log | cut -d= -f2 | tr '\n' ' ')"
 	grep '^event=summary' "$d/agent.log" >&3
 done
+say "== 7 start/stop mode alone (sampler --start-stop: Start and Stop ranges, drained at each Stop)"
+"$S" --name A --start-stop --at 0:sample --at 2000:stop --at 2000:getdata --at 2500:start --at 4500:unsample \
+	>"$OUT/7-startstop.log" 2>&1
+calls "$OUT/7-startstop.log" A >&3
 say "== done $(date -u +%FT%TZ)"

@@ -14,7 +14,9 @@
  * Usage: sampler [--device N] [--name A] [--period N] [--start-stop]
  *                [--iters N] [--run-ms MS] [--at MS:ACTION ...]
  * ACTION: enable, configure, start, stop, getdata, disable; sample
- * (enable, configure, start), unsample (stop, getdata, disable); exit.
+ * (enable, configure, and start with --start-stop), unsample (stop with
+ * --start-stop, getdata, disable); exit. Without --start-stop, sampling is
+ * continuous from configure to disable, and GetData drains it every line.
  * Without --at: sample at 0. --run-ms: exit then (default: at the last
  * action's time plus a second, or never without --at). SIGTERM: unsample
  * and exit. */
@@ -87,7 +89,8 @@ static void run_call(struct pcs *p, enum pcs_call c)
 	fflush(stdout);
 }
 
-/* 1: exit. */
+/* 1: exit. sample and unsample start and stop only with --start-stop
+ * (continuous sampling runs from configure to disable). */
 static int run_action(struct pcs *p, int a)
 {
 	static const enum pcs_call up[] = {PCS_ENABLE, PCS_CONFIGURE, PCS_START};
@@ -96,8 +99,11 @@ static int run_action(struct pcs *p, int a)
 	if (a == A_EXIT)
 		return 1;
 	if (a == A_SAMPLE || a == A_UNSAMPLE) {
-		for (k = 0; k < 3; k++)
-			run_call(p, a == A_SAMPLE ? up[k] : down[k]);
+		for (k = 0; k < 3; k++) {
+			enum pcs_call c = a == A_SAMPLE ? up[k] : down[k];
+			if (p->start_stop || (c != PCS_START && c != PCS_STOP))
+				run_call(p, c);
+		}
 		return 0;
 	}
 	run_call(p, (enum pcs_call)a);
