@@ -66,6 +66,19 @@ void cfg_events(struct node *n, int64_t now)
 		cfg_on_due(&n->t_cfg, now);
 }
 
+/* node_reload (SIGHUP): now, without waiting for a change to settle. */
+void cfg_asked(struct node *n)
+{
+	if (n->cfg_ifd < 0) {
+		node_log(PROCCTL_LOG_INFO, "reload_ignored", "reason=\"no config file (--config) to read again\"");
+		return;
+	}
+	node_log(PROCCTL_LOG_INFO, "reload_asked", "file=%s signal=SIGHUP", n->cfg_path);
+	timer_disarm(&n->timers, &n->t_cfg);
+	n->cfg_first = 0;
+	cfg_reload(n);
+}
+
 /* Build the configuration again and apply its [desired] sections. */
 void cfg_reload(struct node *n)
 {

@@ -41,6 +41,13 @@ static void on_signal(int sig)
 		node_stop(the_node);
 }
 
+static void on_hup(int sig)
+{
+	(void)sig;
+	if (the_node)
+		node_reload(the_node); /* on standby there is nothing to read it for yet */
+}
+
 static void on_lib_log(enum procctl_log_level level, const char *event, const char *fields, void *arg)
 {
 	(void)arg;
@@ -68,7 +75,7 @@ static void usage(FILE *f)
 	fprintf(f, "\n"
 		   "With no configuration it runs on the defaults above. A second procctl-node\n"
 		   "started on the same node waits on standby (binding nothing) and takes over\n"
-		   "when the first stops. SIGTERM or SIGINT stops it.\n");
+		   "when the first stops. SIGTERM or SIGINT stops it; SIGHUP reads --config again.\n");
 }
 
 /* The loop's hook, to the gRPC side: it wakes its watchers when events
@@ -272,6 +279,9 @@ int main(int argc, char **argv)
 	sa.sa_handler = on_signal; /* no SA_RESTART: a standby's flock returns */
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
+	sa.sa_handler = on_hup; /* not the default (exit, with no hand-off): read the config file again */
+	sa.sa_flags = SA_RESTART; /* any thread may take it: no library call of theirs fails with EINTR */
+	sigaction(SIGHUP, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
 	node_log(PROCCTL_LOG_INFO, "starting", "version=%s pid=%d", PROCCTL_NODE_VERSION, (int)getpid());

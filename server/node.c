@@ -199,6 +199,15 @@ void node_stop(struct node *n)
 	}
 }
 
+void node_reload(struct node *n)
+{
+	uint64_t one = 1;
+	__atomic_store_n(&n->reload_asked, 1, __ATOMIC_RELAXED);
+	if (write(n->efd, &one, sizeof one) < 0) {
+		/* the counter is full: the loop is awake anyway */
+	}
+}
+
 int node_submit(struct node *n, struct node_job *job)
 {
 	uint64_t one = 1;
@@ -271,6 +280,8 @@ int node_run(struct node *n)
 		}
 		if (n->cfg_ifd >= 0)
 			cfg_events(n, now_ns());
+		if (__atomic_exchange_n(&n->reload_asked, 0, __ATOMIC_RELAXED))
+			cfg_asked(n);
 		/* The timers poll the processes waits expect acks of, tick the
 		 * arbiters, reload the config and end the waits whose time is
 		 * up; the settled and ended waits are answered. */

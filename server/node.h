@@ -118,6 +118,10 @@ int node_watch_config(struct node *n, const char *path,
 		      int (*build)(struct node_cfg *c, char *err, size_t errlen, void *arg), void *arg);
 /* Any thread, async-signal-safe: make node_run return. */
 void node_stop(struct node *n);
+/* Any thread, async-signal-safe (SIGHUP): the loop reads the followed
+ * configuration file again now, as on a change (node_watch_config); without
+ * one it logs that there is nothing to read. */
+void node_reload(struct node *n);
 /* After node_run returned: hand off (SIGTERM: RELEASED, the consumer
  * locks dropped: a successor takes over) or, with PROCCTL_CLOSE_UNINSTALL,
  * revert every process. Once only; node_close does it when it was not. */

@@ -180,6 +180,7 @@ struct node {
 	int closed;           /* under mu: no more jobs */
 	int efd;              /* eventfd: jobs queued, or stop */
 	volatile int stop;
+	int reload_asked;          /* node_reload (an atomic): read the config file at the next turn */
 
 	struct procctl_state st; /* scratch for state reads (64 KiB of bytes) */
 	struct read_q *reads;    /* reads done, for the loop (reads.c) */
@@ -301,6 +302,7 @@ int arbiter_refusal(const struct node *n, const struct proc *p, size_t i, char *
 /* cfgwatch.c: following the config file */
 void cfg_events(struct node *n, int64_t now);
 void cfg_reload(struct node *n);
+void cfg_asked(struct node *n); /* node_reload: read it again now */
 void cfg_on_due(struct timer *t, int64_t now); /* t_cfg's function */
 
 #endif

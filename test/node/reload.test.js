@@ -154,3 +154,21 @@ test('--check-config validates [desired] sections', () => {
   assert.match(t.stderr, /\[desired b\]: the same selector as \[desired a\]/);
   fs.rmSync(dir, { recursive: true, force: true });
 });
+
+test('SIGHUP reads the config file again at once and the daemon goes on serving (without --config: nothing to read)',
+  async () => {
+    const vol = new Volume();
+    vol.swap(section('hup', 'level=info'));
+    const d = await new h.Daemon({ args: ['--config', vol.file] }).ready();
+    await d.line(/event=config_reloaded|event=desired_set section=hup/);
+    process.kill(d.pid, 'SIGHUP');
+    await d.line(new RegExp(`event=reload_asked file=${vol.file.replace(/[.]/g, '\\.')} signal=SIGHUP`));
+    assert.equal(await h.health(d.addr), 'SERVING');
+    const bare = await new h.Daemon().ready();
+    process.kill(bare.pid, 'SIGHUP');
+    await bare.line(/event=reload_ignored reason="no config file \(--config\) to read again"/);
+    assert.equal(await h.health(bare.addr), 'SERVING');
+    await bare.stop(); // exit 0: SIGHUP did not end it
+    await d.stop();
+    fs.rmSync(vol.dir, { recursive: true, force: true });
+  });
