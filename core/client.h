@@ -48,6 +48,14 @@ int64_t procctl_client_claim(procctl_client_t *c, uint32_t domain, uint32_t epoc
 void procctl_client_heartbeat(procctl_client_t *c);
 int procctl_client_set_lease(procctl_client_t *c, uint64_t lease_ns);
 
+/* The process behind pidfd exited (its pidfd is readable). */
+int procctl_process_exited(int pidfd);
+/* 0 while rm is still the process attached; -ESRCH it exited; -ESTALE it
+ * exec'd (client_reads.c). */
+int procctl_remote_alive(const struct procctl_remote *rm);
+/* Let go of a reference to rm (the last frees it). */
+void procctl_remote_put(struct procctl_remote *rm);
+
 /* Hand-off (RELEASED) or uninstall; writes are refused afterwards. */
 int procctl_client_release(procctl_client_t *c);
 int64_t procctl_client_uninstall(procctl_client_t *c);
