@@ -356,6 +356,15 @@ uint64_t procctl_client_config_gen(procctl_client_t *c)
 	return g;
 }
 
+int procctl_client_config_is(procctl_client_t *c, const void *payload, size_t len)
+{
+	int same;
+	pthread_mutex_lock(&c->wlock);
+	same = c->r.config_gen && c->r.length && c->r.length == len && !memcmp(c->r.payload, payload, len);
+	pthread_mutex_unlock(&c->wlock);
+	return same;
+}
+
 int procctl_client_pidfd(const procctl_client_t *c)
 {
 	return c->remote->pidfd;

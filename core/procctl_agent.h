@@ -149,6 +149,10 @@ int procctl_client_info(const procctl_client_t *c, struct procctl_client_info *o
  * copy: the last write or clear, or what it adopted when it claimed the
  * region (0: none published). */
 uint64_t procctl_client_config_gen(procctl_client_t *c);
+/* 1 when the config now in the region (the agent's own copy, as for
+ * procctl_client_config_gen) is exactly len bytes at payload; 0 when it is
+ * another, or none (a clear, nothing published). */
+int procctl_client_config_is(procctl_client_t *c, const void *payload, size_t len);
 /* The highest config generation this agent published to c's region (its
  * writes and clears, and what it adopted): acks above it are ignored. */
 uint64_t procctl_client_published_max(const procctl_client_t *c);

@@ -24,8 +24,9 @@ void proc_wrote(struct node *n, struct proc *p, int64_t g, uint64_t rev)
 
 /* Give p, just attached, the desired config it should have: if it has
  * none yet, or if the config was set since this daemon started (a process
- * found by a successor has what the store said then; a config changed at
- * this start, by the file, or since, is news to it). */
+ * found by a successor was given what the store said then, and what it has
+ * now, that or a Publish over it, stays; a config changed at this start,
+ * by the file, or since, is news to it). Its rollout state is noted. */
 static void desired_apply(struct node *n, struct proc *p)
 {
 	const struct desired *d = desired_match(&n->desired, &p->key);
@@ -33,9 +34,12 @@ static void desired_apply(struct node *n, struct proc *p)
 	int64_t g;
 	if (!d || !procctl_registry_owner(p->reg, p->key.consumer))
 		return;
-	if (found && d->revision <= n->rev_at_start) { /* what the store said then, as a predecessor wrote it */
-		p->desired_rev = d->revision;
+	if (found && d->revision <= n->rev_at_start) { /* the store said so then: a predecessor's to write */
 		p->desired_gen = found;
+		if (procctl_client_config_is(p->c, d->payload, d->len))
+			p->desired_rev = d->revision;
+		else /* another config: a Publish or Clear over it, kept; not this one's */
+			p->write_rev = n->rev_at_start;
 		return;
 	}
 	if (d->len > p->payload_cap) {

@@ -74,8 +74,12 @@ static void echo_roundtrip(void **state)
 	assert_int_equal(procctl_client_read_state(c, &st, in_ns(1000000000)), 0);
 	assert_true(procctl_client_claim(c, 1, 1, 10000000000ull) > 0);
 
+	assert_int_equal(procctl_client_config_is(c, "hello echo", 10), 0); /* nothing published */
 	g = procctl_client_write(c, "hello echo", 10);
 	assert_true(g > 0);
+	assert_int_equal(procctl_client_config_is(c, "hello echo", 10), 1);
+	assert_int_equal(procctl_client_config_is(c, "hello echx", 10), 0);
+	assert_int_equal(procctl_client_config_is(c, "hello", 5), 0);
 	assert_int_equal(procctl_client_wait_ack(c, (uint64_t)g, in_ns(5000000000), &ack), 0);
 	assert_int_equal(ack.kind, PROCCTL_ACK_APPLIED);
 	assert_int_equal(ack.acked_gen, (uint64_t)g);
@@ -87,6 +91,7 @@ static void echo_roundtrip(void **state)
 
 	g = procctl_client_clear(c);
 	assert_true(g > 0);
+	assert_int_equal(procctl_client_config_is(c, "hello echo", 10), 0); /* cleared */
 	assert_int_equal(procctl_client_wait_ack(c, (uint64_t)g, in_ns(5000000000), &ack), 0);
 	assert_int_equal(procctl_client_read_state(c, &st, in_ns(1000000000)), 0);
 	st.data[st.data_len < sizeof st.data ? st.data_len : 0] = 0;

@@ -228,3 +228,36 @@ test('rollout: ListDesiredConfigs and /metrics count each config\'s processes ap
     await rd.stop();
   }
 });
+
+test('a successor counts what it finds: the desired config applied where it is, a Publish over it superseded', async () => {
+  const consumer = `${h.CONSUMER}.succ`;
+  const da = await new h.Daemon({ consumers: consumer }).ready();
+  const ca = da.client();
+  const es = [await h.echo(consumer), await h.echo(consumer)];
+  for (const e of es) await h.attached(da, e.pid);
+  const rollout = async (cl) => (await h.call(cl, 'ListDesiredConfigs', {})).configs.find((x) => x.selector.consumer === consumer).rollout;
+  try {
+    const r = await h.call(ca, 'SetDesiredConfig', { config: { selector: { consumer, schemaVersion: 1 },
+      payload: Buffer.from('wanted') }, waitMs: 5000 });
+    assert.deepEqual(r.results.map((x) => x.status), ['PUBLISH_STATUS_APPLIED', 'PUBLISH_STATUS_APPLIED']);
+    const p = await h.call(ca, 'Publish', { selector: { pid: es[1].pid }, payload: Buffer.from('mine'), waitMs: 5000 });
+    assert.equal(p.results[0].status, 'PUBLISH_STATUS_APPLIED');
+    assert.deepEqual(await rollout(ca), { applied: 1, rejected: 0, pending: 0, superseded: 1 });
+    ca.close();
+    await da.stop();
+    const db = await new h.Daemon({ dir: da.dir, consumers: consumer }).ready();
+    const cb = db.client();
+    try {
+      for (const e of es) await h.attached(db, e.pid);
+      await h.until(async () => JSON.stringify(await rollout(cb)) === JSON.stringify({ applied: 1, rejected: 0, pending: 0,
+        superseded: 1 }), { what: `the successor to count 1 applied, 1 superseded (${JSON.stringify(await rollout(cb))})` });
+      const lines = (e) => e.out.filter((l) => l.startsWith('event=applied')).map((l) => l.replace(/.* payload=/, ''));
+      assert.deepEqual(lines(es[1]), ['wanted', 'mine'], 'the successor wrote nothing over the Publish');
+    } finally {
+      cb.close();
+      await db.stop();
+    }
+  } finally {
+    await Promise.all(es.map((e) => e.kill('SIGKILL')));
+  }
+});
