@@ -398,17 +398,36 @@ static int64_t full_scan_due(const procctl_registry_t *r)
 	return r->full_start + FULL_SCAN_SHARE * r->full_ns;
 }
 
+/* pid onto the notify queue, under mu. One waiting there already is not
+ * queued again: its scan comes after this call anyway. */
+static void queue_pid(procctl_registry_t *r, pid_t pid)
+{
+	pid_t *slot = &r->queued[(unsigned)pid % NOTIFY_SLOTS];
+	if (*slot == pid)
+		return;
+	if (r->nq == NOTIFY_MAX) {
+		r->notify_all = 1; /* too many at once: a full scan finds them all */
+		return;
+	}
+	r->notify_q[(r->nq_head + r->nq++) % NOTIFY_MAX] = pid;
+	*slot = pid;
+}
+
 static void drain_notify(procctl_registry_t *r)
 {
-	pid_t q[NOTIFY_MAX];
+	pid_t q[NOTIFY_BATCH];
 	unsigned n, i;
 	int all;
 
 	pthread_mutex_lock(&r->mu);
-	n = r->nq < NOTIFY_BATCH ? r->nq : NOTIFY_BATCH; /* the rest after other work */
-	memcpy(q, r->notify_q, n * sizeof *q);
-	memmove(r->notify_q, r->notify_q + n, (r->nq - n) * sizeof *q);
-	r->nq -= n;
+	for (n = 0; n < NOTIFY_BATCH && r->nq; n++, r->nq--) { /* the rest after other work */
+		pid_t *slot;
+		q[n] = r->notify_q[r->nq_head];
+		r->nq_head = (r->nq_head + 1) % NOTIFY_MAX;
+		slot = &r->queued[(unsigned)q[n] % NOTIFY_SLOTS];
+		if (*slot == q[n])
+			*slot = 0;
+	}
 	if (r->nq)
 		reg_kick(r);
 	all = r->notify_all;
@@ -570,10 +589,7 @@ int procctl_registry_notify(procctl_registry_t *r, pid_t pid)
 	if (pid <= 0)
 		return -EINVAL;
 	pthread_mutex_lock(&r->mu);
-	if (r->nq < NOTIFY_MAX)
-		r->notify_q[r->nq++] = pid;
-	else
-		r->notify_all = 1; /* too many at once: a full scan finds them all */
+	queue_pid(r, pid);
 	pthread_mutex_unlock(&r->mu);
 	reg_kick(r);
 	return 0;
@@ -588,10 +604,7 @@ int procctl_registry_exec(procctl_registry_t *r, pid_t pid)
 		pthread_mutex_unlock(&r->mu);
 		return 0;
 	}
-	if (r->nq < NOTIFY_MAX)
-		r->notify_q[r->nq++] = pid; /* checked, then scanned: its new image may have a region */
-	else
-		r->notify_all = 1;
+	queue_pid(r, pid); /* checked, then scanned: its new image may have a region */
 	pthread_mutex_unlock(&r->mu);
 	reg_kick(r);
 	return 0;

@@ -24,7 +24,8 @@
 #define NOTIFY_BATCH 16       /* notified pids scanned a dispatch (the rest at the next) */
 #define FULL_SCAN_SHARE 10    /* asked-for full scans start at most every 10x a scan's time */
 #define SCAN_STEP_PIDS 16     /* processes a full scan looks at in one dispatch (~1 ms) */
-#define NOTIFY_MAX 1024
+#define NOTIFY_MAX 4096   /* pids waiting for a targeted scan (more at once: a full scan) */
+#define NOTIFY_SLOTS 8192 /* queued[]: a power of two */
 #define REJECTED_MAX 256
 #define UNSEALED_MAX 64
 #define UNSEALED_TICKS 50 /* a region found mid-init is probed again for 1 s */
@@ -96,8 +97,13 @@ struct procctl_registry {
 	pthread_mutex_t mu; /* entries, notify queue, stats: shared with the heartbeat thread */
 	struct entry *entries;
 	struct entry *by_id[1u << REG_BUCKET_BITS], *by_pid[1u << REG_BUCKET_BITS];
+	/* pids to scan (notify, exec): a ring, nq of them from nq_head. A
+	 * pid's slot in queued[] (pid % NOTIFY_SLOTS) holds it while it waits,
+	 * so one said twice (its fork's recheck, then its hello) is scanned
+	 * once; two pids of a slot are both queued. */
 	pid_t notify_q[NOTIFY_MAX];
-	unsigned nq;
+	unsigned nq_head, nq;
+	pid_t queued[NOTIFY_SLOTS];
 	int notify_all;
 	int64_t full_start, full_ns; /* the last full scan: when it began, its steps' time */
 	procctl_scan_iter_t *scan_it; /* a full scan under way */
