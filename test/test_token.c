@@ -308,11 +308,29 @@ static void reap_any(void)
 		;
 }
 
-static pid_t token_agent(const char *lockdir, const char *log)
+static pid_t token_agent_every(const char *lockdir, const char *log, const char *rescan_ms)
 {
 	char *argv[] = {"token-agent", "--consumer", consumer, "--lock-dir", (char *)lockdir, "--hold", "30",
-			"--lease",     "400",        "--rescan", "100",       NULL};
+			"--lease",     "400",        "--rescan", (char *)rescan_ms, NULL};
 	return spawn(TOKEN_AGENT_PATH, argv, log, 1);
+}
+
+static pid_t token_agent(const char *lockdir, const char *log)
+{
+	return token_agent_every(lockdir, log, "100");
+}
+
+/* 1 when the file at path has what in it. */
+static int file_has(const char *path, const char *what)
+{
+	char buf[8192];
+	size_t n;
+	FILE *f = fopen(path, "r");
+	assert_non_null(f);
+	n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	return strstr(buf, what) != NULL;
 }
 
 /* Holder changes an agent logged ("event=holder ... pid=N" with N != 0);
@@ -578,11 +596,48 @@ static void zombie_holder_frees(void **state)
 	assert_int_equal(system(cmd), 0);
 }
 
+/* A holder that starts after the agent's first scan, with rescans an
+ * hour apart: the agent's hello probe finds it, and it gets its turn.
+ * Before, token-agent found such a holder at its next rescan alone. */
+static void late_holder_found_by_hello(void **state)
+{
+	char lockdir[] = "/tmp/procctl-locks.XXXXXX", witness[] = "/tmp/procctl-witness.XXXXXX";
+	char log[] = "/tmp/procctl-agentH.XXXXXX", cmd[128];
+	pid_t agent, h;
+	int i;
+	(void)state;
+
+	assert_non_null(mkdtemp(lockdir));
+	close(mkstemp(witness));
+	close(mkstemp(log));
+	agent = token_agent_every(lockdir, log, "3600000");
+	for (i = 0; i < 500 && !file_has(log, "event=started"); i++)
+		th_sleep_ms(10);
+	if (!file_has(log, "hello=1"))
+		fail_msg("token-agent has no hello probe here (root, perf uprobes): %s", log);
+	th_sleep_ms(200); /* its first scan is over */
+	h = holder(witness);
+	for (i = 0; i < 1000 && last_event(witness, h, 0) != 'S'; i++)
+		th_sleep_ms(10);
+	assert_int_equal(last_event(witness, h, 0), 'S');
+	assert_true(holder_changes(log) >= 1);
+
+	kill(h, SIGKILL);
+	waitpid(h, NULL, 0);
+	kill(agent, SIGTERM);
+	waitpid(agent, NULL, 0);
+	unlink(witness);
+	unlink(log);
+	snprintf(cmd, sizeof cmd, "rm -rf %s", lockdir);
+	assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(rotation_with_real_holders, teardown),
 		cmocka_unit_test_teardown(zombie_holder_frees, teardown),
+		cmocka_unit_test_teardown(late_holder_found_by_hello, teardown),
 		cmocka_unit_test_teardown(random_schedules, teardown),
 	};
 	signal(SIGPIPE, SIG_IGN);

@@ -7,11 +7,16 @@
  *
  * Usage: token-agent [--consumer NAME] [--lock-dir DIR] [--kind K]
  *                    [--resources N | --id UUID] [--hold MS] [--lease MS] [--rescan MS]
+ *                    [--hello 0|1]
  * Resources are of kind K (a number, default 1), ids 0 .. N-1 (their first
  * byte: token-client --id), or the one resource UUID (a GPU's: pcsamp's). Each client gets token_schema.h's struct
  * token_config (the hold and the number of resources); at the end its
  * struct token_status is read back (turns, time held). SIGTERM/SIGINT:
  * hand off and exit, after a summary line per resource.
+ *
+ * A client that starts later is found at once by the procctl:hello probe
+ * (procctl_hello, as procctl-node does: perf uprobes, root or CAP_PERFMON),
+ * else at the next rescan (--rescan, default 60 s); --hello 0 turns it off.
  */
 #include <errno.h>
 #include <poll.h>
@@ -112,6 +117,37 @@ static void statuses(void)
 	free(st);
 }
 
+/* The hello probe's news, to the registry. */
+static void on_hello_pid(pid_t pid, void *arg)
+{
+	(void)arg;
+	if (pid)
+		procctl_registry_notify(reg, pid);
+	else
+		procctl_registry_rescan(reg); /* records were lost */
+}
+
+static void on_hello_exec(pid_t pid, void *arg)
+{
+	(void)arg;
+	procctl_registry_exec(reg, pid);
+}
+
+/* The hello probe, or NULL (said why: found at rescans then). */
+static procctl_hello_t *hello_start(uint64_t rescan_ns)
+{
+	struct procctl_hello_opts ho;
+	procctl_hello_t *h;
+	memset(&ho, 0, sizeof ho);
+	ho.sz = sizeof ho;
+	ho.on_pid = on_hello_pid;
+	ho.on_exec = on_hello_exec;
+	if (!(h = procctl_hello_new(&ho)))
+		fprintf(stderr, "token-agent: no hello probe (%s): clients started later are found at rescans, every %llu ms\n",
+			procctl_hello_error(-errno), (unsigned long long)((rescan_ns ? rescan_ns : 60000 * MS) / MS));
+	return h;
+}
+
 static int uuid_ids; /* --id: resources are named by UUID */
 
 /* A resource's id as the lines give it: its first byte, or the UUID. */
@@ -143,9 +179,58 @@ static int usage(const char *argv0)
 {
 	fprintf(stderr,
 		"usage: %s [--consumer NAME] [--lock-dir DIR] [--kind K] [--resources N | --id UUID] [--hold MS] "
-		"[--lease MS] [--rescan MS]\n",
+		"[--lease MS] [--rescan MS] [--hello 0|1]\n",
 		argv0);
 	return 2;
+}
+
+struct args {
+	unsigned long kind, nres, hold_ms;
+	int hello;
+};
+
+/* The flags into o, a and res[0].id (--id): 0, or 2 (said why). */
+static int parse(int argc, char **argv, struct procctl_registry_opts *o, struct args *a, procctl_resource_t *res)
+{
+	int ai;
+	for (ai = 1; ai < argc; ai++) {
+		char *end = NULL;
+		if (ai + 1 >= argc)
+			return usage(argv[0]);
+		if (!strcmp(argv[ai], "--consumer"))
+			o->consumer = argv[++ai];
+		else if (!strcmp(argv[ai], "--lock-dir"))
+			o->lock_dir = argv[++ai];
+		else if (!strcmp(argv[ai], "--kind"))
+			a->kind = strtoul(argv[++ai], &end, 10);
+		else if (!strcmp(argv[ai], "--resources"))
+			a->nres = strtoul(argv[++ai], &end, 10);
+		else if (!strcmp(argv[ai], "--id") && uuid_parse(argv[ai + 1], res[0].id) == 0)
+			uuid_ids = ++ai;
+		else if (!strcmp(argv[ai], "--hold"))
+			a->hold_ms = strtoul(argv[++ai], &end, 10);
+		else if (!strcmp(argv[ai], "--lease"))
+			o->lease_ns = strtoull(argv[++ai], &end, 10) * MS;
+		else if (!strcmp(argv[ai], "--rescan"))
+			o->rescan_ns = strtoull(argv[++ai], &end, 10) * MS;
+		else if (!strcmp(argv[ai], "--hello") && (!strcmp(argv[ai + 1], "0") || !strcmp(argv[ai + 1], "1")))
+			a->hello = argv[++ai][0] == '1';
+		else
+			return usage(argv[0]);
+		if (end && *end)
+			return usage(argv[0]);
+	}
+	if (a->nres < 1 || a->nres > PROCCTL_ARB_MAX_RESOURCES || a->hold_ms < 1 || a->kind < 1 ||
+	    a->kind > UINT32_MAX) {
+		fprintf(stderr, "token-agent: --resources 1..%d, --hold at least 1 ms, --kind 1..%u\n",
+			PROCCTL_ARB_MAX_RESOURCES, UINT32_MAX);
+		return 2;
+	}
+	if (uuid_ids && a->nres != 1) {
+		fprintf(stderr, "token-agent: --id names one resource: no --resources with it\n");
+		return 2;
+	}
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -156,56 +241,25 @@ int main(int argc, char **argv)
 	struct procctl_registry_opts o;
 	struct procctl_arbiter_source src;
 	struct procctl_arbiter_opts ao;
+	struct args ar = {1, 1, 1000, 1};
+	procctl_hello_t *hello = NULL;
 	procctl_arbiter_t *a;
-	unsigned long kind = 1, nres = 1, hold_ms = 1000;
 	size_t i, n;
-	int err = 0, tick_err, last_err = 0, ai;
+	int err = 0, tick_err, last_err = 0;
 
 	memset(&o, 0, sizeof o);
 	o.sz = sizeof o;
 	o.consumer = "token";
 	o.on_event = on_event;
-	for (ai = 1; ai < argc; ai++) {
-		char *end = NULL;
-		if (ai + 1 >= argc)
-			return usage(argv[0]);
-		if (!strcmp(argv[ai], "--consumer"))
-			o.consumer = argv[++ai];
-		else if (!strcmp(argv[ai], "--lock-dir"))
-			o.lock_dir = argv[++ai];
-		else if (!strcmp(argv[ai], "--kind"))
-			kind = strtoul(argv[++ai], &end, 10);
-		else if (!strcmp(argv[ai], "--resources"))
-			nres = strtoul(argv[++ai], &end, 10);
-		else if (!strcmp(argv[ai], "--id") && uuid_parse(argv[ai + 1], res[0].id) == 0)
-			uuid_ids = ++ai;
-		else if (!strcmp(argv[ai], "--hold"))
-			hold_ms = strtoul(argv[++ai], &end, 10);
-		else if (!strcmp(argv[ai], "--lease"))
-			o.lease_ns = strtoull(argv[++ai], &end, 10) * MS;
-		else if (!strcmp(argv[ai], "--rescan"))
-			o.rescan_ns = strtoull(argv[++ai], &end, 10) * MS;
-		else
-			return usage(argv[0]);
-		if (end && *end)
-			return usage(argv[0]);
-	}
-	if (nres < 1 || nres > PROCCTL_ARB_MAX_RESOURCES || hold_ms < 1 || kind < 1 || kind > UINT32_MAX) {
-		fprintf(stderr, "token-agent: --resources 1..%d, --hold at least 1 ms, --kind 1..%u\n",
-			PROCCTL_ARB_MAX_RESOURCES, UINT32_MAX);
-		return 2;
-	}
-	if (uuid_ids && nres != 1) {
-		fprintf(stderr, "token-agent: --id names one resource: no --resources with it\n");
-		return 2;
-	}
-	for (i = 0; i < nres; i++) {
-		res[i].kind = (uint32_t)kind;
+	if ((err = parse(argc, argv, &o, &ar, res)))
+		return err;
+	for (i = 0; i < ar.nres; i++) {
+		res[i].kind = (uint32_t)ar.kind;
 		if (!uuid_ids)
 			res[i].id[0] = (uint8_t)i;
 	}
-	config.hold_ns = hold_ms * MS;
-	config.resources = (uint32_t)nres;
+	config.hold_ns = ar.hold_ms * MS;
+	config.resources = (uint32_t)ar.nres;
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	procctl_set_log(on_log, NULL);
 	o.flags = PROCCTL_REGISTRY_DOORBELLS; /* react to each report at once */
@@ -225,22 +279,31 @@ int main(int argc, char **argv)
 	}
 	memset(&ao, 0, sizeof ao);
 	ao.sz = sizeof ao;
-	ao.kind = (uint32_t)kind;
-	ao.hold_ns = hold_ms * MS;
+	ao.kind = (uint32_t)ar.kind;
+	ao.hold_ns = ar.hold_ms * MS;
 	ao.resources = res;
-	ao.nresources = nres;
+	ao.nresources = ar.nres;
 	a = procctl_arbiter_new(&ao, &src);
 	if (!a) {
 		fprintf(stderr, "token-agent: %s\n", strerror(errno));
 		return 1;
 	}
+	if (ar.hello)
+		hello = hello_start(o.rescan_ns);
 	signal(SIGTERM, on_signal);
 	signal(SIGINT, on_signal);
-	printf("event=started pid=%d kind=%lu resources=%lu hold_ms=%lu\n", (int)getpid(), kind, nres, hold_ms);
+	printf("event=started pid=%d kind=%lu resources=%lu hold_ms=%lu hello=%d\n", (int)getpid(), ar.kind, ar.nres,
+	       ar.hold_ms, hello != NULL);
 	while (!stop && !err) {
-		struct pollfd p = {procctl_registry_fd(reg), POLLIN, 0};
-		if (poll(&p, 1, timeout_ms(a, o.flags != 0)) < 0 && errno != EINTR)
+		struct pollfd p[2] = {{procctl_registry_fd(reg), POLLIN, 0}, {hello ? procctl_hello_fd(hello) : -1, POLLIN, 0}};
+		if (poll(p, 2, timeout_ms(a, o.flags != 0)) < 0 && errno != EINTR)
 			break;
+		if (hello && (p[1].revents & POLLIN) && (err = procctl_hello_dispatch(hello)) < 0) {
+			fprintf(stderr, "token-agent: hello: %s (found at rescans from here)\n", strerror(-err));
+			procctl_hello_free(hello);
+			hello = NULL;
+			err = 0;
+		}
 		err = procctl_registry_dispatch(reg);
 		if (err) {
 			fprintf(stderr, "token-agent: registry: %s\n", strerror(-err));
@@ -250,9 +313,9 @@ int main(int argc, char **argv)
 		if (tick_err && tick_err != last_err)
 			fprintf(stderr, "token-agent: arbiter: %s\n", strerror(-tick_err));
 		last_err = tick_err;
-		show(snap, procctl_arbiter_snapshot(a, snap, nres), last);
+		show(snap, procctl_arbiter_snapshot(a, snap, ar.nres), last);
 	}
-	n = procctl_arbiter_snapshot(a, snap, nres);
+	n = procctl_arbiter_snapshot(a, snap, ar.nres);
 	for (i = 0; i < n; i++)
 		printf("event=summary resource=%u:%s handoffs=%llu held_ms=%llu pending_ms=%llu blocked_ms=%llu\n",
 		       snap[i].res.kind, id_str(&snap[i].res), (unsigned long long)snap[i].handoffs,
@@ -260,6 +323,8 @@ int main(int argc, char **argv)
 		       (unsigned long long)(snap[i].blocked_ns / MS));
 	statuses();
 	printf("event=stopping mode=hand-off\n");
+	if (hello)
+		procctl_hello_free(hello);
 	procctl_arbiter_free(a);
 	procctl_registry_close(reg, 0);
 	procctl_arbiter_registry_source_free(&src);
