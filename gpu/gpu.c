@@ -16,16 +16,18 @@ extern const unsigned char gpu_kernel[]; /* kernel.cu's fatbin, embedded (cmake/
 extern const size_t gpu_kernel_len;
 
 /* The module, from an 8-byte aligned copy of the fatbin (the array's own
- * alignment is a char's). */
+ * alignment is a char's), kept in g->image until the module is unloaded
+ * (the driver API does not say the image may go sooner). */
 static CUresult load_kernel(struct gpu *g)
 {
-	void *img = aligned_alloc(64, (gpu_kernel_len + 63) / 64 * 64);
 	CUresult r;
-	if (!img)
+	if (!(g->image = aligned_alloc(64, (gpu_kernel_len + 63) / 64 * 64)))
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	memcpy(img, gpu_kernel, gpu_kernel_len);
-	r = cuModuleLoadData(&g->mod, img);
-	free(img);
+	memcpy(g->image, gpu_kernel, gpu_kernel_len);
+	if ((r = cuModuleLoadData(&g->mod, g->image)) != CUDA_SUCCESS) {
+		free(g->image);
+		g->image = NULL;
+	}
 	return r;
 }
 
@@ -69,7 +71,11 @@ int gpu_open(struct gpu *g, int ordinal, char *err, size_t errlen)
 	if ((r = cuCtxSetCurrent(g->ctx)) != CUDA_SUCCESS || (r = load_kernel(g)) != CUDA_SUCCESS ||
 	    (r = cuModuleGetFunction(&g->busy, g->mod, "busy")) != CUDA_SUCCESS ||
 	    (r = cuMemAlloc(&g->out, (size_t)g->blocks * THREADS * sizeof(unsigned long long))) != CUDA_SUCCESS) {
+		if (g->mod)
+			cuModuleUnload(g->mod);
+		free(g->image);
 		cuDevicePrimaryCtxRelease(g->dev);
+		memset(g, 0, sizeof *g);
 		return cu_fail("loading the kernel", r, err, errlen);
 	}
 	return 0;
@@ -95,6 +101,8 @@ void gpu_close(struct gpu *g)
 		return;
 	cuMemFree(g->out);
 	cuModuleUnload(g->mod);
+	free(g->image);
+	g->image = NULL;
 	cuDevicePrimaryCtxRelease(g->dev);
 	g->ctx = NULL;
 }
@@ -134,29 +142,41 @@ static void free_buf(CUpti_PCSamplingData *d)
 	memset(d, 0, sizeof *d);
 }
 
-static int by_address(const void *a, const void *b)
+/* Keep name to free in pcs_free, once: CUPTI may share one string among
+ * records, also those of later GetData calls (CUpti_PCSamplingPCData:
+ * "should not be modified or freed until post processing of all the
+ * records is done"). */
+static void keep_name(struct pcs *p, char *name)
 {
-	uintptr_t x = (uintptr_t)*(char *const *)a, y = (uintptr_t)*(char *const *)b;
-	return x < y ? -1 : x > y;
+	size_t i;
+	if (!name)
+		return;
+	for (i = p->nnames; i > 0; i--)
+		if (p->names[i - 1] == name)
+			return;
+	if (p->nnames == p->cap) {
+		size_t cap = p->cap ? 2 * p->cap : 16;
+		char **n = realloc(p->names, cap * sizeof *n);
+		if (!n)
+			return; /* left to CUPTI: a leak, never a double free */
+		p->names = n;
+		p->cap = cap;
+	}
+	p->names[p->nnames++] = name;
 }
 
-/* The samples of d's records (attributed to PCs); the function names CUPTI
- * allocated are freed, each once (records share them). */
-static uint64_t take(CUpti_PCSamplingData *d)
+/* The samples of d's records (attributed to PCs); their function names
+ * kept for pcs_free. */
+static uint64_t take(struct pcs *p, CUpti_PCSamplingData *d)
 {
-	char *names[COLLECT_PCS];
 	size_t i, j, n = d->totalNumPcs < COLLECT_PCS ? d->totalNumPcs : COLLECT_PCS;
 	uint64_t s = 0;
 	for (i = 0; i < n; i++) {
 		for (j = 0; j < d->pPcData[i].stallReasonCount; j++)
 			s += d->pPcData[i].stallReason[j].samples;
-		names[i] = d->pPcData[i].functionName;
+		keep_name(p, d->pPcData[i].functionName);
 		d->pPcData[i].functionName = NULL;
 	}
-	qsort(names, n, sizeof names[0], by_address);
-	for (i = 0; i < n; i++)
-		if (names[i] && (!i || names[i] != names[i - 1]))
-			free(names[i]);
 	return s;
 }
 
@@ -198,8 +218,12 @@ static CUptiResult enable(struct pcs *p)
 	np.numStallReasons = &p->nstall;
 	if ((r = cuptiPCSamplingGetNumStallReasons(&np)) != CUPTI_SUCCESS)
 		return r;
-	if (alloc_buf(&p->cfg, p->nstall) < 0 || alloc_buf(&p->get, p->nstall) < 0)
+	if (alloc_buf(&p->cfg, p->nstall) < 0 || alloc_buf(&p->get, p->nstall) < 0) {
+		free_buf(&p->cfg);
+		free_buf(&p->get);
+		p->nstall = 0;
 		return CUPTI_ERROR_OUT_OF_MEMORY;
+	}
 	return CUPTI_SUCCESS;
 }
 
@@ -215,7 +239,7 @@ static CUptiResult drain(struct pcs *p, uint64_t *got)
 		p->get.totalNumPcs = p->get.remainingNumPcs = 0;
 		if ((r = cuptiPCSamplingGetData(&gp)) != CUPTI_SUCCESS)
 			break;
-		*got += take(&p->get);
+		*got += take(p, &p->get);
 		p->total += p->get.totalSamples;
 		p->dropped += p->get.droppedSamples;
 		if (!p->get.totalNumPcs && !p->get.remainingNumPcs)
@@ -252,7 +276,7 @@ CUptiResult pcs_call(struct pcs *p, enum pcs_call call, uint64_t *got)
 		p->cfg.totalNumPcs = 0;
 		r = cuptiPCSamplingDisable(&dp);
 		if (r == CUPTI_SUCCESS && p->nstall)
-			n = take(&p->cfg); /* what Disable flushed into the configured buffer */
+			n = take(p, &p->cfg); /* what Disable flushed into the configured buffer */
 		break;
 	default:
 		r = CUPTI_ERROR_INVALID_PARAMETER;
@@ -268,8 +292,14 @@ CUptiResult pcs_call(struct pcs *p, enum pcs_call call, uint64_t *got)
 
 void pcs_free(struct pcs *p)
 {
+	size_t i;
 	free_buf(&p->cfg);
 	free_buf(&p->get);
+	for (i = 0; i < p->nnames; i++)
+		free(p->names[i]);
+	free(p->names);
+	p->names = NULL;
+	p->nnames = p->cap = 0;
 }
 
 const char *pcs_call_name(enum pcs_call call)

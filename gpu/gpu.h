@@ -18,6 +18,7 @@ struct gpu {
 	CUdevice dev;
 	CUcontext ctx;     /* the device's primary context */
 	CUmodule mod;
+	void *image;       /* the module's fatbin, aligned, kept until it is unloaded */
 	CUfunction busy;
 	CUdeviceptr out;
 	unsigned iters;    /* per thread per kernel: about a millisecond on an H200 */
@@ -50,6 +51,8 @@ struct pcs {
 	double ms[PCS_NCALLS];    /* the last call's duration */
 	uint64_t samples;         /* attributed to PCs, in all */
 	uint64_t total, dropped;  /* totalSamples and droppedSamples, summed over GetData */
+	char **names;             /* the records' functionName strings, each once: CUPTI may */
+	size_t nnames, cap;       /* hand one out again later, so they are freed by pcs_free */
 };
 
 /* pcs_call: run one call (PCS_GETDATA drains: GetData until nothing is
@@ -59,6 +62,8 @@ struct pcs {
  * drain are added to p->samples and returned in *got (may be NULL). */
 void pcs_init(struct pcs *p, struct gpu *g, int start_stop, unsigned period);
 CUptiResult pcs_call(struct pcs *p, enum pcs_call call, uint64_t *got);
+/* The buffers and the function names: after Disable, or after gpu_close
+ * (a context destroyed while sampling is enabled flushes into p->cfg). */
 void pcs_free(struct pcs *p);
 const char *pcs_call_name(enum pcs_call call);
 const char *pcs_result_name(CUptiResult r);

@@ -79,7 +79,7 @@ void backend_work(struct backend *b)
 
 void backend_close(struct backend *b)
 {
+	gpu_close(&b->g); /* first: a context destroyed while enabled flushes into p's buffer */
 	pcs_free(&b->p);
-	gpu_close(&b->g);
 	free(b);
 }

@@ -236,7 +236,7 @@ int main(int argc, char **argv)
 	printf("t_ms=%.0f name=%s event=done samples=%llu total_reported=%llu dropped=%llu kernels=%llu\n", now_ms(), name,
 	       (unsigned long long)p.samples, (unsigned long long)p.total, (unsigned long long)p.dropped,
 	       (unsigned long long)g.kernels);
+	gpu_close(&g); /* first: a context destroyed while enabled flushes into p's buffer */
 	pcs_free(&p);
-	gpu_close(&g);
 	return 0;
 }
