@@ -18,8 +18,9 @@
  * --start-stop, getdata, disable); exit. Without --start-stop, sampling is
  * continuous from configure to disable, and GetData drains it every line.
  * Without --at: sample at 0. --run-ms: exit then (default: at the last
- * action's time plus a second, or never without --at). SIGTERM: unsample
- * and exit. */
+ * action's time plus a second, or never without --at). With --start-stop
+ * a range is drained at its Stop (getdata, unsample), not every line.
+ * SIGTERM: unsample and exit. */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -205,6 +206,7 @@ int main(int argc, char **argv)
 	       (int)getpid(), g.name, uuid, g.blocks, g.iters);
 	fflush(stdout);
 	pcs_init(&p, &g, start_stop, period);
+	line_at = now_ms() + LINE_MS; /* lines from here, not from before gpu_open */
 	while (!stop && (run_ms < 0 || now_ms() < run_ms)) {
 		CUresult kr;
 		int quit = 0;
@@ -220,10 +222,11 @@ int main(int argc, char **argv)
 		}
 		if (now_ms() >= line_at) {
 			uint64_t got = 0;
-			CUptiResult r = enabled ? pcs_call(&p, PCS_GETDATA, &got) : CUPTI_SUCCESS;
+			int get = enabled && !start_stop; /* start/stop: drained at Stop (CUPTI's flush point) */
+			CUptiResult r = get ? pcs_call(&p, PCS_GETDATA, &got) : CUPTI_SUCCESS;
 			interval += got;
 			printf("t_ms=%.0f name=%s phase=%s get=%s samples=%llu total=%llu dropped=%llu kernels=%llu\n",
-			       now_ms(), name, phase(&p), enabled ? pcs_result_name(r) : "-",
+			       now_ms(), name, phase(&p), get ? pcs_result_name(r) : "-",
 			       (unsigned long long)interval, (unsigned long long)p.samples, (unsigned long long)p.dropped,
 			       (unsigned long long)g.kernels);
 			fflush(stdout);
