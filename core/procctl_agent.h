@@ -278,6 +278,8 @@ enum procctl_event_type {
 	PROCCTL_EV_OWNERSHIP,    /* this agent took (held 1) or gave up or lost (0) a consumer's node lock */
 	PROCCTL_EV_DOORBELL,     /* with PROCCTL_REGISTRY_DOORBELLS: a process rang its ack doorbell (it
 	                          * acked or reported); coalesced, one event may stand for several */
+	PROCCTL_EV_READY,        /* consumer's lock, held, became ready (procctl_registry_ready: a
+	                          * full scan begun after it was taken finished); once a taking */
 };
 
 struct procctl_event {
@@ -287,7 +289,7 @@ struct procctl_event {
 	uint64_t instance_id;
 	const char *consumer;
 	int reason;               /* DETACHED: see above */
-	int held;                 /* OWNERSHIP */
+	int held;                 /* OWNERSHIP; READY: 1 */
 };
 
 typedef void (*procctl_event_cb)(const struct procctl_event *ev, void *arg);

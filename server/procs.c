@@ -363,6 +363,8 @@ void node_on_event(const struct procctl_event *e, void *arg)
 		}
 		break;
 	}
+	case PROCCTL_EV_READY: /* its arbiters, kicked above, may grant now */
+		break;
 	}
 }
 

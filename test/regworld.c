@@ -29,6 +29,8 @@ static void on_event(const struct procctl_event *ev, void *arg)
 		l->detached++, l->last_reason = ev->reason;
 	else if (ev->type == PROCCTL_EV_DOORBELL)
 		l->rang[l->doorbells++ & 7] = ev->pid;
+	else if (ev->type == PROCCTL_EV_READY)
+		l->ready++;
 	else
 		l->ownership++, l->held = ev->held, l->lost += !ev->held;
 }

@@ -18,7 +18,7 @@
 #define MS 1000000ull
 
 struct evlog {
-	int attached, detached, ownership, lost, last_reason, held, doorbells;
+	int attached, detached, ownership, lost, last_reason, held, doorbells, ready;
 	pid_t last_pid;
 	pid_t rang[8]; /* the first doorbells' pids */
 };

@@ -78,10 +78,14 @@ static void discovery(void **state)
 	pump_until(r, &log.ownership, 1);
 	pump_for(r, 50);
 	/* Its lock came during the first scan: ready after one begun later,
-	 * which asking asks for (no scan for a consumer nobody asks about). */
+	 * which asking asks for (no scan for a consumer nobody asks about),
+	 * and a READY event says when (an arbiter waiting needs no poll). */
+	assert_int_equal(log.ready, 0);
 	assert_int_equal(procctl_registry_ready(r, "echo"), 0);
-	pump_for(r, 50);
+	pump_until(r, &log.ready, 1);
 	assert_int_equal(procctl_registry_ready(r, "echo"), 1);
+	pump_for(r, 50);
+	assert_int_equal(log.ready, 1); /* once a taking */
 	assert_int_equal(procctl_registry_clients(r, cs, 8), 2);
 	assert_non_null(procctl_registry_find(r, c1));
 

@@ -89,6 +89,7 @@ static void on_event(const struct procctl_event *ev, void *arg)
 		break;
 	}
 	case PROCCTL_EV_DOORBELL: /* not asked for: wait_ack listens itself */
+	case PROCCTL_EV_READY:    /* no arbiter here waits for it */
 		break;
 	}
 }
