@@ -147,7 +147,8 @@ procctl_arbiter_t *procctl_arbiter_new(const struct procctl_arbiter_opts *o, con
 	if (!o || o->sz < sizeof *o || !src || !src->targets || !src->ready || !src->reports || !src->grants ||
 	    !src->grant || !src->revoke || !src->drop || !src->alive || !src->pid_exists || !src->now ||
 	    !src->random_id ||
-	    !o->kind || o->nresources > PROCCTL_ARB_MAX_RESOURCES) {
+	    !o->kind || o->nresources > PROCCTL_ARB_MAX_RESOURCES ||
+	    (o->flags & ~(PROCCTL_ARB_PROCESS_BOUND | PROCCTL_ARB_READY_EVENTS))) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -580,7 +581,7 @@ int procctl_arbiter_tick(procctl_arbiter_t *a)
 	/* A passive agent, or one not ready since it took the lock, never
 	 * grants, revokes or drops (SPEC.md 9.2, 9.6). */
 	if (!a->src.ready(a->src.ctx)) {
-		a->next_due = now + NOT_READY_NS;
+		a->next_due = (a->o.flags & PROCCTL_ARB_READY_EVENTS) ? UINT64_MAX : now + NOT_READY_NS;
 		return 0;
 	}
 	n = look(a, now);

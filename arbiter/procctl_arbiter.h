@@ -73,6 +73,11 @@ struct procctl_arbiter_source {
 };
 
 #define PROCCTL_ARB_PROCESS_BOUND 0x1u /* the resource dies with the image: exec releases it */
+/* The caller ticks on every OWNERSHIP and READY event of the consumer (as
+ * it does on ATTACHED, DETACHED and DOORBELL): while not ready, the
+ * arbiter then needs no tick of its own (next_tick UINT64_MAX) instead of
+ * asking again every 100 ms. A passive standby agent sleeps. */
+#define PROCCTL_ARB_READY_EVENTS 0x2u
 
 struct procctl_arbiter_opts {
 	size_t sz;                /* sizeof(struct procctl_arbiter_opts) */
@@ -91,7 +96,7 @@ struct procctl_arbiter_opts {
 	uint32_t learn_max_per_target;
 };
 
-/* NULL with errno (EINVAL bad options, ENOMEM). The source must outlive it. */
+/* NULL with errno (EINVAL bad options or unknown flags, ENOMEM). The source must outlive it. */
 procctl_arbiter_t *procctl_arbiter_new(const struct procctl_arbiter_opts *o, const struct procctl_arbiter_source *src);
 void procctl_arbiter_free(procctl_arbiter_t *a);
 
@@ -105,7 +110,8 @@ int procctl_arbiter_tick(procctl_arbiter_t *a);
  * changes: the end of a holder's turn while others wait; a revocation
  * waiting for its confirmation, or a user without a grant, read every
  * 20 ms (a wake is a hint); an unreadable target tried again (1 s); not
- * ready yet (every 100 ms); a failed write (20 ms). UINT64_MAX: only a
+ * ready yet (every 100 ms; never with PROCCTL_ARB_READY_EVENTS); a failed
+ * write (20 ms). UINT64_MAX: only a
  * change needs one (a lone holder, nobody waiting). 0 before the first
  * tick. */
 uint64_t procctl_arbiter_next_tick(const procctl_arbiter_t *a);

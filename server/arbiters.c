@@ -74,7 +74,7 @@ int arbiters_new(struct node *n, char *err, size_t errlen)
 		ao.sz = sizeof ao;
 		ao.kind = ac->kind;
 		ao.hold_ns = ac->hold_ns;
-		ao.flags = ac->process_bound ? PROCCTL_ARB_PROCESS_BOUND : 0;
+		ao.flags = (ac->process_bound ? PROCCTL_ARB_PROCESS_BOUND : 0) | PROCCTL_ARB_READY_EVENTS; /* node_on_event kicks */
 		ao.resources = ac->resources;
 		ao.nresources = ac->nresources;
 		ao.learn_max_per_target = ac->learn_max;

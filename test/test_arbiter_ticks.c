@@ -4,6 +4,7 @@
  * ticks it: the same rotation, hand-offs and confirmations as ticks every
  * millisecond give, with a handful of ticks, and none while a lone holder
  * holds. The fake world is arbworld's. */
+#include <errno.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -140,6 +141,49 @@ static void not_ready_asks_again(void **state)
 	procctl_arbiter_free(a);
 }
 
+/* Not ready, with PROCCTL_ARB_READY_EVENTS: no tick of its own until the
+ * caller ticks it (the registry's READY event), and then it grants. */
+static void not_ready_sleeps_with_ready_events(void **state)
+{
+	struct world w;
+	procctl_arbiter_t *a;
+	(void)state;
+	memset(&w, 0, sizeof w);
+	w.doorbells = 1;
+	aw_proc(&w, 10)->wants[0] = 1;
+	a = aw_arbiter(&w, PROCCTL_ARB_READY_EVENTS, NULL);
+	w.now = 5 * MS;
+	assert_int_equal(procctl_arbiter_tick(a), 0);
+	assert_int_equal(procctl_arbiter_next_tick(a), UINT64_MAX);
+	/* one tick, for its process's first report (a ring); none of its own */
+	assert_int_equal(run_sleepy(&w, a, 300 * MS, MS), 1);
+	assert_int_equal(procctl_arbiter_next_tick(a), UINT64_MAX);
+	assert_int_equal(w.writes, 0);
+	w.ready = 1;
+	assert_int_equal(procctl_arbiter_tick(a), 0); /* READY came */
+	run_sleepy(&w, a, 100 * MS, MS);
+	assert_int_equal(aw_holder(&w, 0), 10);
+	procctl_arbiter_free(a);
+}
+
+/* Flags it does not know: refused. */
+static void unknown_flags_refused(void **state)
+{
+	struct world w;
+	struct procctl_arbiter_source src;
+	struct procctl_arbiter_opts o;
+	(void)state;
+	memset(&w, 0, sizeof w);
+	src = aw_source(&w);
+	memset(&o, 0, sizeof o);
+	o.sz = sizeof o;
+	o.kind = TH_GPU;
+	o.flags = 0x4u;
+	errno = 0;
+	assert_null(procctl_arbiter_new(&o, &src));
+	assert_int_equal(errno, EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -147,6 +191,8 @@ int main(void)
 		cmocka_unit_test(lone_holder_sleeps),
 		cmocka_unit_test(pending_refreshed),
 		cmocka_unit_test(not_ready_asks_again),
+		cmocka_unit_test(not_ready_sleeps_with_ready_events),
+		cmocka_unit_test(unknown_flags_refused),
 	};
 	return TH_RUN(tests);
 }

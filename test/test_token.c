@@ -225,6 +225,88 @@ static void rotation_with_real_holders(void **state)
 	assert_int_equal(system(cmd), 0);
 }
 
+/* Every event sets it: the loop below ticks on events and when due only. */
+static int news;
+
+static void note_event(const struct procctl_event *ev, void *arg)
+{
+	(void)ev;
+	(void)arg;
+	news = 1;
+}
+
+/* A loop that ticks the arbiter only on an event or when next_tick says
+ * (as procctl-node does), with PROCCTL_ARB_READY_EVENTS, and a process
+ * that asked before the agent came and is quiet since: its ask rang no
+ * event here, and the registry attaches it before it is ready (younger
+ * processes come after it in the first scan). The READY event is what
+ * wakes the arbiter to grant. */
+static void ready_event_wakes_the_arbiter(void **state)
+{
+	char lockdir[] = "/tmp/procctl-locks.XXXXXX", cmd[128];
+	struct procctl_registry_opts o;
+	struct procctl_arbiter_source src;
+	struct procctl_arbiter_opts ao;
+	struct procctl_arbiter_snapshot snap;
+	struct th_agent sim;
+	procctl_registry_t *r;
+	procctl_arbiter_t *a;
+	uint64_t end;
+	int i, ticks = 0;
+	(void)state;
+
+	assert_non_null(mkdtemp(lockdir));
+	th_procsim_start(&sim);
+	th_agent_ok(&sim, "init %s", consumer);
+	th_agent_ok(&sim, "report 1 0 %u %u", PROCCTL_RES_IDLE, PROCCTL_RES_F_WANT);
+	for (i = 0; i < 48; i++) { /* later pids: the scan goes on for steps after the attach */
+		pid_t c = fork();
+		assert_true(c >= 0);
+		if (c == 0)
+			for (;;)
+				pause();
+		track(c);
+	}
+	memset(&o, 0, sizeof o);
+	o.sz = sizeof o;
+	o.consumer = consumer;
+	o.lock_dir = lockdir;
+	o.rescan_ns = 3600000 * MS;
+	o.flags = PROCCTL_REGISTRY_DOORBELLS;
+	o.on_event = note_event;
+	assert_non_null(r = procctl_registry_new(&o));
+	assert_int_equal(procctl_arbiter_registry_source(&src, r, consumer, 500 * MS), 0);
+	memset(&ao, 0, sizeof ao);
+	ao.sz = sizeof ao;
+	ao.kind = 1;
+	ao.hold_ns = 50 * MS;
+	ao.flags = PROCCTL_ARB_READY_EVENTS;
+	assert_non_null(a = procctl_arbiter_new(&ao, &src));
+	news = 1;
+	end = th_now_ns() + 3000 * MS;
+	while (th_now_ns() < end && (procctl_arbiter_snapshot(a, &snap, 1), snap.holder_pid != sim.pid)) {
+		uint64_t due = procctl_arbiter_next_tick(a), now = th_now_ns();
+		struct pollfd p = {procctl_registry_fd(r), POLLIN, 0};
+		poll(&p, 1, due == UINT64_MAX ? 100 : due <= now ? 0 : (int)((due - now) / MS + 1));
+		assert_int_equal(procctl_registry_dispatch(r), 0);
+		if (news || th_now_ns() >= procctl_arbiter_next_tick(a)) {
+			news = 0;
+			ticks++;
+			assert_int_equal(procctl_arbiter_tick(a), 0);
+		}
+	}
+	if (snap.holder_pid != sim.pid)
+		fail_msg("no grant in 3 s (%d ticks; next_tick %llu)", ticks,
+			 (unsigned long long)procctl_arbiter_next_tick(a));
+
+	procctl_arbiter_free(a);
+	procctl_registry_close(r, 0);
+	procctl_arbiter_registry_source_free(&src);
+	th_agent_kill(&sim);
+	snprintf(cmd, sizeof cmd, "rm -rf %s", lockdir);
+	assert_int_equal(system(cmd), 0);
+}
+
 /* ---- random schedules --------------------------------------------- */
 
 #define MAXH 12     /* holders alive at once, forks included */
@@ -636,6 +718,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(rotation_with_real_holders, teardown),
+		cmocka_unit_test_teardown(ready_event_wakes_the_arbiter, teardown),
 		cmocka_unit_test_teardown(zombie_holder_frees, teardown),
 		cmocka_unit_test_teardown(late_holder_found_by_hello, teardown),
 		cmocka_unit_test_teardown(random_schedules, teardown),

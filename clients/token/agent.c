@@ -281,6 +281,7 @@ int main(int argc, char **argv)
 	ao.sz = sizeof ao;
 	ao.kind = (uint32_t)ar.kind;
 	ao.hold_ns = ar.hold_ms * MS;
+	ao.flags = PROCCTL_ARB_READY_EVENTS; /* every registry dispatch is followed by a tick */
 	ao.resources = res;
 	ao.nresources = ar.nres;
 	a = procctl_arbiter_new(&ao, &src);
