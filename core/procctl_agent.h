@@ -518,6 +518,15 @@ const char *procctl_hello_error(int err);
  * -errno of a failed read. */
 int procctl_elf_hello_sites(int fd, uint64_t *off, int max);
 
+/* ---- Resource ids as text ------------------------------------------------ */
+
+/* A resource id (procctl_resource_t.id) from text: a UUID (8-4-4-4-12
+ * hex digits, nvidia-smi's "GPU-" prefix allowed) or 32 hex digits. 0,
+ * or -EINVAL (id untouched). */
+int procctl_resource_id_parse(const char *s, uint8_t id[16]);
+/* id as a lowercase UUID: 36 characters and a NUL. */
+void procctl_resource_id_format(const uint8_t id[16], char out[37]);
+
 /* ---- Time ------------------------------------------------------------ */
 
 /* CLOCK_MONOTONIC in ns: the clock of every deadline_ns and time in this

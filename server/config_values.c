@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "procctl_agent.h"
 
 int cfg_fail(const struct where *w, const char *fmt, ...)
 {
@@ -137,37 +138,16 @@ int cfg_add_consumer(const struct where *w, void *arg, const char *item)
 	return 0;
 }
 
-static int cfg_hexval(char ch)
-{
-	return ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10 : -1;
-}
-
 /* A resource id: a UUID (nvidia-smi's "GPU-" prefix allowed) or 32 hex. */
 int cfg_add_resource(const struct where *w, void *arg, const char *item)
 {
 	struct node_arbiter_cfg *a = arg;
 	procctl_resource_t *r;
-	const char *p = item;
-	int n = 0;
 	if (a->nresources == NODE_RESOURCES_MAX)
 		return cfg_fail(w, "more than %d resources", NODE_RESOURCES_MAX);
 	r = &a->resources[a->nresources];
 	memset(r, 0, sizeof *r);
-	if (!strncmp(p, "GPU-", 4))
-		p += 4;
-	for (; *p && n < 32; p++) {
-		int hi, lo;
-		if (*p == '-')
-			continue;
-		hi = cfg_hexval(p[0]);
-		lo = p[1] ? cfg_hexval(p[1]) : -1;
-		if (hi < 0 || lo < 0)
-			break;
-		r->id[n / 2] = (uint8_t)(hi << 4 | lo);
-		n += 2;
-		p++;
-	}
-	if (n != 32 || *p)
+	if (procctl_resource_id_parse(item, r->id) < 0)
 		return cfg_fail(w, "'%s' is not a resource id (a UUID, or 32 hex digits)", item);
 	a->nresources++; /* its kind: when the section ends */
 	return 0;

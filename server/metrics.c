@@ -16,15 +16,6 @@ static void metric_head(FILE *f, const char *name, const char *type, const char 
 	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
-/* A resource id as a UUID (GPU ids are; the CLI shows every id so). */
-static void resource_label(const procctl_resource_t *r, char *out, size_t cap)
-{
-	size_t i, o = 0;
-	out[0] = 0;
-	for (i = 0; i < sizeof r->id && o < cap; i++)
-		o += (size_t)snprintf(out + o, cap - o, "%s%02x", i == 4 || i == 6 || i == 8 || i == 10 ? "-" : "", r->id[i]);
-}
-
 struct own_key {
 	const char *consumer;
 	int own; /* enum procctl_ownership */
@@ -196,12 +187,12 @@ static void acks(FILE *f, const struct node *n)
 static void per_resource(FILE *f, const struct node *n, const char *name, const char *type, const char *help,
 			 double (*value)(const struct procctl_arbiter_snapshot *), const char *fmt)
 {
-	char label[40];
+	char label[37];
 	size_t i, j;
 	metric_head(f, name, type, help);
 	for (i = 0; i < n->narb; i++)
 		for (j = 0; j < n->arb[i].nsnap; j++) {
-			resource_label(&n->arb[i].snap[j].res, label, sizeof label);
+			procctl_resource_id_format(n->arb[i].snap[j].res.id, label); /* GPU ids are UUIDs; the CLI shows every id so */
 			fprintf(f, "%s{kind=\"%s\",resource=\"%s\"} ", name, n->arb[i].cfg->name, label);
 			fprintf(f, fmt, value(&n->arb[i].snap[j]));
 			fputc('\n', f);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "procctl_agent.h"
 #include "th.h"
 
 
@@ -172,12 +173,47 @@ static void reinit_voids_grants(void **state)
 	assert_int_equal(procctl_resource_report(&p->ctx, g0.kind, g0.id, PROCCTL_RES_HOLDING, 0, &s, 0), -EPERM);
 }
 
+/* Resource ids as text (libprocctl-agent): a GPU's UUID as nvidia-smi
+ * prints it (its GPU- prefix or not) or 32 hex digits, and back. */
+static void resource_ids_as_text(void **state)
+{
+	static const uint8_t want[16] = {0x5a, 0x8e, 0x2b, 0x0c, 0x3f, 0x1d, 0x4e, 0x6a,
+					 0x9b, 0x7c, 0x1d, 0x2e, 0x3f, 0x4a, 0x5b, 0x6c};
+	static const char *const bad[] = {"", "GPU-", "GPU-123", "5a8e2b0c3f1d4e6a9b7c1d2e3f4a5b6", /* 31 */
+					  "5a8e2b0c3f1d4e6a9b7c1d2e3f4a5b6c0", "5a8e2b0c-3f1d-4e6a-9b7c-1d2e3f4a5b6", /* 35 */
+					  "5a8e2b0c3f1d-4e6a-9b7c-1d2e3f4a5b6c-", "5a8e2b0c--3f1d4e6a-9b7c-1d2e3f4a5b6c",
+					  "5a8e2b0-c3f1d-4e6a-9b7c-1d2e3f4a5b6c", "5a8e2b0c-3f1d-4e6a-9b7c-1d2e3f4a5b6g",
+					  "gpu-5a8e2b0c-3f1d-4e6a-9b7c-1d2e3f4a5b6c", " 5a8e2b0c3f1d4e6a9b7c1d2e3f4a5b6c"};
+	uint8_t id[16];
+	char text[37];
+	size_t i;
+	(void)state;
+	assert_int_equal(procctl_resource_id_parse("GPU-5a8e2b0c-3f1d-4e6a-9b7c-1d2e3f4a5b6c", id), 0);
+	assert_memory_equal(id, want, 16);
+	memset(id, 0, sizeof id);
+	assert_int_equal(procctl_resource_id_parse("5A8E2B0C-3F1D-4E6A-9B7C-1D2E3F4A5B6C", id), 0);
+	assert_memory_equal(id, want, 16);
+	memset(id, 0, sizeof id);
+	assert_int_equal(procctl_resource_id_parse("5a8e2b0c3f1d4e6a9b7c1d2e3f4a5b6c", id), 0);
+	assert_memory_equal(id, want, 16);
+	procctl_resource_id_format(id, text);
+	assert_string_equal(text, "5a8e2b0c-3f1d-4e6a-9b7c-1d2e3f4a5b6c");
+	for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		memset(id, 0xee, sizeof id);
+		if (procctl_resource_id_parse(bad[i], id) != -EINVAL)
+			fail_msg("'%s' parsed", bad[i]);
+		assert_int_equal(id[0], 0xee); /* untouched */
+	}
+	assert_int_equal(procctl_resource_id_parse(NULL, id), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(grant_revoke_report, th_setup_claimed, th_teardown),
 		cmocka_unit_test_setup_teardown(lapse_voids_grants, th_setup_claimed, th_teardown),
 		cmocka_unit_test_setup_teardown(bad_keys_and_full_table, th_setup_claimed, th_teardown),
+		cmocka_unit_test(resource_ids_as_text),
 		cmocka_unit_test_setup_teardown(hostile_grants, th_setup_claimed, th_teardown),
 		cmocka_unit_test_setup_teardown(reinit_voids_grants, th_setup_claimed, th_teardown),
 	};

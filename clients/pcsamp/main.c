@@ -33,8 +33,8 @@
 
 #include "holder.h"
 #include "pcsamp.h"
+#include "procctl_agent.h"
 #include "token_schema.h"
-#include "uuid.h"
 
 #define KIND_DEFAULT 2 /* the chart's and the examples' number for GPU PC sampling */
 
@@ -124,7 +124,7 @@ int main(int argc, char **argv)
 			witness = open(v, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
 		else if (!strcmp(a, "--lease-max"))
 			cfg.lease_max_ns = strtoull(v, NULL, 10) * 1000000ull;
-		else if (!strcmp(a, "--uuid") && uuid_parse(v, o.uuid) == 0)
+		else if (!strcmp(a, "--uuid") && procctl_resource_id_parse(v, o.uuid) == 0)
 			o.uuid_given = 1;
 		else if (!strcmp(a, "--acquire-ms"))
 			o.acquire_ms = (unsigned)atoi(v);
@@ -149,7 +149,7 @@ int main(int argc, char **argv)
 	signal(SIGTERM, on_signal);
 	signal(SIGINT, on_signal);
 	holder_init(&ctx, &key, witness, &use);
-	uuid_format(o.uuid, err);
+	procctl_resource_id_format(o.uuid, err);
 	printf("event=started pid=%d kind=%ld id=%s\n", (int)getpid(), kind, err);
 	/* The signals reach the main thread (the work loop), not the control thread. */
 	sigemptyset(&mask);

@@ -28,7 +28,6 @@
 
 #include "procctl_arbiter.h"
 #include "token_schema.h"
-#include "uuid.h"
 
 #define MS 1000000ull
 #define TICK_MS 5       /* without doorbells, reports are read this often */
@@ -155,7 +154,7 @@ static const char *id_str(const procctl_resource_t *r)
 {
 	static char buf[37];
 	if (uuid_ids)
-		uuid_format(r->id, buf);
+		procctl_resource_id_format(r->id, buf);
 	else
 		snprintf(buf, sizeof buf, "%u", r->id[0]);
 	return buf;
@@ -205,7 +204,7 @@ static int parse(int argc, char **argv, struct procctl_registry_opts *o, struct 
 			a->kind = strtoul(argv[++ai], &end, 10);
 		else if (!strcmp(argv[ai], "--resources"))
 			a->nres = strtoul(argv[++ai], &end, 10);
-		else if (!strcmp(argv[ai], "--id") && uuid_parse(argv[ai + 1], res[0].id) == 0)
+		else if (!strcmp(argv[ai], "--id") && procctl_resource_id_parse(argv[ai + 1], res[0].id) == 0)
 			uuid_ids = ++ai;
 		else if (!strcmp(argv[ai], "--hold"))
 			a->hold_ms = strtoul(argv[++ai], &end, 10);

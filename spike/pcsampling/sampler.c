@@ -30,7 +30,7 @@
 #include <unistd.h>
 
 #include "gpu.h"
-#include "uuid.h"
+#include "procctl_agent.h"
 
 #define LINE_MS 200
 #define AT_MAX 64
@@ -201,7 +201,7 @@ int main(int argc, char **argv)
 	}
 	if (iters > 0)
 		g.iters = (unsigned)iters;
-	uuid_format(g.uuid, uuid);
+	procctl_resource_id_format(g.uuid, uuid);
 	printf("t_ms=%.0f name=%s event=started pid=%d gpu=\"%s\" uuid=%s sms=%u iters=%u\n", now_ms(), name,
 	       (int)getpid(), g.name, uuid, g.blocks, g.iters);
 	fflush(stdout);
