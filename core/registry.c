@@ -362,15 +362,8 @@ static void full_scan_step(procctl_registry_t *r)
 	r->stats.scan_denied = denied;
 	pthread_mutex_unlock(&r->mu);
 	for (l = r->locks; l; l = l->next)
-		if (l->held && l->ready_scan == r->scan_no) {
-			struct procctl_event ev;
-			procctl_log(PROCCTL_LOG_INFO, "ready", "consumer=%s epoch=%u", l->consumer, l->epoch);
-			memset(&ev, 0, sizeof ev);
-			ev.type = PROCCTL_EV_READY;
-			ev.consumer = l->consumer;
-			ev.held = 1;
-			reg_emit(r, &ev);
-		}
+		if (l->held && l->ready_scan == r->scan_no)
+			reg_emit_ready(r, l);
 }
 
 static void full_scan(procctl_registry_t *r)

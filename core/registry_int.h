@@ -163,6 +163,8 @@ struct lock_rec *reg_lock_for(procctl_registry_t *r, const char *consumer);
 void reg_lock_put(procctl_registry_t *r, struct lock_rec *l);
 /* PROCCTL_EV_OWNERSHIP for l, as it stands. */
 void reg_emit_ownership(procctl_registry_t *r, struct lock_rec *l);
+/* PROCCTL_EV_READY for l, held, once its ready scan finished (logged too). */
+void reg_emit_ready(procctl_registry_t *r, struct lock_rec *l);
 
 /* registry_threads.c */
 void *reg_hb_main(void *arg); /* the heartbeat thread */

@@ -48,6 +48,18 @@ void reg_claim(procctl_registry_t *r, struct entry *e)
 	}
 }
 
+/* l, held, is ready: the full scan begun after it was taken finished. */
+void reg_emit_ready(procctl_registry_t *r, struct lock_rec *l)
+{
+	struct procctl_event ev;
+	procctl_log(PROCCTL_LOG_INFO, "ready", "consumer=%s epoch=%u", l->consumer, l->epoch);
+	memset(&ev, 0, sizeof ev);
+	ev.type = PROCCTL_EV_READY;
+	ev.consumer = l->consumer;
+	ev.held = 1;
+	reg_emit(r, &ev);
+}
+
 void reg_emit_ownership(procctl_registry_t *r, struct lock_rec *l)
 {
 	struct procctl_event ev;

@@ -474,6 +474,11 @@ static void bad_options(void **state)
 	assert_null(procctl_arbiter_new(&o, &src));
 	assert_int_equal(errno, EINVAL);
 	o.kind = TH_GPU;
+	o.flags = 0x4u; /* not a flag it knows */
+	errno = 0;
+	assert_null(procctl_arbiter_new(&o, &src));
+	assert_int_equal(errno, EINVAL);
+	o.flags = 0;
 	src.grant = NULL;
 	assert_null(procctl_arbiter_new(&o, &src));
 }

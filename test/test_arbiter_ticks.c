@@ -4,7 +4,6 @@
  * ticks it: the same rotation, hand-offs and confirmations as ticks every
  * millisecond give, with a handful of ticks, and none while a lone holder
  * holds. The fake world is arbworld's. */
-#include <errno.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -166,24 +165,6 @@ static void not_ready_sleeps_with_ready_events(void **state)
 	procctl_arbiter_free(a);
 }
 
-/* Flags it does not know: refused. */
-static void unknown_flags_refused(void **state)
-{
-	struct world w;
-	struct procctl_arbiter_source src;
-	struct procctl_arbiter_opts o;
-	(void)state;
-	memset(&w, 0, sizeof w);
-	src = aw_source(&w);
-	memset(&o, 0, sizeof o);
-	o.sz = sizeof o;
-	o.kind = TH_GPU;
-	o.flags = 0x4u;
-	errno = 0;
-	assert_null(procctl_arbiter_new(&o, &src));
-	assert_int_equal(errno, EINVAL);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -192,7 +173,6 @@ int main(void)
 		cmocka_unit_test(pending_refreshed),
 		cmocka_unit_test(not_ready_asks_again),
 		cmocka_unit_test(not_ready_sleeps_with_ready_events),
-		cmocka_unit_test(unknown_flags_refused),
 	};
 	return TH_RUN(tests);
 }
