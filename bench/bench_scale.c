@@ -274,63 +274,15 @@ static double copy_floor(long n, double *p99)
 	return bench_median(all, 5);
 }
 
-/* The floor with the hand-offs the design requires: procs processes
- * asleep in FUTEX_WAIT, each woken (as a region's write wakes its
- * process), each answering with a FUTEX_WAKE of this one (its ack's
- * doorbell), and n PAYLOAD-byte reads (its state block's): the ms from
- * the first wake to the last answer and read (median of 3). The processes
- * run on the same cores, as the farm's do. */
-static double wake_floor(long procs, long n)
+/* The floor's reads: n PAYLOAD-byte reads from the copy process (arg). */
+static void copy_reads(void *arg)
 {
 	static unsigned char local[PAYLOAD];
 	struct iovec l = {local, PAYLOAD}, r = {copy_buf, PAYLOAD};
-	/* [0]: answered, [1]: asleep; then one word a process, 64 bytes apart */
-	size_t len = (size_t)(procs + 2) * 64;
-	uint32_t *w = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	pid_t *kids = calloc((size_t)procs, sizeof *kids);
-	double runs[3];
-	long i;
-	int run;
-	if (w == MAP_FAILED || !kids)
-		die("out of memory");
-	for (run = 0; run < 3; run++) {
-		int64_t t0;
-		uint32_t got;
-		memset(w, 0, len);
-		for (i = 0; i < procs; i++) {
-			uint32_t *mine = &w[(i + 2) * 16];
-			pid_t pid = kids[i] = fork();
-			if (pid < 0)
-				die("fork");
-			if (!pid) {
-				__atomic_add_fetch(&w[16], 1, __ATOMIC_RELEASE);
-				while (!__atomic_load_n(mine, __ATOMIC_ACQUIRE))
-					bench_futex(mine, FUTEX_WAIT, 0);
-				__atomic_add_fetch(&w[0], 1, __ATOMIC_RELEASE);
-				bench_futex(&w[0], FUTEX_WAKE, 1);
-				_exit(0);
-			}
-		}
-		while (__atomic_load_n(&w[16], __ATOMIC_ACQUIRE) < procs)
-			usleep(1000);
-		usleep(100000); /* all asleep */
-		t0 = bench_now_ns();
-		for (i = 0; i < procs; i++) {
-			__atomic_store_n(&w[(i + 2) * 16], 1, __ATOMIC_RELEASE);
-			bench_futex(&w[(i + 2) * 16], FUTEX_WAKE, 1);
-		}
-		for (i = 0; i < n; i++)
-			if (process_vm_readv(copy_pid, &l, 1, &r, 1, 0) != PAYLOAD)
-				die("process_vm_readv from the floor's process");
-		while ((got = __atomic_load_n(&w[0], __ATOMIC_ACQUIRE)) < procs)
-			bench_futex(&w[0], FUTEX_WAIT, got);
-		runs[run] = (double)(bench_now_ns() - t0) / 1e6;
-		for (i = 0; i < procs; i++)
-			waitpid(kids[i], NULL, 0);
-	}
-	munmap(w, len);
-	free(kids);
-	return bench_median(runs, 3);
+	long i, n = *(const long *)arg;
+	for (i = 0; i < n; i++)
+		if (process_vm_readv(copy_pid, &l, 1, &r, 1, 0) != PAYLOAD)
+			die("process_vm_readv from the floor's process");
 }
 
 /* Health Checks on a channel of their own (its own connection), in a
@@ -498,7 +450,7 @@ static void publish_all(struct world *w, long n)
 	struct pb_stream calls[PER_PROCESS];
 	struct checker c;
 	struct acks a;
-	double idle_ms[CHECKS], floor_ms, floor_p99, all_ms, p99_ms;
+	double idle_ms[CHECKS], floor_ms, floor_p99, all_ms, p99_ms, wakes_ms;
 	long got = 0, acked, k = (n * 99 + 99) / 100, i;
 	char name[64];
 	int64_t t0;
@@ -534,8 +486,10 @@ static void publish_all(struct world *w, long n)
 	floor_ms = copy_floor(n, &floor_p99);
 	snprintf(name, sizeof name, "node_publish_all_%ld", n);
 	bench_report(name, "ms", all_ms, floor_ms);
+	if ((wakes_ms = bench_wake_floor(n / PER_PROCESS, 1, copy_reads, &n)) < 0)
+		die("the wake floor's processes");
 	snprintf(name, sizeof name, "node_publish_all_vs_wakes_%ld", n);
-	bench_report(name, "ms", all_ms, wake_floor(n / PER_PROCESS, n));
+	bench_report(name, "ms", all_ms, wakes_ms);
 	snprintf(name, sizeof name, "node_publish_apply_p99_%ld", n);
 	bench_report(name, "ms", p99_ms, floor_p99);
 	snprintf(name, sizeof name, "node_publish_check_max_%ld", n);
