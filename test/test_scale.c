@@ -69,38 +69,6 @@ static void pump_until(procctl_registry_t *r, const int *counter, int want, unsi
 		fail_msg("waited %u s for %d, got %d", s, want, counter ? *counter : 0);
 }
 
-/* The farm, its stdout read until "ready"; its pid, and in *in its
- * stdin (it ends its processes when that closes). */
-static pid_t farm_start(int *in)
-{
-	char procs[16], per[16], line[128];
-	int fds[2], ifds[2];
-	pid_t pid;
-	FILE *f;
-	snprintf(procs, sizeof procs, "%d", PROCS);
-	snprintf(per, sizeof per, "%d", PER_PROCESS);
-	assert_int_equal(pipe(fds), 0);
-	assert_int_equal(pipe(ifds), 0);
-	if (!(pid = fork())) {
-		dup2(fds[1], 1);
-		dup2(ifds[0], 0);
-		close(fds[0]);
-		close(ifds[1]);
-		execl(FARM_PATH, "farm", "--procs", procs, "--regions", per, "--consumer", "farm", "--ack", (char *)NULL);
-		_exit(127);
-	}
-	assert_true(pid > 0);
-	close(fds[1]);
-	close(ifds[0]);
-	*in = ifds[1];
-	f = fdopen(fds[0], "r");
-	assert_non_null(f);
-	assert_non_null(fgets(line, sizeof line, f));
-	assert_true(!strncmp(line, "ready ", 6));
-	fclose(f);
-	return pid;
-}
-
 static void ten_thousand(void **state)
 {
 	struct procctl_registry_opts o;
@@ -140,7 +108,7 @@ static void ten_thousand(void **state)
 	th_procsim_start(&tok);
 	th_agent_ok(&tok, "init tok");
 	procctl_registry_notify(r, tok.pid);
-	farm = farm_start(&farm_in);
+	farm = th_farm_start(FARM_PATH, PROCS, PER_PROCESS, "farm", &farm_in);
 	pump_until(r, &t.attached, REGIONS, 240);
 	assert_int_equal(procctl_registry_clients(r, cs, REGIONS + 1), REGIONS + 1);
 

@@ -38,6 +38,36 @@ void th_sleep_ms(unsigned ms)
 		;
 }
 
+pid_t th_farm_start(const char *path, int procs, int per, const char *consumer, int *in)
+{
+	char np[16], nr[16], line[128];
+	int fds[2], ifds[2];
+	pid_t pid;
+	FILE *f;
+	snprintf(np, sizeof np, "%d", procs);
+	snprintf(nr, sizeof nr, "%d", per);
+	assert_int_equal(pipe(fds), 0);
+	assert_int_equal(pipe(ifds), 0);
+	if (!(pid = fork())) {
+		dup2(fds[1], 1);
+		dup2(ifds[0], 0);
+		close(fds[0]);
+		close(ifds[1]);
+		execl(path, "farm", "--procs", np, "--regions", nr, "--consumer", consumer, "--ack", (char *)NULL);
+		_exit(127);
+	}
+	assert_true(pid > 0);
+	close(fds[1]);
+	close(ifds[0]);
+	*in = ifds[1];
+	f = fdopen(fds[0], "r");
+	assert_non_null(f);
+	assert_non_null(fgets(line, sizeof line, f));
+	assert_true(!strncmp(line, "ready ", 6));
+	fclose(f);
+	return pid;
+}
+
 void th_peer_start(struct th_agent *a, const char *path)
 {
 	int cmd[2], rep[2];

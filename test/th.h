@@ -35,6 +35,11 @@ int th_in_ci(void);
 uint64_t th_now_ns(void);
 void th_sleep_ms(unsigned ms);
 
+/* test/farm at path: procs processes of per regions of consumer, acking;
+ * returns once they all exist: its pid, and in *in its stdin (it ends its
+ * processes when that closes). */
+pid_t th_farm_start(const char *path, int procs, int per, const char *consumer, int *in);
+
 /* An agentsim process: a separate agent the test drives line by line. */
 struct th_agent {
 	pid_t pid;
