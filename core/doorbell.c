@@ -4,10 +4,9 @@
  * the set grows and kept until stop.
  *
  * The doorbell word is never written (SPEC.md 6.5), so each is waited on
- * with the value 0. The watchers' shared private word is first in each
- * vector: bumping it makes them collect the set again (attach, detach,
- * stop). A wait has no timeout unless collect names a time the set
- * changes without a bump (a muted region's time is up): an idle watcher
+ * with the value 0. A watcher's own private word is first in its vector:
+ * touching it makes the watcher collect its slice again (a word added,
+ * removed or moved there; stop). A wait has no timeout: an idle watcher
  * sleeps. */
 #define _GNU_SOURCE 1
 #include "doorbell.h"
@@ -37,30 +36,24 @@ static void own_word(struct futex_waitv *w, const uint32_t *word, uint32_t val)
 	w->flags = FUTEX_32 | FUTEX_PRIVATE_FLAG;
 }
 
-static size_t limit(const struct procctl_doorbells *d)
+size_t procctl_doorbells_limit(const struct procctl_doorbells *d)
 {
 	return (size_t)__atomic_load_n(&d->nw, __ATOMIC_ACQUIRE) * PROCCTL_BELLS_MAX;
 }
 
-/* A failed wait with no bump: some watched word is not 0. Name it. */
-static void find_nonzero(struct procctl_watcher *me, struct procctl_bell *bells)
+/* Under *mu, after a wait that failed with no touch: some word of the
+ * slice is not 0. Name it; 0 if none is (written and cleared again). */
+static int find_nonzero(struct procctl_watcher *me, struct procctl_bell *bells)
 {
 	struct procctl_doorbells *d = me->d;
-	size_t n, i;
-	uint64_t again;
+	size_t n = d->collect(d->arg, bells, me->first, PROCCTL_BELLS_MAX), i;
 	int found = 0;
-	pthread_mutex_lock(d->mu);
-	n = d->collect(d->arg, bells, me->first, PROCCTL_BELLS_MAX, limit(d), &again);
 	for (i = 0; i < n; i++)
 		if (__atomic_load_n(bells[i].word, __ATOMIC_RELAXED) != 0) {
 			d->nonzero(d->arg, bells[i].id);
 			found = 1;
 		}
-	pthread_mutex_unlock(d->mu);
-	if (!found) { /* written and cleared again: do not spin on it */
-		struct timespec ms = {0, 1000000};
-		nanosleep(&ms, NULL);
-	}
+	return found;
 }
 
 static void *watch(void *arg)
@@ -72,46 +65,47 @@ static void *watch(void *arg)
 
 	pthread_setname_np(pthread_self(), "procctl-bells");
 	for (;;) {
-		struct timespec ts;
-		uint64_t again;
 		uint32_t gen;
 		size_t n, i;
 		long r;
+		int err, spun = 0;
 
 		pthread_mutex_lock(d->mu);
 		if (__atomic_load_n(&d->stop, __ATOMIC_ACQUIRE)) {
 			pthread_mutex_unlock(d->mu);
 			break;
 		}
-		gen = __atomic_load_n(&d->changed, __ATOMIC_ACQUIRE);
-		n = d->collect(d->arg, bells, me->first, PROCCTL_BELLS_MAX, limit(d), &again);
+		gen = __atomic_load_n(&me->changed, __ATOMIC_ACQUIRE);
+		n = d->collect(d->arg, bells, me->first, PROCCTL_BELLS_MAX);
 		pthread_mutex_unlock(d->mu);
 
-		own_word(&w[0], &d->changed, gen);
+		own_word(&w[0], &me->changed, gen);
 		for (i = 0; i < n; i++) {
 			memset(&w[i + 1], 0, sizeof w[i + 1]);
 			w[i + 1].uaddr = (uintptr_t)bells[i].word;
 			w[i + 1].flags = FUTEX_32; /* shared: the process wakes it */
 		}
-		ts.tv_sec = (time_t)(again / 1000000000ull);
-		ts.tv_nsec = (long)(again % 1000000000ull);
-		r = waitv(w, (unsigned)n + 1u, again ? &ts : NULL);
-		if (r > 0) {
-			pthread_mutex_lock(d->mu);
+		r = waitv(w, (unsigned)n + 1u, NULL);
+		err = r < 0 ? errno : 0;
+		pthread_mutex_lock(d->mu);
+		d->woke(d->arg, me->first);
+		if (r > 0)
 			d->rang(d->arg, bells[r - 1].id);
-			pthread_mutex_unlock(d->mu);
-		} else if (r < 0 && errno == EAGAIN && __atomic_load_n(&d->changed, __ATOMIC_ACQUIRE) == gen) {
-			find_nonzero(me, bells);
+		else if (err == EAGAIN && __atomic_load_n(&me->changed, __ATOMIC_ACQUIRE) == gen)
+			spun = !find_nonzero(me, bells);
+		pthread_mutex_unlock(d->mu);
+		if (spun) { /* written and cleared again: do not spin on it */
+			struct timespec ms = {0, 1000000};
+			nanosleep(&ms, NULL);
 		}
-		/* 0: bumped; ETIMEDOUT: a mute is over; EFAULT: a word was unmapped
-		 * after collect (its region detached); EINTR: again. All of
-		 * them collect again. */
+		/* 0: touched; EFAULT: a word was unmapped after collect (its
+		 * region detached); EINTR: again. All of them collect again. */
 	}
 	return NULL;
 }
 
-/* Watchers for n words, as far as the maximum allows. Under no lock: only
- * the owner's thread starts them (start and changed are its calls). */
+/* Under no lock: only the owner's thread starts watchers (start and grow
+ * are its calls). */
 static int grow(struct procctl_doorbells *d, size_t n)
 {
 	unsigned k = __atomic_load_n(&d->nw, __ATOMIC_ACQUIRE);
@@ -119,6 +113,7 @@ static int grow(struct procctl_doorbells *d, size_t n)
 	while (!err && k < PROCCTL_WATCHERS_MAX && (k == 0 || (size_t)k * PROCCTL_BELLS_MAX < n)) {
 		d->w[k].d = d;
 		d->w[k].first = (size_t)k * PROCCTL_BELLS_MAX;
+		d->w[k].changed = 0;
 		err = pthread_create(&d->w[k].thread, NULL, watch, &d->w[k]);
 		if (!err)
 			__atomic_store_n(&d->nw, ++k, __ATOMIC_RELEASE);
@@ -130,15 +125,15 @@ int procctl_doorbells_start(struct procctl_doorbells *d)
 {
 	struct futex_waitv probe;
 	struct timespec now;
+	uint32_t word = 0;
 	int err;
 
-	d->changed = 0;
 	d->stop = 0;
 	d->started = 0;
 	d->nw = 0;
 	/* A wait that cannot start (the value differs) tells whether the
 	 * kernel has futex_waitv: EAGAIN it has, ENOSYS it has not. */
-	own_word(&probe, &d->changed, 1u);
+	own_word(&probe, &word, 1u);
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	if (waitv(&probe, 1u, &now) == 0 || errno != EAGAIN)
 		return errno == ENOSYS ? -ENOSYS : -EINVAL;
@@ -149,18 +144,23 @@ int procctl_doorbells_start(struct procctl_doorbells *d)
 	return 0;
 }
 
-void procctl_doorbells_bump(struct procctl_doorbells *d)
+static void wake_watcher(struct procctl_watcher *w)
 {
-	__atomic_add_fetch(&d->changed, 1u, __ATOMIC_RELEASE);
-	syscall(SYS_futex, &d->changed, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+	__atomic_add_fetch(&w->changed, 1u, __ATOMIC_RELEASE);
+	syscall(SYS_futex, &w->changed, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
-void procctl_doorbells_changed(struct procctl_doorbells *d, size_t n)
+void procctl_doorbells_touch(struct procctl_doorbells *d, size_t i)
 {
-	if (!d->started)
-		return;
-	grow(d, n); /* short of threads: the words past them are not watched (collect says so) */
-	procctl_doorbells_bump(d);
+	size_t k = i / PROCCTL_BELLS_MAX;
+	if (k < __atomic_load_n(&d->nw, __ATOMIC_ACQUIRE))
+		wake_watcher(&d->w[k]);
+}
+
+void procctl_doorbells_grow(struct procctl_doorbells *d, size_t n)
+{
+	if (d->started)
+		grow(d, n); /* short of threads: the words past them are not watched (limit says so) */
 }
 
 void procctl_doorbells_stop(struct procctl_doorbells *d)
@@ -169,7 +169,8 @@ void procctl_doorbells_stop(struct procctl_doorbells *d)
 	if (!d->started)
 		return;
 	__atomic_store_n(&d->stop, 1, __ATOMIC_RELEASE);
-	procctl_doorbells_changed(d, 0);
+	for (i = 0; i < d->nw; i++)
+		wake_watcher(&d->w[i]);
 	for (i = 0; i < d->nw; i++)
 		pthread_join(d->w[i].thread, NULL);
 	d->nw = 0;

@@ -18,39 +18,45 @@ struct procctl_bell {
 	uint64_t id;          /* the owner's name for it */
 };
 
+/* The set is the owner's array of words: watcher k waits on its k-th
+ * slice of PROCCTL_BELLS_MAX, and only it is woken when that slice
+ * changes (procctl_doorbells_touch). A futex_waitv return names one word
+ * that rang; a ring of another word of the slice between the watcher's
+ * wake and its next wait is not heard, so every return is told (woke):
+ * the owner treats the slice as rung once the watcher waits again. */
 struct procctl_doorbells {
 	/* Set by the owner; the callbacks run on the watcher thread with *mu
 	 * held, and every word collect returns stays mapped while *mu is. */
 	pthread_mutex_t *mu;
-	/* The words to watch now: the first-th to the (first + max)-th of
-	 * them; the set's first limit are watched, the rest are not. *again:
-	 * when (CLOCK_MONOTONIC ns) the set changes without a bump (a muted
-	 * word's time is up), 0 never. */
-	size_t (*collect)(void *arg, struct procctl_bell *out, size_t first, size_t max, size_t limit,
-			  uint64_t *again);
-	void (*rang)(void *arg, uint64_t id);                               /* id's doorbell rang */
+	/* The first-th to the (first + max)-th words of the set (fewer at its end). */
+	size_t (*collect)(void *arg, struct procctl_bell *out, size_t first, size_t max);
+	void (*woke)(void *arg, size_t first);   /* the watcher of the slice at first returned from its wait */
+	void (*rang)(void *arg, uint64_t id);    /* id's doorbell rang */
 	void (*nonzero)(void *arg, uint64_t id); /* id's word was written (by its process): not to be watched again */
 	void *arg;
 	/* private */
 	struct procctl_watcher {
 		struct procctl_doorbells *d;
-		size_t first; /* its slice of the set */
+		size_t first;     /* its slice of the set */
+		uint32_t changed; /* its futex word: its slice changed, or stop */
 		pthread_t thread;
 	} w[PROCCTL_WATCHERS_MAX];
-	unsigned nw;      /* watchers running (atomic) */
-	uint32_t changed; /* every watcher's futex word: the set changed, or stop */
+	unsigned nw; /* watchers running (atomic) */
 	int stop, started;
 };
 
 /* 0, or -errno (-ENOSYS: the kernel has no futex_waitv, before 5.16). */
 int procctl_doorbells_start(struct procctl_doorbells *d);
-/* The set changed, and has n words now (more watchers start if it needs
- * them): collect again. The owner's thread (the one that started it), not
- * under *mu. */
-void procctl_doorbells_changed(struct procctl_doorbells *d, size_t n);
-/* The set changed without a change in size (a word muted or written):
- * every watcher collects again. Any thread, *mu held or not. */
-void procctl_doorbells_bump(struct procctl_doorbells *d);
+/* Watchers for a set of n words, as far as PROCCTL_WATCHERS_MAX allows;
+ * each new one collects its slice. The owner's thread (the one that
+ * started it), not under *mu. */
+void procctl_doorbells_grow(struct procctl_doorbells *d, size_t n);
+/* The words the watchers running now cover: the set's first ones. */
+size_t procctl_doorbells_limit(const struct procctl_doorbells *d);
+/* The word at index i of the set changed (added, removed, moved): its
+ * watcher, if one runs, collects its slice again. Any thread, *mu held
+ * or not. */
+void procctl_doorbells_touch(struct procctl_doorbells *d, size_t i);
 /* Join the watchers; call without *mu held. */
 void procctl_doorbells_stop(struct procctl_doorbells *d);
 

@@ -302,8 +302,11 @@ typedef void (*procctl_event_cb)(const struct procctl_event *ev, void *arg);
  * io_uring has no futex waits or is refused (a seccomp policy), watcher
  * threads in futex_waitv (Linux 5.16; registry_new fails with ENOSYS
  * without it), 127 regions each, 64 of them at most (8,128 regions heard;
- * the rest are not, and say so), which collect the set again at every
- * attach and detach. A process ringing more than 1000 times a second is
+ * the rest are not, and say so). A watcher hears one ring a wake and
+ * none until it waits again, so after each wake its 127 regions all get
+ * a DOORBELL event, 20 ms later and at most once a second: there a ring
+ * that came at the wrong moment is heard within a second, and one event
+ * may stand for none. A process ringing more than 1000 times a second is
  * not listened to for the rest of that second; one that writes its
  * doorbell word is never listened to again. */
 #define PROCCTL_REGISTRY_DOORBELLS 0x2u

@@ -231,8 +231,7 @@ static int on_found(const struct procctl_scan_entry *s, void *arg)
 	r->stats.attached++;
 	r->stats.clients++;
 	pthread_mutex_unlock(&r->mu);
-	procctl_doorbells_changed(&r->bells, r->stats.clients);
-	reg_ring_arm(r, e);
+	reg_bells_attach(r, e);
 	if (e->lk->held)
 		reg_claim(r, e);
 	procctl_log(PROCCTL_LOG_INFO, "attached", "pid=%d consumer=%s instance=%016llx owned=%d", (int)s->pid,
@@ -272,7 +271,7 @@ static void detach(procctl_registry_t *r, struct entry *e, int reason)
 	struct lock_rec *l;
 
 	epoll_ctl(r->epfd, EPOLL_CTL_DEL, procctl_client_pidfd(e->c), NULL);
-	reg_ring_forget(r, e);
+	reg_bells_detach(r, e);
 	pthread_mutex_lock(&r->mu); /* after this the heartbeat thread cannot see it */
 	if ((*e->pprev = e->next))
 		e->next->pprev = e->pprev;
@@ -283,7 +282,6 @@ static void detach(procctl_registry_t *r, struct entry *e, int reason)
 	r->stats.detached++;
 	r->stats.clients--;
 	pthread_mutex_unlock(&r->mu);
-	procctl_doorbells_changed(&r->bells, r->stats.clients);
 	procctl_log(PROCCTL_LOG_INFO, "detached", "pid=%d consumer=%s instance=%016llx reason=%s", (int)e->c->info.pid,
 		    e->lk->consumer, (unsigned long long)e->c->info.hdr.instance_id,
 		    reason == -ESRCH ? "exited" : reason == -ESTALE ? "execed" : reason ? strerror(-reason) : "closed");
@@ -470,11 +468,12 @@ static void locks_look(procctl_registry_t *r)
 /* The tick is armed only while something waits for time: a region found
  * unsealed (probed every TICK_NS), a lock not taken (LOCK_RETRY_NS: its
  * holder's close is heard at once), a full scan asked for and deferred
- * (when it is due). An idle registry has it disarmed. An armed tick
+ * (when it is due), a muted doorbell or a watcher's slice to sweep. An
+ * idle registry has it disarmed. An armed tick
  * that comes sooner than needed stays (it plans again when it fires). */
 static void plan_tick(procctl_registry_t *r)
 {
-	int64_t now = procctl_now_ns(), due = 0;
+	int64_t now = procctl_now_ns(), due = 0, bells = (int64_t)reg_bells_due(r);
 	const struct lock_rec *l;
 	struct itimerspec it;
 	unsigned i;
@@ -482,8 +481,8 @@ static void plan_tick(procctl_registry_t *r)
 	for (i = 0; i < UNSEALED_MAX && !due; i++)
 		if (r->unsealed[i].ticks)
 			due = now + (int64_t)TICK_NS;
-	if (r->mute_due && (!due || (int64_t)r->mute_due < due))
-		due = (int64_t)r->mute_due;
+	if (bells && (!due || bells < due))
+		due = bells;
 	for (l = r->locks; l && !(r->o.flags & PROCCTL_REGISTRY_PASSIVE); l = l->next)
 		if (!l->held && (!due || now + LOCK_RETRY_NS < due))
 			due = now + LOCK_RETRY_NS;
@@ -539,7 +538,7 @@ int procctl_registry_dispatch(procctl_registry_t *r)
 			r->tick_due = 0;
 			locks_look(r);
 			probe_unsealed(r);
-			reg_ring_unmute(r);
+			reg_bells_tick(r);
 			pthread_mutex_lock(&r->mu);
 			if (r->notify_all && !r->scan_it && procctl_now_ns() >= full_scan_due(r))
 				reg_kick(r); /* a deferred full scan is due */
@@ -792,6 +791,7 @@ void procctl_registry_close(procctl_registry_t *r, unsigned flags)
 		close(r->lock_ifd);
 	if (r->ring_on)
 		procctl_bellring_close(&r->ring);
+	free(r->bell_set);
 	if (r->lock_dirfd >= 0)
 		close(r->lock_dirfd);
 	pthread_cond_destroy(&r->hb_cv);

@@ -5,14 +5,18 @@
  * the loop, which emits PROCCTL_EV_DOORBELL for them at once; or, on a
  * kernel without io_uring futex waits (before 6.7), watcher threads in
  * futex_waitv (doorbell.h), 127 words each and PROCCTL_WATCHERS_MAX of
- * them, which collect the whole set again whenever it changes. Either
- * way a process that rings more than BELL_LIMIT times a second is muted
- * for the rest of it, and one that writes its doorbell word is never
- * heard again. The public questions about a client's doorbell
- * (procctl_registry_doorbell_rang, _heard) are here too. */
+ * them, on the slices of a dense array of the heard regions (bell_set).
+ * A watcher learns of one ring a return and hears nothing until it waits
+ * again, so a slice whose watcher returned is swept: every region of it
+ * gets a DOORBELL event BELL_SETTLE_NS after the return, and at most once
+ * per BELL_SWEEP_NS. Either way a process that rings more than BELL_LIMIT
+ * times a second is muted for the rest of it, and one that writes its
+ * doorbell word is never heard again. The public questions about a
+ * client's doorbell (procctl_registry_doorbell_rang, _heard) are here too. */
 #define _GNU_SOURCE 1
 #include <errno.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 
@@ -39,11 +43,14 @@ static int count_ring(procctl_registry_t *r, struct entry *e, uint64_t now)
 	return 1;
 }
 
+static void set_del(procctl_registry_t *r, struct entry *e);
+
 /* Under mu: e's word was written by its process. */
 static void mark_bad(procctl_registry_t *r, struct entry *e)
 {
 	e->bell_bad = 1;
 	e->bell_watched = 0;
+	set_del(r, e);
 	r->stats.doorbells_bad++;
 	procctl_log_limited(PROCCTL_LOG_WARN, "doorbell_written", "pid=%d (never listened to again)", (int)e->c->info.pid);
 }
@@ -78,26 +85,33 @@ int reg_bells_start(procctl_registry_t *r)
 		    PROCCTL_WATCHERS_MAX, PROCCTL_BELLS_MAX);
 	r->bells.mu = &r->mu;
 	r->bells.collect = reg_bells_collect;
+	r->bells.woke = reg_bells_woke;
 	r->bells.rang = reg_bells_rang;
 	r->bells.nonzero = reg_bells_nonzero;
 	r->bells.arg = r;
 	return procctl_doorbells_start(&r->bells);
 }
 
-void reg_ring_arm(procctl_registry_t *r, struct entry *e)
+/* Under mu (the queue is the loop's; a full one is submitted now). */
+static void ring_arm_locked(procctl_registry_t *r, struct entry *e)
 {
 	int ok;
 	if (!r->ring_on || e->bell_armed || e->bell_bad)
 		return;
 	ok = procctl_bellring_arm(&r->ring, &e->c->r.ctrl->doorbell, e->id) == 0;
-	pthread_mutex_lock(&r->mu);
 	e->bell_armed = ok;
 	e->bell_watched = ok;
-	pthread_mutex_unlock(&r->mu);
 	r->ring_dirty = 1;
 }
 
-void reg_ring_forget(procctl_registry_t *r, struct entry *e)
+static void ring_arm(procctl_registry_t *r, struct entry *e)
+{
+	pthread_mutex_lock(&r->mu);
+	ring_arm_locked(r, e);
+	pthread_mutex_unlock(&r->mu);
+}
+
+static void ring_forget(procctl_registry_t *r, struct entry *e)
 {
 	if (!r->ring_on || !e->bell_armed)
 		return;
@@ -106,24 +120,6 @@ void reg_ring_forget(procctl_registry_t *r, struct entry *e)
 	procctl_bellring_cancel(&r->ring, e->id);
 	procctl_bellring_submit(&r->ring);
 	e->bell_armed = 0;
-}
-
-/* Muted regions whose second is over are armed again. */
-void reg_ring_unmute(procctl_registry_t *r)
-{
-	uint64_t now = (uint64_t)procctl_now_ns(), next = 0;
-	struct entry *e;
-	if (!r->mute_due || now < r->mute_due)
-		return;
-	for (e = r->entries; e; e = e->next) /* rare: a process that rang 1,000 times a second */
-		if (!e->bell_armed && !e->bell_bad && e->bell_muted_until) {
-			if (now >= e->bell_muted_until)
-				reg_ring_arm(r, e);
-			else if (!next || e->bell_muted_until < next)
-				next = e->bell_muted_until;
-		}
-	r->mute_due = next;
-	procctl_bellring_submit(&r->ring);
 }
 
 /* Completions: each that rang is armed again, the waits submitted, and
@@ -160,7 +156,7 @@ void reg_ring_dispatch(procctl_registry_t *r)
 	pthread_mutex_unlock(&r->mu);
 	for (i = 0; i < k; i++)
 		if ((e = reg_by_id(r, rang[i])) && !e->bell_bad && now >= e->bell_muted_until)
-			reg_ring_arm(r, e);
+			ring_arm(r, e);
 	procctl_bellring_submit(&r->ring);
 	r->ring_dirty = 0;
 	for (i = 0; i < k; i++)
@@ -168,30 +164,210 @@ void reg_ring_dispatch(procctl_registry_t *r)
 			reg_emit_entry(r, e, PROCCTL_EV_DOORBELL, 0);
 }
 
+/* ---- the watcher threads' set (under mu) ----------------------------------- */
+
+#define SLOT_NONE SIZE_MAX
+
+static void set_add(procctl_registry_t *r, struct entry *e)
+{
+	if (r->bell_n == r->bell_cap) {
+		size_t cap = r->bell_cap ? 2 * r->bell_cap : 256;
+		struct entry **set = realloc(r->bell_set, cap * sizeof *set);
+		if (!set) {
+			procctl_log_limited(PROCCTL_LOG_WARN, "doorbell_unwatched", "pid=%d reason=ENOMEM (polled instead)",
+					    (int)e->c->info.pid);
+			return;
+		}
+		r->bell_set = set;
+		r->bell_cap = cap;
+	}
+	e->bell_slot = r->bell_n;
+	r->bell_set[r->bell_n++] = e;
+	procctl_doorbells_touch(&r->bells, e->bell_slot);
+}
+
+/* The last one moves into e's place: both slices change. */
+static void set_del(procctl_registry_t *r, struct entry *e)
+{
+	size_t i = e->bell_slot;
+	struct entry *last;
+	if (i == SLOT_NONE)
+		return;
+	e->bell_slot = SLOT_NONE;
+	last = r->bell_set[--r->bell_n];
+	if (last != e) {
+		r->bell_set[i] = last;
+		last->bell_slot = i;
+		procctl_doorbells_touch(&r->bells, r->bell_n);
+	}
+	procctl_doorbells_touch(&r->bells, i);
+}
+
+/* e's DOORBELL event is due (the loop emits it). */
+static void event_mark(procctl_registry_t *r, struct entry *e)
+{
+	if (e->bell_ev_pprev)
+		return;
+	if ((e->bell_ev_next = r->bell_events))
+		e->bell_ev_next->bell_ev_pprev = &e->bell_ev_next;
+	e->bell_ev_pprev = &r->bell_events;
+	r->bell_events = e;
+}
+
+static void event_unmark(struct entry *e)
+{
+	if (!e->bell_ev_pprev)
+		return;
+	if ((*e->bell_ev_pprev = e->bell_ev_next))
+		e->bell_ev_next->bell_ev_pprev = e->bell_ev_pprev;
+	e->bell_ev_pprev = NULL;
+}
+
+/* Heard now: its wait armed in the ring, or in a watcher's slice. */
+static int listened(const procctl_registry_t *r, const struct entry *e)
+{
+	return r->ring_on ? e->bell_watched : e->bell_slot < procctl_doorbells_limit(&r->bells);
+}
+
+/* ---- attach, detach, unmute (the loop's thread) ----------------------- */
+
+void reg_bells_attach(procctl_registry_t *r, struct entry *e)
+{
+	size_t n;
+	e->bell_slot = SLOT_NONE;
+	if (r->ring_on || !r->bells.started) {
+		ring_arm(r, e);
+		return;
+	}
+	pthread_mutex_lock(&r->mu);
+	set_add(r, e);
+	n = r->bell_n;
+	pthread_mutex_unlock(&r->mu);
+	procctl_doorbells_grow(&r->bells, n);
+}
+
+void reg_bells_detach(procctl_registry_t *r, struct entry *e)
+{
+	ring_forget(r, e);
+	pthread_mutex_lock(&r->mu);
+	set_del(r, e);
+	event_unmark(e);
+	pthread_mutex_unlock(&r->mu);
+}
+
+/* Muted regions whose second is over are heard again (rare: a process
+ * that rang 1,000 times a second). */
+static void unmute(procctl_registry_t *r, uint64_t now)
+{
+	uint64_t next = 0;
+	size_t n;
+	struct entry *e;
+	pthread_mutex_lock(&r->mu);
+	if (!r->mute_due || now < r->mute_due) {
+		pthread_mutex_unlock(&r->mu);
+		return;
+	}
+	for (e = r->entries; e; e = e->next) {
+		if (e->bell_bad || !e->bell_muted_until) {
+			continue;
+		} else if (now < e->bell_muted_until) {
+			if (!next || e->bell_muted_until < next)
+				next = e->bell_muted_until;
+		} else if (r->ring_on) {
+			e->bell_muted_until = 0;
+			ring_arm_locked(r, e);
+		} else {
+			e->bell_muted_until = 0;
+			set_add(r, e);
+		}
+	}
+	r->mute_due = next;
+	n = r->bell_n;
+	pthread_mutex_unlock(&r->mu);
+	if (r->ring_on)
+		procctl_bellring_submit(&r->ring);
+	else
+		procctl_doorbells_grow(&r->bells, n);
+}
+
+/* Slices due a sweep get an event for each of their regions. */
+static void sweep_slices(procctl_registry_t *r, uint64_t now)
+{
+	unsigned k;
+	pthread_mutex_lock(&r->mu);
+	if (!r->sweep_next || now < r->sweep_next) {
+		pthread_mutex_unlock(&r->mu);
+		return;
+	}
+	r->sweep_next = 0;
+	for (k = 0; k < PROCCTL_WATCHERS_MAX; k++) {
+		size_t i = (size_t)k * PROCCTL_BELLS_MAX;
+		if (r->sweep_due[k] && now >= r->sweep_due[k]) {
+			for (; i < r->bell_n && i < (size_t)(k + 1) * PROCCTL_BELLS_MAX; i++) {
+				r->bell_set[i]->bell_rang = 1;
+				event_mark(r, r->bell_set[i]);
+			}
+			r->swept_at[k] = now;
+			/* A return since this sweep's settle: one more after it. */
+			r->sweep_due[k] = r->gap_ns[k] + BELL_SETTLE_NS > now ? now + BELL_SWEEP_NS : 0;
+		}
+		if (r->sweep_due[k] && (!r->sweep_next || r->sweep_due[k] < r->sweep_next))
+			r->sweep_next = r->sweep_due[k];
+	}
+	pthread_mutex_unlock(&r->mu);
+}
+
+void reg_bells_tick(procctl_registry_t *r)
+{
+	uint64_t now = (uint64_t)procctl_now_ns();
+	unmute(r, now);
+	sweep_slices(r, now);
+	reg_emit_doorbell(r);
+}
+
+uint64_t reg_bells_due(procctl_registry_t *r)
+{
+	uint64_t due;
+	pthread_mutex_lock(&r->mu);
+	due = r->mute_due;
+	if (r->sweep_next && (!due || r->sweep_next < due))
+		due = r->sweep_next;
+	pthread_mutex_unlock(&r->mu);
+	return due;
+}
+
 /* ---- watcher threads (theirs, under mu) ---------------------------------- */
 
-size_t reg_bells_collect(void *arg, struct procctl_bell *out, size_t first, size_t max, size_t limit, uint64_t *again)
+size_t reg_bells_collect(void *arg, struct procctl_bell *out, size_t first, size_t max)
 {
 	procctl_registry_t *r = arg;
-	uint64_t now = (uint64_t)procctl_now_ns();
-	struct entry *e;
-	size_t k = 0, n = 0; /* k: the words to watch so far */
-	*again = 0;
-	for (e = r->entries; e; e = e->next) {
-		if (e->bell_bad || now < e->bell_muted_until) {
-			e->bell_watched = 0;
-			if (!e->bell_bad && (!*again || e->bell_muted_until < *again))
-				*again = e->bell_muted_until; /* every watcher looks again then: the slices move */
-			continue;
-		}
-		e->bell_watched = k < limit; /* past every watcher's slice: not watched */
-		if (k >= first && k < first + max) {
-			out[n].word = &e->c->r.ctrl->doorbell;
-			out[n++].id = e->id;
-		}
-		k++;
+	size_t n = 0;
+	for (; first < r->bell_n && n < max; first++, n++) {
+		out[n].word = &r->bell_set[first]->c->r.ctrl->doorbell;
+		out[n].id = r->bell_set[first]->id;
 	}
 	return n;
+}
+
+/* A ring of the slice before its watcher waits again is not heard: the
+ * slice is swept once it surely waits (BELL_SETTLE_NS), but not sooner
+ * than BELL_SWEEP_NS after its last sweep. */
+void reg_bells_woke(void *arg, size_t first)
+{
+	procctl_registry_t *r = arg;
+	size_t k = first / PROCCTL_BELLS_MAX;
+	uint64_t now = (uint64_t)procctl_now_ns(), due;
+	r->gap_ns[k] = now;
+	if (r->sweep_due[k])
+		return;
+	due = now + BELL_SETTLE_NS;
+	if (r->swept_at[k] && r->swept_at[k] + BELL_SWEEP_NS > due)
+		due = r->swept_at[k] + BELL_SWEEP_NS;
+	r->sweep_due[k] = due;
+	if (!r->sweep_next || due < r->sweep_next) {
+		r->sweep_next = due;
+		reg_kick(r); /* the loop plans its tick */
+	}
 }
 
 void reg_bells_rang(void *arg, uint64_t id)
@@ -200,10 +376,12 @@ void reg_bells_rang(void *arg, uint64_t id)
 	struct entry *e = reg_by_id(r, id);
 	if (!e)
 		return;
-	if (count_ring(r, e, (uint64_t)procctl_now_ns()))
-		procctl_doorbells_bump(&r->bells); /* every slice after it moves */
-	e->bell_event = 1;
-	r->bell_pending = 1;
+	if (count_ring(r, e, (uint64_t)procctl_now_ns())) {
+		set_del(r, e); /* back in at the loop's tick after bell_muted_until */
+		if (!r->mute_due || e->bell_muted_until < r->mute_due)
+			r->mute_due = e->bell_muted_until;
+	}
+	event_mark(r, e);
 	reg_kick(r);
 }
 
@@ -214,31 +392,24 @@ void reg_bells_nonzero(void *arg, uint64_t id)
 	if (!e || e->bell_bad)
 		return;
 	mark_bad(r, e);
-	procctl_doorbells_bump(&r->bells); /* every slice after it moves */
-	e->bell_event = 1; /* unheard now: one more event says so (it is polled) */
-	r->bell_pending = 1;
+	event_mark(r, e); /* unheard now: one more event says so (it is polled) */
 	reg_kick(r);
 }
 
 /* On the loop thread: an event for each entry that rang since the last
- * ones (entries leave only on this thread, so the list holds still). */
+ * ones (entries leave only on this thread, so the chain holds still). */
 void reg_emit_doorbell(procctl_registry_t *r)
 {
-	struct entry *e;
-	int pending;
+	struct entry *e, *chain = NULL;
 	pthread_mutex_lock(&r->mu);
-	pending = r->bell_pending;
-	r->bell_pending = 0;
-	for (e = r->entries; pending && e; e = e->next) {
-		e->bell_emit = e->bell_event;
-		e->bell_event = 0;
+	while ((e = r->bell_events)) {
+		event_unmark(e);
+		e->bell_emit_next = chain;
+		chain = e;
 	}
 	pthread_mutex_unlock(&r->mu);
-	for (e = r->entries; pending && e; e = e->next)
-		if (e->bell_emit) {
-			e->bell_emit = 0;
-			reg_emit_entry(r, e, PROCCTL_EV_DOORBELL, 0);
-		}
+	for (e = chain; e; e = e->bell_emit_next)
+		reg_emit_entry(r, e, PROCCTL_EV_DOORBELL, 0);
 }
 
 int procctl_registry_doorbell_rang(procctl_registry_t *r, const procctl_client_t *c)
@@ -247,7 +418,7 @@ int procctl_registry_doorbell_rang(procctl_registry_t *r, const procctl_client_t
 	int rang = -ENOTSUP;
 	pthread_mutex_lock(&r->mu);
 	e = reg_by_client(r, c);
-	if (e && e->bell_watched) {
+	if (e && listened(r, e)) {
 		rang = e->bell_rang;
 		e->bell_rang = 0;
 	}
@@ -264,7 +435,7 @@ int procctl_registry_doorbell_heard(procctl_registry_t *r, const procctl_client_
 	pthread_mutex_lock(&r->mu);
 	e = reg_by_client(r, c);
 	if (e)
-		heard = e->bell_watched && !e->bell_bad && (uint64_t)procctl_now_ns() >= e->bell_muted_until;
+		heard = listened(r, e) && !e->bell_bad && (uint64_t)procctl_now_ns() >= e->bell_muted_until;
 	pthread_mutex_unlock(&r->mu);
 	return heard;
 }

@@ -34,6 +34,8 @@
 #define DEFAULT_CONSUMERS 256
 #define BELL_WINDOW_NS 1000000000ull
 #define BELL_LIMIT 1000 /* rings a process may make per window */
+#define BELL_SETTLE_NS 20000000ull  /* a watcher back from a wait waits again within this: then its slice is swept */
+#define BELL_SWEEP_NS 1000000000ull /* a slice is swept at most once in this */
 #define REG_BUCKET_BITS 12   /* 4,096 chains by id, as many by pid: ~2 entries a chain at 10,000 */
 
 /* epoll tags; a client's is its entry id, TAG_FIRST_ID and up (never a
@@ -62,11 +64,12 @@ struct entry {
 	uint64_t bell_window, bell_muted_until;
 	uint32_t bell_count;
 	int bell_bad;
-	int bell_watched; /* in a watcher's set now, or its wait armed in the ring */
+	int bell_watched; /* the ring's: its wait armed */
 	int bell_armed;   /* the ring's: a wait in flight */
 	int bell_rang;    /* rang since procctl_registry_doorbell_rang last asked */
-	int bell_event;   /* rang since the last DOORBELL event */
-	int bell_emit;    /* the loop's: an event to emit now */
+	size_t bell_slot; /* the watchers': its place in bell_set, SIZE_MAX none (muted, written) */
+	struct entry *bell_ev_next, **bell_ev_pprev; /* r->bell_events: rang since the last DOORBELL event */
+	struct entry *bell_emit_next;                /* the loop's: the events it emits now */
 };
 
 struct rejected {
@@ -126,10 +129,17 @@ struct procctl_registry {
 	int hb_stop, hb_started;
 
 	struct procctl_doorbells bells; /* PROCCTL_REGISTRY_DOORBELLS without the ring */
-	int bell_pending;               /* under mu: some entry rang since the last events */
+	/* The watchers' words, under mu: the heard entries, dense (watcher k
+	 * waits on bell_set[127k .. 127k + 126]); and per slice its sweep's
+	 * time, its watcher's last return, its last sweep (0: none). */
+	struct entry **bell_set;
+	size_t bell_n, bell_cap;
+	uint64_t sweep_due[PROCCTL_WATCHERS_MAX], gap_ns[PROCCTL_WATCHERS_MAX], swept_at[PROCCTL_WATCHERS_MAX];
+	uint64_t sweep_next;        /* the first sweep_due */
+	struct entry *bell_events;  /* under mu: entries with a DOORBELL event due */
 	struct procctl_bellring ring;   /* PROCCTL_REGISTRY_DOORBELLS where io_uring has futex waits */
 	int ring_on, ring_dirty;        /* in use; waits queued, not yet submitted */
-	uint64_t mute_due;              /* the first muted region's second ends: armed again then */
+	uint64_t mute_due;              /* under mu: the first muted region's second ends: heard again then */
 };
 
 /* registry.c */
@@ -169,15 +179,20 @@ void reg_emit_ready(procctl_registry_t *r, struct lock_rec *l);
 /* registry_threads.c */
 void *reg_hb_main(void *arg); /* the heartbeat thread */
 
-/* registry_bells.c: doorbells, in the ring (the loop's thread) ... */
+/* registry_bells.c: doorbells, in the ring or the watcher threads */
 /* The ring, else the watcher threads (said in the log): 0 or -errno. */
 int reg_bells_start(procctl_registry_t *r);
-void reg_ring_arm(procctl_registry_t *r, struct entry *e); /* queued: submitted by the dispatch */
-void reg_ring_forget(procctl_registry_t *r, struct entry *e); /* before e's region is unmapped */
-void reg_ring_dispatch(procctl_registry_t *r);
-void reg_ring_unmute(procctl_registry_t *r);
-/* ... or in the watcher threads (their callbacks, under mu) */
-size_t reg_bells_collect(void *arg, struct procctl_bell *out, size_t first, size_t max, size_t limit, uint64_t *again);
+/* The loop's: e attached (its wait queued: submitted by the dispatch) /
+ * about to detach (before its region is unmapped). */
+void reg_bells_attach(procctl_registry_t *r, struct entry *e);
+void reg_bells_detach(procctl_registry_t *r, struct entry *e);
+void reg_ring_dispatch(procctl_registry_t *r); /* the ring's completions */
+/* At the loop's tick: muted regions whose time is up, slices due a sweep. */
+void reg_bells_tick(procctl_registry_t *r);
+uint64_t reg_bells_due(procctl_registry_t *r); /* when the tick is next needed for them; 0 never */
+/* The watcher threads' callbacks, under mu */
+size_t reg_bells_collect(void *arg, struct procctl_bell *out, size_t first, size_t max);
+void reg_bells_woke(void *arg, size_t first);
 void reg_bells_rang(void *arg, uint64_t id);
 void reg_bells_nonzero(void *arg, uint64_t id);
 /* Emit PROCCTL_EV_DOORBELL for every region that rang (the loop's thread). */
