@@ -137,75 +137,77 @@ static inline double bench_pingpong_floor(struct bench_pingpong *pp, pid_t pong,
 	return bench_median(f, rounds);
 }
 
+/* One of bench_wake_floor's processes: asleep on its word until it holds
+ * a new round number, then answers; UINT32_MAX ends it. */
+static inline void bench_answerer(uint32_t *mine, uint32_t *asleep, uint32_t *answered, int answers)
+{
+	uint32_t seen = 0, v;
+	__atomic_add_fetch(asleep, 1, __ATOMIC_RELEASE);
+	for (;;) {
+		while ((v = __atomic_load_n(mine, __ATOMIC_ACQUIRE)) == seen)
+			bench_futex(mine, FUTEX_WAIT, seen);
+		if (v == UINT32_MAX)
+			_exit(0);
+		seen = v;
+		__atomic_add_fetch(answered, (uint32_t)answers, __ATOMIC_RELEASE);
+		bench_futex(answered, FUTEX_WAKE, 1);
+	}
+}
+
 /* The floor with the hand-offs the design requires: procs processes
  * asleep in FUTEX_WAIT, each woken (as a region's write wakes its
- * process), each answering with `answers` FUTEX_WAKEs of this one (its
- * acks' doorbells), and after(arg), when not NULL, once the wakes are out
+ * process), each answering (its acks) with one FUTEX_WAKE of this one
+ * for its `answers`, and after(arg), when not NULL, once the wakes are out
  * (the reads that follow them): the ms from the first wake to the last
- * answer and after's return (median of 3), or -1 (out of memory, no
- * fork). The processes run on the same cores, as real consumers do. */
+ * answer and after's return (median of 3 rounds), or -1 (out of memory,
+ * no fork). The processes run on the same cores, as real consumers do,
+ * and stay between rounds (none exits while one is timed). */
 static inline double bench_wake_floor(long procs, int answers, void (*after)(void *), void *arg)
 {
 	/* [0]: answered, [16]: asleep; then one word a process, 64 bytes apart */
 	size_t len = (size_t)(procs + 2) * 64;
 	uint32_t *w = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	pid_t *kids = calloc((size_t)procs, sizeof *kids);
-	uint32_t want = (uint32_t)(procs * answers);
-	double runs[3];
-	long i;
-	int run, k;
+	uint32_t want = (uint32_t)(procs * answers), got, run;
+	double runs[3] = {-1, -1, -1};
+	long i, n;
 	if (w == MAP_FAILED || !kids) {
 		if (w != MAP_FAILED)
 			munmap(w, len);
 		free(kids);
 		return -1;
 	}
-	for (run = 0; run < 3; run++) {
+	memset(w, 0, len);
+	for (n = 0; n < procs && (kids[n] = fork()) > 0; n++)
+		;
+	if (n < procs && kids[n] == 0)
+		bench_answerer(&w[(n + 2) * 16], &w[16], &w[0], answers);
+	while (n == procs && __atomic_load_n(&w[16], __ATOMIC_ACQUIRE) < procs)
+		usleep(1000);
+	for (run = 1; run <= 3 && n == procs; run++) {
 		int64_t t0;
-		uint32_t got;
-		memset(w, 0, len);
-		for (i = 0; i < procs; i++) {
-			uint32_t *mine = &w[(i + 2) * 16];
-			pid_t pid = kids[i] = fork();
-			if (pid < 0) {
-				while (i--) { /* asleep: ended, not woken */
-					kill(kids[i], SIGKILL);
-					waitpid(kids[i], NULL, 0);
-				}
-				free(kids);
-				munmap(w, len);
-				return -1;
-			}
-			if (!pid) {
-				__atomic_add_fetch(&w[16], 1, __ATOMIC_RELEASE);
-				while (!__atomic_load_n(mine, __ATOMIC_ACQUIRE))
-					bench_futex(mine, FUTEX_WAIT, 0);
-				for (k = 0; k < answers; k++) {
-					__atomic_add_fetch(&w[0], 1, __ATOMIC_RELEASE);
-					bench_futex(&w[0], FUTEX_WAKE, 1);
-				}
-				_exit(0);
-			}
-		}
-		while (__atomic_load_n(&w[16], __ATOMIC_ACQUIRE) < procs)
-			usleep(1000);
 		usleep(100000); /* all asleep */
+		__atomic_store_n(&w[0], 0, __ATOMIC_RELEASE);
 		t0 = bench_now_ns();
 		for (i = 0; i < procs; i++) {
-			__atomic_store_n(&w[(i + 2) * 16], 1, __ATOMIC_RELEASE);
+			__atomic_store_n(&w[(i + 2) * 16], run, __ATOMIC_RELEASE);
 			bench_futex(&w[(i + 2) * 16], FUTEX_WAKE, 1);
 		}
 		if (after)
 			after(arg);
 		while ((got = __atomic_load_n(&w[0], __ATOMIC_ACQUIRE)) < want)
 			bench_futex(&w[0], FUTEX_WAIT, got);
-		runs[run] = (double)(bench_now_ns() - t0) / 1e6;
-		for (i = 0; i < procs; i++)
-			waitpid(kids[i], NULL, 0);
+		runs[run - 1] = (double)(bench_now_ns() - t0) / 1e6;
 	}
+	for (i = 0; i < n; i++) {
+		__atomic_store_n(&w[(i + 2) * 16], UINT32_MAX, __ATOMIC_RELEASE);
+		bench_futex(&w[(i + 2) * 16], FUTEX_WAKE, 1);
+	}
+	for (i = 0; i < n; i++)
+		waitpid(kids[i], NULL, 0);
 	munmap(w, len);
 	free(kids);
-	return bench_median(runs, 3);
+	return n == procs ? bench_median(runs, 3) : -1;
 }
 
 #endif
