@@ -7,7 +7,9 @@
  * watchers' 8,128), N regions in N/4 farm processes (test/farm.c, 4
  * regions each, acking what they find), one registry at a time:
  *   bells_publish_ring_N, _threads_N  ms from the first of N 4 KiB writes
- *                     (one a region, on the loop's thread) until every
+ *                     (one a region, on the loop's thread, in the reverse
+ *                     of attach order: a farm process sleeps on its first
+ *                     region, and finds the others written) until every
  *                     region's DOORBELL event came (its process acked),
  *                     median of 5 rounds, against N/4 processes woken
  *                     and answering with 4 FUTEX_WAKEs each (the hand-offs
@@ -159,7 +161,7 @@ static double run(long n, const char *consumer, const char *lock_dir, unsigned f
 		memset(payload, (int)s.round, sizeof payload);
 		s.heard = 0;
 		t0 = bench_now_ns();
-		for (i = 0; i < n; i++)
+		for (i = n - 1; i >= 0; i--) /* a process's first region last: it sleeps on that one */
 			if (procctl_client_write(s.c[i], payload, sizeof payload) < 0)
 				die("procctl_client_write");
 		if (dispatch_until(r, &s.heard, n) < 0) {
