@@ -12,8 +12,11 @@
  *                     region, and finds the others written) until every
  *                     region's DOORBELL event came (its process acked),
  *                     median of 5 rounds, against N/4 processes woken
- *                     and answering with 4 FUTEX_WAKEs each (the hand-offs
- *                     the design requires; bench_wake_floor);
+ *                     and answering with a FUTEX_WAKE each (the hand-offs
+ *                     the design requires; bench_wake_floor). Threads
+ *                     hear a ring a wake; the rest come by their slices'
+ *                     sweeps, at most once a second each, which rounds
+ *                     in a row wait for;
  *   bells_attach_threads_vs_ring_N  ms from registry_new until all N are
  *                     attached (ATTACHED) in threads mode, against the
  *                     same with the ring in the same run: what the
