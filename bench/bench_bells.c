@@ -13,10 +13,11 @@
  *                     region's DOORBELL event came (its process acked),
  *                     median of 5 rounds, against N/4 processes woken
  *                     and answering with a FUTEX_WAKE each (the hand-offs
- *                     the design requires; bench_wake_floor). Threads
- *                     hear a ring a wake; the rest come by their slices'
- *                     sweeps, at most once a second each, which rounds
- *                     in a row wait for;
+ *                     the design requires; bench_wake_floor); the rounds
+ *                     2.2 s apart (threads hear a ring a wake, the rest
+ *                     come by their slices' sweeps: 20 ms after a quiet
+ *                     slice's wake, then at most once a second, so a
+ *                     round sooner after the last waits for that);
  *   bells_attach_threads_vs_ring_N  ms from registry_new until all N are
  *                     attached (ATTACHED) in threads mode, against the
  *                     same with the ring in the same run: what the
@@ -43,6 +44,7 @@
 #define PAYLOAD 4096
 #define ROUNDS 5
 #define DEADLINE_NS 60000000000ll
+#define QUIET_NS 2200000000ll /* between rounds: a publish is an event, not a stream (past its slices' last sweeps) */
 
 static pid_t farm_pid;
 static int farm_in = -1; /* the farm's stdin: it ends when this closes */
@@ -112,10 +114,9 @@ static void on_event(const struct procctl_event *ev, void *arg)
 	}
 }
 
-/* Dispatch until *count reaches want: 0, or -1 past the deadline. */
-static int dispatch_until(procctl_registry_t *r, const long *count, long want)
+/* Dispatch until *count reaches want: 0, or -1 past end. */
+static int dispatch_until(procctl_registry_t *r, const long *count, long want, int64_t end)
 {
-	int64_t end = bench_now_ns() + DEADLINE_NS;
 	while (*count < want) {
 		struct pollfd p = {procctl_registry_fd(r), POLLIN, 0};
 		if (bench_now_ns() > end)
@@ -137,6 +138,8 @@ static double run(long n, const char *consumer, const char *lock_dir, unsigned f
 	struct seen s;
 	procctl_registry_t *r;
 	double rounds[ROUNDS];
+	const long never = 0;
+	unsigned round;
 	int64_t t0;
 	long i;
 
@@ -157,21 +160,24 @@ static double run(long n, const char *consumer, const char *lock_dir, unsigned f
 	t0 = bench_now_ns();
 	if (!(r = procctl_registry_new(&o)))
 		die("procctl_registry_new");
-	if (dispatch_until(r, &s.attached, n) < 0)
+	if (dispatch_until(r, &s.attached, n, bench_now_ns() + DEADLINE_NS) < 0)
 		{ fprintf(stderr, "bench_bells: %ld of %ld attached\n", s.attached, n); die("not every region attached"); }
 	*attach_ms = (double)(bench_now_ns() - t0) / 1e6;
-	for (s.round = 1; s.round <= ROUNDS; s.round++) {
-		memset(payload, (int)s.round, sizeof payload);
+	for (round = 1; round <= ROUNDS; round++) {
+		s.round = 0; /* the last round's sweeps, over by then, count for none */
+		dispatch_until(r, &never, 1, bench_now_ns() + QUIET_NS);
+		memset(payload, (int)round, sizeof payload);
+		s.round = round;
 		s.heard = 0;
 		t0 = bench_now_ns();
 		for (i = n - 1; i >= 0; i--) /* a process's first region last: it sleeps on that one */
 			if (procctl_client_write(s.c[i], payload, sizeof payload) < 0)
 				die("procctl_client_write");
-		if (dispatch_until(r, &s.heard, n) < 0) {
+		if (dispatch_until(r, &s.heard, n, t0 + DEADLINE_NS) < 0) {
 			fprintf(stderr, "bench_bells: %ld of %ld doorbells heard\n", s.heard, n);
 			die("a publish was not heard from every region");
 		}
-		rounds[s.round - 1] = (double)(bench_now_ns() - t0) / 1e6;
+		rounds[round - 1] = (double)(bench_now_ns() - t0) / 1e6;
 	}
 	procctl_registry_stats(r, &st);
 	fprintf(stderr, "bench_bells: %ld regions%s: %llu rings heard, %llu muted\n", n,
