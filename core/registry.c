@@ -745,7 +745,7 @@ void procctl_registry_close(procctl_registry_t *r, unsigned flags)
 	if (!r)
 		return;
 	procctl_scan_end(r->scan_it);
-	procctl_doorbells_stop(&r->bells);
+	reg_bells_stop(r);
 	if (r->hb_started) {
 		pthread_mutex_lock(&r->mu);
 		r->hb_stop = 1;
@@ -789,8 +789,6 @@ void procctl_registry_close(procctl_registry_t *r, unsigned flags)
 		close(r->tick_fd);
 	if (r->lock_ifd >= 0)
 		close(r->lock_ifd);
-	if (r->ring_on)
-		procctl_bellring_close(&r->ring);
 	free(r->bell_set);
 	if (r->lock_dirfd >= 0)
 		close(r->lock_dirfd);

@@ -255,6 +255,18 @@ void reg_bells_detach(procctl_registry_t *r, struct entry *e)
 	pthread_mutex_unlock(&r->mu);
 }
 
+/* The watchers joined; the ring closed, which ends every wait in it at
+ * once (a cancel each, as a detach does, walks the ring's waits: at
+ * 8,000 regions the close took 0.7 s). */
+void reg_bells_stop(procctl_registry_t *r)
+{
+	procctl_doorbells_stop(&r->bells);
+	if (r->ring_on) {
+		procctl_bellring_close(&r->ring);
+		r->ring_on = 0;
+	}
+}
+
 /* Muted regions whose second is over are heard again (rare: a process
  * that rang 1,000 times a second). */
 static void unmute(procctl_registry_t *r, uint64_t now)

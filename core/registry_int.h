@@ -187,6 +187,8 @@ int reg_bells_start(procctl_registry_t *r);
 void reg_bells_attach(procctl_registry_t *r, struct entry *e);
 void reg_bells_detach(procctl_registry_t *r, struct entry *e);
 void reg_ring_dispatch(procctl_registry_t *r); /* the ring's completions */
+/* At close, before the detaches: no doorbell is listened to any more. */
+void reg_bells_stop(procctl_registry_t *r);
 /* At the loop's tick: muted regions whose time is up, slices due a sweep. */
 void reg_bells_tick(procctl_registry_t *r);
 uint64_t reg_bells_due(procctl_registry_t *r); /* when the tick is next needed for them; 0 never */
