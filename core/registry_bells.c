@@ -75,6 +75,11 @@ static int ring_start(procctl_registry_t *r)
 	return 0;
 }
 
+static size_t bells_collect(void *arg, struct procctl_bell *out, size_t first, size_t max);
+static void bells_woke(void *arg, size_t first);
+static void bells_rang(void *arg, uint64_t id);
+static void bells_nonzero(void *arg, uint64_t id);
+
 int reg_bells_start(procctl_registry_t *r)
 {
 	int err = (r->o.flags & PROCCTL_REGISTRY_BELL_THREADS) ? -ECANCELED : ring_start(r);
@@ -84,10 +89,10 @@ int reg_bells_start(procctl_registry_t *r)
 		    err == -ECANCELED ? "asked for" : "no io_uring futex waits (Linux 6.7+)", strerror(-err),
 		    PROCCTL_WATCHERS_MAX, PROCCTL_BELLS_MAX);
 	r->bells.mu = &r->mu;
-	r->bells.collect = reg_bells_collect;
-	r->bells.woke = reg_bells_woke;
-	r->bells.rang = reg_bells_rang;
-	r->bells.nonzero = reg_bells_nonzero;
+	r->bells.collect = bells_collect;
+	r->bells.woke = bells_woke;
+	r->bells.rang = bells_rang;
+	r->bells.nonzero = bells_nonzero;
 	r->bells.arg = r;
 	return procctl_doorbells_start(&r->bells);
 }
@@ -350,7 +355,7 @@ uint64_t reg_bells_due(procctl_registry_t *r)
 
 /* ---- watcher threads (theirs, under mu) ---------------------------------- */
 
-size_t reg_bells_collect(void *arg, struct procctl_bell *out, size_t first, size_t max)
+static size_t bells_collect(void *arg, struct procctl_bell *out, size_t first, size_t max)
 {
 	procctl_registry_t *r = arg;
 	size_t n = 0;
@@ -364,7 +369,7 @@ size_t reg_bells_collect(void *arg, struct procctl_bell *out, size_t first, size
 /* A ring of the slice before its watcher waits again is not heard: the
  * slice is swept once it surely waits (BELL_SETTLE_NS), but not sooner
  * than BELL_SWEEP_NS after its last sweep. */
-void reg_bells_woke(void *arg, size_t first)
+static void bells_woke(void *arg, size_t first)
 {
 	procctl_registry_t *r = arg;
 	size_t k = first / PROCCTL_BELLS_MAX;
@@ -382,7 +387,7 @@ void reg_bells_woke(void *arg, size_t first)
 	}
 }
 
-void reg_bells_rang(void *arg, uint64_t id)
+static void bells_rang(void *arg, uint64_t id)
 {
 	procctl_registry_t *r = arg;
 	struct entry *e = reg_by_id(r, id);
@@ -397,7 +402,7 @@ void reg_bells_rang(void *arg, uint64_t id)
 	reg_kick(r);
 }
 
-void reg_bells_nonzero(void *arg, uint64_t id)
+static void bells_nonzero(void *arg, uint64_t id)
 {
 	procctl_registry_t *r = arg;
 	struct entry *e = reg_by_id(r, id);

@@ -2,8 +2,8 @@
 /* registry_int.h - what the registry's files share: its state, its
  * entries and lock records, and the calls between registry.c (discovery,
  * attach, detach, the loop, the lifecycle), registry_locks.c (node locks
- * and ownership) and registry_threads.c (the heartbeat thread and the
- * doorbell watchers' callbacks). Internal to libprocctl-agent. */
+ * and ownership), registry_threads.c (the heartbeat thread) and
+ * registry_bells.c (the doorbells). Internal to libprocctl-agent. */
 #ifndef PROCCTL_REGISTRY_INT_H
 #define PROCCTL_REGISTRY_INT_H
 
@@ -192,11 +192,6 @@ void reg_bells_stop(procctl_registry_t *r);
 /* At the loop's tick: muted regions whose time is up, slices due a sweep. */
 void reg_bells_tick(procctl_registry_t *r);
 uint64_t reg_bells_due(procctl_registry_t *r); /* when the tick is next needed for them; 0 never */
-/* The watcher threads' callbacks, under mu */
-size_t reg_bells_collect(void *arg, struct procctl_bell *out, size_t first, size_t max);
-void reg_bells_woke(void *arg, size_t first);
-void reg_bells_rang(void *arg, uint64_t id);
-void reg_bells_nonzero(void *arg, uint64_t id);
 /* Emit PROCCTL_EV_DOORBELL for every region that rang (the loop's thread). */
 void reg_emit_doorbell(procctl_registry_t *r);
 
