@@ -268,9 +268,14 @@ static void probe_unsealed(procctl_registry_t *r)
 
 static void detach(procctl_registry_t *r, struct entry *e, int reason)
 {
+	const struct entry *sib = reg_sibling(r, e);
 	struct lock_rec *l;
 
-	epoll_ctl(r->epfd, EPOLL_CTL_DEL, procctl_client_pidfd(e->c), NULL);
+	if (sib) /* the process's pidfd is watched under a sibling's id now */
+		epoll_ctl(r->epfd, EPOLL_CTL_MOD, procctl_client_pidfd(e->c),
+			  &(struct epoll_event){.events = EPOLLIN, .data.u64 = sib->id});
+	else
+		epoll_ctl(r->epfd, EPOLL_CTL_DEL, procctl_client_pidfd(e->c), NULL);
 	reg_bells_detach(r, e);
 	pthread_mutex_lock(&r->mu); /* after this the heartbeat thread cannot see it */
 	if ((*e->pprev = e->next))
@@ -551,9 +556,11 @@ int procctl_registry_dispatch(procctl_registry_t *r)
 				;
 			locks_look(r);
 		} else {
-			struct entry *e = reg_by_id(r, tag); /* still attached? */
-			if (e)
+			struct entry *e = reg_by_id(r, tag), *sib; /* still attached? */
+			for (; e; e = sib) { /* exited: its other regions share the pidfd that woke */
+				sib = reg_sibling(r, e);
 				detach(r, e, -ESRCH);
+			}
 		}
 	}
 	if (r->ring_dirty) { /* waits armed at attach */

@@ -60,6 +60,15 @@ struct entry *reg_by_pid(const procctl_registry_t *r, pid_t pid, struct entry *a
 	return e;
 }
 
+struct entry *reg_sibling(const procctl_registry_t *r, const struct entry *e)
+{
+	struct entry *s = NULL;
+	while ((s = reg_by_pid(r, e->c->info.pid, s)))
+		if (s != e && procctl_client_pidfd(s->c) == procctl_client_pidfd(e->c))
+			return s;
+	return NULL;
+}
+
 /* ---- the public lookups ---------------------------------------------- */
 
 size_t procctl_registry_clients(const procctl_registry_t *r, procctl_client_t **out, size_t max)

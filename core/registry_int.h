@@ -155,6 +155,9 @@ struct entry *reg_by_id(const procctl_registry_t *r, uint64_t id);
 /* pid's first entry (after NULL), or the one after `after`; NULL: no more. */
 struct entry *reg_by_pid(const procctl_registry_t *r, pid_t pid, struct entry *after);
 struct entry *reg_by_client(const procctl_registry_t *r, const procctl_client_t *c);
+/* Another region of e's process that shares its pidfd (attach's sibling:
+ * one pidfd a process, watched under one of their ids), or NULL. */
+struct entry *reg_sibling(const procctl_registry_t *r, const struct entry *e);
 
 /* registry_locks.c: node locks (SPEC.md 8.1) and the claims they allow */
 struct lock_rec *reg_lock_find(const procctl_registry_t *r, const char *consumer);

@@ -148,6 +148,30 @@ static void discovery(void **state)
 	th_agent_kill(&sim2);
 }
 
+/* A process with three regions shares one pidfd among them: when it
+ * exits, all three go at once (not at the next rescan, an hour here). */
+static void siblings_exit(void **state)
+{
+	struct evlog log;
+	struct th_agent a;
+	procctl_registry_t *r;
+	(void)state;
+
+	memset(&log, 0, sizeof log);
+	r = registry("test", lockdir, 0, 3600000 * MS, &log);
+	th_procsim_start(&a);
+	th_agent_ok(&a, "init test");
+	th_agent_ok(&a, "init test");
+	th_agent_ok(&a, "init test");
+	procctl_registry_notify(r, a.pid);
+	pump_until(r, &log.attached, 3);
+	th_agent_kill(&a);
+	pump_until(r, &log.detached, 3);
+	assert_int_equal(log.last_reason, -ESRCH);
+
+	procctl_registry_close(r, 0);
+}
+
 /* A start storm's notifies: each process is told twice (its fork's
  * recheck, then its hello), a thousand processes at once. A pid told
  * again while it waits is scanned once, and 2,001 distinct pids fit the
@@ -501,6 +525,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(discovery, setup, teardown),
 		cmocka_unit_test_setup_teardown(first_scan_by_its_own_kicks, setup, teardown),
 		cmocka_unit_test_setup_teardown(notify_burst, setup, teardown),
+		cmocka_unit_test_setup_teardown(siblings_exit, setup, teardown),
 		cmocka_unit_test_setup_teardown(forked_clients, setup, teardown),
 		cmocka_unit_test_setup_teardown(limits_and_unsealed, setup, teardown),
 		cmocka_unit_test_setup_teardown(unsealed_gives_up, setup, teardown),
