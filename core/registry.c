@@ -74,24 +74,6 @@ static struct entry *entry_of(procctl_registry_t *r, pid_t pid, dev_t dev, ino_t
 	return NULL;
 }
 
-static int was_rejected(procctl_registry_t *r, pid_t pid, dev_t dev, ino_t ino)
-{
-	unsigned i;
-	for (i = 0; i < r->nrejected && i < REJECTED_MAX; i++)
-		if (r->rejected[i].pid == pid && r->rejected[i].dev == dev && r->rejected[i].ino == ino)
-			return 1;
-	return 0;
-}
-
-/* Forget pid's refusals: a notify(pid) says it has something new. */
-static void forget_rejected(procctl_registry_t *r, pid_t pid)
-{
-	unsigned i;
-	for (i = 0; i < r->nrejected && i < REJECTED_MAX; i++)
-		if (r->rejected[i].pid == pid)
-			r->rejected[i].pid = 0;
-}
-
 /* A region without its seals yet: its process may be inside procctl_init,
  * so it is probed again on each tick for a while (no notify need come). */
 static void retry_unsealed(procctl_registry_t *r, const struct procctl_scan_entry *s)
@@ -110,14 +92,6 @@ static void retry_unsealed(procctl_registry_t *r, const struct procctl_scan_entr
 		r->unsealed[free_slot].ino = s->ino;
 		snprintf(r->unsealed[free_slot].consumer, sizeof r->unsealed[free_slot].consumer, "%s", s->consumer);
 	}
-}
-
-static void remember_rejected(procctl_registry_t *r, pid_t pid, dev_t dev, ino_t ino)
-{
-	struct rejected *rj = &r->rejected[r->nrejected++ % REJECTED_MAX];
-	rj->pid = pid;
-	rj->dev = dev;
-	rj->ino = ino;
 }
 
 /* The cap a region of pid would pass: PROCCTL_REJECT_LIMIT (its
@@ -149,7 +123,7 @@ static int on_found(const struct procctl_scan_entry *s, void *arg)
 	procctl_client_t *c;
 	struct entry *e;
 
-	if (entry_of(r, s->pid, s->dev, s->ino) || was_rejected(r, s->pid, s->dev, s->ino))
+	if (entry_of(r, s->pid, s->dev, s->ino) || reg_rejected_was(r, s->pid, s->dev, s->ino))
 		return 0;
 	if (!reg_lock_find(r, s->consumer) && r->nlocks >= r->o.max_consumers) {
 		count_reject(r, PROCCTL_REJECT_CONSUMER_LIMIT);
@@ -180,7 +154,7 @@ static int on_found(const struct procctl_scan_entry *s, void *arg)
 			if (!final)
 				retry_unsealed(r, s);
 			else
-				remember_rejected(r, s->pid, s->dev, s->ino);
+				reg_rejected_add(r, s->pid, s->dev, s->ino);
 			if (!r->reprobing || final) /* a verdict a probe reached counts */
 				count_reject(r, why);
 			if (final) /* a peer can make as many as it likes */
@@ -252,7 +226,7 @@ static void probe_unsealed(procctl_registry_t *r)
 			/* Still unsealed after a second: not a process inside
 			 * procctl_init. Refused, said once, skipped by rescans
 			 * until a notify says the process has something new. */
-			remember_rejected(r, pid, r->unsealed[i].dev, r->unsealed[i].ino);
+			reg_rejected_add(r, pid, r->unsealed[i].dev, r->unsealed[i].ino);
 			procctl_log_limited(PROCCTL_LOG_WARN, "attach_rejected", "pid=%d consumer=%s reason=unsealed probed_ms=%d",
 				    (int)pid, r->unsealed[i].consumer, (int)(UNSEALED_TICKS * TICK_NS / 1000000));
 			continue;
@@ -261,7 +235,7 @@ static void probe_unsealed(procctl_registry_t *r)
 		procctl_scan_pid(r->proc_root, pid, r->consumer[0] ? r->consumer : NULL, on_found, r);
 		r->reprobing = 0;
 		e = reg_by_pid(r, pid, NULL);
-		if (e || was_rejected(r, pid, r->unsealed[i].dev, r->unsealed[i].ino))
+		if (e || reg_rejected_was(r, pid, r->unsealed[i].dev, r->unsealed[i].ino))
 			r->unsealed[i].ticks = 0; /* sealed now: attached, or refused for good */
 	}
 }
@@ -449,7 +423,7 @@ static void drain_notify(procctl_registry_t *r)
 	}
 	for (i = 0; i < n; i++) {
 		struct entry *e, *next;
-		forget_rejected(r, q[i]);
+		reg_rejected_forget(r, q[i]);
 		for (e = reg_by_pid(r, q[i], NULL); e; e = next) { /* a pid that exec'd has a new region */
 			int a = procctl_client_alive(e->c);
 			next = reg_by_pid(r, q[i], e);

@@ -2,8 +2,9 @@
 /* registry_index.c - a registry's entries found by id (epoll tags,
  * doorbells) and by pid (caps, notifies, exec events) without walking
  * them: two chained hash tables of REG_BUCKETS, changed under mu on the
- * loop's thread only, so the loop reads them without mu; and the public
- * lookups (every client, a consumer's, a pid's). */
+ * loop's thread only, so the loop reads them without mu; the regions
+ * refused for good, which scans skip; and the public lookups (every
+ * client, a consumer's, a pid's). */
 #include "registry_int.h"
 
 static unsigned hash(uint64_t v)
@@ -67,6 +68,33 @@ struct entry *reg_sibling(const procctl_registry_t *r, const struct entry *e)
 		if (s != e && procctl_client_pidfd(s->c) == procctl_client_pidfd(e->c))
 			return s;
 	return NULL;
+}
+
+/* ---- regions refused, not looked at again -------------------------------- */
+
+int reg_rejected_was(const procctl_registry_t *r, pid_t pid, dev_t dev, ino_t ino)
+{
+	unsigned i;
+	for (i = 0; i < r->nrejected && i < REJECTED_MAX; i++)
+		if (r->rejected[i].pid == pid && r->rejected[i].dev == dev && r->rejected[i].ino == ino)
+			return 1;
+	return 0;
+}
+
+void reg_rejected_forget(procctl_registry_t *r, pid_t pid)
+{
+	unsigned i;
+	for (i = 0; i < r->nrejected && i < REJECTED_MAX; i++)
+		if (r->rejected[i].pid == pid)
+			r->rejected[i].pid = 0;
+}
+
+void reg_rejected_add(procctl_registry_t *r, pid_t pid, dev_t dev, ino_t ino)
+{
+	struct rejected *rj = &r->rejected[r->nrejected++ % REJECTED_MAX];
+	rj->pid = pid;
+	rj->dev = dev;
+	rj->ino = ino;
 }
 
 /* ---- the public lookups ---------------------------------------------- */

@@ -158,6 +158,12 @@ struct entry *reg_by_client(const procctl_registry_t *r, const procctl_client_t 
 /* Another region of e's process that shares its pidfd (attach's sibling:
  * one pidfd a process, watched under one of their ids), or NULL. */
 struct entry *reg_sibling(const procctl_registry_t *r, const struct entry *e);
+/* Regions refused for good (REJECTED_MAX remembered, the oldest
+ * forgotten first), skipped by scans: add one, ask whether pid's region
+ * (dev, ino) is one, forget pid's (a notify(pid) says it has something new). */
+void reg_rejected_add(procctl_registry_t *r, pid_t pid, dev_t dev, ino_t ino);
+int reg_rejected_was(const procctl_registry_t *r, pid_t pid, dev_t dev, ino_t ino);
+void reg_rejected_forget(procctl_registry_t *r, pid_t pid);
 
 /* registry_locks.c: node locks (SPEC.md 8.1) and the claims they allow */
 struct lock_rec *reg_lock_find(const procctl_registry_t *r, const char *consumer);
