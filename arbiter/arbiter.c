@@ -374,12 +374,49 @@ static void set_holder(struct res_state *rs, const struct view *v, uint64_t gran
 	rs->taken_at = 0;
 }
 
-static int arbitrate(procctl_arbiter_t *a, size_t n, struct res_state *rs, size_t ri, uint64_t now, uint64_t dt)
+/* What one tick finds about a resource, before it acts. */
+struct survey {
+	size_t nlive;
+	int pending; /* a revocation not confirmed yet */
+	int revoked; /* a revoked grant, confirmed this tick or not */
+	int busy;    /* used without a grant of ours, or by a holder we cannot see */
+	int err;     /* the first failure of a source call */
+	uint32_t waiters, holder_wants;
+	struct view *live[PROCCTL_ARB_MAX_TARGETS]; /* holding a grant not revoked: nlive of them */
+};
+
+static void first_err(struct survey *sv, int64_t r)
 {
-	struct view *live[PROCCTL_ARB_MAX_TARGETS];
-	size_t nlive = 0, i;
-	int pending = 0, revoked = 0, busy = 0, err = 0, holder_listed = 0;
-	uint32_t waiters = 0, holder_wants = 0;
+	if (r < 0 && !sv->err)
+		sv->err = (int)r;
+}
+
+static int is_holder(const struct res_state *rs, const struct view *v)
+{
+	return rs->holder_pid == v->t.pid && rs->holder_instance == v->t.instance_id;
+}
+
+/* A revoked grant: confirmed only by a report about this grant that saw
+ * the revocation (SPEC.md 9.5), which drops it. */
+static void revoked_grant(procctl_arbiter_t *a, struct res_state *rs, struct view *v,
+			  const struct procctl_grant_entry *g, struct survey *sv)
+{
+	const struct procctl_res_entry *e = report_of(v, &rs->res);
+	sv->revoked = 1;
+	if (v->readable && e && e->grant_id == g->grant_id && e->seen_gen >= g->revoke_gen &&
+	    (e->state == PROCCTL_RES_IDLE || e->state == PROCCTL_RES_RELEASED)) {
+		first_err(sv, a->src.drop(a->src.ctx, v->t.handle, &rs->res));
+		if (is_holder(rs, v))
+			rs->holder_pid = 0;
+	} else {
+		sv->pending = 1;
+	}
+}
+
+static void survey(procctl_arbiter_t *a, size_t n, struct res_state *rs, size_t ri, struct survey *sv)
+{
+	int holder_listed = 0;
+	size_t i;
 
 	for (i = 0; i < n; i++) {
 		struct view *v = &a->views[i];
@@ -387,37 +424,23 @@ static int arbitrate(procctl_arbiter_t *a, size_t n, struct res_state *rs, size_
 		const struct procctl_res_entry *e = report_of(v, &rs->res);
 		struct last_seen *s = v->s;
 
-		if (rs->holder_pid == v->t.pid && rs->holder_instance == v->t.instance_id) {
+		if (is_holder(rs, v)) {
 			holder_listed = 1;
 			if (gone(a, v))
 				rs->holder_pid = 0; /* released by its exit (or exec, process-bound) */
 		}
 		if (wants(v, &rs->res)) {
-			waiters++;
-			holder_wants |= rs->holder_pid == v->t.pid && rs->holder_instance == v->t.instance_id;
+			sv->waiters++;
+			sv->holder_wants |= (uint32_t)is_holder(rs, v);
 		}
 		if (gone(a, v))
 			continue; /* its region, and any grant in it, go with it */
-		if (g && g->revoke_gen) {
-			/* Confirmed only by a report about this grant that saw the
-			 * revocation (SPEC.md 9.5). Since the last tick it was
-			 * pending, confirmed now or not. */
-			revoked = 1;
-			if (v->readable && e && e->grant_id == g->grant_id && e->seen_gen >= g->revoke_gen &&
-			    (e->state == PROCCTL_RES_IDLE || e->state == PROCCTL_RES_RELEASED)) {
-				int64_t d = a->src.drop(a->src.ctx, v->t.handle, &rs->res);
-				if (d < 0 && !err)
-					err = (int)d;
-				if (rs->holder_pid == v->t.pid && rs->holder_instance == v->t.instance_id)
-					rs->holder_pid = 0;
-			} else {
-				pending = 1;
-			}
-		} else if (g) {
-			live[nlive++] = v;
-		} else if (v->readable ? (e && busy_state(e->state)) : (s && (s->holding >> ri & 1u))) {
-			busy = 1; /* using it without a grant of ours (a predecessor's?), or unreadable */
-		}
+		if (g && g->revoke_gen)
+			revoked_grant(a, rs, v, g, sv);
+		else if (g)
+			sv->live[sv->nlive++] = v;
+		else if (v->readable ? (e && busy_state(e->state)) : (s && (s->holding >> ri & 1u)))
+			sv->busy = 1; /* using it without a grant of ours (a predecessor's?), or unreadable */
 	}
 	/* A holder that left the targets: exited, or exec'd (the registry
 	 * detaches both). Free only when the kind dies with the image, or the
@@ -426,82 +449,106 @@ static int arbitrate(procctl_arbiter_t *a, size_t n, struct res_state *rs, size_
 		if ((a->o.flags & PROCCTL_ARB_PROCESS_BOUND) || !a->src.pid_exists(a->src.ctx, rs->holder_pid))
 			rs->holder_pid = 0;
 		else
-			busy = 1;
+			sv->busy = 1;
 	}
+}
 
-	if (revoked) {
-		rs->pending_ns += dt;
-		if (waiters && !pending)
-			rs->blocked_ns += dt; /* waited for this confirmation */
-	}
-	if (nlive > 1) {
-		/* Several holders (adopted after a hand-off): revoke them all and
-		 * wait for every confirmation (SPEC.md 9.6). */
-		for (i = 0; i < nlive; i++) {
-			int64_t r = a->src.revoke(a->src.ctx, live[i]->t.handle, &rs->res);
-			if (r < 0 && !err)
-				err = (int)r;
-		}
-		pending = 1;
-		nlive = 0;
-		if (!rs->pending_since)
-			rs->pending_since = now;
-	}
-	if (nlive == 1) {
-		struct view *h = live[0];
-		const struct procctl_grant_entry *g = grant_of(h, &rs->res);
-		uint32_t others = waiters - (wants(h, &rs->res) ? 1u : 0u);
-		if (rs->holder_pid != h->t.pid || rs->holder_instance != h->t.instance_id || rs->grant_id != g->grant_id)
-			set_holder(rs, h, g->grant_id, now); /* adopted: a grant this arbiter did not give */
-		rs->hold_total_ns += dt;
-		rs->waiters = others;
-		const struct procctl_res_entry *e = report_of(h, &rs->res);
-		int about = h->readable && e && e->grant_id == g->grant_id && e->seen_gen >= g->gen;
-		/* Saw this grant and does not use it (a lapse voided it, SPEC.md
-		 * 9.3): it needs a fresh one, so this one is taken back. */
-		int declined = about && (e->state == PROCCTL_RES_IDLE || e->state == PROCCTL_RES_RELEASED);
-		/* The turn starts at the take-up: a holder slow to look at its
-		 * grant still gets all of hold_ns. */
-		if (!rs->taken_at && about && (e->state == PROCCTL_RES_ACQUIRING || e->state == PROCCTL_RES_HOLDING))
-			rs->taken_at = now;
-		if ((h->readable && !wants(h, &rs->res)) || declined ||
-		    (others && now - (rs->taken_at ? rs->taken_at : rs->granted_at) >= a->o.hold_ns)) {
-			/* It does not want it any more, declined it, or its turn is
-			 * over: take it back; it stays its holder until the release is
-			 * confirmed. */
-			int64_t r = a->src.revoke(a->src.ctx, h->t.handle, &rs->res);
-			if (r < 0 && !err)
-				err = (int)r;
-			rs->pending_since = now;
-		} else if (others && !h->readable) {
-			rs->blocked_ns += dt; /* a hung holder */
-		}
-		return err;
-	}
+/* Several holders (adopted after a hand-off): revoke them all and wait for
+ * every confirmation (SPEC.md 9.6). */
+static void revoke_all(procctl_arbiter_t *a, struct res_state *rs, struct survey *sv, uint64_t now)
+{
+	size_t i;
+	for (i = 0; i < sv->nlive; i++)
+		first_err(sv, a->src.revoke(a->src.ctx, sv->live[i]->t.handle, &rs->res));
+	sv->pending = 1;
+	sv->nlive = 0;
+	if (!rs->pending_since)
+		rs->pending_since = now;
+}
 
-	rs->waiters = waiters - (rs->holder_pid ? holder_wants : 0u); /* a holder waiting for its release confirmed */
-	if (pending || busy || rs->holder_pid) {
-		if (waiters)
+/* One holder: its turn goes on, or its grant is taken back. */
+static int one_holder(procctl_arbiter_t *a, struct res_state *rs, struct survey *sv, uint64_t now, uint64_t dt)
+{
+	struct view *h = sv->live[0];
+	const struct procctl_grant_entry *g = grant_of(h, &rs->res);
+	const struct procctl_res_entry *e = report_of(h, &rs->res);
+	uint32_t others = sv->waiters - (wants(h, &rs->res) ? 1u : 0u);
+	int about, declined;
+
+	if (!is_holder(rs, h) || rs->grant_id != g->grant_id)
+		set_holder(rs, h, g->grant_id, now); /* adopted: a grant this arbiter did not give */
+	rs->hold_total_ns += dt;
+	rs->waiters = others;
+	about = h->readable && e && e->grant_id == g->grant_id && e->seen_gen >= g->gen;
+	/* Saw this grant and does not use it (a lapse voided it, SPEC.md 9.3):
+	 * it needs a fresh one, so this one is taken back. */
+	declined = about && (e->state == PROCCTL_RES_IDLE || e->state == PROCCTL_RES_RELEASED);
+	/* The turn starts at the take-up: a holder slow to look at its grant
+	 * still gets all of hold_ns. */
+	if (!rs->taken_at && about && (e->state == PROCCTL_RES_ACQUIRING || e->state == PROCCTL_RES_HOLDING))
+		rs->taken_at = now;
+	if ((h->readable && !wants(h, &rs->res)) || declined ||
+	    (others && now - (rs->taken_at ? rs->taken_at : rs->granted_at) >= a->o.hold_ns)) {
+		/* It does not want it any more, declined it, or its turn is over:
+		 * take it back; it stays its holder until the release is
+		 * confirmed. */
+		first_err(sv, a->src.revoke(a->src.ctx, h->t.handle, &rs->res));
+		rs->pending_since = now;
+	} else if (others && !h->readable) {
+		rs->blocked_ns += dt; /* a hung holder */
+	}
+	return sv->err;
+}
+
+/* No live grant: wait for what is in the way, or grant the next wanter. */
+static int grant_next(procctl_arbiter_t *a, size_t n, struct res_state *rs, struct survey *sv, uint64_t now,
+		      uint64_t dt)
+{
+	struct view *w;
+	uint64_t id;
+	int64_t r;
+
+	rs->waiters = sv->waiters - (rs->holder_pid ? sv->holder_wants : 0u); /* a holder waiting for its release confirmed */
+	if (sv->pending || sv->busy || rs->holder_pid) {
+		if (sv->waiters)
 			rs->blocked_ns += dt; /* a release not confirmed yet, or a user we cannot see */
 		if (!rs->pending_since)
 			rs->pending_since = now;
-		return err;
+		return sv->err;
 	}
 	rs->pending_since = 0;
-	if (waiters) {
-		struct view *w = next_wanter(a, n, rs);
-		uint64_t id = a->src.random_id(a->src.ctx);
-		int64_t r = a->src.grant(a->src.ctx, w->t.handle, &rs->res, id);
-		if (r < 0)
-			return err ? err : (int)r;
-		if (rs->last_pid && (rs->last_pid != w->t.pid || rs->last_instance != w->t.instance_id))
-			rs->handoffs++;
-		rs->last_pid = w->t.pid;
-		rs->last_instance = w->t.instance_id;
-		set_holder(rs, w, id, now);
-		rs->waiters = waiters - 1;
+	if (!sv->waiters)
+		return sv->err;
+	w = next_wanter(a, n, rs);
+	id = a->src.random_id(a->src.ctx);
+	r = a->src.grant(a->src.ctx, w->t.handle, &rs->res, id);
+	if (r < 0)
+		return sv->err ? sv->err : (int)r;
+	if (rs->last_pid && (rs->last_pid != w->t.pid || rs->last_instance != w->t.instance_id))
+		rs->handoffs++;
+	rs->last_pid = w->t.pid;
+	rs->last_instance = w->t.instance_id;
+	set_holder(rs, w, id, now);
+	rs->waiters = sv->waiters - 1;
+	return sv->err;
+}
+
+static int arbitrate(procctl_arbiter_t *a, size_t n, struct res_state *rs, size_t ri, uint64_t now, uint64_t dt)
+{
+	struct survey sv;
+
+	memset(&sv, 0, offsetof(struct survey, live));
+	survey(a, n, rs, ri, &sv);
+	if (sv.revoked) {
+		rs->pending_ns += dt;
+		if (sv.waiters && !sv.pending)
+			rs->blocked_ns += dt; /* waited for this confirmation */
 	}
-	return err;
+	if (sv.nlive > 1)
+		revoke_all(a, rs, &sv, now);
+	if (sv.nlive == 1)
+		return one_holder(a, rs, &sv, now, dt);
+	return grant_next(a, n, rs, &sv, now, dt);
 }
 
 /* 1 when nobody has anything to do with resource r: no holder, no
