@@ -27,9 +27,10 @@
 	} while (0)
 
 /* Run a cmocka group; PROCCTL_TEST_FILTER=pattern runs only matching tests. */
-#define TH_RUN(tests)                                                    \
+#define TH_RUN_WITH(tests, setup, teardown)                                                        \
 	(getenv("PROCCTL_TEST_FILTER") ? cmocka_set_test_filter(getenv("PROCCTL_TEST_FILTER")) : (void)0, \
-	 cmocka_run_group_tests(tests, NULL, NULL))
+	 cmocka_run_group_tests(tests, setup, teardown))
+#define TH_RUN(tests) TH_RUN_WITH(tests, NULL, NULL)
 
 int th_in_ci(void);
 uint64_t th_now_ns(void);
