@@ -233,148 +233,217 @@ static void do_stall(void)
 	reply("ok");
 }
 
+/* A command's reply when it has nothing to print: "ok", or "err E". */
+static void done(int err)
+{
+	if (err)
+		reply("err %d", -err);
+	else
+		reply("ok");
+}
+
+static void cmd_init(const char *cmd, char *arg)
+{
+	int err = do_init(arg);
+	(void)cmd;
+	if (err)
+		reply("err %d init", -err);
+	else
+		reply("ok %d", region_fd);
+}
+
+static void cmd_hostile(const char *cmd, char *arg)
+{
+	(void)cmd;
+	do_hostile(arg);
+}
+
+static void cmd_poll(const char *cmd, char *arg)
+{
+	static char buf[4097];
+	uint64_t gen = 0;
+	int n = procctl_poll(&ctx, buf, sizeof buf - 1, &gen);
+	(void)cmd, (void)arg;
+	if (n > 0) {
+		buf[n] = 0;
+		reply("ok %d %llu %s", n, (unsigned long long)gen, buf);
+	} else if (n == 0) {
+		reply("ok 0");
+	} else {
+		reply("err %d %llu", -n, (unsigned long long)gen);
+	}
+}
+
+static void cmd_ack(const char *cmd, char *arg)
+{
+	unsigned long long gen = 0;
+	int e = 0;
+	sscanf(arg, "%llu %d", &gen, &e);
+	done(cmd[0] == 'a' ? procctl_ack(&ctx, gen, 0) : procctl_nack(&ctx, gen, e, 0));
+}
+
+static void cmd_state(const char *cmd, char *arg)
+{
+	(void)cmd;
+	done(procctl_state_set(&ctx, arg, strlen(arg), 0));
+}
+
+static void cmd_report(const char *cmd, char *arg)
+{
+	unsigned kind = 0, byte = 0, state = 0, flags = 0;
+	uint8_t id[PROCCTL_ID_SIZE] = {0};
+	int err = sscanf(arg, "%u %x %u %u", &kind, &byte, &state, &flags) == 4 ? 0 : -EINVAL;
+	(void)cmd;
+	id[0] = (uint8_t)byte;
+	if (!err)
+		err = procctl_resource_report(&ctx, kind, id, state, flags, NULL, 0);
+	done(err);
+}
+
+static void cmd_forgeack(const char *cmd, char *arg)
+{
+	int err = procctl__state_begin(&ctx, 0);
+	(void)cmd;
+	if (!err) {
+		ctx.state_->acked_gen = strtoull(arg, NULL, 10);
+		ctx.state_->ack_status = 0;
+		procctl__state_end(&ctx);
+	}
+	done(err);
+}
+
+static void cmd_ring(const char *cmd, char *arg)
+{
+	long i, n = atol(arg);
+	(void)cmd;
+	for (i = 0; i < n; i++)
+		syscall(SYS_futex, &ctx.ctrl_->doorbell, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+	reply("ok");
+}
+
+static void cmd_bellword(const char *cmd, char *arg)
+{
+	struct procctl_hdr h;
+	unsigned char *m;
+	(void)cmd, (void)arg;
+	if (pread(region_fd, &h, sizeof h, 0) != (ssize_t)sizeof h)
+		return done(-EIO);
+	m = mmap(NULL, (size_t)h.region_size, PROT_READ | PROT_WRITE, MAP_SHARED, region_fd, 0);
+	if (m == MAP_FAILED)
+		return done(-errno);
+	__atomic_store_n((uint32_t *)(m + h.ctrl_off + offsetof(struct procctl_ctrl, doorbell)), 1u, __ATOMIC_RELAXED);
+	done(0);
+}
+
+static void cmd_scribble(const char *cmd, char *arg)
+{
+	unsigned char junk[sizeof(struct procctl_hdr)];
+	(void)cmd, (void)arg;
+	memset(junk, 0xa5, sizeof junk);
+	done(pwrite(region_fd, junk, sizeof junk, 0) != (ssize_t)sizeof junk ? -errno : 0);
+}
+
+static void cmd_seal(const char *cmd, char *arg)
+{
+	int future = !strcmp(cmd, "sealfuture") ? F_SEAL_FUTURE_WRITE : 0;
+	(void)arg;
+	done(fcntl(region_fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL | future) < 0 ? -errno : 0);
+}
+
+static void cmd_swapfd(const char *cmd, char *arg)
+{
+	int other = (int)syscall(SYS_memfd_create, "procctl:test-v1", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	(void)cmd, (void)arg;
+	done(other < 0 || dup3(other, region_fd, O_CLOEXEC) < 0 ? -errno : 0);
+}
+
+static void cmd_punch(const char *cmd, char *arg)
+{
+	struct procctl_hdr h;
+	(void)cmd, (void)arg;
+	if (pread(region_fd, &h, sizeof h, 0) != (ssize_t)sizeof h)
+		return done(-EIO);
+	if (fallocate(region_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, (off_t)h.region_size) < 0)
+		return done(-errno);
+	done(0);
+}
+
+static void cmd_stall(const char *cmd, char *arg)
+{
+	(void)cmd, (void)arg;
+	do_stall();
+}
+
+/* The child prints its reply; the parent prints none. */
+static void cmd_fork(const char *cmd, char *arg)
+{
+	pid_t pid = fork();
+	(void)arg;
+	if (pid < 0)
+		return done(-errno);
+	if (pid > 0)
+		return;
+	if (!strcmp(cmd, "forkreinit")) {
+		if (procctl_reinit(&ctx) < 0)
+			_exit(1);
+		printf("ok %d %d\n", (int)getpid(), procctl_fd(&ctx));
+	} else {
+		printf("ok %d\n", (int)getpid());
+	}
+	fflush(stdout);
+	for (;;)
+		pause();
+}
+
+static void cmd_lease(const char *cmd, char *arg)
+{
+	(void)cmd, (void)arg;
+	reply("ok %d", procctl_lease_expired(&ctx, 0));
+}
+
+static void cmd_exec(const char *cmd, char *arg)
+{
+	(void)cmd, (void)arg;
+	reply("ok");
+	execlp("sleep", "sleep", "1000", (char *)NULL);
+	_exit(127);
+}
+
+static const struct command {
+	const char *name;
+	void (*run)(const char *cmd, char *arg);
+} commands[] = {
+	{"init", cmd_init}, {"hostile", cmd_hostile}, {"poll", cmd_poll}, {"ack", cmd_ack},
+	{"nack", cmd_ack}, {"state", cmd_state}, {"report", cmd_report}, {"forgeack", cmd_forgeack},
+	{"ring", cmd_ring}, {"bellword", cmd_bellword}, {"scribble", cmd_scribble}, {"seal", cmd_seal},
+	{"sealfuture", cmd_seal}, {"swapfd", cmd_swapfd}, {"punch", cmd_punch}, {"stall", cmd_stall},
+	{"fork", cmd_fork}, {"forkreinit", cmd_fork}, {"lease", cmd_lease}, {"exec", cmd_exec},
+};
+
 int main(void)
 {
-	static char line[8192], buf[4097];
+	static char line[8192];
 	storage = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (storage == MAP_FAILED)
 		return 1;
 	signal(SIGPIPE, SIG_IGN);
 	while (fgets(line, sizeof line, stdin)) {
 		char *arg = strchr(line, ' ');
+		size_t i;
 		line[strcspn(line, "\n")] = 0;
 		if (arg)
 			*arg++ = 0;
 		else
 			arg = line + strlen(line);
-		if (!strcmp(line, "init")) {
-			int err = do_init(arg);
-			if (err)
-				reply("err %d init", -err);
-			else
-				reply("ok %d", region_fd);
-		} else if (!strcmp(line, "hostile")) {
-			do_hostile(arg);
-		} else if (!strcmp(line, "poll")) {
-			uint64_t gen = 0;
-			int n = procctl_poll(&ctx, buf, sizeof buf - 1, &gen);
-			if (n > 0) {
-				buf[n] = 0;
-				reply("ok %d %llu %s", n, (unsigned long long)gen, buf);
-			} else if (n == 0) {
-				reply("ok 0");
-			} else {
-				reply("err %d %llu", -n, (unsigned long long)gen);
-			}
-		} else if (!strcmp(line, "ack") || !strcmp(line, "nack")) {
-			unsigned long long gen = 0;
-			int e = 0, err;
-			sscanf(arg, "%llu %d", &gen, &e);
-			err = line[0] == 'a' ? procctl_ack(&ctx, gen, 0) : procctl_nack(&ctx, gen, e, 0);
-			if (err)
-				reply("err %d", -err);
-			else
-				reply("ok");
-		} else if (!strcmp(line, "state")) {
-			int err = procctl_state_set(&ctx, arg, strlen(arg), 0);
-			if (err)
-				reply("err %d", -err);
-			else
-				reply("ok");
-		} else if (!strcmp(line, "report")) {
-			unsigned kind = 0, byte = 0, state = 0, flags = 0;
-			uint8_t id[PROCCTL_ID_SIZE] = {0};
-			int err = sscanf(arg, "%u %x %u %u", &kind, &byte, &state, &flags) == 4 ? 0 : -EINVAL;
-			id[0] = (uint8_t)byte;
-			if (!err)
-				err = procctl_resource_report(&ctx, kind, id, state, flags, NULL, 0);
-			if (err)
-				reply("err %d", -err);
-			else
-				reply("ok");
-		} else if (!strcmp(line, "forgeack")) {
-			int err = procctl__state_begin(&ctx, 0);
-			if (!err) {
-				ctx.state_->acked_gen = strtoull(arg, NULL, 10);
-				ctx.state_->ack_status = 0;
-				procctl__state_end(&ctx);
-			}
-			if (err)
-				reply("err %d", -err);
-			else
-				reply("ok");
-		} else if (!strcmp(line, "ring")) {
-			long i, n = atol(arg);
-			for (i = 0; i < n; i++)
-				syscall(SYS_futex, &ctx.ctrl_->doorbell, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
-			reply("ok");
-		} else if (!strcmp(line, "bellword")) {
-			struct procctl_hdr h;
-			unsigned char *m;
-			if (pread(region_fd, &h, sizeof h, 0) != (ssize_t)sizeof h ||
-			    (m = mmap(NULL, (size_t)h.region_size, PROT_READ | PROT_WRITE, MAP_SHARED, region_fd, 0)) ==
-				    MAP_FAILED) {
-				reply("err %d", errno);
-			} else {
-				__atomic_store_n((uint32_t *)(m + h.ctrl_off + offsetof(struct procctl_ctrl, doorbell)), 1u,
-						 __ATOMIC_RELAXED);
-				reply("ok");
-			}
-		} else if (!strcmp(line, "scribble")) {
-			unsigned char junk[sizeof(struct procctl_hdr)];
-			memset(junk, 0xa5, sizeof junk);
-			if (pwrite(region_fd, junk, sizeof junk, 0) != (ssize_t)sizeof junk)
-				reply("err %d", errno);
-			else
-				reply("ok");
-		} else if (!strcmp(line, "seal") || !strcmp(line, "sealfuture")) {
-			int future = !strcmp(line, "sealfuture") ? F_SEAL_FUTURE_WRITE : 0;
-			if (fcntl(region_fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL | future) < 0)
-				reply("err %d", errno);
-			else
-				reply("ok");
-		} else if (!strcmp(line, "swapfd")) {
-			int other = (int)syscall(SYS_memfd_create, "procctl:test-v1", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-			if (other < 0 || dup3(other, region_fd, O_CLOEXEC) < 0)
-				reply("err %d", errno);
-			else
-				reply("ok");
-		} else if (!strcmp(line, "punch")) {
-			struct procctl_hdr h;
-			if (pread(region_fd, &h, sizeof h, 0) != (ssize_t)sizeof h ||
-			    fallocate(region_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, (off_t)h.region_size) < 0)
-				reply("err %d", errno);
-			else
-				reply("ok");
-		} else if (!strcmp(line, "stall")) {
-			do_stall();
-		} else if (!strcmp(line, "fork") || !strcmp(line, "forkreinit")) {
-			pid_t pid = fork();
-			if (pid == 0) {
-				if (line[4] == 'r') {
-					if (procctl_reinit(&ctx) < 0)
-						_exit(1);
-					printf("ok %d %d\n", (int)getpid(), procctl_fd(&ctx));
-				} else {
-					printf("ok %d\n", (int)getpid());
-				}
-				fflush(stdout);
-				for (;;)
-					pause();
-			}
-			if (pid < 0)
-				reply("err %d", errno);
-		} else if (!strcmp(line, "lease")) {
-			reply("ok %d", procctl_lease_expired(&ctx, 0));
-		} else if (!strcmp(line, "exec")) {
-			reply("ok");
-			execlp("sleep", "sleep", "1000", (char *)NULL);
-			_exit(127);
-		} else if (!strcmp(line, "exit")) {
+		if (!strcmp(line, "exit"))
 			break;
-		} else {
+		for (i = 0; i < sizeof commands / sizeof commands[0]; i++)
+			if (!strcmp(line, commands[i].name))
+				break;
+		if (i < sizeof commands / sizeof commands[0])
+			commands[i].run(line, arg);
+		else
 			reply("err %d unknown %s", EINVAL, line);
-		}
 	}
 	return 0;
 }
