@@ -439,14 +439,78 @@ struct sched_result {
 /* One schedule: NHOLD holders, agent A, then B (passive) and A's exit
  * (SIGTERM, or SIGKILL when crash); stops, kills and forks at random
  * moments; then everyone continues, and each holder left must get a turn. */
-static void one_schedule(uint64_t seed, int crash, struct sched_result *res, struct chaos *c)
+/* Wake the stopped holders whose stop is over at now. */
+static void cont_due(struct chaos *c, uint64_t now)
+{
+	int i;
+	for (i = 0; i < MAXH; i++)
+		if (c->pid[i] && c->cont_at[i] && now >= c->cont_at[i]) {
+			kill(c->pid[i], SIGCONT);
+			c->cont_at[i] = 0;
+		}
+}
+
+/* One random act against one random holder: stop, kill, fork or leave it. */
+static void disturb(struct chaos *c, uint64_t now)
+{
+	int i = pick(c);
+	if (i < 0)
+		return;
+	switch (rnd(c, 4)) {
+	case 0: /* stop it for 50 to 400 ms (holding or not) */
+		if (!c->cont_at[i]) {
+			kill(c->pid[i], SIGSTOP);
+			c->cont_at[i] = now + (50 + rnd(c, 350)) * MS;
+			c->stops++;
+		}
+		break;
+	case 1: /* kill it, and a new holder takes its place */
+		kill(c->pid[i], SIGKILL);
+		c->pid[i] = 0;
+		c->kills++;
+		add_holder(c, holder(c->witness));
+		break;
+	case 2: /* fork it: the child is a holder of its own */
+		if (!c->cont_at[i] && live_holders(c) < MAXH - 1) {
+			kill(c->pid[i], SIGUSR1);
+			c->forks++;
+		}
+		break;
+	default: /* leave it alone */
+		break;
+	}
+}
+
+/* Wait up to 20 s for every holder left to start a turn after now; the
+ * number that did not. */
+static int wait_turns(const struct chaos *c)
 {
 	static struct wev evs[MAXEV];
+	uint64_t settle = th_now_ns(), deadline = settle + 20000 * MS;
+	for (;;) {
+		int i, n = read_witness(c->witness, evs), lagging = 0;
+		for (i = 0; i < MAXH; i++) {
+			int k, got = 0;
+			if (!c->pid[i])
+				continue;
+			for (k = 0; k < n && !got; k++)
+				got = evs[k].what == 'S' && evs[k].pid == c->pid[i] && (uint64_t)evs[k].ns > settle;
+			lagging += !got;
+		}
+		if (!lagging || th_now_ns() > deadline)
+			return lagging;
+		th_sleep_ms(20);
+		reap_any();
+	}
+}
+
+static void one_schedule(uint64_t seed, int crash, struct sched_result *res, struct chaos *c)
+{
 	char lockdir[] = "/tmp/procctl-locks.XXXXXX", witness[] = "/tmp/procctl-witness.XXXXXX";
 	char loga[] = "/tmp/procctl-agentA.XXXXXX", logb[] = "/tmp/procctl-agentB.XXXXXX", cmd[128];
-	uint64_t t0, now, b_at, handoff_at, settle, deadline;
+	uint64_t t0, now, b_at, handoff_at;
 	pid_t a, b = 0;
-	int i, n, handed = 0;
+	int i, handed = 0;
 
 	assert_non_null(mkdtemp(lockdir));
 	close(mkstemp(witness));
@@ -467,76 +531,25 @@ static void one_schedule(uint64_t seed, int crash, struct sched_result *res, str
 		now = th_now_ns();
 		reap_any();
 		learn_forks(c);
-		for (i = 0; i < MAXH; i++)
-			if (c->pid[i] && c->cont_at[i] && now >= c->cont_at[i]) {
-				kill(c->pid[i], SIGCONT);
-				c->cont_at[i] = 0;
-			}
+		cont_due(c, now);
 		if (!b && now >= b_at)
 			b = token_agent(lockdir, logb);
 		if (b && !handed && now >= handoff_at) {
 			kill(a, crash ? SIGKILL : SIGTERM);
 			handed = 1;
 		}
-		i = pick(c);
-		if (i < 0)
-			continue;
-		switch (rnd(c, 4)) {
-		case 0: /* stop it for 50 to 400 ms (holding or not) */
-			if (!c->cont_at[i]) {
-				kill(c->pid[i], SIGSTOP);
-				c->cont_at[i] = now + (50 + rnd(c, 350)) * MS;
-				c->stops++;
-			}
-			break;
-		case 1: /* kill it, and a new holder takes its place */
-			kill(c->pid[i], SIGKILL);
-			c->pid[i] = 0;
-			c->kills++;
-			add_holder(c, holder(witness));
-			break;
-		case 2: /* fork it: the child is a holder of its own */
-			if (!c->cont_at[i] && live_holders(c) < MAXH - 1) {
-				kill(c->pid[i], SIGUSR1);
-				c->forks++;
-			}
-			break;
-		default: /* leave it alone */
-			break;
-		}
+		disturb(c, now);
 	}
 	if (!handed)
 		kill(a, crash ? SIGKILL : SIGTERM);
 	if (!b)
 		b = token_agent(lockdir, logb);
-	for (i = 0; i < MAXH; i++)
-		if (c->pid[i] && c->cont_at[i]) {
-			kill(c->pid[i], SIGCONT);
-			c->cont_at[i] = 0;
-		}
+	cont_due(c, UINT64_MAX);
 	th_sleep_ms(50); /* forks asked for late announce themselves */
 	learn_forks(c);
 
 	/* Everyone cooperates now: each holder left gets a turn. */
-	settle = (uint64_t)th_now_ns();
-	deadline = settle + 20000 * MS;
-	for (;;) {
-		int lagging = 0;
-		n = read_witness(witness, evs);
-		for (i = 0; i < MAXH; i++) {
-			int k, got = 0;
-			if (!c->pid[i])
-				continue;
-			for (k = 0; k < n && !got; k++)
-				got = evs[k].what == 'S' && evs[k].pid == c->pid[i] && (uint64_t)evs[k].ns > settle;
-			lagging += !got;
-		}
-		res->lagging = lagging;
-		if (!lagging || th_now_ns() > deadline)
-			break;
-		th_sleep_ms(20);
-		reap_any();
-	}
+	res->lagging = wait_turns(c);
 
 	for (i = 0; i < MAXH; i++)
 		if (c->pid[i])
