@@ -24,25 +24,9 @@ struct selector key(pid_t pid, const char *consumer, uint32_t version, const cha
 	return k;
 }
 
-int same_key(const struct selector *a, const struct selector *b)
-{
-	return a->pid == b->pid && a->version == b->version && !strcmp(a->consumer, b->consumer) &&
-	       !strcmp(a->pod_uid, b->pod_uid) && !strcmp(a->container_id, b->container_id);
-}
-
-/* The stored entry of selector sel, or NULL. */
-const struct desired *find(const struct desired_store *s, const struct selector *sel)
-{
-	size_t i;
-	for (i = 0; i < s->n; i++)
-		if (same_key(&s->v[i].sel, sel))
-			return &s->v[i];
-	return NULL;
-}
-
 /* Set a string payload; the call's return. */
 int set(struct desired_store *s, struct selector sel, const char *payload, const struct desired **out,
-	       const struct desired **other)
+	const struct desired **other)
 {
 	const struct desired *o = NULL, *x = NULL;
 	const char *why = NULL;
@@ -62,7 +46,7 @@ void set_ok(struct desired_store *s, struct selector sel, const char *payload)
 	const struct desired *d;
 	assert_int_equal(set(s, sel, payload, &d, NULL), 0);
 	assert_non_null(d);
-	assert_true(same_key(&d->sel, &sel));
+	assert_true(selector_same(&d->sel, &sel));
 	assert_int_equal(d->len, strlen(payload));
 	assert_memory_equal(d->payload, payload, d->len);
 	assert_int_equal(d->revision, s->revision);
@@ -121,7 +105,7 @@ void same_store(const struct desired_store *a, const struct desired_store *b)
 	size_t i;
 	assert_int_equal(a->n, b->n);
 	for (i = 0; i < a->n; i++) {
-		const struct desired *x = &a->v[i], *y = find(b, &a->v[i].sel);
+		const struct desired *x = &a->v[i], *y = desired_find(b, &a->v[i].sel);
 		assert_non_null(y);
 		assert_int_equal(x->level, y->level);
 		assert_int_equal(x->revision, y->revision);

@@ -27,9 +27,6 @@ extern char desired_th_dir[64]; /* the scratch directory of this run */
 
 /* A selector or a process's key: "" and 0 name nothing. */
 struct selector key(pid_t pid, const char *consumer, uint32_t version, const char *pod, const char *ctr);
-int same_key(const struct selector *a, const struct selector *b);
-/* The stored entry of selector sel, or NULL. */
-const struct desired *find(const struct desired_store *s, const struct selector *sel);
 /* Set a string payload; the call's return. */
 int set(struct desired_store *s, struct selector sel, const char *payload, const struct desired **out,
 	const struct desired **other);

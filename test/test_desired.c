@@ -79,12 +79,12 @@ static void precedence(void **state)
 	assert_int_equal(s.n, 6);
 	assert_int_equal(s.revision, 6);
 	/* s.v does not move from here on (no more sets) */
-	cons = find(&s, &(struct selector){.consumer = C, .version = 1});
-	pod = find(&s, &(struct selector){.consumer = C, .version = 1, .pod_uid = P1});
-	ctr = find(&s, &(struct selector){.consumer = C, .version = 1, .pod_uid = P1, .container_id = C1});
-	ctr_any_pod = find(&s, &(struct selector){.consumer = C, .version = 1, .container_id = C3});
-	pid = find(&s, &(struct selector){.pid = 42, .pid_start = START(42), .consumer = C, .version = 1});
-	pid_pod = find(&s, &(struct selector){.pid = 43, .pid_start = START(43), .consumer = C, .version = 1, .pod_uid = P2});
+	cons = desired_find(&s, &(struct selector){.consumer = C, .version = 1});
+	pod = desired_find(&s, &(struct selector){.consumer = C, .version = 1, .pod_uid = P1});
+	ctr = desired_find(&s, &(struct selector){.consumer = C, .version = 1, .pod_uid = P1, .container_id = C1});
+	ctr_any_pod = desired_find(&s, &(struct selector){.consumer = C, .version = 1, .container_id = C3});
+	pid = desired_find(&s, &(struct selector){.pid = 42, .pid_start = START(42), .consumer = C, .version = 1});
+	pid_pod = desired_find(&s, &(struct selector){.pid = 43, .pid_start = START(43), .consumer = C, .version = 1, .pod_uid = P2});
 	assert_non_null(cons);
 	assert_non_null(pod);
 	assert_non_null(ctr);
@@ -177,14 +177,14 @@ static void replace_and_overlap(void **state)
 	rev = s.revision;
 	other = NULL;
 	assert_int_equal(set(&s, key(0, C, 1, "", C1), "x", &d, &other), -EEXIST);
-	assert_ptr_equal(other, find(&s, &(struct selector){.consumer = C, .version = 1, .pod_uid = P1, .container_id = C1}));
+	assert_ptr_equal(other, desired_find(&s, &(struct selector){.consumer = C, .version = 1, .pod_uid = P1, .container_id = C1}));
 	other = NULL;
 	assert_int_equal(set(&s, key(5, C, 1, "", ""), "x", &d, &other), -EEXIST);
-	assert_ptr_equal(other, find(&s, &(struct selector){.pid = 5, .pid_start = START(5), .consumer = C, .version = 1, .pod_uid = P1,
+	assert_ptr_equal(other, desired_find(&s, &(struct selector){.pid = 5, .pid_start = START(5), .consumer = C, .version = 1, .pod_uid = P1,
 							 .container_id = C1}));
 	other = NULL;
 	assert_int_equal(set(&s, key(5, C, 1, P1, ""), "x", &d, &other), -EEXIST);
-	assert_ptr_equal(other, find(&s, &(struct selector){.pid = 5, .pid_start = START(5), .consumer = C, .version = 1, .pod_uid = P1,
+	assert_ptr_equal(other, desired_find(&s, &(struct selector){.pid = 5, .pid_start = START(5), .consumer = C, .version = 1, .pod_uid = P1,
 							 .container_id = C1}));
 	assert_int_equal(s.n, n);
 	assert_int_equal(s.revision, rev);
@@ -205,10 +205,10 @@ static void replace_and_overlap(void **state)
 	assert_int_equal(s.revision, rev + 8);
 
 	/* replacing keeps one entry and its place */
-	d = find(&s, &(struct selector){.consumer = C, .version = 1, .pod_uid = P2});
+	d = desired_find(&s, &(struct selector){.consumer = C, .version = 1, .pod_uid = P2});
 	set_ok(&s, key(0, C, 1, P2, ""), "pod 2 again");
 	assert_int_equal(s.n, n + 8);
-	assert_ptr_equal(find(&s, &(struct selector){.consumer = C, .version = 1, .pod_uid = P2}), d);
+	assert_ptr_equal(desired_find(&s, &(struct selector){.consumer = C, .version = 1, .pod_uid = P2}), d);
 	payload_is(d, "pod 2 again");
 	assert_int_equal(d->revision, rev + 9);
 	payload_is(desired_match(&s, &(struct selector){.pid = 9, .pid_start = START(9), .consumer = C, .version = 1, .pod_uid = P2}),

@@ -45,7 +45,7 @@ static void persistence(void **state)
 	set_ok(&s, key(0, C, 1, P1, ""), "pod, replaced");
 	assert_int_equal(desired_delete(&s, &gone, err, sizeof err), 0);
 	assert_int_equal(s.n, 4);
-	assert_null(find(&s, &gone));
+	assert_null(desired_find(&s, &gone));
 
 	/* not there: -ENOENT, in memory and after a reload */
 	assert_int_equal(desired_delete(&s, &gone, err, sizeof err), -ENOENT);
@@ -92,9 +92,9 @@ static void persistence(void **state)
 
 	/* numbering goes on past every loaded revision */
 	set_ok(&t, key(0, C, 1, P2, ""), "after restart");
-	assert_true(find(&t, &(struct selector){.consumer = C, .version = 1, .pod_uid = P2})->revision > top);
+	assert_true(desired_find(&t, &(struct selector){.consumer = C, .version = 1, .pod_uid = P2})->revision > top);
 	set_ok(&t, key(0, C, 1, "", ""), "consumer, after restart");
-	assert_true(find(&t, &(struct selector){.consumer = C, .version = 1})->revision > top + 1);
+	assert_true(desired_find(&t, &(struct selector){.consumer = C, .version = 1})->revision > top + 1);
 	assert_int_equal(desired_delete(&t, &(struct selector){.pid = 42, .pid_start = START(42), .consumer = C, .version = 1, .pod_uid = P2},
 					err, sizeof err),
 			 0);
@@ -442,7 +442,7 @@ static void write_failure(void **state)
 	set_ok(&s, ka, "one");
 	set_ok(&s, kb, "base");
 	rev = s.revision;
-	a = find(&s, &ka);
+	a = desired_find(&s, &ka);
 	arev = a->revision;
 
 	/* the temp file's name taken by a directory: open(O_TRUNC) fails */
@@ -456,7 +456,7 @@ static void write_failure(void **state)
 	assert_non_null(strstr(err, s.path));
 	assert_int_equal(s.n, 2);
 	assert_int_equal(s.revision, rev);
-	assert_ptr_equal(find(&s, &ka), a);
+	assert_ptr_equal(desired_find(&s, &ka), a);
 	payload_is(a, "one");
 	assert_int_equal(a->revision, arev);
 
@@ -466,7 +466,7 @@ static void write_failure(void **state)
 	assert_non_null(strstr(err, s.path));
 	assert_int_equal(s.n, 2);
 	assert_int_equal(s.revision, rev);
-	assert_null(find(&s, &kc));
+	assert_null(desired_find(&s, &kc));
 
 	/* a delete */
 	err[0] = 0;
@@ -474,15 +474,15 @@ static void write_failure(void **state)
 	print_message("delete: %s\n", err);
 	assert_non_null(strstr(err, s.path));
 	assert_int_equal(s.n, 2);
-	a = find(&s, &ka);
+	a = desired_find(&s, &ka);
 	payload_is(a, "one");
 	assert_int_equal(a->revision, arev);
-	payload_is(find(&s, &kb), "base");
+	payload_is(desired_find(&s, &kb), "base");
 	payload_is(desired_match(&s, &(struct selector){.pid = 3, .pid_start = START(3), .consumer = C, .version = 1, .pod_uid = P1}), "one");
 	assert_int_equal(desired_delete(&s, &kb, err, sizeof err), -EIO);
 	assert_int_equal(s.n, 2);
-	payload_is(find(&s, &kb), "base");
-	payload_is(find(&s, &ka), "one");
+	payload_is(desired_find(&s, &kb), "base");
+	payload_is(desired_find(&s, &ka), "one");
 
 	/* the file still holds the last good state */
 	assert_int_equal(desired_load(&t, dir, err, sizeof err), 0);
@@ -492,7 +492,7 @@ static void write_failure(void **state)
 	/* the way cleared, changes are kept again */
 	assert_int_equal(rmdir(tmp), 0);
 	set_ok(&s, ka, "two");
-	assert_true(find(&s, &ka)->revision > rev);
+	assert_true(desired_find(&s, &ka)->revision > rev);
 	assert_int_equal(desired_delete(&s, &kb, err, sizeof err), 0);
 	assert_int_equal(desired_load(&t, dir, err, sizeof err), 0);
 	same_store(&s, &t);
