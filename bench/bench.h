@@ -2,8 +2,9 @@
 /* bench.h - what every benchmark program shares: the clock, the median,
  * the JSON line each figure is reported as (with its floor and the ratio
  * to it), and the cross-process futex ping-pong several floors are made
- * of, and the floor of waking many processes that answer. Include after
- * defining _GNU_SOURCE (sched_setaffinity). */
+ * of, the floor of waking many processes that answer, and that of many
+ * processes' deaths told. Include after defining _GNU_SOURCE
+ * (sched_setaffinity). */
 #ifndef PROCCTL_BENCH_H
 #define PROCCTL_BENCH_H
 
@@ -15,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
@@ -208,6 +210,71 @@ static inline double bench_wake_floor(long procs, int answers, void (*after)(voi
 	munmap(w, len);
 	free(kids);
 	return n == procs ? bench_median(runs, 3) : -1;
+}
+
+/* One round of bench_exit_floor: ms, or -1. */
+static inline double bench_exit_round(long procs, pid_t *kids, int *fds, int ep)
+{
+	struct epoll_event ev[64];
+	double ms = -1;
+	long n, told = 0;
+	int64_t t0;
+	for (n = 0; n < procs && (kids[n] = fork()) >= 0; n++) {
+		if (kids[n] == 0) {
+			setpgid(0, kids[0] ? kids[0] : 0);
+			for (;;)
+				pause();
+		}
+		setpgid(kids[n], kids[0]); /* either side may be first */
+		fds[n] = (int)syscall(SYS_pidfd_open, kids[n], 0);
+		ev[0].events = EPOLLIN | EPOLLONESHOT;
+		ev[0].data.u64 = 0;
+		if (fds[n] < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, fds[n], ev) < 0) {
+			kill(kids[n++], SIGKILL);
+			break;
+		}
+	}
+	t0 = bench_now_ns();
+	if (n)
+		kill(-kids[0], SIGKILL);
+	while (n == procs && told < procs) {
+		int k = epoll_wait(ep, ev, 64, 10000);
+		if (k <= 0)
+			break;
+		told += k;
+	}
+	if (n == procs && told == procs)
+		ms = (double)(bench_now_ns() - t0) / 1e6;
+	while (n-- > 0) {
+		waitpid(kids[n], NULL, 0);
+		if (fds[n] >= 0)
+			close(fds[n]);
+	}
+	return ms;
+}
+
+/* The floor of many processes' deaths told: procs bare processes asleep,
+ * in one process group, their pidfds in one epoll, all SIGKILLed at once
+ * (one kill of the group): the ms from the kill until epoll has said
+ * every pidfd readable (median of 3 rounds, new processes each), or -1
+ * (no fork, no pidfd). Bare: a real process maps more, and its exit
+ * unmaps more. */
+static inline double bench_exit_floor(long procs)
+{
+	pid_t *kids = calloc((size_t)procs, sizeof *kids);
+	int *fds = calloc((size_t)procs, sizeof *fds);
+	int ep = epoll_create1(EPOLL_CLOEXEC), i;
+	double runs[3] = {-1, -1, -1};
+	for (i = 0; i < 3 && kids && fds && ep >= 0; i++) {
+		memset(kids, 0, (size_t)procs * sizeof *kids);
+		if ((runs[i] = bench_exit_round(procs, kids, fds, ep)) < 0)
+			break;
+	}
+	if (ep >= 0)
+		close(ep);
+	free(kids);
+	free(fds);
+	return i == 3 ? bench_median(runs, 3) : -1;
 }
 
 #endif

@@ -21,7 +21,14 @@
  *   bells_attach_threads_vs_ring_N  ms from registry_new until all N are
  *                     attached (ATTACHED) in threads mode, against the
  *                     same with the ring in the same run: what the
- *                     watchers' collecting costs an attach storm.
+ *                     watchers' collecting costs an attach storm;
+ *   bells_exit_ring_N, _threads_N  ms from one SIGKILL of every farm
+ *                     process (their group) until every region's DETACHED
+ *                     event came (each doorbell wait ended before its
+ *                     mapping goes), against N/4 bare processes killed
+ *                     the same way and their pidfds told readable in one
+ *                     epoll (bench_exit_floor).
+ * Each registry has a farm of its own (the exit storm ends it).
  * Where the kernel has no io_uring futex waits, the ring figures are the
  * threads' (said on stderr). */
 #define _GNU_SOURCE 1
@@ -49,7 +56,7 @@
 static pid_t farm_pid;
 static int farm_in = -1; /* the farm's stdin: it ends when this closes */
 
-static void die(const char *what)
+static _Noreturn void die(const char *what)
 {
 	fprintf(stderr, "bench_bells: %s\n", what);
 	if (farm_pid > 0)
@@ -68,6 +75,7 @@ static void farm_start(long n, const char *consumer)
 		die("fork");
 	if (farm_pid == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		setpgid(0, 0); /* its processes in its group: one kill ends them all */
 		dup2(in[0], 0);
 		dup2(out[1], 1);
 		close(in[1]);
@@ -84,9 +92,10 @@ static void farm_start(long n, const char *consumer)
 	fclose(f);
 }
 
-static void farm_stop(void)
+/* Every farm process SIGKILLed at once. */
+static void farm_kill(void)
 {
-	kill(farm_pid, SIGTERM);
+	kill(-farm_pid, SIGKILL);
 	waitpid(farm_pid, NULL, 0);
 	close(farm_in);
 	farm_pid = 0;
@@ -96,7 +105,7 @@ static void farm_stop(void)
 struct seen {
 	procctl_client_t **c;
 	unsigned *rang; /* the round its doorbell last rang in */
-	long n, attached, heard;
+	long n, attached, heard, detached;
 	unsigned round;
 };
 
@@ -111,6 +120,8 @@ static void on_event(const struct procctl_event *ev, void *arg)
 		   s->rang[i - 1] != s->round) {
 		s->rang[i - 1] = s->round;
 		s->heard++;
+	} else if (ev->type == PROCCTL_EV_DETACHED) {
+		s->detached++;
 	}
 }
 
@@ -128,20 +139,58 @@ static int dispatch_until(procctl_registry_t *r, const long *count, long want, i
 	return 0;
 }
 
-/* One registry on the farm's n regions: *attach_ms until all attached,
- * and the median publish round's ms. */
-static double run(long n, const char *consumer, const char *lock_dir, unsigned flags, double *attach_ms)
+struct figures {
+	double attach_ms, publish_ms, exit_ms;
+};
+
+/* The median of ROUNDS publishes to every region, in ms. */
+static double publish(procctl_registry_t *r, struct seen *s)
 {
 	static unsigned char payload[PAYLOAD];
-	struct procctl_registry_opts o;
-	struct procctl_registry_stats st;
-	struct seen s;
-	procctl_registry_t *r;
 	double rounds[ROUNDS];
 	const long never = 0;
 	unsigned round;
 	int64_t t0;
 	long i;
+	for (round = 1; round <= ROUNDS; round++) {
+		s->round = 0; /* the last round's sweeps, over by then, count for none */
+		dispatch_until(r, &never, 1, bench_now_ns() + QUIET_NS);
+		memset(payload, (int)round, sizeof payload);
+		s->round = round;
+		s->heard = 0;
+		t0 = bench_now_ns();
+		for (i = s->n - 1; i >= 0; i--) /* a process's first region last: it sleeps on that one */
+			if (procctl_client_write(s->c[i], payload, sizeof payload) < 0)
+				die("procctl_client_write");
+		if (dispatch_until(r, &s->heard, s->n, t0 + DEADLINE_NS) < 0) {
+			fprintf(stderr, "bench_bells: %ld of %ld doorbells heard\n", s->heard, s->n);
+			die("a publish was not heard from every region");
+		}
+		rounds[round - 1] = (double)(bench_now_ns() - t0) / 1e6;
+	}
+	return bench_median(rounds, ROUNDS);
+}
+
+/* Every farm process killed at once: ms until every region detached. */
+static double exit_storm(procctl_registry_t *r, struct seen *s)
+{
+	int64_t t0 = bench_now_ns();
+	farm_kill();
+	if (dispatch_until(r, &s->detached, s->n, t0 + DEADLINE_NS) < 0) {
+		fprintf(stderr, "bench_bells: %ld of %ld detached\n", s->detached, s->n);
+		die("not every region detached");
+	}
+	return (double)(bench_now_ns() - t0) / 1e6;
+}
+
+/* One registry on a farm of n regions of its own. */
+static void run(long n, const char *consumer, const char *lock_dir, unsigned flags, struct figures *f)
+{
+	struct procctl_registry_opts o;
+	struct procctl_registry_stats st;
+	struct seen s;
+	procctl_registry_t *r;
+	int64_t t0;
 
 	memset(&s, 0, sizeof s);
 	s.n = n;
@@ -149,6 +198,7 @@ static double run(long n, const char *consumer, const char *lock_dir, unsigned f
 	s.rang = calloc((size_t)n, sizeof *s.rang);
 	if (!s.c || !s.rang)
 		die("out of memory");
+	farm_start(n, consumer);
 	memset(&o, 0, sizeof o);
 	o.sz = sizeof o;
 	o.consumer = consumer;
@@ -162,54 +212,45 @@ static double run(long n, const char *consumer, const char *lock_dir, unsigned f
 		die("procctl_registry_new");
 	if (dispatch_until(r, &s.attached, n, bench_now_ns() + DEADLINE_NS) < 0)
 		{ fprintf(stderr, "bench_bells: %ld of %ld attached\n", s.attached, n); die("not every region attached"); }
-	*attach_ms = (double)(bench_now_ns() - t0) / 1e6;
-	for (round = 1; round <= ROUNDS; round++) {
-		s.round = 0; /* the last round's sweeps, over by then, count for none */
-		dispatch_until(r, &never, 1, bench_now_ns() + QUIET_NS);
-		memset(payload, (int)round, sizeof payload);
-		s.round = round;
-		s.heard = 0;
-		t0 = bench_now_ns();
-		for (i = n - 1; i >= 0; i--) /* a process's first region last: it sleeps on that one */
-			if (procctl_client_write(s.c[i], payload, sizeof payload) < 0)
-				die("procctl_client_write");
-		if (dispatch_until(r, &s.heard, n, t0 + DEADLINE_NS) < 0) {
-			fprintf(stderr, "bench_bells: %ld of %ld doorbells heard\n", s.heard, n);
-			die("a publish was not heard from every region");
-		}
-		rounds[round - 1] = (double)(bench_now_ns() - t0) / 1e6;
-	}
+	f->attach_ms = (double)(bench_now_ns() - t0) / 1e6;
+	f->publish_ms = publish(r, &s);
 	procctl_registry_stats(r, &st);
 	fprintf(stderr, "bench_bells: %ld regions%s: %llu rings heard, %llu muted\n", n,
 		(flags & PROCCTL_REGISTRY_BELL_THREADS) ? " (threads)" : "", (unsigned long long)st.doorbells,
 		(unsigned long long)st.doorbells_muted);
+	f->exit_ms = exit_storm(r, &s);
 	procctl_registry_close(r, 0);
 	free(s.c);
 	free(s.rang);
-	return bench_median(rounds, ROUNDS);
+}
+
+static void report(const char *what, const char *how, long n, double ms, double floor_ms)
+{
+	char name[64];
+	snprintf(name, sizeof name, "bells_%s_%s_%ld", what, how, n);
+	bench_report(name, "ms", ms, floor_ms);
 }
 
 static void bench_n(long n)
 {
-	char consumer[32], lock_dir[] = "/tmp/bench_bells.XXXXXX", name[64];
-	double ring_ms, threads_ms, ring_attach, threads_attach, floor_ms;
+	char consumer[32], lock_dir[] = "/tmp/bench_bells.XXXXXX", rm[64];
+	struct figures ring, threads;
+	double wake_ms, exit_ms;
 	snprintf(consumer, sizeof consumer, "bbells%d-%ld", (int)getpid(), n);
 	if (!mkdtemp(lock_dir))
 		die("mkdtemp");
-	if ((floor_ms = bench_wake_floor(n / PER_PROCESS, PER_PROCESS, NULL, NULL)) < 0)
-		die("the wake floor's processes");
-	farm_start(n, consumer);
-	ring_ms = run(n, consumer, lock_dir, 0, &ring_attach);
-	threads_ms = run(n, consumer, lock_dir, PROCCTL_REGISTRY_BELL_THREADS, &threads_attach);
-	farm_stop();
-	snprintf(name, sizeof name, "bells_publish_ring_%ld", n);
-	bench_report(name, "ms", ring_ms, floor_ms);
-	snprintf(name, sizeof name, "bells_publish_threads_%ld", n);
-	bench_report(name, "ms", threads_ms, floor_ms);
-	snprintf(name, sizeof name, "bells_attach_threads_vs_ring_%ld", n);
-	bench_report(name, "ms", threads_attach, ring_attach);
-	snprintf(name, sizeof name, "rm -rf %s", lock_dir);
-	if (system(name) != 0)
+	if ((wake_ms = bench_wake_floor(n / PER_PROCESS, PER_PROCESS, NULL, NULL)) < 0 ||
+	    (exit_ms = bench_exit_floor(n / PER_PROCESS)) < 0)
+		die("the floors' processes");
+	run(n, consumer, lock_dir, 0, &ring);
+	run(n, consumer, lock_dir, PROCCTL_REGISTRY_BELL_THREADS, &threads);
+	report("publish", "ring", n, ring.publish_ms, wake_ms);
+	report("publish", "threads", n, threads.publish_ms, wake_ms);
+	report("attach", "threads_vs_ring", n, threads.attach_ms, ring.attach_ms);
+	report("exit", "ring", n, ring.exit_ms, exit_ms);
+	report("exit", "threads", n, threads.exit_ms, exit_ms);
+	snprintf(rm, sizeof rm, "rm -rf %s", lock_dir);
+	if (system(rm) != 0)
 		die("rm");
 }
 
