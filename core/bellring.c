@@ -6,6 +6,8 @@
 #include "bellring.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <linux/io_uring.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -137,7 +139,9 @@ int procctl_bellring_arm(struct procctl_bellring *b, const uint32_t *word, uint6
 	return 0;
 }
 
-int procctl_bellring_cancel(struct procctl_bellring *b, uint64_t id)
+/* Cancel id's wait: its completion comes with -ECANCELED (unless it rang
+ * first). Queued like arm. */
+static int cancel(struct procctl_bellring *b, uint64_t id)
 {
 	struct io_uring_sqe *sqe = next_sqe(b);
 	if (!sqe)
@@ -148,6 +152,17 @@ int procctl_bellring_cancel(struct procctl_bellring *b, uint64_t id)
 	sqe->user_data = id | CANCEL_BIT;
 	queue(b);
 	return 0;
+}
+
+int procctl_bellring_end(struct procctl_bellring *b, const uint32_t *word, uint64_t id)
+{
+	int err;
+	/* A wait still queued would be armed after the wake, on a word unmapped by then. */
+	if (procctl_bellring_submit(b) == 0 && syscall(SYS_futex, word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0) >= 0)
+		return 0;
+	if ((err = cancel(b, id)) < 0)
+		return err;
+	return procctl_bellring_submit(b);
 }
 
 int procctl_bellring_submit(struct procctl_bellring *b)

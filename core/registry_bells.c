@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* registry_bells.c - a registry's ack doorbells (SPEC.md 6.5): a futex
  * wait per attached region in one io_uring (bellring.h), armed at attach,
- * cancelled at detach, re-armed when it rings, its completions read by
- * the loop, which emits PROCCTL_EV_DOORBELL for them at once; or, on a
- * kernel without io_uring futex waits (before 6.7), watcher threads in
- * futex_waitv (doorbell.h), 127 words each and PROCCTL_WATCHERS_MAX of
- * them, on the slices of a dense array of the heard regions (bell_set).
+ * ended at detach (its word woken), re-armed when it rings, its
+ * completions read by the loop, which emits PROCCTL_EV_DOORBELL for them
+ * at once; or, on a kernel without io_uring futex waits (before 6.7),
+ * watcher threads in futex_waitv (doorbell.h), 127 words each and
+ * PROCCTL_WATCHERS_MAX of them, on the slices of a dense array of the
+ * heard regions (bell_set).
  * A watcher learns of one ring a return and hears nothing until it waits
  * again, so a slice whose watcher returned is swept: every region of it
  * gets a DOORBELL event BELL_SETTLE_NS after the return, and at most once
@@ -121,9 +122,8 @@ static void ring_forget(procctl_registry_t *r, struct entry *e)
 	if (!r->ring_on || !e->bell_armed)
 		return;
 	/* Now, before its mapping goes: a wait left in the kernel would
-	 * never end. */
-	procctl_bellring_cancel(&r->ring, e->id);
-	procctl_bellring_submit(&r->ring);
+	 * never end. Its completion finds e gone, or not armed. */
+	procctl_bellring_end(&r->ring, &e->c->r.ctrl->doorbell, e->id);
 	e->bell_armed = 0;
 }
 
@@ -143,7 +143,7 @@ void reg_ring_dispatch(procctl_registry_t *r)
 	pthread_mutex_lock(&r->mu);
 	for (i = 0; i < n; i++) {
 		if (!(e = reg_by_id(r, d[i].id)) || !e->bell_armed)
-			continue; /* detached meanwhile: its wait was cancelled */
+			continue; /* detached meanwhile: its wait was ended */
 		e->bell_armed = 0;
 		e->bell_watched = 0;
 		if (d[i].res == -EAGAIN) {
@@ -261,8 +261,8 @@ void reg_bells_detach(procctl_registry_t *r, struct entry *e)
 }
 
 /* The watchers joined; the ring closed, which ends every wait in it at
- * once (a cancel each, as a detach does, walks the ring's waits: at
- * 8,000 regions the close took 0.7 s). */
+ * once (a cancel each walks the ring's waits: at 8,000 regions the close
+ * took 0.7 s). */
 void reg_bells_stop(procctl_registry_t *r)
 {
 	procctl_doorbells_stop(&r->bells);

@@ -189,6 +189,35 @@ static void doorbells_many(void **state)
 	th_agent_kill(&b);
 }
 
+/* 300 regions going at once end their waits (the ring: each word woken
+ * as it detaches), and that is no ring: nothing heard, no DOORBELL event;
+ * the region left is heard as before. */
+static void doorbells_gone(void **state)
+{
+	struct th_agent a, b;
+	struct evlog log;
+	procctl_registry_t *r = one_and_300(state, &log, &a, &b);
+	uint64_t heard;
+	int i, n;
+
+	pump_for(r, 200);
+	heard = rings_heard(r);
+	n = log.doorbells;
+	th_agent_kill(&b);
+	pump_until(r, &log.detached, 300);
+	pump_for(r, 100);
+	assert_int_equal(rings_heard(r), heard);
+	if (!bell_mode(state)) /* threads sweep the slices that changed */
+		assert_int_equal(log.doorbells, n);
+	th_agent_ok(&a, "ring 1");
+	for (i = 0; i < 100 && rings_heard(r) == heard; i++)
+		pump_for(r, 10);
+	assert_int_equal(rings_heard(r), heard + 1);
+	pump_until_rang(r, &log, n, a.pid);
+	procctl_registry_close(r, 0);
+	th_agent_kill(&a);
+}
+
 /* A region that leaves a watcher's slice gives its place to the set's
  * last one: that one's next ring is heard by the watcher it moved to
  * (a ring heard, not a sweep's event). */
@@ -282,6 +311,8 @@ int main(void)
 		cmocka_unit_test_prestate_setup_teardown(doorbells, setup, teardown, &bell_threads),
 		cmocka_unit_test_setup_teardown(doorbells_many, setup, teardown),
 		cmocka_unit_test_prestate_setup_teardown(doorbells_many, setup, teardown, &bell_threads),
+		cmocka_unit_test_setup_teardown(doorbells_gone, setup, teardown),
+		cmocka_unit_test_prestate_setup_teardown(doorbells_gone, setup, teardown, &bell_threads),
 		cmocka_unit_test_setup_teardown(doorbells_moved, setup, teardown),
 		cmocka_unit_test_prestate_setup_teardown(doorbells_moved, setup, teardown, &bell_threads),
 		cmocka_unit_test_setup_teardown(doorbells_together, setup, teardown),
