@@ -131,6 +131,7 @@ int procctl_doorbells_start(struct procctl_doorbells *d)
 	d->stop = 0;
 	d->started = 0;
 	d->nw = 0;
+	d->touched = 0;
 	/* A wait that cannot start (the value differs) tells whether the
 	 * kernel has futex_waitv: EAGAIN it has, ENOSYS it has not. */
 	own_word(&probe, &word, 1u);
@@ -150,11 +151,20 @@ static void wake_watcher(struct procctl_watcher *w)
 	syscall(SYS_futex, &w->changed, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
+_Static_assert(PROCCTL_WATCHERS_MAX <= 64, "a watcher's touch is a bit of touched");
+
 void procctl_doorbells_touch(struct procctl_doorbells *d, size_t i)
 {
 	size_t k = i / PROCCTL_BELLS_MAX;
 	if (k < __atomic_load_n(&d->nw, __ATOMIC_ACQUIRE))
-		wake_watcher(&d->w[k]);
+		__atomic_fetch_or(&d->touched, 1ull << k, __ATOMIC_RELEASE);
+}
+
+void procctl_doorbells_flush(struct procctl_doorbells *d)
+{
+	uint64_t m = __atomic_exchange_n(&d->touched, 0, __ATOMIC_ACQ_REL);
+	for (; m; m &= m - 1)
+		wake_watcher(&d->w[__builtin_ctzll(m)]);
 }
 
 void procctl_doorbells_grow(struct procctl_doorbells *d, size_t n)
@@ -174,5 +184,6 @@ void procctl_doorbells_stop(struct procctl_doorbells *d)
 	for (i = 0; i < d->nw; i++)
 		pthread_join(d->w[i].thread, NULL);
 	d->nw = 0;
+	d->touched = 0;
 	d->started = 0;
 }

@@ -537,10 +537,7 @@ int procctl_registry_dispatch(procctl_registry_t *r)
 			}
 		}
 	}
-	if (r->ring_dirty) { /* waits armed at attach */
-		procctl_bellring_submit(&r->ring);
-		r->ring_dirty = 0;
-	}
+	reg_bells_flush(r);
 	plan_tick(r);
 	return 0;
 }

@@ -260,6 +260,15 @@ void reg_bells_detach(procctl_registry_t *r, struct entry *e)
 	pthread_mutex_unlock(&r->mu);
 }
 
+void reg_bells_flush(procctl_registry_t *r)
+{
+	if (r->ring_dirty) {
+		procctl_bellring_submit(&r->ring);
+		r->ring_dirty = 0;
+	}
+	procctl_doorbells_flush(&r->bells);
+}
+
 /* The watchers joined; the ring closed, which ends every wait in it at
  * once (a cancel each walks the ring's waits: at 8,000 regions the close
  * took 0.7 s). */

@@ -196,6 +196,9 @@ int reg_bells_start(procctl_registry_t *r);
 void reg_bells_attach(procctl_registry_t *r, struct entry *e);
 void reg_bells_detach(procctl_registry_t *r, struct entry *e);
 void reg_ring_dispatch(procctl_registry_t *r); /* the ring's completions */
+/* At the end of a dispatch: the waits its attaches queued submitted, the
+ * watchers whose slices its attaches and detaches changed woken. */
+void reg_bells_flush(procctl_registry_t *r);
 /* At close, before the detaches: no doorbell is listened to any more. */
 void reg_bells_stop(procctl_registry_t *r);
 /* At the loop's tick: muted regions whose time is up, slices due a sweep. */
