@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "podid.h"
 #include "procctl.h"
 
 static int number(const char *s, uint32_t *out)
@@ -21,19 +22,6 @@ static int number(const char *s, uint32_t *out)
 		return -1;
 	*out = (uint32_t)v;
 	return 0;
-}
-
-static int pod_uid_ok(const char *s)
-{
-	size_t i, n = strlen(s);
-	if (n != 36 && n != 32)
-		return 0;
-	for (i = 0; i < n; i++) {
-		int dash = n == 36 && (i == 8 || i == 13 || i == 18 || i == 23);
-		if (dash ? s[i] != '-' : !((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
-			return 0;
-	}
-	return 1;
 }
 
 int admission_add(struct admission *a, enum admit_list l, const char *item, const char **why)
@@ -53,9 +41,9 @@ int admission_add(struct admission *a, enum admit_list l, const char *item, cons
 	case ADMIT_PODS:
 		if (a->npods == ADMIT_MAX)
 			return *why = "more than 16 entries", -EINVAL;
-		if (!pod_uid_ok(item))
-			return *why = "not a pod UID (lowercase, 8-4-4-4-12 hex, or 32 hex)", -EINVAL;
-		snprintf(a->pods[a->npods++], sizeof a->pods[0], "%s", item);
+		if (!procctl_pod_uid_parse(item, strlen(item), a->pods[a->npods]))
+			return *why = "not a pod UID (8-4-4-4-12 hex, or 32 hex)", -EINVAL;
+		a->npods++;
 		return 0;
 	case ADMIT_CGROUPS:
 		if (a->ncgroups == ADMIT_CGROUP_MAX)

@@ -403,7 +403,7 @@ static int arbiter_done(struct node_cfg *c, struct node_arbiter_cfg *a, const ch
 	return 0;
 }
 
-static int desired_done(const struct node_cfg *c, const struct node_desired_cfg *d, const char *at, char *err,
+static int desired_done(const struct node_cfg *c, struct node_desired_cfg *d, const char *at, char *err,
 			size_t errlen)
 {
 	struct selector k;
@@ -424,6 +424,7 @@ static int desired_done(const struct node_cfg *c, const struct node_desired_cfg 
 		snprintf(err, errlen, "%s: [desired %s]: %s", at, d->name, why ? why : "a bad selector");
 		return -EINVAL;
 	}
+	memcpy(d->sel.pod_uid, k.pod_uid, sizeof k.pod_uid); /* as the API writes it */
 	for (i = 0; &c->desired[i] != d; i++)
 		if (desired_conflict(&c->desired[i].sel, &d->sel)) {
 			snprintf(err, errlen,
@@ -435,7 +436,7 @@ static int desired_done(const struct node_cfg *c, const struct node_desired_cfg 
 	return 0;
 }
 
-static int section_done(struct node_cfg *c, struct node_arbiter_cfg *a, const struct node_desired_cfg *d,
+static int section_done(struct node_cfg *c, struct node_arbiter_cfg *a, struct node_desired_cfg *d,
 			const char *at, char *err, size_t errlen)
 {
 	int r = arbiter_done(c, a, at, err, errlen);

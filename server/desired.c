@@ -437,8 +437,8 @@ int desired_parse_v0(struct desired_store *s, const uint8_t *buf, size_t len, ch
 		const char *why = NULL;
 		struct desired c;
 		memset(&c, 0, sizeof c);
-		if (!sm || selector_from(&c.sel, sm->pid, sm->consumer, sm->schema_version, sm->pod_uid, sm->container_id,
-					 &why) < 0) {
+		if (!sm || selector_from_stored(&c.sel, sm->pid, sm->consumer, sm->schema_version, sm->pod_uid,
+						sm->container_id, &why) < 0) {
 			snprintf(err, errlen, "config %zu: %s", i, why ? why : "no selector");
 			r = -EINVAL;
 			break;

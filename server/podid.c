@@ -36,9 +36,7 @@ static char lower(char c)
 	return c >= 'A' && c <= 'F' ? (char)(c - 'A' + 'a') : c;
 }
 
-/* A pod UID: 8-4-4-4-12 hex (with '-', or '_' from a systemd unit name),
- * or 32 hex (a static pod's). Written lowercase with dashes. */
-static int pod_uid(const char *s, size_t n, char out[PROCCTL_POD_UID_MAX + 1])
+int procctl_pod_uid_parse(const char *s, size_t n, char out[PROCCTL_POD_UID_MAX + 1])
 {
 	size_t i;
 	if (n == 32) {
@@ -137,7 +135,7 @@ static int kubelet_slice(const char *c, size_t n, struct slice *out)
 		c++, n--;
 	}
 	out->pod = 1;
-	return starts_with(c, n, "pod") && pod_uid(c + 3, n - 3, out->uid);
+	return starts_with(c, n, "pod") && procctl_pod_uid_parse(c + 3, n - 3, out->uid);
 }
 
 /* How deep a slice sits below the cgroup root, by its name: systemd
@@ -184,7 +182,7 @@ static enum kstate k_inside(struct kwalk *w, const char *c, size_t n, struct pro
 	}
 	if (w->depth == 1 && is_qos_dir(c, n, &qos))
 		return w->qos = qos, K_QOS;
-	if ((w->depth == 1 || w->depth == 2) && starts_with(c, n, "pod") && pod_uid(c + 3, n - 3, out->pod_uid)) {
+	if ((w->depth == 1 || w->depth == 2) && starts_with(c, n, "pod") && procctl_pod_uid_parse(c + 3, n - 3, out->pod_uid)) {
 		w->qos = w->depth == 1 ? PROCCTL_QOS_GUARANTEED : PROCCTL_QOS_NONE; /* 2: a class we cannot see */
 		return K_POD;
 	}
@@ -214,7 +212,7 @@ static enum kstate k_step(struct kwalk *w, const char *c, size_t n, struct procc
 		if (!w->systemd) {
 			if (w->st == K_TOP && is_qos_dir(c, n, &qos))
 				return w->qos = qos, K_QOS;
-			if (!starts_with(c, n, "pod") || !pod_uid(c + 3, n - 3, out->pod_uid))
+			if (!starts_with(c, n, "pod") || !procctl_pod_uid_parse(c + 3, n - 3, out->pod_uid))
 				return K_NONE;
 			if (w->st == K_TOP)
 				w->qos = PROCCTL_QOS_GUARANTEED;

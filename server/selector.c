@@ -57,8 +57,8 @@ static int copy_field(char *dst, size_t cap, const char *src)
 	return 0;
 }
 
-int selector_from(struct selector *k, int32_t pid, const char *consumer, uint32_t version, const char *pod_uid,
-		const char *container_id, const char **why)
+int selector_from_stored(struct selector *k, int32_t pid, const char *consumer, uint32_t version,
+		       const char *pod_uid, const char *container_id, const char **why)
 {
 	memset(k, 0, sizeof *k);
 	k->pid = pid;
@@ -76,4 +76,16 @@ int selector_from(struct selector *k, int32_t pid, const char *consumer, uint32_
 		return -EINVAL;
 	}
 	return selector_valid(k, why);
+}
+
+int selector_from(struct selector *k, int32_t pid, const char *consumer, uint32_t version, const char *pod_uid,
+		const char *container_id, const char **why)
+{
+	char uid[PROCCTL_POD_UID_MAX + 1] = "";
+	if (pod_uid[0] && !procctl_pod_uid_parse(pod_uid, strlen(pod_uid), uid)) {
+		memset(k, 0, sizeof *k);
+		*why = "selector.pod_uid: not a pod UID (8-4-4-4-12 hex, or 32 hex)";
+		return -EINVAL;
+	}
+	return selector_from_stored(k, pid, consumer, version, uid, container_id, why);
 }

@@ -34,9 +34,16 @@ int selector_same(const struct selector *a, const struct selector *b);
  * ones are fine); else -EINVAL and why names the field. */
 int selector_valid(const struct selector *k, const char **why);
 
-/* A Selector's fields as a key, checked like selector_valid (also: too
- * long for the key): 0 or -EINVAL and why. */
+/* A Selector's fields from a request or the config file as a key,
+ * checked like selector_valid (also: too long for the key), and a pod UID
+ * must be one (procctl_pod_uid_parse: either case, kept lowercase with
+ * dashes): one that names no pod would match nothing, silently. 0 or
+ * -EINVAL and why. */
 int selector_from(struct selector *k, int32_t pid, const char *consumer, uint32_t version, const char *pod_uid,
 		const char *container_id, const char **why);
+/* The same for a record an older procctl-node stored, whose pod UIDs it
+ * checked as selector_valid does: kept as written. */
+int selector_from_stored(struct selector *k, int32_t pid, const char *consumer, uint32_t version,
+		       const char *pod_uid, const char *container_id, const char **why);
 
 #endif

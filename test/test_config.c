@@ -205,6 +205,8 @@ static void errors(void **state)
 		{"[desired a]\nconsumer = echo\ndata =\n", "t.conf:3: data: empty: a desired config has 1 to 3000 bytes"},
 		{"[desired a]\nconsumer = echo\ndata_base64 = ====\n",
 		 "t.conf:3: data_base64: empty: a desired config has 1 to 3000 bytes"},
+		{"[desired a]\nconsumer = echo\npod = 8c9b4f3e\ndata = x\n",
+		 "t.conf:1: [desired a]: selector.pod_uid: not a pod UID (8-4-4-4-12 hex, or 32 hex)"},
 		{"[desired a]\nconsumer = echo\ndata = x\n[desired b]\nconsumer = echo\ndata = y\n",
 		 "t.conf:4: [desired b]: the same selector as [desired a] (one process would match both, at the same precedence)"},
 		{"[desired a]\nconsumer = echo\ncontainer = ab\ndata = x\n[desired b]\nconsumer = echo\npod = 8c9b4f3e-1a2b-4c5d-9e8f-0a1b2c3d4e5f\ncontainer = ab\ndata = y\n",
@@ -234,7 +236,7 @@ static void errors(void **state)
 		{"[arbiter gpu]\nadmit_default = maybe\n", "t.conf:2: admit_default: 'maybe': allow or deny"},
 		{"[arbiter gpu]\nadmit_uids = 0, root\n", "t.conf:2: admit_uids: 'root': not a uid or gid (a number)"},
 		{"[arbiter gpu]\nadmit_pods = ABC\n",
-		 "t.conf:2: admit_pods: 'ABC': not a pod UID (lowercase, 8-4-4-4-12 hex, or 32 hex)"},
+		 "t.conf:2: admit_pods: 'ABC': not a pod UID (8-4-4-4-12 hex, or 32 hex)"},
 		{"[arbiter gpu]\nadmit_cgroups = /a/../b\n",
 		 "t.conf:2: admit_cgroups: '/a/../b': not an absolute cgroup path (no '..')"},
 		{"[arbiter gpu]\nkind = 1\nconsumer = t\nadmit_uids = 0\n",
@@ -270,7 +272,7 @@ static void desired_sections(void **state)
 	struct node_cfg c;
 	(void)state;
 	assert_int_equal(parse(&c, "[desired all]\nconsumer = echo\ndata = level=info\n"
-				   "[desired one-pod]\nconsumer = echo\nschema = 2\npod = 8c9b4f3e-1a2b-4c5d-9e8f-0a1b2c3d4e5f\n"
+				   "[desired one-pod]\nconsumer = echo\nschema = 2\npod = 8C9B4F3E-1A2B-4C5D-9E8F-0A1B2C3D4E5F\n"
 				   "data_base64 = AAECAw==\n"),
 			 0);
 	assert_int_equal(c.ndesired, 2);
@@ -282,7 +284,7 @@ static void desired_sections(void **state)
 	assert_int_equal(c.desired[1].len, 4);
 	assert_memory_equal(c.desired[1].data, "\0\1\2\3", 4);
 
-	assert_string_equal(c.desired[1].sel.pod_uid, "8c9b4f3e-1a2b-4c5d-9e8f-0a1b2c3d4e5f");
+	assert_string_equal(c.desired[1].sel.pod_uid, "8c9b4f3e-1a2b-4c5d-9e8f-0a1b2c3d4e5f"); /* as the API writes it */
 	/* base64 of exactly 3000 bytes, padded or not; one byte more refused */
 	{
 		static char text[4200];
@@ -398,9 +400,12 @@ static void admission(void **state)
 	assert_int_equal(admission_check(&a, &w, msg, sizeof msg), 1);
 	w.gid = 0;
 	assert_int_equal(admission_check(&a, &w, msg, sizeof msg), 0);
-	assert_int_equal(admission_add(&a, ADMIT_PODS, "0b6d7a2e-5c1f-4c1a-9f3e-2d7b8c9a1e4f", &why), 0);
+	/* a pod UID as kubectl or a systemd slice writes it: the cgroup's */
+	assert_int_equal(admission_add(&a, ADMIT_PODS, "0B6D7A2E_5C1F_4C1A_9F3E_2D7B8C9A1E4F", &why), 0);
 	w.pod = "0b6d7a2e-5c1f-4c1a-9f3e-2d7b8c9a1e4f";
 	assert_int_equal(admission_check(&a, &w, msg, sizeof msg), 1);
+	assert_int_equal(admission_add(&a, ADMIT_PODS, "0b6d7a2e-5c1f-4c1a-9f3e", &why), -EINVAL);
+	assert_string_equal(why, "not a pod UID (8-4-4-4-12 hex, or 32 hex)");
 	/* an unknown uid (-1, a process read as it went) is nobody's */
 	assert_int_equal(admission_add(&a, ADMIT_UIDS, "4294967295", &why), -EINVAL);
 }

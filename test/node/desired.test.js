@@ -80,7 +80,19 @@ test('bad desired configs are INVALID_ARGUMENT', async () => {
   assert.equal(await h.code(set({ schemaVersion: 1 }, 'x')), 'INVALID_ARGUMENT'); // no consumer
   assert.equal(await h.code(set(sel(), '')), 'INVALID_ARGUMENT'); // empty
   assert.equal(await h.code(set(sel({ podUid: 'NOT-HEX' }), 'x')), 'INVALID_ARGUMENT');
+  // Hex, but no pod's UID: it would match nothing, silently.
+  assert.equal(await h.code(set(sel({ podUid: '0b1c2d3e' }), 'x')), 'INVALID_ARGUMENT');
   assert.equal(await h.code(h.call(c, 'SetDesiredConfig', {})), 'INVALID_ARGUMENT');
+});
+
+test('a pod UID in capitals is the pod of that UID, kept as the API writes it', async () => {
+  const upper = '0B1C2D3E-0000-4000-8000-0000000000C1';
+  const r = await set(sel({ podUid: upper }), 'x');
+  assert.equal(r.config.selector.podUid, upper.toLowerCase());
+  const list = await h.call(c, 'ListDesiredConfigs', {});
+  assert.equal(list.configs.filter((x) => x.selector.podUid === upper.toLowerCase()).length, 1);
+  await h.call(c, 'DeleteDesiredConfig', { selector: sel({ podUid: upper }) });
+  assert.equal((await h.call(c, 'ListDesiredConfigs', {})).configs.filter((x) => x.selector.podUid).length, 0);
 });
 
 test('ListDesiredConfigs: most specific first; DeleteDesiredConfig forgets one', async () => {

@@ -101,10 +101,11 @@ test('files in the directories are never opened through a symlink, and others ca
   fs.symlinkSync(v, path.join(d.dir, 'state', 'desired.store.tmp'));
   const set = (pod) => h.call(c, 'SetDesiredConfig', {
     config: { selector: { consumer: h.CONSUMER, schemaVersion: 1, podUid: pod }, payload: Buffer.from('x') } });
-  assert.equal(await h.code(set('a')), 'UNAVAILABLE');
+  const pod = '0b1c2d3e-0000-4000-8000-0000000000aa';
+  assert.equal(await h.code(set(pod)), 'UNAVAILABLE');
   assert.equal(fs.readFileSync(v, 'utf8'), 'root only secret');
   fs.rmSync(path.join(d.dir, 'state', 'desired.store.tmp'), { force: true });
-  assert.equal(await h.code(set('a')), 'OK');
+  assert.equal(await h.code(set(pod)), 'OK');
   // The lock files are the daemon's alone (anyone who can open one can
   // flock it, and keep the daemon from ever writing).
   const e = await h.echo();
@@ -136,6 +137,7 @@ const healthOf = (d) => h.health(d.addr).catch((e) => h.grpc.status[e.code]);
 test('a daemon whose NODE.lock is deleted stops at once and stands by: never two serve the same directories', async () => {
   const a = await new h.Daemon().ready();
   const dir = a.dir;
+  const uid = (n) => `0b1c2d3e-0000-4000-8000-0000000000${n}`;
   const setVia = async (d, pod) => {
     const c = d.client();
     try {
@@ -153,7 +155,7 @@ test('a daemon whose NODE.lock is deleted stops at once and stands by: never two
       c.close();
     }
   };
-  const r1 = Number(await setVia(a, 'a1'));
+  const r1 = Number(await setVia(a, uid('a1')));
   fs.unlinkSync(path.join(dir, 'locks', 'NODE.lock'));
   await a.line(/event=node_lock_lost .*next=standby/);
   // Another daemon with the same directories (its own socket) starts:
@@ -166,14 +168,14 @@ test('a daemon whose NODE.lock is deleted stops at once and stands by: never two
   const other = serving === a ? b : a;
   assert.notEqual(await healthOf(other), 'SERVING');
   await other.line(/event=standby/);
-  const r2 = Number(await setVia(serving, 'a2'));
+  const r2 = Number(await setVia(serving, uid('a2')));
   assert.ok(r2 > r1, `revision ${r2} after ${r1}`);
-  assert.deepEqual(await listVia(serving), ['a1', 'a2']);
+  assert.deepEqual(await listVia(serving), [uid('a1'), uid('a2')]);
   // The other takes over when it stops, with nothing lost.
   await serving.stop();
   await h.until(async () => (await healthOf(other)) === 'SERVING', { what: 'the other to take over', timeout: 20000 });
-  assert.deepEqual(await listVia(other), ['a1', 'a2']);
-  assert.ok(Number(await setVia(other, 'a3')) > r2);
+  assert.deepEqual(await listVia(other), [uid('a1'), uid('a2')]);
+  assert.ok(Number(await setVia(other, uid('a3'))) > r2);
   await other.stop();
 });
 
