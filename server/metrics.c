@@ -258,10 +258,10 @@ static void waits(FILE *f, const struct node *n)
 
 static void rollout_lines(FILE *f, const char *name, const struct desired_rollout *r)
 {
-	static const char *const state[] = {"applied", "rejected", "pending", "superseded"};
-	const uint32_t count[] = {r->applied, r->rejected, r->pending, r->superseded};
+	static const char *const state[] = {"applied", "rejected", "pending", "superseded", "not_owned"};
+	const uint32_t count[] = {r->applied, r->rejected, r->pending, r->superseded, r->not_owned};
 	size_t k;
-	for (k = 0; k < 4; k++)
+	for (k = 0; k < sizeof count / sizeof count[0]; k++)
 		fprintf(f, "procctl_desired_processes{desired=\"%s\",state=\"%s\"} %u\n", name, state[k], count[k]);
 }
 
@@ -270,15 +270,15 @@ static void rollout_lines(FILE *f, const char *name, const struct desired_rollou
  * pod or process: unbounded, so never a series each). */
 static void rollout(FILE *f, const struct node *n)
 {
-	struct desired_rollout *r = calloc(n->desired.n ? n->desired.n : 1, sizeof *r), api = {0, 0, 0, 0};
+	struct desired_rollout *r = calloc(n->desired.n ? n->desired.n : 1, sizeof *r), api = {0, 0, 0, 0, 0};
 	size_t i, apis = 0;
 	if (!r)
 		return;
 	rollout_count(n, r);
 	metric_head(f, "procctl_desired_processes", "gauge",
 		    "Processes a desired config is the config for, by how far it got to them: applied, rejected, "
-		    "pending or superseded (by a Publish or Clear); desired: its config file section, \"\" for those "
-		    "set through the API, summed.");
+		    "pending, superseded (by a Publish or Clear) or not_owned (another agent writes its region); "
+		    "desired: its config file section, \"\" for those set through the API, summed.");
 	for (i = 0; i < n->desired.n; i++) {
 		if (n->desired.v[i].source[0]) {
 			rollout_lines(f, n->desired.v[i].source, &r[i]);
@@ -288,6 +288,7 @@ static void rollout(FILE *f, const struct node *n)
 		api.rejected += r[i].rejected;
 		api.pending += r[i].pending;
 		api.superseded += r[i].superseded;
+		api.not_owned += r[i].not_owned;
 		apis++;
 	}
 	if (apis)

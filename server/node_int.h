@@ -213,11 +213,12 @@ Procctl__V1__DesiredConfig *mk_desired(struct arena *a, const struct desired *d)
 
 /* rollout.c: how far each desired config got. */
 struct desired_rollout {
-	uint32_t applied, rejected, pending, superseded;
+	uint32_t applied, rejected, pending, superseded, not_owned;
 };
 /* The counts of n->desired.v[i] in out[i] (n->desired.n of them), over
- * the attached processes of owned regions. Each process's config is
- * found once per change of the store (cached on it). */
+ * the attached processes (those of regions not this daemon's to write
+ * counted not_owned). Each process's config is found once per change of the
+ * store (cached on it). */
 void rollout_count(const struct node *n, struct desired_rollout *out);
 
 /* procs.c: the process table (attach, detach, state reads) and its events.

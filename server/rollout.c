@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* rollout.c - how far each desired config got to the processes it is the
- * config for: applied, rejected, pending or superseded (node.proto's
- * DesiredRollout), for ListDesiredConfigs and /metrics. */
+ * config for: applied, rejected, pending or superseded, or not this
+ * daemon's to write (node.proto's DesiredRollout), for ListDesiredConfigs
+ * and /metrics. */
 #include <string.h>
 
 #include "node_int.h"
@@ -36,6 +37,15 @@ static const struct desired *config_of(const struct node *n, struct proc *p)
 	return p->config;
 }
 
+/* Is p's region this daemon's to write: its consumer's lock held, and the
+ * region neither another lock domain's nor broken by its process? (One
+ * attached a moment ago and not claimed yet is: it is pending.) */
+static int writes_to(const struct proc *p)
+{
+	enum procctl_ownership own = procctl_client_ownership(p->c);
+	return procctl_registry_owner(p->reg, p->key.consumer) && own != PROCCTL_OWN_CONFLICT && own != PROCCTL_OWN_BROKEN;
+}
+
 void rollout_count(const struct node *n, struct desired_rollout *out)
 {
 	size_t i;
@@ -43,7 +53,11 @@ void rollout_count(const struct node *n, struct desired_rollout *out)
 	for (i = 0; i < n->nprocs; i++) {
 		struct proc *p = n->procs[i];
 		const struct desired *d = config_of(n, p);
-		if (d && procctl_registry_owner(p->reg, p->key.consumer))
+		if (!d)
+			continue;
+		if (writes_to(p))
 			count_one(p, d, &out[d - n->desired.v]);
+		else
+			out[d - n->desired.v].not_owned++;
 	}
 }

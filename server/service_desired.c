@@ -261,6 +261,7 @@ void do_list_desired(struct node *n, struct node_job *job)
 			pr[i].rejected = c->rejected;
 			pr[i].pending = c->pending;
 			pr[i].superseded = c->superseded;
+			pr[i].not_owned = c->not_owned;
 			m.configs[m.n_configs++]->rollout = &pr[i];
 		}
 	}

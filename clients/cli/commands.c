@@ -233,8 +233,9 @@ int cmd_desired(int argc, char **argv)
 		if (cli_json) {
 			print_json(&r->base);
 		} else {
-			printf("%-8s %-16s %-3s %-8s %-36s %-12s %-8s %-16s %7s %8s %7s %10s\n", "REVISION", "CONSUMER", "VER",
-			       "PID", "POD", "CONTAINER", "BYTES", "SOURCE", "APPLIED", "REJECTED", "PENDING", "SUPERSEDED");
+			printf("%-8s %-16s %-3s %-8s %-36s %-12s %-8s %-16s %7s %8s %7s %10s %9s\n", "REVISION", "CONSUMER",
+			       "VER", "PID", "POD", "CONTAINER", "BYTES", "SOURCE", "APPLIED", "REJECTED", "PENDING", "SUPERSEDED",
+			       "NOT_OWNED");
 			for (i = 0; i < r->n_configs; i++) {
 				const Procctl__V1__DesiredConfig *d = r->configs[i];
 				const Procctl__V1__Selector *s = d->selector;
@@ -242,11 +243,12 @@ int cmd_desired(int argc, char **argv)
 				char pid[16] = "-";
 				if (s && s->pid)
 					snprintf(pid, sizeof pid, "%d", s->pid);
-				printf("%-8llu %-16s %-3u %-8s %-36s %-12.12s %-8zu %-16s %7u %8u %7u %10u\n",
+				printf("%-8llu %-16s %-3u %-8s %-36s %-12.12s %-8zu %-16s %7u %8u %7u %10u %9u\n",
 				       (unsigned long long)d->revision, s ? s->consumer : "", s ? s->schema_version : 0, pid,
 				       s && s->pod_uid[0] ? s->pod_uid : "-", s && s->container_id[0] ? s->container_id : "-",
 				       d->payload.len, d->source[0] ? d->source : "api", ro ? ro->applied : 0,
-				       ro ? ro->rejected : 0, ro ? ro->pending : 0, ro ? ro->superseded : 0);
+				       ro ? ro->rejected : 0, ro ? ro->pending : 0, ro ? ro->superseded : 0,
+				       ro ? ro->not_owned : 0);
 			}
 		}
 		protobuf_c_message_free_unpacked(&r->base, NULL);

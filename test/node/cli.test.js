@@ -402,12 +402,12 @@ test('desired set | ls | rm, in both outputs; ls -o json equal to ListDesiredCon
 
     const l = table(exits(await cli(['desired', 'ls']), 0));
     assert.deepEqual(l.header, ['REVISION', 'CONSUMER', 'VER', 'PID', 'POD', 'CONTAINER', 'BYTES', 'SOURCE', 'APPLIED',
-      'REJECTED', 'PENDING', 'SUPERSEDED']);
+      'REJECTED', 'PENDING', 'SUPERSEDED', 'NOT_OWNED']);
     const mine = l.rows.find((x) => x.CONSUMER === h.CONSUMER);
     // Every process it was written to acked it (--wait): each is one APPLIED.
     const applied = String(st.rows.filter((x) => x.STATUS === 'APPLIED').length);
     assert.deepEqual(mine, { REVISION: rev[1], CONSUMER: h.CONSUMER, VER: '1', PID: '-', POD: '-', CONTAINER: '-', BYTES: '4',
-      SOURCE: 'api', APPLIED: applied, REJECTED: '0', PENDING: '0', SUPERSEDED: '0' });
+      SOURCE: 'api', APPLIED: applied, REJECTED: '0', PENDING: '0', SUPERSEDED: '0', NOT_OWNED: '0' });
     assert.equal(st.rows.length, Number(applied), said(s));
     assert.deepEqual(doc(exits(await cli(['-o', 'json', 'desired', 'ls']), 0)),
       asJson(await h.call(c, 'ListDesiredConfigs', {})));
@@ -423,7 +423,7 @@ test('desired set | ls | rm, in both outputs; ls -o json equal to ListDesiredCon
     await e.line(new RegExp(`event=applied gen=${res.generation} .*payload=want more$`), { out: true });
     const listed = asJson(await h.call(c, 'ListDesiredConfigs', {}));
     // As set, and with how far it got (SetDesiredConfig answers the rows instead).
-    const rollout = { applied: j.results.length, rejected: 0, pending: 0, superseded: 0 };
+    const rollout = { applied: j.results.length, rejected: 0, pending: 0, superseded: 0, notOwned: 0 };
     assert.ok(j.results.every((x) => x.status === 'PUBLISH_STATUS_APPLIED'));
     assert.deepEqual(listed.configs.filter((x) => x.selector.consumer === h.CONSUMER), [{ ...j.config, rollout }]);
 

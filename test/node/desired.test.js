@@ -162,7 +162,7 @@ test('desired_max and desired_bytes_max: a set beyond them is RESOURCE_EXHAUSTED
   await dl.stop();
 });
 
-test('rollout: ListDesiredConfigs and /metrics count each config\'s processes applied, rejected, pending, superseded', async () => {
+test('rollout: ListDesiredConfigs and /metrics count each config\'s processes applied, rejected, pending, superseded, not owned', async () => {
   const consumer = `${h.CONSUMER}.roll`;
   const conf = path.join(h.scratch('procctl-roll-'), 'procctl-node.conf');
   fs.writeFileSync(conf, `[desired roll]\nconsumer = ${consumer}\ndata = good\n`);
@@ -173,16 +173,18 @@ test('rollout: ListDesiredConfigs and /metrics count each config\'s processes ap
   try {
     for (let i = 0; i < 4; i++) es.push(await h.echo(consumer));
     const [e1, e2, e3, e4] = es;
-    const series = async (desired) => {
+    const series = async (desired, at) => {
       const v = {};
-      for (const state of ['applied', 'rejected', 'pending', 'superseded'])
-        v[state] = await h.metric(port, `procctl_desired_processes{desired="${desired}",state="${state}"}`);
+      for (const [key, state] of [['applied', 'applied'], ['rejected', 'rejected'], ['pending', 'pending'],
+        ['superseded', 'superseded'], ['notOwned', 'not_owned']])
+        v[key] = await h.metric(at, `procctl_desired_processes{desired="${desired}",state="${state}"}`);
       return v;
     };
-    const counts = (applied, rejected, pending, superseded) => ({ applied, rejected, pending, superseded });
-    const settle = async (desired, want) => {
+    const counts = (applied, rejected, pending, superseded, notOwned = 0) =>
+      ({ applied, rejected, pending, superseded, notOwned });
+    const settle = async (desired, want, at = port) => {
       let got;
-      await h.until(async () => JSON.stringify(got = await series(desired)) === JSON.stringify(want),
+      await h.until(async () => JSON.stringify(got = await series(desired, at)) === JSON.stringify(want),
         { what: `desired="${desired}" at ${JSON.stringify(want)}` }).catch((e) => {
         throw new Error(`${e.message}: ${JSON.stringify(got)}`);
       });
@@ -234,6 +236,21 @@ test('rollout: ListDesiredConfigs and /metrics count each config\'s processes ap
     fs.writeFileSync(conf, `[desired roll]\nconsumer = ${consumer}\ndata = better\n`); // followed: no signal
     for (const e of [e1, e2, e3, e4]) await e.line(/event=applied .*payload=better$/, { out: true });
     await settle('roll', counts(4, 0, 0, 0));
+
+    // Another daemon with the same section, in another lock domain: the
+    // regions are rd's, so it counts all four not owned, in both views.
+    const port2 = await h.freePort();
+    const od = await new h.Daemon({ consumers: consumer, args: ['--config', conf, '--http-listen', `127.0.0.1:${port2}`] }).ready();
+    const oc = od.client();
+    try {
+      await settle('roll', counts(0, 0, 0, 0, 4), port2);
+      const mine = (await h.call(oc, 'ListDesiredConfigs', {})).configs.find((x) => x.source === 'roll');
+      assert.deepEqual(mine.rollout, counts(0, 0, 0, 0, 4));
+      await settle('roll', counts(4, 0, 0, 0)); // rd's count is as it was
+    } finally {
+      oc.close();
+      await od.stop();
+    }
   } finally {
     rc.close();
     await Promise.all(es.map((e) => e.kill('SIGKILL')));
@@ -254,7 +271,7 @@ test('a successor counts what it finds: the desired config applied where it is, 
     assert.deepEqual(r.results.map((x) => x.status), ['PUBLISH_STATUS_APPLIED', 'PUBLISH_STATUS_APPLIED']);
     const p = await h.call(ca, 'Publish', { selector: { pid: es[1].pid }, payload: Buffer.from('mine'), waitMs: 5000 });
     assert.equal(p.results[0].status, 'PUBLISH_STATUS_APPLIED');
-    assert.deepEqual(await rollout(ca), { applied: 1, rejected: 0, pending: 0, superseded: 1 });
+    assert.deepEqual(await rollout(ca), { applied: 1, rejected: 0, pending: 0, superseded: 1, notOwned: 0 });
     ca.close();
     await da.stop();
     const db = await new h.Daemon({ dir: da.dir, consumers: consumer }).ready();
@@ -262,7 +279,7 @@ test('a successor counts what it finds: the desired config applied where it is, 
     try {
       for (const e of es) await h.attached(db, e.pid);
       await h.until(async () => JSON.stringify(await rollout(cb)) === JSON.stringify({ applied: 1, rejected: 0, pending: 0,
-        superseded: 1 }), { what: `the successor to count 1 applied, 1 superseded (${JSON.stringify(await rollout(cb))})` });
+        superseded: 1, notOwned: 0 }), { what: `the successor to count 1 applied, 1 superseded (${JSON.stringify(await rollout(cb))})` });
       const lines = (e) => e.out.filter((l) => l.startsWith('event=applied')).map((l) => l.replace(/.* payload=/, ''));
       assert.deepEqual(lines(es[1]), ['wanted', 'mine'], 'the successor wrote nothing over the Publish');
     } finally {

@@ -238,12 +238,12 @@ test('the ConfigMap path: one [desired] section on both nodes; its rollout from 
     t.diagnostic(`ConfigMap path, file written to the last ack on node-a (3 processes): ${Date.now() - t0} ms`);
     await h.until(() => rollout('node-a').applied === 3, { what: 'node-a to count 3 applied' });
     await h.until(() => rollout('node-b').pending === pods['web-b'].echoes.length, { what: 'node-b to count its stopped processes pending' });
-    assert.deepEqual(rollout('node-a'), { applied: 3, rejected: 0, pending: 0, superseded: 0 });
-    assert.deepEqual(rollout('node-b'), { applied: 0, rejected: 0, pending: 2, superseded: 0 });
+    assert.deepEqual(rollout('node-a'), { applied: 3, rejected: 0, pending: 0, superseded: 0, not_owned: 0 });
+    assert.deepEqual(rollout('node-b'), { applied: 0, rejected: 0, pending: 2, superseded: 0, not_owned: 0 });
   } finally {
     // nsenter stopped itself when its child stopped (it mirrors a stop); both go on.
     for (const pid of [...stopped, ...pods['web-b'].echoes.map((e) => e.pid)]) process.kill(pid, 'SIGCONT');
   }
   await h.until(() => rollout('node-b').applied === 2, { what: 'node-b to count its processes applied' });
-  assert.deepEqual(rollout('node-b'), { applied: 2, rejected: 0, pending: 0, superseded: 0 });
+  assert.deepEqual(rollout('node-b'), { applied: 2, rejected: 0, pending: 0, superseded: 0, not_owned: 0 });
 });
