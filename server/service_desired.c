@@ -213,13 +213,20 @@ void do_delete_desired(struct node *n, struct node_job *job)
 	char err[400], msg[480];
 	enum node_code code;
 	int r;
-	if ((code = selector_from_pb(rq->selector, &f, &why)))
-		return job_finish(job, code, why, NULL);
-	if (desired_check(&f, &why) < 0)
+	const Procctl__V1__Selector *s = rq->selector;
+	if ((code = selector_from_pb(s, &f, &why))) {
+		/* A pod UID an older procctl-node stored unchecked: deleted as it is
+		 * written, and only that (else the selector is refused). */
+		const char *bad = why;
+		if (!s || selector_from_stored(&f, s->pid, s->consumer, s->schema_version, s->pod_uid, s->container_id,
+					       &why) < 0 || desired_check(&f, &why) < 0 ||
+		    (r = desired_delete(&n->desired, &f, err, sizeof err)) == -ENOENT)
+			return job_finish(job, code, bad, NULL);
+	} else if (desired_check(&f, &why) < 0) {
 		return job_finish(job, NODE_INVALID_ARGUMENT, why, NULL);
-	r = desired_delete(&n->desired, &f, err, sizeof err);
-	if (r == -ENOENT)
+	} else if ((r = desired_delete(&n->desired, &f, err, sizeof err)) == -ENOENT) {
 		return job_finish(job, NODE_NOT_FOUND, "no desired config for that selector", NULL);
+	}
 	if (r < 0) {
 		snprintf(msg, sizeof msg, "could not keep the change on the host (%s): nothing changed", err);
 		return job_finish(job, NODE_UNAVAILABLE, msg, NULL);

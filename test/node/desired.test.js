@@ -95,6 +95,33 @@ test('a pod UID in capitals is the pod of that UID, kept as the API writes it', 
   assert.equal((await h.call(c, 'ListDesiredConfigs', {})).configs.filter((x) => x.selector.podUid).length, 0);
 });
 
+test('a config an older daemon stored with an unchecked pod UID still loads, and can be deleted as written', async () => {
+  const consumer = `${h.CONSUMER}v`.slice(0, 31);
+  const dir = h.scratch('procctl-v0-');
+  fs.mkdirSync(path.join(dir, 'state'), { mode: 0o700 });
+  // Format 0 (desired.pb): a serialized ListDesiredConfigsResponse.
+  const ser = h.api.NodeService.service.ListDesiredConfigs.responseSerialize;
+  const old = { consumer, schemaVersion: 1, podUid: 'deadbeef' };
+  fs.writeFileSync(path.join(dir, 'state', 'desired.pb'),
+    ser({ revision: 1, configs: [{ selector: old, payload: Buffer.from('old'), revision: 1 }] }));
+  const od = await new h.Daemon({ dir, consumers: consumer }).ready();
+  const oc = od.client();
+  try {
+    const list = async () => (await h.call(oc, 'ListDesiredConfigs', {})).configs.map((x) => x.selector.podUid);
+    assert.deepEqual(await list(), ['deadbeef']);
+    // Not a selector to set, nor to delete anything but that one by.
+    assert.equal(await h.code(h.call(oc, 'SetDesiredConfig', { config: { selector: old, payload: Buffer.from('x') } })),
+      'INVALID_ARGUMENT');
+    assert.equal(await h.code(h.call(oc, 'DeleteDesiredConfig', { selector: { ...old, podUid: 'deadbee0' } })),
+      'INVALID_ARGUMENT');
+    await h.call(oc, 'DeleteDesiredConfig', { selector: old });
+    assert.deepEqual(await list(), []);
+  } finally {
+    oc.close();
+    await od.stop();
+  }
+});
+
 test('ListDesiredConfigs: most specific first; DeleteDesiredConfig forgets one', async () => {
   const e = await h.echo();
   await h.attached(d, e.pid);
