@@ -55,7 +55,8 @@ int procctl_podid_read(const char *proc_root, pid_t pid, struct procctl_podid *o
 
 /* A pod UID as text: 8-4-4-4-12 hex (with '-', or '_' as a systemd unit
  * name writes it) or 32 hex (a static pod's), either case. 1 and out
- * lowercase with dashes (how the API writes it), else 0. */
+ * lowercase, with dashes where it has them (how the API writes it), else
+ * 0. */
 int procctl_pod_uid_parse(const char *s, size_t n, char out[PROCCTL_POD_UID_MAX + 1]);
 
 const char *procctl_qos_name(enum procctl_qos q);

@@ -215,7 +215,7 @@ test('strings are read whole: a NUL inside one is refused, paths parse strictly'
     .catch((x) => x);
   assert.equal(h.grpc.status[err.code], 'INVALID_ARGUMENT');
   assert.match(err.details, /consumer: holds a NUL byte/);
-  for (const podUid of ['ab\0cd']) {
+  for (const podUid of ['ab\0cd', '0b1c2d3e-0000-4000-8000-000000000001\0x']) {
     const r = await h.call(c, 'ListProcesses', { filter: { podUid } }).catch((x) => x);
     assert.equal(h.grpc.status[r.code], 'INVALID_ARGUMENT');
   }
