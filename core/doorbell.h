@@ -26,7 +26,10 @@ struct procctl_bell {
  * the owner treats the slice as rung once the watcher waits again. */
 struct procctl_doorbells {
 	/* Set by the owner; the callbacks run on the watcher thread with *mu
-	 * held, and every word collect returns stays mapped while *mu is. */
+	 * held, and every word collect returns stays mapped while *mu is.
+	 * Once *mu is dropped a word may go before the owner's flush: the
+	 * watcher's wait faults (EFAULT: it collects again), or waits on
+	 * whatever is mapped there until the flush wakes it. */
 	pthread_mutex_t *mu;
 	/* The first-th to the (first + max)-th words of the set (fewer at its end). */
 	size_t (*collect)(void *arg, struct procctl_bell *out, size_t first, size_t max);

@@ -502,8 +502,11 @@ int procctl_registry_dispatch(procctl_registry_t *r)
 		reg_emit_doorbell(r);
 	}
 	n = epoll_wait(r->epfd, evs, 16, 0); /* more at the next dispatch: the fd stays readable */
-	if (n < 0)
-		return errno == EINTR ? 0 : -errno;
+	if (n < 0) {
+		int err = errno;
+		reg_bells_flush(r); /* what the scans and sweep changed */
+		return err == EINTR ? 0 : -err;
+	}
 	for (i = 0; i < n; i++) {
 		uint64_t tag = evs[i].data.u64;
 		if (tag == TAG_EVENT) {
