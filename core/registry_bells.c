@@ -117,13 +117,31 @@ static void ring_arm(procctl_registry_t *r, struct entry *e)
 	pthread_mutex_unlock(&r->mu);
 }
 
+/* The ring took neither a wait's end nor its cancel: closed, which ends
+ * every wait in it (queued ones too), and every region polled from now
+ * on, as where the kernel has no ring. */
+static void ring_fail(procctl_registry_t *r, int err)
+{
+	struct entry *e;
+	procctl_log(PROCCTL_LOG_WARN, "doorbell_ring_failed", "errno=%d (every region polled instead)", -err);
+	procctl_bellring_close(&r->ring);
+	r->ring_on = 0;
+	r->ring_dirty = 0;
+	pthread_mutex_lock(&r->mu);
+	for (e = r->entries; e; e = e->next)
+		e->bell_armed = e->bell_watched = 0;
+	pthread_mutex_unlock(&r->mu);
+}
+
 static void ring_forget(procctl_registry_t *r, struct entry *e)
 {
+	int err;
 	if (!r->ring_on || !e->bell_armed)
 		return;
 	/* Now, before its mapping goes: a wait left in the kernel would
 	 * never end. Its completion finds e gone, or not armed. */
-	procctl_bellring_end(&r->ring, &e->c->r.ctrl->doorbell, e->id);
+	if ((err = procctl_bellring_end(&r->ring, &e->c->r.ctrl->doorbell, e->id)) < 0)
+		ring_fail(r, err);
 	e->bell_armed = 0;
 }
 
