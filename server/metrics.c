@@ -277,7 +277,7 @@ static void rollout(FILE *f, const struct node *n)
 	rollout_count(n, r);
 	metric_head(f, "procctl_desired_processes", "gauge",
 		    "Processes a desired config is the config for, by how far it got to them: applied, rejected, "
-		    "pending, superseded (by a Publish or Clear) or not_owned (another agent writes its region); "
+		    "pending, superseded (by a Publish or Clear) or not_owned (not this daemon's to write); "
 		    "desired: its config file section, \"\" for those set through the API, summed.");
 	for (i = 0; i < n->desired.n; i++) {
 		if (n->desired.v[i].source[0]) {

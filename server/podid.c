@@ -182,7 +182,8 @@ static enum kstate k_inside(struct kwalk *w, const char *c, size_t n, struct pro
 	}
 	if (w->depth == 1 && is_qos_dir(c, n, &qos))
 		return w->qos = qos, K_QOS;
-	if ((w->depth == 1 || w->depth == 2) && starts_with(c, n, "pod") && procctl_pod_uid_parse(c + 3, n - 3, out->pod_uid)) {
+	if ((w->depth == 1 || w->depth == 2) && starts_with(c, n, "pod") &&
+	    procctl_pod_uid_parse(c + 3, n - 3, out->pod_uid)) {
 		w->qos = w->depth == 1 ? PROCCTL_QOS_GUARANTEED : PROCCTL_QOS_NONE; /* 2: a class we cannot see */
 		return K_POD;
 	}

@@ -68,7 +68,8 @@ test('GetProcess: unknown pid NOT_FOUND, no pid or a bad instance INVALID_ARGUME
 
 test('malformed selectors are INVALID_ARGUMENT', async () => {
   for (const filter of [{ consumer: 'Echo' }, { consumer: 'x'.repeat(32) }, { podUid: 'POD' },
-    { podUid: '0b1c2d3e' }, { podUid: '0b1c2d3e-0000-4000-8000-00000000000' }, { containerId: 'zz' }, { containerId: 'a'.repeat(65) }, { pid: -1 }]) {
+    { podUid: '0b1c2d3e' }, { podUid: '0b1c2d3e-0000-4000-8000-00000000000' },
+    { containerId: 'zz' }, { containerId: 'a'.repeat(65) }, { pid: -1 }]) {
     assert.equal(await h.code(h.call(c, 'ListProcesses', { filter })), 'INVALID_ARGUMENT', JSON.stringify(filter));
   }
 });
