@@ -1433,15 +1433,87 @@ static int procctl__getrandom64(uint64_t *v)
 	return 0;
 }
 
+/* The region's header, for instance id and the sizes c asked for. */
+static void procctl__hdr_fill(const procctl_t *c, struct procctl_hdr *h, uint64_t id)
+{
+	uint32_t slot_size, slot0;
+
+	slot_size = (uint32_t)sizeof(struct procctl_slot) + c->grant_cap_ * (uint32_t)sizeof(struct procctl_grant_entry) +
+		    procctl__align(c->payload_cap_, PROCCTL_ALIGN);
+	slot0 = PROCCTL_HDR_AREA + (uint32_t)sizeof(struct procctl_ctrl);
+
+	memset(h, 0, sizeof *h);
+	h->magic = PROCCTL_MAGIC;
+	h->version_major = PROCCTL_VERSION_MAJOR;
+	h->version_minor = PROCCTL_VERSION_MINOR;
+	h->header_size = sizeof *h;
+	h->instance_id = id;
+	h->region_size = procctl__align(slot0 + 2u * slot_size, PROCCTL_HDR_AREA);
+	h->creator_pid = (int32_t)getpid();
+	h->schema_version = c->schema_version_;
+	memcpy(h->consumer, c->consumer_, sizeof h->consumer);
+	h->ctrl_off = PROCCTL_HDR_AREA;
+	h->ctrl_size = sizeof(struct procctl_ctrl);
+	h->slot_off[0] = slot0;
+	h->slot_off[1] = slot0 + slot_size;
+	h->slot_size = slot_size;
+	h->grant_off = sizeof(struct procctl_slot);
+	h->grant_cap = c->grant_cap_;
+	h->payload_off = h->grant_off + c->grant_cap_ * (uint32_t)sizeof(struct procctl_grant_entry);
+	h->payload_cap = c->payload_cap_;
+	h->state_size = c->state_size_;
+	h->state_addr = (uint64_t)(uintptr_t)c->state_;
+	h->canary_addr = (uint64_t)(uintptr_t)c->canary_;
+	h->lease_min_ns = c->lease_min_ns_;
+	h->lease_max_ns = c->lease_max_ns_;
+	h->resource_cap = c->res_cap_;
+	h->state_data_cap = c->data_cap_;
+	h->header_crc = procctl_crc32c(0, h, sizeof *h);
+}
+
+/* The state block exists before the agent can learn its address. */
+static void procctl__state_fill(const procctl_t *c, uint64_t id, int32_t pid)
+{
+	struct procctl_state_hdr *st = c->state_;
+
+	memset(st, 0, c->state_size_);
+	st->magic = PROCCTL_STATE_MAGIC;
+	st->version_major = PROCCTL_VERSION_MAJOR;
+	st->version_minor = PROCCTL_VERSION_MINOR;
+	st->size = c->state_size_;
+	st->instance_id = id;
+	st->writer_pid = pid;
+	st->nres = c->res_cap_;
+	st->data_cap = c->data_cap_;
+	st->crc = ~procctl__crc_raw(~0u, (const unsigned char *)st + PROCCTL_STATE_CRC_OFF,
+				    sizeof *st + (size_t)st->nres * sizeof(struct procctl_res_entry) -
+					    PROCCTL_STATE_CRC_OFF);
+}
+
+/* "procctl:<consumer>-v<schema_version>" into name, which holds the longest. */
+static void procctl__memfd_name(const procctl_t *c, char *name)
+{
+	char digits[12];
+	size_t clen = strlen(c->consumer_), len = sizeof PROCCTL_NAME_PREFIX - 1u, nd = 0;
+	uint32_t v;
+
+	memcpy(name, PROCCTL_NAME_PREFIX, len);
+	memcpy(name + len, c->consumer_, clen);
+	len += clen;
+	name[len++] = '-';
+	name[len++] = 'v';
+	for (v = c->schema_version_; v; v /= 10u)
+		digits[nd++] = (char)('0' + v % 10u);
+	while (nd)
+		name[len++] = digits[--nd];
+	name[len] = 0;
+}
+
 /* Create the region for c's saved configuration (c->state_ is set). */
 static int procctl__create(procctl_t *c)
 {
 	struct procctl_hdr h;
-	struct procctl_state_hdr *st = c->state_;
 	char name[sizeof PROCCTL_NAME_PREFIX + PROCCTL_CONSUMER_MAX + 16];
-	char digits[12];
-	size_t len, nd = 0;
-	uint32_t slot_size, slot0, v;
 	uint64_t id;
 	void *map;
 	int fd, r;
@@ -1453,64 +1525,9 @@ static int procctl__create(procctl_t *c)
 	if (!c->canary_)
 		return -errno;
 	c->instance_id_ = id;
-	slot_size = (uint32_t)sizeof(struct procctl_slot) + c->grant_cap_ * (uint32_t)sizeof(struct procctl_grant_entry) +
-		    procctl__align(c->payload_cap_, PROCCTL_ALIGN);
-	slot0 = PROCCTL_HDR_AREA + (uint32_t)sizeof(struct procctl_ctrl);
-
-	memset(&h, 0, sizeof h);
-	h.magic = PROCCTL_MAGIC;
-	h.version_major = PROCCTL_VERSION_MAJOR;
-	h.version_minor = PROCCTL_VERSION_MINOR;
-	h.header_size = sizeof h;
-	h.instance_id = id;
-	h.region_size = procctl__align(slot0 + 2u * slot_size, PROCCTL_HDR_AREA);
-	h.creator_pid = (int32_t)getpid();
-	h.schema_version = c->schema_version_;
-	memcpy(h.consumer, c->consumer_, sizeof h.consumer);
-	h.ctrl_off = PROCCTL_HDR_AREA;
-	h.ctrl_size = sizeof(struct procctl_ctrl);
-	h.slot_off[0] = slot0;
-	h.slot_off[1] = slot0 + slot_size;
-	h.slot_size = slot_size;
-	h.grant_off = sizeof(struct procctl_slot);
-	h.grant_cap = c->grant_cap_;
-	h.payload_off = h.grant_off + c->grant_cap_ * (uint32_t)sizeof(struct procctl_grant_entry);
-	h.payload_cap = c->payload_cap_;
-	h.state_size = c->state_size_;
-	h.state_addr = (uint64_t)(uintptr_t)st;
-	h.canary_addr = (uint64_t)(uintptr_t)c->canary_;
-	h.lease_min_ns = c->lease_min_ns_;
-	h.lease_max_ns = c->lease_max_ns_;
-	h.resource_cap = c->res_cap_;
-	h.state_data_cap = c->data_cap_;
-	h.header_crc = procctl_crc32c(0, &h, sizeof h);
-
-	/* The state block exists before the agent can learn its address. */
-	memset(st, 0, c->state_size_);
-	st->magic = PROCCTL_STATE_MAGIC;
-	st->version_major = PROCCTL_VERSION_MAJOR;
-	st->version_minor = PROCCTL_VERSION_MINOR;
-	st->size = c->state_size_;
-	st->instance_id = id;
-	st->writer_pid = h.creator_pid;
-	st->nres = c->res_cap_;
-	st->data_cap = c->data_cap_;
-	st->crc = ~procctl__crc_raw(~0u, (const unsigned char *)st + PROCCTL_STATE_CRC_OFF,
-				    sizeof *st + (size_t)st->nres * sizeof(struct procctl_res_entry) -
-					    PROCCTL_STATE_CRC_OFF);
-
-	/* "procctl:<consumer>-v<schema_version>" */
-	len = sizeof PROCCTL_NAME_PREFIX - 1u;
-	memcpy(name, PROCCTL_NAME_PREFIX, len);
-	memcpy(name + len, c->consumer_, strlen(c->consumer_));
-	len += strlen(c->consumer_);
-	name[len++] = '-';
-	name[len++] = 'v';
-	for (v = c->schema_version_; v; v /= 10u)
-		digits[nd++] = (char)('0' + v % 10u);
-	while (nd)
-		name[len++] = digits[--nd];
-	name[len] = 0;
+	procctl__hdr_fill(c, &h, id);
+	procctl__state_fill(c, id, h.creator_pid);
+	procctl__memfd_name(c, name);
 	fd = (int)syscall(SYS_memfd_create, name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd < 0) {
 		r = -errno;
