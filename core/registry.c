@@ -114,6 +114,42 @@ static void count_reject(procctl_registry_t *r, enum procctl_reject why)
 	pthread_mutex_unlock(&r->mu);
 }
 
+/* A region procctl_client_attach refused (err, its errno, and why say how):
+ * counted, remembered or probed again, and logged. */
+static void attach_refused(procctl_registry_t *r, const struct procctl_scan_entry *s, enum procctl_reject why, int err)
+{
+	if (err == EPROTO) {
+		/* Unsealed may be a process inside procctl_init (the name
+		 * exists before the seals): probed again soon, and quiet.
+		 * The rest is remembered, logged once, counted each time. */
+		int final = why != PROCCTL_REJECT_UNSEALED;
+		if (!final)
+			retry_unsealed(r, s);
+		else
+			reg_rejected_add(r, s->pid, s->dev, s->ino);
+		if (!r->reprobing || final) /* a verdict a probe reached counts */
+			count_reject(r, why);
+		if (final) /* a peer can make as many as it likes */
+			procctl_log_limited(PROCCTL_LOG_WARN, "attach_rejected", "pid=%d fd=%d consumer=%s reason=%s",
+					    (int)s->pid, s->fd, s->consumer, procctl_reject_name(why));
+		else
+			procctl_log(PROCCTL_LOG_DEBUG, "attach_rejected", "pid=%d fd=%d consumer=%s reason=%s",
+				    (int)s->pid, s->fd, s->consumer, procctl_reject_name(why));
+	} else if (err == EPERM || err == EACCES) {
+		pthread_mutex_lock(&r->mu);
+		r->stats.attach_denied++;
+		pthread_mutex_unlock(&r->mu);
+		procctl_log_limited(PROCCTL_LOG_WARN, "attach_denied", "pid=%d fd=%d error=\"%s\" reason=\"no "
+				    "ptrace access to it: CAP_SYS_PTRACE, or an LSM (AppArmor) forbids it\"",
+				    (int)s->pid, s->fd, strerror(err));
+	} else if (err == EMFILE || err == ENFILE || err == ENOMEM || err == ENOSPC) { /* ours, not the region's */
+		procctl_log_limited(PROCCTL_LOG_WARN, "attach_failed", "pid=%d fd=%d errno=%d error=\"%s\"",
+				    (int)s->pid, s->fd, err, strerror(err));
+	} else {
+		procctl_log(PROCCTL_LOG_DEBUG, "attach_failed", "pid=%d fd=%d errno=%d", (int)s->pid, s->fd, err);
+	}
+}
+
 static int on_found(const struct procctl_scan_entry *s, void *arg)
 {
 	procctl_registry_t *r = arg;
@@ -146,37 +182,7 @@ static int on_found(const struct procctl_scan_entry *s, void *arg)
 		ao.sibling = e->c; /* one pidfd and mem fd a process */
 	c = procctl_client_attach(s, &ao, &why);
 	if (!c) {
-		if (errno == EPROTO) {
-			/* Unsealed may be a process inside procctl_init (the name
-			 * exists before the seals): probed again soon, and quiet.
-			 * The rest is remembered, logged once, counted each time. */
-			int final = why != PROCCTL_REJECT_UNSEALED;
-			if (!final)
-				retry_unsealed(r, s);
-			else
-				reg_rejected_add(r, s->pid, s->dev, s->ino);
-			if (!r->reprobing || final) /* a verdict a probe reached counts */
-				count_reject(r, why);
-			if (final) /* a peer can make as many as it likes */
-				procctl_log_limited(PROCCTL_LOG_WARN, "attach_rejected", "pid=%d fd=%d consumer=%s reason=%s",
-						    (int)s->pid, s->fd, s->consumer, procctl_reject_name(why));
-			else
-				procctl_log(PROCCTL_LOG_DEBUG, "attach_rejected", "pid=%d fd=%d consumer=%s reason=%s",
-					    (int)s->pid, s->fd, s->consumer, procctl_reject_name(why));
-		} else if (errno == EPERM || errno == EACCES) {
-			pthread_mutex_lock(&r->mu);
-			r->stats.attach_denied++;
-			pthread_mutex_unlock(&r->mu);
-			procctl_log_limited(PROCCTL_LOG_WARN, "attach_denied", "pid=%d fd=%d error=\"%s\" reason=\"no "
-					    "ptrace access to it: CAP_SYS_PTRACE, or an LSM (AppArmor) forbids it\"",
-					    (int)s->pid, s->fd, strerror(errno));
-		} else if (errno == EMFILE || errno == ENFILE || errno == ENOMEM) { /* ours, not the region's */
-			procctl_log_limited(PROCCTL_LOG_WARN, "attach_failed", "pid=%d fd=%d errno=%d error=\"%s\"",
-					    (int)s->pid, s->fd, errno, strerror(errno));
-		} else {
-			procctl_log(PROCCTL_LOG_DEBUG, "attach_failed", "pid=%d fd=%d errno=%d", (int)s->pid, s->fd,
-				    errno);
-		}
+		attach_refused(r, s, why, errno);
 		return 0;
 	}
 	e = calloc(1, sizeof *e);
@@ -190,7 +196,15 @@ static int on_found(const struct procctl_scan_entry *s, void *arg)
 	memset(&ee, 0, sizeof ee);
 	ee.events = EPOLLIN;
 	ee.data.u64 = e->id;
-	epoll_ctl(r->epfd, EPOLL_CTL_ADD, procctl_client_pidfd(c), &ee);
+	/* A sibling's pidfd is watched already; without a watch no exit would be heard. */
+	if (!(ao.sibling && procctl_client_pidfd(ao.sibling) == procctl_client_pidfd(c)) &&
+	    epoll_ctl(r->epfd, EPOLL_CTL_ADD, procctl_client_pidfd(c), &ee) < 0) {
+		int err = errno;
+		free(e);
+		procctl_client_close(c);
+		attach_refused(r, s, PROCCTL_REJECT_NONE, err); /* found again at the next scan */
+		return 0;
+	}
 	pthread_mutex_lock(&r->mu);
 	if ((e->next = r->entries))
 		e->next->pprev = &e->next;
@@ -601,22 +615,12 @@ int procctl_registry_rescan(procctl_registry_t *r)
 
 /* ---- lifecycle ------------------------------------------------------ */
 
-procctl_registry_t *procctl_registry_new(const struct procctl_registry_opts *opts)
+/* opts into r->o, with the defaults for what is 0, and its strings into r. */
+static int reg_opts_take(procctl_registry_t *r, const struct procctl_registry_opts *opts)
 {
-	procctl_registry_t *r;
-	struct epoll_event ee;
-	size_t n;
+	const char *lock_dir = opts->lock_dir ? opts->lock_dir : PROCCTL_LOCK_DIR_DEFAULT;
+	const char *proc_root = opts->proc_root ? opts->proc_root : "/proc";
 
-	if (!opts || opts->sz < offsetof(struct procctl_registry_opts, flags) + sizeof opts->flags ||
-	    (opts->flags & ~(PROCCTL_REGISTRY_PASSIVE | PROCCTL_REGISTRY_DOORBELLS | PROCCTL_REGISTRY_BELL_THREADS)) ||
-	    (opts->consumer && procctl_name_valid(opts->consumer, PROCCTL_CONSUMER_MAX) < 0) ||
-	    (opts->lease_ns && (opts->lease_ns < PROCCTL_LEASE_FLOOR_NS || opts->lease_ns > PROCCTL_LEASE_CEIL_NS))) {
-		errno = EINVAL;
-		return NULL;
-	}
-	r = calloc(1, sizeof *r);
-	if (!r)
-		return NULL;
 	/* An older caller's smaller struct: the fields it lacks are 0. */
 	memcpy(&r->o, opts, opts->sz < sizeof r->o ? opts->sz : sizeof r->o);
 	if (!r->o.max_per_process)
@@ -629,12 +633,60 @@ procctl_registry_t *procctl_registry_new(const struct procctl_registry_opts *opt
 		r->o.lease_ns = DEFAULT_LEASE_NS;
 	if (!r->o.rescan_ns)
 		r->o.rescan_ns = DEFAULT_RESCAN_NS;
+	if (strlen(lock_dir) >= sizeof r->lock_dir || strlen(proc_root) >= sizeof r->proc_root)
+		return -ENAMETOOLONG;
 	snprintf(r->consumer, sizeof r->consumer, "%s", opts->consumer ? opts->consumer : "");
-	n = (size_t)snprintf(r->lock_dir, sizeof r->lock_dir, "%s", opts->lock_dir ? opts->lock_dir : PROCCTL_LOCK_DIR_DEFAULT);
-	n |= (size_t)snprintf(r->proc_root, sizeof r->proc_root, "%s", opts->proc_root ? opts->proc_root : "/proc");
-	if (n >= sizeof r->lock_dir) {
+	snprintf(r->lock_dir, sizeof r->lock_dir, "%s", lock_dir);
+	snprintf(r->proc_root, sizeof r->proc_root, "%s", proc_root);
+	return 0;
+}
+
+/* The registry's own fds, each watched by its epoll under its tag. */
+static int reg_fds_open(procctl_registry_t *r)
+{
+	struct epoll_event ee = {.events = EPOLLIN};
+
+	r->epfd = epoll_create1(EPOLL_CLOEXEC);
+	r->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	r->rescan_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	r->tick_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	r->lock_ifd = r->lock_dirfd < 0 ? -1 : reg_lock_watch(r->lock_dirfd);
+	if (r->epfd < 0 || r->evfd < 0 || r->rescan_fd < 0 || r->tick_fd < 0 || (r->lock_dirfd >= 0 && r->lock_ifd < 0))
+		return -errno;
+	ee.data.u64 = TAG_EVENT;
+	if (epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->evfd, &ee) < 0)
+		return -errno;
+	ee.data.u64 = TAG_RESCAN;
+	if (epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->rescan_fd, &ee) < 0)
+		return -errno;
+	ee.data.u64 = TAG_TICK;
+	if (epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->tick_fd, &ee) < 0)
+		return -errno;
+	ee.data.u64 = TAG_LOCKS;
+	if (r->lock_ifd >= 0 && epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->lock_ifd, &ee) < 0)
+		return -errno;
+	return 0;
+}
+
+procctl_registry_t *procctl_registry_new(const struct procctl_registry_opts *opts)
+{
+	pthread_condattr_t ca;
+	procctl_registry_t *r;
+	int err;
+
+	if (!opts || opts->sz < offsetof(struct procctl_registry_opts, flags) + sizeof opts->flags ||
+	    (opts->flags & ~(PROCCTL_REGISTRY_PASSIVE | PROCCTL_REGISTRY_DOORBELLS | PROCCTL_REGISTRY_BELL_THREADS)) ||
+	    (opts->consumer && procctl_name_valid(opts->consumer, PROCCTL_CONSUMER_MAX) < 0) ||
+	    (opts->lease_ns && (opts->lease_ns < PROCCTL_LEASE_FLOOR_NS || opts->lease_ns > PROCCTL_LEASE_CEIL_NS))) {
+		errno = EINVAL;
+		return NULL;
+	}
+	r = calloc(1, sizeof *r);
+	if (!r)
+		return NULL;
+	if ((err = reg_opts_take(r, opts)) < 0) {
 		free(r);
-		errno = ENAMETOOLONG;
+		errno = -err;
 		return NULL;
 	}
 	r->lock_dirfd = -1;
@@ -649,53 +701,24 @@ procctl_registry_t *procctl_registry_new(const struct procctl_registry_opts *opt
 		}
 	}
 	pthread_mutex_init(&r->mu, NULL);
-	{
-		pthread_condattr_t ca;
-		pthread_condattr_init(&ca);
-		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-		pthread_cond_init(&r->hb_cv, &ca);
-		pthread_condattr_destroy(&ca);
-	}
-	r->epfd = epoll_create1(EPOLL_CLOEXEC);
-	r->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	r->rescan_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-	r->tick_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-	r->lock_ifd = r->lock_dirfd < 0 ? -1 : reg_lock_watch(r->lock_dirfd);
-	if (r->epfd < 0 || r->evfd < 0 || r->rescan_fd < 0 || r->tick_fd < 0 || (r->lock_dirfd >= 0 && r->lock_ifd < 0)) {
-		int err = errno;
-		procctl_registry_close(r, 0);
-		errno = err;
-		return NULL;
-	}
-	memset(&ee, 0, sizeof ee);
-	ee.events = EPOLLIN;
-	ee.data.u64 = TAG_EVENT;
-	epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->evfd, &ee);
-	ee.data.u64 = TAG_RESCAN;
-	epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->rescan_fd, &ee);
-	ee.data.u64 = TAG_TICK;
-	epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->tick_fd, &ee);
-	ee.data.u64 = TAG_LOCKS;
-	if (r->lock_ifd >= 0)
-		epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->lock_ifd, &ee);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&r->hb_cv, &ca);
+	pthread_condattr_destroy(&ca);
+	if ((err = reg_fds_open(r)) < 0)
+		goto fail;
 	arm(r->rescan_fd, r->o.rescan_ns, r->o.rescan_ns);
 	reg_kick(r); /* the first dispatch runs the first scan */
-	if (pthread_create(&r->hb, NULL, reg_hb_main, r) != 0) {
-		int err = errno;
-		procctl_registry_close(r, 0);
-		errno = err ? err : EAGAIN;
-		return NULL;
-	}
+	if ((err = -pthread_create(&r->hb, NULL, reg_hb_main, r)) < 0)
+		goto fail;
 	r->hb_started = 1;
-	if (r->o.flags & PROCCTL_REGISTRY_DOORBELLS) {
-		int err = reg_bells_start(r);
-		if (err < 0) {
-			procctl_registry_close(r, 0);
-			errno = -err;
-			return NULL;
-		}
-	}
+	if ((r->o.flags & PROCCTL_REGISTRY_DOORBELLS) && (err = reg_bells_start(r)) < 0)
+		goto fail;
 	return r;
+fail:
+	procctl_registry_close(r, 0);
+	errno = -err;
+	return NULL;
 }
 
 int procctl_registry_fd(const procctl_registry_t *r)
