@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "client.h"
+#include "fdclose.h"
 
 #ifndef F_SEAL_FUTURE_WRITE
 #define F_SEAL_FUTURE_WRITE 0x0010
@@ -194,6 +195,23 @@ static enum procctl_reject check_fd(int fd, const struct procctl_scan_entry *e, 
 	return PROCCTL_REJECT_NONE;
 }
 
+/* Close a fetched fd. Only shmem and hugetlbfs files answer F_GET_SEALS;
+ * anything else may be a FUSE file swapped in after the scan, whose every
+ * close sends FUSE_FLUSH and waits, uninterruptibly, for a server the
+ * process may run: that close is not the caller's (an event loop's) to
+ * wait for. */
+static void close_fetched(int fd)
+{
+	int *fds;
+
+	if (fcntl(fd, F_GET_SEALS) >= 0 || !(fds = malloc(sizeof *fds))) {
+		close(fd);
+		return;
+	}
+	fds[0] = fd;
+	procctl_close_detached(fds, 1);
+}
+
 void procctl_remote_put(struct procctl_remote *rm)
 {
 	if (__atomic_sub_fetch(&rm->refs, 1, __ATOMIC_ACQ_REL) == 0) {
@@ -270,6 +288,13 @@ procctl_client_t *procctl_client_attach(const struct procctl_scan_entry *e, cons
 	if (!(c->remote = remote_shared(has_sib ? opts->sibling : NULL, e->pid)) && (err = remote_open(c, root, e->pid)))
 		return attach_fail(c, err);
 
+	/* Not on the memfd mount when the scan looked (or gone): a link's
+	 * name proves nothing, and a fetched FUSE file's close waits on its
+	 * server. */
+	if (!e->ino) {
+		*why = PROCCTL_REJECT_NOT_MEMFD;
+		return attach_fail(c, EPROTO);
+	}
 	if (have_getfd() && !(flags & PROCCTL_ATTACH_NO_GETFD))
 		fd = (int)syscall(SYS_pidfd_getfd, c->remote->pidfd, e->fd, 0);
 	else
@@ -286,7 +311,7 @@ procctl_client_t *procctl_client_attach(const struct procctl_scan_entry *e, cons
 	} else {
 		err = -EPROTO;
 	}
-	close(fd);
+	close_fetched(fd);
 	if (err)
 		return attach_fail(c, -err);
 	if (strncmp(c->r.hdr.consumer, e->consumer, sizeof c->r.hdr.consumer) ||

@@ -66,8 +66,8 @@ struct procctl_scan_entry {
 	int fd;
 	char consumer[32];
 	uint32_t schema_version;
-	dev_t dev; /* the memfd's identity as the scan saw it */
-	ino_t ino;
+	dev_t dev; /* the memfd's identity as the scan saw it; 0 and 0 when the link is */
+	ino_t ino; /* not on the memfd mount (or gone): attach then fetches nothing */
 };
 
 /* Called for each region found; a negative return stops the scan and is

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -68,9 +69,16 @@ static void bad_regions(void **state)
 	refused("hostile mismatch", PROCCTL_REJECT_CONSUMER_MISMATCH);
 }
 
+/* A hugetlbfs memfd is not on the memfd mount: the scan takes no identity
+ * and attach fetches nothing. With its identity given (a scan on a kernel
+ * without STATX_MNT_ID), the fetched fd is refused by its filesystem. */
 static void hugetlb_refused(void **state)
 {
 	struct th_agent p;
+	struct procctl_scan_entry e;
+	enum procctl_reject why;
+	char path[64];
+	struct stat st;
 	const char *r;
 	(void)state;
 	th_procsim_start(&p);
@@ -78,7 +86,17 @@ static void hugetlb_refused(void **state)
 	th_agent_kill(&p);
 	if (strncmp(r, "ok", 2))
 		TH_SKIP_OR_FAIL("memfd_create(MFD_HUGETLB) not available here");
-	refused("hostile hugetlb", PROCCTL_REJECT_HUGETLB);
+	refused("hostile hugetlb", PROCCTL_REJECT_NOT_MEMFD);
+	th_procsim_start(&p);
+	e = region_of(&p, "hostile hugetlb");
+	assert_true(e.ino == 0);
+	snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)p.pid, e.fd);
+	assert_int_equal(stat(path, &st), 0);
+	e.dev = st.st_dev;
+	e.ino = st.st_ino;
+	assert_null(procctl_client_attach(&e, NULL, &why));
+	assert_int_equal(why, PROCCTL_REJECT_HUGETLB);
+	th_agent_kill(&p);
 }
 
 /* The scan saw fd N; by the time the agent fetches it, N is another
