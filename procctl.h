@@ -1233,6 +1233,7 @@ static int procctl__unread(const procctl_t *c, uint32_t seq)
 PROCCTL_API int procctl_wait(procctl_t *ctx, int64_t timeout_ns)
 {
 	uint64_t end, now;
+	int live = 0; /* the lease was live at the last look */
 
 	if (procctl__forked(ctx))
 		return -ECHILD;
@@ -1248,6 +1249,9 @@ PROCCTL_API int procctl_wait(procctl_t *ctx, int64_t timeout_ns)
 		procctl__lease_lock(ctx);
 		left = procctl__lease_update(ctx, now);
 		procctl__lease_unlock(ctx);
+		if (live && !left)
+			return -ETIMEDOUT; /* the live lease ran out while this slept */
+		live = left != 0;
 		/* Wake when a live lease would run out, so the caller sees it. */
 		wait_ns = end == UINT64_MAX ? UINT64_MAX : end > now ? end - now : 0;
 		if (left && left < wait_ns)

@@ -4,8 +4,10 @@
  * release and uninstall. Time is passed explicitly, so nothing here
  * depends on how fast the test runs. */
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "th.h"
 
@@ -41,6 +43,35 @@ static void expiry_and_heartbeat(void **state)
 	assert_int_equal(procctl_lease_expired(&p->ctx, t0 + 1500 * MS), 0);
 	assert_int_equal(procctl_lease_expired(&p->ctx, t0 + 2499 * MS), 0);
 	assert_int_equal(procctl_lease_expired(&p->ctx, t0 + 2500 * MS), 1);
+}
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+}
+
+/* A wait with no timeout ends when the live lease runs out: a holder
+ * whose agent stopped beating sees it (SPEC.md 6.4). The alarm only ends
+ * a wait that would otherwise never return (-EINTR). */
+static void wait_sees_lease_run_out(void **state)
+{
+	struct th_proc *p = *state;
+	struct sigaction sa;
+	uint64_t gen;
+	char buf[64];
+	int r;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_alarm; /* no SA_RESTART: the futex wait returns EINTR */
+	assert_int_equal(sigaction(SIGALRM, &sa, NULL), 0);
+	th_agent_gen(&p->a, "claim 1 1 %llu", 100 * MS); /* claims and beats once, then never again */
+	assert_int_equal(procctl_lease_expired(&p->ctx, th_now_ns()), 0);
+	(void)procctl_poll(&p->ctx, buf, sizeof buf, &gen); /* the claim read: nothing unread to return for */
+	alarm(30);
+	r = procctl_wait(&p->ctx, -1);
+	alarm(0);
+	assert_int_equal(r, -ETIMEDOUT);
+	assert_int_equal(procctl_lease_expired(&p->ctx, th_now_ns()), 1);
 }
 
 static void clamped_to_bounds(void **state)
@@ -134,6 +165,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(expiry_and_heartbeat, setup, th_teardown),
+		cmocka_unit_test_setup_teardown(wait_sees_lease_run_out, setup, th_teardown),
 		cmocka_unit_test_setup_teardown(clamped_to_bounds, setup, th_teardown),
 		cmocka_unit_test_setup_teardown(change_mid_lease, setup, th_teardown),
 		cmocka_unit_test_setup_teardown(release_and_uninstall, setup, th_teardown),
