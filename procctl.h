@@ -759,6 +759,9 @@ PROCCTL_API uint32_t procctl_crc32c(uint32_t crc, const void *buf, size_t len)
 
 /* ---- small helpers ----------------------------------------------------- */
 static const struct procctl_ctrl procctl__null_ctrl = {0, 0, 0, 0, 0, 0, 0, {0, 0, 0}};
+/* The cells of a context with no region (its init failed, or closed):
+ * never written, its poll cell 0, so procctl_poll takes the slow path. */
+static uint64_t procctl__no_cells[PROCCTL__CANARY_CELLS + 1];
 
 static inline uint32_t procctl__align(uint32_t v, uint32_t a)
 {
@@ -868,7 +871,7 @@ static inline uint64_t *procctl__poll_cell(const procctl_t *c)
 static void procctl__canary_put(const procctl_t *c)
 {
 	uint64_t id = c->instance_id_;
-	if (c->canary_ && procctl__cas(c->canary_, &id, 0, __ATOMIC_RELAXED))
+	if (c->canary_ && c->canary_ != procctl__no_cells && procctl__cas(c->canary_, &id, 0, __ATOMIC_RELAXED))
 		procctl__store_relaxed(procctl__poll_cell(c), 0);
 }
 
@@ -1513,8 +1516,17 @@ static void procctl__memfd_name(const procctl_t *c, char *name)
 	name[len] = 0;
 }
 
+/* c holds no region: every call returns -ECHILD (procctl_poll too). */
+static void procctl__no_region(procctl_t *c)
+{
+	c->map_ = NULL;
+	c->fd_ = -1;
+	c->ctrl_ = &procctl__null_ctrl;
+	c->canary_ = procctl__no_cells;
+}
+
 /* Create the region for c's saved configuration (c->state_ is set). */
-static int procctl__create(procctl_t *c)
+static int procctl__make(procctl_t *c)
 {
 	struct procctl_hdr h;
 	char name[sizeof PROCCTL_NAME_PREFIX + PROCCTL_CONSUMER_MAX + 16];
@@ -1573,6 +1585,14 @@ fail:
 	return r;
 }
 
+static int procctl__create(procctl_t *c)
+{
+	int r = procctl__make(c);
+	if (r < 0)
+		procctl__no_region(c);
+	return r;
+}
+
 PROCCTL_API int procctl_init(procctl_t *ctx, const procctl_config_t *cfg)
 {
 	size_t clen;
@@ -1580,7 +1600,7 @@ PROCCTL_API int procctl_init(procctl_t *ctx, const procctl_config_t *cfg)
 	if (!ctx || !cfg)
 		return -EINVAL;
 	memset(ctx, 0, sizeof *ctx);
-	ctx->fd_ = -1;
+	procctl__no_region(ctx);
 	if (procctl_name_valid(cfg->consumer, PROCCTL_CONSUMER_MAX) < 0 || cfg->schema_version == 0 ||
 	    cfg->payload_capacity == 0 || cfg->payload_capacity > PROCCTL_PAYLOAD_MAX ||
 	    cfg->state_capacity > PROCCTL_STATE_DATA_MAX || cfg->resource_capacity > PROCCTL_RES_MAX ||
@@ -1605,7 +1625,7 @@ PROCCTL_API int procctl_init(procctl_t *ctx, const procctl_config_t *cfg)
 
 PROCCTL_API int procctl_reinit(procctl_t *ctx)
 {
-	if (!ctx || !ctx->canary_)
+	if (!ctx || !ctx->consumer_[0]) /* never initialised, or closed */
 		return -EINVAL;
 	procctl__canary_put(ctx);
 	/* In a child these are its own copies: the parent keeps its region. */
@@ -1613,9 +1633,7 @@ PROCCTL_API int procctl_reinit(procctl_t *ctx)
 		munmap(ctx->map_, ctx->map_size_);
 	if (ctx->fd_ >= 0)
 		close(ctx->fd_);
-	ctx->map_ = NULL;
-	ctx->fd_ = -1;
-	ctx->ctrl_ = &procctl__null_ctrl; /* calls return -ECHILD until create succeeds */
+	procctl__no_region(ctx); /* calls return -ECHILD until create succeeds */
 	return procctl__create(ctx);
 }
 
@@ -1629,7 +1647,7 @@ PROCCTL_API void procctl_close(procctl_t *ctx)
 		close(ctx->fd_);
 	procctl__canary_put(ctx);
 	memset(ctx, 0, sizeof *ctx);
-	ctx->fd_ = -1;
+	procctl__no_region(ctx);
 }
 
 PROCCTL_API int procctl_fd(const procctl_t *ctx)

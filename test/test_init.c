@@ -187,12 +187,55 @@ static void many_contexts(void **state)
 	}
 }
 
+/* Every call on a context with no region: -ECHILD, no crash. */
+static void no_region_calls(procctl_t *ctx)
+{
+	procctl_grant_t g;
+	uint64_t gen = 0;
+	char buf[64];
+
+	assert_int_equal(procctl_poll(ctx, buf, sizeof buf, &gen), -ECHILD);
+	assert_int_equal(procctl_poll(ctx, buf, sizeof buf, &gen), -ECHILD); /* no fast path made of it */
+	assert_int_equal(procctl_ack(ctx, 1, 0), -ECHILD);
+	assert_int_equal(procctl_state_set(ctx, "x", 1, 0), -ECHILD);
+	assert_int_equal(procctl_wait(ctx, 0), -ECHILD);
+	assert_int_equal(procctl_grant_get(ctx, 1, 0, &g), -ECHILD);
+	assert_int_equal(procctl_lease_expired(ctx, 0), 1);
+	assert_int_equal(procctl_agent_attached(ctx), 0);
+	assert_int_equal(procctl_fd(ctx), -1);
+}
+
+/* The seed's snippet calls procctl_init without looking at its result: a
+ * failed init, and a closed context, hold no region, and every call says
+ * so. procctl_reinit needs a context that was initialised. */
+static void failed_and_closed(void **state)
+{
+	procctl_config_t c = good();
+	procctl_t ctx;
+	(void)state;
+
+	memset(&ctx, 0xa5, sizeof ctx); /* a context on the stack, never zeroed */
+	c.consumer = "Bad Name";
+	assert_int_equal(procctl_init(&ctx, &c), -EINVAL);
+	no_region_calls(&ctx);
+	assert_int_equal(procctl_reinit(&ctx), -EINVAL);
+	procctl_close(&ctx);
+
+	c = good();
+	assert_int_equal(procctl_init(&ctx, &c), 0);
+	procctl_close(&ctx);
+	no_region_calls(&ctx);
+	assert_int_equal(procctl_reinit(&ctx), -EINVAL);
+	procctl_close(&ctx); /* twice is fine */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(bad_config),
 		cmocka_unit_test(the_memfd),
 		cmocka_unit_test(many_contexts),
+		cmocka_unit_test(failed_and_closed),
 	};
 	return TH_RUN(tests);
 }
