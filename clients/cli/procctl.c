@@ -97,6 +97,7 @@ static const char global_help[] =
 	"default: the system's), --tls-cert FILE --tls-key FILE (this client's, for mTLS) and\n"
 	"--tls-server-name NAME (a name its certificate carries, when HOST is not one: a pod IP);\n"
 	"or --plaintext (TCP without TLS: read-only, unless the daemon allows writes).\n"
+	"These options may come before the command or after it.\n"
 	"Exit status: 0 done, 1 failed (or a process refused or missed the config), 2 bad usage,\n"
 	"3 not acked in time (--wait), 4 no process matched the selector (publish, clear).\n";
 
@@ -355,39 +356,52 @@ static const char **global_str(const char *a)
 	       !strcmp(a, "--tls-key") ? &cli_to.key : !strcmp(a, "--tls-server-name") ? &cli_to.server_name : NULL;
 }
 
+/* A global option a (its value v, or NULL): -1 when a is none; else 0
+ * with *used the arguments it took (1 or 2), or 2 (usage, said). */
+static int take_global(const char *a, const char *v, int *used)
+{
+	const char **str = global_str(a);
+
+	*used = 1;
+	if (!strcmp(a, "--plaintext")) {
+		cli_to.plaintext = 1;
+		return 0;
+	}
+	if (!str && strcmp(a, "--timeout") && strcmp(a, "-o"))
+		return -1;
+	if (!v)
+		return bad_usage(a, "needs a value");
+	*used = 2;
+	if (str) {
+		if (!*v)
+			return bad_value(a, v, "a value");
+		*str = v;
+	} else if (!strcmp(a, "--timeout")) {
+		if (parse_dur(v, &cli_timeout_ms) < 0)
+			return bad_value(a, v, "a duration (seconds, or 500ms, 5s, 2m; at most a day)");
+	} else {
+		if (strcmp(v, "json") && strcmp(v, "table"))
+			return bad_value(a, v, "table or json");
+		cli_json = !strcmp(v, "json");
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *cmd;
 	struct opts o;
-	int i, e;
+	int i, e, used;
 
-	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
-		const char *a = argv[i], *v = argv[i + 1];
-		const char **str = global_str(a);
-		if (!strcmp(a, "--help") || !strcmp(a, "-h"))
+	for (i = 1; i < argc && argv[i][0] == '-'; i += used) {
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
 			return help(NULL);
-		if (!strcmp(a, "--plaintext")) {
-			cli_to.plaintext = 1;
-			continue;
-		}
-		if (!str && strcmp(a, "--timeout") && strcmp(a, "-o"))
-			return bad_usage(a, "no such option (before the command: --socket, --server, --tls-ca, --tls-cert, "
-					    "--tls-key, --tls-server-name, --plaintext, --timeout, -o)");
-		if (!v)
-			return bad_usage(a, "needs a value");
-		i++;
-		if (str) {
-			if (!*v)
-				return bad_value(a, v, "a value");
-			*str = v;
-		} else if (!strcmp(a, "--timeout")) {
-			if (parse_dur(v, &cli_timeout_ms) < 0)
-				return bad_value(a, v, "a duration (seconds, or 500ms, 5s, 2m; at most a day)");
-		} else {
-			if (strcmp(v, "json") && strcmp(v, "table"))
-				return bad_value(a, v, "table or json");
-			cli_json = !strcmp(v, "json");
-		}
+		e = take_global(argv[i], argv[i + 1], &used);
+		if (e < 0)
+			return bad_usage(argv[i], "no such option (global: --socket, --server, --tls-ca, --tls-cert, "
+						  "--tls-key, --tls-server-name, --plaintext, --timeout, -o)");
+		if (e)
+			return e;
 	}
 	if (i >= argc)
 		return bad_usage(NULL, "no command");
@@ -396,9 +410,19 @@ int main(int argc, char **argv)
 		return i + 1 < argc ? bad_usage(argv[i + 1], "not expected here") : help(i < argc ? argv[i] : NULL);
 	if (!is_command(cmd))
 		return bad_usage(cmd, "no such command");
+	/* A global option after the command is taken too, and taken out. */
 	for (e = i; e < argc; e++) {
+		int g;
 		if (!strcmp(argv[e], "--help") || !strcmp(argv[e], "-h"))
 			return help(cmd);
+		if ((g = take_global(argv[e], argv[e + 1], &used)) > 0)
+			return g;
+		if (g == 0) {
+			memmove(argv + e, argv + e + used, (size_t)(argc - e - used + 1) * sizeof *argv);
+			argc -= used;
+			e--;
+			continue;
+		}
 		e += takes_value(argv[e]); /* --data --help is data */
 	}
 	if (!strcmp(cmd, "version")) {

@@ -164,6 +164,8 @@ test('ps and get: the pid and consumer in their columns; JSON equal to ListProce
   const mine = doc(exits(await cli(['-o', 'json', 'ps', '--consumer', h.CONSUMER]), 0));
   assert.deepEqual(mine, asJson(await h.call(c, 'ListProcesses', { filter: { consumer: h.CONSUMER, schemaVersion: 1 } })));
   assert.ok(mine.processes.some((p) => p.ref.pid === e.pid));
+  // The global options after the command are taken as well.
+  assert.deepEqual(doc(exits(await cli(['ps', '--consumer', h.CONSUMER, '-o', 'json', '--timeout', '5s']), 0)), mine);
   assert.deepEqual(doc(exits(await cli(['-o', 'json', 'ps', '--consumer', h.CONSUMER, '--schema', '2']), 0)),
     { processes: [] });
   const one = doc(exits(await cli(['-o', 'json', 'ps', '--pid', String(e.pid)]), 0));
@@ -506,7 +508,8 @@ test('resources KIND: that kind alone (GetArbiter), NOT_FOUND for a kind without
 
 test('no daemon: exit 1, and a message naming the socket', async () => {
   for (const args of [['ps'], ['health'], ['get', '1'], ['watch'], ['publish', '--pid', '1', '--data', 'x']]) {
-    for (const r of [await cli(args, { sock: nowhere }), await cli(['--socket', nowhere, ...args], { sock: d.sock })]) {
+    for (const r of [await cli(args, { sock: nowhere }), await cli(['--socket', nowhere, ...args], { sock: d.sock }),
+      await cli([...args, '--socket', nowhere], { sock: d.sock })]) {
       exits(r, 1);
       assert.equal(r.stdout, '');
       assert.ok(r.stderr.includes(nowhere), said(r));
@@ -571,6 +574,8 @@ test('bad usage names the word at fault, in one line', async () => {
     [['--timeout'], /^procctl: --timeout: needs a value /],
     [['--bogus', 'ps'], /^procctl: --bogus: no such option /],
     [['ps', '--bogus'], /^procctl: --bogus: no such option\n$/],
+    [['ps', '-o', 'yaml'], /^procctl: -o: 'yaml' is not table or json\n$/],
+    [['ps', '--timeout'], /^procctl: --timeout: needs a value /],
     [['ps', 'extra'], /^procctl: extra: not expected here\n$/],
     [['ps', '--pid', 'abc'], /^procctl: --pid: 'abc' is not a pid /],
     [['ps', '--pid'], /^procctl: --pid: needs a value\n$/],
