@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "log.h"
 #include "podid.h"
 #include "procctl.h"
 
@@ -78,6 +79,7 @@ static int under(const char *path, const char *prefix)
 
 int admission_check(const struct admission *a, const struct admit_who *w, char *why, size_t len)
 {
+	char shown[4 * ADMIT_PATH_MAX + 1];
 	size_t i;
 	if (!a->deny)
 		return 1;
@@ -93,7 +95,10 @@ int admission_check(const struct admission *a, const struct admit_who *w, char *
 	for (i = 0; w->cgroup[0] && i < a->ncgroups; i++)
 		if (under(w->cgroup, a->cgroups[i]))
 			return 1;
+	/* Whoever may make cgroups names them: shown escaped, printable ASCII
+	 * (it goes into the log and the API's strings). */
 	snprintf(why, len, "uid %u gid %u pod %s cgroup %s: in no admit_ list (admit_default = deny)", (unsigned)w->uid,
-		 (unsigned)w->gid, w->pod[0] ? w->pod : "none", w->cgroup[0] ? w->cgroup : "unknown");
+		 (unsigned)w->gid, w->pod[0] ? w->pod : "none",
+		 w->cgroup[0] ? node_log_quote(shown, sizeof shown, w->cgroup) : "unknown");
 	return 0;
 }

@@ -408,6 +408,13 @@ static void admission(void **state)
 	assert_string_equal(why, "not a pod UID (8-4-4-4-12 hex, or 32 hex)");
 	/* an unknown uid (-1, a process read as it went) is nobody's */
 	assert_int_equal(admission_add(&a, ADMIT_UIDS, "4294967295", &why), -EINVAL);
+	/* Whoever makes a cgroup names it (a delegated subtree): the
+	 * refusal, logged and in the API's strings, shows it escaped. */
+	w.pod = "";
+	w.cgroup = "/user.slice/x\" level=error event=node_lock_lost \x1b[2J\r\xff\\";
+	assert_int_equal(admission_check(&a, &w, msg, sizeof msg), 0);
+	assert_string_equal(msg, "uid 1000 gid 0 pod none cgroup /user.slice/x\\\" level=error event=node_lock_lost "
+				 "\\x1b[2J\\x0d\\xff\\\\: in no admit_ list (admit_default = deny)");
 }
 
 int main(void)
