@@ -2,13 +2,15 @@
 /* fuzz_podid - pod identity from /proc/<pid>/cgroup text, whose deeper
  * cgroup names a process may choose, and a start time, ids and a cgroup
  * path from the /proc/<pid>/stat, status and cgroup texts it influences. Whatever it accepts must be a
- * well-formed pod UID and container ID; what it refuses leaves nothing. */
+ * well-formed pod UID and container ID; what it refuses leaves nothing; a
+ * cgroup path, shown in an arbiter's refusal, is printable ASCII there. */
 #define _GNU_SOURCE 1
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "admission.h"
 #include "podid.h"
 #include "procstat.h"
 
@@ -87,6 +89,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (procstat_parse_cgroup2((const char *)data, size, path, sizeof path) == 0 &&
 		    (path[0] != '/' || strlen(path) >= sizeof path || !memmem(data, size, "0::/", 4)))
 			abort();
+	}
+	{ /* a path as an arbiter's refusal shows it (the log, the API's strings): printable ASCII */
+		char path[ADMIT_PATH_MAX], why[300];
+		struct admission a;
+		struct admit_who w = {0, 0, "", path};
+		size_t i;
+		memset(&a, 0, sizeof a);
+		a.deny = 1;
+		if (procstat_parse_cgroup2((const char *)data, size, path, sizeof path) == 0) {
+			if (admission_check(&a, &w, why, sizeof why) != 0)
+				abort();
+			for (i = 0; why[i]; i++)
+				if (why[i] < 0x20 || why[i] > 0x7e)
+					abort();
+		}
 	}
 	return 0;
 }
