@@ -323,6 +323,11 @@ typedef void (*procctl_event_cb)(const struct procctl_event *ev, void *arg);
  * (-EPERM an owner or a mode, -ENOTDIR, ...) with why set to the path and
  * what is wrong with it. procctl_registry_new opens its lock_dir so. */
 int procctl_trusted_dir(const char *dir, char *why, size_t whylen);
+/* The same, dir itself judged as the components above it are (root's or
+ * the caller's; writable by others only when sticky): where the caller
+ * makes a file of its own that nobody else may remove or replace (a Unix
+ * socket), not where it keeps files others must not add to. */
+int procctl_trusted_parent(const char *dir, char *why, size_t whylen);
 
 struct procctl_registry_opts {
 	size_t sz;                /* sizeof(struct procctl_registry_opts); older, smaller ones are fine */

@@ -57,7 +57,9 @@ static int judge(const struct stat *st, const char *path, int last, char *why, s
 	return 0;
 }
 
-int procctl_trusted_dir(const char *dir, char *why, size_t whylen)
+/* strict: dir itself must be the caller's and writable by nobody else;
+ * else it is judged as the components above it are. */
+static int trusted(const char *dir, int strict, char *why, size_t whylen)
 {
 	struct stat st;
 	size_t start, end;
@@ -82,7 +84,7 @@ int procctl_trusted_dir(const char *dir, char *why, size_t whylen)
 	if ((fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 || fstat(fd, &st) < 0)
 		r = -errno;
 	else
-		r = judge(&st, "/", !real[1], why, whylen);
+		r = judge(&st, "/", strict && !real[1], why, whylen);
 	for (start = 1; !r && real[start]; start = end + (real[end] != 0)) {
 		for (end = start; real[end] && real[end] != '/'; end++)
 			;
@@ -94,7 +96,7 @@ int procctl_trusted_dir(const char *dir, char *why, size_t whylen)
 			r = -errno;
 			snprintf(why, whylen, "%s: %s (changed while checked)", real, strerror(errno));
 		} else {
-			r = judge(&st, real, !saved, why, whylen);
+			r = judge(&st, real, strict && !saved, why, whylen);
 		}
 		real[end] = saved;
 	}
@@ -105,4 +107,14 @@ int procctl_trusted_dir(const char *dir, char *why, size_t whylen)
 		return r;
 	}
 	return fd;
+}
+
+int procctl_trusted_dir(const char *dir, char *why, size_t whylen)
+{
+	return trusted(dir, 1, why, whylen);
+}
+
+int procctl_trusted_parent(const char *dir, char *why, size_t whylen)
+{
+	return trusted(dir, 0, why, whylen);
 }

@@ -33,6 +33,7 @@
 #include "grpc/health/v1/health.pb-c.h"
 #include "pb_grpc.h"
 #include "procctl/v1/node.pb-c.h"
+#include "procctl_agent.h"
 #include "reflect.h"
 
 extern const unsigned char node_descriptors[];
@@ -135,32 +136,40 @@ static char *slurp(const char *path, char *err, size_t errlen)
 	return buf;
 }
 
+/* Make a Unix socket's directory (an absolute path's), one nobody else
+ * can swap the socket in: whoever may connect has the daemon's write
+ * authority, so a socket of another's there would be served as ours. */
+static int unix_dir(const char *path, char *err, size_t errlen)
+{
+	char dir[NODE_PATH_MAX], why[NODE_PATH_MAX + 128];
+	char *slash;
+	int fd;
+
+	snprintf(dir, sizeof dir, "%s", path);
+	if (dir[0] != '/' || !(slash = strrchr(dir, '/')))
+		return 0; /* relative: the working directory, the operator's */
+	slash[slash == dir] = 0; /* "/x.sock": "/" */
+	if ((fd = procctl_trusted_parent(dir, why, sizeof why)) < 0) {
+		snprintf(err, errlen, "unix:%s: %s (the socket's directory must be root's or this daemon's, and "
+				      "writable by nobody else unless sticky)", path, why);
+		return fd;
+	}
+	close(fd);
+	return 0;
+}
+
 /* Make a Unix socket's path ready: its directory, and no stale socket. */
 static int unix_prepare(const char *path, char *err, size_t errlen)
 {
-	char dir[NODE_PATH_MAX];
 	struct sockaddr_un a;
 	struct stat st;
-	char *slash;
-	size_t i;
 	int fd, r;
 	if (strlen(path) >= sizeof a.sun_path) {
 		snprintf(err, errlen, "unix:%s: longer than %zu bytes", path, sizeof a.sun_path - 1);
 		return -ENAMETOOLONG;
 	}
-	snprintf(dir, sizeof dir, "%s", path);
-	if ((slash = strrchr(dir, '/')) && slash != dir) {
-		*slash = 0;
-		for (i = 1; dir[i]; i++)
-			if (dir[i] == '/') {
-				dir[i] = 0;
-				if (mkdir(dir, 0755) < 0 && errno != EEXIST)
-					goto dirfail;
-				dir[i] = '/';
-			}
-		if (mkdir(dir, 0755) < 0 && errno != EEXIST)
-			goto dirfail;
-	}
+	if ((r = unix_dir(path, err, errlen)) < 0)
+		return r;
 	if (lstat(path, &st) < 0)
 		return 0;
 	if (!S_ISSOCK(st.st_mode)) {
@@ -183,10 +192,6 @@ static int unix_prepare(const char *path, char *err, size_t errlen)
 	node_log(PROCCTL_LOG_INFO, "stale_socket_replaced", "path=%s", path);
 	unlink(path);
 	return 0;
-dirfail:
-	r = -errno;
-	snprintf(err, errlen, "unix:%s: making %s: %s", path, dir, strerror(errno));
-	return r;
 }
 
 /* mTLS credentials for the TCP listeners. The files are read once now,

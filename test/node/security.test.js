@@ -92,6 +92,33 @@ test('a lock or state directory someone else controls is refused, naming it; not
   assert.equal(fs.readFileSync(v, 'utf8'), 'root only secret');
 });
 
+test('a socket directory someone else controls is refused, naming it; a sticky one (as /tmp) is not', async () => {
+  const base = h.scratch('procctl-sockdir-');
+  const args = (dir) => ['--grpc-listen', `unix:${path.join(dir, 'node.sock')}`, '--http-listen', '',
+    '--lock-dir', path.join(base, 'locks'), '--state-dir', path.join(base, 'state'), '--consumers', h.CONSUMER];
+  // Theirs: they could swap the socket for one of their own, and every
+  // client would take them for the daemon.
+  const theirs = path.join(base, 'theirs');
+  fs.mkdirSync(theirs);
+  fs.chownSync(theirs, 65534, 65534);
+  let r = spawnSync(h.NODE_BIN, args(theirs), { encoding: 'utf8', timeout: 20000 });
+  assert.equal(r.status, 1, r.stderr);
+  assert.match(r.stderr, /unix:.*theirs\/node\.sock: .*theirs is owned by uid 65534, not 0 \(the socket's directory/);
+  assert.ok(!fs.existsSync(path.join(theirs, 'node.sock')));
+  const open = path.join(base, 'open');
+  fs.mkdirSync(open);
+  fs.chmodSync(open, 0o777);
+  r = spawnSync(h.NODE_BIN, args(open), { encoding: 'utf8', timeout: 20000 });
+  assert.equal(r.status, 1, r.stderr);
+  assert.match(r.stderr, /open is writable by others \(mode 0777\)/);
+  // Sticky: nobody else can remove or rename the daemon's socket there.
+  const sticky = path.join(base, 'sticky');
+  fs.mkdirSync(sticky);
+  fs.chmodSync(sticky, 0o1777);
+  const d = await new h.Daemon({ dir: base, sock: path.join(sticky, 'node.sock') }).ready(); // it serves
+  await d.stop();
+});
+
 test('files in the directories are never opened through a symlink, and others cannot open the locks', async () => {
   const v = victim();
   const d = await new h.Daemon().ready();
