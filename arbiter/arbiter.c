@@ -147,7 +147,7 @@ procctl_arbiter_t *procctl_arbiter_new(const struct procctl_arbiter_opts *o, con
 	if (!o || o->sz < sizeof *o || !src || !src->targets || !src->ready || !src->reports || !src->grants ||
 	    !src->grant || !src->revoke || !src->drop || !src->alive || !src->pid_exists || !src->now ||
 	    !src->random_id ||
-	    !o->kind || o->nresources > PROCCTL_ARB_MAX_RESOURCES ||
+	    !o->kind || o->nresources > PROCCTL_ARB_MAX_RESOURCES || (o->nresources && !o->resources) ||
 	    (o->flags & ~(PROCCTL_ARB_PROCESS_BOUND | PROCCTL_ARB_READY_EVENTS))) {
 		errno = EINVAL;
 		return NULL;

@@ -272,7 +272,7 @@ int procctl_client_wait_ack(procctl_client_t *c, uint64_t gen, int64_t deadline_
 	uint64_t max = __atomic_load_n(&c->published_max, __ATOMIC_ACQUIRE);
 	int r = 0, kind;
 
-	if (gen == 0 || gen > max)
+	if (gen == 0 || gen > max || !out)
 		return -EINVAL;
 	st = malloc(sizeof *st);
 	if (!st)

@@ -76,7 +76,8 @@ typedef int (*procctl_scan_cb)(const struct procctl_scan_entry *e, void *arg);
 
 /* Walk <proc_root>/<pid>/fd (proc_root NULL: "/proc") for regions of
  * consumer (NULL: every consumer). Returns how many were found, or the
- * callback's error; processes that vanish or cannot be read are skipped. */
+ * callback's error; processes that vanish or cannot be read are skipped.
+ * -EINVAL: no cb, or consumer not a consumer name (SPEC.md 2.1). */
 int procctl_scan(const char *proc_root, const char *consumer, procctl_scan_cb cb, void *arg);
 
 /* The same walk in steps, for a loop that must not stop for all of /proc
@@ -93,7 +94,7 @@ void procctl_scan_end(procctl_scan_iter_t *it);
  * or an LSM). */
 unsigned procctl_scan_denied(const procctl_scan_iter_t *it);
 
-/* The same for one process: -ESRCH when it has no fd directory, -EACCES
+/* The same for one process (-EINVAL as above, or pid <= 0): -ESRCH when it has no fd directory, -EACCES
  * (or the directory's -errno) when its fds may not be read. */
 int procctl_scan_pid(const char *proc_root, pid_t pid, const char *consumer, procctl_scan_cb cb, void *arg);
 
@@ -264,7 +265,7 @@ int procctl_ack_decide(uint64_t gen, uint64_t published_max, uint64_t acked_gen,
 
 /* Wait until the process acks generation gen (SPEC.md 7.3) or
  * deadline_ns: 0 and *out; -ETIMEDOUT; -EINVAL gen was not published
- * through c; the errors of procctl_client_read_state. Woken by the ack
+ * through c, or no out; the errors of procctl_client_read_state. Woken by the ack
  * doorbell, with a bounded backoff between reads. */
 int procctl_client_wait_ack(procctl_client_t *c, uint64_t gen, int64_t deadline_ns, struct procctl_ack *out);
 

@@ -142,6 +142,8 @@ int procctl_scan_pid(const char *proc_root, pid_t pid, const char *consumer, pro
 	char path[64];
 	int root, fddir, n, denied = 0;
 
+	if (!cb || pid <= 0 || (consumer && procctl_name_valid(consumer, PROCCTL_CONSUMER_MAX) < 0))
+		return -EINVAL;
 	root = open(proc_root ? proc_root : "/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (root < 0)
 		return -errno;
@@ -236,9 +238,11 @@ static int count_one(const struct procctl_scan_entry *e, void *arg)
 int procctl_scan(const char *proc_root, const char *consumer, procctl_scan_cb cb, void *arg)
 {
 	struct counted c = {cb, arg, 0};
-	procctl_scan_iter_t *it = procctl_scan_begin(proc_root, 0);
+	procctl_scan_iter_t *it;
 	int r;
-	if (!it)
+	if (!cb || (consumer && procctl_name_valid(consumer, PROCCTL_CONSUMER_MAX) < 0))
+		return -EINVAL; /* a name no region can have */
+	if (!(it = procctl_scan_begin(proc_root, 0)))
 		return -errno;
 	while ((r = procctl_scan_step(it, consumer, 256, count_one, &c)) > 0)
 		;

@@ -128,6 +128,12 @@ static void fixture_tree(void **state)
 	assert_int_equal(procctl_scan_pid(root, 999, NULL, collect, &s), -ESRCH);
 	assert_int_equal(procctl_scan(root, NULL, stop_at_first, NULL), -ECANCELED);
 	assert_int_equal(procctl_scan(FIXTURES "/nowhere", NULL, collect, &s), -ENOENT);
+	/* A name no region can have is a mistake, not "none found". */
+	assert_int_equal(procctl_scan(root, "ECHO", collect, &s), -EINVAL);
+	assert_int_equal(procctl_scan(root, "", collect, &s), -EINVAL);
+	assert_int_equal(procctl_scan(root, NULL, NULL, NULL), -EINVAL);
+	assert_int_equal(procctl_scan_pid(root, 1, "a b", collect, &s), -EINVAL);
+	assert_int_equal(procctl_scan_pid(root, 0, NULL, collect, &s), -EINVAL);
 
 	/* In steps of one process: the same regions, a step per process. */
 	{

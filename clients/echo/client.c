@@ -69,6 +69,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: %s [--consumer NAME]\n", argv[0]);
 		return 2;
 	}
+	if (procctl_name_valid(cfg.consumer, PROCCTL_CONSUMER_MAX) < 0) {
+		fprintf(stderr, "echo-client: --consumer: '%s' is not a consumer name ([a-z0-9_.-], 1 to %u)\n",
+			cfg.consumer, PROCCTL_CONSUMER_MAX);
+		return 2;
+	}
 	err = procctl_init(&ctx, &cfg);
 	if (err < 0) {
 		fprintf(stderr, "echo-client: procctl_init: %s\n", strerror(-err));

@@ -225,6 +225,11 @@ static int parse(int argc, char **argv, struct procctl_registry_opts *o, struct 
 			PROCCTL_ARB_MAX_RESOURCES, UINT32_MAX);
 		return 2;
 	}
+	if (o->consumer && procctl_name_valid(o->consumer, PROCCTL_CONSUMER_MAX) < 0) {
+		fprintf(stderr, "token-agent: --consumer: '%s' is not a consumer name ([a-z0-9_.-], 1 to %u)\n",
+			o->consumer, PROCCTL_CONSUMER_MAX);
+		return 2;
+	}
 	if (uuid_ids && a->nres != 1) {
 		fprintf(stderr, "token-agent: --id names one resource: no --resources with it\n");
 		return 2;
