@@ -91,6 +91,8 @@ int cfg_listen_addr(const struct where *w, const char *v)
 		return cfg_fail(w, "'%s' is neither unix:PATH nor HOST:PORT", v);
 	if (*v == '[' && (colon[-1] != ']' || colon - v < 3))
 		return cfg_fail(w, "'%s': an IPv6 host goes in brackets", v);
+	if (!colon[1] || strspn(colon + 1, "0123456789") != strlen(colon + 1) || strlen(colon + 1) > 5)
+		return cfg_fail(w, "'%s' is neither unix:PATH nor HOST:PORT (PORT 1 to 65535)", v);
 	return cfg_number(w, colon + 1, 1, 65535, &port);
 }
 

@@ -183,6 +183,8 @@ static void errors(void **state)
 		{"grpc_listen = unix:x.sock\n", "t.conf:1: grpc_listen: 'unix:x.sock': a unix socket needs an absolute path"},
 		{"grpc_listen = localhost:99999\n", "t.conf:1: grpc_listen: 99999 is outside 1..65535"},
 		{"grpc_listen = ::1:80\n", "t.conf:1: grpc_listen: '::1:80' is neither unix:PATH nor HOST:PORT"},
+		{"grpc_listen = tcp:1.2.3\n",
+		 "t.conf:1: grpc_listen: 'tcp:1.2.3' is neither unix:PATH nor HOST:PORT (PORT 1 to 65535)"},
 		{"consumers = echo,,token\n", "t.conf:1: consumers: an empty item in 'echo,,token'"},
 		{"consumers = Echo\n", "t.conf:1: consumers: 'Echo' is not a consumer name ([a-z0-9_.-], 1 to 31)"},
 		{"consumers = echo, echo\n", "t.conf:1: consumers: 'echo' twice"},
