@@ -26,6 +26,7 @@
 #include "http.h"
 #include "node.h"
 #include "nodelock.h"
+#include "procctl_agent.h"
 
 #define GRACE_MS 2000 /* calls in flight at shutdown get this long */
 
@@ -67,7 +68,7 @@ static void usage(FILE *f)
 		"  --config FILE        a config file (procctl-node(8)); flags after it win\n"
 		"  --uninstall          on exit revert every process (default: hand off, so a\n"
 		"                       successor daemon takes over with no change in the processes)\n"
-		"  --check-config       validate the configuration and exit (0: valid)\n"
+		"  --check-config       validate the configuration and its directories, and exit (0: valid)\n"
 		"  --version            print the version and exit\n"
 		"  --help               this text\n"
 		"\n");
@@ -171,6 +172,56 @@ static int build_cfg(struct node_cfg *cfg, int *check, int *uninstall, char *err
 	return node_cfg_check(cfg, err, errlen) < 0 ? -EINVAL : 0;
 }
 
+/* --check-config: dir as far as it exists (nothing is made), judged as
+ * the daemon would (strict: its own, writable by nobody else; else as a
+ * parent); the missing part would be made by the daemon, so its nearest
+ * existing ancestor is judged as a parent. */
+static int dir_checked(const char *key, const char *dir, int strict, char *err, size_t errlen)
+{
+	char path[NODE_PATH_MAX], why[NODE_PATH_MAX + 128];
+	struct stat st;
+	char *slash;
+	int fd;
+
+	snprintf(path, sizeof path, "%s", dir);
+	while (stat(path, &st) < 0) {
+		if (errno != ENOENT || !(slash = strrchr(path, '/')))
+			break; /* judged below, for its error */
+		strict = 0;
+		slash[slash == path] = 0; /* "/x": "/" */
+	}
+	fd = strict ? procctl_trusted_dir(path, why, sizeof why) : procctl_trusted_parent(path, why, sizeof why);
+	if (fd < 0) {
+		snprintf(err, errlen, "%s: %s", key, why);
+		return fd;
+	}
+	close(fd);
+	return 0;
+}
+
+/* --check-config: the directories the daemon would refuse at its start. */
+static int dirs_checked(const struct node_cfg *cfg, char *err, size_t errlen)
+{
+	char dir[NODE_PATH_MAX];
+	size_t i;
+	int r;
+
+	if ((r = dir_checked("lock_dir", cfg->lock_dir, 1, err, errlen)) < 0 ||
+	    (r = dir_checked("state_dir", cfg->state_dir, 1, err, errlen)) < 0)
+		return r;
+	for (i = 0; i < cfg->ngrpc_listen; i++) {
+		char *slash;
+		if (strncmp(cfg->grpc_listen[i], "unix:", 5))
+			continue;
+		snprintf(dir, sizeof dir, "%s", cfg->grpc_listen[i] + 5);
+		if ((slash = strrchr(dir, '/')))
+			slash[slash == dir] = 0;
+		if ((r = dir_checked("grpc_listen", dir, 0, err, errlen)) < 0)
+			return r;
+	}
+	return 0;
+}
+
 /* node_watch_config's builder: the same, again. */
 static int rebuild_cfg(struct node_cfg *cfg, char *err, size_t errlen, void *arg)
 {
@@ -270,6 +321,10 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (check) {
+		if (dirs_checked(&cfg, err, sizeof err) < 0) {
+			fprintf(stderr, "procctl-node: %s\n", err);
+			return 2;
+		}
 		printf("procctl-node: configuration valid\n");
 		return 0;
 	}

@@ -26,6 +26,29 @@ test('--version, --help, --check-config', () => {
   assert.match(r.stdout, /configuration valid/);
 });
 
+test('--check-config judges the directories as the start would, making none', () => {
+  const dir = scratch();
+  const open = path.join(dir, 'open');
+  fs.mkdirSync(open);
+  fs.chmodSync(open, 0o777);
+  const mine = path.join(dir, 'mine');
+  for (const [args, re] of [
+    [['--lock-dir', open], /^procctl-node: lock_dir: .*open is writable by others \(mode 0777\)\n$/],
+    [['--state-dir', path.join(open, 'state')], /^procctl-node: state_dir: .*open is writable by others/],
+    [['--grpc-listen', `unix:${path.join(open, 'node.sock')}`], /^procctl-node: grpc_listen: .*open is writable/],
+  ]) {
+    const r = run(['--check-config', '--lock-dir', path.join(mine, 'locks'), '--state-dir', path.join(mine, 'state'),
+      ...args]);
+    assert.equal(r.status, 2, r.stderr);
+    assert.match(r.stderr, re);
+  }
+  const r = run(['--check-config', '--lock-dir', path.join(mine, 'locks'), '--state-dir', path.join(mine, 'state'),
+    '--grpc-listen', `unix:${path.join(mine, 'run', 'node.sock')}`]);
+  assert.equal(r.status, 0, r.stderr);
+  assert.ok(!fs.existsSync(mine), 'nothing made');
+  assert.deepEqual(fs.readdirSync(open), []);
+});
+
 test('--help lists every key of the config file with its default; a bad flag is named, with or without a value', () => {
   let r = run(['--help']);
   assert.equal(r.status, 0);
