@@ -125,7 +125,8 @@ struct procctl_registry {
 	int reprobing; /* inside probe_unsealed: its refusals are not new */
 
 	pthread_t hb;
-	pthread_cond_t hb_cv;
+	pthread_cond_t hb_cv;   /* wakes the beat: a shorter period (hb_every_ns), or the stop */
+	uint64_t hb_every_ns;   /* under mu: the beat's period, a quarter of the shortest lease applied */
 	int hb_stop, hb_started;
 
 	struct procctl_doorbells bells; /* PROCCTL_REGISTRY_DOORBELLS without the ring */
@@ -187,6 +188,9 @@ void reg_emit_ready(procctl_registry_t *r, struct lock_rec *l);
 
 /* registry_threads.c */
 void *reg_hb_main(void *arg); /* the heartbeat thread */
+/* e was claimed (its claim beat it): the beat comes sooner if e's lease
+ * is shorter than any it keeps; else the beat is not woken. */
+void reg_hb_claimed(procctl_registry_t *r, const struct entry *e);
 
 /* registry_bells.c: doorbells, in the ring or the watcher threads */
 /* The ring, else the watcher threads (said in the log): 0 or -errno. */

@@ -31,11 +31,8 @@ struct lock_rec *reg_lock_find(const procctl_registry_t *r, const char *consumer
 void reg_claim(procctl_registry_t *r, struct entry *e)
 {
 	int64_t g = procctl_client_claim(e->c, r->domain, e->lk->epoch, r->o.lease_ns);
-	if (g > 0) { /* its lease may be the shortest: let the beat recompute */
-		pthread_mutex_lock(&r->mu);
-		pthread_cond_signal(&r->hb_cv);
-		pthread_mutex_unlock(&r->mu);
-	}
+	if (g > 0)
+		reg_hb_claimed(r, e);
 	if (g == -EEXIST) {
 		pthread_mutex_lock(&r->mu);
 		r->stats.conflicts++;

@@ -5,7 +5,8 @@
  * heard (the 128th and the 10,000th among them: past futex_waitv's 128 a
  * call and past the first thousands); an arbiter's source finds its
  * consumer's one process among them (its targets were the first 1,024 of
- * every consumer's, and the one attached first was not among them). */
+ * every consumer's, and the one attached first was not among them); and
+ * the attaches are not a heartbeat of every owned region each. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -72,6 +73,7 @@ static void pump_until(procctl_registry_t *r, const int *counter, int want, unsi
 static void ten_thousand(void **state)
 {
 	struct procctl_registry_opts o;
+	struct procctl_registry_stats st;
 	struct procctl_arbiter_source src;
 	struct procctl_arb_target tg[4];
 	procctl_client_t **cs = calloc(REGIONS + 1, sizeof *cs);
@@ -80,6 +82,7 @@ static void ten_thousand(void **state)
 	struct th_agent tok;
 	char lockdir[64] = "/tmp/procctl-scale.XXXXXX", cmd[96];
 	procctl_registry_t *r;
+	uint64_t t0, periods;
 	pid_t farm;
 	size_t i, n;
 	int farm_in;
@@ -108,9 +111,18 @@ static void ten_thousand(void **state)
 	th_procsim_start(&tok);
 	th_agent_ok(&tok, "init tok");
 	procctl_registry_notify(r, tok.pid);
+	t0 = th_now_ns();
 	farm = th_farm_start(FARM_PATH, PROCS, PER_PROCESS, "farm", &farm_in);
 	pump_until(r, &t.attached, REGIONS, 240);
 	assert_int_equal(procctl_registry_clients(r, cs, REGIONS + 1), REGIONS + 1);
+	/* A claim beats its own region: the beat thread beats them all only
+	 * once a period (a quarter of the 10 s lease), not once a claim. The
+	 * bound is the beats those periods, and one more, can make. */
+	procctl_registry_stats(r, &st);
+	periods = (th_now_ns() - t0) / (2500 * MS) + 2;
+	print_message("%llu heartbeats while %d regions attached (at most %llu)\n", (unsigned long long)st.heartbeats,
+		      REGIONS, (unsigned long long)(periods * (REGIONS + 1)));
+	assert_true(st.heartbeats <= periods * (REGIONS + 1));
 
 	/* The arbiter's targets: the one process of its consumer. */
 	assert_int_equal(procctl_arbiter_registry_source(&src, r, "tok", 100 * MS), 0);
