@@ -1597,11 +1597,11 @@ PROCCTL_API int procctl_init(procctl_t *ctx, const procctl_config_t *cfg)
 {
 	size_t clen;
 
-	if (!ctx || !cfg)
+	if (!ctx)
 		return -EINVAL;
 	memset(ctx, 0, sizeof *ctx);
 	procctl__no_region(ctx);
-	if (procctl_name_valid(cfg->consumer, PROCCTL_CONSUMER_MAX) < 0 || cfg->schema_version == 0 ||
+	if (!cfg || procctl_name_valid(cfg->consumer, PROCCTL_CONSUMER_MAX) < 0 || cfg->schema_version == 0 ||
 	    cfg->payload_capacity == 0 || cfg->payload_capacity > PROCCTL_PAYLOAD_MAX ||
 	    cfg->state_capacity > PROCCTL_STATE_DATA_MAX || cfg->resource_capacity > PROCCTL_RES_MAX ||
 	    !cfg->state_storage || cfg->reserved)

@@ -215,6 +215,9 @@ static void failed_and_closed(void **state)
 	(void)state;
 
 	memset(&ctx, 0xa5, sizeof ctx); /* a context on the stack, never zeroed */
+	assert_int_equal(procctl_init(&ctx, NULL), -EINVAL);
+	no_region_calls(&ctx);
+	memset(&ctx, 0xa5, sizeof ctx);
 	c.consumer = "Bad Name";
 	assert_int_equal(procctl_init(&ctx, &c), -EINVAL);
 	no_region_calls(&ctx);
