@@ -1244,18 +1244,24 @@ PROCCTL_API int procctl_wait(procctl_t *ctx, int64_t timeout_ns)
 	end = timeout_ns < 0 || (uint64_t)timeout_ns > UINT64_MAX - now ? UINT64_MAX : now + (uint64_t)timeout_ns;
 	for (;;) {
 		uint32_t seq = procctl__smp_load_acquire(&ctx->ctrl_->seq);
-		uint64_t left, wait_ns;
+		uint64_t left, lease, wait_ns;
 		struct timespec ts;
 
 		if (procctl__unread(ctx, seq))
 			return 0;
 		procctl__lease_lock(ctx);
 		left = procctl__lease_update(ctx, now);
+		lease = ctx->lease_val_ns_ > ctx->lease_next_ns_ ? ctx->lease_val_ns_ : ctx->lease_next_ns_;
 		procctl__lease_unlock(ctx);
 		if (live && !left)
 			return -ETIMEDOUT; /* the live lease ran out while this slept */
 		live = left != 0;
-		/* Wake when a live lease would run out, so the caller sees it. */
+		/* Look again while a quarter of a live lease is left: a lease
+		 * between two looks is a lapse, and an agent beats every
+		 * quarter. Then wake when it would run out, so the caller sees
+		 * it. */
+		if (left > lease / 4u)
+			left -= lease / 4u;
 		wait_ns = end == UINT64_MAX ? UINT64_MAX : end > now ? end - now : 0;
 		if (left && left < wait_ns)
 			wait_ns = left;

@@ -4,9 +4,11 @@
  * release and uninstall. Time is passed explicitly, so nothing here
  * depends on how fast the test runs. */
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "th.h"
@@ -72,6 +74,53 @@ static void wait_sees_lease_run_out(void **state)
 	alarm(0);
 	assert_int_equal(r, -ETIMEDOUT);
 	assert_int_equal(procctl_lease_expired(&p->ctx, th_now_ns()), 1);
+}
+
+struct beater {
+	struct th_agent *a;
+	int rounds;
+};
+
+/* The agent's heartbeat every 100 ms, rounds times, then never again. */
+static void *beat(void *arg)
+{
+	struct beater *b = arg;
+	int i;
+	for (i = 0; i < b->rounds; i++) {
+		nanosleep(&(struct timespec){0, 100000000}, NULL);
+		th_agent_ok(b->a, "hb");
+	}
+	return NULL;
+}
+
+/* A holder that only waits (procctl_wait, no timeout) while its agent
+ * beats sees no lapse: it looks at the heartbeat before a lease has passed
+ * since the last it saw, so the lease epoch moves once, when the beats
+ * stop and the lease runs out (SPEC.md 6.4, 8.4). */
+static void waiting_sees_no_false_lapse(void **state)
+{
+	struct th_proc *p = *state;
+	struct beater b = {&p->a, 40}; /* 4 s: two of its leases */
+	struct sigaction sa;
+	uint64_t gen, epoch;
+	pthread_t t;
+	char buf[64];
+	int r;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_alarm;
+	assert_int_equal(sigaction(SIGALRM, &sa, NULL), 0);
+	th_agent_gen(&p->a, "claim 1 1 %llu", 2000 * MS);
+	(void)procctl_poll(&p->ctx, buf, sizeof buf, &gen);
+	assert_int_equal(procctl_lease_expired(&p->ctx, th_now_ns()), 0);
+	epoch = p->ctx.lease_epoch_;
+	assert_int_equal(pthread_create(&t, NULL, beat, &b), 0);
+	alarm(60);
+	r = procctl_wait(&p->ctx, -1);
+	alarm(0);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(r, -ETIMEDOUT);
+	assert_int_equal(p->ctx.lease_epoch_, epoch + 1);
 }
 
 static void clamped_to_bounds(void **state)
@@ -166,6 +215,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(expiry_and_heartbeat, setup, th_teardown),
 		cmocka_unit_test_setup_teardown(wait_sees_lease_run_out, setup, th_teardown),
+		cmocka_unit_test_setup_teardown(waiting_sees_no_false_lapse, setup, th_teardown),
 		cmocka_unit_test_setup_teardown(clamped_to_bounds, setup, th_teardown),
 		cmocka_unit_test_setup_teardown(change_mid_lease, setup, th_teardown),
 		cmocka_unit_test_setup_teardown(release_and_uninstall, setup, th_teardown),
