@@ -199,9 +199,11 @@ static int on_found(const struct procctl_scan_entry *s, void *arg)
 	/* A sibling's pidfd is watched already; without a watch no exit would be heard. */
 	if (!(ao.sibling && procctl_client_pidfd(ao.sibling) == procctl_client_pidfd(c)) &&
 	    epoll_ctl(r->epfd, EPOLL_CTL_ADD, procctl_client_pidfd(c), &ee) < 0) {
+		struct lock_rec *l = e->lk;
 		int err = errno;
 		free(e);
 		procctl_client_close(c);
+		reg_lock_put(r, l); /* a consumer new with it goes again */
 		attach_refused(r, s, PROCCTL_REJECT_NONE, err); /* found again at the next scan */
 		return 0;
 	}
