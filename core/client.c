@@ -17,12 +17,16 @@
 
 #include "client.h"
 #include "fdclose.h"
+#include "log.h"
 
 #ifndef F_SEAL_FUTURE_WRITE
 #define F_SEAL_FUTURE_WRITE 0x0010
 #endif
 #define TMPFS_MAGIC 0x01021994
 #define HUGETLBFS_MAGIC 0x958458f6
+#define SUSPECT_CLOSES_MAX 16u /* closes of fetched non-memfd fds under way at a time */
+
+static unsigned suspect_kept; /* such fds kept open: SUSPECT_CLOSES_MAX were closing */
 
 /* pidfd_getfd exists (Linux 5.6); probed once. */
 static int have_getfd(void)
@@ -199,17 +203,19 @@ static enum procctl_reject check_fd(int fd, const struct procctl_scan_entry *e, 
  * anything else may be a FUSE file swapped in after the scan, whose every
  * close sends FUSE_FLUSH and waits, uninterruptibly, for a server the
  * process may run: that close is not the caller's (an event loop's) to
- * wait for. */
+ * wait for. At most SUSPECT_CLOSES_MAX wait at a time; past that, such
+ * an fd is kept open and counted (an fd is cheaper than a thread stuck for
+ * good, and than the loop). */
 static void close_fetched(int fd)
 {
-	int *fds;
-
-	if (fcntl(fd, F_GET_SEALS) >= 0 || !(fds = malloc(sizeof *fds))) {
+	if (fcntl(fd, F_GET_SEALS) >= 0) {
 		close(fd);
-		return;
+	} else if (procctl_close_suspect(fd, SUSPECT_CLOSES_MAX) < 0) {
+		unsigned n = __atomic_add_fetch(&suspect_kept, 1u, __ATOMIC_RELAXED);
+		procctl_log_limited(PROCCTL_LOG_WARN, "fd_kept", "fd=%d kept=%u reason=\"%u closes of fetched files that "
+				    "cannot carry seals have not returned (a FUSE server not answering?)\"",
+				    fd, n, SUSPECT_CLOSES_MAX);
 	}
-	fds[0] = fd;
-	procctl_close_detached(fds, 1);
 }
 
 void procctl_remote_put(struct procctl_remote *rm)

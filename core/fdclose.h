@@ -16,4 +16,10 @@ void procctl_close_all(const int *fds, size_t n);
  * when it is done. Where no thread can start, it is done here. */
 void procctl_close_detached(int *fds, size_t n);
 
+/* Close fd, whose close may never return (a FUSE file's waits on its
+ * server), on a thread of its own, with at most max such closes under
+ * way: 0; -EBUSY when max are, or no thread starts (fd stays open, the
+ * caller's: closing it on its own thread could wait for ever). */
+int procctl_close_suspect(int fd, unsigned max);
+
 #endif
