@@ -40,12 +40,21 @@ static int is_text(const char *s, size_t n)
 }
 
 /* The status bytes: what it applied, and why it refused the last one. */
+/* The status bytes, written when they change: each write rings the
+ * agent's doorbell, and it reads the state block again. */
 static void report(procctl_t *ctx, uint64_t applied, uint32_t hash, uint32_t count, int config, const char *why)
 {
+	static char last[256];
+	static int last_n = -1;
 	char status[256];
 	int n = snprintf(status, sizeof status, "applied=%llu hash=%08x count=%u mode=%s%s%s", (unsigned long long)applied,
 			 hash, count, config ? "config" : "defaults", why ? " error=" : "", why ? why : "");
-	procctl_state_set(ctx, status, (size_t)n, 0);
+	if (n == last_n && !memcmp(status, last, (size_t)n))
+		return;
+	if (procctl_state_set(ctx, status, (size_t)n, 0) == 0) {
+		memcpy(last, status, (size_t)n);
+		last_n = n;
+	}
 }
 
 int main(int argc, char **argv)
