@@ -127,6 +127,7 @@ struct procctl_registry {
 	pthread_t hb;
 	pthread_cond_t hb_cv;   /* wakes the beat: a shorter period (hb_every_ns), or the stop */
 	uint64_t hb_every_ns;   /* under mu: the beat's period, a quarter of the shortest lease applied */
+	uint64_t hb_last_ns;    /* under mu: the last beat of owned regions, or a claim when none was; 0 none */
 	int hb_stop, hb_started;
 
 	struct procctl_doorbells bells; /* PROCCTL_REGISTRY_DOORBELLS without the ring */

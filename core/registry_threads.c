@@ -52,7 +52,7 @@ static uint64_t beat_all(procctl_registry_t *r, uint64_t every, int *beat)
 void *reg_hb_main(void *arg)
 {
 	procctl_registry_t *r = arg;
-	uint64_t last_beat = 0, last_lease = 0, beat_at = 0, due = 0;
+	uint64_t last_lease = 0, beat_at = 0, due = 0;
 	pthread_setname_np(pthread_self(), "procctl-beat");
 	pthread_mutex_lock(&r->mu);
 	while (!r->hb_stop) {
@@ -65,9 +65,9 @@ void *reg_hb_main(void *arg)
 			/* A beat more than a lease after the one before: the
 			 * processes may have seen their lease expire (this agent
 			 * was stopped or starved). */
-			if (beat && last_beat && now - last_beat > last_lease)
+			if (beat && r->hb_last_ns && now - r->hb_last_ns > last_lease)
 				r->stats.lease_lapses++;
-			last_beat = beat ? now : 0;
+			r->hb_last_ns = beat ? now : 0;
 			last_lease = r->hb_every_ns * 4;
 			beat_at = now;
 			due = now + r->hb_every_ns;
@@ -86,6 +86,8 @@ void reg_hb_claimed(procctl_registry_t *r, const struct entry *e)
 {
 	uint64_t l = clamped_lease(r, e->c) / 4;
 	pthread_mutex_lock(&r->mu);
+	if (!r->hb_last_ns) /* the first owned: its claim is the beat the next is measured from */
+		r->hb_last_ns = (uint64_t)procctl_now_ns();
 	if (!r->hb_every_ns || l < r->hb_every_ns) {
 		r->hb_every_ns = l;
 		pthread_cond_signal(&r->hb_cv);
