@@ -39,14 +39,14 @@ void node_log(enum procctl_log_level level, const char *event, const char *fmt, 
 	line(level, event, fields);
 }
 
-void node_log_limit(struct procctl_ratelimit *rl, enum procctl_log_level level, const char *event, const char *fmt, ...)
+int node_log_limit(struct procctl_ratelimit *rl, enum procctl_log_level level, const char *event, const char *fmt, ...)
 {
 	uint64_t suppressed;
 	char fields[1024];
 	size_t len;
 	va_list ap;
 	if (level > log_max || !procctl_ratelimit(rl, 1000000000, &suppressed))
-		return;
+		return 0;
 	va_start(ap, fmt);
 	vsnprintf(fields, sizeof fields, fmt, ap);
 	va_end(ap);
@@ -54,6 +54,7 @@ void node_log_limit(struct procctl_ratelimit *rl, enum procctl_log_level level, 
 	if (suppressed && len < sizeof fields)
 		snprintf(fields + len, sizeof fields - len, " suppressed=%llu", (unsigned long long)suppressed);
 	line(level, event, fields);
+	return 1;
 }
 
 const char *node_log_quote(char *buf, size_t len, const char *s)

@@ -18,7 +18,8 @@ void node_log(enum procctl_log_level level, const char *event, const char *fmt, 
 		static struct procctl_ratelimit node_log_rl_;                \
 		node_log_limit(&node_log_rl_, level, event, __VA_ARGS__);    \
 	} while (0)
-void node_log_limit(struct procctl_ratelimit *rl, enum procctl_log_level level, const char *event, const char *fmt, ...)
+/* 1 when the line was written, 0 when dropped (the rate, or the level). */
+int node_log_limit(struct procctl_ratelimit *rl, enum procctl_log_level level, const char *event, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 /* s as a quoted log value's inside: '"' and '\\' escaped, bytes outside
  * printable ASCII as \xNN, cut to fit buf (len > 4). buf is returned. */

@@ -43,6 +43,7 @@ struct proc {
 	uint32_t payload_cap;
 	int have_state;       /* a state block was read */
 	int stalled;          /* a read of it is stuck: none starts until it returns */
+	int stall_said;       /* the stall was logged (its end is too) */
 	int announced;        /* Attached said (after its first read, or its lateness) */
 	struct proc_read *rd; /* the read out now (reads.c), or NULL */
 	int reread;           /* asked for again while one was out */

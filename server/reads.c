@@ -101,15 +101,18 @@ static void read_done(void *arg)
 	}
 }
 
+/* Logged at a rate (a spawn storm stalls many at once); its end only when
+ * its start was. */
 static void stalled(struct proc *p, int yes)
 {
+	static struct procctl_ratelimit rl;
 	if (yes == p->stalled)
 		return;
 	p->stalled = yes;
 	if (yes)
-		node_log_limited(PROCCTL_LOG_WARN, "state_stalled", "pid=%d consumer=%s instance=%016llx", (int)p->key.pid,
-				 p->key.consumer, (unsigned long long)p->instance);
-	else
+		p->stall_said = node_log_limit(&rl, PROCCTL_LOG_WARN, "state_stalled", "pid=%d consumer=%s instance=%016llx",
+					       (int)p->key.pid, p->key.consumer, (unsigned long long)p->instance);
+	else if (p->stall_said)
 		node_log(PROCCTL_LOG_INFO, "state_unstalled", "pid=%d consumer=%s instance=%016llx", (int)p->key.pid,
 			 p->key.consumer, (unsigned long long)p->instance);
 }
