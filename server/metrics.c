@@ -47,6 +47,13 @@ static void processes(FILE *f, const struct node *n)
 		fprintf(f, "procctl_processes{consumer=\"%s\",ownership=\"%s\"} %zu\n", k[i].consumer,
 			names[(unsigned)k[i].own < 4 ? k[i].own : 0], j - i);
 	}
+	/* A consumer named in the config with none: 0, not a missing series. */
+	for (c = 0; c < n->cfg.nconsumers; c++) {
+		for (i = 0; i < n->nprocs && strcmp(n->procs[i]->key.consumer, n->cfg.consumers[c]); i++)
+			;
+		for (j = 0; i == n->nprocs && j < 4; j++)
+			fprintf(f, "procctl_processes{consumer=\"%s\",ownership=\"%s\"} 0\n", n->cfg.consumers[c], names[j]);
+	}
 	free(k);
 	metric_head(f, "procctl_arbiter_refused_processes", "gauge",
 		    "Attached processes an arbiter's admission refuses (its admit_ keys), by kind.");

@@ -18,6 +18,7 @@ const h = require('./harness');
 
 // Token clients of this file only (echo clients have h.CONSUMER).
 const CONSUMER_T = `mtok${process.pid}`.slice(0, 31);
+const CONSUMER_NONE = `mnone${process.pid}`.slice(0, 31); // named, never a process
 // token-client --id 0: the id's first byte is 0, the rest are zero.
 const RES = { kind: 'gpu', resource: '00000000-0000-0000-0000-000000000000' }; // a UUID, as the CLI shows it
 const BLOCKED = 'procctl_resource_blocked_seconds_total';
@@ -165,7 +166,7 @@ before(async () => {
   fs.writeFileSync(conf, `[arbiter gpu]\nkind = 1\nconsumer = ${CONSUMER_T}\nhold_ms = 200\n` +
     'resources = 00000000-0000-0000-0000-000000000000\n' +
     `[desired m]\nconsumer = ${h.CONSUMER}\ndata = from the file\n`);
-  d = await new h.Daemon({ consumers: `${CONSUMER_T},${h.CONSUMER}`,
+  d = await new h.Daemon({ consumers: `${CONSUMER_T},${h.CONSUMER},${CONSUMER_NONE}`,
     args: ['--config', conf, '--http-listen', `127.0.0.1:${port}`] }).ready();
   c = d.client();
   await h.until(async () => (await get('/healthz')).status === 200, { what: 'the HTTP side to answer' });
@@ -247,6 +248,10 @@ test('a scrape: 200, text 0.0.4 that promtool accepts, every family with its HEL
   // What this file made: its processes, its resource, its calls.
   assert.equal(sample(m, 'procctl_processes', { consumer: CONSUMER_T, ownership: 'owned' }), 3);
   assert.equal(sample(m, 'procctl_processes', { consumer: h.CONSUMER, ownership: 'owned' }), 1);
+  // A consumer named with no process: every ownership at 0, not a series missing.
+  for (const ownership of ['passive', 'owned', 'conflict', 'broken']) {
+    assert.equal(sample(m, 'procctl_processes', { consumer: CONSUMER_NONE, ownership }), 0, ownership);
+  }
   for (const f of ['procctl_resource_hold_seconds_total', BLOCKED, 'procctl_resource_pending_release_seconds_total',
     'procctl_resource_handoffs_total', 'procctl_resource_holder', 'procctl_resource_waiters']) {
     assert.deepEqual(m.samples.filter((x) => x.name === f).map((x) => x.labels), [RES], f);
