@@ -28,11 +28,16 @@ int cmd_ps(const struct opts *o)
 	return 0;
 }
 
+/* "PID" or "--pid PID", as the selectors take it. */
 static int one_pid(int argc, char **argv, Procctl__V1__ProcessRef *ref)
 {
 	long pid;
+	if (argc == 2 && !strcmp(argv[0], "--pid")) {
+		argc--;
+		argv++;
+	}
 	if (argc != 1 || parse_int(argv[0], 1, 0x7fffffff, &pid) < 0) {
-		fprintf(stderr, "procctl: give one PID\n");
+		fprintf(stderr, "procctl: give one PID (a number, 1 to 2147483647)\n");
 		return 2;
 	}
 	ref->pid = (int32_t)pid;

@@ -52,8 +52,8 @@ static const struct command {
 	 "The attached processes (of SELECTOR only, when given): pid, consumer, schema version,\n"
 	 "pod UID, container ID, owner (owned or passive), config generation, acked generation\n"
 	 "and how it was acked.\n"},
-	{"get", "get PID", "one process", "One attached process, with its NSpid list, instance id, QoS class and lease.\n"},
-	{"state", "state PID", "its state block: ack, resources, status bytes",
+	{"get", "get [--pid] PID", "one process", "One attached process, with its NSpid list, instance id, QoS class and lease.\n"},
+	{"state", "state [--pid] PID", "its state block: ack, resources, status bytes",
 	 "The process's state block, read now: its last ack, its resource reports and its\n"
 	 "status bytes.\n"},
 	{"publish", "publish SELECTOR DATA [--wait] [--allow-none]", "write a config",

@@ -190,6 +190,7 @@ test('state: the ack and the status bytes; JSON equal to ReadState, bytes in bas
   const gen = r.results[0].generation;
   const t = exits(await cli(['state', String(e.pid)]), 0);
   assert.match(t.stdout, new RegExp(`^acked: +${gen} APPLIED \\(status 0\\)$`, 'm'), said(t));
+  assert.equal(exits(await cli(['state', '--pid', String(e.pid)]), 0).stdout, t.stdout); // as the selectors take it
   assert.match(t.stdout, new RegExp(`^data: +applied=${gen} .*mode=config$`, 'm'), said(t));
   const j = doc(exits(await cli(['-o', 'json', 'state', String(e.pid)]), 0));
   const st = await h.call(c, 'ReadState', { process: { pid: e.pid } });
