@@ -72,7 +72,8 @@ static void reply(int fd, uint64_t unique, int err, const void *p, size_t n)
 	o->len = (uint32_t)(sizeof *o + n);
 	o->error = err;
 	o->unique = unique;
-	memcpy(buf + sizeof *o, p, n);
+	if (n)
+		memcpy(buf + sizeof *o, p, n);
 	(void)!write(fd, buf, o->len); /* ENOENT: the request was interrupted */
 }
 
