@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* registry.c - discovery, attach, exit and exec detection, the loop and
- * the registry's lifecycle, hand-off included (SPEC.md 2.4, 8, 10); node
- * locks and ownership in registry_locks.c, the heartbeat thread and the
+ * the registry's lifecycle, hand-off included (SPEC.md 2.4, 8, 10); a
+ * found region's attach in registry_attach.c; node locks and ownership in
+ * registry_locks.c, the heartbeat thread and the
  * doorbell callbacks in registry_threads.c (registry_int.h between them). */
 #define _GNU_SOURCE 1
 #include <errno.h>
@@ -64,197 +65,6 @@ void reg_emit_entry(procctl_registry_t *r, const struct entry *e, enum procctl_e
 }
 
 /* ---- attach and detach ------------------------------------------------ */
-
-static struct entry *entry_of(procctl_registry_t *r, pid_t pid, dev_t dev, ino_t ino)
-{
-	struct entry *e = NULL;
-	while ((e = reg_by_pid(r, pid, e)))
-		if (e->c->info.dev == dev && e->c->info.ino == ino)
-			return e;
-	return NULL;
-}
-
-/* A region without its seals yet: its process may be inside procctl_init,
- * so it is probed again on each tick for a while (no notify need come). */
-static void retry_unsealed(procctl_registry_t *r, const struct procctl_scan_entry *s)
-{
-	unsigned i, free_slot = UNSEALED_MAX;
-	for (i = 0; i < UNSEALED_MAX; i++) {
-		if (r->unsealed[i].ticks && r->unsealed[i].pid == s->pid)
-			return; /* already counting down: a region that never seals stops */
-		if (!r->unsealed[i].ticks && free_slot == UNSEALED_MAX)
-			free_slot = i;
-	}
-	if (free_slot < UNSEALED_MAX) {
-		r->unsealed[free_slot].pid = s->pid;
-		r->unsealed[free_slot].ticks = UNSEALED_TICKS;
-		r->unsealed[free_slot].dev = s->dev;
-		r->unsealed[free_slot].ino = s->ino;
-		snprintf(r->unsealed[free_slot].consumer, sizeof r->unsealed[free_slot].consumer, "%s", s->consumer);
-	}
-}
-
-/* The cap a region of pid would pass: PROCCTL_REJECT_LIMIT (its
- * process's), PROCCTL_REJECT_REGION_LIMIT (all), or 0. */
-static enum procctl_reject over_limit(procctl_registry_t *r, pid_t pid)
-{
-	struct entry *e = NULL;
-	uint32_t mine = 0;
-	while ((e = reg_by_pid(r, pid, e)))
-		mine++;
-	if (mine >= r->o.max_per_process)
-		return PROCCTL_REJECT_LIMIT;
-	return r->stats.clients >= r->o.max_regions ? PROCCTL_REJECT_REGION_LIMIT : 0; /* the loop writes it */
-}
-
-static void count_reject(procctl_registry_t *r, enum procctl_reject why)
-{
-	pthread_mutex_lock(&r->mu);
-	r->stats.rejects[why]++;
-	pthread_mutex_unlock(&r->mu);
-}
-
-/* A region procctl_client_attach refused (err, its errno, and why say how):
- * counted, remembered or probed again, and logged. */
-static void attach_refused(procctl_registry_t *r, const struct procctl_scan_entry *s, enum procctl_reject why, int err)
-{
-	if (err == EPROTO) {
-		/* Unsealed may be a process inside procctl_init (the name
-		 * exists before the seals): probed again soon, and quiet.
-		 * The rest is remembered, logged once, counted each time. */
-		int final = why != PROCCTL_REJECT_UNSEALED;
-		if (!final)
-			retry_unsealed(r, s);
-		else
-			reg_rejected_add(r, s->pid, s->dev, s->ino);
-		if (!r->reprobing || final) /* a verdict a probe reached counts */
-			count_reject(r, why);
-		if (final) /* a peer can make as many as it likes */
-			procctl_log_limited(PROCCTL_LOG_WARN, "attach_rejected", "pid=%d fd=%d consumer=%s reason=%s",
-					    (int)s->pid, s->fd, s->consumer, procctl_reject_name(why));
-		else
-			procctl_log(PROCCTL_LOG_DEBUG, "attach_rejected", "pid=%d fd=%d consumer=%s reason=%s",
-				    (int)s->pid, s->fd, s->consumer, procctl_reject_name(why));
-	} else if (err == EPERM || err == EACCES) {
-		pthread_mutex_lock(&r->mu);
-		r->stats.attach_denied++;
-		pthread_mutex_unlock(&r->mu);
-		procctl_log_limited(PROCCTL_LOG_WARN, "attach_denied", "pid=%d fd=%d error=\"%s\" reason=\"no "
-				    "ptrace access to it: CAP_SYS_PTRACE, or an LSM (AppArmor) forbids it\"",
-				    (int)s->pid, s->fd, strerror(err));
-	} else if (err == EMFILE || err == ENFILE || err == ENOMEM || err == ENOSPC) { /* ours, not the region's */
-		procctl_log_limited(PROCCTL_LOG_WARN, "attach_failed", "pid=%d fd=%d errno=%d error=\"%s\"",
-				    (int)s->pid, s->fd, err, strerror(err));
-	} else {
-		procctl_log(PROCCTL_LOG_DEBUG, "attach_failed", "pid=%d fd=%d errno=%d", (int)s->pid, s->fd, err);
-	}
-}
-
-static int on_found(const struct procctl_scan_entry *s, void *arg)
-{
-	procctl_registry_t *r = arg;
-	struct procctl_attach_opts ao = {sizeof ao, r->proc_root, 0, NULL};
-	enum procctl_reject why;
-	struct epoll_event ee;
-	procctl_client_t *c;
-	struct entry *e;
-
-	if (entry_of(r, s->pid, s->dev, s->ino) || reg_rejected_was(r, s->pid, s->dev, s->ino))
-		return 0;
-	if (!reg_lock_find(r, s->consumer) && r->nlocks >= r->o.max_consumers) {
-		count_reject(r, PROCCTL_REJECT_CONSUMER_LIMIT);
-		procctl_log_limited(PROCCTL_LOG_WARN, "attach_rejected", "pid=%d fd=%d consumer=%s reason=%s max_consumers=%u",
-				    (int)s->pid, s->fd, s->consumer, procctl_reject_name(PROCCTL_REJECT_CONSUMER_LIMIT),
-				    r->o.max_consumers);
-		return 0;
-	}
-	if ((why = over_limit(r, s->pid))) {
-		count_reject(r, why);
-		r->scan_over_cap += r->in_full_step; /* the full scan's count: a gauge, warned once */
-		procctl_log(PROCCTL_LOG_DEBUG, "attach_rejected", "pid=%d fd=%d consumer=%s reason=%s", (int)s->pid,
-			    s->fd, s->consumer, procctl_reject_name(why));
-		return 0;
-	}
-	pthread_mutex_lock(&r->mu);
-	r->stats.attach_attempts += !r->reprobing; /* a probe of a region mid-init is not a new attempt */
-	pthread_mutex_unlock(&r->mu);
-	if ((e = reg_by_pid(r, s->pid, NULL)))
-		ao.sibling = e->c; /* one pidfd and mem fd a process */
-	c = procctl_client_attach(s, &ao, &why);
-	if (!c) {
-		attach_refused(r, s, why, errno);
-		return 0;
-	}
-	e = calloc(1, sizeof *e);
-	if (!e || !(e->lk = reg_lock_for(r, s->consumer))) {
-		free(e);
-		procctl_client_close(c);
-		return 0;
-	}
-	e->c = c;
-	e->id = TAG_FIRST_ID + r->next_id++;
-	memset(&ee, 0, sizeof ee);
-	ee.events = EPOLLIN;
-	ee.data.u64 = e->id;
-	/* A sibling's pidfd is watched already; without a watch no exit would be heard. */
-	if (!(ao.sibling && procctl_client_pidfd(ao.sibling) == procctl_client_pidfd(c)) &&
-	    epoll_ctl(r->epfd, EPOLL_CTL_ADD, procctl_client_pidfd(c), &ee) < 0) {
-		struct lock_rec *l = e->lk;
-		int err = errno;
-		free(e);
-		procctl_client_close(c);
-		reg_lock_put(r, l); /* a consumer new with it goes again */
-		attach_refused(r, s, PROCCTL_REJECT_NONE, err); /* found again at the next scan */
-		return 0;
-	}
-	pthread_mutex_lock(&r->mu);
-	if ((e->next = r->entries))
-		e->next->pprev = &e->next;
-	e->pprev = &r->entries;
-	r->entries = e;
-	if ((e->lk_next = e->lk->ents))
-		e->lk_next->lk_pprev = &e->lk_next;
-	e->lk_pprev = &e->lk->ents;
-	e->lk->ents = e;
-	reg_index_add(r, e);
-	e->lk->nentries++;
-	r->stats.attached++;
-	r->stats.clients++;
-	pthread_mutex_unlock(&r->mu);
-	reg_bells_attach(r, e);
-	if (e->lk->held)
-		reg_claim(r, e);
-	procctl_log(PROCCTL_LOG_INFO, "attached", "pid=%d consumer=%s instance=%016llx owned=%d", (int)s->pid,
-		    s->consumer, (unsigned long long)c->info.hdr.instance_id, (procctl_client_ownership(c) == PROCCTL_OWN_OWNED));
-	reg_emit_entry(r, e, PROCCTL_EV_ATTACHED, 0);
-	return 0;
-}
-
-static void probe_unsealed(procctl_registry_t *r)
-{
-	unsigned i;
-	for (i = 0; i < UNSEALED_MAX; i++) {
-		pid_t pid = r->unsealed[i].pid;
-		const struct entry *e;
-		if (!r->unsealed[i].ticks)
-			continue;
-		if (!--r->unsealed[i].ticks) {
-			/* Still unsealed after a second: not a process inside
-			 * procctl_init. Refused, said once, skipped by rescans
-			 * until a notify says the process has something new. */
-			reg_rejected_add(r, pid, r->unsealed[i].dev, r->unsealed[i].ino);
-			procctl_log_limited(PROCCTL_LOG_WARN, "attach_rejected", "pid=%d consumer=%s reason=unsealed probed_ms=%d",
-				    (int)pid, r->unsealed[i].consumer, (int)(UNSEALED_TICKS * TICK_NS / 1000000));
-			continue;
-		}
-		r->reprobing = 1;
-		procctl_scan_pid(r->proc_root, pid, r->consumer[0] ? r->consumer : NULL, on_found, r);
-		r->reprobing = 0;
-		e = reg_by_pid(r, pid, NULL);
-		if (e || reg_rejected_was(r, pid, r->unsealed[i].dev, r->unsealed[i].ino))
-			r->unsealed[i].ticks = 0; /* sealed now: attached, or refused for good */
-	}
-}
 
 static void detach(procctl_registry_t *r, struct entry *e, int reason)
 {
@@ -321,7 +131,7 @@ static void full_scan_step(procctl_registry_t *r)
 	unsigned denied;
 	int more;
 	r->in_full_step = 1; /* a targeted scan between two steps sees pids this one sees too */
-	more = procctl_scan_step(r->scan_it, r->consumer[0] ? r->consumer : NULL, SCAN_STEP_PIDS, on_found, r);
+	more = procctl_scan_step(r->scan_it, r->consumer[0] ? r->consumer : NULL, SCAN_STEP_PIDS, reg_on_found, r);
 	r->in_full_step = 0;
 	r->full_ns += procctl_now_ns() - t0;
 	if (more > 0) {
@@ -446,7 +256,7 @@ static void drain_notify(procctl_registry_t *r)
 			if (a < 0)
 				detach(r, e, a);
 		}
-		procctl_scan_pid(r->proc_root, q[i], r->consumer[0] ? r->consumer : NULL, on_found, r);
+		procctl_scan_pid(r->proc_root, q[i], r->consumer[0] ? r->consumer : NULL, reg_on_found, r);
 	}
 }
 
@@ -535,7 +345,7 @@ int procctl_registry_dispatch(procctl_registry_t *r)
 				continue;
 			r->tick_due = 0;
 			locks_look(r);
-			probe_unsealed(r);
+			reg_probe_unsealed(r);
 			reg_bells_tick(r);
 			pthread_mutex_lock(&r->mu);
 			if (r->notify_all && !r->scan_it && procctl_now_ns() >= full_scan_due(r))

@@ -188,6 +188,10 @@ void reg_emit_ownership(procctl_registry_t *r, struct lock_rec *l);
 void reg_emit_ready(procctl_registry_t *r, struct lock_rec *l);
 
 /* registry_threads.c */
+/* registry_attach.c: the scans' callback for each region found (always
+ * 0: a refusal stops no scan); probe the regions found mid-init again. */
+int reg_on_found(const struct procctl_scan_entry *s, void *arg);
+void reg_probe_unsealed(procctl_registry_t *r);
 void *reg_hb_main(void *arg); /* the heartbeat thread */
 /* e was claimed (its claim beat it): the beat comes sooner if e's lease
  * is shorter than any it keeps; else the beat is not woken. */
