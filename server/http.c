@@ -2,7 +2,8 @@
 /* http.c - procctl-node's HTTP side (http.h).
  *
  * libmicrohttpd runs one internal epoll thread. A request is read whole
- * (bounded by HTTP_MAX_BODY), routed, and either answered at once
+ * (a write's body kept, bounded by HTTP_MAX_BODY and HTTP_MAX_BODIES; any
+ * other body dropped as it comes), routed, and either answered at once
  * (/healthz, /readyz, errors) or handed to the loop as a node_job while
  * its connection is suspended; the loop's reply renders the answer (a
  * gRPC response through pbjson, or the metrics text) and resumes it.
@@ -37,6 +38,7 @@ struct httpsrv {
 	struct metrics_source more[HTTP_MAX_SOURCES];
 	size_t nmore;
 	uint64_t responses[600]; /* atomic; by HTTP status, 100 .. 599 */
+	size_t body_bytes;       /* atomic; held by the writes' bodies, written by libmicrohttpd's thread */
 };
 
 /* One request, from its first callback to its completion. */
@@ -45,7 +47,8 @@ struct hreq {
 	struct MHD_Connection *conn;
 	char *body;
 	size_t len;
-	int too_big;
+	int keep_body; /* a write that may be served: its body is kept; any other is dropped unread */
+	int too_big;   /* 1: over HTTP_MAX_BODY; 2: over HTTP_MAX_BODIES, all requests' together */
 	int submitted;
 	/* the answer, set by the loop's reply before it resumes the connection;
 	 * done is stored with release and loaded with acquire, so the answer is
@@ -92,6 +95,9 @@ static void http_metrics(const struct httpsrv *h, FILE *f)
 		if (v)
 			fprintf(f, "procctl_http_responses_total{code=\"%zu\"} %llu\n", code, (unsigned long long)v);
 	}
+	fprintf(f, "# HELP procctl_http_body_bytes Bytes of request bodies held: the writes' (at most %u).\n"
+		   "# TYPE procctl_http_body_bytes gauge\nprocctl_http_body_bytes %zu\n",
+		HTTP_MAX_BODIES, __atomic_load_n(&h->body_bytes, __ATOMIC_RELAXED));
 }
 
 /* /metrics: the loop's exposition (len bytes of text), this side's, and
@@ -247,6 +253,15 @@ static size_t on_unescape(void *cls, struct MHD_Connection *c, char *s)
 	return http_unescape(s);
 }
 
+/* 1 when r carries http_api_key_file's key. */
+static int key_ok(const struct hreq *r)
+{
+	const struct httpsrv *h = r->h;
+	return h->keylen && http_bearer_ok(MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
+								     MHD_HTTP_HEADER_AUTHORIZATION),
+					   h->key, h->keylen);
+}
+
 /* The JSON views (/v1/...): served on a loopback listener (HTTP has no
  * mTLS) to a caller with the key; else r is answered and 0. */
 static int views_allowed(struct hreq *r)
@@ -257,12 +272,51 @@ static int views_allowed(struct hreq *r)
 			     "(HTTP has no mTLS): use gRPC over mTLS");
 	else if (!h->keylen)
 		answer_error(r, NODE_PERMISSION_DENIED, "the JSON views are off (http_api_key_file)");
-	else if (!http_bearer_ok(MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION),
-				 h->key, h->keylen))
+	else if (!key_ok(r))
 		answer_error(r, NODE_UNAUTHENTICATED, "Authorization: Bearer KEY (http_api_key_file's) is needed");
 	else
 		return 1;
 	return 0;
+}
+
+/* 1 when the request, from its headers alone, is a write that may be
+ * served (POST .../config, writes on, loopback, the key): only its body
+ * is kept. Any other body is read and dropped, never held: whoever
+ * reaches the listener cannot make the daemon hold memory. */
+static int body_wanted(const struct hreq *r, const char *url, const char *method)
+{
+	size_t n = strlen(url);
+	return !strcmp(method, "POST") && !strncmp(url, "/v1/processes/", 14) && n > 21 &&
+	       !strcmp(url + n - 7, "/config") && r->h->cfg->http_writes && r->h->loopback && key_ok(r);
+}
+
+/* Keep a write's body bytes, bounded by HTTP_MAX_BODY for one request and
+ * HTTP_MAX_BODIES for all of them together. */
+static void body_add(struct hreq *r, const char *data, size_t n)
+{
+	struct httpsrv *h = r->h;
+	size_t held = __atomic_load_n(&h->body_bytes, __ATOMIC_RELAXED); /* only this thread writes it */
+	char *b = NULL;
+	if (r->too_big)
+		return;
+	if (r->len + n > HTTP_MAX_BODY)
+		r->too_big = 1;
+	else if (held + n > HTTP_MAX_BODIES)
+		r->too_big = 2;
+	else if ((b = realloc(r->body, r->len + n)))
+		memcpy(b + r->len, data, n);
+	else
+		r->too_big = 2;
+	if (r->too_big) {
+		__atomic_store_n(&h->body_bytes, held - r->len, __ATOMIC_RELAXED);
+		free(r->body);
+		r->body = NULL;
+		r->len = 0;
+		return;
+	}
+	r->body = b;
+	r->len += n;
+	__atomic_store_n(&h->body_bytes, held + n, __ATOMIC_RELAXED);
 }
 
 /* Route a whole request. */
@@ -272,11 +326,14 @@ static enum MHD_Result route(struct hreq *r, const char *url, const char *method
 	size_t n = strlen(url);
 	int32_t pid;
 
-	if (r->too_big) {
+	if (r->too_big == 1) {
 		answer_error(r, NODE_RESOURCE_EXHAUSTED, "request body over 2 MiB");
 		r->status = 413;
 		return MHD_YES;
 	}
+	if (r->too_big)
+		return answer_error(r, NODE_UNAVAILABLE, "other requests' bodies fill the HTTP side's 16 MiB: try again"),
+		       MHD_YES;
 	if (!strcmp(url, "/healthz")) {
 		if (!get)
 			return not_allowed(r, "GET");
@@ -383,6 +440,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 			return MHD_NO;
 		r->h = cls;
 		r->conn = conn;
+		r->keep_body = body_wanted(r, url, method);
 		*con_cls = r;
 		return MHD_YES;
 	}
@@ -390,20 +448,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		return send_answer(r);
 	if (r->submitted)
 		return MHD_YES; /* resumed before the answer: cannot happen, wait */
-	if (*upload_size) { /* body bytes, bounded */
-		if (!r->too_big) {
-			char *b = r->len + *upload_size <= HTTP_MAX_BODY ? realloc(r->body, r->len + *upload_size) : NULL;
-			if (!b) {
-				r->too_big = 1;
-				free(r->body);
-				r->body = NULL;
-				r->len = 0;
-			} else {
-				memcpy(b + r->len, upload, *upload_size);
-				r->body = b;
-				r->len += *upload_size;
-			}
-		}
+	if (*upload_size) { /* body bytes: a write's kept, bounded; any other's dropped */
+		if (r->keep_body)
+			body_add(r, upload, *upload_size);
 		*upload_size = 0;
 		return MHD_YES;
 	}
@@ -418,6 +465,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	(void)cls, (void)conn, (void)why;
 	if (!r)
 		return;
+	__atomic_sub_fetch(&r->h->body_bytes, r->len, __ATOMIC_RELAXED);
 	free(r->body);
 	free(r->out);
 	free(r);

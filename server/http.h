@@ -19,6 +19,7 @@
 #define HTTP_MAX_PER_IP 1100
 #define HTTP_TIMEOUT_S 15       /* an idle connection is closed after this */
 #define HTTP_MAX_BODY (2u << 20) /* a 1 MiB payload, base64 and JSON around it */
+#define HTTP_MAX_BODIES (16u << 20) /* all requests' bodies held at once */
 #define HTTP_MAX_SOURCES 4      /* metrics sources besides the loop */
 
 struct httpsrv;

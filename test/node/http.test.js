@@ -171,6 +171,55 @@ test('POST config refused: bad JSON, deep nesting, bad base64, oversized, unknow
   assert.equal(r.json.code, 'PERMISSION_DENIED');
 });
 
+// A raw request that announces a body of `announce` bytes and sends `send`
+// of them; resolves with the connection once they are written.
+const holdBody = (b, url, announce, send, headers = {}) => new Promise((resolve, reject) => {
+  const { hostname, port } = new URL(b);
+  const s = require('node:net').connect(Number(port), hostname, () => {
+    const hs = Object.entries({ 'content-type': 'application/octet-stream', 'content-length': announce, ...headers })
+      .map(([k, v]) => `${k}: ${v}\r\n`).join('');
+    s.write(`POST ${url} HTTP/1.1\r\nhost: x\r\n${hs}\r\n`);
+    s.write(Buffer.alloc(send, 0x41), () => resolve(s));
+  });
+  s.on('error', reject);
+});
+const rssKiB = (pid) => Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))[1]);
+
+test('bodies: none held for a request that takes none; all writes together hold at most 16 MiB', async () => {
+  const e = await h.echo();
+  await h.attached(d, e.pid);
+  // 24 clients without the key, each 2 MiB announced and all but 1 KiB sent:
+  // their bytes are read and dropped (held, they would be 48 MiB).
+  const rss0 = rssKiB(d.innerPid());
+  const idle = [];
+  for (let i = 0; i < 24; i++) {
+    const url = i % 2 ? '/healthz' : `/v1/processes/${e.pid}/config`;
+    idle.push(await holdBody(base, url, 2 << 20, (2 << 20) - 1024));
+  }
+  assert.equal((await get(`${base}/healthz`)).status, 200);
+  const grown = rssKiB(d.innerPid()) - rss0;
+  assert.ok(grown < 16 << 10, `the daemon grew by ${grown} KiB for bodies it takes no use of`);
+  idle.forEach((s) => s.destroy());
+  // Writes with the key: 8 bodies of 2 MiB less 1 KiB, held unfinished,
+  // fill the 16 MiB; a ninth write is refused as UNAVAILABLE, and once they
+  // are gone a write goes through again.
+  const auth = { authorization: `Bearer ${KEY}` };
+  const held = [];
+  for (let i = 0; i < 8; i++)
+    held.push(await holdBody(base, `/v1/processes/${e.pid}/config`, 2 << 20, (2 << 20) - 1024, auth));
+  const post = () => get(`${base}/v1/processes/${e.pid}/config`,
+    { method: 'POST', headers: { 'content-type': 'application/octet-stream' }, body: Buffer.alloc(256 << 10, 0x41) });
+  const bodyBytes = async () => Number(/^procctl_http_body_bytes (\d+)$/m.exec((await get(`${base}/metrics`)).text)[1]);
+  await h.until(async () => (await bodyBytes()) === 8 * ((2 << 20) - 1024), { what: 'the daemon to hold the 8' });
+  let r = await post();
+  assert.equal(r.status, 503, r.text);
+  assert.match(r.json.error, /16 MiB/);
+  held.forEach((s) => s.destroy());
+  await h.until(async () => (await bodyBytes()) === 0, { what: 'the held bodies to be freed' });
+  r = await post();
+  assert.equal(r.status, 400, r.text); // over the process's 4 KiB capacity: judged, not refused for room
+});
+
 test('the JSON views and writes are for loopback and a key: refused off loopback, writes need the key', async () => {
   const port = await h.freePort();
   const run = (args) => require('node:child_process').spawnSync(h.NODE_BIN, ['--check-config', ...args],

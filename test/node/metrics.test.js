@@ -59,6 +59,7 @@ const FAMILIES = {
   procctl_desired_bytes: 'gauge',
   procctl_watch_events_total: 'counter',
   procctl_http_responses_total: 'counter',
+  procctl_http_body_bytes: 'gauge',
   procctl_grpc_calls_total: 'counter',
   procctl_grpc_streams: 'gauge',
 };
