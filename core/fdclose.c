@@ -10,10 +10,18 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+/* Detached closes: one queue, one thread at a time working it (a thread
+ * each would only wait on the kernel's event_mutex in turn). */
 struct closing {
 	int *fds;
 	size_t n;
+	struct closing *next;
 };
+
+static pthread_mutex_t q_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct closing *q_head, *q_tail; /* under q_mu */
+static int q_running;                   /* under q_mu: a closer works the queue */
+static long q_pending;                  /* atomic: fds queued or being closed */
 
 void procctl_close_all(const int *fds, size_t n)
 {
@@ -23,33 +31,83 @@ void procctl_close_all(const int *fds, size_t n)
 			close(fds[i]);
 }
 
-static void *closer(void *arg)
+/* Close c's fds, counting each down as it is closed; free c. */
+static void close_batch(struct closing *c)
 {
-	struct closing *c = arg;
-	pthread_setname_np(pthread_self(), "procctl-close");
-	procctl_close_all(c->fds, c->n);
+	size_t i;
+	for (i = 0; i < c->n; i++)
+		if (c->fds[i] >= 0) {
+			close(c->fds[i]);
+			__atomic_sub_fetch(&q_pending, 1, __ATOMIC_RELEASE);
+		}
 	free(c->fds);
 	free(c);
+}
+
+static void *closer(void *arg)
+{
+	struct closing *c;
+	(void)arg;
+	pthread_setname_np(pthread_self(), "procctl-close");
+	pthread_mutex_lock(&q_mu);
+	while ((c = q_head)) {
+		if (!(q_head = c->next))
+			q_tail = NULL;
+		pthread_mutex_unlock(&q_mu);
+		close_batch(c);
+		pthread_mutex_lock(&q_mu);
+	}
+	q_running = 0;
+	pthread_mutex_unlock(&q_mu);
 	return NULL;
 }
 
 void procctl_close_detached(int *fds, size_t n)
 {
-	struct closing *c = malloc(sizeof *c);
+	struct closing *c = malloc(sizeof *c), *mine = NULL;
 	pthread_attr_t attr;
 	pthread_t t;
-	int ok = 0;
-	if (c && !pthread_attr_init(&attr)) {
-		c->fds = fds;
-		c->n = n;
-		ok = !pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED) && !pthread_create(&t, &attr, closer, c);
-		pthread_attr_destroy(&attr);
-	}
-	if (!ok) {
-		free(c);
+	size_t i;
+	long k = 0;
+	if (!c) {
 		procctl_close_all(fds, n);
 		free(fds);
+		return;
 	}
+	for (i = 0; i < n; i++)
+		k += fds[i] >= 0;
+	*c = (struct closing){fds, n, NULL};
+	__atomic_add_fetch(&q_pending, k, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&q_mu);
+	if (q_tail)
+		q_tail->next = c;
+	else
+		q_head = c;
+	q_tail = c;
+	if (!q_running) {
+		int ok = 0;
+		if (!pthread_attr_init(&attr)) {
+			ok = !pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED) &&
+			     !pthread_create(&t, &attr, closer, NULL);
+			pthread_attr_destroy(&attr);
+		}
+		if (ok)
+			q_running = 1;
+		else { /* no thread: the queue is closed here */
+			mine = q_head;
+			q_head = q_tail = NULL;
+		}
+	}
+	pthread_mutex_unlock(&q_mu);
+	while ((c = mine)) {
+		mine = c->next;
+		close_batch(c);
+	}
+}
+
+long procctl_close_pending(void)
+{
+	return __atomic_load_n(&q_pending, __ATOMIC_ACQUIRE);
 }
 
 static unsigned suspect_closing; /* procctl_close_suspect's closes not returned yet */

@@ -12,9 +12,15 @@
 /* Close fds[0..n) (entries below 0 are skipped). */
 void procctl_close_all(const int *fds, size_t n);
 
-/* The same on a thread of its own: fds (malloc'd) is the closer's, freed
- * when it is done. Where no thread can start, it is done here. */
+/* The same off this thread: fds (malloc'd) is queued for the one closer
+ * thread, and freed when it is done. Where no thread can start, the queue
+ * is closed here. */
 void procctl_close_detached(int *fds, size_t n);
+
+/* The fds procctl_close_detached took that are not closed yet. While
+ * there are, a perf_event_open of a uprobe would wait for them (the
+ * kernel's event_mutex). */
+long procctl_close_pending(void);
 
 /* Close fd, whose close may never return (a FUSE file's waits on its
  * server), on a thread of its own, with at most max such closes under

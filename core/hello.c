@@ -25,11 +25,16 @@
  * (30 s by default: a program started again and again keeps its probe,
  * and its processes do not race its installation) its uprobes are closed;
  * when the file is written in place (inotify), at once: a uprobe keeps a
- * copy of the instruction it replaced. Those closes run on a thread of
- * their own (fdclose.h): each waits in the kernel for RCU grace periods.
+ * copy of the instruction it replaced. Those closes run on the closer
+ * thread (fdclose.h): each waits in the kernel for RCU grace periods,
+ * holding its event_mutex, which placing a uprobe needs too; so while
+ * any is pending, no file gets probes (its processes are rechecked at
+ * every stage instead, and the file is read again at its next mapping),
+ * and those fds count as used.
  * The agent's own mappings are not probed (it does not discover itself). Files without sites are remembered
  * in a direct-mapped cache so they are read once, mostly. Everything is
- * bounded: HELLO_FILES_MAX probed files, HELLO_SITES_MAX sites each, HELLO_PIDS_MAX pids each (a
+ * bounded: HELLO_FILES_MAX probed files (HELLO_FILES_PER_OWNER of one uid's but root's), HELLO_SITES_MAX
+ * sites each, HELLO_PIDS_MAX pids each (a
  * file with more is kept until the agent stops), HELLO_DELAYED_MAX
  * pending rechecks (more: on_pid at once).
  *
@@ -60,6 +65,7 @@
 #include "procctl_agent.h"
 
 #define HELLO_FILES_MAX 1024
+#define HELLO_FILES_PER_OWNER 32 /* probed files owned by one uid but root's */
 #define HELLO_SITES_MAX 16
 #define HELLO_PIDS_MAX 65536
 #define HELLO_SEEN_SLOTS 4096 /* power of two */
@@ -82,6 +88,7 @@ struct file {
 	int sticky;       /* more than HELLO_PIDS_MAX pids: kept */
 	int64_t idle_since; /* no pid maps it since then; 0: mapped */
 	int64_t probed_ns;  /* when its uprobes were placed */
+	uid_t owner;        /* the file's */
 	struct file *next;
 };
 
@@ -325,13 +332,12 @@ static void say(struct procctl_hello *h, pid_t pid)
 	h->o.on_pid(pid, h->o.arg);
 }
 
-/* on_pid(pid) after HELLO_RECHECK_NS; without uprobes, at every stage
- * (a process may call procctl_init long after it mapped the file). */
-static void recheck(struct procctl_hello *h, pid_t pid)
+/* on_pid(pid) at the first stages stages after now. */
+static void recheck_stages(struct procctl_hello *h, pid_t pid, int stages)
 {
 	int64_t now = procctl_now_ns();
 	int i, armed = 0;
-	for (i = 0; i < (h->uprobes_denied ? HELLO_STAGES : 1); i++) {
+	for (i = 0; i < stages; i++) {
 		struct delayq *q = &h->q[i];
 		if (q->len == HELLO_DELAYED_MAX) {
 			if (!i)
@@ -343,6 +349,13 @@ static void recheck(struct procctl_hello *h, pid_t pid)
 	}
 	if (armed)
 		arm(h, 0);
+}
+
+/* on_pid(pid) after HELLO_RECHECK_NS; without uprobes, at every stage
+ * (a process may call procctl_init long after it mapped the file). */
+static void recheck(struct procctl_hello *h, pid_t pid)
+{
+	recheck_stages(h, pid, h->uprobes_denied ? HELLO_STAGES : 1);
 }
 
 /* Uprobes on every site of the file open as fd, on every CPU, into its hit ring. */
@@ -388,7 +401,21 @@ static int dedupe(uint64_t *off, int n)
 	return n < 0 ? n : m;
 }
 
-/* pid maps [start, end) of file k (path as the process named it). */
+/* Room for a file of n sites owned by uid: HELLO_FILES_MAX files, the fds
+ * left (those still closing count as used), and HELLO_FILES_PER_OWNER of
+ * one owner's but root's (a user's copies of a library with sites would
+ * take them all). */
+static int room(const struct procctl_hello *h, int n, uid_t uid)
+{
+	const struct file *f;
+	int mine = 0;
+	if (h->nfiles >= HELLO_FILES_MAX || (long)n * h->rings.n > h->fds_left - procctl_close_pending())
+		return 0;
+	for (f = h->files; f && uid; f = f->next)
+		mine += f->owner == uid;
+	return mine < HELLO_FILES_PER_OWNER;
+}
+
 /* The kernel refuses uprobes (err): since Linux 6.16, and the stable
  * kernels of mid-2025, they need CAP_SYS_ADMIN, not CAP_PERFMON. Files
  * with sites are still watched, without probes: whoever maps one is
@@ -412,10 +439,12 @@ static void denied(struct procctl_hello *h, struct file *f, int err)
 		    strerror(-err), HELLO_STAGES);
 }
 
+/* pid maps [start, end) of file k (path as the process named it). */
 static void mapped(struct procctl_hello *h, pid_t pid, uint64_t start, uint64_t end, const struct hello_key *k,
 		   const char *path, int live)
 {
 	uint64_t off[HELLO_SITES_MAX];
+	struct stat sb;
 	struct file *f;
 	uint32_t slot = key_slot(k);
 	int fd, n, i, err;
@@ -443,9 +472,21 @@ static void mapped(struct procctl_hello *h, pid_t pid, uint64_t start, uint64_t 
 	if (n < 0)
 		h->st.elf_rejected++;
 	n = dedupe(off, n);
-	if (n > 0 && (h->nfiles >= HELLO_FILES_MAX || (long)n * h->rings.n > h->fds_left)) {
+	if (n > 0 && !fstat(fd, &sb) && !room(h, n, sb.st_uid)) {
 		h->st.files_skipped++; /* over the limits: not remembered, tried again when mapped again */
 		close(fd);
+		return;
+	}
+	if (n > 0 && !h->uprobes_denied && procctl_close_pending() > 0) {
+		/* Earlier probes are still closing, each holding the kernel's
+		 * event_mutex for grace periods, which perf_event_open waits
+		 * for too: no probe now (the loop would wait with it). The
+		 * process is rechecked at every stage; the file is read again
+		 * at its next mapping. */
+		h->st.files_skipped++;
+		close(fd);
+		if (live)
+			recheck_stages(h, pid, HELLO_STAGES);
 		return;
 	}
 	if (n <= 0) {
@@ -461,6 +502,7 @@ static void mapped(struct procctl_hello *h, pid_t pid, uint64_t start, uint64_t 
 	}
 	f->k = *k;
 	f->nsites = n;
+	f->owner = sb.st_uid;
 	f->wd = -1;
 	for (i = 0; i < h->rings.n * n; i++)
 		f->probes[i] = -1;

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dlfcn.h>
 #include <sched.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -24,6 +25,7 @@
 #include <unistd.h>
 
 #include "th.h"
+#include "fdclose.h"
 #include "procctl_agent.h"
 
 #if !defined(ECHO_CLIENT_PATH) || !defined(HELLOLIB_CLIENT_PATH) || !defined(HELLOLIB_PATH)
@@ -36,7 +38,7 @@
 /* ---- the probe ------------------------------------------------------------ */
 
 static char lockdir[64], consumer[32];
-static pid_t children[8];
+static pid_t children[16];
 static int nchildren;
 
 struct world {
@@ -127,6 +129,7 @@ static void world_open(struct world *w, uint64_t rescan_ns, const char *sysfs_ro
 {
 	struct procctl_registry_opts o;
 	struct procctl_hello_opts ho;
+	int i;
 	memset(w, 0, sizeof *w);
 	memset(&o, 0, sizeof o);
 	o.sz = sizeof o;
@@ -148,6 +151,8 @@ static void world_open(struct world *w, uint64_t rescan_ns, const char *sysfs_ro
 	ho.ring_pages = batch_ns > 1000 * MS ? 1024 : 0;
 	ho.on_exec = on_exec;
 	w->h = procctl_hello_new(&ho);
+	for (i = 0; i < 1000 && procctl_close_pending(); i++)
+		th_sleep_ms(10); /* an earlier test's probes closing: none is placed meanwhile */
 	if (!w->h && !sysfs_root && (errno == EACCES || errno == EPERM || errno == ENOENT))
 		TH_SKIP_OR_FAIL(procctl_hello_error(-errno));
 }
@@ -582,6 +587,165 @@ static void without_permission_it_says_so(void **state)
 	assert_int_equal(WEXITSTATUS(st), 0);
 }
 
+/* ---- closes and owners ----------------------------------------------------- */
+
+/* Copies [from, from + n) of libhellolib.so in lockdir (files of their
+ * own), owned by uid. */
+static void lib_copies(int from, int n, uid_t uid)
+{
+	char path[128], cmd[320];
+	int i;
+	for (i = from; i < from + n; i++) {
+		snprintf(path, sizeof path, "%s/lib%d.so", lockdir, i);
+		snprintf(cmd, sizeof cmd, "cp %s %s", HELLOLIB_PATH, path);
+		assert_int_equal(system(cmd), 0);
+		assert_int_equal(chown(path, uid, uid), 0);
+	}
+}
+
+/* A child that maps copies [from, from + n) (dlopen) and waits. */
+static pid_t lib_mapper(int from, int n)
+{
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		char path[128];
+		int i;
+		for (i = from; i < from + n; i++) {
+			snprintf(path, sizeof path, "%s/lib%d.so", lockdir, i);
+			if (!dlopen(path, RTLD_NOW | RTLD_LOCAL))
+				_exit(1);
+		}
+		pause();
+		_exit(0);
+	}
+	children[nchildren++] = pid;
+	return pid;
+}
+
+/* argv[0] started once *go is written to: forked now, before the caller
+ * has probes to close (a child forked later holds their fds, and the
+ * last close, in its exec, waits for the closes before it). */
+static pid_t spawn_later(char *const argv[], int *go)
+{
+	int p[2];
+	pid_t pid;
+	char c;
+	assert_int_equal(pipe(p), 0);
+	assert_true((pid = fork()) >= 0);
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+		close(p[1]);
+		dup2(null, 1);
+		if (read(p[0], &c, 1) == 1)
+			execv(argv[0], argv);
+		_exit(127);
+	}
+	close(p[0]);
+	*go = p[1];
+	children[nchildren++] = pid;
+	return pid;
+}
+
+static void end_child(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	nchildren--;
+}
+
+static int probed_cond(struct world *w, long want)
+{
+	struct procctl_hello_stats st;
+	procctl_hello_stats(w->h, &st);
+	return st.files_probed >= (uint64_t)want;
+}
+
+static int time_cond(struct world *w, long until_ns)
+{
+	(void)w;
+	return th_now_ns() >= (uint64_t)until_ns;
+}
+
+static int closed_cond(struct world *w, long unused)
+{
+	(void)w, (void)unused;
+	return procctl_close_pending() == 0;
+}
+
+/* Closing uprobes holds the kernel's event_mutex for grace periods, and
+ * placing one waits for it: while closes are pending, a file with the
+ * probe gets none (the loop would wait; a user who makes probes come and
+ * go would stall it). Its process is still found, by the rechecks; once
+ * the closes are done, the file is probed at its next mapping. */
+static void no_probes_while_closes_wait(void **state)
+{
+	struct procctl_hello_stats st0, st1, st;
+	struct world w;
+	char path[128], cmd[320];
+	char *argv_copy[] = {path, "--consumer", consumer, NULL};
+	pid_t mapper, pid;
+	int go;
+	(void)state;
+	snprintf(path, sizeof path, "%s/echo-client", lockdir);
+	snprintf(cmd, sizeof cmd, "cp %s %s", ECHO_CLIENT_PATH, path);
+	assert_int_equal(system(cmd), 0);
+	pid = spawn_later(argv_copy, &go);
+	world_start(&w, HOUR, NULL);
+	assert_true(pump(&w, ready_cond, 0));
+	assert_true(pump(&w, closed_cond, 0));
+	procctl_hello_stats(w.h, &st0);
+	lib_copies(0, 12, 0);
+	mapper = lib_mapper(0, 12);
+	if (!pump(&w, probed_cond, (long)st0.files_probed + 12))
+		fail_msg("12 libraries with the probe were not probed");
+	end_child(mapper);
+	if (!pump(&w, files_cond, (long)st0.files)) /* idle: their probes go to the closer */
+		fail_msg("the probes of files nobody maps stayed");
+	assert_true(procctl_close_pending() > 0);
+	procctl_hello_stats(w.h, &st1);
+	assert_int_equal(write(go, "x", 1), 1);
+	close(go);
+	if (!pump(&w, attached_cond, pid))
+		fail_msg("a client seen while closes were pending was not attached (rescans are an hour apart)");
+	procctl_hello_stats(w.h, &st);
+	assert_true(st.files_skipped > st1.files_skipped);
+	if (!pump(&w, closed_cond, 0))
+		fail_msg("the closes did not end");
+	print_message("closes were pending while the client was found: %llu files skipped\n",
+		      (unsigned long long)(st.files_skipped - st1.files_skipped));
+	spawn(argv_copy);
+	if (!pump(&w, probed_cond, (long)st1.files_probed + 1))
+		fail_msg("the client's file was not probed once the closes were done");
+	world_stop(&w);
+}
+
+/* One owner's files (root's aside) get HELLO_FILES_PER_OWNER (32) probed
+ * files: a user's copies of a library with the probe take no more. */
+static void one_owner_gets_32_files(void **state)
+{
+	struct procctl_hello_stats st0, st;
+	struct world w;
+	pid_t mapper;
+	(void)state;
+	world_start(&w, HOUR, NULL);
+	assert_true(pump(&w, ready_cond, 0));
+	assert_true(pump(&w, closed_cond, 0));
+	procctl_hello_stats(w.h, &st0);
+	lib_copies(0, 34, 65534);
+	mapper = lib_mapper(0, 34);
+	if (!pump(&w, probed_cond, (long)st0.files_probed + 32))
+		fail_msg("32 files of one owner were not probed");
+	pump(&w, time_cond, (long)(th_now_ns() + 200 * MS)); /* 200 ms more for any 33rd */
+	procctl_hello_stats(w.h, &st);
+	assert_int_equal(st.files, st0.files + 32);
+	assert_true(st.files_skipped >= st0.files_skipped + 2);
+	end_child(mapper);
+	assert_true(pump(&w, files_cond, (long)st0.files));
+	assert_true(pump(&w, closed_cond, 0));
+	world_stop(&w);
+}
+
 static void bad_options(void **state)
 {
 	struct procctl_hello_opts ho;
@@ -611,6 +775,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(uprobes_refused_mappings_still_find, setup, teardown),
 		cmocka_unit_test_setup_teardown(without_the_probe_rescans_still_find, setup, teardown),
 		cmocka_unit_test_setup_teardown(without_permission_it_says_so, setup, teardown),
+		cmocka_unit_test_setup_teardown(no_probes_while_closes_wait, setup, teardown),
+		cmocka_unit_test_setup_teardown(one_owner_gets_32_files, setup, teardown),
 	};
 	return TH_RUN(tests);
 }
