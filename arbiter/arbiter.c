@@ -26,6 +26,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 
 #include "procctl_arbiter.h"
 
@@ -67,7 +68,8 @@ struct last_seen {
 	struct procctl_res_entry rep[PROCCTL_RES_MAX];
 };
 
-#define SEEN_SLOTS (2 * PROCCTL_ARB_MAX_TARGETS) /* a power of two, half full at most */
+#define CAP_MIN 64 /* targets a tick has room for at first; grown to as many as the source has */
+#define CAP_MAX (1u << 24)
 #define REFRESH_NS 20000000ull
 #define UNREADABLE_NS 1000000000ull
 #define NOT_READY_NS 100000000ull /* ready is asked again this often (it needs a scan) */
@@ -80,11 +82,17 @@ struct procctl_arbiter {
 	size_t nres;
 	uint64_t last_tick;
 	uint64_t next_due;      /* procctl_arbiter_next_tick */
-	struct view *views;     /* PROCCTL_ARB_MAX_TARGETS, reused each tick */
-	struct last_seen *seen; /* the same */
+	/* Room for cap targets, made at the start of a tick that lists more:
+	 * a tick always sees every target (one left out could be a holder,
+	 * taken for gone). */
+	size_t cap;
+	struct procctl_arb_target *ts; /* cap: the source's list */
+	struct view *views;            /* cap, reused each tick */
+	struct view **live;            /* cap: a survey's holders */
+	struct last_seen *seen;        /* 2 * cap: this tick's and the last's */
 	size_t nseen;
+	uint32_t *seen_ix; /* 4 * cap slots: seen by (pid, instance), index + 1, open addressing; 0 empty */
 	uint64_t ticks;
-	uint16_t seen_ix[SEEN_SLOTS]; /* seen by (pid, instance): index + 1, open addressing; 0 empty */
 };
 
 static int same_key(const procctl_resource_t *a, uint32_t kind, const uint8_t id[16])
@@ -139,6 +147,8 @@ static void learn(procctl_arbiter_t *a, const struct view *v, const procctl_reso
 	a->res[at].learner_instance = v->t.instance_id;
 }
 
+static int make_room(procctl_arbiter_t *a, size_t want);
+
 procctl_arbiter_t *procctl_arbiter_new(const struct procctl_arbiter_opts *o, const struct procctl_arbiter_source *src)
 {
 	procctl_arbiter_t *a;
@@ -155,9 +165,7 @@ procctl_arbiter_t *procctl_arbiter_new(const struct procctl_arbiter_opts *o, con
 	a = calloc(1, sizeof *a);
 	if (!a)
 		return NULL;
-	a->views = calloc(PROCCTL_ARB_MAX_TARGETS, sizeof *a->views);
-	a->seen = calloc(PROCCTL_ARB_MAX_TARGETS, sizeof *a->seen);
-	if (!a->views || !a->seen) {
+	if (make_room(a, CAP_MIN) < 0) {
 		procctl_arbiter_free(a);
 		errno = ENOMEM;
 		return NULL;
@@ -178,8 +186,11 @@ void procctl_arbiter_free(procctl_arbiter_t *a)
 {
 	if (!a)
 		return;
+	free(a->ts);
 	free(a->views);
+	free(a->live);
 	free(a->seen);
+	free(a->seen_ix);
 	free(a);
 }
 
@@ -209,8 +220,9 @@ static int busy_state(uint32_t s)
 /* The slot of (pid, instance) in seen_ix, or of the empty one it would take. */
 static size_t seen_slot(const procctl_arbiter_t *a, pid_t pid, uint64_t instance)
 {
-	size_t i = (size_t)(((uint64_t)(uint32_t)pid * 0x9e3779b97f4a7c15ull ^ instance) * 0x9e3779b97f4a7c15ull >> 40);
-	for (i &= SEEN_SLOTS - 1; a->seen_ix[i]; i = (i + 1) & (SEEN_SLOTS - 1)) {
+	size_t mask = 4 * a->cap - 1;
+	size_t i = (size_t)(((uint64_t)(uint32_t)pid * 0x9e3779b97f4a7c15ull ^ instance) * 0x9e3779b97f4a7c15ull >> 32);
+	for (i &= mask; a->seen_ix[i]; i = (i + 1) & mask) {
 		const struct last_seen *s = &a->seen[a->seen_ix[i] - 1];
 		if (s->pid == pid && s->instance == instance)
 			break;
@@ -226,16 +238,25 @@ static struct last_seen *seen_of(procctl_arbiter_t *a, const struct procctl_arb_
 	if (a->seen_ix[i]) {
 		s = &a->seen[a->seen_ix[i] - 1];
 	} else {
-		if (a->nseen >= PROCCTL_ARB_MAX_TARGETS)
+		if (a->nseen >= 2 * a->cap)
 			return NULL;
 		s = &a->seen[a->nseen++];
 		memset(s, 0, offsetof(struct last_seen, rep));
 		s->pid = t->pid;
 		s->instance = t->instance_id;
-		a->seen_ix[i] = (uint16_t)a->nseen;
+		a->seen_ix[i] = (uint32_t)a->nseen;
 	}
 	s->tick = a->ticks;
 	return s;
+}
+
+/* seen_ix made again from seen. */
+static void seen_index(procctl_arbiter_t *a)
+{
+	size_t i;
+	memset(a->seen_ix, 0, 4 * a->cap * sizeof *a->seen_ix);
+	for (i = 0; i < a->nseen; i++)
+		a->seen_ix[seen_slot(a, a->seen[i].pid, a->seen[i].instance)] = (uint32_t)(i + 1);
 }
 
 /* The records of targets this tick did not list go; the index is made
@@ -250,12 +271,49 @@ static void seen_forget(procctl_arbiter_t *a, size_t n)
 			i++;
 	if (kept == a->nseen)
 		return;
-	memset(a->seen_ix, 0, sizeof a->seen_ix);
-	for (i = 0; i < a->nseen; i++)
-		a->seen_ix[seen_slot(a, a->seen[i].pid, a->seen[i].instance)] = (uint16_t)(i + 1);
+	seen_index(a);
 	for (i = 0; i < n; i++)
 		if (a->views[i].s)
 			a->views[i].s = &a->seen[a->seen_ix[seen_slot(a, a->views[i].t.pid, a->views[i].t.instance_id)] - 1];
+}
+
+/* Room for want targets (a power of two at least CAP_MIN): 0, or -ENOMEM
+ * with the room there was. Between ticks only: no view points into seen. */
+static int make_room(procctl_arbiter_t *a, size_t want)
+{
+	size_t cap = a->cap ? a->cap : CAP_MIN;
+	struct procctl_arb_target *ts;
+	struct view *views, **live;
+	struct last_seen *seen;
+	uint32_t *ix;
+	if (want > CAP_MAX)
+		return -ENOMEM;
+	while (cap < want)
+		cap *= 2;
+	if (cap == a->cap)
+		return 0;
+	ts = realloc(a->ts, cap * sizeof *ts);
+	if (ts)
+		a->ts = ts;
+	views = realloc(a->views, cap * sizeof *views);
+	if (views)
+		a->views = views;
+	live = realloc(a->live, cap * sizeof *live);
+	if (live)
+		a->live = live;
+	seen = realloc(a->seen, 2 * cap * sizeof *seen);
+	if (seen)
+		a->seen = seen;
+	ix = malloc(4 * cap * sizeof *ix);
+	if (!ts || !views || !live || !seen || !ix) {
+		free(ix);
+		return -ENOMEM; /* what was made bigger stays so: the old room holds */
+	}
+	free(a->seen_ix);
+	a->seen_ix = ix;
+	a->cap = cap;
+	seen_index(a);
+	return 0;
 }
 
 /* The target's reports into v: read them, or the last ones read while its
@@ -288,13 +346,16 @@ static void reports_of(procctl_arbiter_t *a, struct view *v, struct last_seen *s
 }
 
 /* Read every target into a->views; learn resources from reports that want
- * them; keep what each readable target showed. */
-static size_t look(procctl_arbiter_t *a, uint64_t now)
+ * them; keep what each readable target showed. The count, or -ENOMEM
+ * when there is no room for all (the tick then does nothing). */
+static ssize_t look(procctl_arbiter_t *a, uint64_t now)
 {
-	struct procctl_arb_target ts[PROCCTL_ARB_MAX_TARGETS];
-	size_t n = a->src.targets(a->src.ctx, ts, PROCCTL_ARB_MAX_TARGETS), i, r;
-	if (n > PROCCTL_ARB_MAX_TARGETS)
-		n = PROCCTL_ARB_MAX_TARGETS;
+	struct procctl_arb_target *ts;
+	size_t n, i, r;
+	while ((n = a->src.targets(a->src.ctx, a->ts, a->cap)) > a->cap)
+		if (make_room(a, n) < 0)
+			return -ENOMEM;
+	ts = a->ts;
 	a->ticks++;
 	for (i = 0; i < n; i++) {
 		struct view *v = &a->views[i];
@@ -327,7 +388,7 @@ static size_t look(procctl_arbiter_t *a, uint64_t now)
 		}
 	}
 	seen_forget(a, n); /* the targets that are gone */
-	return n;
+	return (ssize_t)n;
 }
 
 /* The holder is gone: exited, or exec'd for a process-bound kind. */
@@ -382,7 +443,7 @@ struct survey {
 	int busy;    /* used without a grant of ours, or by a holder we cannot see */
 	int err;     /* the first failure of a source call */
 	uint32_t waiters, holder_wants;
-	struct view *live[PROCCTL_ARB_MAX_TARGETS]; /* holding a grant not revoked: nlive of them */
+	struct view **live; /* holding a grant not revoked: nlive of them (the arbiter's room) */
 };
 
 static void first_err(struct survey *sv, int64_t r)
@@ -537,7 +598,8 @@ static int arbitrate(procctl_arbiter_t *a, size_t n, struct res_state *rs, size_
 {
 	struct survey sv;
 
-	memset(&sv, 0, offsetof(struct survey, live));
+	memset(&sv, 0, sizeof sv);
+	sv.live = a->live;
 	survey(a, n, rs, ri, &sv);
 	if (sv.revoked) {
 		rs->pending_ns += dt;
@@ -621,6 +683,7 @@ static uint64_t next_due(const procctl_arbiter_t *a, size_t n, uint64_t now, int
 int procctl_arbiter_tick(procctl_arbiter_t *a)
 {
 	uint64_t now = a->src.now(a->src.ctx), dt = a->last_tick && now > a->last_tick ? now - a->last_tick : 0;
+	ssize_t got;
 	size_t n, r;
 	int err = 0;
 
@@ -631,7 +694,11 @@ int procctl_arbiter_tick(procctl_arbiter_t *a)
 		a->next_due = (a->o.flags & PROCCTL_ARB_READY_EVENTS) ? UINT64_MAX : now + NOT_READY_NS;
 		return 0;
 	}
-	n = look(a, now);
+	if ((got = look(a, now)) < 0) {
+		a->next_due = now + NOT_READY_NS; /* no room to see them all: nothing is decided, until there is */
+		return (int)got;
+	}
+	n = (size_t)got;
 	for (r = 0; r < a->nres; r++) {
 		int e = arbitrate(a, n, &a->res[r], r, now, dt);
 		if (e && !err)

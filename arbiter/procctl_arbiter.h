@@ -34,12 +34,13 @@ struct procctl_arb_target {
 	uint64_t instance_id;
 };
 
-#define PROCCTL_ARB_MAX_TARGETS 1024
 #define PROCCTL_ARB_MAX_RESOURCES 64
 
 struct procctl_arbiter_source {
 	void *ctx;
-	/* The targets now: how many (at most max written). */
+	/* The targets now: how many there are, at most max of them written;
+	 * when there are more, the arbiter makes room and asks again (a
+	 * tick sees every target or decides nothing). */
 	size_t (*targets)(void *ctx, struct procctl_arb_target *out, size_t max);
 	/* 1 when this agent holds the node lock and a full scan begun after it
 	 * took it has finished (SPEC.md 9.2): only then does it arbitrate. */
@@ -104,7 +105,8 @@ void procctl_arbiter_free(procctl_arbiter_t *a);
  * grant free resources. Call it when something changed (an ack doorbell,
  * an attach or detach, a report seen changed by a poll) and when
  * procctl_arbiter_next_tick says; more often only costs the reads of the
- * targets whose doorbells rang. 0, or the first write error. */
+ * targets whose doorbells rang. 0, or the first write error; -ENOMEM
+ * when there was no room to see every target (nothing was decided). */
 int procctl_arbiter_tick(procctl_arbiter_t *a);
 /* When (the source's clock) the arbiter needs its next tick if nothing
  * changes: the end of a holder's turn while others wait; a revocation

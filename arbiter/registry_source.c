@@ -15,6 +15,8 @@
 
 struct rsrc {
 	procctl_registry_t *r;
+	procctl_client_t **cs; /* ncs: the registry's clients of the consumer, made room for as they grow */
+	size_t ncs;
 	char consumer[32];
 	uint64_t deadline_ns;
 	struct procctl_state st;        /* one read at a time: ticks run on the loop thread */
@@ -30,10 +32,17 @@ static uint64_t now_ns(void *ctx)
 static size_t targets(void *ctx, struct procctl_arb_target *out, size_t max)
 {
 	struct rsrc *s = ctx;
-	procctl_client_t *cs[PROCCTL_ARB_MAX_TARGETS];
-	size_t n = procctl_registry_clients_of(s->r, s->consumer, cs, PROCCTL_ARB_MAX_TARGETS), i, k = 0;
-	if (n > PROCCTL_ARB_MAX_TARGETS)
-		n = PROCCTL_ARB_MAX_TARGETS;
+	procctl_client_t **cs = s->cs;
+	size_t n = procctl_registry_clients_of(s->r, s->consumer, cs, s->ncs), i, k = 0;
+	if (n > max)
+		return n; /* the arbiter makes room, and asks again */
+	if (n > s->ncs) {
+		if (!(cs = realloc(s->cs, n * sizeof *cs)))
+			return SIZE_MAX; /* no room here: the arbiter's fails too */
+		s->cs = cs;
+		s->ncs = n;
+		n = procctl_registry_clients_of(s->r, s->consumer, cs, s->ncs); /* the same: one thread */
+	}
 	for (i = 0; i < n && k < max; i++) {
 		if (procctl_client_info(cs[i], &s->info))
 			continue;
@@ -164,6 +173,8 @@ int procctl_arbiter_registry_source(struct procctl_arbiter_source *src, procctl_
 
 void procctl_arbiter_registry_source_free(struct procctl_arbiter_source *src)
 {
+	if (src->ctx)
+		free(((struct rsrc *)src->ctx)->cs);
 	free(src->ctx);
 	src->ctx = NULL;
 }

@@ -18,18 +18,34 @@ static struct fproc *of(void *ctx, void *handle)
 	return handle;
 }
 
+/* Add p to out[*n] when there is room; count it anyway. */
+static void list(struct fproc *p, struct procctl_arb_target *out, size_t max, size_t *n)
+{
+	if (*n < max) {
+		out[*n].handle = p;
+		out[*n].pid = p->pid;
+		out[*n].instance_id = p->inst;
+	}
+	++*n;
+}
+
 static size_t f_targets(void *ctx, struct procctl_arb_target *out, size_t max)
 {
+	static struct fproc crowd[AW_CROWD_MAX];
 	struct world *w = ctx;
 	size_t n = 0;
 	int i;
-	for (i = 0; i < w->n; i++)
-		if (w->p[i].listed && n < max) {
-			out[n].handle = &w->p[i];
-			out[n].pid = w->p[i].pid;
-			out[n].instance_id = w->p[i].inst;
-			n++;
+	for (i = 0; i < w->crowd && i < AW_CROWD_MAX; i++) {
+		if (!crowd[i].pid) {
+			crowd[i].pid = 100000 + i;
+			crowd[i].inst = (uint64_t)crowd[i].pid * 1000u;
+			crowd[i].listed = crowd[i].readable = crowd[i].exists = 1;
 		}
+		list(&crowd[i], out, max, &n);
+	}
+	for (i = 0; i < w->n; i++)
+		if (w->p[i].listed)
+			list(&w->p[i], out, max, &n);
 	return n;
 }
 

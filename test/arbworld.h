@@ -41,7 +41,11 @@ struct world {
 	int ready, writes;
 	int reads;     /* f_reports calls */
 	int doorbells; /* the source has changed (f_changed) */
+	int crowd;     /* that many more targets (at most AW_CROWD_MAX), listed before p[] as the registry
+			  lists the newest first: running, readable, wanting nothing */
 };
+
+#define AW_CROWD_MAX 4096
 
 /* Resource i of the tests' GPU kind. */
 procctl_resource_t aw_gpu(int i);

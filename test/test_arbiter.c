@@ -460,6 +460,29 @@ static void learning_bounded(void **state)
 	procctl_arbiter_free(a);
 }
 
+/* A tick sees every target, however many: 1,500 more processes, listed
+ * before the two wanters (the registry lists the newest first), neither
+ * hide the holder (taken for gone, a process-bound grant would go to the
+ * next while it still held) nor the waiter (it would never get a turn). */
+static void crowd_hides_nobody(void **state)
+{
+	struct world w;
+	procctl_arbiter_t *a = aw_two_wanters(&w, PROCCTL_ARB_PROCESS_BOUND);
+	struct procctl_arbiter_snapshot s;
+	(void)state;
+	w.crowd = 1500;
+	aw_run(&w, a, HOLD / 2, MS);
+	assert_int_equal(aw_holder(&w, 0), 10); /* its turn goes on */
+	aw_run(&w, a, HOLD, MS);
+	assert_int_equal(aw_holder(&w, 0), 20); /* then the waiter's */
+	s = aw_snap(a, 0);
+	assert_int_equal(s.holder_pid, 20);
+	assert_int_equal(s.waiters, 1);
+	aw_run(&w, a, HOLD, MS);
+	assert_int_equal(aw_holder(&w, 0), 10);
+	procctl_arbiter_free(a);
+}
+
 static void bad_options(void **state)
 {
 	struct world w;
@@ -499,6 +522,7 @@ int main(void)
 		cmocka_unit_test(reads_follow_doorbells),
 		cmocka_unit_test(independent_and_admitted),
 		cmocka_unit_test(learning_bounded),
+		cmocka_unit_test(crowd_hides_nobody),
 		cmocka_unit_test(bad_options),
 	};
 	return TH_RUN(tests);

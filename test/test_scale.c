@@ -5,7 +5,8 @@
  * heard (the 128th and the 10,000th among them: past futex_waitv's 128 a
  * call and past the first thousands); an arbiter's source finds its
  * consumer's one process among them (its targets were the first 1,024 of
- * every consumer's, and the one attached first was not among them); and
+ * every consumer's, and the one attached first was not among them), and
+ * lists all 10,000 of the farm's (an arbiter sees every target); and
  * the attaches are not a heartbeat of every owned region each. */
 #include <errno.h>
 #include <fcntl.h>
@@ -75,7 +76,7 @@ static void ten_thousand(void **state)
 	struct procctl_registry_opts o;
 	struct procctl_registry_stats st;
 	struct procctl_arbiter_source src;
-	struct procctl_arb_target tg[4];
+	struct procctl_arb_target tg[4], *all;
 	procctl_client_t **cs = calloc(REGIONS + 1, sizeof *cs);
 	struct tally t = {0, 0, calloc(REGIONS, 1)};
 	struct rlimit rl;
@@ -128,6 +129,15 @@ static void ten_thousand(void **state)
 	assert_int_equal(procctl_arbiter_registry_source(&src, r, "tok", 100 * MS), 0);
 	assert_int_equal(src.targets(src.ctx, tg, 4), 1);
 	assert_int_equal(tg[0].pid, tok.pid);
+	procctl_arbiter_registry_source_free(&src);
+	/* The farm's: all 10,000 counted with room for 4, and listed with room for all. */
+	assert_int_equal(procctl_arbiter_registry_source(&src, r, "farm", 100 * MS), 0);
+	assert_int_equal(src.targets(src.ctx, tg, 4), REGIONS);
+	assert_non_null(all = calloc(REGIONS, sizeof *all));
+	assert_int_equal(src.targets(src.ctx, all, REGIONS), REGIONS);
+	for (i = 0; i < REGIONS; i++)
+		assert_true(all[i].pid > 0 && all[i].handle);
+	free(all);
 	procctl_arbiter_registry_source_free(&src);
 	assert_int_equal(procctl_registry_clients_of(r, "farm", cs, REGIONS), REGIONS);
 
