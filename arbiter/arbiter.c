@@ -71,6 +71,7 @@ struct last_seen {
 #define CAP_MIN 64 /* targets a tick has room for at first; grown to as many as the source has */
 #define CAP_MAX (1u << 24)
 #define REFRESH_NS 20000000ull
+#define QUIET_NS 1000000000ull
 #define UNREADABLE_NS 1000000000ull
 #define NOT_READY_NS 100000000ull /* ready is asked again this often (it needs a scan) */
 
@@ -328,7 +329,11 @@ static void reports_of(procctl_arbiter_t *a, struct view *v, struct last_seen *s
 	 * target stays unreadable (holding what it showed) for a while,
 	 * whatever it rings, so one stalled process cannot slow every tick. */
 	int stalled = s && s->read_at && !s->readable && now - s->read_at < UNREADABLE_NS;
-	if (stalled || (quiet && s->read_at && now - s->read_at < REFRESH_NS)) {
+	/* Quiet, it is read again after REFRESH_NS while it has a grant entry
+	 * or was shown using a resource; else after QUIET_NS (a thousand
+	 * waiters read every 20 ms cost a core). */
+	uint64_t every = v->ngr || (s && s->holding) ? REFRESH_NS : QUIET_NS;
+	if (stalled || (quiet && s->read_at && now - s->read_at < every)) {
 		v->readable = s->readable;
 		v->nrep = s->nrep;
 		memcpy(v->rep, s->rep, (size_t)s->nrep * sizeof *v->rep);

@@ -68,8 +68,10 @@ struct procctl_arbiter_source {
 	uint64_t (*random_id)(void *ctx);
 	/* Optional (NULL: every tick reads every target): 0 when the target
 	 * has not rung its doorbell since the last call, so the reports read
-	 * before still stand; anything else: read them. Reports are read
-	 * again at least every 20 ms whatever it says (a wake is a hint). */
+	 * before still stand; anything else: read them. Whatever it says (a
+	 * wake is a hint), reports are read again at least every 20 ms for a
+	 * target with a grant entry or shown using a resource, and every
+	 * second for the others (a lost ring delays a new want by a second). */
 	int (*changed)(void *ctx, void *handle);
 };
 

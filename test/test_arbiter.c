@@ -483,6 +483,32 @@ static void crowd_hides_nobody(void **state)
 	procctl_arbiter_free(a);
 }
 
+/* Quiet targets without a grant are read once a second, not every 20 ms;
+ * a waiter whose ring was lost is still heard within that second. */
+static void quiet_crowd_read_seldom(void **state)
+{
+	struct world w;
+	procctl_arbiter_t *a = aw_two_wanters(&w, 0);
+	struct fproc *p30;
+	int reads;
+	(void)state;
+	w.doorbells = 1;
+	procctl_arbiter_free(a);
+	a = aw_arbiter(&w, 0, NULL); /* with doorbells */
+	w.crowd = 500;
+	aw_run(&w, a, 10 * MS, MS);
+	reads = w.reads;
+	aw_run(&w, a, 900 * MS, MS);
+	print_message("%d reads in 900 ticks of 502 targets\n", w.reads - reads);
+	assert_true(w.reads - reads < 500 + 200); /* every 20 ms: 45 reads each */
+	p30 = aw_proc(&w, 30);
+	p30->wants[0] = 1;
+	p30->mute = 1; /* it says so, but the ring is lost */
+	aw_run(&w, a, 1000 * MS + 2 * HOLD, MS);
+	assert_int_equal(aw_snap(a, 0).waiters, 2);
+	procctl_arbiter_free(a);
+}
+
 static void bad_options(void **state)
 {
 	struct world w;
@@ -523,6 +549,7 @@ int main(void)
 		cmocka_unit_test(independent_and_admitted),
 		cmocka_unit_test(learning_bounded),
 		cmocka_unit_test(crowd_hides_nobody),
+		cmocka_unit_test(quiet_crowd_read_seldom),
 		cmocka_unit_test(bad_options),
 	};
 	return TH_RUN(tests);
