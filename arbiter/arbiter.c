@@ -49,6 +49,7 @@ struct view {
 	struct procctl_arb_target t;
 	struct last_seen *s; /* its record (NULL: no room) */
 	int alive, readable, admitted;
+	int passed; /* stopped: passed over for this tick's grant */
 	uint32_t nrep, ngr;
 	struct procctl_res_entry rep[PROCCTL_RES_MAX];
 	struct procctl_grant_entry gr[PROCCTL_GRANT_MAX];
@@ -414,13 +415,15 @@ static int before(pid_t p1, uint64_t i1, pid_t p2, uint64_t i2)
 }
 
 /* The next wanter after (pid, instance) in (pid, instance) order, wrapping. */
-static struct view *next_wanter(procctl_arbiter_t *a, size_t n, const struct res_state *rs)
+/* The next wanter in turn (pid, instance order, after the last holder),
+ * of those not passed over unless all. */
+static struct view *in_turn(procctl_arbiter_t *a, size_t n, const struct res_state *rs, int all)
 {
 	struct view *first = NULL, *after = NULL;
 	size_t i;
 	for (i = 0; i < n; i++) {
 		struct view *v = &a->views[i];
-		if (!wants(v, &rs->res))
+		if (!wants(v, &rs->res) || (v->passed && !all))
 			continue;
 		if (!first || before(v->t.pid, v->t.instance_id, first->t.pid, first->t.instance_id))
 			first = v;
@@ -429,6 +432,18 @@ static struct view *next_wanter(procctl_arbiter_t *a, size_t n, const struct res
 			after = v;
 	}
 	return after ? after : first;
+}
+
+/* The wanter to grant to: the next in turn that is not stopped; when all
+ * are, the next in turn. */
+static struct view *next_wanter(procctl_arbiter_t *a, size_t n, const struct res_state *rs)
+{
+	struct view *w = in_turn(a, n, rs, 0);
+	while (w && a->src.stopped && a->src.stopped(a->src.ctx, w->t.pid)) {
+		w->passed = 1;
+		w = in_turn(a, n, rs, 0);
+	}
+	return w ? w : in_turn(a, n, rs, 1);
 }
 
 static void set_holder(struct res_state *rs, const struct view *v, uint64_t grant_id, uint64_t now)

@@ -73,6 +73,11 @@ struct procctl_arbiter_source {
 	 * target with a grant entry or shown using a resource, and every
 	 * second for the others (a lost ring delays a new want by a second). */
 	int (*changed)(void *ctx, void *handle);
+	/* Optional (NULL: never): 1 while the process is stopped (SIGSTOP,
+	 * ptrace). A stopped wanter is passed over in its turn (it could
+	 * neither take the grant up nor give it back); when every wanter is
+	 * stopped, the next in turn gets it, as if none were. */
+	int (*stopped)(void *ctx, pid_t pid);
 };
 
 #define PROCCTL_ARB_PROCESS_BOUND 0x1u /* the resource dies with the image: exec releases it */

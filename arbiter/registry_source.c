@@ -108,27 +108,44 @@ static int alive(void *ctx, void *h)
 	return procctl_client_alive(h);
 }
 
-/* A zombie holds nothing (its files and memory are gone): it counts as
- * gone, so a parent slow to reap does not block the resource. */
-static int pid_exists(void *ctx, pid_t pid)
+/* The state letter in /proc/PID/stat ("pid (comm) S ...", comm may hold
+ * anything): 0 when there is no such process, '?' when it cannot be read. */
+static char proc_state(pid_t pid)
 {
 	char path[32], buf[512], *rp;
 	ssize_t n;
 	int fd;
-	(void)ctx;
-	if (kill(pid, 0) < 0 && errno != EPERM)
-		return 0;
 	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return errno != ENOENT; /* unreadable: it exists */
+		return errno == ENOENT ? 0 : '?';
 	n = read(fd, buf, sizeof buf - 1);
 	close(fd);
 	if (n <= 0)
-		return 1;
+		return '?';
 	buf[n] = 0;
-	rp = strrchr(buf, ')'); /* "pid (comm) S ...", comm may hold anything */
-	return !(rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X'));
+	rp = strrchr(buf, ')');
+	return rp && rp[1] == ' ' && rp[2] ? rp[2] : '?';
+}
+
+/* A zombie holds nothing (its files and memory are gone): it counts as
+ * gone, so a parent slow to reap does not block the resource. */
+static int pid_exists(void *ctx, pid_t pid)
+{
+	char st;
+	(void)ctx;
+	if (kill(pid, 0) < 0 && errno != EPERM)
+		return 0;
+	st = proc_state(pid);
+	return st && st != 'Z' && st != 'X'; /* unreadable: it exists */
+}
+
+/* Stopped (SIGSTOP, a frozen cgroup shows as sleeping) or traced. */
+static int stopped(void *ctx, pid_t pid)
+{
+	char st = proc_state(pid);
+	(void)ctx;
+	return st == 'T' || st == 't';
 }
 
 /* Random, nonzero, never reused: 64 random bits (SPEC.md 9.1). */
@@ -168,6 +185,7 @@ int procctl_arbiter_registry_source(struct procctl_arbiter_source *src, procctl_
 	src->now = now_ns;
 	src->random_id = random_id;
 	src->changed = changed;
+	src->stopped = stopped;
 	return 0;
 }
 

@@ -152,6 +152,16 @@ static int f_pid_exists(void *ctx, pid_t pid)
 	return 0;
 }
 
+static int f_stopped(void *ctx, pid_t pid)
+{
+	struct world *w = ctx;
+	int i;
+	for (i = 0; i < w->n; i++)
+		if (w->p[i].pid == pid)
+			return w->p[i].stopped;
+	return 0;
+}
+
 static uint64_t f_now(void *ctx)
 {
 	return ((struct world *)ctx)->now;
@@ -174,7 +184,7 @@ static int f_changed(void *ctx, void *h)
 struct procctl_arbiter_source aw_source(struct world *w)
 {
 	struct procctl_arbiter_source s = {w,       f_targets, f_ready,      f_reports, f_grants, f_grant, f_revoke,
-					   f_drop,  f_alive,   f_pid_exists, f_now,     f_random, NULL};
+					   f_drop,  f_alive,   f_pid_exists, f_now,     f_random, NULL,     f_stopped};
 	if (w->doorbells)
 		s.changed = f_changed;
 	return s;

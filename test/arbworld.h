@@ -24,6 +24,7 @@ struct fproc {
 	int wants[2]; /* per resource */
 	int declines; /* its lease lapsed: its grants are void to it */
 	int slow;     /* it has not looked yet: its reports stay as they were */
+	int stopped;  /* SIGSTOPped (set slow too: it answers nothing) */
 	int rang;     /* its doorbell rang since the arbiter last asked */
 	int mute;     /* its rings are lost */
 	int nreads;   /* f_reports calls for it */

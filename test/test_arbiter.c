@@ -509,6 +509,35 @@ static void quiet_crowd_read_seldom(void **state)
 	procctl_arbiter_free(a);
 }
 
+/* A stopped wanter is passed over in its turn: it could neither take the
+ * grant up nor give it back. Continued, it gets the next. When every
+ * wanter is stopped, the next in turn gets it as before. */
+static void stopped_wanter_passed_over(void **state)
+{
+	struct world w;
+	procctl_arbiter_t *a = aw_two_wanters(&w, 0);
+	struct fproc *p20 = &w.p[1], *p30 = aw_proc(&w, 30);
+	(void)state;
+	p30->wants[0] = 1;
+	p20->stopped = p20->slow = 1;
+	aw_run(&w, a, HOLD + 20 * MS, MS);
+	assert_int_equal(aw_holder(&w, 0), 30); /* not 20, next in turn */
+	p20->stopped = p20->slow = 0;
+	aw_run(&w, a, HOLD, MS);
+	assert_int_equal(aw_holder(&w, 0), 10);
+	aw_run(&w, a, HOLD, MS);
+	assert_int_equal(aw_holder(&w, 0), 20);
+	w.p[0].stopped = w.p[0].slow = 1;
+	p30->stopped = p30->slow = 1;
+	aw_run(&w, a, HOLD + 20 * MS, MS);
+	assert_int_equal(aw_holder(&w, 0), 20); /* the others stopped: its turn goes on */
+	p20->alive = -ESRCH; /* it exits */
+	p20->listed = p20->exists = 0;
+	aw_run(&w, a, 20 * MS, MS);
+	assert_int_equal(aw_holder(&w, 0), 30); /* all stopped: the next in turn, as if none were */
+	procctl_arbiter_free(a);
+}
+
 static void bad_options(void **state)
 {
 	struct world w;
@@ -550,6 +579,7 @@ int main(void)
 		cmocka_unit_test(learning_bounded),
 		cmocka_unit_test(crowd_hides_nobody),
 		cmocka_unit_test(quiet_crowd_read_seldom),
+		cmocka_unit_test(stopped_wanter_passed_over),
 		cmocka_unit_test(bad_options),
 	};
 	return TH_RUN(tests);
