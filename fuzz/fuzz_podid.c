@@ -79,6 +79,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				rp = data + i;
 		if (procstat_parse_start((const char *)data, size, &start) == 0 && !rp)
 			abort();
+		if (procstat_parse_image((const char *)data, size, &start) == 0 && !rp)
+			abort();
 	}
 	{ /* as /proc/<pid>/status and /proc/<pid>/cgroup: ids, a v2 path */
 		char path[64];

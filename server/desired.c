@@ -19,7 +19,7 @@
 #define V0_NAME "desired.pb" /* before format 1: a ListDesiredConfigsResponse */
 #define FILE_MAX (128u << 20) /* above what the largest limits let a store hold */
 #define MAGIC "PCDSTORE"
-#define FORMAT 2 /* 1: no pid_start */
+#define FORMAT 3 /* 1: no pid_start; 2: no pid_image */
 #define REVISION_MAX (1ull << 62) /* a billion changes a second for a century: never reached */
 
 static enum desired_level level_of(const struct selector *k)
@@ -130,7 +130,7 @@ int desired_encode(const struct desired_store *s, uint8_t **out, size_t *outlen)
 	uint8_t *buf, *p;
 	for (i = 0; i < s->n; i++) {
 		const struct desired *d = &s->v[i];
-		len += 8 + 4 + 8 + 4 + 4 + 4 + strlen(d->sel.consumer) + strlen(d->sel.pod_uid) + strlen(d->sel.container_id) +
+		len += 8 + 4 + 8 + 8 + 4 + 4 + 4 + strlen(d->sel.consumer) + strlen(d->sel.pod_uid) + strlen(d->sel.container_id) +
 		       strlen(d->source) + d->len;
 	}
 	if (!(p = buf = malloc(len)))
@@ -146,6 +146,7 @@ int desired_encode(const struct desired_store *s, uint8_t **out, size_t *outlen)
 		put64(&p, d->revision);
 		put32(&p, (uint32_t)d->sel.pid);
 		put64(&p, d->sel.pid_start);
+		put64(&p, d->sel.pid_image);
 		put32(&p, d->sel.version);
 		put32(&p, (uint32_t)d->len);
 		for (k = 0; k < 4; k++)
@@ -352,6 +353,8 @@ static int get_config(struct rd *r, uint32_t format, size_t i, struct desired *c
 	k->pid = (pid_t)get32(r);
 	if (format >= 2)
 		k->pid_start = get64(r);
+	if (format >= 3)
+		k->pid_image = get64(r);
 	k->version = get32(r);
 	c->len = get32(r);
 	if (!(l = take(r, 4)))
@@ -396,8 +399,8 @@ int desired_parse(struct desired_store *s, const uint8_t *buf, size_t len, char 
 	format = get32(&r);
 	n = get32(&r);
 	rev = get64(&r);
-	if (format != 1 && format != FORMAT) {
-		snprintf(err, errlen, "format %u (this procctl-node reads formats 1 and %u: a newer one wrote it)", format,
+	if (format != 1 && format != 2 && format != FORMAT) {
+		snprintf(err, errlen, "format %u (this procctl-node reads formats 1 to %u: a newer one wrote it)", format,
 			 FORMAT);
 		return -EINVAL;
 	}

@@ -7,20 +7,23 @@
  * atomically on every change, so a successor daemon keeps it. Pure: no
  * gRPC, no registry.
  *
- * A pid config is bound to its process (the pid and its start time): it
- * matches that process only, and goes when the process does.
+ * A pid config is bound to its process (the pid and its start time) and
+ * the image it runs (procstat.h): it matches that process only, while it
+ * runs that image, and goes when the process exits or execs.
  *
- * desired.store, format 2 (little-endian; the daemon's own, not an API
+ * desired.store, format 3 (little-endian; the daemon's own, not an API
  * message, so the API can change without changing it):
- *   "PCDSTORE"  u32 format (2)  u32 count  u64 revision (the store's counter)
+ *   "PCDSTORE"  u32 format (3)  u32 count  u64 revision (the store's counter)
  *   count configs, each:
- *     u64 revision  s32 pid  u64 pid_start  u32 schema_version  u32 payload_len
+ *     u64 revision  s32 pid  u64 pid_start  u64 pid_image  u32 schema_version  u32 payload_len
  *     u8 consumer_len  u8 pod_uid_len  u8 container_id_len  u8 source_len
  *     consumer  pod_uid  container_id  source   (no NULs)
  *     payload
  *   u32 CRC32C (procctl_crc32c) of every byte before it.
- * Format 1 had no pid_start: its pid configs, bound to no process, are
- * dropped when it is read (s->unbound_dropped), as are format 0's.
+ * Format 2 had no pid_image: its pid configs are bound, at the daemon's
+ * start, to the image their process runs then. Format 1 had no pid_start:
+ * its pid configs, bound to no process, are dropped when it is read
+ * (s->unbound_dropped), as are format 0's.
  * Format 0 was <state_dir>/desired.pb, a serialized
  * procctl.v1.ListDesiredConfigsResponse: when there is no desired.store,
  * it is read once, saved in the current format and renamed desired.pb.converted. */

@@ -273,9 +273,9 @@ void wait_start(struct node *n, struct wait *w);
 /* service.c: the NodeService requests */
 enum node_code selector_from_pb(const PbSelector *s, struct selector *k, const char **why);
 ssize_t procs_matching(struct node *n, const struct selector *f, struct proc ***out);
-/* The start time of the attached process pid (any of its regions); 0
- * none attached, or unknown. */
-uint64_t procs_start_of(const struct node *n, pid_t pid);
+/* The start time of the attached process pid (any of its regions), and
+ * its image in *image; 0 none attached, or unknown. */
+uint64_t procs_start_of(const struct node *n, pid_t pid, uint64_t *image);
 void node_handle(struct node *n, struct node_job *job);
 
 /* service_desired.c: desired configs (the API's and the config file's) */

@@ -241,8 +241,8 @@ static void on_attached(struct node *n, const struct procctl_event *e, procctl_r
 	memcpy(p->nspid, info.nspid, sizeof p->nspid);
 	/* Its start time, read while it still runs (its pidfd says so after):
 	 * the pid is not another's yet. */
-	if (procstat_start(NULL, info.pid, &p->key.pid_start) < 0 || procctl_client_alive(p->c) < 0)
-		p->key.pid_start = 0;
+	if (procstat_ident(NULL, info.pid, &p->key.pid_start, &p->key.pid_image) < 0 || procctl_client_alive(p->c) < 0)
+		p->key.pid_start = p->key.pid_image = 0;
 	if ((r = procstat_who(NULL, info.pid, &p->uid, &p->gid, p->cgroup, sizeof p->cgroup)) < 0 || procctl_client_alive(p->c) < 0) {
 		p->uid = (uid_t)-1; /* unknown: nobody's, admitted by no list */
 		p->gid = (gid_t)-1;
@@ -368,11 +368,13 @@ void node_on_event(const struct procctl_event *e, void *arg)
 	}
 }
 
-uint64_t procs_start_of(const struct node *n, pid_t pid)
+uint64_t procs_start_of(const struct node *n, pid_t pid, uint64_t *image)
 {
 	size_t i;
 	for (i = 0; i < n->nprocs; i++)
-		if (n->procs[i]->key.pid == pid)
+		if (n->procs[i]->key.pid == pid) {
+			*image = n->procs[i]->key.pid_image;
 			return n->procs[i]->key.pid_start;
+		}
 	return 0;
 }

@@ -9,7 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
-int procstat_parse_start(const char *text, size_t len, uint64_t *out)
+/* Field want (>= 3) of a stat line, a decimal number: 0 and *out, or -EINVAL. */
+static int stat_field(const char *text, size_t len, int want, uint64_t *out)
 {
 	const char *p = NULL, *end = text + len;
 	uint64_t v = 0;
@@ -22,7 +23,7 @@ int procstat_parse_start(const char *text, size_t len, uint64_t *out)
 		}
 	if (!p)
 		return -EINVAL;
-	for (field = 2; field < 22; field++) { /* to the space before field 22 */
+	for (field = 2; field < want; field++) { /* to the space before field want */
 		if (!(p = memchr(p, ' ', (size_t)(end - p))))
 			return -EINVAL;
 		p++;
@@ -35,6 +36,39 @@ int procstat_parse_start(const char *text, size_t len, uint64_t *out)
 	if (!i || (p + i < end && p[i] != ' ' && p[i] != '\n'))
 		return -EINVAL;
 	*out = v;
+	return 0;
+}
+
+int procstat_parse_start(const char *text, size_t len, uint64_t *out)
+{
+	return stat_field(text, len, 22, out);
+}
+
+int procstat_parse_image(const char *text, size_t len, uint64_t *out)
+{
+	static const int fields[] = {26, 27, 28, 48, 49, 50, 51}; /* code, stack, arguments, environment */
+	uint64_t h = 0xcbf29ce484222325ull, v, any = 0;
+	size_t i;
+	for (i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+		if (stat_field(text, len, fields[i], &v) < 0)
+			return -EINVAL;
+		any |= v;
+		h = (h ^ v) * 0x100000001b3ull;
+	}
+	*out = any ? (h ? h : 1) : 0;
+	return 0;
+}
+
+int procstat_ident(const char *proc_root, pid_t pid, uint64_t *start, uint64_t *image)
+{
+	char buf[1024];
+	ssize_t n = procstat_read(proc_root, pid, "stat", buf, sizeof buf);
+	if (n < 0)
+		return (int)n;
+	if (procstat_parse_start(buf, (size_t)n, start) < 0)
+		return -EINVAL;
+	if (procstat_parse_image(buf, (size_t)n, image) < 0)
+		*image = 0; /* an older kernel's line: no image to bind to */
 	return 0;
 }
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* procstat.h - a process's start time from /proc/<pid>/stat: with its
- * pid, what names that process and no later one with the same pid. The
+ * pid, what names that process and no later one with the same pid; and
+ * the image it runs, which each exec changes. The
  * text holds the process's own name (comm), which it chooses: parsed
  * from the last ')'. */
 #ifndef PROCCTL_PROCSTAT_H
@@ -20,6 +21,15 @@ int procstat_parse_start(const char *text, size_t len, uint64_t *out);
 /* The same from <proc_root>/<pid>/stat (proc_root NULL: /proc): -ESRCH
  * gone, -EINVAL, -errno. */
 int procstat_start(const char *proc_root, pid_t pid, uint64_t *out);
+/* The image a stat line's process runs, as a nonzero 64-bit value folded
+ * from where its exec placed code, stack, arguments and environment
+ * (fields 26-28, 48-51; randomised anew by each exec): 0 and *out, or
+ * -EINVAL. *out is 0 when they all read 0 (a reader without ptrace
+ * access to the process, a kernel thread): no image to bind to. */
+int procstat_parse_image(const char *text, size_t len, uint64_t *out);
+/* Start time and image from one read of <proc_root>/<pid>/stat: 0, or
+ * -ESRCH, -EINVAL, -errno. */
+int procstat_ident(const char *proc_root, pid_t pid, uint64_t *start, uint64_t *image);
 
 /* The effective uid and gid of a /proc/<pid>/status text (its "Uid:" and
  * "Gid:" lines: real, effective, saved, fs): 0, or -EINVAL. */

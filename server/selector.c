@@ -9,7 +9,8 @@ int selector_match(const struct selector *f, const struct selector *k)
 {
 	if (k->always)
 		return 1;
-	return (!f->pid || (f->pid == k->pid && (!f->pid_start || f->pid_start == k->pid_start))) &&
+	return (!f->pid || (f->pid == k->pid && (!f->pid_start || f->pid_start == k->pid_start) &&
+			    (!f->pid_image || f->pid_image == k->pid_image))) &&
 	       (!f->version || f->version == k->version) &&
 	       (!f->consumer[0] || !strcmp(f->consumer, k->consumer)) &&
 	       (!f->pod_uid[0] || !strcmp(f->pod_uid, k->pod_uid)) &&

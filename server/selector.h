@@ -18,6 +18,8 @@ struct selector {
 	pid_t pid;
 	uint64_t pid_start; /* a process's start time (procstat.h); a pid selector bound to one
 	                     * matches that process only (0: unbound, or unknown) */
+	uint64_t pid_image; /* the image it runs (procstat.h); bound to one, only while it runs
+	                     * that image (0: unknown, or from a store older than format 3) */
 	uint32_t version;
 	char consumer[PROCCTL_CONSUMER_MAX + 1];
 	char pod_uid[PROCCTL_POD_UID_MAX + 1];

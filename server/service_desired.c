@@ -52,7 +52,8 @@ void desired_process_gone(struct node *n, pid_t pid, uint64_t start)
 }
 
 /* At start: a pid config whose process is no longer the one running
- * under its pid (it exited while no daemon ran) goes. */
+ * under its pid, or runs another image (it exited or exec'd while no
+ * daemon ran), goes. */
 void desired_prune(struct node *n)
 {
 	size_t i;
@@ -61,10 +62,13 @@ void desired_prune(struct node *n)
 			 "name no process instance\"", n->desired.unbound_dropped);
 	for (i = 0; i < n->desired.n;) {
 		const struct selector *k = &n->desired.v[i].sel;
-		uint64_t start = 0;
+		uint64_t start = 0, image = 0;
 		size_t before = n->desired.n;
-		if (k->pid && (procstat_start(NULL, k->pid, &start) < 0 || start != k->pid_start))
+		if (k->pid && (procstat_ident(NULL, k->pid, &start, &image) < 0 || start != k->pid_start ||
+			       (k->pid_image && image != k->pid_image)))
 			desired_process_gone(n, k->pid, k->pid_start);
+		else if (k->pid && !k->pid_image)
+			n->desired.v[i].sel.pid_image = image; /* a format-2 store's: bound to what runs now */
 		if (n->desired.n == before)
 			i++;
 	}
@@ -150,7 +154,7 @@ void do_set_desired(struct node *n, struct node_job *job)
 		return job_finish(job, NODE_INVALID_ARGUMENT, "config: required", NULL);
 	if ((code = selector_from_pb(rq->config->selector, &f, &why)))
 		return job_finish(job, code, why, NULL);
-	if (f.pid && !(f.pid_start = procs_start_of(n, f.pid))) {
+	if (f.pid && !(f.pid_start = procs_start_of(n, f.pid, &f.pid_image))) {
 		snprintf(err, sizeof err, "selector.pid: %d is no attached process (a pid's config binds to its process, "
 			 "and goes when it does)", (int)f.pid);
 		return job_finish(job, NODE_FAILED_PRECONDITION, err, NULL);

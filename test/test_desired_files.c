@@ -55,7 +55,7 @@ static void persistence(void **state)
 	assert_int_equal(desired_delete(&s, &(struct selector){.consumer = C, .version = 3}, err, sizeof err), -ENOENT);
 	assert_int_equal(s.n, 4);
 
-	/* the file is a store of format 1 with its checksum, and no temp
+	/* the file is a store of format 3 with its checksum, and no temp
 	 * file is left */
 	snprintf(file, sizeof file, "%s/desired.store", dir);
 	snprintf(tmp, sizeof tmp, "%s.tmp", file);
@@ -66,7 +66,7 @@ static void persistence(void **state)
 	close(fd);
 	assert_true(len > 28);
 	assert_memory_equal(buf, "PCDSTORE", 8);
-	assert_int_equal(le32(buf + 8), 2);  /* format */
+	assert_int_equal(le32(buf + 8), 3);  /* format */
 	assert_int_equal(le32(buf + 12), 4); /* configs */
 	assert_int_equal(le32(buf + 16), s.revision);
 	assert_int_equal(le32(buf + len - 4), procctl_crc32c(0, buf, (size_t)len - 4));
@@ -170,7 +170,7 @@ static uint8_t *put(uint8_t *p, uint64_t v, int bytes)
 
 /* Serialize configs as a store of format 1, written here from desired.h's
  * description alone; malloc'd, *len bytes. */
-/* A store of format (1: no pid_start; 2) holding c[0, n). */
+/* A store of format (1: no pid_start; 2: no pid_image; 3) holding c[0, n). */
 static uint8_t *pack_format(const struct cfg *c, size_t n, uint32_t format, size_t *len)
 {
 	uint8_t *buf = calloc(1, 65536), *p = buf;
@@ -191,6 +191,8 @@ static uint8_t *pack_format(const struct cfg *c, size_t n, uint32_t format, size
 		p = put(p, (uint32_t)c[i].sel.pid, 4);
 		if (format >= 2)
 			p = put(p, c[i].sel.pid_start, 8);
+		if (format >= 3)
+			p = put(p, c[i].sel.pid_image, 8);
 		p = put(p, c[i].sel.version, 4);
 		p = put(p, plen, 4);
 		for (k = 0; k < 4; k++)
@@ -209,7 +211,7 @@ static uint8_t *pack_format(const struct cfg *c, size_t n, uint32_t format, size
 
 static uint8_t *pack(const struct cfg *c, size_t n, size_t *len)
 {
-	return pack_format(c, n, 2, len);
+	return pack_format(c, n, 3, len);
 }
 
 /* A fresh directory name under the run's, holding a store of format
@@ -225,6 +227,42 @@ static void store_in(char *dir, size_t cap, const char *name, const struct cfg *
 	buf = pack_format(c, n, format, &len);
 	write_file(file, buf, len);
 	free(buf);
+}
+
+/* A store of format 2 (before pid configs were bound to an image): its
+ * pid configs load bound to their process and to no image (the daemon
+ * binds them to what runs at its start); saved again, in format 3. */
+static void format2(void **state)
+{
+	const struct cfg c[] = {
+		{key(0, C, 1, "", ""), "consumer", 3, 0},
+		{key(9, C, 1, P1, C1), "pid 9", 5, 0},
+	};
+	struct desired_store s, t;
+	const struct desired *d;
+	struct selector k;
+	char dir[256], err[512] = "";
+	(void)state;
+	store_in(dir, sizeof dir, "format2", c, 2, 2);
+	assert_int_equal(desired_load(&s, dir, err, sizeof err), 0);
+	assert_int_equal(s.n, 2);
+	assert_non_null(d = desired_find(&s, &c[1].sel));
+	assert_int_equal(d->sel.pid_start, START(9));
+	assert_int_equal(d->sel.pid_image, 0);
+	/* One bound to an image is kept so, and matches its process only
+	 * while it runs that image. */
+	k = key(11, C, 1, P1, C1);
+	k.pid_image = 0x5eed;
+	set_ok(&s, k, "pid 11");
+	assert_int_equal(desired_load(&t, dir, err, sizeof err), 0);
+	same_store(&s, &t);
+	assert_non_null(d = desired_find(&t, &k));
+	assert_int_equal(d->sel.pid_image, 0x5eed);
+	payload_is(desired_match(&t, &k), "pid 11");
+	k.pid_image = 0x5eee; /* it exec'd */
+	payload_is(desired_match(&t, &k), "consumer");
+	desired_free(&t);
+	desired_free(&s);
 }
 
 /* A store of format 1 (before pid configs were bound to their process)
@@ -246,7 +284,7 @@ static void format1(void **state)
 	assert_int_equal(s.revision, 7);
 	assert_null(desired_find(&s, &c[1].sel));
 	payload_is(desired_match(&s, &c[1].sel), "pod"); /* pid 9 in pod P1: the pod's now */
-	/* saved without it, in format 2 */
+	/* saved without it, in format 3 */
 	assert_int_equal(desired_load(&t, dir, err, sizeof err), 0);
 	assert_int_equal(t.unbound_dropped, 0);
 	same_store(&s, &t);
@@ -417,10 +455,10 @@ static void corrupt_bytes(void **state)
 	assert_int_equal(desired_parse(&s, buf, len + 1, err, sizeof err), -EINVAL);
 	assert_non_null(strstr(err, "after the last config"));
 	memcpy(buf, good, len);
-	put(buf + 8, 3, 4); /* a newer daemon's */
+	put(buf + 8, 4, 4); /* a newer daemon's */
 	put(buf + len - 4, procctl_crc32c(0, buf, len - 4), 4);
 	assert_int_equal(desired_parse(&s, buf, len, err, sizeof err), -EINVAL);
-	assert_non_null(strstr(err, "format 3"));
+	assert_non_null(strstr(err, "format 4"));
 	free(buf);
 	free(good);
 }
@@ -610,6 +648,7 @@ int main(void)
 		cmocka_unit_test(revisions_only_grow),
 		cmocka_unit_test(converted_once),
 		cmocka_unit_test(format1),
+		cmocka_unit_test(format2),
 		cmocka_unit_test(pid_bound),
 	};
 	return TH_RUN_WITH(tests, desired_th_setup, desired_th_teardown);

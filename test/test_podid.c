@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Pod identity from /proc/<pid>/cgroup: every shape in
  * test/fixtures/cgroup, hostile nesting, conflicts, and the file reader on
- * a proc root of our own. */
+ * a proc root of our own; a process's start time and image from its stat
+ * line. */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "podid.h"
@@ -142,6 +145,45 @@ static void start_time(void **state)
 	assert_int_equal(procstat_start("/nonexistent", 1, &st), -ESRCH);
 }
 
+/* The image of a process: the same while it runs, another after an exec,
+ * none from a line that stops short or shows no addresses. */
+static void image_of_a_process(void **state)
+{
+	static const char zeros[] = "7 (sleep) S 1 7 7 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 98765 1 1 1 0 0 0 0 0 0 0 "
+				    "0 0 0 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 0\n";
+	uint64_t a = 0, b = 0, start = 0;
+	pid_t pid;
+	int p[2], i;
+	char c;
+	(void)state;
+	assert_int_equal(procstat_parse_image(zeros, sizeof zeros - 1, &a), 0);
+	assert_int_equal(a, 0); /* no addresses (no ptrace access): nothing to bind to */
+	assert_int_equal(procstat_parse_image("1 (x) S 1 2", 11, &a), -EINVAL);
+	assert_int_equal(pipe(p), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(p[1]);
+		if (read(p[0], &c, 1) == 1)
+			execl("/bin/sleep", "sleep", "30", (char *)NULL);
+		_exit(127);
+	}
+	close(p[0]);
+	assert_int_equal(procstat_ident(NULL, pid, &start, &a), 0);
+	assert_true(a != 0);
+	assert_int_equal(procstat_ident(NULL, pid, &start, &b), 0);
+	assert_true(a == b);
+	assert_int_equal(write(p[1], "x", 1), 1);
+	close(p[1]);
+	for (i = 0; i < 5000 && a == b; i++) { /* until the exec (5 s): then another image */
+		usleep(1000);
+		assert_int_equal(procstat_ident(NULL, pid, &start, &b), 0);
+	}
+	assert_true(a != b && b != 0);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
 /* procctl_podid_read on a proc root of our own. */
 static void reader(void **state)
 {
@@ -181,6 +223,7 @@ int main(void)
 		cmocka_unit_test(fixtures),
 		cmocka_unit_test(malformed),
 		cmocka_unit_test(start_time),
+		cmocka_unit_test(image_of_a_process),
 		cmocka_unit_test(reader),
 	};
 	return TH_RUN(tests);

@@ -387,6 +387,32 @@ test('a pid config is bound to its process: deleted when it exits, never applied
   await d.stop();
 });
 
+test('a pid config is bound to the image its process runs: an exec while no daemon ran deletes it', async () => {
+  let d = await new h.Daemon().ready();
+  let c = d.client();
+  const list = async () => (await h.call(c, 'ListDesiredConfigs', {})).configs.filter((x) => x.selector.pid);
+  // procsim (test/procsim.c): a process side driven line by line; exec
+  // makes it another image (sleep) under the same pid and start time.
+  const p = new h.Child(process.env.PROCSIM, [], { stdio: ['pipe', 'pipe', 'pipe'] });
+  p.proc.stdin.write(`init ${h.CONSUMER}\n`);
+  await p.line(/^ok /, { out: true });
+  await h.attached(d, p.pid);
+  await h.call(c, 'SetDesiredConfig', {
+    config: { selector: { pid: p.pid, consumer: h.CONSUMER, schemaVersion: 1 }, payload: Buffer.from('for-this-image') } });
+  assert.equal((await list()).length, 1);
+  c.close();
+  await d.stop();
+  p.proc.stdin.write('exec\n');
+  await h.until(() => fs.readFileSync(`/proc/${p.pid}/cmdline`, 'utf8').startsWith('sleep'), { what: 'the exec' });
+  d = await new h.Daemon({ dir: d.dir }).ready();
+  c = d.client();
+  assert.deepEqual(await list(), []);
+  await d.line(new RegExp(`event=desired_deleted pid=${p.pid} configs=1`));
+  c.close();
+  await d.stop();
+  await p.kill('SIGKILL');
+});
+
 test('HTTP serves health and /metrics to anyone; the JSON views only with the key, on loopback', async () => {
   const e = await h.echo();
   // No key: the views are off, metrics are not.
