@@ -247,7 +247,7 @@ static const struct key global_keys[] = {
 	 "the largest gRPC message"},
 	{"max_watchers", set_u32, NUM(struct node_cfg, max_watchers, 1, 1 << 20), "4096", "N",
 	 "concurrent gRPC streams (WatchEvents, health Watch, reflection)"},
-	{"watch_history", set_u32, NUM(struct node_cfg, watch_history, 64, 1 << 20), "16384", "N",
+	{"watch_history", set_u32, NUM(struct node_cfg, watch_history, 64, 1 << 20), "65536", "N",
 	 "events kept for resumes; a watcher that far behind is cut off"},
 	{"max_waits", set_u32, NUM(struct node_cfg, max_waits, 1, 1 << 20), "16384", "N",
 	 "calls waiting for acks (Publish, Clear, WaitAck, SetDesiredConfig with wait_ms), in all"},
