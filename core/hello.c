@@ -50,105 +50,33 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/inotify.h>
-#include <sys/ioctl.h>
 #include <sys/resource.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "fdclose.h"
-#include "hellofile.h"
-#include "hellorings.h"
-#include "log.h"
-#include "procctl_agent.h"
-
-#define HELLO_FILES_MAX 1024
-#define HELLO_FILES_PER_OWNER 32 /* probed files owned by one uid but root's */
-#define HELLO_SITES_MAX 16
-#define HELLO_PIDS_MAX 65536
-#define HELLO_SEEN_SLOTS 4096 /* power of two */
-#define HELLO_DELAYED_MAX 4096
-#define HELLO_TASKS_MAX 1024 /* forks and exits of one drain, handled after its mappings */
-#define HELLO_RECHECK_NS 20000000ll
-#define HELLO_STAGES 5 /* rechecks of a mapping without uprobes: 20 ms, 100 ms, 500 ms, 2 s, 10 s */
-#define HELLO_FORK_RECHECK_NS 1000000000ll /* children forked this soon after the probes: checked too */
-#define HELLO_RING_PAGES 16
-#define HELLO_IDLE_NS 30000000000ll
-#define HELLO_BATCH_NS 20000000ll
-
-struct file {
-	struct hello_key k;
-	int nsites;
-	int wd;      /* inotify watch on its inode: a rewrite drops the probes */
-	int *probes; /* ncpu * nsites perf fds */
-	pid_t *pids;
-	size_t npids, cap;
-	int sticky;       /* more than HELLO_PIDS_MAX pids: kept */
-	int64_t idle_since; /* no pid maps it since then; 0: mapped */
-	int64_t probed_ns;  /* when its uprobes were placed */
-	uid_t owner;        /* the file's */
-	struct file *next;
-};
-
-struct delayed {
-	pid_t pid;
-	int64_t due;
-};
-
-/* Rechecks of one delay, in the order they are due. */
-struct delayq {
-	struct delayed d[HELLO_DELAYED_MAX];
-	size_t head, len;
-};
-
-struct procctl_hello {
-	struct procctl_hello_opts o;
-	char proc[256];
-	int epfd, tfd, ifd, uprobe_type;
-	struct hello_rings rings;
-	int64_t batch_ns, quiet_due; /* records muted until quiet_due; 0: not muted */
-	pid_t self; /* the agent's own pid: its mappings are not probed */
-	struct file *files;
-	size_t nfiles;
-	struct hello_key seen[HELLO_SEEN_SLOTS];
-	struct delayq q[HELLO_STAGES]; /* q[i]: rechecks stage_ns[i] after a mapping */
-	int uprobes_denied; /* placing a uprobe was refused: mappings alone, at every stage */
-	int64_t armed; /* the timer's due time, 0: disarmed */
-	int64_t idle_ns;
-	size_t nidle;     /* files with idle_since set */
-	int lost;         /* records were lost in this dispatch */
-	struct task { pid_t pid, parent; } tasks[HELLO_TASKS_MAX]; /* parent 0: an exit */
-	size_t ntasks;
-	long fds_left;    /* perf fds the probes may still use (a share of RLIMIT_NOFILE) */
-	struct procctl_hello_stats st;
-};
+#include "hello_int.h"
 
 static const int64_t stage_ns[HELLO_STAGES] = {HELLO_RECHECK_NS, 100000000ll, 500000000ll, 2000000000ll,
 					      10000000000ll};
 
-static int perf_open(struct perf_event_attr *a, int cpu)
-{
-	return (int)syscall(SYS_perf_event_open, a, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
-}
-
-static uint32_t key_slot(const struct hello_key *k)
+uint32_t hello_key_slot(const struct hello_key *k)
 {
 	uint64_t h = (k->ino ^ ((uint64_t)k->maj << 40) ^ ((uint64_t)k->min << 20)) * 0x9e3779b97f4a7c15ull;
 	return (uint32_t)(h >> 52) & (HELLO_SEEN_SLOTS - 1);
 }
 
-static int key_eq(const struct hello_key *a, const struct hello_key *b)
+int hello_key_eq(const struct hello_key *a, const struct hello_key *b)
 {
 	return a->ino == b->ino && a->maj == b->maj && a->min == b->min;
 }
 
-static struct file *file_find(struct procctl_hello *h, const struct hello_key *k)
+struct file *hello_file_find(struct procctl_hello *h, const struct hello_key *k)
 {
 	struct file *f;
 	for (f = h->files; f; f = f->next)
-		if (key_eq(&f->k, k))
+		if (hello_key_eq(&f->k, k))
 			return f;
 	return NULL;
 }
@@ -162,7 +90,7 @@ static int pid_index(const struct file *f, pid_t pid)
 	return -1;
 }
 
-static void pid_add(struct procctl_hello *h, struct file *f, pid_t pid)
+void hello_pid_add(struct procctl_hello *h, struct file *f, pid_t pid)
 {
 	if (f->idle_since) {
 		f->idle_since = 0;
@@ -201,7 +129,7 @@ static int *file_forget(struct procctl_hello *h, struct file *f)
 
 /* Forget f; its uprobes are closed off this thread (each close waits for
  * RCU grace periods in the kernel: the loop must not). */
-static void file_close(struct procctl_hello *h, struct file *f)
+void hello_file_close(struct procctl_hello *h, struct file *f)
 {
 	size_t n = (size_t)(h->rings.n * f->nsites);
 	procctl_close_detached(file_forget(h, f), n);
@@ -231,8 +159,8 @@ static void unprobe(struct procctl_hello *h, struct file **pp)
 	*pp = f->next;
 	if (f->idle_since)
 		h->nidle--;
-	h->seen[key_slot(&f->k)] = (struct hello_key){0, 0, 0};
-	file_close(h, f);
+	h->seen[hello_key_slot(&f->k)] = (struct hello_key){0, 0, 0};
+	hello_file_close(h, f);
 	h->nfiles--;
 	h->st.files_dropped++;
 }
@@ -277,8 +205,6 @@ static int64_t drop_idle(struct procctl_hello *h, int64_t now)
 	return next;
 }
 
-static void recheck(struct procctl_hello *h, pid_t pid);
-
 /* A child of a process that maps a probed file maps it too. One forked
  * around the time the probes were placed may have said hello before
  * them (a program that forks its workers at once): it is checked after
@@ -292,13 +218,13 @@ static void pid_forked(struct procctl_hello *h, pid_t parent, pid_t child)
 		return; /* its exit, on another CPU's ring, came first */
 	for (f = h->files; f; f = f->next)
 		if (pid_index(f, parent) >= 0) {
-			pid_add(h, f, child);
+			hello_pid_add(h, f, child);
 			/* without uprobes, any child may be one that calls
 			 * procctl_reinit: nothing else would say so */
 			again |= h->uprobes_denied || now - f->probed_ns < HELLO_FORK_RECHECK_NS;
 		}
 	if (again)
-		recheck(h, child);
+		hello_recheck(h, child);
 }
 
 /* The timer at the first of: the next recheck, the next idle drop, the
@@ -333,7 +259,7 @@ static void say(struct procctl_hello *h, pid_t pid)
 }
 
 /* on_pid(pid) at the first stages stages after now. */
-static void recheck_stages(struct procctl_hello *h, pid_t pid, int stages)
+void hello_recheck_stages(struct procctl_hello *h, pid_t pid, int stages)
 {
 	int64_t now = procctl_now_ns();
 	int i, armed = 0;
@@ -353,188 +279,9 @@ static void recheck_stages(struct procctl_hello *h, pid_t pid, int stages)
 
 /* on_pid(pid) after HELLO_RECHECK_NS; without uprobes, at every stage
  * (a process may call procctl_init long after it mapped the file). */
-static void recheck(struct procctl_hello *h, pid_t pid)
+void hello_recheck(struct procctl_hello *h, pid_t pid)
 {
-	recheck_stages(h, pid, h->uprobes_denied ? HELLO_STAGES : 1);
-}
-
-/* Uprobes on every site of the file open as fd, on every CPU, into its hit ring. */
-static int probe(struct procctl_hello *h, struct file *f, int fd, const uint64_t *off)
-{
-	char path[64];
-	int c, s;
-	snprintf(path, sizeof path, "/proc/self/fd/%d", fd); /* the inode, whatever its namespace */
-	for (c = 0; c < h->rings.n; c++)
-		for (s = 0; s < f->nsites; s++) {
-			struct perf_event_attr a;
-			int pfd;
-			memset(&a, 0, sizeof a);
-			a.size = sizeof a;
-			a.type = (uint32_t)h->uprobe_type;
-			a.config1 = (uint64_t)(uintptr_t)path; /* uprobe_path */
-			a.config2 = off[s];                    /* probe_offset */
-			a.sample_period = 1;
-			a.sample_type = PERF_SAMPLE_TID;
-			a.sample_id_all = 1; /* every record of the shared ring alike */
-			a.disabled = 1;
-			if ((pfd = perf_open(&a, h->rings.hit[c].cpu)) < 0)
-				return -errno;
-			f->probes[c * f->nsites + s] = pfd;
-			if (ioctl(pfd, PERF_EVENT_IOC_SET_OUTPUT, h->rings.hit[c].fd) < 0 ||
-			    ioctl(pfd, PERF_EVENT_IOC_ENABLE, 0) < 0)
-				return -errno;
-		}
-	return 0;
-}
-
-/* Sorted, without repeats (a hostile file may name one site many times):
- * the new count. */
-static int dedupe(uint64_t *off, int n)
-{
-	int i, j, m = 0;
-	for (i = 0; i < n; i++) {
-		for (j = 0; j < m && off[j] != off[i]; j++)
-			;
-		if (j == m)
-			off[m++] = off[i];
-	}
-	return n < 0 ? n : m;
-}
-
-/* Room for a file of n sites owned by uid: HELLO_FILES_MAX files, the fds
- * left (those still closing count as used), and HELLO_FILES_PER_OWNER of
- * one owner's but root's (a user's copies of a library with sites would
- * take them all). */
-static int room(const struct procctl_hello *h, int n, uid_t uid)
-{
-	const struct file *f;
-	int mine = 0;
-	if (h->nfiles >= HELLO_FILES_MAX || (long)n * h->rings.n > h->fds_left - procctl_close_pending())
-		return 0;
-	for (f = h->files; f && uid; f = f->next)
-		mine += f->owner == uid;
-	return mine < HELLO_FILES_PER_OWNER;
-}
-
-/* The kernel refuses uprobes (err): since Linux 6.16, and the stable
- * kernels of mid-2025, they need CAP_SYS_ADMIN, not CAP_PERFMON. Files
- * with sites are still watched, without probes: whoever maps one is
- * scanned at each of the stages, and the rest is the rescans'. */
-static void denied(struct procctl_hello *h, struct file *f, int err)
-{
-	int i;
-	for (i = 0; i < h->rings.n * f->nsites; i++)
-		if (f->probes[i] >= 0)
-			close(f->probes[i]); /* none hit yet: quick to close */
-	for (i = 0; i < h->rings.n * f->nsites; i++)
-		f->probes[i] = -1;
-	h->st.probes -= (uint64_t)f->nsites;
-	h->fds_left += (long)f->nsites * h->rings.n;
-	h->uprobes_denied = 1;
-	h->st.uprobes_denied = 1;
-	procctl_log(PROCCTL_LOG_WARN, "hello_uprobes_denied",
-		    "error=\"%s\" reason=\"uprobes need CAP_SYS_ADMIN (Linux 6.16 and the stable kernels since mid-2025): "
-		    "a process that maps a program or library with the probe is scanned %d times in its first 10 s, "
-		    "one that says hello later is found at a rescan\"",
-		    strerror(-err), HELLO_STAGES);
-}
-
-/* pid maps [start, end) of file k (path as the process named it). */
-static void mapped(struct procctl_hello *h, pid_t pid, uint64_t start, uint64_t end, const struct hello_key *k,
-		   const char *path, int live)
-{
-	uint64_t off[HELLO_SITES_MAX];
-	struct stat sb;
-	struct file *f;
-	uint32_t slot = key_slot(k);
-	int fd, n, i, err;
-	if (pid == h->self)
-		return; /* the agent does not discover itself: a program linking the process side (its
-			   helpers) would get probes nobody hits, each slow to close */
-
-	if (!k->ino)
-		return; /* anonymous: JIT code, the vdso */
-	h->st.mmaps++;
-	if ((f = file_find(h, k))) {
-		pid_add(h, f, pid);
-		if (live)
-			recheck(h, pid);
-		return;
-	}
-	if (key_eq(&h->seen[slot], k))
-		return; /* read before: no probe in it */
-	if ((fd = hello_open_mapped(h->proc, pid, start, end, k, path)) < 0) {
-		h->st.open_failures++; /* gone already, or not ours to open: the next mapping tries again */
-		return;
-	}
-	h->st.files_read++;
-	n = procctl_elf_hello_sites(fd, off, HELLO_SITES_MAX);
-	if (n < 0)
-		h->st.elf_rejected++;
-	n = dedupe(off, n);
-	if (n > 0 && !fstat(fd, &sb) && !room(h, n, sb.st_uid)) {
-		h->st.files_skipped++; /* over the limits: not remembered, tried again when mapped again */
-		close(fd);
-		return;
-	}
-	if (n > 0 && !h->uprobes_denied && procctl_close_pending() > 0) {
-		/* Earlier probes are still closing, each holding the kernel's
-		 * event_mutex for grace periods, which perf_event_open waits
-		 * for too: no probe now (the loop would wait with it). The
-		 * process is rechecked at every stage; the file is read again
-		 * at its next mapping. */
-		h->st.files_skipped++;
-		close(fd);
-		if (live)
-			recheck_stages(h, pid, HELLO_STAGES);
-		return;
-	}
-	if (n <= 0) {
-		if (n == 0 || n == -ENOEXEC || n == -EFBIG)
-			h->seen[slot] = *k; /* what it is will not change: not read again */
-		close(fd);
-		return;
-	}
-	if (!(f = calloc(1, sizeof *f)) || !(f->probes = malloc((size_t)(h->rings.n * n) * sizeof *f->probes))) {
-		free(f);
-		close(fd);
-		return;
-	}
-	f->k = *k;
-	f->nsites = n;
-	f->owner = sb.st_uid;
-	f->wd = -1;
-	for (i = 0; i < h->rings.n * n; i++)
-		f->probes[i] = -1;
-	if (!h->uprobes_denied) {
-		h->st.probes += (uint64_t)n;
-		h->fds_left -= (long)n * h->rings.n;
-		if ((err = probe(h, f, fd, off)) == -EACCES || err == -EPERM) {
-			denied(h, f, err); /* watched by its mappings alone, as every file after it */
-		} else if (err < 0) {
-			h->st.probe_failures++;
-			h->seen[slot] = *k; /* not again and again */
-			file_close(h, f);
-			close(fd);
-			return;
-		}
-	}
-	{
-		/* A probe keeps a copy of the instruction it replaced: when the
-		 * file is written in place, the probes go before they are wrong. */
-		char p[64];
-		snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
-		f->wd = inotify_add_watch(h->ifd, p, IN_MODIFY);
-	}
-	close(fd);
-	f->next = h->files;
-	f->probed_ns = procctl_now_ns();
-	h->files = f;
-	h->nfiles++;
-	h->st.files_probed++;
-	pid_add(h, f, pid);
-	if (live)
-		recheck(h, pid);
+	hello_recheck_stages(h, pid, h->uprobes_denied ? HELLO_STAGES : 1);
 }
 
 /* Field access in a record of len bytes. */
@@ -597,7 +344,7 @@ static void record(struct procctl_hello *h, const unsigned char *r, size_t len)
 			return;
 		if ((hd.misc & PERF_RECORD_MISC_MMAP_BUILD_ID) || !a[0])
 			return; /* not asked for; outside the agent's pid namespace */
-		mapped(h, (pid_t)a[0], v[0], v[0] + v[1], &k, name, 1);
+		hello_mapped(h, (pid_t)a[0], v[0], v[0] + v[1], &k, name, 1);
 		break;
 	}
 	case PERF_RECORD_FORK: /* pid, ppid, tid, ptid */
@@ -632,7 +379,7 @@ static void record(struct procctl_hello *h, const unsigned char *r, size_t len)
 
 static void on_mapping(void *arg, pid_t pid, uint64_t start, uint64_t end, const struct hello_key *k, const char *path)
 {
-	mapped(arg, pid, start, end, k, path, 0);
+	hello_mapped(arg, pid, start, end, k, path, 0);
 }
 
 static int read_int(const char *path, int *v)

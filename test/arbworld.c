@@ -142,24 +142,26 @@ static int f_alive(void *ctx, void *h)
 	return of(ctx, h)->alive;
 }
 
-static int f_pid_exists(void *ctx, pid_t pid)
+/* w's process of pid, or NULL. */
+static const struct fproc *by_pid(const struct world *w, pid_t pid)
 {
-	struct world *w = ctx;
 	int i;
 	for (i = 0; i < w->n; i++)
 		if (w->p[i].pid == pid)
-			return w->p[i].exists;
-	return 0;
+			return &w->p[i];
+	return NULL;
+}
+
+static int f_pid_exists(void *ctx, pid_t pid)
+{
+	const struct fproc *p = by_pid(ctx, pid);
+	return p ? p->exists : 0;
 }
 
 static int f_stopped(void *ctx, pid_t pid)
 {
-	struct world *w = ctx;
-	int i;
-	for (i = 0; i < w->n; i++)
-		if (w->p[i].pid == pid)
-			return w->p[i].stopped;
-	return 0;
+	const struct fproc *p = by_pid(ctx, pid);
+	return p ? p->stopped : 0;
 }
 
 static uint64_t f_now(void *ctx)

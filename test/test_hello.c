@@ -673,6 +673,22 @@ static int closed_cond(struct world *w, long unused)
 	return procctl_close_pending() == 0;
 }
 
+/* A world (once earlier probes are closed; *st0 its stats then), and a
+ * child that maps n copies of libhellolib.so owned by uid: it, once want
+ * of them are probed. */
+static pid_t libs_mapped(struct world *w, struct procctl_hello_stats *st0, int n, uid_t uid, int want)
+{
+	pid_t mapper;
+	world_start(w, HOUR, NULL);
+	assert_true(pump(w, ready_cond, 0));
+	procctl_hello_stats(w->h, st0);
+	lib_copies(0, n, uid);
+	mapper = lib_mapper(0, n);
+	if (!pump(w, probed_cond, (long)st0->files_probed + want))
+		fail_msg("%d of %d libraries with the probe were not probed", want, n);
+	return mapper;
+}
+
 /* Closing uprobes holds the kernel's event_mutex for grace periods, and
  * placing one waits for it: while closes are pending, a file with the
  * probe gets none (the loop would wait; a user who makes probes come and
@@ -691,14 +707,7 @@ static void no_probes_while_closes_wait(void **state)
 	snprintf(cmd, sizeof cmd, "cp %s %s", ECHO_CLIENT_PATH, path);
 	assert_int_equal(system(cmd), 0);
 	pid = spawn_later(argv_copy, &go);
-	world_start(&w, HOUR, NULL);
-	assert_true(pump(&w, ready_cond, 0));
-	assert_true(pump(&w, closed_cond, 0));
-	procctl_hello_stats(w.h, &st0);
-	lib_copies(0, 12, 0);
-	mapper = lib_mapper(0, 12);
-	if (!pump(&w, probed_cond, (long)st0.files_probed + 12))
-		fail_msg("12 libraries with the probe were not probed");
+	mapper = libs_mapped(&w, &st0, 12, 0, 12);
 	end_child(mapper);
 	if (!pump(&w, files_cond, (long)st0.files)) /* idle: their probes go to the closer */
 		fail_msg("the probes of files nobody maps stayed");
@@ -728,14 +737,7 @@ static void one_owner_gets_32_files(void **state)
 	struct world w;
 	pid_t mapper;
 	(void)state;
-	world_start(&w, HOUR, NULL);
-	assert_true(pump(&w, ready_cond, 0));
-	assert_true(pump(&w, closed_cond, 0));
-	procctl_hello_stats(w.h, &st0);
-	lib_copies(0, 34, 65534);
-	mapper = lib_mapper(0, 34);
-	if (!pump(&w, probed_cond, (long)st0.files_probed + 32))
-		fail_msg("32 files of one owner were not probed");
+	mapper = libs_mapped(&w, &st0, 34, 65534, 32);
 	pump(&w, time_cond, (long)(th_now_ns() + 200 * MS)); /* 200 ms more for any 33rd */
 	procctl_hello_stats(w.h, &st);
 	assert_int_equal(st.files, st0.files + 32);

@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* hello_int.h - the procctl:hello probe's state, shared by hello.c (the
+ * records, the files' lives, the rechecks) and hello_probe.c (a mapped
+ * file's reading and its uprobes). Internal to libprocctl-agent. */
+#ifndef PROCCTL_HELLO_INT_H
+#define PROCCTL_HELLO_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "hellofile.h"
+#include "hellorings.h"
+#include "procctl_agent.h"
+
+#define HELLO_FILES_MAX 1024
+#define HELLO_FILES_PER_OWNER 32 /* probed files owned by one uid but root's */
+#define HELLO_SITES_MAX 16
+#define HELLO_PIDS_MAX 65536
+#define HELLO_SEEN_SLOTS 4096 /* power of two */
+#define HELLO_DELAYED_MAX 4096
+#define HELLO_TASKS_MAX 1024 /* forks and exits of one drain, handled after its mappings */
+#define HELLO_RECHECK_NS 20000000ll
+#define HELLO_STAGES 5 /* rechecks of a mapping without uprobes: 20 ms, 100 ms, 500 ms, 2 s, 10 s */
+#define HELLO_FORK_RECHECK_NS 1000000000ll /* children forked this soon after the probes: checked too */
+#define HELLO_RING_PAGES 16
+#define HELLO_IDLE_NS 30000000000ll
+#define HELLO_BATCH_NS 20000000ll
+
+struct file {
+	struct hello_key k;
+	int nsites;
+	int wd;      /* inotify watch on its inode: a rewrite drops the probes */
+	int *probes; /* ncpu * nsites perf fds */
+	pid_t *pids;
+	size_t npids, cap;
+	int sticky;       /* more than HELLO_PIDS_MAX pids: kept */
+	int64_t idle_since; /* no pid maps it since then; 0: mapped */
+	int64_t probed_ns;  /* when its uprobes were placed */
+	uid_t owner;        /* the file's */
+	struct file *next;
+};
+
+struct delayed {
+	pid_t pid;
+	int64_t due;
+};
+
+/* Rechecks of one delay, in the order they are due. */
+struct delayq {
+	struct delayed d[HELLO_DELAYED_MAX];
+	size_t head, len;
+};
+
+struct procctl_hello {
+	struct procctl_hello_opts o;
+	char proc[256];
+	int epfd, tfd, ifd, uprobe_type;
+	struct hello_rings rings;
+	int64_t batch_ns, quiet_due; /* records muted until quiet_due; 0: not muted */
+	pid_t self; /* the agent's own pid: its mappings are not probed */
+	struct file *files;
+	size_t nfiles;
+	struct hello_key seen[HELLO_SEEN_SLOTS];
+	struct delayq q[HELLO_STAGES]; /* q[i]: rechecks stage_ns[i] after a mapping */
+	int uprobes_denied; /* placing a uprobe was refused: mappings alone, at every stage */
+	int64_t armed; /* the timer's due time, 0: disarmed */
+	int64_t idle_ns;
+	size_t nidle;     /* files with idle_since set */
+	int lost;         /* records were lost in this dispatch */
+	struct task { pid_t pid, parent; } tasks[HELLO_TASKS_MAX]; /* parent 0: an exit */
+	size_t ntasks;
+	long fds_left;    /* perf fds the probes may still use (a share of RLIMIT_NOFILE) */
+	struct procctl_hello_stats st;
+};
+
+uint32_t hello_key_slot(const struct hello_key *k);
+int hello_key_eq(const struct hello_key *a, const struct hello_key *b);
+/* The probed file k, or NULL. */
+struct file *hello_file_find(struct procctl_hello *h, const struct hello_key *k);
+void hello_pid_add(struct procctl_hello *h, struct file *f, pid_t pid);
+/* Forget f; its uprobes are closed off this thread (fdclose.h). */
+void hello_file_close(struct procctl_hello *h, struct file *f);
+/* on_pid(pid) at the first stages stages after now. */
+void hello_recheck_stages(struct procctl_hello *h, pid_t pid, int stages);
+/* on_pid(pid) after HELLO_RECHECK_NS; without uprobes, at every stage. */
+void hello_recheck(struct procctl_hello *h, pid_t pid);
+/* pid maps [start, end) of file k (path as the process named it); live:
+ * a record of now, not the first scan's. */
+void hello_mapped(struct procctl_hello *h, pid_t pid, uint64_t start, uint64_t end, const struct hello_key *k,
+		  const char *path, int live);
+
+#endif
