@@ -116,6 +116,9 @@ void desired_from_file(struct node *n, const struct node_cfg *cfg)
 		int r;
 		if (d && d->len == f->len && !memcmp(d->payload, f->data, f->len) && !strcmp(d->source, f->name))
 			continue; /* as the store has it */
+		if (d && !d->source[0]) /* the file's selector: it takes it back */
+			node_log(PROCCTL_LOG_WARN, "desired_replaced", "section=%s revision=%llu reason=\"a config set "
+				 "through the API had the selector the file names\"", f->name, (unsigned long long)d->revision);
 		r = desired_set(&n->desired, &f->sel, f->data, f->len, f->name, &d, &other, &why, err, sizeof err);
 		if (r == -EEXIST)
 			snprintf(err, sizeof err, "overlaps the desired config (revision %llu) of the same precedence for "
@@ -157,6 +160,11 @@ void do_set_desired(struct node *n, struct node_job *job)
 	if (f.pid && !(f.pid_start = procs_start_of(n, f.pid, &f.pid_image))) {
 		snprintf(err, sizeof err, "selector.pid: %d is no attached process (a pid's config binds to its process, "
 			 "and goes when it does)", (int)f.pid);
+		return job_finish(job, NODE_FAILED_PRECONDITION, err, NULL);
+	}
+	if ((d = desired_find(&n->desired, &f)) && d->source[0]) {
+		snprintf(err, sizeof err, "the selector belongs to [desired %s] of the config file: change it there",
+			 d->source);
 		return job_finish(job, NODE_FAILED_PRECONDITION, err, NULL);
 	}
 	r = desired_set(&n->desired, &f, rq->config->payload.data, rq->config->payload.len, NULL, &d, &other, &why, err,
@@ -212,6 +220,7 @@ void do_delete_desired(struct node *n, struct node_job *job)
 {
 	Procctl__V1__DeleteDesiredConfigRequest *rq = (void *)job->req;
 	Procctl__V1__DeleteDesiredConfigResponse m = PROCCTL__V1__DELETE_DESIRED_CONFIG_RESPONSE__INIT;
+	const struct desired *d;
 	struct selector f;
 	const char *why = NULL;
 	char err[400], msg[480];
@@ -228,6 +237,10 @@ void do_delete_desired(struct node *n, struct node_job *job)
 			return job_finish(job, code, bad, NULL);
 	} else if (desired_check(&f, &why) < 0) {
 		return job_finish(job, NODE_INVALID_ARGUMENT, why, NULL);
+	} else if ((d = desired_find(&n->desired, &f)) && d->source[0]) {
+		snprintf(msg, sizeof msg, "the selector belongs to [desired %s] of the config file: remove it there",
+			 d->source);
+		return job_finish(job, NODE_FAILED_PRECONDITION, msg, NULL);
 	} else if ((r = desired_delete(&n->desired, &f, err, sizeof err)) == -ENOENT) {
 		return job_finish(job, NODE_NOT_FOUND, "no desired config for that selector", NULL);
 	}

@@ -61,6 +61,16 @@ test('a ConfigMap swap: [desired] sections apply at once; a removed one is delet
   assert.deepEqual(await desired(c), ['level=debug']);
   await d.line(/event=config_reloaded file=\S+ desired=1/);
 
+  // The file's selector is the file's: the API can neither set nor delete it.
+  const sel = { consumer: h.CONSUMER, schemaVersion: 1 };
+  let x = h.call(c, 'SetDesiredConfig', { config: { selector: sel, payload: Buffer.from('api') } });
+  assert.equal(await h.code(x), 'FAILED_PRECONDITION');
+  await assert.rejects(x, /belongs to \[desired all\] of the config file/);
+  x = h.call(c, 'DeleteDesiredConfig', { selector: sel });
+  assert.equal(await h.code(x), 'FAILED_PRECONDITION');
+  assert.deepEqual(await desired(c), ['level=debug']);
+  assert.deepEqual(await sources(c), ['all']);
+
   // Not a config: logged, its bytes escaped in the log value, and the
   // running one stays.
   vol.swap('this "is" not a config\x01\n');
@@ -72,6 +82,14 @@ test('a ConfigMap swap: [desired] sections apply at once; a removed one is delet
   await h.until(async () => (await desired(c)).length === 0, { what: 'the desired config to go' });
   const st = await h.call(c, 'ReadState', { process: { pid: e.pid } });
   assert.match(st.data.toString(), /mode=config/);
+
+  // An API config with the selector a new section names: the file takes it, and says so.
+  await h.call(c, 'SetDesiredConfig', { config: { selector: sel, payload: Buffer.from('api') } });
+  vol.swap(section('again', 'level=file'));
+  await d.line(/event=desired_replaced section=again revision=\d+ reason="a config set through the API/);
+  assert.deepEqual(await sources(c), ['again']);
+  vol.swap(`consumers = ${h.CONSUMER}\n`);
+  await h.until(async () => (await desired(c)).length === 0, { what: 'the section\'s config to go' });
 
   // A key that does not apply while running: said so, and nothing else changes.
   vol.swap(`consumers = ${h.CONSUMER}\nlease_ms = 5000\n`);
