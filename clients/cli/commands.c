@@ -114,15 +114,27 @@ static int need_selector(const struct opts *o)
 	return 0;
 }
 
+/* The wait a --wait asks for (0 without it) into *ms: 0, or 2 (usage)
+ * for --wait with --timeout 0, which would wait for nothing. */
+static int wait_of(const struct opts *o, uint32_t *ms)
+{
+	*ms = o->wait ? (uint32_t)cli_timeout_ms : 0;
+	if (o->wait && !cli_timeout_ms) {
+		fprintf(stderr, "procctl: --wait with --timeout 0 would wait for nothing: give a timeout, or no --wait\n");
+		return 2;
+	}
+	return 0;
+}
+
 int cmd_publish(const struct opts *o, int clear)
 {
 	Procctl__V1__PublishRequest pq = PROCCTL__V1__PUBLISH_REQUEST__INIT;
 	Procctl__V1__ClearRequest cq_ = PROCCTL__V1__CLEAR_REQUEST__INIT;
 	Procctl__V1__PublishResponse *r;
 	ProtobufCBinaryData data = {0, NULL};
-	uint32_t wait = o->wait ? (uint32_t)cli_timeout_ms : 0;
+	uint32_t wait;
 	int e;
-	if ((e = need_selector(o)) || (!clear && (e = read_data(o, &data))))
+	if ((e = need_selector(o)) || (e = wait_of(o, &wait)) || (!clear && (e = read_data(o, &data))))
 		return e;
 	if (clear) {
 		cq_.selector = (Procctl__V1__Selector *)&o->sel;
@@ -265,11 +277,10 @@ int cmd_desired(int argc, char **argv)
 		Procctl__V1__SetDesiredConfigRequest rq = PROCCTL__V1__SET_DESIRED_CONFIG_REQUEST__INIT;
 		Procctl__V1__DesiredConfig d = PROCCTL__V1__DESIRED_CONFIG__INIT;
 		Procctl__V1__SetDesiredConfigResponse *r;
-		if ((e = read_data(&o, &d.payload)))
+		if ((e = wait_of(&o, &rq.wait_ms)) || (e = read_data(&o, &d.payload)))
 			return e;
 		d.selector = &o.sel;
 		rq.config = &d;
-		rq.wait_ms = o.wait ? (uint32_t)cli_timeout_ms : 0;
 		r = (void *)call("/procctl.v1.NodeService/SetDesiredConfig", &rq.base,
 				 &procctl__v1__set_desired_config_response__descriptor);
 		free(d.payload.data);

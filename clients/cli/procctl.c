@@ -91,7 +91,7 @@ static const struct command {
 static const char global_help[] =
 	"SELECTOR: --pid PID (alone) | --consumer NAME [--schema N (default 1)] [--pod UID] [--container ID]\n"
 	"DATA: --data STRING | --file PATH | - (standard input)\n"
-	"DUR: seconds, or with a unit: 500ms, 5s, 2m (default 10s; --wait waits this long)\n"
+	"DUR: seconds, or with a unit: 500ms, 5s, 2m, 1h (default 10s; --wait waits this long, up to the daemon's max_wait_ms)\n"
 	"The daemon: its Unix socket (--socket, else $PROCCTL_SOCKET, else " DEFAULT_SOCKET "), or\n"
 	"--server HOST:PORT, its TCP listener, with TLS: --tls-ca FILE (the CA its certificate is of;\n"
 	"default: the system's), --tls-cert FILE --tls-key FILE (this client's, for mTLS) and\n"
@@ -226,9 +226,11 @@ static int parse_dur(const char *s, int64_t *ms)
 		*ms = (int64_t)(v * 1000);
 	else if (!strcmp(end, "m"))
 		*ms = (int64_t)(v * 60000);
+	else if (!strcmp(end, "h"))
+		*ms = (int64_t)(v * 3600000);
 	else
 		return -1;
-	return 0;
+	return *ms <= 86400000 ? 0 : -1;
 }
 
 int parse_int(const char *s, long lo, long hi, long *out)
@@ -378,7 +380,7 @@ static int take_global(const char *a, const char *v, int *used)
 		*str = v;
 	} else if (!strcmp(a, "--timeout")) {
 		if (parse_dur(v, &cli_timeout_ms) < 0)
-			return bad_value(a, v, "a duration (seconds, or 500ms, 5s, 2m; at most a day)");
+			return bad_value(a, v, "a duration (seconds, or 500ms, 5s, 2m, 1h; at most a day)");
 	} else {
 		if (strcmp(v, "json") && strcmp(v, "table"))
 			return bad_value(a, v, "table or json");

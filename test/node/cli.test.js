@@ -541,7 +541,7 @@ test('bad usage: exit 2, nothing on stdout', async () => {
   fs.writeFileSync(file, 'x');
   const cases = [
     [], ['frob'], ['--bogus', 'ps'], ['-o'], ['-o', 'yaml', 'ps'], ['-o', 'JSON', 'ps'], ['--timeout', 'soon', 'ps'],
-    ['--timeout', '5h', 'ps'], ['--timeout', '-1', 'ps'],
+    ['--timeout', '5d', 'ps'], ['--timeout', '-1', 'ps'],
     ['publish', '--data', 'x'], ['clear'], ['publish', '--wait', '--data', 'x'],
     ['desired'], ['desired', 'frob'], ['desired', 'set', '--data', 'x'], ['desired', 'rm'],
     ['ps', '--pid', 'abc'], ['ps', '--pid', '0'], ['ps', '--pid', '-3'], ['ps', '--pid', '12x'], ['ps', '--pid'],
@@ -592,6 +592,9 @@ test('bad usage names the word at fault, in one line', async () => {
     [['--server', '10.0.0.1:9443', '--plaintext', '--tls-ca', 'ca.crt', 'ps'], /^procctl: --tls-ca: --plaintext is TCP without TLS/],
     [['--server', '10.0.0.1:9443', '--tls-cert', 'c.crt', 'ps'], /^procctl: --tls-cert: the client certificate takes both --tls-cert and --tls-key/],
     [['--server', '', 'ps'], /^procctl: --server: '' is not a value/],
+    [['--timeout', '25h', 'ps'], /^procctl: --timeout: '25h' is not a duration .*1h; at most a day/],
+    [['publish', '--consumer', 'echo', '--data', 'x', '--wait', '--timeout', '0'], /^procctl: --wait with --timeout 0 would wait for nothing/],
+    [['desired', 'set', '--consumer', 'echo', '--data', 'x', '--wait', '--timeout', '0s'], /^procctl: --wait with --timeout 0 would wait for nothing/],
   ];
   for (const [args, re] of cases) {
     const r = exits(await cli(args, { sock: nowhere }), 2);
@@ -666,8 +669,9 @@ test('rows: WRITTEN without --wait; REJECTED names the errno and what the proces
   exits(await cli(['desired', 'rm', '--consumer', h.CONSUMER, '--pid', pid]), 0);
 });
 
-test('a DUR of nan or inf is bad usage', async () => {
+test('a DUR of nan or inf is bad usage; hours are a unit', async () => {
   for (const dur of ['nan', 'inf']) exits(await cli(['--timeout', dur, 'health']), 2);
+  exits(await cli(['--timeout', '1h', 'health']), 0);
 });
 
 test('not acked in time: exit 3 and a PENDING row (SIGSTOPped echo client, --timeout 300ms)', async () => {
