@@ -157,6 +157,40 @@ ssize_t http_unbase64(const char *s, size_t n, uint8_t *out)
 	return (ssize_t)o;
 }
 
+/* The wait of a config's JSON object j: "waitMs" or its proto field name
+ * "wait_ms" (not both), a number or a decimal string (proto3 JSON writes
+ * 64-bit integers as strings, and takes either), 0 to HTTP_MAX_WAIT_MS;
+ * any field but these and "payload" is refused. 0 and *out, or -EINVAL. */
+static int json_wait(json_t *j, uint32_t *out)
+{
+	json_t *w = json_object_get(j, "waitMs"), *w2 = json_object_get(j, "wait_ms");
+	const char *key, *s;
+	json_t *v;
+	json_int_t x = 0;
+	char *end;
+	json_object_foreach(j, key, v)
+		if (strcmp(key, "payload") && strcmp(key, "waitMs") && strcmp(key, "wait_ms"))
+			return -EINVAL;
+	if (w && w2)
+		return -EINVAL;
+	if (!w && !(w = w2))
+		return 0;
+	if (json_is_integer(w)) {
+		x = json_integer_value(w);
+	} else if (json_is_string(w) && *(s = json_string_value(w)) >= '0' && *s <= '9') {
+		unsigned long long u = strtoull(s, &end, 10);
+		if (*end || u > HTTP_MAX_WAIT_MS)
+			return -EINVAL;
+		x = (json_int_t)u;
+	} else {
+		return -EINVAL;
+	}
+	if (x < 0 || x > HTTP_MAX_WAIT_MS)
+		return -EINVAL;
+	*out = (uint32_t)x;
+	return 0;
+}
+
 int http_parse_config(const char *type, const char *body, size_t n, const char *wait_arg, uint8_t **payload,
 		      size_t *len, uint32_t *wait_ms, char *why, size_t whylen)
 {
@@ -175,7 +209,7 @@ int http_parse_config(const char *type, const char *body, size_t n, const char *
 	}
 	if (type && !strncmp(type, "application/json", 16)) {
 		json_error_t je;
-		json_t *j, *p, *w;
+		json_t *j, *p;
 		if (json_too_deep(body, n)) {
 			snprintf(why, whylen, "JSON nested too deep (over %d)", HTTP_MAX_JSON_DEPTH);
 			return -EINVAL;
@@ -185,15 +219,12 @@ int http_parse_config(const char *type, const char *body, size_t n, const char *
 			return -EINVAL;
 		}
 		p = json_object_get(j, "payload");
-		w = json_object_get(j, "waitMs");
-		if (!json_is_object(j) || !json_is_string(p) ||
-		    (w && (!json_is_integer(w) || json_integer_value(w) < 0 || json_integer_value(w) > HTTP_MAX_WAIT_MS))) {
+		if (!json_is_object(j) || !json_is_string(p) || json_wait(j, wait_ms) < 0) {
 			json_decref(j);
-			snprintf(why, whylen, "expected {\"payload\": a base64 string, \"waitMs\": 0 to %u}", HTTP_MAX_WAIT_MS);
+			snprintf(why, whylen, "expected {\"payload\": a base64 string, \"waitMs\" (or \"wait_ms\"): 0 to %u}, "
+				 "and no other field", HTTP_MAX_WAIT_MS);
 			return -EINVAL;
 		}
-		if (w)
-			*wait_ms = (uint32_t)json_integer_value(w);
 		if (!(*payload = malloc(json_string_length(p) / 4 * 3 + 3))) {
 			json_decref(j);
 			snprintf(why, whylen, "out of memory");

@@ -138,6 +138,15 @@ test('POST config: JSON with base64, or raw bytes; then the process has it', asy
   assert.equal(r.status, 200, r.text);
   assert.equal(r.json.results[0].status, 'PUBLISH_STATUS_APPLIED');
   await e.line(/payload=raw text$/, { out: true });
+  // The proto field name and a decimal string, as proto3 JSON allows: waited for too.
+  for (const [body, text] of [[{ wait_ms: 5000 }, 'snake'], [{ waitMs: '5000' }, 'string']]) {
+    r = await get(`${base}/v1/processes/${e.pid}/config`, {
+      method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ payload: Buffer.from(text).toString('base64'), ...body }),
+    });
+    assert.equal(r.status, 200, r.text);
+    assert.equal(r.json.results[0].status, 'PUBLISH_STATUS_APPLIED', text);
+  }
 });
 
 test('POST config refused: bad JSON, deep nesting, bad base64, oversized, unknown pid, writes off', async () => {
@@ -156,6 +165,11 @@ test('POST config refused: bad JSON, deep nesting, bad base64, oversized, unknow
   r = await post('{"payload": 5}');
   assert.equal(r.status, 400);
   r = await post(JSON.stringify({ payload: 'eA==', waitMs: -1 }));
+  assert.equal(r.status, 400);
+  r = await post(JSON.stringify({ payload: 'eA==', bogus: 1 })); // no field is dropped unread
+  assert.equal(r.status, 400);
+  assert.match(r.json.error, /no other field/);
+  r = await post(JSON.stringify({ payload: 'eA==', waitMs: 1, wait_ms: 2 }));
   assert.equal(r.status, 400);
   r = await post(Buffer.alloc(3 << 20, 0x41), 'application/octet-stream');
   assert.equal(r.status, 413);
