@@ -148,8 +148,8 @@ int cmd_publish(const struct opts *o, int clear)
 		r = (void *)call("/procctl.v1.NodeService/Publish", &pq.base, &procctl__v1__publish_response__descriptor);
 	}
 	free(data.data);
-	if (!r)
-		return 1;
+	if (!r) /* a pid no attached process has is NOT_FOUND: no process matched */
+		return o->sel.pid && cli_last_status == GRPC_STATUS_NOT_FOUND ? (o->allow_none ? 0 : EXIT_NONE) : 1;
 	if (!r->n_results && !o->allow_none) {
 		if (cli_json)
 			print_json(&r->base);

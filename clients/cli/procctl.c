@@ -178,6 +178,8 @@ static gpr_timespec deadline(void)
 	return gpr_time_add(gpr_now(GPR_CLOCK_REALTIME), gpr_time_from_millis(cli_timeout_ms + 2000, GPR_TIMESPAN));
 }
 
+unsigned cli_last_status;
+
 /* One unary call: the response, or NULL after printing the failure. */
 ProtobufCMessage *call(const char *method, const ProtobufCMessage *req, const ProtobufCMessageDescriptor *rd)
 {
@@ -187,6 +189,7 @@ ProtobufCMessage *call(const char *method, const ProtobufCMessage *req, const Pr
 	if (connect_once() < 0)
 		return NULL;
 	st = pb_unary(cli_ch, cli_cq, method, deadline(), req, rd, &resp, &d);
+	cli_last_status = (unsigned)st;
 	if (st == GRPC_STATUS_OK && !resp)
 		fprintf(stderr, "procctl: the response does not parse\n");
 	if (st != GRPC_STATUS_OK)

@@ -524,11 +524,12 @@ test('no daemon: exit 1, and a message naming the socket', async () => {
   assert.match(r.stderr, /^procctl: UNAVAILABLE: /, said(r));
 });
 
-test('unknown pid: exit 1, NOT_FOUND', async () => {
+test('unknown pid: NOT_FOUND; exit 1 for get and state, 4 (no process matched) for a --pid selector', async () => {
   const pid = String(0x3fffffff);
-  for (const args of [['get', pid], ['state', pid], ['publish', '--pid', pid, '--data', 'x'], ['clear', '--pid', pid],
-    ['-o', 'json', 'get', pid], ['-o', 'json', 'publish', '--pid', pid, '--data', 'x', '--wait']]) {
-    const r = exits(await cli(args), 1);
+  for (const [args, code] of [[['get', pid], 1], [['state', pid], 1], [['publish', '--pid', pid, '--data', 'x'], 4],
+    [['clear', '--pid', pid], 4], [['-o', 'json', 'get', pid], 1],
+    [['-o', 'json', 'publish', '--pid', pid, '--data', 'x', '--wait'], 4], [['clear', '--pid', pid, '--allow-none'], 0]]) {
+    const r = exits(await cli(args), code);
     assert.equal(r.stdout, '', said(r));
     assert.match(r.stderr, /^procctl: NOT_FOUND: /, said(r));
   }
