@@ -116,20 +116,20 @@ static void on_grpc_log(gpr_log_func_args *a)
 	node_log(l, "grpc", "file=%s line=%d msg=\"%s\"", a->file, a->line, node_log_quote(q, sizeof q, a->message));
 }
 
-static char *slurp(const char *path, char *err, size_t errlen)
+static char *slurp(const char *key, const char *path, char *err, size_t errlen)
 {
 	FILE *f = fopen(path, "re");
 	char *buf;
 	size_t n;
 	if (!f) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		snprintf(err, errlen, "%s %s: %s", key, path, strerror(errno));
 		return NULL;
 	}
 	buf = calloc(1, 1 << 20);
 	n = buf ? fread(buf, 1, (1 << 20) - 1, f) : 0;
 	fclose(f);
 	if (!buf || !n) {
-		snprintf(err, errlen, "%s: %s", path, buf ? "empty" : "out of memory");
+		snprintf(err, errlen, "%s %s: %s", key, path, buf ? "empty" : "out of memory");
 		free(buf);
 		return NULL;
 	}
@@ -202,8 +202,9 @@ static int unix_prepare(const char *path, char *err, size_t errlen)
 static grpc_server_credentials *tls_credentials(const struct node_cfg *cfg, char *err, size_t errlen)
 {
 	grpc_server_credentials *tls = NULL;
-	char *ca_pem = slurp(cfg->tls_client_ca, err, errlen), *cert = NULL, *key = NULL;
-	int readable = ca_pem && (cert = slurp(cfg->tls_cert, err, errlen)) && (key = slurp(cfg->tls_key, err, errlen));
+	char *ca_pem = slurp("tls_client_ca", cfg->tls_client_ca, err, errlen), *cert = NULL, *key = NULL;
+	int readable = ca_pem && (cert = slurp("tls_cert", cfg->tls_cert, err, errlen)) &&
+		       (key = slurp("tls_key", cfg->tls_key, err, errlen));
 	free(ca_pem);
 	free(cert);
 	free(key);

@@ -24,6 +24,7 @@
 #include "config.h"
 #include "grpc_server.h"
 #include "http.h"
+#include "httpbody.h"
 #include "node.h"
 #include "nodelock.h"
 #include "procctl_agent.h"
@@ -222,6 +223,29 @@ static int dirs_checked(const struct node_cfg *cfg, char *err, size_t errlen)
 	return 0;
 }
 
+/* --check-config: the files the daemon reads at its start (the HTTP key
+ * as it loads it, the TLS files readable), named by their keys. */
+static int files_checked(const struct node_cfg *cfg, char *err, size_t errlen)
+{
+	const char *keys[] = {"tls_cert", "tls_key", "tls_client_ca"};
+	const char *paths[] = {cfg->tls_cert, cfg->tls_key, cfg->tls_client_ca};
+	char key[HTTP_KEY_MAX + 2];
+	size_t i, len;
+	int fd, r;
+	if (cfg->http_api_key_file[0] && (r = http_key_load(cfg->http_api_key_file, key, sizeof key, &len, err, errlen)) < 0)
+		return r; /* its message names the key */
+	for (i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+		if (!paths[i][0])
+			continue;
+		if ((fd = open(paths[i], O_RDONLY | O_CLOEXEC)) < 0) {
+			snprintf(err, errlen, "%s %s: %s", keys[i], paths[i], strerror(errno));
+			return -errno;
+		}
+		close(fd);
+	}
+	return 0;
+}
+
 /* node_watch_config's builder: the same, again. */
 static int rebuild_cfg(struct node_cfg *cfg, char *err, size_t errlen, void *arg)
 {
@@ -323,7 +347,7 @@ int main(int argc, char **argv)
 	if (check) {
 		/* Judged for whoever runs this: as root, as the daemon runs
 		 * (another user's view of root's directories says nothing). */
-		if (geteuid() == 0 && dirs_checked(&cfg, err, sizeof err) < 0) {
+		if (geteuid() == 0 && (dirs_checked(&cfg, err, sizeof err) < 0 || files_checked(&cfg, err, sizeof err) < 0)) {
 			fprintf(stderr, "procctl-node: %s\n", err);
 			return 2;
 		}

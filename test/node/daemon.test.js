@@ -26,7 +26,7 @@ test('--version, --help, --check-config', () => {
   assert.match(r.stdout, /configuration valid/);
 });
 
-test('--check-config judges the directories as the start would, making none', () => {
+test('--check-config judges the directories and files as the start would, making none', () => {
   const dir = scratch();
   const open = path.join(dir, 'open');
   fs.mkdirSync(open);
@@ -36,6 +36,10 @@ test('--check-config judges the directories as the start would, making none', ()
     [['--lock-dir', open], /^procctl-node: lock_dir: .*open is writable by others \(mode 0777\)\n$/],
     [['--state-dir', path.join(open, 'state')], /^procctl-node: state_dir: .*open is writable by others/],
     [['--grpc-listen', `unix:${path.join(open, 'node.sock')}`], /^procctl-node: grpc_listen: .*open is writable/],
+    // and the files it reads at its start, named by their keys
+    [['--http-api-key-file', path.join(dir, 'nokey')], /^procctl-node: http_api_key_file \S+nokey: No such file/],
+    [['--grpc-listen', '127.0.0.1:17999', '--tls-cert', path.join(dir, 'c.crt'), '--tls-key', path.join(dir, 'c.key'),
+      '--tls-client-ca', path.join(dir, 'ca.crt')], /^procctl-node: tls_cert \S+c\.crt: No such file/],
   ]) {
     const r = run(['--check-config', '--lock-dir', path.join(mine, 'locks'), '--state-dir', path.join(mine, 'state'),
       ...args]);
