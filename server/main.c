@@ -224,24 +224,30 @@ static int dirs_checked(const struct node_cfg *cfg, char *err, size_t errlen)
 }
 
 /* --check-config: the files the daemon reads at its start (the HTTP key
- * as it loads it, the TLS files readable), named by their keys. */
+ * as it loads it, the TLS files readable), named by their keys. One that
+ * is not here is said on stderr, not failed: the config may be for where
+ * it is mounted (the chart's is checked before its pod exists). */
 static int files_checked(const struct node_cfg *cfg, char *err, size_t errlen)
 {
-	const char *keys[] = {"tls_cert", "tls_key", "tls_client_ca"};
-	const char *paths[] = {cfg->tls_cert, cfg->tls_key, cfg->tls_client_ca};
+	const char *keys[] = {"http_api_key_file", "tls_cert", "tls_key", "tls_client_ca"};
+	const char *paths[] = {cfg->http_api_key_file, cfg->tls_cert, cfg->tls_key, cfg->tls_client_ca};
 	char key[HTTP_KEY_MAX + 2];
 	size_t i, len;
 	int fd, r;
-	if (cfg->http_api_key_file[0] && (r = http_key_load(cfg->http_api_key_file, key, sizeof key, &len, err, errlen)) < 0)
-		return r; /* its message names the key */
 	for (i = 0; i < sizeof keys / sizeof keys[0]; i++) {
 		if (!paths[i][0])
 			continue;
 		if ((fd = open(paths[i], O_RDONLY | O_CLOEXEC)) < 0) {
+			if (errno == ENOENT) {
+				fprintf(stderr, "procctl-node: note: %s %s: not here (the start reads it)\n", keys[i], paths[i]);
+				continue;
+			}
 			snprintf(err, errlen, "%s %s: %s", keys[i], paths[i], strerror(errno));
 			return -errno;
 		}
 		close(fd);
+		if (!i && (r = http_key_load(paths[i], key, sizeof key, &len, err, errlen)) < 0)
+			return r; /* its message names the key */
 	}
 	return 0;
 }
