@@ -398,6 +398,11 @@ static int arbiter_done(struct node_cfg *c, struct node_arbiter_cfg *a, const ch
 		snprintf(err, errlen, "%s: [arbiter %s]: admit_ lists take effect with admit_default = deny", at, a->name);
 		return -EINVAL;
 	}
+	if (a->admit.deny && !admission_listed(&a->admit)) {
+		snprintf(err, errlen, "%s: [arbiter %s]: admit_default = deny with no admit_uids, admit_gids, admit_pods "
+			 "or admit_cgroups admits nobody: name who may hold it", at, a->name);
+		return -EINVAL;
+	}
 	for (i = 0; i < a->nresources; i++)
 		a->resources[i].kind = a->kind;
 	return 0;

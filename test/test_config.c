@@ -243,6 +243,9 @@ static void errors(void **state)
 		 "t.conf:2: admit_cgroups: '/a/../b': not an absolute cgroup path (no '..')"},
 		{"[arbiter gpu]\nkind = 1\nconsumer = t\nadmit_uids = 0\n",
 		 "t.conf:1: [arbiter gpu]: admit_ lists take effect with admit_default = deny"},
+		{"[arbiter gpu]\nkind = 1\nconsumer = t\nadmit_default = deny\n",
+		 "t.conf:1: [arbiter gpu]: admit_default = deny with no admit_uids, admit_gids, admit_pods or admit_cgroups "
+		 "admits nobody: name who may hold it"},
 	};
 	struct node_cfg c;
 	size_t i;
