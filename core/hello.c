@@ -118,7 +118,7 @@ static int *file_forget(struct procctl_hello *h, struct file *f)
 	int *probes = f->probes;
 	if (f->wd >= 0)
 		inotify_rm_watch(h->ifd, f->wd);
-	if (f->probes[0] >= 0) { /* uprobes placed (not a file watched by its mappings alone) */
+	if (f->counted) { /* uprobes placed, or tried (not a file watched by its mappings alone) */
 		h->st.probes -= (uint64_t)f->nsites;
 		h->fds_left += (long)f->nsites * h->rings.n;
 	}

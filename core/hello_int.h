@@ -38,6 +38,7 @@ struct file {
 	int64_t idle_since; /* no pid maps it since then; 0: mapped */
 	int64_t probed_ns;  /* when its uprobes were placed */
 	uid_t owner;        /* the file's */
+	int counted;        /* its nsites * ncpu fds are counted in probes and taken from fds_left */
 	struct file *next;
 };
 

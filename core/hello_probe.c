@@ -96,6 +96,7 @@ static void denied(struct procctl_hello *h, struct file *f, int err)
 		f->probes[i] = -1;
 	h->st.probes -= (uint64_t)f->nsites;
 	h->fds_left += (long)f->nsites * h->rings.n;
+	f->counted = 0;
 	h->uprobes_denied = 1;
 	h->st.uprobes_denied = 1;
 	procctl_log(PROCCTL_LOG_WARN, "hello_uprobes_denied",
@@ -138,7 +139,7 @@ void hello_mapped(struct procctl_hello *h, pid_t pid, uint64_t start, uint64_t e
 	if (n < 0)
 		h->st.elf_rejected++;
 	n = dedupe(off, n);
-	if (n > 0 && !fstat(fd, &sb) && !room(h, n, sb.st_uid)) {
+	if (n > 0 && (fstat(fd, &sb) < 0 || !room(h, n, sb.st_uid))) {
 		h->st.files_skipped++; /* over the limits: not remembered, tried again when mapped again */
 		close(fd);
 		return;
@@ -175,6 +176,7 @@ void hello_mapped(struct procctl_hello *h, pid_t pid, uint64_t start, uint64_t e
 	if (!h->uprobes_denied) {
 		h->st.probes += (uint64_t)n;
 		h->fds_left -= (long)n * h->rings.n;
+		f->counted = 1;
 		if ((err = probe(h, f, fd, off)) == -EACCES || err == -EPERM) {
 			denied(h, f, err); /* watched by its mappings alone, as every file after it */
 		} else if (err < 0) {
