@@ -718,6 +718,17 @@ int desired_delete(struct desired_store *s, const struct selector *sel, char *er
 	return 0;
 }
 
+int desired_bind_image(struct desired_store *s, size_t i, uint64_t image, char *err, size_t errlen)
+{
+	int r;
+	if (i >= s->n || !s->v[i].sel.pid || s->v[i].sel.pid_image || !image)
+		return -EINVAL;
+	s->v[i].sel.pid_image = image;
+	if ((r = save(s, err, errlen)) < 0)
+		s->v[i].sel.pid_image = 0;
+	return r;
+}
+
 int desired_forget_process(struct desired_store *s, pid_t pid, uint64_t start, char *err, size_t errlen)
 {
 	size_t i, k = 0, n0 = s->n;

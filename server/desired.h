@@ -110,6 +110,10 @@ int desired_delete(struct desired_store *s, const struct selector *sel, char *er
  * pid config bound to it. How many went, or -EIO (gone from memory; the
  * file keeps them until the next save, and a start drops them again). */
 int desired_forget_process(struct desired_store *s, pid_t pid, uint64_t start, char *err, size_t errlen);
+/* Bind config i, a pid's bound to no image (a format-2 store's), to image
+ * (its process's now), and save: 0, -EINVAL, or save's error (unbound
+ * still). */
+int desired_bind_image(struct desired_store *s, size_t i, uint64_t image, char *err, size_t errlen);
 
 /* 1 when configs for a and b could not both be set: the same precedence,
  * and one process could match both (the same selector included). */

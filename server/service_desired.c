@@ -56,6 +56,7 @@ void desired_process_gone(struct node *n, pid_t pid, uint64_t start)
  * daemon ran), goes. */
 void desired_prune(struct node *n)
 {
+	char err[400], q[1700];
 	size_t i;
 	if (n->desired.unbound_dropped)
 		node_log(PROCCTL_LOG_WARN, "desired_unbound_dropped", "configs=%zu reason=\"pid configs of an older store "
@@ -67,8 +68,10 @@ void desired_prune(struct node *n)
 		if (k->pid && (procstat_ident(NULL, k->pid, &start, &image) < 0 || start != k->pid_start ||
 			       (k->pid_image && image != k->pid_image)))
 			desired_process_gone(n, k->pid, k->pid_start);
-		else if (k->pid && !k->pid_image)
-			n->desired.v[i].sel.pid_image = image; /* a format-2 store's: bound to what runs now */
+		else if (k->pid && !k->pid_image && image &&
+			 desired_bind_image(&n->desired, i, image, err, sizeof err) < 0) /* a format-2 store's */
+			node_log(PROCCTL_LOG_WARN, "desired_not_kept", "pid=%d error=\"%s\"", (int)k->pid,
+				 node_log_quote(q, sizeof q, err));
 		if (n->desired.n == before)
 			i++;
 	}
@@ -113,12 +116,11 @@ void desired_from_file(struct node *n, const struct node_cfg *cfg)
 		const struct node_desired_cfg *f = &cfg->desired[i];
 		const struct desired *d = desired_find(&n->desired, &f->sel), *other = NULL;
 		const char *why = NULL;
+		uint64_t replaced;
 		int r;
 		if (d && d->len == f->len && !memcmp(d->payload, f->data, f->len) && !strcmp(d->source, f->name))
 			continue; /* as the store has it */
-		if (d && !d->source[0]) /* the file's selector: it takes it back */
-			node_log(PROCCTL_LOG_WARN, "desired_replaced", "section=%s revision=%llu reason=\"a config set "
-				 "through the API had the selector the file names\"", f->name, (unsigned long long)d->revision);
+		replaced = d && !d->source[0] ? d->revision : 0; /* an API config: the file's selector takes it back */
 		r = desired_set(&n->desired, &f->sel, f->data, f->len, f->name, &d, &other, &why, err, sizeof err);
 		if (r == -EEXIST)
 			snprintf(err, sizeof err, "overlaps the desired config (revision %llu) of the same precedence for "
@@ -133,6 +135,9 @@ void desired_from_file(struct node *n, const struct node_cfg *cfg)
 			node_log(PROCCTL_LOG_ERROR, "desired_file_failed", "section=%s error=\"%s\"", f->name, node_log_quote(q, sizeof q, err));
 			continue;
 		}
+		if (replaced)
+			node_log(PROCCTL_LOG_WARN, "desired_replaced", "section=%s revision=%llu reason=\"a config set "
+				 "through the API had the selector the file names\"", f->name, (unsigned long long)replaced);
 		node_log(PROCCTL_LOG_INFO, "desired_set", "section=%s revision=%llu consumer=%s version=%u pod=%s container=%.12s bytes=%zu",
 			 f->name, (unsigned long long)d->revision, d->sel.consumer, d->sel.version,
 			 d->sel.pod_uid[0] ? d->sel.pod_uid : "-", d->sel.container_id[0] ? d->sel.container_id : "-", d->len);

@@ -249,6 +249,12 @@ static void format2(void **state)
 	assert_non_null(d = desired_find(&s, &c[1].sel));
 	assert_int_equal(d->sel.pid_start, START(9));
 	assert_int_equal(d->sel.pid_image, 0);
+	/* Bound at the daemon's start to what runs then: saved so. */
+	assert_int_equal(desired_bind_image(&s, (size_t)(d - s.v), 0x77, err, sizeof err), 0);
+	assert_int_equal(desired_bind_image(&s, (size_t)(d - s.v), 0x78, err, sizeof err), -EINVAL); /* bound already */
+	assert_int_equal(desired_load(&t, dir, err, sizeof err), 0);
+	assert_int_equal(desired_find(&t, &c[1].sel)->sel.pid_image, 0x77);
+	desired_free(&t);
 	/* One bound to an image is kept so, and matches its process only
 	 * while it runs that image. */
 	k = key(11, C, 1, P1, C1);
