@@ -414,7 +414,6 @@ static int before(pid_t p1, uint64_t i1, pid_t p2, uint64_t i2)
 	return p1 < p2 || (p1 == p2 && i1 < i2);
 }
 
-/* The next wanter after (pid, instance) in (pid, instance) order, wrapping. */
 /* The next wanter in turn (pid, instance order, after the last holder),
  * of those not passed over unless all. */
 static struct view *in_turn(procctl_arbiter_t *a, size_t n, const struct res_state *rs, int all)

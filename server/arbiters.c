@@ -159,7 +159,10 @@ void arbiters_tick(struct node *n)
 		int r = procctl_arbiter_tick(ab->a);
 		if (procctl_arbiter_next_tick(ab->a) < due)
 			due = procctl_arbiter_next_tick(ab->a);
-		if (r < 0)
+		if (r == -ENOMEM) /* nothing decided: tried again in 100 ms */
+			node_log_limited(PROCCTL_LOG_WARN, "arbiter_no_room", "kind=%s reason=\"no memory to see every "
+					 "process of its consumer: nothing granted or revoked\"", ab->cfg->name);
+		else if (r < 0)
 			node_log(PROCCTL_LOG_DEBUG, "arbiter_write_failed", "kind=%s error=%s", ab->cfg->name, strerror(-r));
 		c = procctl_arbiter_snapshot(ab->a, now, PROCCTL_ARB_MAX_RESOURCES);
 		for (j = 0; j < c; j++) {
@@ -177,8 +180,7 @@ void arbiters_tick(struct node *n)
 		memcpy(ab->snap, now, c * sizeof now[0]);
 		ab->nsnap = c;
 	}
-	/* The next when nothing changes (arbiters_kick for the rest); -ENOMEM
-	 * leaves it for the next change. */
+	/* The next when nothing changes (arbiters_kick for the rest). */
 	if (due == UINT64_MAX)
 		timer_disarm(&n->timers, &n->t_tick);
 	else
