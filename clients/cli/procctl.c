@@ -91,7 +91,8 @@ static const struct command {
 static const char global_help[] =
 	"SELECTOR: --pid PID (alone) | --consumer NAME [--schema N (default 1)] [--pod UID] [--container ID]\n"
 	"DATA: --data STRING | --file PATH | - (standard input)\n"
-	"DUR: seconds, or with a unit: 500ms, 5s, 2m, 1h (default 10s; --wait waits this long, up to the daemon's max_wait_ms)\n"
+	"DUR: seconds, or with a unit: 500ms, 5s, 2m, 1h (default 10s; --wait waits this long;\n"
+	"the daemon refuses more than its max_wait_ms)\n"
 	"The daemon: its Unix socket (--socket, else $PROCCTL_SOCKET, else " DEFAULT_SOCKET "), or\n"
 	"--server HOST:PORT, its TCP listener, with TLS: --tls-ca FILE (the CA its certificate is of;\n"
 	"default: the system's), --tls-cert FILE --tls-key FILE (this client's, for mTLS) and\n"
