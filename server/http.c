@@ -48,7 +48,7 @@ struct hreq {
 	char *body;
 	size_t len;
 	int keep_body; /* a write that may be served: its body is kept; any other is dropped unread */
-	int too_big;   /* 1: over HTTP_MAX_BODY; 2: over HTTP_MAX_BODIES, all requests' together */
+	int too_big;   /* 1: over HTTP_MAX_BODY; 2: over HTTP_MAX_BODIES, all requests' together; 3: no memory */
 	int submitted;
 	/* the answer, set by the loop's reply before it resumes the connection;
 	 * done is stored with release and loaded with acquire, so the answer is
@@ -306,7 +306,7 @@ static void body_add(struct hreq *r, const char *data, size_t n)
 	else if ((b = realloc(r->body, r->len + n)))
 		memcpy(b + r->len, data, n);
 	else
-		r->too_big = 2;
+		r->too_big = 3;
 	if (r->too_big) {
 		__atomic_store_n(&h->body_bytes, held - r->len, __ATOMIC_RELAXED);
 		free(r->body);
@@ -331,6 +331,8 @@ static enum MHD_Result route(struct hreq *r, const char *url, const char *method
 		r->status = 413;
 		return MHD_YES;
 	}
+	if (r->too_big == 3)
+		return answer_error(r, NODE_RESOURCE_EXHAUSTED, "out of memory"), MHD_YES;
 	if (r->too_big)
 		return answer_error(r, NODE_UNAVAILABLE, "other requests' bodies fill the HTTP side's 16 MiB: try again"),
 		       MHD_YES;

@@ -237,15 +237,22 @@ static int files_checked(const struct node_cfg *cfg, char *err, size_t errlen)
 	for (i = 0; i < sizeof keys / sizeof keys[0]; i++) {
 		if (!paths[i][0])
 			continue;
+		struct stat st;
 		if ((fd = open(paths[i], O_RDONLY | O_CLOEXEC)) < 0) {
-			if (errno == ENOENT) {
+			r = -errno;
+			if (r == -ENOENT) {
 				fprintf(stderr, "procctl-node: note: %s %s: not here (the start reads it)\n", keys[i], paths[i]);
 				continue;
 			}
-			snprintf(err, errlen, "%s %s: %s", keys[i], paths[i], strerror(errno));
-			return -errno;
+			snprintf(err, errlen, "%s %s: %s", keys[i], paths[i], strerror(-r));
+			return r;
 		}
+		r = fstat(fd, &st) < 0 || !st.st_size ? -EINVAL : 0;
 		close(fd);
+		if (r < 0) {
+			snprintf(err, errlen, "%s %s: empty", keys[i], paths[i]);
+			return r;
+		}
 		if (!i && (r = http_key_load(paths[i], key, sizeof key, &len, err, errlen)) < 0)
 			return r; /* its message names the key */
 	}
