@@ -8,7 +8,11 @@ if(NOT text MATCHES "^# ([a-z0-9_.-]+)\\(([1-9])\\)\n")
 endif()
 string(TOUPPER "${CMAKE_MATCH_1}" title)
 set(section "${CMAKE_MATCH_2}")
-string(REGEX REPLACE "^[^\n]*\n" "" body "${text}")
+# Everything after the first line (string(REGEX REPLACE "^...") would anchor
+# "^" at every match and drop every line).
+string(FIND "${text}" "\n" eol)
+math(EXPR eol "${eol} + 1")
+string(SUBSTRING "${text}" ${eol} -1 body)
 file(WRITE "${OUT}.md" "% ${title} ${section} \"\" \"procctl ${VERSION}\" \"procctl manual\"\n${body}")
 execute_process(COMMAND "${MD2MAN}" -in "${OUT}.md" -out "${OUT}" RESULT_VARIABLE rc)
 file(REMOVE "${OUT}.md")

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # make install as a packager runs it: into a DESTDIR, then used from there.
 # Every file where it belongs; the programs run; the manual pages are roff
-# that groff renders without a warning; nothing installed names the source
+# that groff renders without a warning, with every flag of --help; nothing installed names the source
 # or build tree; an agent (agent.c: a real region, attach, publish, ack)
 # built against the installed package with pkg-config and with CMake's
 # find_package(procctl), and the seed's process-side snippet with
@@ -35,11 +35,34 @@ done
 "$p/sbin/procctl-node" --check-config --config "$p/share/doc/procctl/procctl-node.conf" >/dev/null ||
 	fail "the installed example config"
 
-# The manual pages: roff with a title line, rendered without warnings.
+# The manual pages: roff with a title line, rendered without warnings, as
+# a reader sees them (groff, as man runs it; wide and unhyphenated, so a
+# flag is never split) with NAME, SYNOPSIS and every flag the program's
+# --help names (each command's too); no text line the formatter would take
+# for a request and drop.
+flags() { # the --flags in a program's help
+	grep -oE -- '--[a-z][a-z0-9-]*' | sort -u
+}
+"$p/bin/procctl" --help >"$tmp/help.procctl"
+for c in $("$p/bin/procctl" --help | sed -n 's/^  \([a-z][a-z]*\) .*/\1/p'); do
+	"$p/bin/procctl" "$c" --help >>"$tmp/help.procctl" || fail "procctl $c --help"
+done
+"$p/sbin/procctl-node" --help >"$tmp/help.procctl-node"
 for page in man1/procctl.1 man8/procctl-node.8; do
+	prog=$(basename "${page%.*}")
 	head -3 "$p/share/man/$page" | grep -q '^\.TH PROCCTL' || fail "$page: no .TH line"
 	groff -man -Tutf8 -ww -z "$p/share/man/$page" 2>"$tmp/groff" || fail "$page: groff failed"
 	[ ! -s "$tmp/groff" ] || fail "$page: $(cat "$tmp/groff")"
+	! grep -nE "^(\.[^A-Za-z\\]|')" "$p/share/man/$page" || fail "$page: a text line starting with . or ' (a request to roff)"
+	groff -man -Tascii -P-cbou -rLL=250n -rHY=0 "$p/share/man/$page" >"$tmp/page" 2>/dev/null
+	[ "$(wc -l <"$tmp/page")" -gt 40 ] || fail "$page renders as $(wc -l <"$tmp/page") lines"
+	for sec in NAME SYNOPSIS DESCRIPTION OPTIONS; do
+		grep -q "^$sec" "$tmp/page" || fail "$page has no $sec section"
+	done
+	grep -A1 '^NAME' "$tmp/page" | grep -q "$prog - " || fail "$page: NAME does not name $prog"
+	for f in $(flags <"$tmp/help.$prog"); do
+		grep -qe "$f\b" "$tmp/page" || fail "$page does not document $f (in $prog's --help)"
+	done
 done
 
 # pkg-config: the agent, and the header alone.
