@@ -5,6 +5,9 @@
 #                gcc -O2; clang with ASan+UBSan (and libFuzzer); clang TSan;
 #                each runs whatever the others did, with a summary at the end
 #   make bench   build and write build/bench.json
+#   make fuzz    the open-ended fuzzing (FUZZ_SECONDS, 60, a target) that
+#                make test's fixed, seeded runs are not; finds kept in
+#                build-asan/fuzz
 #   make soak    build, then every attack of issue 17 at once on one daemon
 #                for SOAK_SECONDS (600) beside a healthy client; figures
 #                in build/soak.json (not part of make test)
@@ -20,7 +23,7 @@ CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
 PREFIX ?= /usr/local
 
-.PHONY: all deps build demo test test-gcc test-asan test-tsan bench soak install image clean
+.PHONY: all deps build demo test test-gcc test-asan test-tsan bench fuzz soak install image clean
 
 all: build
 
@@ -67,6 +70,9 @@ test-tsan:
 bench: build
 	{ build/bench/bench_process && build/bench/bench_agent && build/bench/bench_arbiter && build/bench/bench_node && build/bench/bench_hello && build/bench/bench_stop && build/bench/bench_bells && build/bench/bench_scale; } | paste -sd, | sed 's/^/[/; s/$$/]/' > build/bench.json
 	@cat build/bench.json
+
+fuzz: deps
+	scripts/fuzz.sh
 
 SOAK_SECONDS ?= 600
 soak: build

@@ -98,7 +98,7 @@ enum procctl_reject procctl_hdr_check(const void *buf, size_t len, uint64_t file
 	if (h.payload_cap == 0 || h.payload_cap > PROCCTL_PAYLOAD_MAX || h.grant_cap > PROCCTL_GRANT_MAX ||
 	    h.resource_cap > PROCCTL_RES_MAX || h.state_data_cap > PROCCTL_STATE_DATA_MAX ||
 	    h.state_size < PROCCTL_STATE_SIZE(h.resource_cap, h.state_data_cap) ||
-	    h.state_size > PROCCTL_STATE_SIZE(PROCCTL_RES_MAX, PROCCTL_STATE_DATA_MAX) + PROCCTL_HDR_AREA)
+	    h.state_size > PROCCTL_STATE_SIZE_LIMIT)
 		return PROCCTL_REJECT_BAD_LAYOUT;
 	/* Inside a slot: header, grant table, payload, in that order. */
 	grants_end = (uint64_t)h.grant_off + (uint64_t)h.grant_cap * sizeof(struct procctl_grant_entry);

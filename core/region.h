@@ -17,6 +17,12 @@
 #include "procctl.h"
 #include "procctl_agent.h"
 
+/* The largest state_size a header may give (SPEC.md 13.2): the block the
+ * hard limits allow, plus one page, whatever the header's capacities:
+ * 64 + 64 * 64 + 65536 + 4096 = 73,792 bytes. */
+#define PROCCTL_STATE_SIZE_LIMIT (PROCCTL_STATE_SIZE(PROCCTL_RES_MAX, PROCCTL_STATE_DATA_MAX) + PROCCTL_HDR_AREA)
+_Static_assert(PROCCTL_STATE_SIZE_LIMIT == 73792, "SPEC.md 13.2 gives 73,792");
+
 /* Validate a header copy (header_size bytes at hdr) against a file of
  * file_size bytes; PROCCTL_REJECT_NONE when every SPEC.md 13.2 check holds. */
 enum procctl_reject procctl_hdr_check(const void *hdr, size_t len, uint64_t file_size);

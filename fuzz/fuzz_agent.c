@@ -14,7 +14,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static uint64_t buf[(PROCCTL_STATE_DATA_MAX + PROCCTL_RES_MAX * 64u + PROCCTL_HDR_AREA) / 8u];
+	/* Room for the largest state block an accepted header may give. */
+	static uint64_t buf[PROCCTL_STATE_SIZE_LIMIT / 8u];
 	struct procctl_hdr h;
 	struct procctl_state_view v;
 	enum procctl_reject why;

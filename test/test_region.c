@@ -95,6 +95,7 @@ static void header_refusals(void **state)
 	REFUSE(h.resource_cap = PROCCTL_RES_MAX + 1, PROCCTL_REJECT_BAD_LAYOUT);
 	REFUSE(h.state_data_cap = PROCCTL_STATE_DATA_MAX + 1, PROCCTL_REJECT_BAD_LAYOUT);
 	REFUSE(h.state_size = 64, PROCCTL_REJECT_BAD_LAYOUT);
+	REFUSE(h.state_size = 73792 + 1, PROCCTL_REJECT_BAD_LAYOUT); /* SPEC.md 13.2's bound, plus one */
 	REFUSE(h.grant_off = 8, PROCCTL_REJECT_BAD_LAYOUT);
 	REFUSE(h.payload_off += 4, PROCCTL_REJECT_BAD_LAYOUT);
 	REFUSE(h.ctrl_off = 8, PROCCTL_REJECT_BAD_LAYOUT);
@@ -106,6 +107,10 @@ static void header_refusals(void **state)
 	REFUSE(h.slot_off[0] = 0xffffffc0u, PROCCTL_REJECT_BAD_LAYOUT);
 	REFUSE(h.slot_size = 0xffffffffu, PROCCTL_REJECT_BAD_LAYOUT);
 #undef REFUSE
+	/* SPEC.md 13.2's bound itself, whatever the capacities. */
+	h = gh;
+	h.state_size = 73792;
+	assert_int_equal(check(&h, 0), PROCCTL_REJECT_NONE);
 	/* A stale CRC. */
 	h = gh;
 	h.schema_version++;
