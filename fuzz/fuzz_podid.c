@@ -68,6 +68,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    !memmem(data, size, ":/kubelet.slice/kubelet-kubepods.slice/", 39))
 		abort();
 	check(data, size, "0::/../../../../init.scope\n12:memory:/../..\n");
+	{ /* as init's file, its hierarchies listed for the log: terminated, in bounds */
+		char list[16];
+		list[sizeof list - 1] = 'x';
+		if (procctl_podid_hierarchies((const char *)data, size, list, sizeof list - 1) < 0 ||
+		    list[sizeof list - 1] != 'x' || strlen(list) >= sizeof list - 1)
+			abort();
+	}
 	/* The same bytes as a /proc/<pid>/stat line: a start time only after
 	 * the last ')' (comm, the process's own, may hold anything). */
 	{

@@ -29,6 +29,7 @@
 
 #include "desired.h"
 #include "podid.h"
+#include "procstat.h"
 #include "procctl/v1/node.pb-c.h"
 #include "procctl_arbiter.h"
 
@@ -75,6 +76,20 @@ int node_lock_lost(const struct node *n)
 	return n->lock_lost;
 }
 
+/* Once, where a process's pod identity comes from: every hierarchy its
+ * cgroup file names (the host's init's tell which there are: on a hybrid
+ * host, v1 controllers and the unified v2 one), a kubelet-named cgroup at
+ * the root of any of them. */
+static void pod_identity_said(void)
+{
+	char text[4096], list[1024];
+	ssize_t len = procstat_read(NULL, 1, "cgroup", text, sizeof text);
+	int k = len > 0 ? procctl_podid_hierarchies(text, (size_t)len, list, sizeof list) : 0;
+	node_log(PROCCTL_LOG_INFO, "pod_identity", "from=/proc/PID/cgroup hierarchies=\"%s\" count=%d reason=\"a pod is a "
+		 "kubelet-named cgroup (kubepods, kubepods.slice, kubelet.slice) at the root of any of them\"",
+		 k ? list : "unknown: /proc/1/cgroup unreadable", k);
+}
+
 struct node *node_new(const struct node_cfg *cfg, const struct nodelock *lock, char *err, size_t errlen)
 {
 	struct node *n = calloc(1, sizeof *n);
@@ -103,6 +118,7 @@ struct node *node_new(const struct node_cfg *cfg, const struct nodelock *lock, c
 		snprintf(err, errlen, "watching %s: %s", lock->path, strerror(errno));
 		goto fail;
 	}
+	pod_identity_said();
 	if (desired_load(&n->desired, cfg->state_dir, err, errlen) < 0)
 		goto fail;
 	n->desired.fence = lock;

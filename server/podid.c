@@ -344,6 +344,27 @@ int procctl_podid_parse(const char *text, size_t len, const char *init, size_t i
 	return 0;
 }
 
+int procctl_podid_hierarchies(const char *text, size_t len, char *buf, size_t buflen)
+{
+	const char *line = text, *end = text + len;
+	size_t o = 0;
+	int n = 0;
+	if (buflen)
+		buf[0] = 0;
+	while (line < end) {
+		const char *nl = memchr(line, '\n', (size_t)(end - line)), *le = nl ? nl : end;
+		const char *c1 = memchr(line, ':', (size_t)(le - line));
+		const char *c2 = c1 ? memchr(c1 + 1, ':', (size_t)(le - c1 - 1)) : NULL;
+		if (c2 && o < buflen && c2 == c1 + 1) /* "0::": the unified hierarchy */
+			o += (size_t)snprintf(buf + o, buflen - o, "%sv2", n ? " " : "");
+		else if (c2 && o < buflen)
+			o += (size_t)snprintf(buf + o, buflen - o, "%sv1:%.*s", n ? " " : "", (int)(c2 - c1 - 1), c1 + 1);
+		n += c2 != NULL;
+		line = le + 1;
+	}
+	return n;
+}
+
 /* A cgroup file into buf (FILE_MAX + 1 bytes): its length, or -errno
  * (-ESRCH gone, -EIO over FILE_MAX, or what open or read said). */
 static ssize_t read_cgroup(const char *proc_root, pid_t pid, char *buf)

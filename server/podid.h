@@ -53,6 +53,12 @@ int procctl_podid_parse(const char *text, size_t len, const char *init, size_t i
  * -EIO when the file is over 64 KiB, -ENOMEM. */
 int procctl_podid_read(const char *proc_root, pid_t pid, struct procctl_podid *out);
 
+/* The hierarchies a cgroup file's lines name, for the log: "v2" for its
+ * "0::" line, "v1:CONTROLLERS" for each other ("v1:cpu,cpuacct",
+ * "v1:name=systemd"), space-separated, into buf (cut short to buflen):
+ * their number. The pod identity is read from every one of them. */
+int procctl_podid_hierarchies(const char *text, size_t len, char *buf, size_t buflen);
+
 /* A pod UID as text: 8-4-4-4-12 hex (with '-', or '_' as a systemd unit
  * name writes it) or 32 hex (a static pod's), either case. 1 and out
  * lowercase, with dashes where it has them (how the API writes it), else

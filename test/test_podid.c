@@ -129,6 +129,22 @@ static void malformed(void **state)
 	assert_int_equal(procctl_podid_parse("0::/kubepods/pod0b6d7a2e-5c1f-4c1a-9f3e_2d7b8c9a1e4g", 52, NULL, 0, &id), -ENOENT);
 }
 
+/* The hierarchies a file names, as the log says them. */
+static void hierarchies(void **state)
+{
+	const char *hybrid = "12:memory:/\n11:cpu,cpuacct:/x\n1:name=systemd:/init.scope\n0::/init.scope\n";
+	char buf[128];
+	(void)state;
+	assert_int_equal(procctl_podid_hierarchies(hybrid, strlen(hybrid), buf, sizeof buf), 4);
+	assert_string_equal(buf, "v1:memory v1:cpu,cpuacct v1:name=systemd v2");
+	assert_int_equal(procctl_podid_hierarchies("0::/", 4, buf, sizeof buf), 1);
+	assert_string_equal(buf, "v2");
+	assert_int_equal(procctl_podid_hierarchies("", 0, buf, sizeof buf), 0);
+	assert_string_equal(buf, "");
+	assert_int_equal(procctl_podid_hierarchies(hybrid, strlen(hybrid), buf, 12), 4); /* cut short, terminated */
+	assert_string_equal(buf, "v1:memory v");
+}
+
 /* A start time from a stat line whose comm holds ") " and digits. */
 static void start_time(void **state)
 {
@@ -222,6 +238,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(fixtures),
 		cmocka_unit_test(malformed),
+		cmocka_unit_test(hierarchies),
 		cmocka_unit_test(start_time),
 		cmocka_unit_test(image_of_a_process),
 		cmocka_unit_test(reader),
