@@ -387,6 +387,11 @@ uint64_t procctl_client_config_gen(procctl_client_t *c)
 	return g;
 }
 
+uint64_t procctl_client_region_config_gen(procctl_client_t *c)
+{
+	return procctl_region_peek_config_gen(&c->r);
+}
+
 int procctl_client_config_is(procctl_client_t *c, const void *payload, size_t len)
 {
 	int same;

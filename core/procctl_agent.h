@@ -150,6 +150,10 @@ int procctl_client_info(const procctl_client_t *c, struct procctl_client_info *o
  * copy: the last write or clear, or what it adopted when it claimed the
  * region (0: none published). */
 uint64_t procctl_client_config_gen(procctl_client_t *c);
+/* The generation of the config the region holds, read from the region
+ * itself now (another agent's writes too: what a passive agent reports);
+ * 0 when none, or while a writer keeps it busy. */
+uint64_t procctl_client_region_config_gen(procctl_client_t *c);
 /* 1 when the config now in the region (the agent's own copy, as for
  * procctl_client_config_gen) is exactly len bytes at payload; 0 when it is
  * another, or none (a clear, nothing published). */

@@ -361,6 +361,30 @@ static int adopt_slot(struct procctl_region *r)
 	return 0;
 }
 
+uint64_t procctl_region_peek_config_gen(const struct procctl_region *r)
+{
+	const struct procctl_slot *sl;
+	struct procctl_slot s;
+	uint32_t seq;
+	int tries;
+	for (tries = 0; tries < 4; tries++) {
+		if ((seq = procctl__smp_load_acquire(&r->ctrl->seq)) & 1u)
+			continue; /* a writer inside */
+		sl = (const struct procctl_slot *)(const void *)slot_base(r, procctl__load_relaxed(&r->ctrl->active) & 1u);
+		memset(&s, 0, sizeof s);
+		s.gen = procctl__load_relaxed(&sl->gen);
+		s.config_gen = procctl__load_relaxed(&sl->config_gen);
+		s.length = procctl__load_relaxed(&sl->length);
+		s.ngrants = procctl__load_relaxed(&sl->ngrants);
+		procctl__smp_rmb(); /* the loads above before seq's: pairs with the writer's release in write_end */
+		if (procctl__load_relaxed(&r->ctrl->seq) != seq)
+			continue;
+		return s.gen && s.config_gen <= s.gen && procctl_slot_valid(&s, r->hdr.payload_cap, r->hdr.grant_cap)
+			       ? s.config_gen : 0;
+	}
+	return 0;
+}
+
 int64_t procctl_region_claim(struct procctl_region *r, uint32_t domain, uint32_t epoch, uint64_t lease_ns)
 {
 	uint64_t old = procctl__smp_load_acquire(&r->ctrl->owner);

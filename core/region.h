@@ -56,6 +56,12 @@ struct procctl_region {
 int procctl_region_map(struct procctl_region *r, int fd, uint64_t size, enum procctl_reject *why);
 void procctl_region_unmap(struct procctl_region *r);
 
+/* The config generation the region holds now, read from its shared
+ * memory (the active slot's, under the seqlock, as a reader takes it;
+ * checked for sense, not by CRC: for display): what another agent wrote
+ * too. 0: none, or no stable read in a few tries. */
+uint64_t procctl_region_peek_config_gen(const struct procctl_region *r);
+
 /* Claim the region as (domain, epoch >= 1) with the given lease; the
  * caller holds the consumer's node lock. Adopts the current generation,
  * config and grants (SPEC.md 8.3), repairs a write section a dead writer

@@ -168,7 +168,10 @@ PbProcess *mk_process(struct arena *a, const struct proc *p)
 	m->container_id = ar_str(a, p->key.container_id);
 	m->qos_class = (Procctl__V1__QosClass)p->qos; /* the same order */
 	m->lease_state = lease_state(p->c);
-	m->generation = procctl_client_config_gen(p->c);
+	/* This daemon's own copy while it writes the region; else what the
+	 * region holds (another daemon's, or another agent's, writes). */
+	m->generation = m->lease_state == PROCCTL__V1__LEASE_STATE__LEASE_STATE_LIVE ? procctl_client_config_gen(p->c)
+										 : procctl_client_region_config_gen(p->c);
 	m->acked_generation = p->acked_gen;
 	m->ack_result = proc_ack_result(p);
 	m->ack_status = p->ack_status;
