@@ -75,6 +75,19 @@ struct proc {
 	struct timer t_poll;  /* its next state poll (procs.c) */
 };
 
+/* How far a desired config got (rollout.c counts it). */
+struct desired_rollout {
+	uint32_t applied, rejected, pending, superseded, not_owned;
+};
+
+/* What a wait's item writes, when its items write different things: a
+ * config (a desired config's payload, and its revision) or a clear. */
+struct wait_src {
+	uint64_t rev;     /* the desired config's revision (0: a clear) */
+	uint8_t *payload; /* owned; NULL: a clear */
+	size_t len;
+};
+
 /* One result of a wait: a process a Publish, Clear or WaitAck named. */
 struct wait_item {
 	struct wait *w;
@@ -87,6 +100,7 @@ struct wait_item {
 	int32_t pstatus;
 	char error[192];
 	int done;
+	size_t src;     /* with w->srcs: what it writes */
 };
 
 /* A call that writes and waits. Its writes go out a slice a loop turn,
@@ -105,6 +119,9 @@ struct wait {
 	uint32_t wait_ms;
 	uint8_t *payload;       /* what is written (owned); NULL: a clear */
 	size_t len;
+	struct wait_src *srcs;  /* else, when set: what item i writes is srcs[item[i].src] (owned) */
+	size_t nsrcs;
+	struct desired_rollout rollout; /* DeleteDesiredConfig: the deleted config's, in w->desired */
 	size_t written;         /* items [0, written) had their turn to be written */
 	size_t open;            /* items not done */
 	struct wait *next;      /* n->waits */
@@ -212,15 +229,13 @@ Procctl__V1__AckResult proc_ack_result(const struct proc *p);
 PbProcess *mk_process(struct arena *a, const struct proc *p);
 Procctl__V1__DesiredConfig *mk_desired(struct arena *a, const struct desired *d);
 
-/* rollout.c: how far each desired config got. */
-struct desired_rollout {
-	uint32_t applied, rejected, pending, superseded, not_owned;
-};
-/* The counts of n->desired.v[i] in out[i] (n->desired.n of them), over
+/* rollout.c: the counts of n->desired.v[i] in out[i] (n->desired.n of them), over
  * the attached processes (those of regions not this daemon's to write
  * counted not_owned). Each process's config is found once per change of the
  * store (cached on it). */
 void rollout_count(const struct node *n, struct desired_rollout *out);
+/* reply.c: a rollout as the API says it */
+Procctl__V1__DesiredRollout *mk_rollout(struct arena *a, const struct desired_rollout *r);
 
 /* procs.c: the process table (attach, detach, state reads) and its events.
  * proc_wrote: generation g (<= 0: the write failed) was written to p,

@@ -186,6 +186,20 @@ PbProcess *mk_process(struct arena *a, const struct proc *p)
 	return m;
 }
 
+Procctl__V1__DesiredRollout *mk_rollout(struct arena *a, const struct desired_rollout *r)
+{
+	Procctl__V1__DesiredRollout *m = ar_alloc(a, sizeof *m);
+	if (!m)
+		return NULL;
+	procctl__v1__desired_rollout__init(m);
+	m->applied = r->applied;
+	m->rejected = r->rejected;
+	m->pending = r->pending;
+	m->superseded = r->superseded;
+	m->not_owned = r->not_owned;
+	return m;
+}
+
 Procctl__V1__DesiredConfig *mk_desired(struct arena *a, const struct desired *d)
 {
 	const struct selector *sel = &d->sel;

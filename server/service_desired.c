@@ -221,41 +221,139 @@ void do_set_desired(struct node *n, struct node_job *job)
 	w->desired.payload = copy;
 }
 
+/* A copy of d (its payload malloc'd) and its rollout now: 0, or -ENOMEM. */
+static int desired_snapshot(const struct node *n, const struct desired *d, struct desired *copy,
+			    struct desired_rollout *ro)
+{
+	struct desired_rollout *r = malloc(sizeof *r * n->desired.n);
+	*copy = *d;
+	copy->payload = malloc(d->len ? d->len : 1);
+	if (!r || !copy->payload) {
+		free(r);
+		free(copy->payload);
+		return -ENOMEM;
+	}
+	memcpy(copy->payload, d->payload, d->len);
+	rollout_count(n, r);
+	*ro = r[d - n->desired.v];
+	free(r);
+	return 0;
+}
+
+/* The source in w for what applies to p now (a desired config, or none:
+ * a clear), added when new: its index, or -ENOMEM. */
+static ssize_t src_for(struct node *n, struct wait *w, const struct proc *p)
+{
+	const struct desired *d = desired_match(&n->desired, &p->key);
+	uint64_t rev = d ? d->revision : 0;
+	struct wait_src *s;
+	size_t i;
+	for (i = 0; i < w->nsrcs; i++)
+		if (w->srcs[i].rev == rev)
+			return (ssize_t)i;
+	s = &w->srcs[w->nsrcs];
+	*s = (struct wait_src){rev, NULL, 0};
+	if (d && !(s->payload = malloc(d->len ? d->len : 1)))
+		return -ENOMEM;
+	if (d) {
+		memcpy(s->payload, d->payload, d->len);
+		s->len = d->len;
+	}
+	return (ssize_t)w->nsrcs++;
+}
+
+/* DeleteDesiredConfig's clear: the processes that hold old (the deleted
+ * config: their last write carried it) are each given what applies to
+ * them without it; w, answered once their writes (and acks) settle, owns
+ * old's payload. */
+static void take_back(struct node *n, struct node_job *job, struct desired *old, const struct desired_rollout *ro,
+		      uint32_t wait_ms)
+{
+	struct proc **v = NULL;
+	struct wait *w;
+	ssize_t c, i, k = 0, src;
+	if ((c = procs_matching(n, &old->sel, &v)) < 0)
+		c = 0;
+	for (i = 0; i < c; i++)
+		if (v[i]->desired_rev == old->revision)
+			v[k++] = v[i];
+	if (!(w = wait_write_all(n, job, v, (size_t)k, NULL, wait_ms, 0))) {
+		free(v);
+		free(old->payload);
+		return;
+	}
+	w->desired = *old;
+	w->rollout = *ro;
+	if (!(w->srcs = calloc((size_t)k + 1, sizeof *w->srcs)))
+		goto nomem;
+	for (i = 0; i < k; i++) {
+		if ((src = src_for(n, w, v[i])) < 0)
+			goto nomem;
+		w->item[i].src = (size_t)src;
+	}
+	free(v);
+	return;
+nomem:
+	/* Nothing written yet (the writes go out at the loop's next turn). */
+	free(v);
+	for (i = 0; i < k; i++) {
+		w->item[i].status = PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_FAILED;
+		snprintf(w->item[i].error, sizeof w->item[i].error, "not written: out of memory");
+		w->item[i].done = 1;
+	}
+	w->open = 0;
+}
+
 void do_delete_desired(struct node *n, struct node_job *job)
 {
 	Procctl__V1__DeleteDesiredConfigRequest *rq = (void *)job->req;
 	Procctl__V1__DeleteDesiredConfigResponse m = PROCCTL__V1__DELETE_DESIRED_CONFIG_RESPONSE__INIT;
+	const Procctl__V1__Selector *s = rq->selector;
 	const struct desired *d;
+	struct desired old;
+	struct desired_rollout ro;
 	struct selector f;
 	const char *why = NULL;
 	char err[400], msg[480];
 	enum node_code code;
-	int r;
-	const Procctl__V1__Selector *s = rq->selector;
+	struct arena a = {0};
+
+	if (rq->wait_ms && !rq->clear)
+		return job_finish(job, NODE_INVALID_ARGUMENT, "wait_ms: waits for the processes clear writes to; "
+				  "without clear it writes to none", NULL);
 	if ((code = selector_from_pb(s, &f, &why))) {
 		/* A pod UID an older procctl-node stored unchecked: deleted as it is
 		 * written, and only that (else the selector is refused). */
 		const char *bad = why;
 		if (!s || selector_from_stored(&f, s->pid, s->consumer, s->schema_version, s->pod_uid, s->container_id,
-					       &why) < 0 || desired_check(&f, &why) < 0 ||
-		    (r = desired_delete(&n->desired, &f, err, sizeof err)) == -ENOENT)
+					       &why) < 0 || desired_check(&f, &why) < 0 || !desired_find(&n->desired, &f))
 			return job_finish(job, code, bad, NULL);
 	} else if (desired_check(&f, &why) < 0) {
 		return job_finish(job, NODE_INVALID_ARGUMENT, why, NULL);
-	} else if ((d = desired_find(&n->desired, &f)) && d->source[0]) {
+	}
+	if (!(d = desired_find(&n->desired, &f)))
+		return job_finish(job, NODE_NOT_FOUND, "no desired config for that selector", NULL);
+	if (d->source[0]) {
 		snprintf(msg, sizeof msg, "the selector belongs to [desired %s] of the config file: remove it there",
 			 d->source);
 		return job_finish(job, NODE_FAILED_PRECONDITION, msg, NULL);
-	} else if ((r = desired_delete(&n->desired, &f, err, sizeof err)) == -ENOENT) {
-		return job_finish(job, NODE_NOT_FOUND, "no desired config for that selector", NULL);
 	}
-	if (r < 0) {
+	if (desired_snapshot(n, d, &old, &ro) < 0)
+		return job_finish(job, NODE_RESOURCE_EXHAUSTED, "out of memory", NULL);
+	if (desired_delete(&n->desired, &f, err, sizeof err) < 0) {
+		free(old.payload);
 		snprintf(msg, sizeof msg, "could not keep the change on the host (%s): nothing changed", err);
 		return job_finish(job, NODE_UNAVAILABLE, msg, NULL);
 	}
-	node_log(PROCCTL_LOG_INFO, "desired_deleted", "consumer=%s version=%u pid=%d pod=%s container=%.12s", f.consumer,
-		 f.version, (int)f.pid, f.pod_uid[0] ? f.pod_uid : "-", f.container_id[0] ? f.container_id : "-");
-	job_finish(job, NODE_OK, NULL, &m.base);
+	node_log(PROCCTL_LOG_INFO, "desired_deleted", "revision=%llu consumer=%s version=%u pid=%d pod=%s container=%.12s "
+		 "clear=%d", (unsigned long long)old.revision, f.consumer, f.version, (int)f.pid,
+		 f.pod_uid[0] ? f.pod_uid : "-", f.container_id[0] ? f.container_id : "-", rq->clear);
+	if (rq->clear)
+		return take_back(n, job, &old, &ro, rq->wait_ms);
+	if ((m.config = mk_desired(&a, &old)))
+		m.config->rollout = mk_rollout(&a, &ro);
+	free(old.payload);
+	job_finish_arena(job, &a, &m.base);
 }
 
 static int by_precedence(const void *a, const void *b)
@@ -273,25 +371,17 @@ void do_list_desired(struct node *n, struct node_job *job)
 	size_t i, cnt = n->desired.n ? n->desired.n : 1;
 	const struct desired **v = ar_alloc(&a, sizeof *v * cnt);
 	struct desired_rollout *r = ar_alloc(&a, sizeof *r * cnt);
-	Procctl__V1__DesiredRollout *pr = ar_alloc(&a, sizeof *pr * cnt);
 	m.revision = n->desired.revision;
 	m.configs = ar_alloc(&a, sizeof *m.configs * cnt);
-	if (v && r && pr && m.configs) {
+	if (v && r && m.configs) {
 		rollout_count(n, r);
 		for (i = 0; i < n->desired.n; i++)
 			v[i] = &n->desired.v[i];
 		qsort(v, n->desired.n, sizeof *v, by_precedence);
 		for (i = 0; i < n->desired.n; i++) {
-			const struct desired_rollout *c = &r[v[i] - n->desired.v];
 			if (!(m.configs[m.n_configs] = mk_desired(&a, v[i])))
 				break;
-			procctl__v1__desired_rollout__init(&pr[i]);
-			pr[i].applied = c->applied;
-			pr[i].rejected = c->rejected;
-			pr[i].pending = c->pending;
-			pr[i].superseded = c->superseded;
-			pr[i].not_owned = c->not_owned;
-			m.configs[m.n_configs++]->rollout = &pr[i];
+			m.configs[m.n_configs++]->rollout = mk_rollout(&a, &r[v[i] - n->desired.v]);
 		}
 	}
 	job_finish_arena(job, &a, &m.base);

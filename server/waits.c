@@ -163,6 +163,15 @@ static void wait_reply(struct wait *w)
 		job_finish_arena(w->job, &a, &m.base);
 		break;
 	}
+	case NODE_DELETE_DESIRED: {
+		Procctl__V1__DeleteDesiredConfigResponse m = PROCCTL__V1__DELETE_DESIRED_CONFIG_RESPONSE__INIT;
+		if ((m.config = mk_desired(&a, &w->desired)))
+			m.config->rollout = mk_rollout(&a, &w->rollout);
+		m.n_results = w->n;
+		m.results = rs;
+		job_finish_arena(w->job, &a, &m.base);
+		break;
+	}
 	default: {
 		Procctl__V1__WaitAckResponse m = PROCCTL__V1__WAIT_ACK_RESPONSE__INIT;
 		m.result = rs ? rs[0] : NULL;
@@ -290,6 +299,9 @@ void wait_free(struct node *n, struct wait *w)
 	for (i = 0; i < w->n; i++)
 		item_unlink(&w->item[i]);
 	timer_disarm(&n->timers, &w->t_deadline);
+	for (i = 0; i < w->nsrcs; i++)
+		free(w->srcs[i].payload);
+	free(w->srcs);
 	free(w->desired.payload);
 	free(w->payload);
 	free(w);
@@ -333,16 +345,18 @@ static void write_one(struct node *n, struct wait *w, size_t i)
 {
 	struct wait_item *it = &w->item[i];
 	struct proc *p = it->p;
+	const struct wait_src all = {w->desired.revision, w->payload, w->len};
+	const struct wait_src *src = w->srcs ? &w->srcs[it->src] : &all;
 	int64_t g;
-	if (w->payload && w->len > p->payload_cap) {
+	if (src->payload && src->len > p->payload_cap) {
 		it->status = PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_TOO_LARGE;
 		snprintf(it->error, sizeof it->error, "payload over the process's capacity of %u bytes", p->payload_cap);
-		if (w->desired.revision)
-			p->too_big_rev = w->desired.revision;
+		if (src->rev)
+			p->too_big_rev = src->rev;
 		return item_done(w, it);
 	}
-	g = w->payload ? procctl_client_write(p->c, w->payload, w->len) : procctl_client_clear(p->c);
-	proc_wrote(n, p, g, w->desired.revision);
+	g = src->payload ? procctl_client_write(p->c, src->payload, src->len) : procctl_client_clear(p->c);
+	proc_wrote(n, p, g, src->rev);
 	if (g <= 0) {
 		write_refused(it, p, g);
 		return item_done(w, it);
