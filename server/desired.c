@@ -30,7 +30,8 @@ static enum desired_level level_of(const struct selector *k)
 int desired_check(const struct selector *sel, const char **why)
 {
 	if (procctl_name_valid(sel->consumer, PROCCTL_CONSUMER_MAX) < 0 || !sel->version) {
-		*why = "selector: a desired config names a consumer and its schema_version";
+		*why = "selector: a desired config names a consumer and the schema_version its payload is in (0 "
+		       "matches any version only in calls that read: ListProcesses, WatchEvents)";
 		return -EINVAL;
 	}
 	return selector_valid(sel, why);

@@ -149,7 +149,8 @@ static void do_write(struct node *n, struct node_job *job)
 		return job_finish(job, code, why, NULL);
 	if (!f.pid && (!f.consumer[0] || !f.version))
 		return job_finish(job, NODE_INVALID_ARGUMENT,
-			      "selector: name a pid, or a consumer and its schema_version", NULL);
+			      "selector: a write names a pid, or a consumer and the schema_version its payload is "
+			      "in (0 matches any version only in calls that read: ListProcesses, WatchEvents)", NULL);
 	if ((c = procs_matching(n, &f, &v)) < 0)
 		return job_finish(job, NODE_RESOURCE_EXHAUSTED, "out of memory", NULL);
 	if (f.pid && !c) {
