@@ -343,9 +343,17 @@ static void usage_keys(FILE *f, const struct key *keys, size_t n, int flags)
 	}
 }
 
+const char *node_cfg_key(size_t i, const char **form)
+{
+	if (i >= NKEYS(global_keys))
+		return NULL;
+	*form = global_keys[i].set == set_removed ? NULL : global_keys[i].form;
+	return global_keys[i].name;
+}
+
 void node_cfg_usage(FILE *f)
 {
-	fprintf(f, "Every key of the config file is a flag too ('-' for '_'); flags after --config win:\n");
+	fprintf(f, "Every key of the config file is a flag too ('-' for '_'), over the file's value:\n");
 	usage_keys(f, global_keys, NKEYS(global_keys), 1);
 	fprintf(f, "\nIn the config file only: one [arbiter NAME] section per exclusive-resource kind (NAME its name for people, kind its number):\n");
 	usage_keys(f, arbiter_keys, NKEYS(arbiter_keys), 0);

@@ -96,6 +96,11 @@ int node_cfg_load(struct node_cfg *c, const char *path, char *err, size_t errlen
  * ("no such flag"; "needs a value" when value is NULL). */
 int node_cfg_set(struct node_cfg *c, const char *key, const char *value, char *err, size_t errlen);
 
+/* The i-th key of the file's global part (each is a flag too, '-' for
+ * '_'): its name, with the form of its value in *form (NULL: a key that
+ * was removed, refused with the reason); NULL past the last. */
+const char *node_cfg_key(size_t i, const char **form);
+
 /* Every key, with its form, its default and a line on it (--help): the
  * flags, then the keys of [arbiter] and [desired] sections. */
 void node_cfg_usage(FILE *f);

@@ -4,7 +4,7 @@
  * over gRPC (proto/procctl/v1/node.proto).
  *
  * Usage: procctl-node [--config FILE] [--KEY VALUE]... [--uninstall]
- *                     [--check-config] [--version] [--help]
+ *                     [--check-config] [--version] [--help] [--completion SHELL]
  *
  * With no arguments it runs on the embedded defaults (server/config.h).
  * Exit status: 0 stopped cleanly, 1 failed while running, 2 bad usage or
@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cmdline.h"
 #include "config.h"
 #include "grpc_server.h"
 #include "http.h"
@@ -60,18 +61,20 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: procctl-node [--config FILE] [--KEY VALUE]... [--uninstall] [--check-config]\n"
-		"                    [--version] [--help]\n"
+		"                    [--version] [--help] [--completion bash|zsh]\n"
 		"\n"
 		"The procctl node daemon: attaches to every procctl process on this node, owns\n"
 		"their leases and exclusive-resource grants, and serves procctl.v1.NodeService\n"
 		"(plus grpc.health.v1 and server reflection) over gRPC.\n"
 		"\n"
-		"  --config FILE        a config file (procctl-node(8)); flags after it win\n"
+		"  --config FILE        a config file (procctl-node(8)); the flags override it, wherever they stand\n"
 		"  --uninstall          on exit revert every process (default: hand off, so a\n"
 		"                       successor daemon takes over with no change in the processes)\n"
 		"  --check-config       validate the configuration (as root: its directories too), and exit (0: valid)\n"
 		"  --version            print the version and exit\n"
 		"  --help               this text\n"
+		"  --completion SHELL   the completion script of bash or zsh for these flags, and exit\n"
+		"Every flag takes its value as --FLAG VALUE or --FLAG=VALUE.\n"
 		"\n");
 	node_cfg_usage(f);
 	fprintf(f, "\n"
@@ -117,59 +120,22 @@ static void raise_fd_limit(const struct node_cfg *cfg)
 			 (unsigned long long)rl.rlim_cur, cfg->max_regions, need);
 }
 
-/* The command line, kept to build the configuration again on a reload. */
-static int g_argc;
-static char **g_argv;
-static const char *config_path;
+/* The command line, read once: the configuration is built again from it
+ * on a reload. */
+static struct cmdline cl;
 
 /* The whole configuration: the defaults, the file (--config, wherever it
- * stands), then every flag. 0; 1 --help or --version (printed); -EINVAL
- * (err says what, naming the file and line or the flag). */
-static int build_cfg(struct node_cfg *cfg, int *check, int *uninstall, char *err, size_t errlen)
+ * stands), then every flag in order. 0, or -EINVAL (err says what,
+ * naming the file and line or the flag). */
+static int build_cfg(struct node_cfg *cfg, char *err, size_t errlen)
 {
-	int i;
+	size_t i;
 	node_cfg_defaults(cfg);
-	for (i = 1; i < g_argc; i++)
-		if (!strcmp(g_argv[i], "--config")) {
-			if (i + 1 >= g_argc) {
-				snprintf(err, errlen, "--config: needs a FILE");
-				return -EINVAL;
-			}
-			config_path = g_argv[++i];
-			if (node_cfg_load(cfg, config_path, err, errlen) < 0)
-				return -EINVAL;
-		}
-	for (i = 1; i < g_argc; i++) {
-		const char *a = g_argv[i];
-		char key[64];
-		size_t k;
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			usage(stdout);
-			return 1;
-		}
-		if (!strcmp(a, "--version")) {
-			printf("procctl-node %s (API procctl.v1, wire %u.%u)\n", PROCCTL_NODE_VERSION,
-			       (unsigned)PROCCTL_VERSION_MAJOR, (unsigned)PROCCTL_VERSION_MINOR);
-			return 1;
-		}
-		if (!strcmp(a, "--check-config") || !strcmp(a, "--uninstall")) {
-			*(a[2] == 'c' ? check : uninstall) = 1;
-			continue;
-		}
-		if (!strcmp(a, "--config")) {
-			i++;
-			continue;
-		}
-		if (strncmp(a, "--", 2) || strlen(a) - 2 >= sizeof key) {
-			snprintf(err, errlen, "%s: %s", a, strncmp(a, "--", 2) ? "not a flag" : "no such flag");
+	if (cl.config && node_cfg_load(cfg, cl.config, err, errlen) < 0)
+		return -EINVAL;
+	for (i = 0; i < cl.nkeys; i++)
+		if (node_cfg_set(cfg, cl.keys[i].key, cl.keys[i].value, err, errlen) < 0)
 			return -EINVAL;
-		}
-		for (k = 0; a[k + 2]; k++)
-			key[k] = a[k + 2] == '-' ? '_' : a[k + 2];
-		key[k] = 0;
-		if (node_cfg_set(cfg, key, i + 1 < g_argc ? g_argv[++i] : NULL, err, errlen) < 0)
-			return -EINVAL;
-	}
 	return node_cfg_check(cfg, err, errlen) < 0 ? -EINVAL : 0;
 }
 
@@ -262,9 +228,8 @@ static int files_checked(const struct node_cfg *cfg, char *err, size_t errlen)
 /* node_watch_config's builder: the same, again. */
 static int rebuild_cfg(struct node_cfg *cfg, char *err, size_t errlen, void *arg)
 {
-	int check = 0, uninstall = 0;
 	(void)arg;
-	return build_cfg(cfg, &check, &uninstall, err, errlen) == 0 ? 0 : -EINVAL;
+	return build_cfg(cfg, err, errlen);
 }
 
 /* Serve the node while holding lock: the loop, gRPC, HTTP; then hand
@@ -282,7 +247,7 @@ static int serve(struct node_cfg *cfg, const struct nodelock *lock, int uninstal
 
 	/* The file may have changed while this daemon stood by: read it again
 	 * (the lock directory stays the one it waited on). */
-	if (config_path) {
+	if (cl.config) {
 		static struct node_cfg now;
 		char lock_dir[sizeof cfg->lock_dir];
 		memcpy(lock_dir, cfg->lock_dir, sizeof lock_dir);
@@ -298,9 +263,9 @@ static int serve(struct node_cfg *cfg, const struct nodelock *lock, int uninstal
 		return 1;
 	}
 	the_node = n;
-	if (config_path && (r = node_watch_config(n, config_path, rebuild_cfg, NULL)) < 0)
+	if (cl.config && (r = node_watch_config(n, cl.config, rebuild_cfg, NULL)) < 0)
 		node_log(PROCCTL_LOG_WARN, "config_not_watched", "file=%s error=%s reason=\"changes need a restart\"",
-			 config_path, strerror(-r));
+			 cl.config, strerror(-r));
 	if (stopping)
 		node_stop(n);
 	if (grpcsrv_start(cfg, n, &srv, err, sizeof err) < 0) {
@@ -345,19 +310,31 @@ int main(int argc, char **argv)
 	static struct node_cfg cfg;
 	char err[512], q[2100];
 	struct sigaction sa;
-	int check = 0, uninstall = 0, r;
+	int r;
 
-	g_argc = argc;
-	g_argv = argv;
-	if ((r = build_cfg(&cfg, &check, &uninstall, err, sizeof err)) > 0)
-		return 0;
+	if ((r = cmdline_parse(&cl, argc, argv, err, sizeof err)) == 0 && cl.action == CMDLINE_RUN)
+		r = build_cfg(&cfg, err, sizeof err);
 	if (r < 0) {
-		fprintf(stderr, "procctl-node: %s\n", err);
-		if (strstr(err, "no such flag") || strstr(err, "not a flag") || strstr(err, "needs a value"))
+		fprintf(stderr, "procctl-node: %s\n", r == -ENOMEM ? strerror(ENOMEM) : err);
+		if (strstr(err, "no such flag") || strstr(err, "not a flag") || strstr(err, "needs a value") ||
+		    strstr(err, "ambiguous") || strstr(err, "takes no value"))
 			fprintf(stderr, "procctl-node --help lists every flag\n");
 		return 2;
 	}
-	if (check) {
+	switch (cl.action) {
+	case CMDLINE_HELP:
+		usage(stdout);
+		return 0;
+	case CMDLINE_VERSION:
+		printf("procctl-node %s (API procctl.v1, wire %u.%u)\n", PROCCTL_NODE_VERSION,
+		       (unsigned)PROCCTL_VERSION_MAJOR, (unsigned)PROCCTL_VERSION_MINOR);
+		return 0;
+	case CMDLINE_COMPLETION:
+		return cmdline_completion(stdout, cl.shell) < 0 || fflush(stdout) ? 1 : 0;
+	case CMDLINE_RUN:
+		break;
+	}
+	if (cl.check) {
 		/* Judged for whoever runs this: as root, as the daemon runs
 		 * (another user's view of root's directories says nothing). */
 		if (geteuid() == 0 && (dirs_checked(&cfg, err, sizeof err) < 0 || files_checked(&cfg, err, sizeof err) < 0)) {
@@ -390,7 +367,7 @@ int main(int argc, char **argv)
 				 node_log_quote(q, sizeof q, err));
 			return 1;
 		}
-		r = serve(&cfg, &lock, uninstall, &lost);
+		r = serve(&cfg, &lock, cl.uninstall, &lost);
 		nodelock_release(&lock);
 		if (!lost || stopping)
 			return r;

@@ -73,7 +73,7 @@ test('--help lists every key of the config file with its default; a bad flag is 
   assert.match(r.stderr, /^procctl-node: --lease-ms: needs a value\n/);
   r = run(['lease-ms', '5']);
   assert.equal(r.status, 2);
-  assert.match(r.stderr, /^procctl-node: lease-ms: not a flag\n/);
+  assert.match(r.stderr, /^procctl-node: lease-ms: not a flag \(procctl-node takes no operands\)\n/);
 });
 
 test('an [arbiter] section without its consumer: the file and the line named', () => {
