@@ -30,6 +30,7 @@ unzip                # helm, from its npm package (install-peers.sh)
 yamllint             # the chart's renderings
 go-md2man            # the manual pages, from docs/*.md
 groff-base           # ... checked by the install test
+zsh                  # ... as are the shell completions (bash's too)
 podman               # make image and the image test: the real image, run as the chart says
 runc                 # ... its runtime (crun refuses some cgroup layouts)
 netavark             # ... the pod's own network, as a pod has

@@ -4,6 +4,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <grpc/support/alloc.h>
 
 #include "cli.h"
 #include "grpc/health/v1/health.pb-c.h"
@@ -13,6 +17,8 @@ int cmd_ps(const struct opts *o)
 	Procctl__V1__ListProcessesRequest rq = PROCCTL__V1__LIST_PROCESSES_REQUEST__INIT;
 	Procctl__V1__ListProcessesResponse *r;
 	size_t i;
+	if (no_operands(o))
+		return 2;
 	rq.filter = (Procctl__V1__Selector *)&o->sel;
 	if (!(r = (void *)call("/procctl.v1.NodeService/ListProcesses", &rq.base,
 			       &procctl__v1__list_processes_response__descriptor)))
@@ -28,29 +34,33 @@ int cmd_ps(const struct opts *o)
 	return 0;
 }
 
-/* "PID" or "--pid PID", as the selectors take it. */
-static int one_pid(int argc, char **argv, Procctl__V1__ProcessRef *ref)
+/* The one process of get and state: "PID" or "--pid PID". */
+static int one_pid(const struct opts *o, Procctl__V1__ProcessRef *ref)
 {
 	long pid;
-	if (argc == 2 && !strcmp(argv[0], "--pid")) {
-		argc--;
-		argv++;
+	if (o->nargs > 1 || (o->nargs == 1) == !!o->sel.pid) {
+		fprintf(stderr, "procctl: give one PID (PID or --pid PID)\n");
+		return 2;
 	}
-	if (argc != 1 || parse_int(argv[0], 1, 0x7fffffff, &pid) < 0) {
-		fprintf(stderr, "procctl: give one PID (a number, 1 to 2147483647)\n");
+	if (o->sel.pid) {
+		ref->pid = o->sel.pid;
+		return 0;
+	}
+	if (parse_int(o->args[0], 1, 0x7fffffff, &pid) < 0) {
+		fprintf(stderr, "procctl: %s: not a pid (1 to 2147483647)\n", o->args[0]);
 		return 2;
 	}
 	ref->pid = (int32_t)pid;
 	return 0;
 }
 
-int cmd_get(int argc, char **argv)
+int cmd_get(const struct opts *o)
 {
 	Procctl__V1__GetProcessRequest rq = PROCCTL__V1__GET_PROCESS_REQUEST__INIT;
 	Procctl__V1__ProcessRef ref = PROCCTL__V1__PROCESS_REF__INIT;
 	Procctl__V1__GetProcessResponse *r;
 	int e;
-	if ((e = one_pid(argc, argv, &ref)))
+	if ((e = one_pid(o, &ref)))
 		return e;
 	rq.process = &ref;
 	if (!(r = (void *)call("/procctl.v1.NodeService/GetProcess", &rq.base, &procctl__v1__get_process_response__descriptor)))
@@ -65,14 +75,14 @@ int cmd_get(int argc, char **argv)
 	return 0;
 }
 
-int cmd_state(int argc, char **argv)
+int cmd_state(const struct opts *o)
 {
 	Procctl__V1__ReadStateRequest rq = PROCCTL__V1__READ_STATE_REQUEST__INIT;
 	Procctl__V1__ProcessRef ref = PROCCTL__V1__PROCESS_REF__INIT;
 	Procctl__V1__ReadStateResponse *r;
 	size_t i;
 	int e;
-	if ((e = one_pid(argc, argv, &ref)))
+	if ((e = one_pid(o, &ref)))
 		return e;
 	rq.process = &ref;
 	if (!(r = (void *)call("/procctl.v1.NodeService/ReadState", &rq.base, &procctl__v1__read_state_response__descriptor)))
@@ -104,9 +114,9 @@ int cmd_state(int argc, char **argv)
 	return 0;
 }
 
-static int need_selector(const struct opts *o)
+int need_selector(const struct opts *o)
 {
-	if (!o->have_sel) {
+	if (!(o->given & CLI_SEL_OPTS & ~(1ull << O_SCHEMA))) {
 		fprintf(stderr, "procctl: name the processes: --pid PID, or --consumer NAME [--schema N] [--pod UID] "
 				"[--container ID]\n");
 		return 2;
@@ -114,9 +124,7 @@ static int need_selector(const struct opts *o)
 	return 0;
 }
 
-/* The wait a --wait asks for (0 without it) into *ms: 0, or 2 (usage)
- * for --wait with --timeout 0, which would wait for nothing. */
-static int wait_of(const struct opts *o, uint32_t *ms)
+int wait_of(const struct opts *o, uint32_t *ms)
 {
 	*ms = o->wait ? (uint32_t)cli_timeout_ms : 0;
 	if (o->wait && !cli_timeout_ms) {
@@ -134,7 +142,8 @@ int cmd_publish(const struct opts *o, int clear)
 	ProtobufCBinaryData data = {0, NULL};
 	uint32_t wait;
 	int e;
-	if ((e = need_selector(o)) || (e = wait_of(o, &wait)) || (!clear && (e = read_data(o, &data))))
+	if ((e = no_operands(o)) || (e = need_selector(o)) || (e = wait_of(o, &wait)) ||
+	    (!clear && (e = read_data(o, &data))))
 		return e;
 	if (clear) {
 		cq_.selector = (Procctl__V1__Selector *)&o->sel;
@@ -180,17 +189,15 @@ static void arbiter_rows(const Procctl__V1__Arbiter *a)
 
 /* resources: every arbiter (ListArbiters), or one kind's (GetArbiter:
  * NOT_FOUND when the daemon runs none for it). */
-int cmd_resources(int argc, char **argv)
+int cmd_resources(const struct opts *o)
 {
 	ProtobufCMessage *r;
 	size_t i;
-	if (argc > 1) {
-		fprintf(stderr, "procctl: resources [KIND]\n");
-		return 2;
-	}
-	if (argc == 1) {
+	if (o->nargs > 1)
+		return bad_usage(o->args[1], "not expected here (resources [KIND])");
+	if (o->nargs == 1) {
 		Procctl__V1__GetArbiterRequest rq = PROCCTL__V1__GET_ARBITER_REQUEST__INIT;
-		rq.kind = argv[0];
+		rq.kind = o->args[0];
 		r = call("/procctl.v1.NodeService/GetArbiter", &rq.base, &procctl__v1__get_arbiter_response__descriptor);
 	} else {
 		Procctl__V1__ListArbitersRequest rq = PROCCTL__V1__LIST_ARBITERS_REQUEST__INIT;
@@ -203,7 +210,7 @@ int cmd_resources(int argc, char **argv)
 	} else {
 		printf("%-8s %-36s %-8s %-9s %-10s %-10s %-9s %s\n", "KIND", "RESOURCE", "HOLDER", "HELD_S", "BLOCKED_S",
 		       "PENDING_S", "HANDOFFS", "WAITERS");
-		if (argc == 1) {
+		if (o->nargs == 1) {
 			arbiter_rows(((Procctl__V1__GetArbiterResponse *)r)->arbiter);
 		} else {
 			const Procctl__V1__ListArbitersResponse *l = (void *)r;
@@ -215,104 +222,65 @@ int cmd_resources(int argc, char **argv)
 	return 0;
 }
 
-/* desired rm SELECTOR */
-static int desired_rm(struct opts *o)
+static int64_t now_ms(void)
 {
-	Procctl__V1__DeleteDesiredConfigRequest rq = PROCCTL__V1__DELETE_DESIRED_CONFIG_REQUEST__INIT;
-	ProtobufCMessage *r;
-	rq.selector = &o->sel;
-	if (!(r = call("/procctl.v1.NodeService/DeleteDesiredConfig", &rq.base,
-		       &procctl__v1__delete_desired_config_response__descriptor)))
-		return 1;
-	if (cli_json)
-		print_json(r);
-	protobuf_c_message_free_unpacked(r, NULL);
-	return 0;
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-int cmd_desired(int argc, char **argv)
-{
-	struct opts o;
-	int e;
-	if (argc < 1)
-		return bad_usage("desired", "needs ls, set or rm");
-	if (strcmp(argv[0], "ls") && strcmp(argv[0], "set") && strcmp(argv[0], "rm"))
-		return bad_usage(argv[0], "not a desired command (ls, set or rm)");
-	if ((e = parse_opts(argc - 1, argv + 1, &o, 0)))
-		return e;
-	if (!strcmp(argv[0], "ls")) {
-		Procctl__V1__ListDesiredConfigsRequest rq = PROCCTL__V1__LIST_DESIRED_CONFIGS_REQUEST__INIT;
-		Procctl__V1__ListDesiredConfigsResponse *r;
-		size_t i;
-		if (!(r = (void *)call("/procctl.v1.NodeService/ListDesiredConfigs", &rq.base,
-				       &procctl__v1__list_desired_configs_response__descriptor)))
-			return 1;
-		if (cli_json) {
-			print_json(&r->base);
-		} else {
-			printf("%-8s %-16s %-3s %-8s %-36s %-12s %-8s %-16s %7s %8s %7s %10s %9s\n", "REVISION", "CONSUMER",
-			       "VER", "PID", "POD", "CONTAINER", "BYTES", "SOURCE", "APPLIED", "REJECTED", "PENDING", "SUPERSEDED",
-			       "NOT_OWNED");
-			for (i = 0; i < r->n_configs; i++) {
-				const Procctl__V1__DesiredConfig *d = r->configs[i];
-				const Procctl__V1__Selector *s = d->selector;
-				const Procctl__V1__DesiredRollout *ro = d->rollout;
-				char pid[16] = "-";
-				if (s && s->pid)
-					snprintf(pid, sizeof pid, "%d", s->pid);
-				printf("%-8llu %-16s %-3u %-8s %-36s %-12.12s %-8zu %-16s %7u %8u %7u %10u %9u\n",
-				       (unsigned long long)d->revision, s ? s->consumer : "", s ? s->schema_version : 0, pid,
-				       s && s->pod_uid[0] ? s->pod_uid : "-", s && s->container_id[0] ? s->container_id : "-",
-				       d->payload.len, d->source[0] ? d->source : "api", ro ? ro->applied : 0,
-				       ro ? ro->rejected : 0, ro ? ro->pending : 0, ro ? ro->superseded : 0,
-				       ro ? ro->not_owned : 0);
-			}
-		}
-		protobuf_c_message_free_unpacked(&r->base, NULL);
-		return 0;
-	}
-	if ((e = need_selector(&o)))
-		return e;
-	if (!strcmp(argv[0], "set")) {
-		Procctl__V1__SetDesiredConfigRequest rq = PROCCTL__V1__SET_DESIRED_CONFIG_REQUEST__INIT;
-		Procctl__V1__DesiredConfig d = PROCCTL__V1__DESIRED_CONFIG__INIT;
-		Procctl__V1__SetDesiredConfigResponse *r;
-		if ((e = wait_of(&o, &rq.wait_ms)) || (e = read_data(&o, &d.payload)))
-			return e;
-		d.selector = &o.sel;
-		rq.config = &d;
-		r = (void *)call("/procctl.v1.NodeService/SetDesiredConfig", &rq.base,
-				 &procctl__v1__set_desired_config_response__descriptor);
-		free(d.payload.data);
-		if (!r)
-			return 1;
-		if (!cli_json)
-			printf("revision %llu\n", (unsigned long long)(r->config ? r->config->revision : 0));
-		e = r->n_results ? results(r->results, r->n_results, o.wait) : 0;
-		if (cli_json)
-			print_json(&r->base);
-		if (!r->n_results)
-			fprintf(cli_json ? stderr : stdout,
-				"no attached process matches %s now: the config applies to those that attach later\n",
-				selector_words(&o));
-		protobuf_c_message_free_unpacked(&r->base, NULL);
-		return e;
-	}
-	return desired_rm(&o);
-}
-
-int cmd_health(void)
+/* One health check within ms: 1 SERVING, 0 another status (in *status),
+ * -1 failed (*st, *details: why; for a socket not there yet, *st is
+ * UNAVAILABLE with no details), -2 no channel (said: the TLS files). */
+static int health_once(int64_t ms, int *status, grpc_status_code *st, char **details)
 {
 	Grpc__Health__V1__HealthCheckRequest rq = GRPC__HEALTH__V1__HEALTH_CHECK_REQUEST__INIT;
 	Grpc__Health__V1__HealthCheckResponse *r;
-	int ok;
-	if (!(r = (void *)call("/grpc.health.v1.Health/Check", &rq.base, &grpc__health__v1__health_check_response__descriptor)))
-		return 1;
-	ok = r->status == GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING;
-	if (cli_json)
-		print_json(&r->base);
-	else
-		printf("%s\n", short_enum(&grpc__health__v1__health_check_response__serving_status__descriptor, r->status, ""));
+	*details = NULL;
+	*st = GRPC_STATUS_UNAVAILABLE;
+	if (!cli_to.server && access(cli_to.socket, F_OK) < 0)
+		return -1;
+	if (connect_once() < 0)
+		return -2;
+	if (!(r = (void *)call_for("/grpc.health.v1.Health/Check", &rq.base,
+				   &grpc__health__v1__health_check_response__descriptor, ms, st, details)))
+		return -1;
+	*status = r->status;
 	protobuf_c_message_free_unpacked(&r->base, NULL);
-	return ok ? 0 : 1;
+	return *status == GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING;
+}
+
+/* health: the daemon's status; with --wait, asked again until it serves
+ * or --timeout is up (a daemon starting: its socket not there yet, or
+ * not serving until its first discovery pass). */
+int cmd_health(const struct opts *o)
+{
+	Grpc__Health__V1__HealthCheckResponse reply = GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__INIT;
+	int64_t end = now_ms() + cli_timeout_ms;
+	grpc_status_code st;
+	char *d = NULL;
+	int r, status = 0;
+	if (no_operands(o))
+		return 2;
+	for (;;) {
+		int64_t left = end - now_ms();
+		gpr_free(d);
+		r = health_once(o->wait && left > 1000 ? 1000 : left > 0 ? left : 0, &status, &st, &d);
+		if (r > 0 || r == -2 || !o->wait || now_ms() >= end)
+			break;
+		usleep(100000);
+	}
+	reply.status = (Grpc__Health__V1__HealthCheckResponse__ServingStatus)status;
+	if (r == -1 && !cli_to.server && access(cli_to.socket, F_OK) < 0)
+		connect_once(); /* says the socket is not there */
+	else if (r == -1)
+		say_failure(st, d);
+	else if (cli_json)
+		print_json(&reply.base);
+	else
+		printf("%s\n", short_enum(&grpc__health__v1__health_check_response__serving_status__descriptor, status, ""));
+	gpr_free(d);
+	if ((r == 0 || r == -1) && o->wait)
+		fprintf(stderr, "procctl: the daemon did not serve within --timeout (%lld ms)\n", (long long)cli_timeout_ms);
+	return r > 0 ? 0 : 1;
 }

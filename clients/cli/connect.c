@@ -8,6 +8,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
+#include <pwd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <grpc/grpc.h>
@@ -125,9 +130,48 @@ static grpc_channel_credentials *tls_credentials(void)
 	return cr;
 }
 
-const char *unavailable_hint(const char *details)
+/* Why the Unix socket at path takes no call (connected to again, as
+ * gRPC did): 1 with why set, or 0 when a connection goes through. */
+static int socket_why(const char *path, char *why, size_t len)
 {
-	if (!cli_to.server || !details)
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct stat st;
+	int fd, e;
+	if (stat(path, &st) < 0) {
+		snprintf(why, len, "%s%s", strerror(errno), errno == ENOENT ? " (is procctl-node running? --socket or "
+			 "$PROCCTL_SOCKET name another)" : errno == EACCES ? " (its directory is closed to this user)" : "");
+		return 1;
+	}
+	if (!S_ISSOCK(st.st_mode)) {
+		snprintf(why, len, "not a socket");
+		return 1;
+	}
+	if (strlen(path) >= sizeof sa.sun_path || (fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
+		return 0;
+	memcpy(sa.sun_path, path, strlen(path));
+	e = connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0 ? errno : 0;
+	close(fd);
+	if (e == ECONNREFUSED) {
+		snprintf(why, len, "no daemon listens there (a socket left by a procctl-node that stopped?)");
+	} else if (e == EACCES) {
+		struct passwd *pw = getpwuid(st.st_uid);
+		struct group *gr = getgrgid(st.st_gid);
+		char u[32], g[32];
+		snprintf(u, sizeof u, "%u", (unsigned)st.st_uid);
+		snprintf(g, sizeof g, "%u", (unsigned)st.st_gid);
+		snprintf(why, len, "permission denied: the socket is mode %04o, of user %s and group %s: run as "
+			 "root, or as a member of group %s", (unsigned)(st.st_mode & 07777), pw ? pw->pw_name : u,
+			 gr ? gr->gr_name : g, gr ? gr->gr_name : g);
+	} else {
+		return e ? (snprintf(why, len, "%s", strerror(e)), 1) : 0;
+	}
+	return 1;
+}
+
+/* What TLS's details of an UNAVAILABLE say about the options, or NULL. */
+static const char *tls_hint(const char *details)
+{
+	if (!details)
 		return NULL;
 	if (strstr(details, "not in peer certificate"))
 		return cli_to.server_name ? "the daemon's certificate does not carry --tls-server-name"
@@ -136,11 +180,28 @@ const char *unavailable_hint(const char *details)
 	if (strstr(details, "certificate verify failed"))
 		return cli_to.ca ? "the daemon's certificate is not of --tls-ca" : "the daemon's certificate is not of "
 										  "a CA the system trusts: --tls-ca FILE";
-	if (strstr(details, "Socket closed"))
-		return cli_to.plaintext ? "the daemon closed the connection: does it want TLS?"
+	if (strstr(details, "wrong version number"))
+		return "the TLS handshake got no TLS back: a listener without TLS (--plaintext, where the "
+		       "daemon has insecure_tcp), or not the daemon's gRPC port";
+	if (strstr(details, "Socket closed") || strstr(details, "Connection reset"))
+		return cli_to.plaintext ? "the daemon closed the connection: does it want TLS (no --plaintext)?"
+		       : cli_to.cert    ? "the daemon refused this client certificate during the handshake: it must "
+					  "be of the daemon's tls_client_ca and for client authentication "
+					  "(extendedKeyUsage clientAuth)"
 					: "the daemon closed the connection during the handshake: it wants a client "
 					  "certificate of its tls_client_ca (--tls-cert, --tls-key)";
 	return NULL;
+}
+
+int unavailable_why(const char *details, char *why, size_t len)
+{
+	const char *h;
+	if (!cli_to.server)
+		return socket_why(cli_to.socket, why, len);
+	if (!(h = tls_hint(details)))
+		return 0;
+	snprintf(why, len, "%s (%s)", h, details);
+	return 1;
 }
 
 const char *target_name(void)
@@ -162,8 +223,9 @@ int connect_once(void)
 	if (cli_ch)
 		return 0;
 	if (!cli_to.server && access(cli_to.socket, F_OK) < 0) {
-		fprintf(stderr, "procctl: %s: %s (is procctl-node running? --socket or $PROCCTL_SOCKET name another)\n",
-			cli_to.socket, strerror(errno));
+		char why[256];
+		socket_why(cli_to.socket, why, sizeof why);
+		fprintf(stderr, "procctl: %s: %s\n", cli_to.socket, why);
 		return -1;
 	}
 	if ((size_t)snprintf(target, sizeof target, "%s%s", cli_to.server ? "dns:///" : "unix:", target_name()) >=

@@ -65,7 +65,7 @@ const char *selector_words(const struct opts *o)
 	size_t n = 0;
 	buf[0] = 0;
 	if (o->sel.pid)
-		return snprintf(buf, sizeof buf, "--pid %d", o->sel.pid), buf;
+		n += (size_t)snprintf(buf, sizeof buf, "--pid %d%s", o->sel.pid, given(o->sel.consumer) ? " " : "");
 	if (given(o->sel.consumer))
 		n += (size_t)snprintf(buf + n, sizeof buf - n, "--consumer %s --schema %u", o->sel.consumer,
 				      o->sel.schema_version);

@@ -42,23 +42,33 @@ static void print_event(const Procctl__V1__WatchEventsResponse *e)
 	printf(" token=%s\n", e->resume_token);
 }
 
-/* A WatchEvents stream: one line per event until --count or the end. */
+/* A WatchEvents stream: one line per event until --count, --for,
+ * --timeout (when given: a watch has none by default) or the end. */
 int cmd_watch(const struct opts *o)
 {
 	Procctl__V1__WatchEventsRequest rq = PROCCTL__V1__WATCH_EVENTS_REQUEST__INIT;
 	Procctl__V1__WatchEventsResponse *e;
 	struct pb_stream s;
 	grpc_status_code st;
+	gpr_timespec deadline = gpr_inf_future(GPR_CLOCK_REALTIME);
+	int64_t ms = o->for_ms;
 	char *details = NULL;
 	long seen = 0;
-	int enough = 0;
+	int enough = 0, timed_out = 0, by_timeout = 0;
 
+	if (no_operands(o))
+		return 2;
+	if (o->timeout_given && (!ms || cli_timeout_ms < ms)) {
+		ms = cli_timeout_ms;
+		by_timeout = 1;
+	}
+	if (ms || by_timeout)
+		deadline = gpr_time_add(gpr_now(GPR_CLOCK_REALTIME), gpr_time_from_millis(ms, GPR_TIMESPAN));
 	if (connect_once() < 0)
 		return 1;
 	rq.filter = (Procctl__V1__Selector *)&o->sel;
 	rq.resume_token = (char *)(o->from ? o->from : "");
-	if (pb_stream_start(&s, cli_ch, cli_cq, "/procctl.v1.NodeService/WatchEvents", gpr_inf_future(GPR_CLOCK_REALTIME),
-			    &rq.base) < 0) {
+	if (pb_stream_start(&s, cli_ch, cli_cq, "/procctl.v1.NodeService/WatchEvents", deadline, &rq.base) < 0) {
 		fprintf(stderr, "procctl: WatchEvents: the call could not start\n");
 		return 1;
 	}
@@ -74,8 +84,13 @@ int cmd_watch(const struct opts *o)
 	if (s.bad)
 		fprintf(stderr, "procctl: WatchEvents: a message that does not parse\n");
 	st = pb_stream_end(&s, enough || s.bad, &details);
-	if (st != GRPC_STATUS_OK)
-		fprintf(stderr, "procctl: %s: %s\n", rpc_status_name((unsigned)st), details);
+	timed_out = !enough && st == GRPC_STATUS_DEADLINE_EXCEEDED && (ms || by_timeout);
+	if (timed_out && by_timeout && o->count)
+		fprintf(stderr, "procctl: watch: %ld of --count %ld events within --timeout\n", seen, o->count);
+	else if (st != GRPC_STATUS_OK && !timed_out)
+		say_failure(st, details);
 	gpr_free(details);
+	if (timed_out)
+		return by_timeout && o->count ? EXIT_PENDING : 0;
 	return enough ? 0 : 1;
 }

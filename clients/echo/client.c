@@ -12,14 +12,17 @@
  *   event=cleared gen=G            (back to defaults)
  *   event=lease state=expired|live (defaults | the config again)
  *
- * Usage: echo-client [--consumer NAME]
+ * Usage: echo-client [--consumer NAME] [--schema N]
+ * (procctl:NAME-vN; default echo, 1)
  */
 #define PROCCTL_IMPLEMENTATION
 #include "procctl.h"
 
 #include <errno.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static volatile sig_atomic_t stop;
@@ -65,17 +68,29 @@ int main(int argc, char **argv)
 	procctl_t ctx;
 	uint64_t gen = 0, applied = 0;
 	uint32_t hash = 0, count = 0;
-	int err, expired = -1, have_config = 0;
+	int i, err, expired = -1, have_config = 0;
 	const char *why = NULL; /* why the last config was refused */
 
 	memset(&cfg, 0, sizeof cfg);
-	cfg.consumer = argc == 3 && !strcmp(argv[1], "--consumer") ? argv[2] : "echo";
+	cfg.consumer = "echo";
 	cfg.schema_version = 1;
 	cfg.payload_capacity = 4096;
 	cfg.state_capacity = 256;
 	cfg.state_storage = storage;
-	if (argc != 1 && argc != 3) {
-		fprintf(stderr, "usage: %s [--consumer NAME]\n", argv[0]);
+	for (i = 1; i + 1 < argc; i += 2) {
+		char *end;
+		unsigned long v;
+		if (!strcmp(argv[i], "--consumer")) {
+			cfg.consumer = argv[i + 1];
+			continue;
+		}
+		v = strtoul(argv[i + 1], &end, 10);
+		if (strcmp(argv[i], "--schema") || !*argv[i + 1] || *end || !v || v > UINT32_MAX)
+			break;
+		cfg.schema_version = (uint32_t)v;
+	}
+	if (i != argc) {
+		fprintf(stderr, "usage: %s [--consumer NAME] [--schema N (1 or more; default 1)]\n", argv[0]);
 		return 2;
 	}
 	if (procctl_name_valid(cfg.consumer, PROCCTL_CONSUMER_MAX) < 0) {
@@ -91,7 +106,7 @@ int main(int argc, char **argv)
 	signal(SIGTERM, on_signal);
 	signal(SIGINT, on_signal);
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	printf("event=started pid=%d consumer=%s\n", (int)getpid(), cfg.consumer);
+	printf("event=started pid=%d consumer=%s schema=%u\n", (int)getpid(), cfg.consumer, cfg.schema_version);
 
 	while (!stop) {
 		int n = procctl_poll(&ctx, buf, sizeof buf - 1, &gen), now_expired;

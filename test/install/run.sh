@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # make install as a packager runs it: into a DESTDIR, then used from there.
 # Every file where it belongs; the programs run; the manual pages are roff
-# that groff renders without a warning, with every flag of --help; nothing installed names the source
+# that groff renders without a warning, with every flag of --help; the
+# bash and zsh completions complete (complete.sh); nothing installed names the source
 # or build tree; an agent (agent.c: a real region, attach, publish, ack)
 # built against the installed package with pkg-config and with CMake's
 # find_package(procctl), and the seed's process-side snippet with
@@ -24,7 +25,9 @@ for f in bin/procctl sbin/procctl-node include/procctl.h include/procctl_agent.h
 	lib/libprocctl-agent.a lib/pkgconfig/procctl.pc lib/pkgconfig/procctl-agent.pc \
 	lib/cmake/procctl/procctlConfig.cmake lib/cmake/procctl/procctlConfigVersion.cmake \
 	lib/cmake/procctl/procctlTargets.cmake share/man/man1/procctl.1 share/man/man8/procctl-node.8 \
-	share/doc/procctl/procctl-node.conf; do
+	share/doc/procctl/procctl-node.conf share/bash-completion/completions/procctl \
+	share/bash-completion/completions/procctl-node share/zsh/site-functions/_procctl \
+	share/zsh/site-functions/_procctl-node; do
 	[ -f "$p/$f" ] || fail "$f was not installed"
 done
 ! grep -rlF -e "$src" -e "$build" "$p/lib/pkgconfig" "$p/lib/cmake" || fail "an installed file names the source or build tree"
@@ -64,6 +67,9 @@ for page in man1/procctl.1 man8/procctl-node.8; do
 		grep -qe "$f\b" "$tmp/page" || fail "$page does not document $f (in $prog's --help)"
 	done
 done
+
+# The shell completions, as bash and zsh use them.
+sh "$src/test/install/complete.sh" "$p" || fail "the shell completions"
 
 # pkg-config: the agent, and the header alone.
 export PKG_CONFIG_PATH="$p/lib/pkgconfig"

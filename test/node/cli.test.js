@@ -430,14 +430,22 @@ test('desired set | ls | rm, in both outputs; ls -o json equal to ListDesiredCon
     assert.ok(j.results.every((x) => x.status === 'PUBLISH_STATUS_APPLIED'));
     assert.deepEqual(listed.configs.filter((x) => x.selector.consumer === h.CONSUMER), [{ ...j.config, rollout }]);
 
-    // rm: nothing on stdout in a table, {} in JSON; again: NOT_FOUND.
+    // rm: what it removed, how far it had got, and that the processes
+    // keep it (in JSON, the config with its rollout); again: NOT_FOUND.
     const rm = exits(await cli(['desired', 'rm', '--consumer', h.CONSUMER]), 0);
-    assert.equal(rm.stdout, '');
+    const n = j.results.length;
+    assert.equal(rm.stdout, `removed revision ${j.config.revision} (--consumer ${h.CONSUMER} --schema 1, 9 bytes)\n` +
+      `it was the config of ${n} process${n === 1 ? '' : 'es'}: ${n} applied, 0 rejected, 0 pending, 0 superseded, ` +
+      '0 not owned\nthose that hold it keep it until another config reaches them (--clear gives each what applies ' +
+      'without it)\n', said(rm));
     assert.ok(!(await h.call(c, 'ListDesiredConfigs', {})).configs.some((x) => x.selector.consumer === h.CONSUMER));
+    assert.equal((await h.call(c, 'ReadState', { process: { pid: e.pid } })).ackedGeneration, res.generation); // kept
     const again = exits(await cli(['desired', 'rm', '--consumer', h.CONSUMER]), 1);
     assert.match(again.stderr, /NOT_FOUND/);
-    exits(await cli(['desired', 'set', '--consumer', h.CONSUMER, '--data', 'once more']), 0);
-    assert.deepEqual(doc(exits(await cli(['-o', 'json', 'desired', 'rm', '--consumer', h.CONSUMER]), 0)), {});
+    const once = doc(exits(await cli(['-o', 'json', 'desired', 'set', '--consumer', h.CONSUMER, '--data', 'once more']), 0));
+    const jrm = doc(exits(await cli(['-o', 'json', 'desired', 'rm', '--consumer', h.CONSUMER]), 0));
+    assert.deepEqual(jrm, { config: { ...once.config, rollout: { ...jrm.config.rollout } }, results: [] });
+    assert.equal(jrm.config.revision, once.config.revision);
     // A desired config names a consumer: the daemon refuses a pid alone.
     const refused = exits(await cli(['desired', 'set', '--pid', String(e.pid), '--data', 'x']), 1);
     assert.match(refused.stderr, /INVALID_ARGUMENT/);
@@ -575,12 +583,12 @@ test('bad usage names the word at fault, in one line', async () => {
     [['--timeout', 'abc', 'ps'], /^procctl: --timeout: 'abc' is not a duration /],
     [['--timeout'], /^procctl: --timeout: needs a value /],
     [['--bogus', 'ps'], /^procctl: --bogus: no such option /],
-    [['ps', '--bogus'], /^procctl: --bogus: no such option\n$/],
+    [['ps', '--bogus'], /^procctl: --bogus: no such option /],
     [['ps', '-o', 'yaml'], /^procctl: -o: 'yaml' is not table or json\n$/],
     [['ps', '--timeout'], /^procctl: --timeout: needs a value /],
-    [['ps', 'extra'], /^procctl: extra: not expected here\n$/],
+    [['ps', 'extra'], /^procctl: extra: not expected here /],
     [['ps', '--pid', 'abc'], /^procctl: --pid: 'abc' is not a pid /],
-    [['ps', '--pid'], /^procctl: --pid: needs a value\n$/],
+    [['ps', '--pid'], /^procctl: --pid: needs a value /],
     [['watch', '--count', 'many'], /^procctl: --count: 'many' is not a count /],
     [['desired', 'frob'], /^procctl: frob: not a desired command \(ls, set or rm\)/],
     [['help', 'frob'], /^procctl: frob: no such command /],

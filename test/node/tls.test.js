@@ -49,6 +49,7 @@ before(() => {
   leaf('nodes', 'procctl-node', 'ca', `subjectAltName = DNS:${NODES_NAME}\nextendedKeyUsage = serverAuth`);
   ca('otherca');
   leaf('stranger', 'controller-1', 'otherca', 'extendedKeyUsage = clientAuth');
+  leaf('serveronly', 'controller-1', 'ca', 'extendedKeyUsage = serverAuth'); // of the CA, not for clients
 });
 
 after(async () => {
@@ -148,6 +149,15 @@ test('plain TCP (insecure_tcp): reads served, writes PERMISSION_DENIED', async (
   assert.ok(!e.out.some((l) => /payload=nope/.test(l)));
 });
 
+test('procctl with TLS to a plain TCP listener: what to do, not only what failed', async () => {
+  const port = await h.freePort();
+  await start(`plain${process.pid}`.slice(0, 31), ['--grpc-listen', `127.0.0.1:${port}`, '--insecure-tcp', 'true']);
+  const r = exits(await run(['--server', `127.0.0.1:${port}`, '--tls-ca', file('ca.crt'), 'health']), 1);
+  assert.match(r.stderr, new RegExp(`^procctl: UNAVAILABLE: 127\\.0\\.0\\.1:${port}: the TLS handshake got no TLS back: ` +
+    'a listener without TLS \\(--plaintext, where the daemon has insecure_tcp\\), or not the daemon\'s gRPC port '), said(r));
+  assert.equal(exits(await run(['--server', `127.0.0.1:${port}`, '--plaintext', 'health']), 0).stdout, 'SERVING\n');
+});
+
 test('plain TCP with insecure_tcp_writes: writes served', async () => {
   const consumer = `${h.CONSUMER}.rw`;
   const port = await h.freePort();
@@ -185,8 +195,10 @@ test('procctl --server: mTLS to an address its certificate does not carry, check
     [[...to, '--tls-ca', file('otherca.crt'), ...mine, ...name], /the daemon's certificate is not of --tls-ca/],
     [[...to, '--tls-ca', file('ca.crt'), ...name], /it wants a client certificate of its tls_client_ca/],
     [[...to, '--tls-ca', file('ca.crt'), '--tls-cert', file('stranger.crt'), '--tls-key', file('stranger.key'), ...name],
-      /it wants a client certificate of its tls_client_ca/],
-    [[...to, '--plaintext'], /closed the connection: does it want TLS\?/],
+      /refused this client certificate during the handshake: it must be of the daemon's tls_client_ca/],
+    [[...to, '--tls-ca', file('ca.crt'), '--tls-cert', file('serveronly.crt'), '--tls-key', file('serveronly.key'), ...name],
+      /refused this client certificate .*for client authentication \(extendedKeyUsage clientAuth\)/],
+    [[...to, '--plaintext'], /closed the connection: does it want TLS \(no --plaintext\)\?/],
   ];
   for (const [args, why] of refused) {
     const bad = exits(await run([...args, ...write('refused')]), 1);
