@@ -105,9 +105,22 @@ async function daemons(o) {
   return out;
 }
 
+// What to do about a call that failed, when the failure says.
+function hint(err) {
+  if (err.code !== grpc.status.UNAVAILABLE) return '';
+  if (/certificate verify failed|self.signed|unable to get (local )?issuer/i.test(err.details))
+    return ' (the daemon\'s certificate is not of --tls-ca)';
+  if (/does not match|not in peer certificate|altname|hostname/i.test(err.details))
+    return ' (the daemon\'s certificate does not carry --tls-server-name, or the Service\'s DNS name)';
+  return ' (if the TLS handshake failed: --tls-cert must be of the daemon\'s tls_client_ca and for client ' +
+    'authentication (extendedKeyUsage clientAuth), and --tls-ca the CA of the daemon\'s certificate)';
+}
+
 function call(client, method, req, deadline) {
   return new Promise((resolve, reject) => {
-    client[method](req, { deadline }, (err, resp) => (err ? reject(new Failure(`${method}: ${grpc.status[err.code]}: ${err.details}`)) : resolve(resp)));
+    client[method](req, { deadline }, (err, resp) => (err
+      ? reject(new Failure(`${method}: ${grpc.status[err.code]}: ${err.details}${hint(err)}`))
+      : resolve(resp)));
   });
 }
 
@@ -166,7 +179,9 @@ async function push(o, uid, at) {
 
 async function main(argv) {
   const o = parseArgs(argv);
-  const pkg = protoLoader.loadSync('procctl/v1/node.proto', { includeDirs: [o['proto-dir']], enums: String, longs: String, arrays: true });
+  // defaults: a field at its proto3 default (a process_status of 0) is there, as 0
+  const pkg = protoLoader.loadSync('procctl/v1/node.proto', { includeDirs: [o['proto-dir']], enums: String, longs: String,
+    arrays: true, defaults: true });
   ({ NodeService } = grpc.loadPackageDefinition(pkg).procctl.v1);
   const t0 = process.hrtime.bigint();
   const where = await locate(o);

@@ -5,7 +5,8 @@
 // /proc) joined to the cluster namespace by a veth pair. Nothing of it is
 // on the host's network: the addresses are private to these namespaces.
 // Pods are cgroups as the kubelet names them (systemd driver, containerd),
-// made on the host's cgroup v2 hierarchy and removed at the end.
+// made on the host's cgroup v2 hierarchy and removed at the end, with the
+// kubepods levels above them when they were made for them.
 // Needs root, iproute2, unshare and nsenter (util-linux).
 'use strict';
 
@@ -98,8 +99,18 @@ class Cluster {
     pod.container = () => {
       const id = crypto.randomBytes(32).toString('hex');
       const cg = path.join(dir, `cri-containerd-${id}.scope`);
-      fs.mkdirSync(cg, { recursive: true });
-      this.cgroups.push(cg, dir);
+      // Each level this makes is this cluster's to remove (kubepods.slice
+      // too, when the host had none); a level that was there stays.
+      let at = cgroup2();
+      for (const part of path.relative(at, cg).split(path.sep)) {
+        at = path.join(at, part);
+        try {
+          fs.mkdirSync(at);
+          this.cgroups.push(at);
+        } catch (e) {
+          if (e.code !== 'EEXIST') throw e;
+        }
+      }
       pod.containers.push(id);
       return { id, cgroup: cg };
     };
@@ -107,21 +118,33 @@ class Cluster {
   }
 
   // Everything in the namespaces is killed (each node's pid 1 goes, and
-  // the kernel kills the rest), then the pods' cgroups are removed.
+  // the kernel kills the rest), then every cgroup this cluster made is
+  // removed, the deepest first: the containers' (EBUSY while their
+  // processes are still exiting), the pods', then kubepods.slice and
+  // kubepods-besteffort.slice when it made them (ENOTEMPTY: another
+  // cluster's pods are in there still; the last to leave removes them).
+  // Its list: what it made and did not remove (empty: nothing left).
   async destroy() {
     for (const n of this.nodes) await n.ns.child.kill('SIGKILL');
     await this.net.child.kill('SIGKILL');
-    for (const cg of [...new Set(this.cgroups)]) {
+    const left = [];
+    for (const cg of this.cgroups.reverse()) {
       await h.until(() => {
         try {
           fs.rmdirSync(cg);
           return true;
         } catch (e) {
           if (e.code === 'ENOENT') return true;
-          throw e; // EBUSY while its processes are still exiting
+          if (e.code === 'ENOTEMPTY' && path.basename(cg).startsWith('kubepods') && !cg.includes('-pod')) {
+            left.push(cg);
+            return true;
+          }
+          throw e;
         }
       }, { what: `${cg} to be removed` });
     }
+    this.cgroups = [];
+    return left;
   }
 }
 
@@ -153,4 +176,4 @@ class Node {
   }
 }
 
-module.exports = { Cluster };
+module.exports = { Cluster, cgroup2 };

@@ -20,7 +20,11 @@ const path = require('node:path');
 const { pathToFileURL } = require('node:url');
 const h = require('./harness');
 const { run, said, exits } = require('./clirun');
-const { Cluster } = require('./netns');
+const { Cluster, cgroup2 } = require('./netns');
+
+// The host's kubelet level, there before this file ran or not.
+const KUBEPODS = path.join(cgroup2(), 'kubepods.slice');
+const hadKubepods = fs.existsSync(KUBEPODS);
 
 const scratch = h.scratch('procctl-nodes-');
 const { file, ca, leaf } = require('./certs').certs(scratch);
@@ -75,6 +79,7 @@ before(async () => {
   leaf('apiserver', 'kubernetes', 'ca', 'subjectAltName = IP:127.0.0.1\nextendedKeyUsage = serverAuth');
   ca('otherca');
   leaf('stranger', 'controller-1', 'otherca', 'extendedKeyUsage = clientAuth');
+  leaf('serveronly', 'controller-1', 'ca', 'extendedKeyUsage = serverAuth'); // of the CA, but not for clients
   fs.writeFileSync(file('token'), `${TOKEN}\n`);
 
   cluster = await Cluster.create();
@@ -107,9 +112,9 @@ before(async () => {
 });
 
 after(async () => {
-  for (const n of Object.values(nodes)) await n.daemon.stop();
+  for (const n of Object.values(nodes)) if (n.daemon.exit === null) await n.daemon.stop();
   if (kube) await kube.kill();
-  if (cluster) await cluster.destroy();
+  if (cluster) await cluster.destroy(); // again after the last test: nothing left to do
 });
 
 const tls = (caName = 'ca', cert = 'controller') =>
@@ -135,8 +140,8 @@ const took = (r) => Object.fromEntries([...r.out[r.out.length - 1].matchAll(/(\w
 test('a controller pushes a pod\'s config to the node it runs on, and gets each process\'s ack', async (t) => {
   const b = await push('web-b', ['--data', 'to b']);
   assert.equal(b.code, 0, b.out.concat(b.err).join('\n'));
-  assert.deepEqual(rows(b).map((x) => [x.node, x.daemon, Number(x.pid), x.status]),
-    [['node-b', `${nodes['node-b'].node.ip}:7443`, pods['web-b'].echoes[0].nspid, 'APPLIED']]);
+  assert.deepEqual(rows(b).map((x) => [x.node, x.daemon, Number(x.pid), x.status, x.process_status]),
+    [['node-b', `${nodes['node-b'].node.ip}:7443`, pods['web-b'].echoes[0].nspid, 'APPLIED', '0']]);
   await pods['web-b'].echoes[0].line(/event=applied .*payload=to b$/, { out: true });
 
   const a = await push('web-a', ['--data', 'to a']);
@@ -209,13 +214,17 @@ test('refused: a daemon whose certificate is not of --tls-ca, a client without a
   const ok = exits(await cli([...to, ...tls(), 'ps', '--consumer', C, '--pod', pods['web-b'].uid]), 0);
   assert.equal(ok.stdout.split('\n').filter(Boolean).length, 1 + pods['web-b'].echoes.length, said(ok));
   for (const [args, why] of [[tls('otherca'), /not of --tls-ca/], [tls('ca', null), /wants a client certificate/],
-    [tls('ca', 'stranger'), /wants a client certificate/]]) {
+    [tls('ca', 'stranger'), /refused this client certificate.*of the daemon's tls_client_ca/],
+    [tls('ca', 'serveronly'), /refused this client certificate.*\(extendedKeyUsage clientAuth\)/]]) {
     const r = exits(await cli([...to, ...args, ...write]), 1);
     assert.match(r.stderr, why, said(r));
   }
   const r = await push('web-b', ['--data', 'refused'], { caName: 'otherca' });
   assert.equal(r.code, 1);
-  assert.match(r.err.join('\n'), /^push-pod: Publish: UNAVAILABLE: /);
+  assert.match(r.err.join('\n'), /^push-pod: Publish: UNAVAILABLE: .*not of --tls-ca/);
+  const noauth = await push('web-b', ['--data', 'refused'], { cert: 'serveronly' });
+  assert.equal(noauth.code, 1);
+  assert.match(noauth.err.join('\n'), /^push-pod: Publish: UNAVAILABLE: .*\(extendedKeyUsage clientAuth\)/);
   for (const e of pods['web-b'].echoes) assert.ok(!payloads(e).includes('refused'));
 });
 
@@ -246,4 +255,17 @@ test('the ConfigMap path: one [desired] section on both nodes; its rollout from 
   }
   await h.until(() => rollout('node-b').applied === 2, { what: 'node-b to count its processes applied' });
   assert.deepEqual(rollout('node-b'), { applied: 2, rejected: 0, pending: 0, superseded: 0, not_owned: 0 });
+});
+
+test('it leaves nothing behind: every cgroup directory it made goes, kubepods levels included', async () => {
+  for (const n of Object.values(nodes)) await n.daemon.stop();
+  await kube.kill();
+  const made = [...cluster.cgroups];
+  assert.ok(made.some((d) => d.endsWith('.scope')) && made.some((d) => /-pod[0-9a-f_]+\.slice$/.test(d)), made.join('\n'));
+  const left = await cluster.destroy();
+  for (const d of made) {
+    // left: a kubepods level another cluster's pods are still in
+    assert.ok(!fs.existsSync(d) || left.includes(d), `${d} is left behind`);
+  }
+  assert.ok(hadKubepods || !fs.existsSync(KUBEPODS) || left.length, `${KUBEPODS} was not there before, and is left behind`);
 });
