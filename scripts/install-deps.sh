@@ -24,8 +24,8 @@ openssl              # test certificates (mTLS)
 libmicrohttpd-dev    # procctl-node's HTTP endpoint
 libjansson-dev       # ... its JSON
 prometheus           # promtool checks /metrics
-curl                 # the demo and the README session
-iproute2             # the README session's network namespace
+curl                 # the demo and the sessions of README.md and docs/ (test/docs.sh)
+iproute2             # those sessions' network namespace
 unzip                # helm, from its npm package (install-peers.sh)
 yamllint             # the chart's renderings
 go-md2man            # the manual pages, from docs/*.md

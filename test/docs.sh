@@ -1,0 +1,233 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+# docs.sh - run one page of the documentation as a reader would: every
+# ```sh block in order, as one shell session, and every ```c block
+# compiled (ctest `readme` for README.md, `doc_<name>` for docs/<name>.md).
+#
+# The session is what a reader in a fresh root shell at the repository's
+# root gets: `env -i` with PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:
+# /usr/bin:/sbin:/bin, a scratch HOME and TERM=dumb, nothing else; a PATH
+# entry or variable it needs, the page must set. It runs under bash -euo
+# pipefail -x (a command that fails ends it), within a time limit, as root
+# in new mount, network and pid namespaces: /run and /var/lib are private
+# tmpfs there, so procctl-node runs on its embedded defaults
+# (/run/procctl/node.sock, 127.0.0.1:9464, /var/lib/procctl) without
+# touching the host's, and sees only the processes of the session, which
+# all end with it. The repository is seen through a scratch directory whose
+# build/ is BUILD_DIR. A page that starts a daemon shows how, and stops it.
+# A manual page (docs/NAME.N.md) is read where the programs are installed:
+# its session has this build installed over /usr/local (in its own mount
+# namespace), as `make install` would.
+#
+# A ```c block is compiled with -Wall -Wextra -Werror against
+# libprocctl-agent.a, linked when it has a main; one whose first line names
+# a file (`/* example.c: ... */`) is also saved under that name in the
+# scratch repository, for the page's commands to build and run as the
+# reader does after saving it.
+#
+# Fences other than sh, c and text, and fences not at the start of a line
+# or of ~~~, fail the test (a command the test would not see); `make`, `make demo` and `make test` are the only lines not run
+# here (make test is CI itself, make demo's script is the demo test). After
+# the session, the page's own checks (below) look at its output for what
+# the page says happens but no exit status shows. A page whose commands
+# take something as given that it says in words (procctl(1)'s EXAMPLES: a
+# daemon running) has that made first, by a premise below.
+#
+# Usage: test/docs.sh PAGE BUILD_DIR   (PAGE: README.md, docs/api.md, ...)
+set -eu
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+PAGE=${1:?usage: docs.sh PAGE BUILD_DIR}
+BUILD=$(cd "${2:?usage: docs.sh PAGE BUILD_DIR}" && pwd)
+LIMIT=${PROCCTL_DOC_TIMEOUT:-240} # seconds for the whole session
+[ -f "$ROOT/$PAGE" ] || { echo "docs: $PAGE: no such page" >&2; exit 1; }
+
+W=$(mktemp -d /tmp/procctl-doc.XXXXXX)
+trap 'rm -rf "$W"' EXIT
+mkdir "$W/repo" "$W/home" "$W/doc"
+for f in "$ROOT"/* "$ROOT"/.[!.]*; do
+	[ -e "$f" ] || continue
+	[ "$(basename "$f")" = build ] || ln -s "$f" "$W/repo/"
+done
+ln -s "$BUILD" "$W/repo/build"
+
+awk -v dir="$W/doc" -v page="$PAGE" '
+	!fence && (/^[ \t]+```/ || /^[ \t]*~~~/) {
+		printf "docs: %s line %d: a fence this test does not read (only ``` at the start of a line)\n", page, NR > "/dev/stderr"
+		bad = 1
+	}
+	/^```/ {
+		if (fence) {
+			if (out != "") close(out)
+			fence = 0; out = ""
+			next
+		}
+		fence = 1; first = 1
+		lang = substr($0, 4)
+		if (lang == "sh" || lang == "c") {
+			n++
+			out = sprintf("%s/%02d.%s", dir, n, lang)
+			if (lang == "sh")
+				printf "echo \"## %s line %d\"\n", page, NR + 1 > out
+		} else if (lang != "text") {
+			printf "docs: %s line %d: a ```%s block (only sh, c and text)\n", page, NR, lang > "/dev/stderr"
+			bad = 1
+		}
+		next
+	}
+	fence && first && out ~ /\.c$/ && match($0, /^\/\* [A-Za-z0-9_-]+\.c[: ]/) {
+		name = substr($0, 4, RLENGTH - 4)
+		printf "%s\n", name > sprintf("%s/%02d.name", dir, n)
+	}
+	fence { first = 0 }
+	fence && out ~ /\.sh$/ && /^make( demo| test)?( |$)/ { print ": " $0 > out; next }
+	fence && out ~ /\.sh$/ && /^make/ {
+		printf "docs: %s line %d: %s is run by no test\n", page, NR, $0 > "/dev/stderr"
+		bad = 1
+	}
+	fence && out != "" { print > out }
+	END {
+		if (fence) { printf "docs: %s ends inside a fence\n", page > "/dev/stderr"; bad = 1 }
+		exit bad
+	}
+' "$ROOT/$PAGE"
+
+set -- "$W"/doc/*.sh
+[ -e "$1" ] && has_sh=1 || has_sh=
+set -- "$W"/doc/*.c
+[ -e "$1" ] && has_c=1 || has_c=
+if [ -z "$has_sh$has_c" ]; then
+	echo "docs: $PAGE has no command and no C block (its fences are sound)"
+	exit 0
+fi
+
+# The C blocks: a program is linked, anything else compiled alone.
+CFLAGS="-std=c11 -O1 -Wall -Wextra -Werror -I$ROOT -I$ROOT/core -I$ROOT/arbiter -I$ROOT/clients/token"
+if [ -n "$has_c" ]; then
+	for c in "$W"/doc/*.c; do
+		echo "## compiling $(basename "$c") of $PAGE"
+		if grep -q '^int main(' "$c"; then
+			cc $CFLAGS -o "${c%.c}" "$c" "$BUILD/libprocctl-agent.a" -lpthread
+		else
+			cc $CFLAGS -c -o "${c%.c}.o" "$c"
+		fi
+		if [ -f "${c%.c}.name" ]; then
+			cp "$c" "$W/repo/$(cat "${c%.c}.name")"
+		fi
+	done
+fi
+if [ -z "$has_sh" ]; then
+	echo "docs: every C block of $PAGE compiled"
+	exit 0
+fi
+
+if [ "$(id -u)" != 0 ]; then
+	echo "docs: $PAGE: needs root (namespaces, the daemon's defaults)" >&2
+	[ "${CI:-}" = true ] && exit 1
+	exit 77
+fi
+
+# What a page's commands take as given, where it says so: procctl(1)'s
+# EXAMPLES begin "With procctl-node running and a process of consumer echo
+# attached", so its session has them (the daemon installed, as for any
+# manual page; the echo client from this build).
+case $PAGE in
+docs/procctl.1.md)
+	cat >"$W/doc/00.sh" <<-'EOT'
+	echo "## the premise of the EXAMPLES: procctl-node running, a process of consumer echo"
+	build/clients/echo-client --consumer echo >/dev/null &
+	procctl-node 2>/dev/null &
+	EOT
+	;;
+esac
+cat "$W"/doc/*.sh >"$W/doc/session"
+echo 'echo "## the end of the session"' >>"$W/doc/session"
+# The npm peers are fetched here, where the network is: a page's own
+# scripts/install-peers.sh then finds them there and does nothing (the
+# session has no network).
+if grep -q 'scripts/install-peers\.sh' "$W/doc/session"; then
+	"$ROOT/scripts/install-peers.sh" >/dev/null
+fi
+
+# A manual page's reader has the programs installed: for docs/NAME.N.md
+# this build is installed (make install's files) over /usr/local, in the
+# session's mount namespace only.
+stage=
+case $PAGE in
+docs/*.[1-8].md)
+	stage=$W/stage
+	DESTDIR=$stage cmake --install "$BUILD" --prefix /usr/local >/dev/null
+	;;
+esac
+
+fail() {
+	echo "docs: $PAGE: FAIL: $*" >&2
+	exit 1
+}
+LOG=$W/doc/log
+cd "$W/repo"
+status=0
+start=$(date +%s)
+timeout -k 5 "$LIMIT" unshare --mount --net --pid --kill-child --mount-proc --propagation private sh -eu -c '
+	ip link set lo up
+	mount -t tmpfs tmpfs /run
+	mount -t tmpfs tmpfs /var/lib
+	[ -z "$3" ] || mount -t overlay overlay -o "lowerdir=$3/usr/local:/usr/local" /usr/local
+	env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME="$1" TERM=dumb \
+		bash -euo pipefail -x "$2"
+' docs "$W/home" "$W/doc/session" "$stage" >"$LOG" 2>&1 </dev/null || status=$?
+cat "$LOG"
+if [ "$status" != 0 ] && [ $(($(date +%s) - start)) -ge "$LIMIT" ]; then
+	fail "the session ran out of its $LIMIT s"
+fi
+[ "$status" = 0 ] || fail "the session failed (exit $status)"
+grep -q '^## the end of the session$' "$LOG" || fail "the session did not run to its end"
+
+# The page's own checks, on the session's output ($1: the pid of the
+# process the page started as PID, from the trace).
+pid_of() {
+	sed -n "s/^+ $1=\([0-9][0-9]*\)\$/\1/p" "$LOG" | head -n 1
+}
+saw() {
+	grep -Eq -- "$1" "$LOG" || fail "$2"
+}
+listed_and_applied() { # PID: the process the page started, of consumer echo
+	pid=$(pid_of PID)
+	[ -n "$pid" ] || fail "the session set no PID"
+	saw "^$pid +echo " "procctl ps did not list the process the page started (pid $pid)"
+	saw "^$pid .*APPLIED" "the process the page started (pid $pid) did not ack the publish"
+}
+case $PAGE in
+README.md)
+	listed_and_applied
+	;;
+docs/process-side.md)
+	listed_and_applied
+	saw '^acked: +[0-9]+ APPLIED' "procctl state did not show the program's ack"
+	saw '^data: +ok$' "procctl state did not show the status the program set"
+	;;
+docs/daemon.md)
+	saw '^procctl-node: configuration valid$' "--check-config did not find the example config valid"
+	saw '^[0-9]+ attached$' "the process started after the daemon was not attached"
+	saw '^procctl_processes\{consumer="echo",ownership="owned"\} 1$' "/metrics did not count the echo client"
+	saw '"code":"PERMISSION_DENIED"' "a JSON view answered without the key"
+	saw 'event=handed_off' "the daemon did not hand its processes off"
+	saw '^no daemon: procctl exits 1$' "procctl reached a daemon after the stop"
+	saw '^\{"ackedGeneration":"[0-9]+","ackResult":' "the JSON view did not answer with the key"
+	;;
+docs/api.md)
+	saw '"status": "PUBLISH_STATUS_APPLIED"' "buf curl's Publish was not applied"
+	saw '"ackResult":"ACK_RESULT_APPLIED"' "procctl -o json state showed no applied ack"
+	saw ' snapshot +processes=1 ' "procctl watch did not start with the snapshot"
+	;;
+docs/kubernetes.md)
+	saw '^    data = level=debug$' "the chart did not render the desired config"
+	;;
+docs/procctl.1.md)
+	saw '^[0-9]+ +echo +1 ' "procctl ps did not list the echo client"
+	saw '^[0-9]+ +[0-9a-f]{16} +[0-9]+ +APPLIED ' "the echo client did not ack the publish"
+	saw '^removed revision [0-9]+ \(--consumer echo --schema 1, 10 bytes\)$' "desired rm did not say what it removed"
+	saw '^\+\+ complete -F _procctl procctl$' "the completion script was not sourced"
+	;;
+esac
+echo "docs: every command of $PAGE ran"
