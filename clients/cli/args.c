@@ -310,7 +310,7 @@ static int operand(char *w, struct opts *o)
 			return bad_usage(w, "no such command");
 		return 0;
 	}
-	if (!strcmp(w, "-") && (CMD_BIT(o->cmd) & DATA_CMDS)) { /* DATA from standard input */
+	if (!strcmp(w, "-") && o->cmd >= 0 && (CMD_BIT(o->cmd) & DATA_CMDS)) { /* DATA from standard input */
 		if (o->stdin_data)
 			return bad_usage(w, "given twice");
 		o->stdin_data = 1;

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* cli.h - what the parts of procctl share: the options of a command, the
+/* cli.h - what the parts of procctl share: the command line read, the
  * call to the daemon, and the output helpers. procctl.c: main, the call
- * and the config's bytes; args.c: the command line's tables and their reading; complete.c: the
- * shell completions of those tables; show.c: output; commands.c: every
- * command but watch; watch.c: watch; connect.c: the channel. */
+ * and the config's bytes; args.c: the commands and options as one table,
+ * and their reading; complete.c: the shell completions of that table;
+ * connect.c: the channel; commands.c, desired.c and watch.c: the
+ * commands; show.c: output. */
 #ifndef PROCCTL_CLI_H
 #define PROCCTL_CLI_H
 

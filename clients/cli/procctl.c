@@ -1,25 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* procctl - the command line of procctl-node, on the gRPC C core over the
  * daemon's Unix socket (like crictl for a container runtime), or over TCP
- * with mTLS from anywhere in the cluster (connect.c).
- *
- * Usage: procctl [--socket PATH | --server HOST:PORT TLS] [--timeout DUR] [-o table|json] COMMAND ...
- *   ps [SELECTOR]                      the attached processes
- *   get PID | state PID                one process; its state block
- *   publish SELECTOR DATA [--wait]     write a config (DATA: --data STR | --file F | -)
- *   clear SELECTOR [--wait]            withdraw it
- *   watch [SELECTOR] [--from TOKEN] [--count N]   events, as they come
- *   resources [KIND]                   the exclusive-resource arbiters
- *   desired ls | set SELECTOR DATA [--wait] | rm SELECTOR
- *   health | version
- * SELECTOR: --pid PID | --consumer C [--schema N] [--pod UID] [--container ID]
- * The socket: --socket, else $PROCCTL_SOCKET, else /run/procctl/node.sock.
- * TLS: --tls-ca FILE [--tls-cert FILE --tls-key FILE] [--tls-server-name NAME],
- * or --plaintext.
+ * with mTLS from anywhere in the cluster (connect.c). Its commands and
+ * options, their help and their reading are args.c's; docs/procctl.1.md
+ * is its manual page.
  * Exit status: 0 done; 1 failed (the daemon's status is printed, or a
- * process refused the config or was not written); 2 bad usage; 3 written
- * but not acked in time (--wait); 4 no process matched the selector
- * (publish, clear; --allow-none makes that 0). */
+ * process refused the config or was not written); 2 bad usage; 3 not
+ * done in time (--wait's acks, watch's --count within --timeout); 4 no
+ * process matched the selector (publish, clear; --allow-none makes that
+ * 0). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
