@@ -270,6 +270,12 @@ void waits_sweep(struct node *n, int all);
 int waits_write(struct node *n);
 /* A wait of c items for job, until wait_ms or the call's deadline: its
  * deadline armed. NULL when out of memory (job answered). */
+/* May job wait wait_ms more? 0, or the job answered and -1. Bounded: the
+ * time, the waits in all and per peer (a client that leaves its calls
+ * behind, or loops over them, holds only so much). wait_new asks it; a
+ * call that changes state before it waits asks first, so that a refusal
+ * changes nothing. */
+int wait_admit(struct node *n, struct node_job *job, uint32_t wait_ms);
 struct wait *wait_new(struct node *n, struct node_job *job, size_t c, uint32_t wait_ms);
 void wait_free(struct node *n, struct wait *w);
 /* The call of job id is gone: its wait, if it has one, is answered

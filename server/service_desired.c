@@ -172,6 +172,8 @@ void do_set_desired(struct node *n, struct node_job *job)
 			 d->source);
 		return job_finish(job, NODE_FAILED_PRECONDITION, err, NULL);
 	}
+	if (wait_admit(n, job, rq->wait_ms) < 0)
+		return; /* refused before anything is set */
 	r = desired_set(&n->desired, &f, rq->config->payload.data, rq->config->payload.len, NULL, &d, &other, &why, err,
 			sizeof err);
 	if (r == -EINVAL)
@@ -262,40 +264,43 @@ static ssize_t src_for(struct node *n, struct wait *w, const struct proc *p)
 	return (ssize_t)w->nsrcs++;
 }
 
-/* DeleteDesiredConfig's clear: the processes that hold old (the deleted
- * config: their last write carried it) are each given what applies to
- * them without it; w, answered once their writes (and acks) settle, owns
- * old's payload. */
-static void take_back(struct node *n, struct node_job *job, struct desired *old, const struct desired_rollout *ro,
-		      uint32_t wait_ms)
+/* The processes that hold d (their last write carried it), in (pid,
+ * instance) order: their count (*out malloc'd), or -ENOMEM. */
+static ssize_t holders_of(struct node *n, const struct desired *d, struct proc ***out)
 {
-	struct proc **v = NULL;
-	struct wait *w;
-	ssize_t c, i, k = 0, src;
-	if ((c = procs_matching(n, &old->sel, &v)) < 0)
-		c = 0;
+	ssize_t c = procs_matching(n, &d->sel, out), i, k = 0;
 	for (i = 0; i < c; i++)
-		if (v[i]->desired_rev == old->revision)
-			v[k++] = v[i];
-	if (!(w = wait_write_all(n, job, v, (size_t)k, NULL, wait_ms, 0))) {
-		free(v);
+		if ((*out)[i]->desired_rev == d->revision)
+			(*out)[k++] = (*out)[i];
+	return c < 0 ? c : k;
+}
+
+/* DeleteDesiredConfig's clear: the k processes in v that held old (the
+ * deleted config) are each given what applies to them without it; w,
+ * answered once their writes (and acks) settle, owns old's payload. The
+ * wait was admitted before the delete. */
+static void take_back(struct node *n, struct node_job *job, struct desired *old, const struct desired_rollout *ro,
+		      uint32_t wait_ms, struct proc **v, size_t k)
+{
+	struct wait *w;
+	ssize_t src;
+	size_t i;
+	if (!(w = wait_write_all(n, job, v, k, NULL, wait_ms, 0))) {
 		free(old->payload);
 		return;
 	}
 	w->desired = *old;
 	w->rollout = *ro;
-	if (!(w->srcs = calloc((size_t)k + 1, sizeof *w->srcs)))
+	if (!(w->srcs = calloc(k + 1, sizeof *w->srcs)))
 		goto nomem;
 	for (i = 0; i < k; i++) {
 		if ((src = src_for(n, w, v[i])) < 0)
 			goto nomem;
 		w->item[i].src = (size_t)src;
 	}
-	free(v);
 	return;
 nomem:
 	/* Nothing written yet (the writes go out at the loop's next turn). */
-	free(v);
 	for (i = 0; i < k; i++) {
 		w->item[i].status = PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_FAILED;
 		snprintf(w->item[i].error, sizeof w->item[i].error, "not written: out of memory");
@@ -317,6 +322,8 @@ void do_delete_desired(struct node *n, struct node_job *job)
 	char err[400], msg[480];
 	enum node_code code;
 	struct arena a = {0};
+	struct proc **v = NULL;
+	ssize_t k = 0;
 
 	if (rq->wait_ms && !rq->clear)
 		return job_finish(job, NODE_INVALID_ARGUMENT, "wait_ms: waits for the processes clear writes to; "
@@ -338,9 +345,17 @@ void do_delete_desired(struct node *n, struct node_job *job)
 			 d->source);
 		return job_finish(job, NODE_FAILED_PRECONDITION, msg, NULL);
 	}
-	if (desired_snapshot(n, d, &old, &ro) < 0)
+	/* Whatever can refuse the call, before the delete. */
+	if (rq->clear && wait_admit(n, job, rq->wait_ms) < 0)
+		return;
+	if (rq->clear && (k = holders_of(n, d, &v)) < 0)
 		return job_finish(job, NODE_RESOURCE_EXHAUSTED, "out of memory", NULL);
+	if (desired_snapshot(n, d, &old, &ro) < 0) {
+		free(v);
+		return job_finish(job, NODE_RESOURCE_EXHAUSTED, "out of memory", NULL);
+	}
 	if (desired_delete(&n->desired, &f, err, sizeof err) < 0) {
+		free(v);
 		free(old.payload);
 		snprintf(msg, sizeof msg, "could not keep the change on the host (%s): nothing changed", err);
 		return job_finish(job, NODE_UNAVAILABLE, msg, NULL);
@@ -348,8 +363,11 @@ void do_delete_desired(struct node *n, struct node_job *job)
 	node_log(PROCCTL_LOG_INFO, "desired_deleted", "revision=%llu consumer=%s version=%u pid=%d pod=%s container=%.12s "
 		 "clear=%d", (unsigned long long)old.revision, f.consumer, f.version, (int)f.pid,
 		 f.pod_uid[0] ? f.pod_uid : "-", f.container_id[0] ? f.container_id : "-", rq->clear);
-	if (rq->clear)
-		return take_back(n, job, &old, &ro, rq->wait_ms);
+	if (rq->clear) {
+		take_back(n, job, &old, &ro, rq->wait_ms, v, (size_t)k);
+		free(v);
+		return;
+	}
 	if ((m.config = mk_desired(&a, &old)))
 		m.config->rollout = mk_rollout(&a, &ro);
 	free(old.payload);

@@ -216,10 +216,7 @@ static void on_deadline(struct timer *t, int64_t now)
 	container_of(t, struct wait, t_deadline)->expired = 1; /* waits_sweep answers it */
 }
 
-/* May job wait wait_ms more? 0, or the job answered and -1. Bounded: the
- * time, the waits in all and per peer (a client that leaves its calls
- * behind, or loops over them, holds only so much). */
-static int wait_admit(struct node *n, struct node_job *job, uint32_t wait_ms)
+int wait_admit(struct node *n, struct node_job *job, uint32_t wait_ms)
 {
 	const struct wait *w;
 	size_t all = 0, peer = 0;

@@ -163,6 +163,14 @@ test('desired rm says what it removed; --clear gives its processes what applies 
     const mine = j.results.find((r) => r.process.pid === e.pid);
     assert.equal(mine.status, 'PUBLISH_STATUS_APPLIED', JSON.stringify(j));
     await e.line(new RegExp(`event=cleared gen=${mine.generation}`), { out: true });
+    // A call refused for its wait (over max_wait_ms) changes nothing: not set, not deleted.
+    const over = exits(await cli(['--timeout', '6m', 'desired', 'set', '--consumer', h.CONSUMER, '--data', 'x', '--wait']), 1);
+    assert.match(over.stderr, /INVALID_ARGUMENT: wait_ms: 360000, over max_wait_ms/, said(over));
+    assert.equal((await h.call(c, 'ListDesiredConfigs', {})).configs.length, 0);
+    exits(await cli(['desired', 'set', '--consumer', h.CONSUMER, '--data', 'kept']), 0);
+    exits(await cli(['--timeout', '6m', 'desired', 'rm', '--consumer', h.CONSUMER, '--clear', '--wait']), 1);
+    assert.equal((await h.call(c, 'ListDesiredConfigs', {})).configs.length, 1); // still there
+    exits(await cli(['desired', 'rm', '--consumer', h.CONSUMER]), 0);
     // The API: wait_ms without clear writes to nothing, so it is refused.
     assert.equal(await h.code(h.call(c, 'DeleteDesiredConfig', { selector: { consumer: h.CONSUMER, schemaVersion: 1 }, waitMs: 100 })),
       'INVALID_ARGUMENT');
