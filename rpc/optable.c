@@ -19,12 +19,15 @@ void opt_longopts(const struct opt_program *p, struct option *lo)
 	memset(&lo[k], 0, sizeof lo[k]);
 }
 
-void opt_refusal(const struct opt_program *p, const char *word, int missing, char *buf, size_t len)
+void opt_refusal(const struct opt_program *p, const char *word, int missing, int letter, char *buf, size_t len)
 {
 	const char *eq = strchr(word, '=');
-	size_t k, n = eq ? (size_t)(eq - word) : strlen(word), o, hits = 0;
+	size_t k, n = eq ? (size_t)(eq - word) : strlen(word), o, hits = 0, hit = 0;
 	int is_long = n > 2 && word[0] == '-' && word[1] == '-';
-	o = (size_t)snprintf(buf, len, "%.*s: ", (int)n, word);
+	if (is_long)
+		o = (size_t)snprintf(buf, len, "%.*s: ", (int)n, word);
+	else /* a letter, maybe in a cluster (-xo): that letter */
+		o = (size_t)snprintf(buf, len, "-%c: ", letter > ' ' && letter < 127 ? letter : '?');
 	if (o >= len)
 		return;
 	if (missing) {
@@ -34,11 +37,17 @@ void opt_refusal(const struct opt_program *p, const char *word, int missing, cha
 	for (k = 0; is_long && k < p->nopts; k++) {
 		if (strncmp(p->opts[k].name, word + 2, n - 2))
 			continue;
-		if (p->opts[k].name[n - 2] == 0 && eq) { /* it, given a value it takes none of */
-			snprintf(buf + o, len - o, "takes no value");
-			return;
+		if (p->opts[k].name[n - 2] == 0) { /* this one exactly: hits as a beginning are of others */
+			hit = k;
+			hits = 1;
+			break;
 		}
+		hit = k;
 		hits++;
+	}
+	if (hits == 1 && eq && !p->opts[hit].value) { /* it, or its beginning, with a value it takes none of */
+		snprintf(buf + o, len - o, "takes no value");
+		return;
 	}
 	if (hits < 2) {
 		snprintf(buf + o, len - o, "no such %s", p->noun);
@@ -113,10 +122,14 @@ static void value_words(FILE *f, const char *v)
 static void value_arms(FILE *f, const struct opt_program *p, int zsh)
 {
 	size_t i;
+	/* bash: names as file names (a directory to go into, not a word
+	 * ended), one a line whatever spaces they hold */
 	if (patterns(f, p, K_FILE))
-		fprintf(f, ")\n\t\t%s\n\t\treturn ;;\n\t", zsh ? "_files" : "COMPREPLY=($(compgen -f -- \"$cur\"))");
+		fprintf(f, ")\n\t\t%s\n\t\treturn ;;\n\t",
+			zsh ? "_files" : "compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- \"$cur\")");
 	if (patterns(f, p, K_DIR))
-		fprintf(f, ")\n\t\t%s\n\t\treturn ;;\n\t", zsh ? "_files -/" : "COMPREPLY=($(compgen -d -- \"$cur\"))");
+		fprintf(f, ")\n\t\t%s\n\t\treturn ;;\n\t",
+			zsh ? "_files -/" : "compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -d -- \"$cur\")");
 	for (i = 0; i < p->nopts; i++) {
 		int first = 1;
 		if (kind_of(&p->opts[i]) != K_WORDS)
@@ -136,8 +149,8 @@ static void scan(FILE *f, const struct opt_program *p, const char *words, int fi
 {
 	fprintf(f, "\tfor ((i = %d; i < %s; i++)); do\n\t\tw=${%s[i]}\n\t\tcase $w in\n", first,
 		zsh ? "CURRENT" : "COMP_CWORD", words);
-	if (!zsh)
-		fprintf(f, "\t\t=) ((i++)) ;; # --name=VALUE, split at '='\n");
+	if (!zsh) /* bash splits words at '=' and ':' too */
+		fprintf(f, "\t\t=|:) ((i++)) ;; # --name=VALUE, HOST:PORT: the rest of the value\n");
 	fprintf(f, "\t\t--*=*|--) ;;\n\t\t");
 	if (patterns(f, p, -1))
 		fprintf(f, ")\n\t\t\t%s((i++)) ;;\n", zsh ? "" : "[[ ${COMP_WORDS[i+1]} == = ]] || ");
@@ -194,8 +207,9 @@ static void bash(FILE *f, const struct opt_program *p)
 	function_name(f, p->name);
 	fprintf(f, "()\n{\n\tlocal cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]} cmd= sub= i w\n"
 		   "\tCOMPREPLY=()\n"
-		   "\t# --name=VALUE: bash splits it at '='\n"
-		   "\tif [[ $cur == = ]]; then cur=; elif [[ $prev == = ]]; then prev=${COMP_WORDS[COMP_CWORD-2]}; fi\n");
+		   "\t# --name=VALUE: bash splits it at '=' (and HOST:PORT at ':': a value to type)\n"
+		   "\tif [[ $cur == = ]]; then cur=; elif [[ $prev == = ]]; then prev=${COMP_WORDS[COMP_CWORD-2]}; fi\n"
+		   "\t[[ $cur == : || $prev == : ]] && return\n");
 	scan(f, p, "COMP_WORDS", 1, 0);
 	fprintf(f, "\tcase $prev in\n\t");
 	value_arms(f, p, 0);
@@ -218,9 +232,15 @@ static void zsh(FILE *f, const struct opt_program *p)
 	value_arms(f, p, 1);
 	fprintf(f, "esac\n\t[[ ${words[CURRENT]} == --*=* ]] && return\n");
 	rest(f, p, 1);
-	fprintf(f, "}\n");
+	/* as the autoloaded function (compinit), complete now; sourced,
+	 * register it */
+	fprintf(f, "}\nif [[ $funcstack[1] == ");
 	function_name(f, p->name);
-	fprintf(f, " \"$@\"\n");
+	fprintf(f, " ]]; then\n\t");
+	function_name(f, p->name);
+	fprintf(f, " \"$@\"\nelse\n\tcompdef ");
+	function_name(f, p->name);
+	fprintf(f, " %s\nfi\n", p->name);
 }
 
 int opt_completion(FILE *f, const struct opt_program *p, const char *shell)

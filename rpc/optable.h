@@ -47,10 +47,11 @@ struct opt_program {
 void opt_longopts(const struct opt_program *p, struct option *lo);
 
 /* What getopt_long refused, in words, into buf: word is argv[optind - 1]
- * after it returned '?' (or ':', missing set): "--x: no such flag",
- * "--x: needs a value", "--x: takes no value", "--x: ambiguous (--xa,
- * --xb)". */
-void opt_refusal(const struct opt_program *p, const char *word, int missing, char *buf, size_t len);
+ * after it returned '?' (or ':', missing set), letter its optopt (a short
+ * option's letter, named even inside a cluster: -xo): "--x: no such
+ * flag", "--x: needs a value", "--x: takes no value", "--x: ambiguous
+ * (--xa, --xb)". */
+void opt_refusal(const struct opt_program *p, const char *word, int missing, int letter, char *buf, size_t len);
 
 /* The completion script of shell ("bash" or "zsh") for p on f: 0, or
  * -EINVAL for another shell. */

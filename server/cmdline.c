@@ -22,7 +22,9 @@ static struct table {
 } t;
 
 /* The table: the fixed flags, then each key ('-' for '_'; its value as
- * completion offers it). */
+ * completion offers it); NULL when they do not fit (a key added to
+ * config.c past MAX_FLAGS, or a longer name: every test that starts the
+ * daemon says so). */
 static const struct opt_program *table(void)
 {
 	static const struct opt_def fixed[NFIXED] = {
@@ -35,8 +37,10 @@ static const struct opt_program *table(void)
 	if (t.p.nopts)
 		return &t.p;
 	memcpy(t.opts, fixed, sizeof fixed);
-	for (i = 0; n < MAX_FLAGS && (name = node_cfg_key(i, &form)); i++, n++) {
-		for (k = 0; name[k] && k + 1 < sizeof t.names[n]; k++)
+	for (i = 0; (name = node_cfg_key(i, &form)); i++, n++) {
+		if (n == MAX_FLAGS || strlen(name) >= sizeof t.names[n])
+			return NULL;
+		for (k = 0; name[k]; k++)
 			t.names[n][k] = name[k] == '_' ? '-' : name[k];
 		t.opts[n].name = t.names[n];
 		/* a removed key is still taken, to be refused with its reason */
@@ -89,6 +93,8 @@ int cmdline_parse(struct cmdline *cl, int argc, char **argv, char *err, size_t e
 	struct option lo[MAX_FLAGS + 1];
 	int c, r;
 	memset(cl, 0, sizeof *cl);
+	if (!p)
+		return fail(err, errlen, "the config keys do not fit the flags' table (cmdline.c's MAX_FLAGS)");
 	if (!(cl->keys = calloc((size_t)(argc > 0 ? argc : 1), sizeof *cl->keys)))
 		return -ENOMEM;
 	opt_longopts(p, lo);
@@ -101,7 +107,7 @@ int cmdline_parse(struct cmdline *cl, int argc, char **argv, char *err, size_t e
 			return -EINVAL;
 		}
 		if (c == '?' || c == ':') {
-			opt_refusal(p, argv[optind - 1], c == ':', err, errlen);
+			opt_refusal(p, argv[optind - 1], c == ':', optopt, err, errlen);
 			return -EINVAL;
 		}
 		if ((r = take(cl, p, c == 'h' ? F_HELP : (size_t)(c - OPT_VAL(0)), optarg, err, errlen)) < 0)
@@ -122,5 +128,5 @@ void cmdline_free(struct cmdline *cl)
 
 int cmdline_completion(FILE *f, const char *shell)
 {
-	return opt_completion(f, table(), shell);
+	return table() ? opt_completion(f, table(), shell) : -E2BIG;
 }

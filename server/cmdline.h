@@ -34,7 +34,7 @@ int cmdline_parse(struct cmdline *cl, int argc, char **argv, char *err, size_t e
 void cmdline_free(struct cmdline *cl);
 
 /* The completion script of shell ("bash" or "zsh") for these flags: 0,
- * or -EINVAL for another shell. */
+ * -EINVAL for another shell, -E2BIG when the keys do not fit the table. */
 int cmdline_completion(FILE *f, const char *shell);
 
 #endif

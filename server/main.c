@@ -308,7 +308,7 @@ static int serve(struct node_cfg *cfg, const struct nodelock *lock, int uninstal
 int main(int argc, char **argv)
 {
 	static struct node_cfg cfg;
-	char err[512], q[2100];
+	char err[512] = "", q[2100];
 	struct sigaction sa;
 	int r;
 

@@ -185,20 +185,22 @@ int cli_command_find(const char *name)
 static int parse_dur(const char *s, int64_t *ms)
 {
 	char *end;
-	double v = strtod(s, &end);
-	if (end == s || !(v >= 0 && v <= 86400)) /* also refuses nan and inf */
-		return -1;
+	double v = strtod(s, &end), unit;
 	if (!strcmp(end, "ms"))
-		*ms = (int64_t)v;
+		unit = 1;
 	else if (!*end || !strcmp(end, "s"))
-		*ms = (int64_t)(v * 1000);
+		unit = 1000;
 	else if (!strcmp(end, "m"))
-		*ms = (int64_t)(v * 60000);
+		unit = 60000;
 	else if (!strcmp(end, "h"))
-		*ms = (int64_t)(v * 3600000);
+		unit = 3600000;
 	else
 		return -1;
-	return *ms <= 86400000 ? 0 : -1;
+	v *= unit;
+	if (end == s || !(v >= 0 && v <= 86400000)) /* at most a day; also refuses nan and inf */
+		return -1;
+	*ms = (int64_t)v;
+	return 0;
 }
 
 int parse_int(const char *s, long lo, long hi, long *out)
@@ -293,7 +295,7 @@ static int take(int id, int short_name, const char *v, struct opts *o)
 static int refused(const char *word, int missing)
 {
 	char why[256];
-	opt_refusal(&cli_program, word, missing, why, sizeof why);
+	opt_refusal(&cli_program, word, missing, optopt, why, sizeof why);
 	fprintf(stderr, "procctl: %s (procctl --help lists the commands and options)\n", why);
 	return 2;
 }

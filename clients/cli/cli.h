@@ -102,8 +102,8 @@ int cmd_completion(const struct opts *o);
 /* One unary call to the daemon (connected by connect_once): the
  * response, or NULL after saying why. */
 ProtobufCMessage *call(const char *method, const ProtobufCMessage *req, const ProtobufCMessageDescriptor *rd);
-/* The same within ms, saying nothing: the response, or NULL with *st and
- * gRPC's *details (gpr_free them) saying why. */
+/* The same with a deadline ms from now, saying nothing: the response,
+ * or NULL with *st and gRPC's *details (gpr_free them) saying why. */
 ProtobufCMessage *call_for(const char *method, const ProtobufCMessage *req, const ProtobufCMessageDescriptor *rd,
 			   int64_t ms, grpc_status_code *st, char **details);
 /* A call's failure, said as call does. */

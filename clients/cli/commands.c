@@ -265,7 +265,9 @@ int cmd_health(const struct opts *o)
 	for (;;) {
 		int64_t left = end - now_ms();
 		gpr_free(d);
-		r = health_once(o->wait && left > 1000 ? 1000 : left > 0 ? left : 0, &status, &st, &d);
+		/* each question within what is left of --timeout (and a second, waiting) */
+		r = health_once(!o->wait ? cli_timeout_ms + 2000 : left > 1000 ? 1000 : left > 0 ? left : 0, &status, &st,
+				&d);
 		if (r > 0 || r == -2 || !o->wait || now_ms() >= end)
 			break;
 		usleep(100000);

@@ -138,8 +138,9 @@ static int socket_why(const char *path, char *why, size_t len)
 	struct stat st;
 	int fd, e;
 	if (stat(path, &st) < 0) {
-		snprintf(why, len, "%s%s", strerror(errno), errno == ENOENT ? " (is procctl-node running? --socket or "
-			 "$PROCCTL_SOCKET name another)" : errno == EACCES ? " (its directory is closed to this user)" : "");
+		e = errno;
+		snprintf(why, len, "%s%s", strerror(e), e == ENOENT ? " (is procctl-node running? --socket or "
+			 "$PROCCTL_SOCKET name another)" : e == EACCES ? " (its directory is closed to this user)" : "");
 		return 1;
 	}
 	if (!S_ISSOCK(st.st_mode)) {
@@ -160,8 +161,8 @@ static int socket_why(const char *path, char *why, size_t len)
 		snprintf(u, sizeof u, "%u", (unsigned)st.st_uid);
 		snprintf(g, sizeof g, "%u", (unsigned)st.st_gid);
 		snprintf(why, len, "permission denied: the socket is mode %04o, of user %s and group %s: run as "
-			 "root, or as a member of group %s", (unsigned)(st.st_mode & 07777), pw ? pw->pw_name : u,
-			 gr ? gr->gr_name : g, gr ? gr->gr_name : g);
+			 "root%s%s", (unsigned)(st.st_mode & 07777), pw ? pw->pw_name : u, gr ? gr->gr_name : g,
+			 st.st_mode & 0060 ? ", or as a member of group " : "", st.st_mode & 0060 ? (gr ? gr->gr_name : g) : "");
 	} else {
 		return e ? (snprintf(why, len, "%s", strerror(e)), 1) : 0;
 	}
@@ -224,7 +225,8 @@ int connect_once(void)
 		return 0;
 	if (!cli_to.server && access(cli_to.socket, F_OK) < 0) {
 		char why[256];
-		socket_why(cli_to.socket, why, sizeof why);
+		if (!socket_why(cli_to.socket, why, sizeof why))
+			snprintf(why, sizeof why, "%s", strerror(ENOENT));
 		fprintf(stderr, "procctl: %s: %s\n", cli_to.socket, why);
 		return -1;
 	}

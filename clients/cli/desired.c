@@ -8,15 +8,17 @@
 #include "cli.h"
 
 #define BIT(o) (1ull << (o))
-#define GLOBAL_OPTS                                                                                     \
-	(BIT(O_SOCKET) | BIT(O_SERVER) | BIT(O_TLS_CA) | BIT(O_TLS_CERT) | BIT(O_TLS_KEY) |             \
-	 BIT(O_TLS_SERVER_NAME) | BIT(O_PLAINTEXT) | BIT(O_TIMEOUT) | BIT(O_OUTPUT) | BIT(O_HELP))
 
-/* The options of desired SUB other than those it takes, named: 2; else 0. */
+/* The options of desired SUB other than those it takes (and those every
+ * command takes), named: 2; else 0. */
 static int sub_takes(const struct opts *o, const char *sub, uint64_t takes)
 {
-	uint64_t extra = o->given & ~(takes | GLOBAL_OPTS);
+	uint64_t extra;
 	int k;
+	for (k = 0; k < NOPT; k++)
+		if (cli_options[k].cmds == CMD_ALL)
+			takes |= BIT(k);
+	extra = o->given & ~takes;
 	if (o->stdin_data && !(takes & BIT(O_DATA))) {
 		fprintf(stderr, "procctl: -: desired %s reads no config\n", sub);
 		return 2;

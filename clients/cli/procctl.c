@@ -36,8 +36,7 @@ unsigned cli_last_status;
 ProtobufCMessage *call_for(const char *method, const ProtobufCMessage *req, const ProtobufCMessageDescriptor *rd,
 			   int64_t ms, grpc_status_code *st, char **details)
 {
-	/* the daemon's answer that the time is up needs a moment to come back */
-	gpr_timespec deadline = gpr_time_add(gpr_now(GPR_CLOCK_REALTIME), gpr_time_from_millis(ms + 2000, GPR_TIMESPAN));
+	gpr_timespec deadline = gpr_time_add(gpr_now(GPR_CLOCK_REALTIME), gpr_time_from_millis(ms, GPR_TIMESPAN));
 	ProtobufCMessage *resp = NULL;
 	*details = NULL;
 	*st = pb_unary(cli_ch, cli_cq, method, deadline, req, rd, &resp, details);
@@ -69,7 +68,9 @@ ProtobufCMessage *call(const char *method, const ProtobufCMessage *req, const Pr
 	char *d;
 	if (connect_once() < 0)
 		return NULL;
-	if (!(resp = call_for(method, req, rd, cli_timeout_ms, &st, &d)))
+	/* --timeout is what the daemon is asked to wait (wait_ms); its answer
+	 * that the time is up needs a moment to come back */
+	if (!(resp = call_for(method, req, rd, cli_timeout_ms + 2000, &st, &d)))
 		say_failure(st, d);
 	gpr_free(d);
 	return resp;

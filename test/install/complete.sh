@@ -27,14 +27,16 @@ offer_bash() { # FILE FUNCTION WORD...
 	bash -c '. "$1"; fn=$2; shift 2; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); "$fn"; printf "%s\n" "${COMPREPLY[@]}"' \
 		sh "$file" "$fn" "$@"
 }
-# zsh: the same.
+# zsh: the same (sourced, as outside compinit: it registers itself with
+# compdef, and the function is called as compinit would).
 offer_zsh() { # FILE WORD...
 	file=$1
 	shift
 	zsh -f -c 'compadd() { [[ $1 == -- ]] && shift; print -l -- "$@" }
 		_files() { print -- "(files $*)" }
 		compset() { return 0 }
-		file=$1; shift; words=("$@"); CURRENT=$#; . "$file"' zsh "$file" "$@"
+		compdef() { [[ $1 == _${2//-/_} ]] || print -- "(compdef $*)" }
+		file=$1; shift; words=("$@"); CURRENT=$#; . "$file"; _${words[1]//-/_}' zsh "$file" "$@"
 }
 has() { # WHAT LIST...
 	what=$1
@@ -60,6 +62,15 @@ expect 1 completion procctl --timeout 5s co
 expect 1 --wait procctl publish --consumer echo --w
 expect 0 --wait procctl ps --w
 expect 1 --for procctl --timeout=5s watch --f
+# as bash splits them: --timeout=5s at '=', HOST:PORT at ':'
+out=$(offer_bash "$bashc/procctl" _procctl procctl --timeout = 5s watch --f)
+has --for $out || fail "bash: --timeout = 5s watch --f: --for not offered (got: $out)"
+out=$(offer_bash "$bashc/procctl" _procctl procctl --server 10.0.0.1 : 9443 --plaintext pu)
+has publish $out || fail "bash: --server 10.0.0.1 : 9443 pu: publish not offered (got: $out)"
+out=$(offer_bash "$bashc/procctl" _procctl procctl --server = 10.0.0.1 : 9443 desired '')
+has ls $out || fail "bash: --server = 10.0.0.1 : 9443 desired: ls not offered (got: $out)"
+out=$(offer_bash "$bashc/procctl" _procctl procctl --server 10.0.0.1 :)
+[ -z "$out" ] || fail "bash: a port after ':' is typed, nothing offered (got: $out)"
 expect 1 rm procctl desired ''
 expect 1 zsh procctl completion ''
 expect 1 json procctl -o ''
@@ -75,6 +86,8 @@ out=$(offer_bash "$bashc/procctl-node" _procctl_node procctl-node --config "$p/c
 has "$p/cfgdir/node.conf" $out || fail "bash: --config FILE offers no file name (got: $out)"
 out=$(offer_bash "$bashc/procctl-node" _procctl_node procctl-node --config = "$p/cfgdir/no")
 has "$p/cfgdir/node.conf" $out || fail "bash: --config=FILE offers no file name (got: $out)"
+out=$(offer_zsh "$zshc/_procctl" procctl --output=)
+has json $out || fail "zsh: --output=: json not offered (got: $out)"
 out=$(offer_zsh "$zshc/_procctl" procctl publish --file "x")
 printf '%s\n' "$out" | grep -qxF '(files )' || fail "zsh: --file FILE completes no file name (got: $out)"
 
