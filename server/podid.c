@@ -294,7 +294,7 @@ static unsigned ns_depth(const char *init, size_t init_len, const char *id, size
 				d++, p += 3;
 			return d;
 		}
-		line = le + 1;
+		line = le < end ? le + 1 : end; /* past a last line without a newline: no further */
 	}
 	return 0;
 }
@@ -314,7 +314,7 @@ int procctl_podid_parse(const char *text, size_t len, const char *init, size_t i
 		const char *le = nl ? nl : end, *c1, *c2;
 		int v2, r;
 		if (le == line) { /* an empty line: only the last one, after the final newline */
-			line = le + 1;
+			line = le + 1; /* le < end: a newline */
 			continue;
 		}
 		/* "ID:controllers:path", the path may hold ':' itself */
@@ -336,7 +336,7 @@ int procctl_podid_parse(const char *text, size_t len, const char *init, size_t i
 				best = cur; /* the most complete line */
 			have = 1;
 		}
-		line = le + 1;
+		line = le < end ? le + 1 : end; /* past a last line without a newline: no further */
 	}
 	if (!have)
 		return -ENOENT;
@@ -360,7 +360,7 @@ int procctl_podid_hierarchies(const char *text, size_t len, char *buf, size_t bu
 		else if (c2 && o < buflen)
 			o += (size_t)snprintf(buf + o, buflen - o, "%sv1:%.*s", n ? " " : "", (int)(c2 - c1 - 1), c1 + 1);
 		n += c2 != NULL;
-		line = le + 1;
+		line = le < end ? le + 1 : end; /* past a last line without a newline: no further */
 	}
 	return n;
 }
