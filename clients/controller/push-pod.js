@@ -112,6 +112,7 @@ function hint(err) {
     return ' (the daemon\'s certificate is not of --tls-ca)';
   if (/does not match|not in peer certificate|altname|hostname/i.test(err.details))
     return ' (the daemon\'s certificate does not carry --tls-server-name, or the Service\'s DNS name)';
+  if (/ECONNREFUSED|EHOSTUNREACH|ENETUNREACH|ETIMEDOUT|ENOTFOUND/.test(err.details)) return ''; // nobody there: said
   return ' (if the TLS handshake failed: --tls-cert must be of the daemon\'s tls_client_ca and for client ' +
     'authentication (extendedKeyUsage clientAuth), and --tls-ca the CA of the daemon\'s certificate)';
 }
