@@ -13,8 +13,8 @@
 # tmpfs there, so procctl-node runs on its embedded defaults
 # (/run/procctl/node.sock, 127.0.0.1:9464, /var/lib/procctl) without
 # touching the host's, and sees only the processes of the session, which
-# all end with it. The repository is seen through a scratch directory whose
-# build/ is BUILD_DIR. A page that starts a daemon shows how, and stops it.
+# all end with it. The repository is seen through an overlay whose build/
+# is BUILD_DIR: what a page writes there stays in the session's scratch. A page that starts a daemon shows how, and stops it.
 # A manual page (docs/NAME.N.md) is read where the programs are installed:
 # its session has this build installed over /usr/local (in its own mount
 # namespace), as `make install` would.
@@ -44,12 +44,11 @@ LIMIT=${PROCCTL_DOC_TIMEOUT:-240} # seconds for the whole session
 
 W=$(mktemp -d /tmp/procctl-doc.XXXXXX)
 trap 'rm -rf "$W"' EXIT
-mkdir "$W/repo" "$W/home" "$W/doc"
-for f in "$ROOT"/* "$ROOT"/.[!.]*; do
-	[ -e "$f" ] || continue
-	[ "$(basename "$f")" = build ] || ln -s "$f" "$W/repo/"
-done
-ln -s "$BUILD" "$W/repo/build"
+# The repository the session sees, $W/repo: in its mount namespace, an
+# overlay of this tree with BUILD over its build/, both written in
+# $W/up (what the runner adds: the C blocks saved as files), so that
+# nothing a page does there reaches the tree or the build.
+mkdir -p "$W/repo" "$W/home" "$W/doc" "$W/up/repo" "$W/up/build" "$W/work/repo" "$W/work/build"
 
 awk -v dir="$W/doc" -v page="$PAGE" '
 	!fence && (/^[ \t]+```/ || /^[ \t]*~~~/) {
@@ -80,7 +79,7 @@ awk -v dir="$W/doc" -v page="$PAGE" '
 		printf "%s\n", name > sprintf("%s/%02d.name", dir, n)
 	}
 	fence { first = 0 }
-	fence && out ~ /\.sh$/ && /^make( demo| test)?( |$)/ { print ": " $0 > out; next }
+	fence && out ~ /\.sh$/ && /^make( demo| test)?[ \t]*(#.*)?$/ { print ": " $0 > out; next }
 	fence && out ~ /\.sh$/ && /^make/ {
 		printf "docs: %s line %d: %s is run by no test\n", page, NR, $0 > "/dev/stderr"
 		bad = 1
@@ -112,7 +111,7 @@ if [ -n "$has_c" ]; then
 			cc $CFLAGS -c -o "${c%.c}.o" "$c"
 		fi
 		if [ -f "${c%.c}.name" ]; then
-			cp "$c" "$W/repo/$(cat "${c%.c}.name")"
+			cp "$c" "$W/up/repo/$(cat "${c%.c}.name")"
 		fi
 	done
 fi
@@ -165,7 +164,6 @@ fail() {
 	exit 1
 }
 LOG=$W/doc/log
-cd "$W/repo"
 status=0
 start=$(date +%s)
 timeout -k 5 "$LIMIT" unshare --mount --net --pid --kill-child --mount-proc --propagation private sh -eu -c '
@@ -173,9 +171,13 @@ timeout -k 5 "$LIMIT" unshare --mount --net --pid --kill-child --mount-proc --pr
 	mount -t tmpfs tmpfs /run
 	mount -t tmpfs tmpfs /var/lib
 	[ -z "$3" ] || mount -t overlay overlay -o "lowerdir=$3/usr/local:/usr/local" /usr/local
+	mount -t overlay overlay -o "lowerdir=$4,upperdir=$6/up/repo,workdir=$6/work/repo" "$6/repo"
+	mkdir -p "$6/repo/build"
+	mount -t overlay overlay -o "lowerdir=$5,upperdir=$6/up/build,workdir=$6/work/build" "$6/repo/build"
+	cd "$6/repo"
 	env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME="$1" TERM=dumb \
 		bash -euo pipefail -x "$2"
-' docs "$W/home" "$W/doc/session" "$stage" >"$LOG" 2>&1 </dev/null || status=$?
+' docs "$W/home" "$W/doc/session" "$stage" "$ROOT" "$BUILD" "$W" >"$LOG" 2>&1 </dev/null || status=$?
 cat "$LOG"
 if [ "$status" != 0 ] && [ $(($(date +%s) - start)) -ge "$LIMIT" ]; then
 	fail "the session ran out of its $LIMIT s"
