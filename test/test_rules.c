@@ -306,18 +306,20 @@ static void exec_sealed(void **state)
  * both ways of fetching refuse it before they fetch or open it. */
 static void fallback_checks_mount(void **state)
 {
+	char dir[] = "/tmp/procctl-rules.XXXXXX"; /* the chroot: made here, removed here once the child is gone */
 	pid_t pid;
 	(void)state;
 
+	assert_non_null(mkdtemp(dir));
 	pid = fork();
 	if (pid == 0) {
-		char dir[] = "/tmp/procctl-rules.XXXXXX", procdir[64];
+		char procdir[64];
 		struct procctl_attach_opts fb = {sizeof fb, NULL, PROCCTL_ATTACH_NO_GETFD, NULL};
 		struct procctl_scan_entry e;
 		enum procctl_reject why = PROCCTL_REJECT_NONE;
 		procctl_client_t *c;
 		int fd;
-		if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 || !mkdtemp(dir) ||
+		if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
 		    mount("tmpfs", dir, "tmpfs", 0, "size=1m") < 0)
 			_exit(10);
 		snprintf(procdir, sizeof procdir, "%s/proc", dir);
@@ -338,6 +340,7 @@ static void fallback_checks_mount(void **state)
 		_exit(0);
 	}
 	assert_int_equal(child_status(pid), 0);
+	assert_int_equal(rmdir(dir), 0); /* its tmpfs went with the child's mount namespace */
 }
 
 /* Page 0 rewritten after attach (the process can: it has the fd) changes
