@@ -124,8 +124,9 @@ test('the socket: directory made, a stale socket replaced, a live one or a file 
 
   // A second daemon on another lock dir but the same socket: refused.
   const other = scratch();
+  // Its own state directory too: the default, /var/lib/procctl, is the host's.
   const r = spawnSync(h.NODE_BIN, ['--grpc-listen', `unix:${sock}`, '--lock-dir', path.join(other, 'locks'),
-    '--consumers', h.CONSUMER], { encoding: 'utf8', timeout: 10000 });
+    '--state-dir', path.join(other, 'state'), '--consumers', h.CONSUMER], { encoding: 'utf8', timeout: 10000 });
   assert.equal(r.status, 1);
   assert.match(r.stderr, /another server is listening there/);
   await d.stop();
@@ -134,7 +135,7 @@ test('the socket: directory made, a stale socket replaced, a live one or a file 
   // A regular file where the socket goes: refused, left alone.
   fs.writeFileSync(sock, 'keep');
   const r2 = spawnSync(h.NODE_BIN, ['--grpc-listen', `unix:${sock}`, '--lock-dir', path.join(other, 'locks'),
-    '--consumers', h.CONSUMER], { encoding: 'utf8', timeout: 10000 });
+    '--state-dir', path.join(other, 'state'), '--consumers', h.CONSUMER], { encoding: 'utf8', timeout: 10000 });
   assert.equal(r2.status, 1);
   assert.match(r2.stderr, /exists and is not a socket/);
   assert.equal(fs.readFileSync(sock, 'utf8'), 'keep');
