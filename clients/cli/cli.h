@@ -20,6 +20,7 @@
 #define EXIT_NONE 4    /* the selector matched no process */
 
 #define CLI_DEFAULT_SOCKET "/run/procctl/node.sock"
+#define CLI_REPLY_MAX (64 << 20) /* the largest reply taken: procctl-node's max_message_bytes at most */
 #define CLI_MAX_ARGS 4 /* operands after a command (desired's ls|set|rm, a PID, a KIND, -) */
 
 /* The commands (args.c's table has their names and help). */
@@ -94,6 +95,11 @@ int parse_int(const char *s, long lo, long hi, long *out);
 int given(const char *s);
 int bad_usage(const char *word, const char *why); /* word NULL: none; 2 */
 int no_operands(const struct opts *o); /* 0; or 2, the first named */
+
+/* escape.c: stdout and stderr replaced by streams that write every byte
+ * but printable ASCII, newline and tab as \xNN (what the daemon and
+ * processes send is shown, never obeyed, by a terminal): 0, or -1. */
+int cli_escape_output(void);
 
 /* complete.c: procctl completion SHELL */
 int cmd_completion(const struct opts *o);

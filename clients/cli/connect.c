@@ -219,8 +219,9 @@ int connect_once(void)
 {
 	char target[300];
 	grpc_channel_credentials *cr;
-	grpc_arg arg;
-	grpc_channel_args args = {0, &arg};
+	grpc_arg arg[3];
+	grpc_channel_args args = {2, arg};
+	grpc_resource_quota *q;
 	if (cli_ch)
 		return 0;
 	if (!cli_to.server && access(cli_to.socket, F_OK) < 0) {
@@ -244,13 +245,29 @@ int connect_once(void)
 		grpc_shutdown_blocking();
 		return -1;
 	}
+	/* No reply larger than the daemon may send (its max_message_bytes is
+	 * at most 64 MiB). gRPC checks that only once a message is whole, and
+	 * takes it all in first (a reply that says 2 GiB grew procctl to
+	 * 1.8 GB before it was refused): a memory quota bounds what the
+	 * transport buffers, so such a reply ends RESOURCE_EXHAUSTED at about
+	 * 100 MB, while a legitimate 64 MiB one still fits. */
+	arg[0].type = GRPC_ARG_INTEGER;
+	arg[0].key = (char *)GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH;
+	arg[0].value.integer = CLI_REPLY_MAX;
+	q = grpc_resource_quota_create("procctl");
+	grpc_resource_quota_resize(q, CLI_REPLY_MAX + (32 << 20));
+	arg[1].type = GRPC_ARG_POINTER;
+	arg[1].key = (char *)GRPC_ARG_RESOURCE_QUOTA;
+	arg[1].value.pointer.p = q;
+	arg[1].value.pointer.vtable = grpc_resource_quota_arg_vtable();
 	if (cli_to.server_name) { /* the name the server's certificate must carry, not the address's */
-		arg.type = GRPC_ARG_STRING;
-		arg.key = (char *)GRPC_SSL_TARGET_NAME_OVERRIDE_ARG;
-		arg.value.string = (char *)cli_to.server_name;
-		args.num_args = 1;
+		arg[2].type = GRPC_ARG_STRING;
+		arg[2].key = (char *)GRPC_SSL_TARGET_NAME_OVERRIDE_ARG;
+		arg[2].value.string = (char *)cli_to.server_name;
+		args.num_args = 3;
 	}
-	cli_ch = grpc_channel_create(target, cr, args.num_args ? &args : NULL);
+	cli_ch = grpc_channel_create(target, cr, &args);
+	grpc_resource_quota_unref(q); /* the channel holds its own */
 	grpc_channel_credentials_release(cr);
 	cli_cq = grpc_completion_queue_create_for_pluck(NULL);
 	return 0;

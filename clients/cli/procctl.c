@@ -57,6 +57,10 @@ void say_failure(grpc_status_code st, const char *details)
 	}
 	fprintf(stderr, "procctl: %s: %s\n", rpc_status_name((unsigned)st),
 		st == GRPC_STATUS_UNAVAILABLE && (!details || !*details) ? "no daemon answers there" : details ? details : "");
+	if (st == GRPC_STATUS_RESOURCE_EXHAUSTED && details &&
+	    (strstr(details, "Buffers full") || strstr(details, "larger than max")))
+		fprintf(stderr, "procctl: (a reply over %d MiB, more than procctl-node sends: is %s a procctl-node?)\n",
+			CLI_REPLY_MAX >> 20, target_name());
 	if (st == GRPC_STATUS_UNAVAILABLE)
 		fprintf(stderr, "procctl: (at %s)\n", target_name());
 }
@@ -79,11 +83,19 @@ ProtobufCMessage *call(const char *method, const ProtobufCMessage *req, const Pr
 int print_json(const ProtobufCMessage *m)
 {
 	json_t *j = pbjson_from(m);
-	char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+	/* printable ASCII, which escape.c passes unchanged: the encoder
+	 * escapes the rest, but for DEL, which can only be in a string */
+	char *s = j ? json_dumps(j, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
+	const char *from = s, *p;
 	json_decref(j);
 	if (!s)
 		return 1;
-	printf("%s\n", s);
+	for (p = s; *p; p++)
+		if (*p == 0x7f) {
+			printf("%.*s\\u007f", (int)(p - from), from);
+			from = p + 1;
+		}
+	printf("%s\n", from);
 	free(s);
 	return 0;
 }
@@ -153,6 +165,10 @@ int main(int argc, char **argv)
 	struct opts o;
 	int e, done;
 
+	if (cli_escape_output() < 0) {
+		perror("procctl: escaping output");
+		return 1;
+	}
 	if ((e = cli_parse(argc, argv, &o, &done)) || done)
 		return e;
 	e = run(&o);
