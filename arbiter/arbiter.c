@@ -16,10 +16,14 @@
  *    first showed the grant taken up (ACQUIRING or HOLDING), or hold_ns
  *    after the grant when none did; a lone wanter keeps it (renewed);
  *  - the resource is free only when no target holds a grant for it, live or
- *    revoked, and no report shows ACQUIRING, HOLDING or RELEASING for it (an
- *    unreadable target counts as holding what it last showed or was granted);
- *    then it goes to the next admitted wanter after the last holder, in a
- *    fixed order of (pid, instance).
+ *    revoked (an unreadable holder keeps its grant, and a revocation stays
+ *    unconfirmed); a report of ACQUIRING, HOLDING or RELEASING without a
+ *    grant of this agent's (written or adopted) is nobody's holding, the
+ *    process's own risk (SPEC.md 9.6); then it goes to the next admitted
+ *    wanter after the last holder, in a fixed order of (pid, instance).
+ *  - a target the admission hook refuses counts for nothing it reports: it
+ *    never wants, never teaches a resource; a grant it holds (adopted from
+ *    an agent that admitted it) is revoked and confirmed as any other. 
  * Time during which someone wants a resource that cannot move is blocked.
  */
 #define _GNU_SOURCE 1
@@ -56,13 +60,11 @@ struct view {
 };
 
 /* What the last read of a target gave: its reports, kept while its
- * doorbell is quiet (source.changed), for REFRESH_NS at most; and what the
- * last readable one showed held (an unreadable target counts as holding). */
+ * doorbell is quiet (source.changed), for REFRESH_NS at most. */
 struct last_seen {
 	pid_t pid;
 	uint64_t instance;
 	uint64_t tick;    /* the last tick that listed it */
-	uint64_t holding; /* bit i: resource i */
 	uint64_t read_at; /* 0: never read */
 	int readable;
 	uint32_t nrep;
@@ -214,11 +216,6 @@ static const struct procctl_grant_entry *grant_of(const struct view *v, const pr
 	return NULL;
 }
 
-static int busy_state(uint32_t s)
-{
-	return s == PROCCTL_RES_ACQUIRING || s == PROCCTL_RES_HOLDING || s == PROCCTL_RES_RELEASING;
-}
-
 /* The slot of (pid, instance) in seen_ix, or of the empty one it would take. */
 static size_t seen_slot(const procctl_arbiter_t *a, pid_t pid, uint64_t instance)
 {
@@ -327,13 +324,13 @@ static void reports_of(procctl_arbiter_t *a, struct view *v, struct last_seen *s
 	/* Asked first, every tick: a ring after this is read next tick. */
 	int quiet = s && a->src.changed && a->src.changed(a->src.ctx, v->t.handle) == 0, k;
 	/* A read that timed out cost the whole deadline on this thread: the
-	 * target stays unreadable (holding what it showed) for a while,
+	 * target stays unreadable (a holder keeps its grant) for a while,
 	 * whatever it rings, so one stalled process cannot slow every tick. */
 	int stalled = s && s->read_at && !s->readable && now - s->read_at < UNREADABLE_NS;
-	/* Quiet, it is read again after REFRESH_NS while it has a grant entry
-	 * or was shown using a resource; else after QUIET_NS (a thousand
-	 * waiters read every 20 ms cost a core). */
-	uint64_t every = v->ngr || (s && s->holding) ? REFRESH_NS : QUIET_NS;
+	/* Quiet, it is read again after REFRESH_NS while it has a grant
+	 * entry; else after QUIET_NS (a thousand waiters read every 20 ms cost
+	 * a core). */
+	uint64_t every = v->ngr ? REFRESH_NS : QUIET_NS;
 	if (stalled || (quiet && s->read_at && now - s->read_at < every)) {
 		v->readable = s->readable;
 		v->nrep = s->nrep;
@@ -357,7 +354,7 @@ static void reports_of(procctl_arbiter_t *a, struct view *v, struct last_seen *s
 static ssize_t look(procctl_arbiter_t *a, uint64_t now)
 {
 	struct procctl_arb_target *ts;
-	size_t n, i, r;
+	size_t n, i;
 	while ((n = a->src.targets(a->src.ctx, a->ts, a->cap)) > a->cap)
 		if (make_room(a, n) < 0)
 			return -ENOMEM;
@@ -383,14 +380,6 @@ static ssize_t look(procctl_arbiter_t *a, uint64_t now)
 					procctl_resource(&res, v->rep[j].kind, v->rep[j].id);
 					learn(a, v, &res);
 				}
-			if (s) {
-				s->holding = 0;
-				for (r = 0; r < a->nres; r++) {
-					const struct procctl_res_entry *e = report_of(v, &a->res[r].res);
-					if (e && busy_state(e->state))
-						s->holding |= 1ull << r;
-				}
-			}
 		}
 	}
 	seen_forget(a, n); /* the targets that are gone */
@@ -459,7 +448,7 @@ struct survey {
 	size_t nlive;
 	int pending; /* a revocation not confirmed yet */
 	int revoked; /* a revoked grant, confirmed this tick or not */
-	int busy;    /* used without a grant of ours, or by a holder we cannot see */
+	int busy;    /* its holder left the targets but lives on (not process-bound) */
 	int err;     /* the first failure of a source call */
 	uint32_t waiters, holder_wants;
 	struct view **live; /* holding a grant not revoked: nlive of them (the arbiter's room) */
@@ -493,7 +482,7 @@ static void revoked_grant(procctl_arbiter_t *a, struct res_state *rs, struct vie
 	}
 }
 
-static void survey(procctl_arbiter_t *a, size_t n, struct res_state *rs, size_t ri, struct survey *sv)
+static void survey(procctl_arbiter_t *a, size_t n, struct res_state *rs, struct survey *sv)
 {
 	int holder_listed = 0;
 	size_t i;
@@ -501,8 +490,6 @@ static void survey(procctl_arbiter_t *a, size_t n, struct res_state *rs, size_t 
 	for (i = 0; i < n; i++) {
 		struct view *v = &a->views[i];
 		const struct procctl_grant_entry *g = grant_of(v, &rs->res);
-		const struct procctl_res_entry *e = report_of(v, &rs->res);
-		struct last_seen *s = v->s;
 
 		if (is_holder(rs, v)) {
 			holder_listed = 1;
@@ -519,8 +506,7 @@ static void survey(procctl_arbiter_t *a, size_t n, struct res_state *rs, size_t 
 			revoked_grant(a, rs, v, g, sv);
 		else if (g)
 			sv->live[sv->nlive++] = v;
-		else if (v->readable ? (e && busy_state(e->state)) : (s && (s->holding >> ri & 1u)))
-			sv->busy = 1; /* using it without a grant of ours (a predecessor's?), or unreadable */
+		/* a report of use without a grant of ours is nobody's holding */
 	}
 	/* A holder that left the targets: exited, or exec'd (the registry
 	 * detaches both). Free only when the kind dies with the image, or the
@@ -613,13 +599,13 @@ static int grant_next(procctl_arbiter_t *a, size_t n, struct res_state *rs, stru
 	return sv->err;
 }
 
-static int arbitrate(procctl_arbiter_t *a, size_t n, struct res_state *rs, size_t ri, uint64_t now, uint64_t dt)
+static int arbitrate(procctl_arbiter_t *a, size_t n, struct res_state *rs, uint64_t now, uint64_t dt)
 {
 	struct survey sv;
 
 	memset(&sv, 0, sizeof sv);
 	sv.live = a->live;
-	survey(a, n, rs, ri, &sv);
+	survey(a, n, rs, &sv);
 	if (sv.revoked) {
 		rs->pending_ns += dt;
 		if (sv.waiters && !sv.pending)
@@ -633,9 +619,7 @@ static int arbitrate(procctl_arbiter_t *a, size_t n, struct res_state *rs, size_
 }
 
 /* 1 when nobody has anything to do with resource r: no holder, no
- * revocation pending, no grant entry, no admitted target that wants it,
- * no report that shows it busy, no unreadable target counted as holding
- * it. */
+ * revocation pending, no grant entry, no admitted target that wants it. */
 static int unused(const procctl_arbiter_t *a, size_t n, size_t r)
 {
 	const struct res_state *rs = &a->res[r];
@@ -645,34 +629,23 @@ static int unused(const procctl_arbiter_t *a, size_t n, size_t r)
 	for (i = 0; i < n; i++) {
 		const struct view *v = &a->views[i];
 		const struct procctl_res_entry *e = report_of(v, &rs->res);
-		if (grant_of(v, &rs->res) || (e && ((v->admitted && (e->flags & PROCCTL_RES_F_WANT)) || busy_state(e->state))))
+		if (grant_of(v, &rs->res) || (e && v->admitted && (e->flags & PROCCTL_RES_F_WANT)))
 			return 0;
 	}
-	for (i = 0; i < a->nseen; i++)
-		if (a->seen[i].holding & (1ull << r))
-			return 0;
 	return 1;
 }
 
 /* Forget learned resources nobody uses any more (their learner exited,
  * or stopped asking): the table keeps room for the others. The last
- * entry takes the freed slot, and its bit in what targets hold moves. */
+ * entry takes the freed slot. */
 static void forget_unused(procctl_arbiter_t *a, size_t n)
 {
-	size_t r, i, last;
+	size_t r;
 	for (r = a->nres; r-- > 0;) {
 		if (!a->res[r].learned || !unused(a, n, r))
 			continue;
-		last = --a->nres;
-		if (r != last) {
-			a->res[r] = a->res[last];
-			for (i = 0; i < a->nseen; i++) {
-				uint64_t *h = &a->seen[i].holding;
-				*h = (*h & ~(1ull << r)) | (((*h >> last) & 1) << r);
-			}
-		}
-		for (i = 0; i < a->nseen; i++)
-			a->seen[i].holding &= ~(1ull << last);
+		if (r != --a->nres)
+			a->res[r] = a->res[a->nres];
 	}
 }
 
@@ -719,7 +692,7 @@ int procctl_arbiter_tick(procctl_arbiter_t *a)
 	}
 	n = (size_t)got;
 	for (r = 0; r < a->nres; r++) {
-		int e = arbitrate(a, n, &a->res[r], r, now, dt);
+		int e = arbitrate(a, n, &a->res[r], now, dt);
 		if (e && !err)
 			err = e;
 	}

@@ -46,7 +46,8 @@ struct procctl_arbiter_source {
 	 * took it has finished (SPEC.md 9.2): only then does it arbitrate. */
 	int (*ready)(void *ctx);
 	/* The target's resource entries: their count, or < 0 when its state
-	 * block cannot be read (it then counts as holding what it held). */
+	 * block cannot be read (a holder then keeps its grant, and a
+	 * revocation stays unconfirmed). */
 	int (*reports)(void *ctx, void *handle, struct procctl_res_entry *out, uint32_t max);
 	/* The grant entries this agent holds in the target's region (its own
 	 * copies, authoritative): their count. */

@@ -11,6 +11,9 @@
  *   state TEXT                   procctl_state_set
  *   report KIND BYTE STATE FLAGS procctl_resource_report of resource (KIND,
  *                                id BYTE then zeros), no grant snapshot
+ *   forgeres KIND BYTE STATE FLAGS  resource entry 0 as report's, written
+ *                                into the state block directly, with no
+ *                                grant (HOLDING too: a hostile process)
  *   forgeack GEN                 write acked_gen GEN (applied) into the state
  *                                block directly, CRC and all, without a
  *                                doorbell wake: an ack procctl_ack would
@@ -300,6 +303,26 @@ static void cmd_report(const char *cmd, char *arg)
 	done(err);
 }
 
+/* Entry 0 of the resource table written directly, as report's arguments
+ * say, with no grant: what procctl_resource_report refuses (HOLDING with
+ * no usable grant), as a hostile process writes it. */
+static void cmd_forgeres(const char *cmd, char *arg)
+{
+	unsigned kind = 0, byte = 0, state = 0, flags = 0;
+	int err = sscanf(arg, "%u %x %u %u", &kind, &byte, &state, &flags) == 4 ? 0 : -EINVAL;
+	(void)cmd;
+	if (!err && !(err = procctl__state_begin(&ctx, 0))) {
+		struct procctl_res_entry *e = (struct procctl_res_entry *)(void *)(ctx.state_ + 1);
+		memset(e, 0, sizeof *e);
+		e->kind = kind;
+		e->id[0] = (uint8_t)byte;
+		e->state = state;
+		e->flags = flags;
+		procctl__state_end(&ctx);
+	}
+	done(err);
+}
+
 static void cmd_forgeack(const char *cmd, char *arg)
 {
 	int err = procctl__state_begin(&ctx, 0);
@@ -414,7 +437,7 @@ static const struct command {
 	void (*run)(const char *cmd, char *arg);
 } commands[] = {
 	{"init", cmd_init}, {"hostile", cmd_hostile}, {"poll", cmd_poll}, {"ack", cmd_ack},
-	{"nack", cmd_ack}, {"state", cmd_state}, {"report", cmd_report}, {"forgeack", cmd_forgeack},
+	{"nack", cmd_ack}, {"state", cmd_state}, {"report", cmd_report}, {"forgeack", cmd_forgeack}, {"forgeres", cmd_forgeres},
 	{"ring", cmd_ring}, {"bellword", cmd_bellword}, {"scribble", cmd_scribble}, {"seal", cmd_seal},
 	{"sealfuture", cmd_seal}, {"swapfd", cmd_swapfd}, {"punch", cmd_punch}, {"stall", cmd_stall},
 	{"fork", cmd_fork}, {"forkreinit", cmd_fork}, {"lease", cmd_lease}, {"exec", cmd_exec},

@@ -182,8 +182,8 @@ static void freed_entry_no_confirmation(void **state)
 
 /* A successor finds two live grants (its predecessor's, or a bug): it
  * revokes both and grants only after both are confirmed. A process that
- * reports HOLDING without a grant keeps the resource busy. Nothing
- * happens before ready. */
+ * reports HOLDING without a grant holds nothing (SPEC.md 9.6: its own
+ * risk). Nothing happens before ready. */
 static void adoption_after_handoff(void **state)
 {
 	struct world w;
@@ -224,7 +224,8 @@ static void adoption_after_handoff(void **state)
 	aw_run(&w, a, 100 * MS, MS);
 	assert_true(aw_holder(&w, 0) != 0);
 
-	/* A stray user: HOLDING with no grant of ours. */
+	/* A stray user: HOLDING, then RELEASING, with no grant of ours: the
+	 * wanter gets the resource at once, and nothing is blocked. */
 	memset(&w, 0, sizeof w);
 	w.ready = 1;
 	p1 = aw_proc(&w, 10);
@@ -236,14 +237,13 @@ static void adoption_after_handoff(void **state)
 	p1->rep[0].state = PROCCTL_RES_HOLDING;
 	w.now += MS;
 	assert_int_equal(procctl_arbiter_tick(a), 0);
-	w.now += 50 * MS;
-	assert_int_equal(procctl_arbiter_tick(a), 0);
-	assert_null(aw_entry(p2, &r));
-	assert_true(aw_snap(a, 0).blocked_ns > 0);
-	p1->rep[0].state = PROCCTL_RES_IDLE;
-	w.now += MS;
-	assert_int_equal(procctl_arbiter_tick(a), 0);
 	assert_non_null(aw_entry(p2, &r));
+	assert_int_equal(aw_snap(a, 0).blocked_ns, 0);
+	aw_run(&w, a, 5 * MS, MS);
+	p1->rep[0].state = PROCCTL_RES_RELEASING;
+	aw_run(&w, a, 5 * MS, MS);
+	assert_int_equal(aw_holder(&w, 0), 20);
+	assert_int_equal(aw_snap(a, 0).blocked_ns, 0);
 	procctl_arbiter_free(a);
 }
 
@@ -399,6 +399,43 @@ static void independent_and_admitted(void **state)
 				assert_null(aw_entry(&w.p[k], &r));
 	}
 	procctl_arbiter_free(a);
+}
+
+/* A process admission refuses counts for nothing it reports: HOLDING or
+ * RELEASING without a grant, and asking, too, block nobody while two
+ * admitted holders take turns (before, the first stopped every hand-off
+ * for as long as it said so); an admitted process saying the same is
+ * nobody's holding either. */
+static void refused_reports_count_for_nothing(void **state)
+{
+	static const uint32_t says[] = {PROCCTL_RES_HOLDING, PROCCTL_RES_RELEASING, PROCCTL_RES_ACQUIRING};
+	size_t k;
+	(void)state;
+	for (k = 0; k < 2 * sizeof says / sizeof says[0]; k++) {
+		struct world w;
+		procctl_arbiter_t *a;
+		struct fproc *liar;
+		uint64_t handoffs;
+		memset(&w, 0, sizeof w);
+		w.ready = 1;
+		aw_proc(&w, 10)->wants[0] = 1;
+		aw_proc(&w, 20)->wants[0] = 1;
+		liar = aw_proc(&w, k & 1 ? 30 : 41); /* 41: refused; 30: admitted */
+		a = aw_arbiter(&w, 0, not_odd);
+		aw_run(&w, a, 3 * HOLD, MS);
+		handoffs = aw_snap(a, 0).handoffs;
+		assert_true(handoffs >= 2);
+		/* It says it uses the GPU with no grant (refused, it asks too: an
+		 * admitted one that asked would be a wanter in turn). */
+		liar->rep[0].state = says[k / 2];
+		liar->rep[0].flags = k & 1 ? 0 : PROCCTL_RES_F_WANT;
+		liar->slow = 1; /* its report stays as set */
+		aw_run(&w, a, 10 * HOLD, MS);
+		assert_true(aw_snap(a, 0).handoffs >= handoffs + 8);
+		assert_true(aw_holder(&w, 0) == 10 || aw_holder(&w, 0) == 20);
+		assert_int_equal(aw_snap(a, 0).waiters, 1); /* the other admitted one; the liar is no waiter */
+		procctl_arbiter_free(a);
+	}
 }
 
 /* How many resources the arbiter knows. */
@@ -576,6 +613,7 @@ int main(void)
 		cmocka_unit_test(turn_starts_at_take_up),
 		cmocka_unit_test(reads_follow_doorbells),
 		cmocka_unit_test(independent_and_admitted),
+		cmocka_unit_test(refused_reports_count_for_nothing),
 		cmocka_unit_test(learning_bounded),
 		cmocka_unit_test(crowd_hides_nobody),
 		cmocka_unit_test(quiet_crowd_read_seldom),

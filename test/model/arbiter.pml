@@ -61,7 +61,7 @@ bool taken[N];     /* the owner's memory: a report showed the grant taken up */
 
 /* The agents' scratch, used only inside their atomic steps: not state. */
 hidden byte k, n, lv, j;
-hidden byte pending, busy;
+hidden byte pending;
 
 ltl safety { [] (users <= 1) }
 ltl live0 { [] <> use[0] }
@@ -196,35 +196,20 @@ proctype agent(byte me)
 #endif
 			:: else -> skip
 			fi
-		/* 4. Free: no grant live or pending, no report of use: the next
-		 * holder after the last one gets a fresh grant. */
+		/* 4. Free: no grant live or pending (a report of use without a
+		 * grant is nobody's holding, SPEC.md 9.6): the next holder after
+		 * the last one gets a fresh grant. */
 		:: n == 0 && !pending ->
-			busy = 0;
-			k = 0;
-			do
-			:: k < N ->
-#ifdef BROKEN_REGRANT
-				skip;
-#else
-				if :: rstate[k] == ACQUIRING || rstate[k] == HOLDING -> busy = 1 :: else -> skip fi;
-#endif
-				k++
-			:: else -> break
-			od;
+			j = (last + 1) % N;
 			if
-			:: !busy ->
-				j = (last + 1) % N;
-				if
-				:: gid[j] != 0 -> skip /* its own old grant: confirmation comes first */
-				:: else ->
-					lastid[j] = (lastid[j] == 1 -> 2 : 1);
-					gid[j] = lastid[j];
-					rev[j] = 0;
-					taken[j] = 0
-				fi;
-				last = j
-			:: else -> skip
-			fi
+			:: gid[j] != 0 -> skip /* its own old grant: confirmation comes first */
+			:: else ->
+				lastid[j] = (lastid[j] == 1 -> 2 : 1);
+				gid[j] = lastid[j];
+				rev[j] = 0;
+				taken[j] = 0
+			fi;
+			last = j
 		:: else -> skip
 		fi
 	   }

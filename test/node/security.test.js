@@ -451,6 +451,49 @@ test('HTTP serves health and /metrics to anyone; the JSON views only with the ke
   await d.stop();
 });
 
+test('a process that says it uses the gpu with no grant blocks nobody, refused or admitted: hand-offs go on', async () => {
+  const consumer = `lie${process.pid}`.slice(0, 31);
+  const dir = h.scratch('procctl-liar-');
+  const conf = path.join(dir, 'node.conf');
+  fs.writeFileSync(conf, `[arbiter gpu]\nkind = 1\nconsumer = ${consumer}\nhold_ms = 100\n` +
+    'resources = 00000000-0000-0000-0000-000000000000\nadmit_default = deny\nadmit_uids = 0\n');
+  const d = await new h.Daemon({ consumers: consumer, args: ['--config', conf] }).ready();
+  const c = d.client();
+  const tokens = [];
+  for (let i = 0; i < 2; i++) { // two admitted holders, taking turns
+    const t = new h.Child(h.TOKEN_CLIENT, ['--consumer', consumer, '--kind', '1', '--id', '0']);
+    await t.line(/^event=started pid=\d+$/, { out: true });
+    await h.attached(d, t.pid);
+    tokens.push(t);
+  }
+  const gpu = async () => (await h.call(c, 'GetArbiter', { kind: 'gpu' })).arbiter.resources[0];
+  const turns = async (what) => {
+    const before = Number((await gpu()).handoffs);
+    await h.until(async () => Number((await gpu()).handoffs) >= before + 4, { what: `4 hand-offs with ${what}` });
+    assert.equal((await gpu()).waiters, 1, what); // the other token client alone
+  };
+  await turns('two token clients');
+  const refused = new h.Child(process.env.PROCSIM, [], { stdio: ['pipe', 'pipe', 'pipe'], uid: 65534, gid: 65534 });
+  const admitted = new h.Child(process.env.PROCSIM, [], { stdio: ['pipe', 'pipe', 'pipe'] });
+  for (const p of [refused, admitted]) {
+    await procsimDo(p, `init ${consumer}`);
+    await h.attached(d, p.pid);
+  }
+  // HOLDING written raw (procctl_resource_report refuses it without a
+  // grant), RELEASING and ACQUIRING, asking too: no grant of the arbiter's.
+  for (const [p, cmd, who] of [[refused, 'forgeres 1 0 2 1', 'refused, HOLDING'], [refused, 'report 1 0 3 1', 'refused, RELEASING'],
+    [refused, 'forgeres 1 0 1 1', 'refused, ACQUIRING'], [admitted, 'forgeres 1 0 2 0', 'admitted, HOLDING'],
+    [admitted, 'report 1 0 3 0', 'admitted, RELEASING']]) {
+    await procsimDo(p, cmd);
+    await procsimDo(p, 'ring 1'); // the arbiter reads it now: a quiet target is read each second anyway
+    await h.sleep(1100); // ... so by now it has seen the report
+    await turns(`a process ${who} with no grant`);
+  }
+  c.close();
+  await Promise.all([...tokens, refused, admitted].map((k) => k.kill('SIGKILL')));
+  await d.stop();
+});
+
 test('an arbiter grants only to whom its admission admits; what a refused process asks for is not learned', async () => {
   const consumer = `tok${process.pid}`.slice(0, 31);
   const dir = h.scratch('procctl-admit-');
