@@ -451,12 +451,18 @@ test('HTTP serves health and /metrics to anyone; the JSON views only with the ke
   await d.stop();
 });
 
-test('a process that says it uses the gpu with no grant blocks nobody, refused or admitted: hand-offs go on', async () => {
-  const consumer = `lie${process.pid}`.slice(0, 31);
-  const dir = h.scratch('procctl-liar-');
-  const conf = path.join(dir, 'node.conf');
+// A config file with [arbiter gpu] for consumer (kind 1, hold 100 ms, GPU
+// 0) that admits root's processes alone: its path.
+function rootOnlyGpu(consumer) {
+  const conf = path.join(h.scratch('procctl-admit-'), 'node.conf');
   fs.writeFileSync(conf, `[arbiter gpu]\nkind = 1\nconsumer = ${consumer}\nhold_ms = 100\n` +
     'resources = 00000000-0000-0000-0000-000000000000\nadmit_default = deny\nadmit_uids = 0\n');
+  return conf;
+}
+
+test('a process that says it uses the gpu with no grant blocks nobody, refused or admitted: hand-offs go on', async () => {
+  const consumer = `lie${process.pid}`.slice(0, 31);
+  const conf = rootOnlyGpu(consumer);
   const d = await new h.Daemon({ consumers: consumer, args: ['--config', conf] }).ready();
   const c = d.client();
   const tokens = [];
@@ -496,10 +502,7 @@ test('a process that says it uses the gpu with no grant blocks nobody, refused o
 
 test('an arbiter grants only to whom its admission admits; what a refused process asks for is not learned', async () => {
   const consumer = `tok${process.pid}`.slice(0, 31);
-  const dir = h.scratch('procctl-admit-');
-  const conf = path.join(dir, 'node.conf');
-  fs.writeFileSync(conf, `[arbiter gpu]\nkind = 1\nconsumer = ${consumer}\nhold_ms = 100\n` +
-    'resources = 00000000-0000-0000-0000-000000000000\nadmit_default = deny\nadmit_uids = 0\n');
+  const conf = rootOnlyGpu(consumer);
   const port = await h.freePort();
   const d = await new h.Daemon({ consumers: consumer, args: ['--config', conf, '--http-listen', `127.0.0.1:${port}`] })
     .ready();
