@@ -1,24 +1,39 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* http.c - procctl-node's HTTP side (http.h).
  *
- * libmicrohttpd runs one internal epoll thread. A request is read whole
- * (a write's body kept, bounded by HTTP_MAX_BODY and HTTP_MAX_BODIES; any
- * other body dropped as it comes), routed, and either answered at once
- * (/healthz, /readyz, errors) or handed to the loop as a node_job while
- * its connection is suspended; the loop's reply renders the answer (a
- * gRPC response through pbjson, or the metrics text) and resumes it.
- * Errors are {"error": ..., "code": ...} with the HTTP status of the gRPC
- * code. */
+ * libmicrohttpd runs on a thread of ours (procctl-http), on its epoll
+ * descriptor. Its own thread cannot be told to close a connection, and
+ * its idle timeout counts from a client's last byte: clients that
+ * trickle a byte every few seconds (slowloris) would hold every
+ * connection and keep the kubelet's probes out. This thread closes
+ * (shuts down the socket of) each connection whose request has not all
+ * arrived within HTTP_REQUEST_S and, for each newcomer past
+ * HTTP_MAX_CONNECTIONS - HTTP_SPARE_CONNECTIONS open, the one that has
+ * waited longest for its request: a probe, whole in its first packet, is
+ * read long before 2,000 newer connections come after it.
+ *
+ * A request is read whole (a write's body kept, bounded by HTTP_MAX_BODY
+ * and HTTP_MAX_BODIES; any other body dropped as it comes), routed, and
+ * either answered at once (/healthz, /readyz, errors) or handed to the
+ * loop as a node_job while its connection is suspended; the loop's reply
+ * renders the answer (a gRPC response through pbjson, or the metrics
+ * text) and resumes it. Errors are {"error": ..., "code": ...} with the
+ * HTTP status of the gRPC code. */
 #include "http.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <limits.h>
 #include <netdb.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <jansson.h>
 #include <microhttpd.h>
@@ -28,10 +43,26 @@
 #include "rpc_status.h"
 #include "procctl/v1/node.pb-c.h"
 
+/* One connection, from its accept to its close (libmicrohttpd's socket
+ * context). Only the HTTP thread touches it. */
+struct hconn {
+	struct hconn *prev, *next; /* on httpsrv.waiting while its request has not all arrived; else NULL */
+	struct MHD_Connection *conn;
+	int64_t since_ns; /* waiting since: its accept, or its previous answer */
+};
+
+enum { HTTP_CUT_LATE, HTTP_CUT_EVICTED, HTTP_CUT_N };
+
 struct httpsrv {
 	const struct node_cfg *cfg;
 	struct node *node;
 	struct MHD_Daemon *d;
+	pthread_t thread; /* procctl-http: runs d */
+	int wake;         /* eventfd: a resumed connection, or httpsrv_stop, for the thread */
+	int stopping;     /* atomic; set by httpsrv_stop before it wakes the thread */
+	struct hconn waiting; /* the list's head: connections whose request has not all arrived, oldest first */
+	size_t conns;         /* atomic; open connections, written by the HTTP thread */
+	uint64_t cut[HTTP_CUT_N]; /* atomic; connections closed before their request arrived, by why */
 	int loopback; /* the listener is on a loopback address */
 	char key[HTTP_KEY_MAX + 2]; /* http_api_key_file's key; "" : the JSON views are off */
 	size_t keylen;
@@ -45,6 +76,7 @@ struct httpsrv {
 struct hreq {
 	struct httpsrv *h;
 	struct MHD_Connection *conn;
+	struct hconn *c; /* its connection's */
 	char *body;
 	size_t len;
 	int keep_body; /* a write that may be served: its body is kept; any other is dropped unread */
@@ -98,6 +130,16 @@ static void http_metrics(const struct httpsrv *h, FILE *f)
 	fprintf(f, "# HELP procctl_http_body_bytes Bytes of request bodies held: the writes' (at most %u).\n"
 		   "# TYPE procctl_http_body_bytes gauge\nprocctl_http_body_bytes %zu\n",
 		HTTP_MAX_BODIES, __atomic_load_n(&h->body_bytes, __ATOMIC_RELAXED));
+	fprintf(f, "# HELP procctl_http_connections HTTP connections open (at most %u).\n"
+		   "# TYPE procctl_http_connections gauge\nprocctl_http_connections %zu\n",
+		HTTP_MAX_CONNECTIONS, __atomic_load_n(&h->conns, __ATOMIC_RELAXED));
+	fprintf(f, "# HELP procctl_http_cut_total HTTP connections closed before their request had all arrived: "
+		   "late (not within %d s), evicted (the longest waiting, for a newcomer, past %u open).\n"
+		   "# TYPE procctl_http_cut_total counter\n"
+		   "procctl_http_cut_total{reason=\"late\"} %llu\nprocctl_http_cut_total{reason=\"evicted\"} %llu\n",
+		HTTP_REQUEST_S, HTTP_MAX_CONNECTIONS - HTTP_SPARE_CONNECTIONS,
+		(unsigned long long)__atomic_load_n(&h->cut[HTTP_CUT_LATE], __ATOMIC_RELAXED),
+		(unsigned long long)__atomic_load_n(&h->cut[HTTP_CUT_EVICTED], __ATOMIC_RELAXED));
 }
 
 /* /metrics: the loop's exposition (len bytes of text), this side's, and
@@ -126,6 +168,24 @@ static void answer_metrics(struct hreq *r, const char *text, size_t len)
 	__atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
 }
 
+/* Wake the HTTP thread: libmicrohttpd, run by a thread of ours, wakes
+ * nobody when a connection is resumed or the daemon stops. */
+static void wake(struct httpsrv *h)
+{
+	uint64_t one = 1;
+	/* an eventfd takes this 1 (it refuses only a counter past 2^64 - 2) */
+	while (write(h->wake, &one, sizeof one) < 0 && errno == EINTR)
+		;
+}
+
+/* Resume r's connection, to send its answer. */
+static void resume(struct hreq *r)
+{
+	struct httpsrv *h = r->h; /* r may be freed once resumed */
+	MHD_resume_connection(r->conn);
+	wake(h);
+}
+
 static void on_reply(struct node_job *job, enum node_code code, const char *msg, const ProtobufCMessage *resp)
 {
 	struct hreq *r = job->ctx;
@@ -140,7 +200,7 @@ static void on_reply(struct node_job *job, enum node_code code, const char *msg,
 		else
 			answer_error(r, NODE_INTERNAL, "the response does not convert to JSON");
 	}
-	MHD_resume_connection(r->conn);
+	resume(r);
 }
 
 static void on_watch(struct node_job *job, const ProtobufCMessage *first, uint64_t cursor, const struct selector *filter)
@@ -173,7 +233,7 @@ static enum MHD_Result submit(struct hreq *r, enum node_method m, ProtobufCMessa
 		if (req)
 			protobuf_c_message_free_unpacked(req, NULL);
 		answer_error(r, NODE_UNAVAILABLE, "procctl-node is shutting down");
-		MHD_resume_connection(r->conn);
+		resume(r);
 	}
 	return MHD_YES;
 }
@@ -432,16 +492,104 @@ static enum MHD_Result send_answer(struct hreq *r)
 	return ret;
 }
 
+/* ---- connections ----------------------------------------------------------- */
+
+/* c's request has all arrived: off the waiting list. */
+static void wait_end(struct hconn *c)
+{
+	if (!c->next)
+		return;
+	c->prev->next = c->next;
+	c->next->prev = c->prev;
+	c->prev = c->next = NULL;
+}
+
+/* c waits for its next request from now: last on the list, which so
+ * stays in the order of since_ns. */
+static void wait_start(struct httpsrv *h, struct hconn *c)
+{
+	wait_end(c);
+	c->since_ns = procctl_now_ns();
+	c->prev = h->waiting.prev;
+	c->next = &h->waiting;
+	c->prev->next = c;
+	h->waiting.prev = c;
+}
+
+/* Close conn: libmicrohttpd has no call for it, but it reads the end of
+ * a shut socket on its next turn, and closes the connection then. */
+static void shut(struct MHD_Connection *conn)
+{
+	const union MHD_ConnectionInfo *i = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (i)
+		shutdown(i->connect_fd, SHUT_RDWR);
+}
+
+static void cut(struct httpsrv *h, struct hconn *c, int why)
+{
+	wait_end(c);
+	shut(c->conn);
+	__atomic_add_fetch(&h->cut[why], 1, __ATOMIC_RELAXED);
+	node_log_limited(PROCCTL_LOG_WARN, "http_cut", "reason=%s open=%zu", why == HTTP_CUT_LATE ? "late" : "evicted",
+			 __atomic_load_n(&h->conns, __ATOMIC_RELAXED));
+}
+
+/* A connection accepted (it waits for its request; past the spare room,
+ * the longest waiting one, perhaps itself, is evicted) or closed. */
+static void on_connection(void *cls, struct MHD_Connection *conn, void **ctx, enum MHD_ConnectionNotificationCode code)
+{
+	struct httpsrv *h = cls;
+	struct hconn *c = *ctx;
+	size_t n = __atomic_load_n(&h->conns, __ATOMIC_RELAXED); /* only this thread writes it */
+	if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+		if (c) {
+			wait_end(c);
+			free(c);
+			__atomic_store_n(&h->conns, n - 1, __ATOMIC_RELAXED);
+		}
+		*ctx = NULL;
+		return;
+	}
+	if (!(c = calloc(1, sizeof *c))) {
+		shut(conn); /* untracked, it could trickle unbounded */
+		return;
+	}
+	c->conn = conn;
+	*ctx = c;
+	__atomic_store_n(&h->conns, n + 1, __ATOMIC_RELAXED);
+	wait_start(h, c);
+	if (n + 1 > HTTP_MAX_CONNECTIONS - HTTP_SPARE_CONNECTIONS)
+		cut(h, h->waiting.next, HTTP_CUT_EVICTED);
+}
+
+/* Cut each connection whose request has not all arrived within
+ * HTTP_REQUEST_S. The milliseconds until the next is due; -1: none waits. */
+static int cut_late(struct httpsrv *h)
+{
+	int64_t now = procctl_now_ns();
+	while (h->waiting.next != &h->waiting) {
+		int64_t due = h->waiting.next->since_ns + HTTP_REQUEST_S * 1000000000ll;
+		if (due > now)
+			return (int)((due - now + 999999) / 1000000);
+		cut(h, h->waiting.next, HTTP_CUT_LATE);
+	}
+	return -1;
+}
+
+/* ---- libmicrohttpd's callbacks and thread ----------------------------------- */
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
 				  const char *version, const char *upload, size_t *upload_size, void **con_cls)
 {
 	struct hreq *r = *con_cls;
 	(void)version;
 	if (!r) { /* the headers only: make the request's state */
-		if (!(r = calloc(1, sizeof *r)))
-			return MHD_NO;
+		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+		if (!ci || !ci->socket_context || !(r = calloc(1, sizeof *r)))
+			return MHD_NO; /* no memory (for it, or for its connection's tracking, then shut): closed */
 		r->h = cls;
 		r->conn = conn;
+		r->c = ci->socket_context;
 		r->keep_body = body_wanted(r, url, method);
 		*con_cls = r;
 		return MHD_YES;
@@ -456,6 +604,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		*upload_size = 0;
 		return MHD_YES;
 	}
+	wait_end(r->c); /* it has all arrived */
 	if (route(r, url, method) == MHD_NO)
 		return MHD_NO;
 	return __atomic_load_n(&r->done, __ATOMIC_ACQUIRE) ? send_answer(r) : MHD_YES;
@@ -464,9 +613,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode why)
 {
 	struct hreq *r = *con_cls;
-	(void)cls, (void)conn, (void)why;
+	(void)cls, (void)conn;
 	if (!r)
 		return;
+	if (why == MHD_REQUEST_TERMINATED_COMPLETED_OK)
+		wait_start(r->h, r->c); /* kept alive: its next request's time starts */
 	__atomic_sub_fetch(&r->h->body_bytes, r->len, __ATOMIC_RELAXED);
 	free(r->body);
 	free(r->out);
@@ -484,6 +635,47 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 	while (n && msg[n - 1] == '\n')
 		msg[--n] = 0;
 	node_log_limited(PROCCTL_LOG_WARN, "http", "msg=\"%s\"", node_log_quote(q, sizeof q, msg)); /* a peer's doing, often */
+}
+
+/* libmicrohttpd's turns, then the late connections' cuts, until
+ * httpsrv_stop says. Asleep while nothing happens and no request is on
+ * its way. */
+static void *http_thread(void *arg)
+{
+	struct httpsrv *h = arg;
+	const union MHD_DaemonInfo *ep = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_EPOLL_FD);
+	struct pollfd pf[2] = {{.fd = ep->epoll_fd, .events = POLLIN}, {.fd = h->wake, .events = POLLIN}};
+	int ms = -1;
+	pthread_setname_np(pthread_self(), "procctl-http");
+	for (;;) {
+		MHD_UNSIGNED_LONG_LONG t;
+		uint64_t woken;
+		if (MHD_get_timeout(h->d, &t) == MHD_YES && (ms < 0 || t < (MHD_UNSIGNED_LONG_LONG)ms))
+			ms = t < INT_MAX ? (int)t : INT_MAX;
+		if ((poll(pf, 2, ms) < 0 && errno != EINTR) ||
+		    (pf[1].revents && read(h->wake, &woken, sizeof woken) < 0 && errno != EAGAIN)) {
+			node_log(PROCCTL_LOG_ERROR, "http_failed", "error=\"%s\"", strerror(errno)); /* no memory */
+			break;
+		}
+		if (__atomic_load_n(&h->stopping, __ATOMIC_ACQUIRE))
+			break;
+		MHD_run(h->d);
+		ms = cut_late(h);
+	}
+	return NULL;
+}
+
+/* Run h->d on a thread of its own. 0, or -errno. */
+static int serve(struct httpsrv *h)
+{
+	int r;
+	if ((h->wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0)
+		return -errno;
+	if ((r = pthread_create(&h->thread, NULL, http_thread, h))) {
+		close(h->wake);
+		return -r;
+	}
+	return 0;
 }
 
 int httpsrv_start(const struct node_cfg *cfg, struct node *n, const struct metrics_source *more, size_t nmore,
@@ -540,19 +732,29 @@ int httpsrv_start(const struct node_cfg *cfg, struct node *n, const struct metri
 		free(h);
 		return r;
 	}
-	h->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
-					MHD_USE_ERROR_LOG | (ai->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0),
+	h->waiting.prev = h->waiting.next = &h->waiting;
+	/* no MHD_USE_INTERNAL_POLLING_THREAD: http_thread runs it */
+	h->d = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG |
+					(ai->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0),
 				/* the logger first: libmicrohttpd warns when it is not */
 				0, NULL, NULL, on_request, h, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, h,
 				MHD_OPTION_SOCK_ADDR, ai->ai_addr, MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_MAX_CONNECTIONS,
+				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_CONN_MEMORY,
 				MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)HTTP_MAX_PER_IP, MHD_OPTION_CONNECTION_TIMEOUT,
 				(unsigned)HTTP_TIMEOUT_S, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
-				MHD_OPTION_UNESCAPE_CALLBACK, on_unescape, NULL, MHD_OPTION_END);
+				MHD_OPTION_NOTIFY_CONNECTION, on_connection, h, MHD_OPTION_UNESCAPE_CALLBACK, on_unescape,
+				NULL, MHD_OPTION_END);
 	freeaddrinfo(ai);
 	if (!h->d) {
 		free(h);
 		snprintf(err, errlen, "http_listen %s: cannot listen there (in use, or not an address)", cfg->http_listen);
 		return -EADDRNOTAVAIL;
+	}
+	if ((r = serve(h)) < 0) {
+		MHD_stop_daemon(h->d);
+		free(h);
+		snprintf(err, errlen, "http_listen %s: no thread to serve it: %s", cfg->http_listen, strerror(-r));
+		return r;
 	}
 	node_log(PROCCTL_LOG_INFO, "listening", "addr=http://%s writes=%s", cfg->http_listen,
 		 cfg->http_writes ? "on" : "off");
@@ -564,6 +766,10 @@ void httpsrv_stop(struct httpsrv *h)
 {
 	if (!h)
 		return;
-	MHD_stop_daemon(h->d);
+	__atomic_store_n(&h->stopping, 1, __ATOMIC_RELEASE);
+	wake(h);
+	pthread_join(h->thread, NULL);
+	close(h->wake);
+	MHD_stop_daemon(h->d); /* on this thread: the HTTP thread's state is ours now */
 	free(h);
 }

@@ -3,9 +3,13 @@
  * /readyz, Prometheus /metrics, JSON views of what the gRPC API returns
  * (/v1/processes, /v1/processes/{pid}, /v1/processes/{pid}/state,
  * /v1/arbiters, /v1/arbiters/{kind}) and, when http_writes allows it,
- * POST /v1/processes/{pid}/config. One internal epoll thread; requests
- * that need the loop are suspended until it answers, so a slow or idle
- * client holds neither the loop nor the gRPC service. */
+ * POST /v1/processes/{pid}/config. One thread of its own (procctl-http)
+ * runs libmicrohttpd's epoll; requests that need the loop are suspended
+ * until it answers, so a slow or idle client holds neither the loop nor
+ * the gRPC service. A request must arrive whole within HTTP_REQUEST_S,
+ * and past HTTP_MAX_CONNECTIONS - HTTP_SPARE_CONNECTIONS open each new
+ * connection closes the one that has waited longest for its request:
+ * clients that trickle bytes (slowloris) never keep a probe out. */
 #ifndef PROCCTL_NODE_HTTP_H
 #define PROCCTL_NODE_HTTP_H
 
@@ -16,8 +20,13 @@
 #include "node.h"
 
 #define HTTP_MAX_CONNECTIONS 2048
+#define HTTP_SPARE_CONNECTIONS 32 /* room for newcomers while the connections they evict close */
 #define HTTP_MAX_PER_IP 1100
-#define HTTP_TIMEOUT_S 15       /* an idle connection is closed after this */
+#define HTTP_TIMEOUT_S 15       /* a connection idle this long once its request arrived (its answer unread) is closed */
+#define HTTP_REQUEST_S 10       /* a request's line, headers and body arrive within this, counted from the
+				 * connection's accept or its previous answer, however they trickle */
+#define HTTP_CONN_MEMORY (16u << 10) /* a connection's buffers (libmicrohttpd's 32 KiB halved): headers
+				      * up to about 15 KiB; all connections' in 32 MiB */
 #define HTTP_MAX_BODY (2u << 20) /* a 1 MiB payload, base64 and JSON around it */
 #define HTTP_MAX_BODIES (16u << 20) /* all requests' bodies held at once */
 #define HTTP_MAX_SOURCES 4      /* metrics sources besides the loop */
