@@ -66,6 +66,12 @@ struct node_cfg {
 	int insecure_tcp_writes; /* ... and mutating calls on them */
 	uint32_t max_regions, max_per_process, max_consumers;
 	uint32_t max_message_bytes;
+	uint32_t grpc_max_streams;      /* per connection (SETTINGS_MAX_CONCURRENT_STREAMS) */
+	uint32_t grpc_max_calls;        /* open at once, in all */
+	uint32_t grpc_max_connections;  /* of each transport */
+	uint32_t grpc_max_connections_per_peer; /* per TCP address, per Unix uid (root: none) */
+	uint32_t grpc_handshake_ms;     /* a TCP connection's TLS and HTTP/2 handshakes */
+	uint32_t grpc_memory_bytes;     /* the gRPC core's memory quota */
 	uint32_t max_watchers;
 	uint32_t watch_history; /* events kept for resumes; a watcher that far behind is cut off */
 	uint32_t max_waits, max_waits_per_peer; /* calls waiting for acks, in all and per peer */

@@ -30,6 +30,7 @@ void rpc_unref(struct rpc *c)
 		return;
 	if (c->m && c->m->kind != UNARY && c->call)
 		__atomic_sub_fetch(&c->s->nwatch, 1, __ATOMIC_RELAXED);
+	conns_call_end(c->s->conns, &c->ticket);
 	if (c->call)
 		grpc_call_unref(c->call);
 	grpc_metadata_array_destroy(&c->md);

@@ -13,6 +13,7 @@
 #include <grpc/support/time.h>
 #include <protobuf-c/protobuf-c.h>
 
+#include "grpc_conns.h"
 #include "grpc_server.h"
 #include "selector.h"
 
@@ -50,6 +51,8 @@ struct rpc {
 	grpc_metadata_array md;
 	grpc_call_details details; /* the catch-all's */
 	grpc_byte_buffer *payload; /* a received message */
+	struct conn_peer who;      /* at the connection's other end */
+	struct conn_ticket ticket; /* its hold on the connection and the calls open */
 	struct tag t_req, t_send, t_recv, t_close, t_status;
 	int client_cancelled;      /* RECV_CLOSE_ON_SERVER's result */
 	int close_posted;          /* RECV_CLOSE_ON_SERVER is out (streams, NodeService calls) */
@@ -77,9 +80,11 @@ struct grpc_srv {
 	const struct node_cfg *cfg;
 	struct node *node;
 	grpc_server *server;
-	grpc_completion_queue *cq;
+	grpc_completion_queue *cq;    /* the calls' events (no I/O: cq_thread) */
+	grpc_completion_queue *io_cq; /* the connections' I/O (io_thread); no events */
 	void *handle[NMETHODS];
-	pthread_t thread;
+	pthread_t thread, io;
+	int io_started;
 	int started;
 	struct reflect *reflect;
 	pthread_mutex_t wmu;       /* the watcher list */
@@ -90,6 +95,7 @@ struct grpc_srv {
 	pthread_mutex_t smu;
 	pthread_cond_t scond;
 	int shutdown_done;
+	struct grpc_conns *conns;  /* the connections, bounded (grpc_conns.h) */
 	char unix_paths[NODE_LISTEN_MAX][NODE_PATH_MAX];
 	size_t nunix;
 	uint64_t calls[NMETHODS + 1][NCODES]; /* atomic; the last row: unknown methods */

@@ -38,16 +38,17 @@ static int64_t deadline_ns(gpr_timespec d)
  * or plain TCP allowed to write; 0: no. who: the peer (and its CN). */
 static int may_write(struct rpc *c, char *who, size_t wholen)
 {
-	char *peer = grpc_call_get_peer(c->call);
 	grpc_auth_context *ctx;
 	grpc_auth_property_iterator it;
 	const grpc_auth_property *p;
 	int tls = 0;
-	snprintf(who, wholen, "peer=%s", peer ? peer : "?");
-	if (peer && !strncmp(peer, "unix:", 5)) {
-		gpr_free(peer);
+	char *peer;
+	if (c->who.is_unix) {
+		snprintf(who, wholen, "peer=unix uid=%u pid=%u", c->who.uid, c->who.pid);
 		return 2;
 	}
+	peer = grpc_call_get_peer(c->call);
+	snprintf(who, wholen, "peer=%s", peer ? peer : "?");
 	gpr_free(peer);
 	if ((ctx = grpc_call_auth_context(c->call))) {
 		it = grpc_auth_context_find_properties_by_name(ctx, GRPC_TRANSPORT_SECURITY_TYPE_PROPERTY_NAME);
@@ -190,21 +191,63 @@ static void health_call(struct rpc *c, ProtobufCMessage *req)
 	rpc_unref(c);
 }
 
+/* Count c on its connection and in all (grpc_conns.h): 0, or -1 when c
+ * was refused (and its reference dropped). */
+static int call_admit(struct rpc *c)
+{
+	char *peer = grpc_call_get_peer(c->call);
+	int r = conns_call_begin(c->s->conns, peer ? peer : "", &c->who, &c->ticket);
+	gpr_free(peer);
+	if (r == 0)
+		return 0;
+	node_log_limited(PROCCTL_LOG_WARN, "call_refused", "reason=grpc_max_calls");
+	rpc_send_status(c, NODE_RESOURCE_EXHAUSTED, "too many calls open (grpc_max_calls)", NULL);
+	rpc_unref(c);
+	return -1;
+}
+
+static void on_message(struct rpc *c, int ok);
+
+/* Receive c's request. Methods are registered without their message, so
+ * that a call is counted on its connection from its headers: a stream
+ * that never sends one is a call too. */
+static void recv_request(struct rpc *c)
+{
+	grpc_op op;
+	memset(&op, 0, sizeof op);
+	op.op = GRPC_OP_RECV_MESSAGE;
+	op.data.recv_message.recv_message = &c->payload;
+	rpc_arm(&c->t_recv, on_message, c);
+	rpc_batch(c, &op, 1, &c->t_recv);
+}
+
 static void on_request(struct rpc *c, int ok)
 {
 	const struct method *m = c->m;
-	ProtobufCMessage *req;
-	char why[96];
 
 	if (!ok) { /* the server is shutting down: the slot is gone */
 		rpc_unref(c);
 		return;
 	}
 	grpcsrv_post(c->s, m);
+	if (call_admit(c) < 0)
+		return;
 	if (m->kind != UNARY && stream_start(c) < 0)
 		return;
-	if (m->h == H_REFLECT) {
+	if (m->h == H_REFLECT)
 		rpc_reflect_recv(c);
+	else
+		recv_request(c);
+	rpc_unref(c);
+}
+
+static void on_message(struct rpc *c, int ok)
+{
+	const struct method *m = c->m;
+	ProtobufCMessage *req;
+	char why[96];
+
+	if (!ok) { /* cancelled, or the server is going */
 		rpc_unref(c);
 		return;
 	}
@@ -233,6 +276,8 @@ static void on_unknown(struct rpc *c, int ok)
 	if (ok) {
 		char msg[300];
 		grpcsrv_post(c->s, NULL);
+		if (call_admit(c) < 0)
+			return;
 		snprintf(msg, sizeof msg, "unknown method %.*s", (int)GRPC_SLICE_LENGTH(c->details.method),
 			 (const char *)GRPC_SLICE_START_PTR(c->details.method));
 		node_log(PROCCTL_LOG_DEBUG, "unknown_method", "%s", msg + 15);
@@ -264,7 +309,7 @@ void grpcsrv_post(struct grpc_srv *s, const struct method *m)
 	} else {
 		rpc_arm(&c->t_req, on_request, c);
 		e = grpc_server_request_registered_call(s->server, s->handle[m - methods], &c->call, &c->deadline, &c->md,
-							 m->kind == BIDI ? NULL : &c->payload, s->cq, s->cq, &c->t_req);
+							 NULL, s->cq, s->cq, &c->t_req);
 	}
 	if (e != GRPC_CALL_OK) {
 		node_log(PROCCTL_LOG_ERROR, "grpc_slot_refused", "error=%d", (int)e);

@@ -31,6 +31,7 @@
 #include <grpc/support/log.h>
 
 #include "grpc/health/v1/health.pb-c.h"
+#include "grpc_conns.h"
 #include "pb_grpc.h"
 #include "procctl/v1/node.pb-c.h"
 #include "procctl_agent.h"
@@ -79,6 +80,19 @@ void grpcsrv_metrics(struct grpc_srv *s, FILE *f)
 		   "# TYPE procctl_grpc_streams gauge\n"
 		   "procctl_grpc_streams %d\n",
 		__atomic_load_n(&s->nwatch, __ATOMIC_RELAXED));
+	conns_metrics(s->conns, f);
+	fprintf(f, "# HELP procctl_grpc_limit The gRPC server's limits, by configuration key.\n"
+		   "# TYPE procctl_grpc_limit gauge\n"
+		   "procctl_grpc_limit{key=\"grpc_max_streams\"} %u\n"
+		   "procctl_grpc_limit{key=\"grpc_max_calls\"} %u\n"
+		   "procctl_grpc_limit{key=\"grpc_max_connections\"} %u\n"
+		   "procctl_grpc_limit{key=\"grpc_max_connections_per_peer\"} %u\n"
+		   "procctl_grpc_limit{key=\"grpc_handshake_ms\"} %u\n"
+		   "procctl_grpc_limit{key=\"grpc_memory_bytes\"} %u\n"
+		   "procctl_grpc_limit{key=\"max_message_bytes\"} %u\n",
+		s->cfg->grpc_max_streams, s->cfg->grpc_max_calls, s->cfg->grpc_max_connections,
+		s->cfg->grpc_max_connections_per_peer, s->cfg->grpc_handshake_ms, s->cfg->grpc_memory_bytes,
+		s->cfg->max_message_bytes);
 }
 
 /* ---- the server ---------------------------------------------------------- */
@@ -105,6 +119,28 @@ static void *cq_thread(void *arg)
 		__atomic_load_n(&t->fn, __ATOMIC_ACQUIRE)(t->c, ev.success);
 	}
 	return NULL;
+}
+
+/* The I/O thread: it polls the connections (the transports run here),
+ * and never gets an event of its own. The calls' events go to s->cq,
+ * which does no I/O: so cq_thread sees a call while the transport may
+ * still be reading more, and can count it on its connection in time
+ * (grpc_conns.c shuts down one that opens streams past the limit; with
+ * one thread for both, a burst of 30,000 streams was all read first). */
+static void *io_thread(void *arg)
+{
+	struct grpc_srv *s = arg;
+	pthread_setname_np(pthread_self(), "procctl-grpc-io");
+	while (grpc_completion_queue_next(s->io_cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL).type != GRPC_QUEUE_SHUTDOWN)
+		;
+	return NULL;
+}
+
+/* The calls' completion queue: no pollset, events only. */
+static grpc_completion_queue *events_cq(void)
+{
+	grpc_completion_queue_attributes a = {1, GRPC_CQ_NEXT, GRPC_CQ_NON_POLLING, NULL};
+	return grpc_completion_queue_create(grpc_completion_queue_factory_lookup(&a), &a, NULL);
 }
 
 static void on_grpc_log(gpr_log_func_args *a)
@@ -234,37 +270,75 @@ static int listen_all(struct grpc_srv *s, grpc_server_credentials *tls, char *er
 	for (i = 0; i < cfg->ngrpc_listen; i++) {
 		const char *a = cfg->grpc_listen[i];
 		int is_unix = !strncmp(a, "unix:", 5);
-		grpc_server_credentials *cr = is_unix || !tls ? grpc_insecure_server_credentials_create() : tls;
-		if (is_unix && (r = unix_prepare(a + 5, err, errlen)) < 0) {
-			if (cr != tls)
-				grpc_server_credentials_release(cr);
-			return r;
+		grpc_server_credentials *cr;
+		if (is_unix) {
+			if ((r = unix_prepare(a + 5, err, errlen)) < 0 || (r = conns_listen_unix(s->conns, a + 5, err, errlen)) < 0)
+				return r;
+			snprintf(s->unix_paths[s->nunix++], NODE_PATH_MAX, "%s", a + 5);
+			node_log(PROCCTL_LOG_INFO, "listening", "addr=%s mode=0660", a);
+			continue;
 		}
-		if (is_unix) { /* bind makes the socket: 0660 from its first moment, whatever our umask */
-			mode_t old = umask(0117);
-			r = grpc_server_add_http2_port(s->server, a, cr);
-			umask(old);
-		} else {
-			r = grpc_server_add_http2_port(s->server, a, cr);
-		}
+		cr = tls ? tls : grpc_insecure_server_credentials_create();
+		r = grpc_server_add_http2_port(s->server, a, cr);
 		if (cr != tls)
 			grpc_server_credentials_release(cr);
 		if (!r) {
 			snprintf(err, errlen, "grpc_listen %s: cannot listen there (in use, or not an address)", a);
 			return -EADDRNOTAVAIL;
 		}
-		if (is_unix)
-			snprintf(s->unix_paths[s->nunix++], NODE_PATH_MAX, "%s", a + 5);
-		node_log(PROCCTL_LOG_INFO, "listening", "addr=%s%s", a, is_unix ? " mode=0660" : tls ? " tls=mtls" : " tls=none");
+		if ((r = conns_watch_tcp(s->conns, r, err, errlen)) < 0)
+			return r;
+		node_log(PROCCTL_LOG_INFO, "listening", "addr=%s%s", a, tls ? " tls=mtls" : " tls=none");
 	}
 	return 0;
+}
+
+/* After the server is destroyed: the I/O thread ends, its queue goes. */
+static void io_stop(struct grpc_srv *s)
+{
+	grpc_completion_queue_shutdown(s->io_cq);
+	if (s->io_started)
+		pthread_join(s->io, NULL);
+	else
+		while (grpc_completion_queue_next(s->io_cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL).type !=
+		       GRPC_QUEUE_SHUTDOWN)
+			;
+	grpc_completion_queue_destroy(s->io_cq);
+}
+
+static grpc_arg int_arg(const char *key, uint32_t v)
+{
+	grpc_arg a = {.type = GRPC_ARG_INTEGER, .key = (char *)key};
+	a.value.integer = v > INT32_MAX ? INT32_MAX : (int)v;
+	return a;
+}
+
+/* The server's own limits, from cfg (grpc_conns.c adds what gRPC 1.51
+ * has not): messages, streams per connection, the handshake's time, and a
+ * memory quota (the core closes idle connections and refuses buffers near
+ * it). The server holds its own reference to the quota. */
+static grpc_server *server_new(const struct node_cfg *cfg)
+{
+	grpc_resource_quota *q = grpc_resource_quota_create("procctl-node");
+	grpc_arg args[] = {
+		int_arg(GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, cfg->max_message_bytes),
+		int_arg(GRPC_ARG_MAX_SEND_MESSAGE_LENGTH, cfg->max_message_bytes),
+		int_arg(GRPC_ARG_MAX_CONCURRENT_STREAMS, cfg->grpc_max_streams),
+		int_arg(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS, cfg->grpc_handshake_ms),
+		{.type = GRPC_ARG_POINTER, .key = (char *)GRPC_ARG_RESOURCE_QUOTA,
+		 .value.pointer = {.p = q, .vtable = grpc_resource_quota_arg_vtable()}},
+	};
+	grpc_channel_args ca = {sizeof args / sizeof args[0], args};
+	grpc_server *server;
+	grpc_resource_quota_resize(q, cfg->grpc_memory_bytes);
+	server = grpc_server_create(&ca, NULL);
+	grpc_resource_quota_unref(q);
+	return server;
 }
 
 int grpcsrv_start(const struct node_cfg *cfg, struct node *n, struct grpc_srv **out, char *err, size_t errlen)
 {
 	struct grpc_srv *s = calloc(1, sizeof *s);
-	grpc_arg args[2];
-	grpc_channel_args ca = {2, args};
 	grpc_server_credentials *tls = NULL;
 	size_t i;
 	int r;
@@ -283,22 +357,27 @@ int grpcsrv_start(const struct node_cfg *cfg, struct node *n, struct grpc_srv **
 		free(s);
 		return r;
 	}
+	if ((r = conns_new(cfg, &s->conns)) < 0) {
+		snprintf(err, errlen, "the connection table: %s", strerror(-r));
+		reflect_free(s->reflect);
+		free(s);
+		return r;
+	}
 	gpr_set_log_function(on_grpc_log);
 	grpc_init();
-	args[0].type = GRPC_ARG_INTEGER;
-	args[0].key = (char *)GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH;
-	args[0].value.integer = (int)cfg->max_message_bytes;
-	args[1].type = GRPC_ARG_INTEGER;
-	args[1].key = (char *)GRPC_ARG_MAX_SEND_MESSAGE_LENGTH;
-	args[1].value.integer = (int)cfg->max_message_bytes;
-	s->server = grpc_server_create(&ca, NULL);
-	s->cq = grpc_completion_queue_create_for_next(NULL);
+	s->server = server_new(cfg);
+	s->cq = events_cq();
+	s->io_cq = grpc_completion_queue_create_for_next(NULL);
 	grpc_server_register_completion_queue(s->server, s->cq, NULL);
+	grpc_server_register_completion_queue(s->server, s->io_cq, NULL);
+	if ((r = pthread_create(&s->io, NULL, io_thread, s))) {
+		snprintf(err, errlen, "the gRPC I/O thread: %s", strerror(r));
+		r = -r;
+		goto fail;
+	}
+	s->io_started = 1;
 	for (i = 0; i < NMETHODS; i++)
-		s->handle[i] = grpc_server_register_method(s->server, methods[i].path, NULL,
-							   methods[i].kind == BIDI ? GRPC_SRM_PAYLOAD_NONE
-										: GRPC_SRM_PAYLOAD_READ_INITIAL_BYTE_BUFFER,
-							   0);
+		s->handle[i] = grpc_server_register_method(s->server, methods[i].path, NULL, GRPC_SRM_PAYLOAD_NONE, 0);
 	if (cfg->tls_cert[0] && !(tls = tls_credentials(cfg, err, errlen))) {
 		r = -EINVAL;
 		goto fail;
@@ -310,6 +389,10 @@ int grpcsrv_start(const struct node_cfg *cfg, struct node *n, struct grpc_srv **
 	tls = NULL;
 	grpc_server_start(s->server);
 	s->t_shutdown.c = NULL;
+	if ((r = conns_serve(s->conns, s->server)) < 0) {
+		snprintf(err, errlen, "the accept thread: %s", strerror(-r));
+		goto fail_started;
+	}
 	if ((r = pthread_create(&s->thread, NULL, cq_thread, s))) {
 		snprintf(err, errlen, "the gRPC thread: %s", strerror(r));
 		r = -r;
@@ -330,6 +413,7 @@ fail:
 		grpc_server_credentials_release(tls);
 	grpc_server_start(s->server); /* shutdown wants a started server */
 fail_started:
+	conns_stop(s->conns);
 	s->shutting_down = 1;
 	grpc_server_shutdown_and_notify(s->server, s->cq, &s->t_shutdown);
 	grpc_server_cancel_all_calls(s->server);
@@ -338,8 +422,10 @@ fail_started:
 		;
 	grpc_server_destroy(s->server);
 	grpc_completion_queue_destroy(s->cq);
+	io_stop(s);
 	for (i = 0; i < s->nunix; i++)
 		unlink(s->unix_paths[i]);
+	conns_free(s->conns);
 	reflect_free(s->reflect);
 	free(s);
 	grpc_shutdown_blocking();
@@ -361,6 +447,7 @@ void grpcsrv_stop(struct grpc_srv *s, unsigned grace_ms)
 		pthread_mutex_unlock(&c->mu);
 	}
 	pthread_mutex_unlock(&s->wmu);
+	conns_stop(s->conns); /* no new Unix connections */
 	grpc_server_shutdown_and_notify(s->server, s->cq, &s->t_shutdown);
 	clock_gettime(CLOCK_REALTIME, &until);
 	until.tv_sec += grace_ms / 1000;
@@ -387,8 +474,10 @@ void grpcsrv_stop(struct grpc_srv *s, unsigned grace_ms)
 	grpc_completion_queue_shutdown(s->cq);
 	pthread_join(s->thread, NULL);
 	grpc_completion_queue_destroy(s->cq);
+	io_stop(s);
 	for (i = 0; i < s->nunix; i++)
 		unlink(s->unix_paths[i]);
+	conns_free(s->conns);
 	reflect_free(s->reflect);
 	pthread_mutex_destroy(&s->wmu);
 	pthread_mutex_destroy(&s->smu);

@@ -64,6 +64,13 @@ const FAMILIES = {
   procctl_http_cut_total: 'counter',
   procctl_grpc_calls_total: 'counter',
   procctl_grpc_streams: 'gauge',
+  procctl_grpc_connections: 'gauge',
+  procctl_grpc_connections_refused_total: 'counter',
+  procctl_grpc_connections_cut_total: 'counter',
+  procctl_grpc_accept_errors_total: 'counter',
+  procctl_grpc_calls_open: 'gauge',
+  procctl_grpc_calls_refused_total: 'counter',
+  procctl_grpc_limit: 'gauge',
 };
 
 const scratch = h.scratch('procctl-metrics-');

@@ -12,7 +12,8 @@ let d, c;
 
 before(async () => {
   // A short history, so that a slow watcher falls behind it quickly.
-  d = await new h.Daemon({ args: ['--watch-history', '256', '--max-watchers', '1100'] }).ready();
+  // 1,100 streams on one connection: grpc_max_streams allows them.
+  d = await new h.Daemon({ args: ['--watch-history', '256', '--max-watchers', '1100', '--grpc-max-streams', '2000'] }).ready();
   c = d.client();
 });
 

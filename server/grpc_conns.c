@@ -1,0 +1,598 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* grpc_conns.c - procctl-node's gRPC connections (grpc_conns.h): the
+ * table, this program's accept4 (gRPC's TCP listeners), the Unix
+ * listeners' thread, and each call's hold on its connection.
+ *
+ * One mutex over the table. A slot is a connection: its descriptor,
+ * socket cookie, peer, and calls open; a serial tells a slot's
+ * connections apart, so a call's ticket never touches the next one's.
+ * Slots of connections gRPC closed are found when a count matters (a
+ * limit is near, or /metrics asks) and their descriptor no longer holds
+ * their socket. */
+#define _GNU_SOURCE 1
+#include "grpc_conns.h"
+
+#include <arpa/inet.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <grpc/grpc_posix.h>
+#include <grpc/grpc_security.h>
+
+#include "log.h"
+
+enum { TCP, UNIX_ };
+
+#define REFUSE_BURST 1024 /* connections closed for want of descriptors, per accept4 */
+
+struct conn {
+	uint64_t serial; /* 0: free */
+	uint64_t cookie;
+	int fd;
+	int cut;         /* shut down for its calls */
+	uint32_t calls;
+	struct sockaddr_storage sa; /* TCP: the remote end */
+	struct conn_peer peer;
+};
+
+struct grpc_conns {
+	pthread_mutex_t mu;
+	uint32_t max_conns, max_per_peer, max_streams, max_calls;
+	struct conn *tab;
+	size_t cap;           /* max_conns of each transport */
+	uint64_t next_serial;
+	uint32_t open[2];     /* slots in use, by transport */
+	uint32_t calls;       /* calls open */
+	int ports[NODE_LISTEN_MAX];
+	size_t nports;
+	int lfd[NODE_LISTEN_MAX]; /* the Unix listeners */
+	size_t nlfd;
+	int wake;             /* an eventfd: the accept thread stops */
+	int spare;            /* /dev/null, given up to close a connection at EMFILE */
+	pthread_t thread;
+	int serving;
+	grpc_server *server;
+	grpc_server_credentials *insecure;
+	uint64_t refused[2][2]; /* by transport; [0] grpc_max_connections, [1] ..._per_peer */
+	uint64_t cut, calls_refused, accept_errors;
+};
+
+/* This program's table: accept4 below consults it. */
+static struct grpc_conns *the_conns;
+
+typedef int (*accept4_fn)(int, struct sockaddr *, socklen_t *, int);
+
+/* The accept4 this program's would have been: a sanitizer's, when the
+ * program has one (its runtime, linked in, names it apart; its own
+ * "accept4" is what this program's replaced, and the sanitizer must see
+ * every descriptor made), else the next (the C library's, or a
+ * sanitizer's library in front of it). */
+static accept4_fn next_accept4(void)
+{
+	static accept4_fn fn;
+	accept4_fn f = __atomic_load_n(&fn, __ATOMIC_ACQUIRE);
+	if (!f) {
+		void *p = dlsym(RTLD_DEFAULT, "___interceptor_accept4"); /* LLVM 17 on */
+		if (!p)
+			p = dlsym(RTLD_DEFAULT, "__interceptor_accept4");
+		if (!p)
+			p = dlsym(RTLD_NEXT, "accept4");
+		f = (accept4_fn)p;
+		__atomic_store_n(&fn, f, __ATOMIC_RELEASE);
+	}
+	return f;
+}
+
+/* ---- the table ----------------------------------------------------------- */
+
+static uint64_t cookie_of(int fd)
+{
+	uint64_t c = 0;
+	socklen_t l = sizeof c;
+	return getsockopt(fd, SOL_SOCKET, SO_COOKIE, &c, &l) == 0 ? c : 0;
+}
+
+/* Does slot e's descriptor still hold its socket? */
+static int alive(const struct conn *e)
+{
+	return e->serial && cookie_of(e->fd) == e->cookie;
+}
+
+static int transport_of(const struct conn *e)
+{
+	return e->peer.is_unix ? UNIX_ : TCP;
+}
+
+/* Free the slots of connections gRPC closed. Under mu. */
+static void sweep(struct grpc_conns *t)
+{
+	size_t i;
+	for (i = 0; i < 2 * t->cap; i++) {
+		struct conn *e = &t->tab[i];
+		if (e->serial && !alive(e)) {
+			t->open[transport_of(e)]--;
+			e->serial = 0;
+		}
+	}
+}
+
+static int same_peer(const struct conn_peer *a, const struct conn_peer *b)
+{
+	return a->is_unix == b->is_unix && (a->is_unix ? a->uid == b->uid : !strcmp(a->addr, b->addr));
+}
+
+/* The limit p's new connection meets: 0 none, 1 grpc_max_connections, 2
+ * grpc_max_connections_per_peer (a Unix root caller has none). Under mu. */
+static int limit_met(const struct grpc_conns *t, const struct conn_peer *p)
+{
+	uint32_t mine = 0;
+	size_t i;
+	if (t->open[p->is_unix ? UNIX_ : TCP] >= t->max_conns)
+		return 1;
+	if (p->is_unix && p->uid == 0)
+		return 0;
+	for (i = 0; i < 2 * t->cap; i++)
+		mine += t->tab[i].serial && same_peer(&t->tab[i].peer, p);
+	return mine >= t->max_per_peer ? 2 : 0;
+}
+
+/* Take a slot for fd's connection from p, or say why not: 0, or the
+ * limit met (limit_met's). */
+static int admit(struct grpc_conns *t, int fd, const struct conn_peer *p, const struct sockaddr_storage *sa)
+{
+	int tr = p->is_unix ? UNIX_ : TCP, why;
+	size_t i;
+	pthread_mutex_lock(&t->mu);
+	if ((why = limit_met(t, p))) {
+		sweep(t);
+		why = limit_met(t, p);
+	}
+	if (why) {
+		t->refused[tr][why - 1]++;
+		pthread_mutex_unlock(&t->mu);
+		return why;
+	}
+	for (i = 0; t->tab[i].serial; i++) /* open[] < max_conns of each: a slot is free */
+		;
+	t->tab[i] = (struct conn){.serial = ++t->next_serial, .cookie = cookie_of(fd), .fd = fd, .peer = *p};
+	if (sa)
+		t->tab[i].sa = *sa;
+	t->open[tr]++;
+	pthread_mutex_unlock(&t->mu);
+	return 0;
+}
+
+static void say_refused(const struct conn_peer *p, int why)
+{
+	const char *limit = why == 1 ? "grpc_max_connections" : "grpc_max_connections_per_peer";
+	if (p->is_unix)
+		node_log_limited(PROCCTL_LOG_WARN, "connection_refused", "transport=unix uid=%u pid=%u limit=%s", p->uid,
+				 p->pid, limit);
+	else
+		node_log_limited(PROCCTL_LOG_WARN, "connection_refused", "transport=tcp addr=%s limit=%s", p->addr, limit);
+}
+
+/* ---- TCP: gRPC's listeners, this program's accept4 ------------------------ */
+
+static int port_of(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t l = sizeof ss;
+	if (getsockname(fd, (struct sockaddr *)&ss, &l) < 0)
+		return -1;
+	if (ss.ss_family == AF_INET)
+		return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+	if (ss.ss_family == AF_INET6)
+		return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+	return -1;
+}
+
+static int watched(const struct grpc_conns *t, int fd)
+{
+	int port = port_of(fd);
+	size_t i;
+	for (i = 0; port >= 0 && i < t->nports; i++)
+		if (t->ports[i] == port)
+			return 1;
+	return 0;
+}
+
+/* ss's address as text, an IPv4-mapped IPv6 one as IPv4 (as gRPC names it). */
+static void addr_text(const struct sockaddr_storage *ss, char *buf, size_t len)
+{
+	const struct sockaddr_in6 *s6 = (const void *)ss;
+	buf[0] = 0;
+	if (ss->ss_family == AF_INET)
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)ss)->sin_addr, buf, (socklen_t)len);
+	else if (ss->ss_family == AF_INET6 && IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr))
+		inet_ntop(AF_INET, &s6->sin6_addr.s6_addr[12], buf, (socklen_t)len);
+	else if (ss->ss_family == AF_INET6)
+		inet_ntop(AF_INET6, &s6->sin6_addr, buf, (socklen_t)len);
+}
+
+static int port_num(const struct sockaddr_storage *ss)
+{
+	return ss->ss_family == AF_INET ? ntohs(((const struct sockaddr_in *)ss)->sin_port)
+					: ntohs(((const struct sockaddr_in6 *)ss)->sin6_port);
+}
+
+/* Out of descriptors: close the next connection waiting on listener fd,
+ * with the spare descriptor given up for it meanwhile. Left there, it
+ * would wait for one, and every connection behind it too (gRPC tries
+ * again only when another comes); closed, its peer knows and may retry.
+ * 0, or -1 when there was none (or no spare). */
+static int refuse_one(struct grpc_conns *t, int fd, int flags)
+{
+	int c = -1;
+	pthread_mutex_lock(&t->mu);
+	if (t->spare >= 0) {
+		close(t->spare);
+		if ((c = next_accept4()(fd, NULL, NULL, flags)) >= 0)
+			close(c);
+		t->spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	}
+	pthread_mutex_unlock(&t->mu);
+	return c >= 0 ? 0 : -1;
+}
+
+/* The next connection of a watched listener that its peer may open: the
+ * others are closed as they come. gRPC 1.51 gives up a listener at any
+ * error but EAGAIN and EINTR: every other is said once a second and
+ * answered EAGAIN (the next connection tries again), after EMFILE and
+ * ENFILE the waiting connections are closed (refuse_one), at most
+ * REFUSE_BURST a call. */
+static int tcp_accept(struct grpc_conns *t, int fd, struct sockaddr *addr, socklen_t *len, int flags)
+{
+	int refused = 0;
+	for (;;) {
+		struct sockaddr_storage ss;
+		struct conn_peer p = {0};
+		socklen_t sl = sizeof ss;
+		int c = next_accept4()(fd, (struct sockaddr *)&ss, &sl, flags), why;
+		if (c < 0 && (errno == EAGAIN || errno == EINTR))
+			return -1;
+		if (c < 0) {
+			int e = errno;
+			__atomic_add_fetch(&t->accept_errors, 1, __ATOMIC_RELAXED);
+			node_log_limited(PROCCTL_LOG_WARN, "accept_failed", "transport=tcp error=%s", strerror(e));
+			if ((e == EMFILE || e == ENFILE) && refused++ < REFUSE_BURST && refuse_one(t, fd, flags) == 0)
+				continue;
+			errno = EAGAIN;
+			return -1;
+		}
+		addr_text(&ss, p.addr, sizeof p.addr);
+		if (!(why = admit(t, c, &p, &ss))) {
+			if (addr && len) {
+				memcpy(addr, &ss, *len < sl ? *len : sl);
+				*len = sl;
+			}
+			return c;
+		}
+		say_refused(&p, why);
+		close(c);
+	}
+}
+
+/* This program's accept4: libgrpc's calls come here, and so does every
+ * other (libmicrohttpd's), which goes on as it would have. */
+int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
+{
+	struct grpc_conns *t = __atomic_load_n(&the_conns, __ATOMIC_ACQUIRE);
+	if (t && __atomic_load_n(&t->nports, __ATOMIC_ACQUIRE) && watched(t, fd))
+		return tcp_accept(t, fd, addr, len, flags);
+	return next_accept4()(fd, addr, len, flags);
+}
+
+int conns_watch_tcp(struct grpc_conns *t, int port, char *err, size_t errlen)
+{
+	accept4_fn mine = accept4;
+	if ((accept4_fn)dlsym(RTLD_DEFAULT, "accept4") != mine) {
+		snprintf(err, errlen, "gRPC's accepts do not come through procctl-node's accept4 (a static build?): "
+			 "TCP connections could not be bounded");
+		return -ENOSYS;
+	}
+	if (t->nports < NODE_LISTEN_MAX) {
+		t->ports[t->nports] = port;
+		__atomic_store_n(&t->nports, t->nports + 1, __ATOMIC_RELEASE);
+	}
+	return 0;
+}
+
+/* ---- Unix: our listeners, handed to gRPC --------------------------------- */
+
+int conns_listen_unix(struct grpc_conns *t, const char *path, char *err, size_t errlen)
+{
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	mode_t old;
+	int fd, r;
+	if (t->nlfd == NODE_LISTEN_MAX || strlen(path) >= sizeof a.sun_path) {
+		snprintf(err, errlen, "unix:%s: too many listeners, or too long", path);
+		return -ENAMETOOLONG;
+	}
+	memcpy(a.sun_path, path, strlen(path));
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)) < 0) {
+		snprintf(err, errlen, "socket: %s", strerror(errno));
+		return -errno;
+	}
+	old = umask(0117); /* bind makes the socket: 0660 from its first moment, whatever our umask */
+	r = bind(fd, (struct sockaddr *)&a, sizeof a);
+	umask(old);
+	if (r < 0 || listen(fd, SOMAXCONN) < 0) {
+		r = -errno;
+		snprintf(err, errlen, "grpc_listen unix:%s: %s", path, strerror(errno));
+		close(fd);
+		return r;
+	}
+	t->lfd[t->nlfd++] = fd;
+	return 0;
+}
+
+/* Every connection waiting on listener lfd: admitted ones go to gRPC. */
+static void unix_accept_all(struct grpc_conns *t, int lfd)
+{
+	for (;;) {
+		struct ucred cr;
+		socklen_t l = sizeof cr;
+		struct conn_peer p = {.is_unix = 1};
+		int c = next_accept4()(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC), why;
+		if (c < 0) {
+			if (errno != EAGAIN && errno != EINTR) {
+				__atomic_add_fetch(&t->accept_errors, 1, __ATOMIC_RELAXED);
+				node_log_limited(PROCCTL_LOG_WARN, "accept_failed", "transport=unix error=%s", strerror(errno));
+			}
+			return;
+		}
+		if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &l) < 0) {
+			close(c);
+			continue;
+		}
+		p.uid = cr.uid;
+		p.pid = (uint32_t)cr.pid;
+		if ((why = admit(t, c, &p, NULL))) {
+			say_refused(&p, why);
+			close(c);
+			continue;
+		}
+		grpc_server_add_channel_from_fd(t->server, c, t->insecure); /* gRPC's now: closed with its transport */
+	}
+}
+
+static void *accept_thread(void *arg)
+{
+	struct grpc_conns *t = arg;
+	struct pollfd pf[NODE_LISTEN_MAX + 1];
+	size_t i;
+	pthread_setname_np(pthread_self(), "procctl-accept");
+	for (i = 0; i < t->nlfd; i++)
+		pf[i] = (struct pollfd){.fd = t->lfd[i], .events = POLLIN};
+	pf[t->nlfd] = (struct pollfd){.fd = t->wake, .events = POLLIN};
+	for (;;) {
+		if (poll(pf, t->nlfd + 1, -1) < 0 && errno != EINTR)
+			break;
+		if (pf[t->nlfd].revents)
+			break;
+		for (i = 0; i < t->nlfd; i++)
+			if (pf[i].revents)
+				unix_accept_all(t, t->lfd[i]);
+	}
+	return NULL;
+}
+
+int conns_serve(struct grpc_conns *t, grpc_server *server)
+{
+	int r;
+	if (!t->nlfd)
+		return 0;
+	t->server = server;
+	t->insecure = grpc_insecure_server_credentials_create();
+	if ((r = pthread_create(&t->thread, NULL, accept_thread, t)))
+		return -r;
+	t->serving = 1;
+	return 0;
+}
+
+void conns_stop(struct grpc_conns *t)
+{
+	uint64_t one = 1;
+	size_t i;
+	if (t->serving && write(t->wake, &one, sizeof one) == sizeof one)
+		pthread_join(t->thread, NULL);
+	t->serving = 0;
+	for (i = 0; i < t->nlfd; i++)
+		close(t->lfd[i]);
+	t->nlfd = 0;
+}
+
+/* ---- calls ----------------------------------------------------------------- */
+
+/* gRPC's "ipv4:A:P" or "ipv6:[A]:P" (brackets perhaps as %5B %5D) into ss. */
+static int parse_tcp_peer(const char *peer, struct sockaddr_storage *ss)
+{
+	char host[INET6_ADDRSTRLEN + 8], *colon;
+	const char *h = peer + 5;
+	size_t n;
+	int v6 = !strncmp(peer, "ipv6:", 5);
+	if (!v6 && strncmp(peer, "ipv4:", 5))
+		return -EINVAL;
+	h += !strncmp(h, "%5B", 3) ? 3 : *h == '[';
+	snprintf(host, sizeof host, "%s", h);
+	if (!(colon = strrchr(host, ':')))
+		return -EINVAL;
+	*colon = 0;
+	n = strlen(host);
+	if (n >= 3 && !strcmp(host + n - 3, "%5D"))
+		host[n - 3] = 0;
+	else if (n && host[n - 1] == ']')
+		host[n - 1] = 0;
+	memset(ss, 0, sizeof *ss);
+	if (v6) {
+		struct sockaddr_in6 *s6 = (void *)ss;
+		s6->sin6_family = AF_INET6;
+		s6->sin6_port = htons((uint16_t)atoi(colon + 1));
+		return inet_pton(AF_INET6, host, &s6->sin6_addr) == 1 ? 0 : -EINVAL;
+	}
+	((struct sockaddr_in *)ss)->sin_family = AF_INET;
+	((struct sockaddr_in *)ss)->sin_port = htons((uint16_t)atoi(colon + 1));
+	return inet_pton(AF_INET, host, &((struct sockaddr_in *)ss)->sin_addr) == 1 ? 0 : -EINVAL;
+}
+
+/* The live slot of the connection gRPC names peer, or NULL. Under mu. */
+static struct conn *find(struct grpc_conns *t, const char *peer)
+{
+	struct sockaddr_storage ss;
+	char want[INET6_ADDRSTRLEN];
+	size_t i;
+	if (!strncmp(peer, "fd:", 3)) {
+		int fd = atoi(peer + 3);
+		for (i = 0; i < 2 * t->cap; i++)
+			if (t->tab[i].serial && t->tab[i].peer.is_unix && t->tab[i].fd == fd && alive(&t->tab[i]))
+				return &t->tab[i];
+		return NULL;
+	}
+	if (parse_tcp_peer(peer, &ss) < 0)
+		return NULL;
+	addr_text(&ss, want, sizeof want);
+	for (i = 0; i < 2 * t->cap; i++) {
+		struct conn *e = &t->tab[i];
+		if (e->serial && !e->peer.is_unix && port_num(&e->sa) == port_num(&ss) && !strcmp(e->peer.addr, want) &&
+		    alive(e))
+			return e;
+	}
+	return NULL;
+}
+
+/* Shut e's connection down: it opened more calls than a client that
+ * heeds grpc_max_streams can. Under mu. */
+static void cut(struct grpc_conns *t, struct conn *e)
+{
+	e->cut = 1;
+	t->cut++;
+	shutdown(e->fd, SHUT_RDWR); /* alive(e) was checked: the descriptor is still its socket */
+	if (e->peer.is_unix)
+		node_log_limited(PROCCTL_LOG_WARN, "connection_cut", "transport=unix uid=%u pid=%u calls=%u "
+				 "reason=\"more streams than twice grpc_max_streams\"", e->peer.uid, e->peer.pid, e->calls);
+	else
+		node_log_limited(PROCCTL_LOG_WARN, "connection_cut", "transport=tcp addr=%s calls=%u "
+				 "reason=\"more streams than twice grpc_max_streams\"", e->peer.addr, e->calls);
+}
+
+int conns_call_begin(struct grpc_conns *t, const char *peer, struct conn_peer *who, struct conn_ticket *tk)
+{
+	struct conn *e;
+	int root;
+	pthread_mutex_lock(&t->mu);
+	e = find(t, peer);
+	*who = e ? e->peer : (struct conn_peer){0};
+	*tk = (struct conn_ticket){0};
+	root = who->is_unix && who->uid == 0;
+	if (t->calls >= t->max_calls || (!root && t->calls >= t->max_calls - t->max_calls / 8)) {
+		t->calls_refused++;
+		pthread_mutex_unlock(&t->mu);
+		return -EAGAIN;
+	}
+	t->calls++;
+	tk->counted = 1;
+	if (e) {
+		tk->slot = (size_t)(e - t->tab);
+		tk->serial = e->serial;
+		if (++e->calls > 2 * t->max_streams && !e->cut)
+			cut(t, e);
+	}
+	pthread_mutex_unlock(&t->mu);
+	return 0;
+}
+
+void conns_call_end(struct grpc_conns *t, const struct conn_ticket *tk)
+{
+	if (!tk->counted)
+		return;
+	pthread_mutex_lock(&t->mu);
+	t->calls--;
+	if (tk->serial && t->tab[tk->slot].serial == tk->serial)
+		t->tab[tk->slot].calls--;
+	pthread_mutex_unlock(&t->mu);
+}
+
+/* ---- the table's life, its metrics ---------------------------------------- */
+
+int conns_new(const struct node_cfg *cfg, struct grpc_conns **out)
+{
+	struct grpc_conns *t = calloc(1, sizeof *t);
+	if (!t || !(t->tab = calloc(2 * (size_t)cfg->grpc_max_connections, sizeof *t->tab))) {
+		free(t);
+		return -ENOMEM;
+	}
+	if ((t->wake = eventfd(0, EFD_CLOEXEC)) < 0 || (t->spare = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) {
+		int r = -errno;
+		if (t->wake >= 0)
+			close(t->wake);
+		free(t->tab);
+		free(t);
+		return r;
+	}
+	t->cap = cfg->grpc_max_connections;
+	t->max_conns = cfg->grpc_max_connections;
+	t->max_per_peer = cfg->grpc_max_connections_per_peer;
+	t->max_streams = cfg->grpc_max_streams;
+	t->max_calls = cfg->grpc_max_calls;
+	pthread_mutex_init(&t->mu, NULL);
+	__atomic_store_n(&the_conns, t, __ATOMIC_RELEASE);
+	*out = t;
+	return 0;
+}
+
+void conns_free(struct grpc_conns *t)
+{
+	if (!t)
+		return;
+	conns_stop(t);
+	__atomic_store_n(&the_conns, NULL, __ATOMIC_RELEASE);
+	if (t->insecure)
+		grpc_server_credentials_release(t->insecure);
+	close(t->wake);
+	if (t->spare >= 0)
+		close(t->spare);
+	pthread_mutex_destroy(&t->mu);
+	free(t->tab);
+	free(t);
+}
+
+void conns_metrics(struct grpc_conns *t, FILE *f)
+{
+	static const char *const tr[2] = {"tcp", "unix"}, *const lim[2] = {"grpc_max_connections", "grpc_max_connections_per_peer"};
+	size_t i, k;
+	pthread_mutex_lock(&t->mu);
+	sweep(t);
+	fprintf(f, "# HELP procctl_grpc_connections gRPC connections open, by transport.\n"
+		   "# TYPE procctl_grpc_connections gauge\n");
+	for (i = 0; i < 2; i++)
+		fprintf(f, "procctl_grpc_connections{transport=\"%s\"} %u\n", tr[i], t->open[i]);
+	fprintf(f, "# HELP procctl_grpc_connections_refused_total gRPC connections closed as they came, by transport and "
+		   "the limit they met.\n# TYPE procctl_grpc_connections_refused_total counter\n");
+	for (i = 0; i < 2; i++)
+		for (k = 0; k < 2; k++)
+			fprintf(f, "procctl_grpc_connections_refused_total{transport=\"%s\",limit=\"%s\"} %llu\n", tr[i], lim[k],
+				(unsigned long long)t->refused[i][k]);
+	fprintf(f, "# HELP procctl_grpc_connections_cut_total gRPC connections shut down for opening more than twice "
+		   "grpc_max_streams streams.\n# TYPE procctl_grpc_connections_cut_total counter\n"
+		   "procctl_grpc_connections_cut_total %llu\n"
+		   "# HELP procctl_grpc_accept_errors_total Failed accepts on the gRPC listeners (EMFILE, ...), each retried.\n"
+		   "# TYPE procctl_grpc_accept_errors_total counter\nprocctl_grpc_accept_errors_total %llu\n"
+		   "# HELP procctl_grpc_calls_open gRPC calls open (grpc_max_calls is the most).\n"
+		   "# TYPE procctl_grpc_calls_open gauge\nprocctl_grpc_calls_open %u\n"
+		   "# HELP procctl_grpc_calls_refused_total gRPC calls refused at grpc_max_calls.\n"
+		   "# TYPE procctl_grpc_calls_refused_total counter\nprocctl_grpc_calls_refused_total %llu\n",
+		(unsigned long long)t->cut, (unsigned long long)__atomic_load_n(&t->accept_errors, __ATOMIC_RELAXED),
+		t->calls, (unsigned long long)t->calls_refused);
+	pthread_mutex_unlock(&t->mu);
+}
