@@ -34,6 +34,7 @@
 enum { TCP, UNIX_ };
 
 #define REFUSE_BURST 1024 /* connections closed for want of descriptors, per accept4 */
+#define SWEEP_NS 50000000ll /* 50 ms */
 
 struct conn {
 	uint64_t serial; /* 0: free */
@@ -51,6 +52,7 @@ struct grpc_conns {
 	struct conn *tab;
 	size_t cap;           /* max_conns of each transport */
 	uint64_t next_serial;
+	int64_t swept_ns;     /* the last sweep, CLOCK_MONOTONIC */
 	uint32_t open[2];     /* slots in use, by transport */
 	uint32_t calls;       /* calls open */
 	int ports[NODE_LISTEN_MAX];
@@ -113,10 +115,17 @@ static int transport_of(const struct conn *e)
 	return e->peer.is_unix ? UNIX_ : TCP;
 }
 
-/* Free the slots of connections gRPC closed. Under mu. */
+/* Free the slots of connections gRPC closed: a descriptor each to ask,
+ * so at most once per SWEEP_NS (a connection closed meanwhile is seen at
+ * the next), else a flood of refused connections would ask for every
+ * slot each. Under mu. */
 static void sweep(struct grpc_conns *t)
 {
+	int64_t now = procctl_now_ns();
 	size_t i;
+	if (now - t->swept_ns < SWEEP_NS)
+		return;
+	t->swept_ns = now;
 	for (i = 0; i < 2 * t->cap; i++) {
 		struct conn *e = &t->tab[i];
 		if (e->serial && !alive(e)) {
