@@ -72,9 +72,9 @@ struct node_cfg {
 	uint32_t grpc_max_connections_per_peer; /* per TCP address, per Unix uid (root: none) */
 	uint32_t grpc_handshake_ms;     /* a TCP connection's TLS and HTTP/2 handshakes */
 	uint32_t grpc_memory_bytes;     /* the gRPC core's memory quota */
-	uint32_t max_watchers;
+	uint32_t max_watchers, max_watchers_per_peer; /* streams open, in all and per caller */
 	uint32_t watch_history; /* events kept for resumes; a watcher that far behind is cut off */
-	uint32_t max_waits, max_waits_per_peer; /* calls waiting for acks, in all and per peer */
+	uint32_t max_waits, max_waits_per_peer; /* calls waiting for acks, in all and per caller */
 	uint32_t max_wait_ms;                   /* the longest wait_ms asked for */
 	uint32_t desired_max, desired_bytes_max; /* desired configs kept, and their payload bytes, in all */
 	int log_debug;

@@ -30,6 +30,16 @@ void rpc_unref(struct rpc *c)
 		return;
 	if (c->m && c->m->kind != UNARY && c->call)
 		__atomic_sub_fetch(&c->s->nwatch, 1, __ATOMIC_RELAXED);
+	if (c->slinked) {
+		pthread_mutex_lock(&c->s->wmu);
+		if (c->sprev)
+			c->sprev->snext = c->snext;
+		else
+			c->s->streams = c->snext;
+		if (c->snext)
+			c->snext->sprev = c->sprev;
+		pthread_mutex_unlock(&c->s->wmu);
+	}
 	conns_call_end(c->s->conns, &c->ticket);
 	if (c->call)
 		grpc_call_unref(c->call);

@@ -55,6 +55,7 @@ struct grpc_conns {
 	int64_t swept_ns;     /* the last sweep, CLOCK_MONOTONIC */
 	uint32_t open[2];     /* slots in use, by transport */
 	uint32_t calls;       /* calls open */
+	uint32_t reader_calls; /* ... of read-only callers */
 	int ports[NODE_LISTEN_MAX];
 	size_t nports;
 	int lfd[NODE_LISTEN_MAX]; /* the Unix listeners */
@@ -495,7 +496,8 @@ static void cut(struct grpc_conns *t, struct conn *e)
 				 "reason=\"more streams than twice grpc_max_streams\"", e->peer.addr, e->calls);
 }
 
-int conns_call_begin(struct grpc_conns *t, const char *peer, struct conn_peer *who, struct conn_ticket *tk)
+int conns_call_begin(struct grpc_conns *t, const char *peer, int reader, struct conn_peer *who,
+		     struct conn_ticket *tk)
 {
 	struct conn *e;
 	int root;
@@ -504,13 +506,16 @@ int conns_call_begin(struct grpc_conns *t, const char *peer, struct conn_peer *w
 	*who = e ? e->peer : (struct conn_peer){0};
 	*tk = (struct conn_ticket){0};
 	root = who->is_unix && who->uid == 0;
-	if (t->calls >= t->max_calls || (!root && t->calls >= t->max_calls - t->max_calls / 8)) {
+	if (t->calls >= t->max_calls || (!root && t->calls >= t->max_calls - t->max_calls / 8) ||
+	    (reader && t->reader_calls >= t->max_calls / 4)) {
 		t->calls_refused++;
 		pthread_mutex_unlock(&t->mu);
 		return -EAGAIN;
 	}
 	t->calls++;
+	t->reader_calls += !!reader;
 	tk->counted = 1;
+	tk->reader = !!reader;
 	if (e) {
 		tk->slot = (size_t)(e - t->tab);
 		tk->serial = e->serial;
@@ -527,6 +532,7 @@ void conns_call_end(struct grpc_conns *t, const struct conn_ticket *tk)
 		return;
 	pthread_mutex_lock(&t->mu);
 	t->calls--;
+	t->reader_calls -= (uint32_t)tk->reader;
 	if (tk->serial && t->tab[tk->slot].serial == tk->serial)
 		t->tab[tk->slot].calls--;
 	pthread_mutex_unlock(&t->mu);

@@ -46,6 +46,7 @@ struct conn_ticket {
 	size_t slot;
 	uint64_t serial; /* 0: no connection was found (counted in all only) */
 	int counted;
+	int reader;      /* counted among the read-only callers' too */
 };
 
 /* A table for cfg's limits (grpc_max_connections of each transport,
@@ -69,13 +70,15 @@ int conns_serve(struct grpc_conns *t, grpc_server *server);
 void conns_stop(struct grpc_conns *t);
 
 /* A new call, on the connection gRPC names peer ("fd:N", "ipv4:A:P",
- * "ipv6:[A]:P"): who is filled (all zero, not Unix, when the connection
- * is not known), *tk set. -EAGAIN: grpc_max_calls are
- * open (a Unix root caller may use the last eighth, nobody else), the
- * caller answers RESOURCE_EXHAUSTED; *tk needs no conns_call_end then. A
- * connection with more than twice grpc_max_streams calls open is shut
- * down (its calls end with it). */
-int conns_call_begin(struct grpc_conns *t, const char *peer, struct conn_peer *who, struct conn_ticket *tk);
+ * "ipv6:[A]:P"), from a read-only caller or not: who is filled (all
+ * zero, not Unix, when the connection is not known), *tk set. -EAGAIN:
+ * grpc_max_calls are open (a Unix root caller may use the last eighth,
+ * nobody else; read-only callers a quarter at most), the caller answers
+ * RESOURCE_EXHAUSTED; *tk needs no conns_call_end then. A connection with
+ * more than twice grpc_max_streams calls open is shut down (its calls end
+ * with it). */
+int conns_call_begin(struct grpc_conns *t, const char *peer, int reader, struct conn_peer *who,
+		     struct conn_ticket *tk);
 void conns_call_end(struct grpc_conns *t, const struct conn_ticket *tk);
 
 /* Its Prometheus metrics: connections open and refused, connections cut,

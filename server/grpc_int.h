@@ -52,6 +52,8 @@ struct rpc {
 	grpc_call_details details; /* the catch-all's */
 	grpc_byte_buffer *payload; /* a received message */
 	struct conn_peer who;      /* at the connection's other end */
+	char ident[64];            /* who, for the limits per caller (node_job.peer) */
+	enum node_peer_class klass;
 	struct conn_ticket ticket; /* its hold on the connection and the calls open */
 	struct tag t_req, t_send, t_recv, t_close, t_status;
 	int client_cancelled;      /* RECV_CLOSE_ON_SERVER's result */
@@ -74,6 +76,8 @@ struct rpc {
 	int health_known;          /* the service asked for is ours */
 	grpc_byte_buffer *send_bb;
 	struct rpc *wnext, *wprev;
+	struct rpc *snext, *sprev; /* the streams open, under s->wmu (slinked) */
+	int slinked;
 };
 
 struct grpc_srv {
@@ -89,6 +93,7 @@ struct grpc_srv {
 	struct reflect *reflect;
 	pthread_mutex_t wmu;       /* the watcher list */
 	struct rpc *watchers;
+	struct rpc *streams;       /* every stream open, for their count per caller */
 	int nwatch;                /* atomic: stream calls alive */
 	int shutting_down;         /* atomic */
 	struct tag t_shutdown;
@@ -123,6 +128,12 @@ void rpc_watch(struct rpc *c);
 void rpc_reflect_recv(struct rpc *c);
 /* ... the loop's answers to jobs (job->ctx is the call) */
 extern const struct node_reply_ops grpc_job_ops;
+
+/* grpc_peer.c: count c on its connection and in all, and say who calls
+ * (c->who, c->ident, c->klass): 0, or -1 when c was refused (and its
+ * reference dropped); c's caller as the log names it ("peer=... cn=...") */
+int call_admit(struct rpc *c);
+void call_describe(struct rpc *c, char *buf, size_t len);
 
 /* grpc_request.c: post one request slot for m (NULL: the catch-all) */
 void grpcsrv_post(struct grpc_srv *s, const struct method *m);

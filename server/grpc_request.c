@@ -9,8 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <grpc/grpc_security.h>
-#include <grpc/support/alloc.h>
 
 #include "grpc/health/v1/health.pb-c.h"
 #include "pb_grpc.h"
@@ -32,38 +30,6 @@ static int64_t deadline_ns(gpr_timespec d)
 }
 
 /* ---- new calls ---------------------------------------------------------- */
-
-/* May this call change anything? 2: yes, over the Unix socket; 1: yes,
- * over TCP with a verified client certificate (the listener requires one)
- * or plain TCP allowed to write; 0: no. who: the peer (and its CN). */
-static int may_write(struct rpc *c, char *who, size_t wholen)
-{
-	grpc_auth_context *ctx;
-	grpc_auth_property_iterator it;
-	const grpc_auth_property *p;
-	int tls = 0;
-	char *peer;
-	if (c->who.is_unix) {
-		snprintf(who, wholen, "peer=unix uid=%u pid=%u", c->who.uid, c->who.pid);
-		return 2;
-	}
-	peer = grpc_call_get_peer(c->call);
-	snprintf(who, wholen, "peer=%s", peer ? peer : "?");
-	gpr_free(peer);
-	if ((ctx = grpc_call_auth_context(c->call))) {
-		it = grpc_auth_context_find_properties_by_name(ctx, GRPC_TRANSPORT_SECURITY_TYPE_PROPERTY_NAME);
-		if ((p = grpc_auth_property_iterator_next(&it)) && (!strcmp(p->value, GRPC_TLS_TRANSPORT_SECURITY_TYPE) ||
-								      !strcmp(p->value, GRPC_SSL_TRANSPORT_SECURITY_TYPE)))
-			tls = grpc_auth_context_peer_is_authenticated(ctx);
-		it = grpc_auth_context_find_properties_by_name(ctx, GRPC_X509_CN_PROPERTY_NAME);
-		if ((p = grpc_auth_property_iterator_next(&it))) {
-			size_t n = strlen(who);
-			snprintf(who + n, wholen - n, " cn=%.*s", (int)p->value_length, p->value);
-		}
-		grpc_auth_context_release(ctx);
-	}
-	return tls || c->s->cfg->insecure_tcp_writes;
-}
 
 /* Post RECV_CLOSE_ON_SERVER now, so that a client that cancels or goes
  * away is seen at once (fn runs then, or when the call ends). */
@@ -101,45 +67,64 @@ static void on_node_closed(struct rpc *c, int ok)
 	rpc_unref(c);
 }
 
+/* c's caller's streams open, besides c (root's on the Unix socket are
+ * not counted). Under s->wmu. */
+static uint32_t streams_of(const struct rpc *c)
+{
+	const struct rpc *x;
+	uint32_t n = 0;
+	if (c->klass == NODE_PEER_ROOT)
+		return 0;
+	for (x = c->s->streams; x; x = x->snext)
+		n += x != c && !strcmp(x->ident, c->ident);
+	return n;
+}
+
 /* A stream's start: its close watched at once, and no more than
- * max_watchers open. 0, or -1 when c was ended (and its reference
- * dropped). */
+ * max_watchers open, max_watchers_per_peer of its caller's. 0, or -1 when
+ * c was ended (and its reference dropped). */
 static int stream_start(struct rpc *c)
 {
 	struct grpc_srv *s = c->s;
 	int live = __atomic_add_fetch(&s->nwatch, 1, __ATOMIC_RELAXED);
+	const char *limit = (uint32_t)live > s->cfg->max_watchers ? "max_watchers" : NULL;
+	char msg[96];
 	watch_close(c, rpc_on_closed);
-	if ((uint32_t)live <= s->cfg->max_watchers)
+	pthread_mutex_lock(&s->wmu);
+	c->snext = s->streams;
+	if (s->streams)
+		s->streams->sprev = c;
+	s->streams = c;
+	c->slinked = 1;
+	if (!limit && streams_of(c) >= s->cfg->max_watchers_per_peer)
+		limit = "max_watchers_per_peer";
+	pthread_mutex_unlock(&s->wmu);
+	if (!limit)
 		return 0;
+	node_log_limited(PROCCTL_LOG_WARN, "stream_refused", "peer=%s reason=%s", c->ident, limit);
+	snprintf(msg, sizeof msg, "too many streams open (%s)", limit);
 	pthread_mutex_lock(&c->mu);
-	rpc_end_stream(c, NODE_RESOURCE_EXHAUSTED, "too many streams open (max_watchers)");
+	rpc_end_stream(c, NODE_RESOURCE_EXHAUSTED, msg);
 	pthread_mutex_unlock(&c->mu);
 	rpc_unref(c);
 	return -1;
 }
 
-/* Refuse a mutating call from a peer that may not write: 0, or -1 when
- * c was answered (and its reference dropped). */
+/* Refuse a mutating call from a caller that may not write: 0, or -1
+ * when c was answered (and its reference dropped). */
 static int write_check(struct rpc *c)
 {
 	char who[256];
-	int may = may_write(c, who, sizeof who);
-	if (!may) {
+	call_describe(c, who, sizeof who);
+	if (c->klass == NODE_PEER_READER) {
 		node_log(PROCCTL_LOG_WARN, "call_refused", "method=%s %s reason=read_only_listener", c->m->path, who);
 		rpc_send_status(c, NODE_PERMISSION_DENIED, "mutating calls need the Unix socket, mTLS, or insecure_tcp_writes",
 				NULL);
 		rpc_unref(c);
 		return -1;
 	}
-	node_log(may == 2 ? PROCCTL_LOG_DEBUG : PROCCTL_LOG_INFO, "call", "method=%s %s", c->m->path, who);
+	node_log(c->who.is_unix ? PROCCTL_LOG_DEBUG : PROCCTL_LOG_INFO, "call", "method=%s %s", c->m->path, who);
 	return 0;
-}
-
-static void peer_of(struct rpc *c, char *buf, size_t len)
-{
-	char *peer = grpc_call_get_peer(c->call);
-	snprintf(buf, len, "%s", peer ? peer : "");
-	gpr_free(peer);
 }
 
 /* A NodeService call goes to the loop; our reference becomes its. */
@@ -158,7 +143,8 @@ static void node_call(struct rpc *c, ProtobufCMessage *req)
 	job->ops = &grpc_job_ops;
 	job->ctx = c;
 	job->id = c->job_id = __atomic_add_fetch(&c->s->next_job_id, 1, __ATOMIC_RELAXED);
-	peer_of(c, job->peer, sizeof job->peer);
+	snprintf(job->peer, sizeof job->peer, "%s", c->ident);
+	job->peer_class = c->klass;
 	if (!c->close_posted) /* streams posted theirs when they started */
 		watch_close(c, on_node_closed);
 	if (node_submit(c->s->node, job) < 0) {
@@ -189,21 +175,6 @@ static void health_call(struct rpc *c, ProtobufCMessage *req)
 		rpc_send_status(c, NODE_OK, NULL, pb_pack(&r.base));
 	}
 	rpc_unref(c);
-}
-
-/* Count c on its connection and in all (grpc_conns.h): 0, or -1 when c
- * was refused (and its reference dropped). */
-static int call_admit(struct rpc *c)
-{
-	char *peer = grpc_call_get_peer(c->call);
-	int r = conns_call_begin(c->s->conns, peer ? peer : "", &c->who, &c->ticket);
-	gpr_free(peer);
-	if (r == 0)
-		return 0;
-	node_log_limited(PROCCTL_LOG_WARN, "call_refused", "reason=grpc_max_calls");
-	rpc_send_status(c, NODE_RESOURCE_EXHAUSTED, "too many calls open (grpc_max_calls)", NULL);
-	rpc_unref(c);
-	return -1;
 }
 
 static void on_message(struct rpc *c, int ok);

@@ -226,6 +226,7 @@ static enum MHD_Result submit(struct hreq *r, enum node_method m, ProtobufCMessa
 	job->deadline_ns = procctl_now_ns() + timeout_ms * 1000000ll;
 	job->ops = &http_ops;
 	job->ctx = r;
+	snprintf(job->peer, sizeof job->peer, "http"); /* whoever holds the key: one caller */
 	r->submitted = 1;
 	MHD_suspend_connection(r->conn);
 	if (node_submit(r->h->node, job) < 0) {

@@ -67,6 +67,12 @@ struct node_reply_ops {
 	void (*watch)(struct node_job *job, const ProtobufCMessage *first, uint64_t cursor, const struct selector *filter);
 };
 
+/* What a caller may do, for the room it may take (waits): a writer
+ * changes things (the Unix socket, mTLS, HTTP with its key), a reader
+ * only reads (plain TCP without insecure_tcp_writes), root on the Unix
+ * socket has room no one else may take. A zeroed job is a writer's. */
+enum node_peer_class { NODE_PEER_WRITER, NODE_PEER_READER, NODE_PEER_ROOT };
+
 /* One request handed to the loop. */
 struct node_job {
 	enum node_method method;
@@ -78,7 +84,9 @@ struct node_job {
 	size_t text_len;
 	uint64_t id;           /* the submitter's, unique for the daemon's life (0: none): what NODE_CANCEL names */
 	uint64_t cancel_id;    /* NODE_CANCEL: the job whose call is gone */
-	char peer[64];         /* who asked ("": unknown): waits are bounded per peer */
+	char peer[64];         /* who asked ("": unknown): "uid:N" on the Unix socket, "x509:SUBJECT" over mTLS,
+				* "addr:A" on plain TCP; waits are bounded per peer */
+	enum node_peer_class peer_class;
 	struct node_job *next;
 };
 

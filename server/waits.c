@@ -216,10 +216,33 @@ static void on_deadline(struct timer *t, int64_t now)
 	container_of(t, struct wait, t_deadline)->expired = 1; /* waits_sweep answers it */
 }
 
-int wait_admit(struct node *n, struct node_job *job, uint32_t wait_ms)
+/* The limit job's wait would pass, or NULL; *held: the waits that count
+ * against it. Root on the Unix socket has the last eighth of max_waits
+ * to itself and no limit of its own; read-only callers together hold a
+ * quarter at most, so that they never keep a writer waiting. */
+static const char *wait_limit(const struct node *n, const struct node_job *job, size_t *held)
 {
 	const struct wait *w;
-	size_t all = 0, peer = 0;
+	size_t all = 0, mine = 0, readers = 0;
+	int root = job->peer_class == NODE_PEER_ROOT;
+	for (w = n->waits; w; w = w->next) {
+		all++;
+		mine += job->peer[0] && !strcmp(w->job->peer, job->peer);
+		readers += w->job->peer_class == NODE_PEER_READER;
+	}
+	if (all >= (root ? n->cfg.max_waits : n->cfg.max_waits - n->cfg.max_waits / 8))
+		return *held = all, "max_waits";
+	if (!root && mine >= n->cfg.max_waits_per_peer)
+		return *held = mine, "max_waits_per_peer";
+	if (job->peer_class == NODE_PEER_READER && readers >= n->cfg.max_waits / 4)
+		return *held = readers, "max_waits (a quarter for read-only callers)";
+	return NULL;
+}
+
+int wait_admit(struct node *n, struct node_job *job, uint32_t wait_ms)
+{
+	const char *limit;
+	size_t held = 0;
 	char msg[160];
 	if (!wait_ms)
 		return 0;
@@ -228,19 +251,12 @@ int wait_admit(struct node *n, struct node_job *job, uint32_t wait_ms)
 		job_finish(job, NODE_INVALID_ARGUMENT, msg, NULL);
 		return -1;
 	}
-	for (w = n->waits; w; w = w->next) {
-		all++;
-		peer += job->peer[0] && !strcmp(w->job->peer, job->peer);
-	}
-	if (all >= n->cfg.max_waits || peer >= n->cfg.max_waits_per_peer) {
-		snprintf(msg, sizeof msg, "%s: %zu calls waiting for acks already", all >= n->cfg.max_waits ? "max_waits"
-			 : "max_waits_per_peer", all >= n->cfg.max_waits ? all : peer);
-		node_log_limited(PROCCTL_LOG_WARN, "waits_refused", "peer=%s reason=%s", job->peer[0] ? job->peer : "-",
-				 all >= n->cfg.max_waits ? "max_waits" : "max_waits_per_peer");
-		job_finish(job, NODE_RESOURCE_EXHAUSTED, msg, NULL);
-		return -1;
-	}
-	return 0;
+	if (!(limit = wait_limit(n, job, &held)))
+		return 0;
+	snprintf(msg, sizeof msg, "%s: %zu calls waiting for acks already", limit, held);
+	node_log_limited(PROCCTL_LOG_WARN, "waits_refused", "peer=%s reason=\"%s\"", job->peer[0] ? job->peer : "-", limit);
+	job_finish(job, NODE_RESOURCE_EXHAUSTED, msg, NULL);
+	return -1;
 }
 
 struct wait *wait_new(struct node *n, struct node_job *job, size_t c, uint32_t wait_ms)

@@ -264,28 +264,78 @@ static void waits_end_by_their_timers(void **state)
 }
 
 /* A wait admitted for peer's job id, open (it waits for an ack). */
-static void open_wait(struct node *n, struct answer *a, const char *peer, uint64_t id)
+/* A wait of a caller of class k, started: NULL when it was refused. */
+static struct wait *class_wait(struct node *n, struct answer *a, const char *peer, enum node_peer_class k, uint64_t id)
 {
-	struct wait *w = wait_new(n, publish_job(a, INT64_MAX, peer, id), 1, 1000);
-	assert_non_null(w);
+	struct node_job *job = publish_job(a, INT64_MAX, peer, id);
+	struct wait *w;
+	job->peer_class = k;
+	if (!(w = wait_new(n, job, 1, 1000)))
+		return NULL;
 	w->item[0].gen = 7;
 	wait_start(n, w);
+	return w;
+}
+
+static void open_wait(struct node *n, struct answer *a, const char *peer, uint64_t id)
+{
+	assert_non_null(class_wait(n, a, peer, NODE_PEER_WRITER, id));
+}
+
+/* A node for waits alone: max_wait_ms 1000, max_waits and its per peer. */
+static struct node *wait_node(uint32_t max, uint32_t per_peer)
+{
+	struct node *n = calloc(1, sizeof *n);
+	assert_non_null(n);
+	n->cfg.max_wait_ms = 1000;
+	n->cfg.max_waits = max;
+	n->cfg.max_waits_per_peer = per_peer;
+	return n;
+}
+
+/* Room others may not take: read-only callers hold a quarter of
+ * max_waits at most, whatever their addresses, and the last eighth is
+ * root's. */
+static void waits_keep_room_for_writers_and_root(void **state)
+{
+	struct node *n = wait_node(16, 100);
+	struct answer a[20];
+	char peer[32];
+	uint64_t i;
+	(void)state;
+	memset(a, 0, sizeof a);
+	for (i = 0; i < 4; i++) {
+		snprintf(peer, sizeof peer, "addr:10.0.0.%u", (unsigned)i);
+		assert_non_null(class_wait(n, &a[i], peer, NODE_PEER_READER, i + 1));
+	}
+	assert_null(class_wait(n, &a[4], "addr:10.0.0.9", NODE_PEER_READER, 5));
+	assert_int_equal(a[4].code, NODE_RESOURCE_EXHAUSTED);
+	assert_non_null(strstr(a[4].msg, "read-only"));
+	/* writers take 14 in all (16 less its eighth) */
+	for (i = 5; i < 15; i++)
+		assert_non_null(class_wait(n, &a[i], "uid:1000", NODE_PEER_WRITER, i + 1));
+	assert_null(class_wait(n, &a[15], "x509:CN=other", NODE_PEER_WRITER, 16));
+	assert_non_null(strstr(a[15].msg, "max_waits:"));
+	/* root the last two */
+	assert_non_null(class_wait(n, &a[16], "uid:0", NODE_PEER_ROOT, 17));
+	assert_non_null(class_wait(n, &a[17], "uid:0", NODE_PEER_ROOT, 18));
+	assert_null(class_wait(n, &a[18], "uid:0", NODE_PEER_ROOT, 19));
+	assert_non_null(strstr(a[18].msg, "max_waits:"));
+	waits_sweep(n, 1);
+	timers_free(&n->timers);
+	free(n);
 }
 
 /* Waits are bounded (the time, in all, per peer) and end at once when
  * their call is cancelled. */
 static void waits_bounded_and_cancelled(void **state)
 {
-	struct node *n = calloc(1, sizeof *n);
+	struct node *n = wait_node(4, 2);
 	struct answer a[8];
 	struct wait *w;
 	int i;
 	(void)state;
-	assert_non_null(n);
 	memset(a, 0, sizeof a);
-	n->cfg.max_wait_ms = 1000;
-	n->cfg.max_waits = 4;
-	n->cfg.max_waits_per_peer = 2;
 	/* over max_wait_ms: refused before anything is written */
 	assert_null(wait_new(n, publish_job(&a[0], INT64_MAX, "ipv4:10.0.0.1:1", 1), 1, 1001));
 	assert_int_equal(a[0].code, NODE_INVALID_ARGUMENT);
@@ -348,6 +398,7 @@ int main(void)
 		cmocka_unit_test(metrics_of_a_fixed_state),
 		cmocka_unit_test(waits_end_by_their_timers),
 		cmocka_unit_test(waits_bounded_and_cancelled),
+		cmocka_unit_test(waits_keep_room_for_writers_and_root),
 		cmocka_unit_test(log_values_escaped),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -156,12 +156,9 @@ test('an accept that fails (EMFILE) does not end the TCP listener', async (t) =>
 
 test('calls past grpc_max_calls are RESOURCE_EXHAUSTED; the last eighth is root\'s on the Unix socket', async (t) => {
   const { d, tcp, metric } = await start(t, ['--grpc-max-calls', '64']);
-  const e = await h.echo();
-  await h.attached(d, e.pid);
-  process.kill(e.pid, 'SIGSTOP');
   const c = d.client();
-  const r = await h.call(c, 'Publish', { selector: { pid: e.pid }, payload: Buffer.from('never acked') });
-  const req = { process: { pid: e.pid }, generation: r.results[0].generation, waitMs: 60000 };
+  const { e, gen } = await h.stoppedEcho(d, c);
+  const req = { process: { pid: e.pid }, generation: gen, waitMs: 60000 };
   // A client with a certificate holds 56 waits: seven eighths of 64.
   const creds = h.grpc.credentials.createSsl(read('ca.crt'), read('client.key'), read('client.crt'));
   const remote = h.client(`127.0.0.1:${tcp}`, { creds, options: { 'grpc.ssl_target_name_override': 'localhost' } });
@@ -177,6 +174,64 @@ test('calls past grpc_max_calls are RESOURCE_EXHAUSTED; the last eighth is root\
   for (const p of pending) p.cancel();
   process.kill(e.pid, 'SIGCONT');
   remote.close();
+  c.close();
+  await d.stop();
+});
+
+test('a read-only client\'s waits, over 17 connections, leave room for the writers\' (issue 36\'s attack)', async (t) => {
+  const tcp = await h.freePort();
+  const http = await h.freePort();
+  const d = await new h.Daemon({ args: ['--grpc-listen', `127.0.0.1:${tcp}`, '--insecure-tcp', 'true',
+    '--http-listen', `127.0.0.1:${http}`] }).ready();
+  t.after(() => d.kill('SIGKILL'));
+  const c = d.client();
+  const { e, gen } = await h.stoppedEcho(d, c);
+  const req = { process: { pid: e.pid }, generation: gen, waitMs: 60000 };
+  // 17 connections of 1,000 WaitAck each: before, each connection was a
+  // peer of its own, and they filled max_waits (16,384).
+  const conns = Array.from({ length: 17 }, () => new h.api.NodeService(`127.0.0.1:${tcp}`,
+    h.grpc.credentials.createInsecure(), { 'grpc.use_local_subchannel_pool': 1 }));
+  const pending = [];
+  const refused = [];
+  for (const x of conns) {
+    for (let i = 0; i < 1000; i++) {
+      pending.push(x.WaitAck(req, { deadline: Date.now() + 60000 }, (err) => err && refused.push(err)));
+    }
+  }
+  // Its calls take a quarter of grpc_max_calls at most (1,024), and so
+  // its waits; the rest are refused, or queued by its own client.
+  const waiting = () => h.metric(http, 'procctl_waits');
+  await h.until(async () => (await waiting()) === 1024 && refused.length > 0, { timeout: 60000,
+    what: 'the read-only client at its share' });
+  assert.ok(refused.every((x) => h.grpc.status[x.code] === 'RESOURCE_EXHAUSTED'));
+  await healthyPublish(d);
+  assert.equal(await waiting(), 1024);
+  for (const p of pending) p.cancel();
+  for (const x of conns) x.close();
+  process.kill(e.pid, 'SIGCONT');
+  c.close();
+  await d.stop();
+});
+
+test('streams are capped per caller, over all its connections; root on the Unix socket is not', async (t) => {
+  const tcp = await h.freePort();
+  const d = await new h.Daemon({ args: ['--grpc-listen', `127.0.0.1:${tcp}`, '--insecure-tcp', 'true',
+    '--max-watchers-per-peer', '5'] }).ready();
+  t.after(() => d.kill('SIGKILL'));
+  const conns = Array.from({ length: 2 }, () => new h.api.NodeService(`127.0.0.1:${tcp}`,
+    h.grpc.credentials.createInsecure(), { 'grpc.use_local_subchannel_pool': 1 }));
+  const ws = [];
+  for (let i = 0; i < 6; i++) ws.push(h.watch(conns[i % 2], {}));
+  await h.until(() => ws.filter((w) => w.events.length > 0).length === 5 && ws.some((w) => w.error),
+    { what: 'five streams served, the sixth refused' });
+  const err = ws.find((w) => w.error).error;
+  assert.equal(h.grpc.status[err.code], 'RESOURCE_EXHAUSTED');
+  assert.match(err.details, /max_watchers_per_peer/);
+  const c = d.client();
+  const mine = Array.from({ length: 6 }, () => h.watch(c, {}));
+  await h.until(() => mine.every((w) => w.events.length > 0), { what: 'root\'s six streams served' });
+  for (const w of [...ws, ...mine]) w.stream.cancel();
+  for (const x of conns) x.close();
   c.close();
   await d.stop();
 });

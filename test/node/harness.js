@@ -294,6 +294,16 @@ async function attached(d, pid) {
   }
 }
 
+// An echo client of d, stopped (SIGSTOP), and a generation published to
+// it through c that it cannot ack: { e, gen }, for calls that wait.
+async function stoppedEcho(d, c) {
+  const e = await echo();
+  await attached(d, e.pid);
+  process.kill(e.pid, 'SIGSTOP');
+  const r = await call(c, 'Publish', { selector: { pid: e.pid }, payload: Buffer.from('never acked') });
+  return { e, gen: r.results[0].generation };
+}
+
 // A WatchEvents stream whose events are collected as they come.
 function watch(c, req = {}, opts = {}) {
   const s = c.WatchEvents(req, opts);
@@ -336,6 +346,6 @@ function switches(pid) {
 }
 
 module.exports = {
-  grpc, api, sleep, until, scratch, freePort, metric, Child, Daemon, client, call, code, health, healthClient, healthWatch, echo, killAll, attached, watch, bufCurl, switches,
+  grpc, api, sleep, until, scratch, freePort, metric, Child, Daemon, client, call, code, health, healthClient, healthWatch, echo, killAll, attached, stoppedEcho, watch, bufCurl, switches,
   CONSUMER, NODE_BIN, ECHO_CLIENT, TOKEN_CLIENT, PROTO_DIR, BUF,
 };

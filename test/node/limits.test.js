@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // limits.test.js - what a client can make the daemon hold is bounded:
 // a call waiting for acks ends with its client (cancelled, or killed),
-// and waits are capped in all, per peer and in time, on read-only
-// listeners too.
+// and waits are capped in all, per caller and in time.
 'use strict';
 
 const { test, after } = require('node:test');
@@ -20,21 +19,12 @@ after(async () => {
 
 const waits = (port) => h.metric(port, 'procctl_waits');
 
-// A stopped echo client and a generation written to it that it cannot ack.
-async function stopped(d, c) {
-  const e = await h.echo();
-  await h.attached(d, e.pid);
-  process.kill(e.pid, 'SIGSTOP');
-  const r = await h.call(c, 'Publish', { selector: { pid: e.pid }, payload: Buffer.from('never acked') });
-  return { e, gen: r.results[0].generation };
-}
-
 test('waits end with their calls: cancelled by the client, or the client killed', async (t) => {
   const port = await h.freePort();
   const d = await new h.Daemon({ args: ['--http-listen', `127.0.0.1:${port}`] }).ready();
   const c = d.client();
   t.after(() => d.kill('SIGKILL'));
-  const { e, gen } = await stopped(d, c);
+  const { e, gen } = await h.stoppedEcho(d, c);
   // 90 WaitAcks asking for the longest wait (one connection: fewer than
   // grpc_max_streams), then cancelled.
   const calls = [];
@@ -58,18 +48,18 @@ test('waits end with their calls: cancelled by the client, or the client killed'
   await d.stop();
 });
 
-test('waits are capped in all, per peer (a TCP connection) and in time, read-only TCP included', async (t) => {
+test('waits are capped in all, per caller (whatever its connections) and in time; the last eighth is root\'s', async (t) => {
   const tcp = await h.freePort();
   const port = await h.freePort();
   const d = await new h.Daemon({
-    args: ['--grpc-listen', `127.0.0.1:${tcp}`, '--http-listen', `127.0.0.1:${port}`, '--insecure-tcp', 'true', '--max-waits', '5',
-      '--max-waits-per-peer', '3', '--max-wait-ms', '20000'],
+    args: ['--grpc-listen', `127.0.0.1:${tcp}`, '--http-listen', `127.0.0.1:${port}`, '--insecure-tcp', 'true',
+      '--insecure-tcp-writes', 'true', '--max-waits', '8', '--max-waits-per-peer', '3', '--max-wait-ms', '20000'],
   }).ready();
   const c = d.client();
   t.after(() => d.kill('SIGKILL'));
-  const { e, gen } = await stopped(d, c);
+  const { e, gen } = await h.stoppedEcho(d, c);
   const req = (waitMs = 20000) => ({ process: { pid: e.pid }, generation: gen, waitMs });
-  // Two connections of their own (no shared subchannel).
+  // Two connections of their own (no shared subchannel), one caller: 127.0.0.1.
   const conn = () => new h.api.NodeService(`127.0.0.1:${tcp}`, h.grpc.credentials.createInsecure(),
     { 'grpc.use_local_subchannel_pool': 1 });
   const t1 = conn();
@@ -85,12 +75,14 @@ test('waits are capped in all, per peer (a TCP connection) and in time, read-onl
   for (let i = 0; i < 3; i++) wait(t1);
   await h.until(async () => (await waits(port)) === 3, { what: 'three waits' });
   await refused(t1, /max_waits_per_peer/);
-  for (let i = 0; i < 2; i++) wait(t2);
-  await h.until(async () => (await waits(port)) === 5, { what: 'five waits' });
-  await refused(c, /max_waits:/); // five in all
+  await refused(t2, /max_waits_per_peer/); // another connection: the same caller
+  // Root on the Unix socket has no limit of its own, and the last eighth.
+  for (let i = 0; i < 5; i++) wait(c);
+  await h.until(async () => (await waits(port)) === 8, { what: 'eight waits' });
+  await refused(c, /max_waits:/); // eight in all
   // Cancelled ones make room at once.
   for (const x of pending) x.cancel();
-  await h.until(async () => (await h.code(h.call(c, 'WaitAck', req(1000)))) !== 'RESOURCE_EXHAUSTED',
+  await h.until(async () => (await h.code(h.call(t2, 'WaitAck', req(1000)))) !== 'RESOURCE_EXHAUSTED',
     { what: 'room again' });
   process.kill(e.pid, 'SIGKILL');
   t1.close();
