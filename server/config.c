@@ -247,7 +247,7 @@ static const struct key global_keys[] = {
 	 "the largest gRPC message"},
 	{"grpc_max_streams", set_u32, NUM(struct node_cfg, grpc_max_streams, 1, 65536), "100", "N",
 	 "streams open on one gRPC connection (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS); a connection with more "
-	 "than twice that is shut down"},
+	 "than ten times that is shut down"},
 	{"grpc_max_calls", set_u32, NUM(struct node_cfg, grpc_max_calls, 64, 1 << 20), "4096", "N",
 	 "gRPC calls open at once, in all (more: RESOURCE_EXHAUSTED); the last eighth is for root on the Unix socket"},
 	{"grpc_max_connections", set_u32, NUM(struct node_cfg, grpc_max_connections, 1, 65536), "256", "N",

@@ -260,6 +260,7 @@ static void on_sent(struct rpc *c, int ok)
 void rpc_on_closed(struct rpc *c, int ok)
 {
 	(void)ok;
+	conns_call_closed(c->s->conns, &c->ticket);
 	pthread_mutex_lock(&c->mu);
 	c->closed = 1;
 	pthread_mutex_unlock(&c->mu);

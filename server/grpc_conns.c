@@ -34,6 +34,13 @@
 enum { TCP, UNIX_ };
 
 #define REFUSE_BURST 1024 /* connections closed for want of descriptors, per accept4 */
+/* A connection is cut past CUT_FACTOR * grpc_max_streams calls open on
+ * it. A client that heeds the limit never has more streams open, but a
+ * call is counted from when this side sees it to when it sees it closed,
+ * and a client that cancels hundreds of queued streams at once has its
+ * next ones seen before the cancels: 600 cancelled reflection streams
+ * counted over 200 on one connection. */
+#define CUT_FACTOR 10
 #define SWEEP_NS 50000000ll /* 50 ms */
 
 struct conn {
@@ -490,10 +497,10 @@ static void cut(struct grpc_conns *t, struct conn *e)
 	shutdown(e->fd, SHUT_RDWR); /* alive(e) was checked: the descriptor is still its socket */
 	if (e->peer.is_unix)
 		node_log_limited(PROCCTL_LOG_WARN, "connection_cut", "transport=unix uid=%u pid=%u calls=%u "
-				 "reason=\"more streams than twice grpc_max_streams\"", e->peer.uid, e->peer.pid, e->calls);
+				 "reason=\"more streams than ten times grpc_max_streams\"", e->peer.uid, e->peer.pid, e->calls);
 	else
 		node_log_limited(PROCCTL_LOG_WARN, "connection_cut", "transport=tcp addr=%s calls=%u "
-				 "reason=\"more streams than twice grpc_max_streams\"", e->peer.addr, e->calls);
+				 "reason=\"more streams than ten times grpc_max_streams\"", e->peer.addr, e->calls);
 }
 
 int conns_call_begin(struct grpc_conns *t, const char *peer, int reader, struct conn_peer *who,
@@ -519,22 +526,36 @@ int conns_call_begin(struct grpc_conns *t, const char *peer, int reader, struct 
 	if (e) {
 		tk->slot = (size_t)(e - t->tab);
 		tk->serial = e->serial;
-		if (++e->calls > 2 * t->max_streams && !e->cut)
+		if (++e->calls > CUT_FACTOR * t->max_streams && !e->cut)
 			cut(t, e);
 	}
 	pthread_mutex_unlock(&t->mu);
 	return 0;
 }
 
-void conns_call_end(struct grpc_conns *t, const struct conn_ticket *tk)
+/* Take tk's call off its connection's count, once. Under mu. */
+static void off_connection(struct grpc_conns *t, struct conn_ticket *tk)
+{
+	if (!tk->closed && tk->serial && t->tab[tk->slot].serial == tk->serial)
+		t->tab[tk->slot].calls--;
+	tk->closed = 1;
+}
+
+void conns_call_closed(struct grpc_conns *t, struct conn_ticket *tk)
+{
+	pthread_mutex_lock(&t->mu);
+	off_connection(t, tk);
+	pthread_mutex_unlock(&t->mu);
+}
+
+void conns_call_end(struct grpc_conns *t, struct conn_ticket *tk)
 {
 	if (!tk->counted)
 		return;
 	pthread_mutex_lock(&t->mu);
 	t->calls--;
 	t->reader_calls -= (uint32_t)tk->reader;
-	if (tk->serial && t->tab[tk->slot].serial == tk->serial)
-		t->tab[tk->slot].calls--;
+	off_connection(t, tk);
 	pthread_mutex_unlock(&t->mu);
 }
 
@@ -598,7 +619,7 @@ void conns_metrics(struct grpc_conns *t, FILE *f)
 		for (k = 0; k < 2; k++)
 			fprintf(f, "procctl_grpc_connections_refused_total{transport=\"%s\",limit=\"%s\"} %llu\n", tr[i], lim[k],
 				(unsigned long long)t->refused[i][k]);
-	fprintf(f, "# HELP procctl_grpc_connections_cut_total gRPC connections shut down for opening more than twice "
+	fprintf(f, "# HELP procctl_grpc_connections_cut_total gRPC connections shut down for opening more than ten times "
 		   "grpc_max_streams streams.\n# TYPE procctl_grpc_connections_cut_total counter\n"
 		   "procctl_grpc_connections_cut_total %llu\n"
 		   "# HELP procctl_grpc_accept_errors_total Failed accepts on the gRPC listeners (EMFILE, ...), each retried.\n"

@@ -16,7 +16,7 @@
  *    accepts go through this program's accept4, which libgrpc's calls
  *    resolve to (checked when the first TCP listener is added);
  *  - each call names its connection (conns_call_begin): one that has
- *    more than twice grpc_max_streams calls open is shut down.
+ *    more than ten times grpc_max_streams calls open is shut down.
  * A connection's end is seen when its socket's is: each is known by its
  * socket cookie (SO_COOKIE), which no other socket ever has, so a closed
  * descriptor's number taken again is never taken for it. */
@@ -47,6 +47,7 @@ struct conn_ticket {
 	uint64_t serial; /* 0: no connection was found (counted in all only) */
 	int counted;
 	int reader;      /* counted among the read-only callers' too */
+	int closed;      /* its stream is closed: no longer counted on its connection */
 };
 
 /* A table for cfg's limits (grpc_max_connections of each transport,
@@ -75,11 +76,17 @@ void conns_stop(struct grpc_conns *t);
  * grpc_max_calls are open (a Unix root caller may use the last eighth,
  * nobody else; read-only callers a quarter at most), the caller answers
  * RESOURCE_EXHAUSTED; *tk needs no conns_call_end then. A connection with
- * more than twice grpc_max_streams calls open is shut down (its calls end
+ * more than ten times grpc_max_streams calls open is shut down (its calls end
  * with it). */
 int conns_call_begin(struct grpc_conns *t, const char *peer, int reader, struct conn_peer *who,
 		     struct conn_ticket *tk);
-void conns_call_end(struct grpc_conns *t, const struct conn_ticket *tk);
+/* Its stream is closed (RECV_CLOSE_ON_SERVER: the call ended, or its
+ * client cancelled it): it no longer counts on its connection, where a
+ * client that heeds grpc_max_streams opens the next at once, while the
+ * call itself counts in all until conns_call_end (its memory is held
+ * until then). Once; any thread. */
+void conns_call_closed(struct grpc_conns *t, struct conn_ticket *tk);
+void conns_call_end(struct grpc_conns *t, struct conn_ticket *tk);
 
 /* Its Prometheus metrics: connections open and refused, connections cut,
  * calls open, and the limits. Any thread. */

@@ -56,6 +56,7 @@ static const struct node_reply_ops cancel_ops = {on_cancel_reply, NULL};
 static void on_node_closed(struct rpc *c, int ok)
 {
 	struct node_job *job;
+	conns_call_closed(c->s->conns, &c->ticket);
 	if (ok && c->client_cancelled && (job = calloc(1, sizeof *job))) {
 		job->method = NODE_CANCEL;
 		job->cancel_id = c->job_id;
