@@ -18,7 +18,9 @@ NODE=${NODE:-build/procctl-node}
 work=$(mktemp -d /tmp/procctl-demo.XXXXXX)
 pids=""
 cleanup() {
-	for p in $pids; do kill "$p" 2>/dev/null || true; done
+	for p in $pids; do # a stopped one dies of SIGTERM only once continued
+		kill "$p" 2>/dev/null && kill -CONT "$p" 2>/dev/null || true
+	done
 	wait 2>/dev/null || true
 	rm -rf "$work"
 }
@@ -212,9 +214,20 @@ done
 $P resources | sed 's/^/    /'
 
 step "SIGSTOP the holder: the gpu is blocked, and the blocked time grows"
-holder=$($P -o json resources | sed 's/.*"holder":{"pid":\([0-9]*\).*/\1/')
-[ "$holder" -gt 0 ] || fail "no holder"
-kill -STOP "$holder"
+gpu_holder() { $P -o json resources | sed 's/.*"holder":{"pid":\([0-9]*\).*/\1/'; }
+gpu_handoffs() { $P -o json resources | sed 's/.*"handoffs":"\([0-9]*\)".*/\1/'; }
+tries=0
+while :; do # stop it, and make sure it was still the holder when stopped
+	holder=$(gpu_holder)
+	before=$(gpu_handoffs)
+	[ "$holder" -gt 0 ] || fail "no holder"
+	kill -STOP "$holder"
+	sleep 0.05
+	[ "$(gpu_holder)" != "$holder" ] || [ "$(gpu_handoffs)" != "$before" ] || break
+	kill -CONT "$holder"
+	tries=$((tries + 1))
+	[ $tries -lt 20 ] || fail "could not stop the gpu's holder while it held it"
+done
 sleep 1
 $P resources | sed 's/^/    /'
 metric procctl_resource_blocked_seconds_total | sed 's/^/    /'
