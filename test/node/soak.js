@@ -1,13 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
-// soak.js - make soak (not in make test): every attack of issue 17 at
-// once against one daemon for SOAK_SECONDS (600), beside a healthy echo
-// client that a probe process publishes to with --wait all along:
+// soak.js - make soak (not in make test): every attack of issues 17 and
+// 36 at once against one daemon for SOAK_SECONDS (600), beside a healthy
+// echo client that a probe process publishes to with --wait all along:
 //   1,000 stalled processes (PROCCTL_STALLERS), 20 of them replaced every
 //   5 s; abandoned WaitAcks (200 a second on a stopped process, cancelled);
 //   made-up consumer names (20 processes every 2 s); desired configs set
 //   and deleted past their caps; idle reflection streams past
 //   max_watchers; refused regions and garbage HTTP (log floods); regions
-//   that never seal.
+//   that never seal; a process the gpu arbiter refuses that reports
+//   holding it, beside two admitted holders taking turns; idle TCP
+//   connections from 2,000 addresses, and 30,000 streams opened before the
+//   limit is acknowledged, on TCP and the Unix socket; a read-only TCP
+//   client's 17 connections of 1,000 WaitAcks.
 // It samples the daemon's RSS, fds and threads every 5 s and compares
 // the probe's p99 with an unloaded run of the same probe first. It fails
 // when RSS or fds are not flat (the last sample against the one a minute
@@ -22,14 +26,17 @@ const net = require('node:net');
 const path = require('node:path');
 const { spawn, spawnSync } = require('node:child_process');
 const h = require('./harness');
+const { flood } = require('./h2raw');
 
 const SECONDS = Number(process.env.SOAK_SECONDS || 600);
 const STALLERS = Number(process.env.PROCCTL_STALLERS || 1000);
 const PROBE_S = Number(process.env.SOAK_PROBE_SECONDS || 30);
 const OUT = process.env.SOAK_OUT || '';
-// SOAK_ATTACKS: a comma-separated subset (stall,waits,names,desired,reflection,floods,unsealed) to tell
+// SOAK_ATTACKS: a comma-separated subset (stall,waits,names,desired,reflection,floods,unsealed,
+// arbiter,conns,streams,readers) to tell
 // which costs what; default all.
-const ATTACKS = (process.env.SOAK_ATTACKS || 'stall,waits,names,desired,reflection,floods,unsealed').split(',');
+const ATTACKS = (process.env.SOAK_ATTACKS ||
+  'stall,waits,names,desired,reflection,floods,unsealed,arbiter,conns,streams,readers').split(',');
 const on = (name) => ATTACKS.includes(name);
 // SOAK_SPLIT=1: the daemon, the healthy client and the probe on CPU 0, the
 // attackers (this driver and what it starts) on CPU 1: contention apart
@@ -81,9 +88,10 @@ function probe(d, pid, s) {
   });
 }
 
-// A procsim that ran cmds (each answered "ok ..."), in order.
-async function procsim(cmds) {
-  const p = new h.Child(process.env.PROCSIM, [], { stdio: ['pipe', 'pipe', 'pipe'] });
+// A procsim that ran cmds (each answered "ok ..."), in order; opts:
+// spawn's (uid, gid).
+async function procsim(cmds, opts = {}) {
+  const p = new h.Child(process.env.PROCSIM, [], { stdio: ['pipe', 'pipe', 'pipe'], ...opts });
   for (const c of cmds) {
     const before = p.out.length;
     p.proc.stdin.write(`${c}\n`);
@@ -121,17 +129,41 @@ function every(ms, end, fn, errors) {
   })();
 }
 
+// The gpu arbiter: consumer soakgpu's processes, root's alone admitted.
+function gpuConfig() {
+  const conf = path.join(h.scratch('procctl-soak-'), 'node.conf');
+  fs.writeFileSync(conf, '[arbiter gpu]\nkind = 1\nconsumer = soakgpu\nhold_ms = 100\n' +
+    'resources = 00000000-0000-0000-0000-000000000000\nadmit_default = deny\nadmit_uids = 0\n');
+  return conf;
+}
+
+// Two admitted token clients of soakgpu, taking turns with the gpu.
+async function gpuHolders(d) {
+  const ts = [];
+  for (let i = 0; i < 2; i++) {
+    const x = new h.Child(h.TOKEN_CLIENT, ['--consumer', 'soakgpu', '--kind', '1', '--id', '0']);
+    await x.line(/^event=started pid=\d+$/, { out: true });
+    await h.attached(d, x.pid);
+    ts.push(x);
+  }
+  return ts;
+}
+
 test(`soak: every attack at once for ${SECONDS} s`, { timeout: (SECONDS + 900) * 1000 }, async (t) => {
   const port = await h.freePort();
+  const tcp = await h.freePort();
   const d = await new h.Daemon({ consumers: null,
     // The default rescan (a minute, as a node runs): the harness's 100 ms
     // would make the scans of thousands of processes the load.
     args: ['--http-listen', `127.0.0.1:${port}`, '--max-watchers', '512', '--max-consumers', '64',
-      '--rescan-ms', '60000', ...(process.env.SOAK_DAEMON_ARGS || '').split(' ').filter(Boolean)] }).ready();
+      '--rescan-ms', '60000', '--config', gpuConfig(), '--grpc-listen', `127.0.0.1:${tcp}`, '--insecure-tcp', 'true',
+      ...(process.env.SOAK_DAEMON_ARGS || '').split(' ').filter(Boolean)] }).ready();
   t.after(() => d.kill('SIGKILL'));
   const c = d.client();
   const e = await h.echo();
   await h.attached(d, e.pid);
+  const holders = on('arbiter') ? await gpuHolders(d) : [];
+  const handoffs = async () => Number((await h.call(c, 'GetArbiter', { kind: 'gpu' })).arbiter.resources[0].handoffs);
   pin(process.pid, 1);
   pin(d.pid, 0);
   pin(e.pid, 0);
@@ -149,6 +181,7 @@ test(`soak: every attack at once for ${SECONDS} s`, { timeout: (SECONDS + 900) *
     .results[0].generation;
 
   const end = Date.now() + SECONDS * 1000;
+  const handoffsBefore = await handoffs();
   const errors = [];
   const samples = [sample(d.pid)];
   const raw = new h.grpc.Client(d.addr, h.grpc.credentials.createInsecure());
@@ -206,6 +239,35 @@ test(`soak: every attack at once for ${SECONDS} s`, { timeout: (SECONDS + 900) *
       await h.sleep(2000);
       await Promise.all(ps.map((p) => p.kill('SIGKILL')));
     }, errors),
+    on('arbiter') && every(5000, end, async () => { // a refused process says it holds the gpu
+      const p = await procsim(['init soakgpu', 'forgeres 1 0 2 1', 'ring 1'], { uid: 65534, gid: 65534 });
+      await h.sleep(3000);
+      await p.kill('SIGKILL');
+    }, errors),
+    on('conns') && every(5000, end, async () => { // idle TCP connections from 2,000 addresses
+      const ss = Array.from({ length: 2000 }, (_, i) => {
+        const s = net.connect({ port: tcp, host: '127.0.0.1', localAddress: `127.2.${i >> 8}.${i & 255}` });
+        s.on('error', () => {});
+        return s;
+      });
+      await h.sleep(4000);
+      for (const s of ss) s.destroy();
+    }, errors),
+    on('streams') && every(5000, end, async () => { // streams opened before the limit is acknowledged
+      const ss = [net.connect({ port: tcp, host: '127.0.0.1' }), net.connect(d.sock)];
+      for (const s of ss) s.once('connect', () => flood(s, 30000, '/procctl.v1.NodeService/WatchEvents', { ack: false }));
+      await h.sleep(3000);
+      for (const s of ss) s.destroy();
+    }, errors),
+    on('readers') && every(5000, end, async () => { // a read-only client's waits, over 17 connections
+      const cs = Array.from({ length: 17 }, () => new h.api.NodeService(`127.0.0.1:${tcp}`,
+        h.grpc.credentials.createInsecure(), { 'grpc.use_local_subchannel_pool': 1 }));
+      const calls = cs.flatMap((x) => Array.from({ length: 1000 }, () => x.WaitAck({ process: { pid: stopped.pid },
+        generation: gen, waitMs: 300000 }, () => {})));
+      await h.sleep(4000);
+      for (const x of calls) x.cancel();
+      for (const x of cs) x.close();
+    }, errors),
   ];
   const loaded = probe(d, e.pid, SECONDS);
   await Promise.all(loops.filter(Boolean));
@@ -213,6 +275,12 @@ test(`soak: every attack at once for ${SECONDS} s`, { timeout: (SECONDS + 900) *
   samples.push(sample(d.pid));
   raw.close();
 
+  const gpuHandoffs = on('arbiter') ? (await handoffs()) - handoffsBefore : null;
+  const grpcLimits = {};
+  for (const m of ['procctl_grpc_connections_cut_total', 'procctl_grpc_calls_refused_total',
+    'procctl_grpc_connections_refused_total{transport="tcp",limit="grpc_max_connections"}']) {
+    grpcLimits[m] = await h.metric(port, m);
+  }
   const scans = await h.metric(port, 'procctl_scans_total');
   const scanS = await h.metric(port, 'procctl_scan_seconds_total');
   const warm = samples.find((s) => s.t >= samples[0].t + 60000) || samples[0];
@@ -226,7 +294,7 @@ test(`soak: every attack at once for ${SECONDS} s`, { timeout: (SECONDS + 900) *
     threads: { start: samples[0].threads, warm: warm.threads, last: last.threads, peak: peak('threads') },
     resident_kb: { warm: warm.resident_kb, last: last.resident_kb },
     minutes: samples.filter((x, i) => i % 12 === 0).map((x) => ({ rss_kb: x.rss_kb, threads: x.threads })),
-    scans, scan_ms_mean: (scanS / scans) * 1000,
+    scans, scan_ms_mean: (scanS / scans) * 1000, gpu_handoffs: gpuHandoffs, grpc_limits: grpcLimits,
     log_lines: lines, log_lines_per_s: lines / SECONDS, driver_errors: errors.length, first_errors: errors.slice(0, 5),
   };
   const text = JSON.stringify(result, null, 2);
@@ -234,11 +302,12 @@ test(`soak: every attack at once for ${SECONDS} s`, { timeout: (SECONDS + 900) *
   if (OUT) fs.writeFileSync(OUT, `${text}\n`);
 
   process.kill(stopped.pid, 'SIGCONT');
-  await Promise.all(stalled.map((p) => p.kill('SIGKILL')));
+  await Promise.all([...stalled, ...holders].map((p) => p.kill('SIGKILL')));
   c.close();
   await d.stop();
   assert.equal(during.failed, 0, 'the healthy client was not always served');
   assert.ok(result.p99_ratio <= 2, `p99 ${during.p99} ms loaded against ${unloaded.p99} ms unloaded`);
   assert.ok(last.rss_kb <= warm.rss_kb * 1.2, `RSS ${warm.rss_kb} kB a minute in, ${last.rss_kb} kB at the end`);
   assert.ok(last.fds <= warm.fds + 32, `fds ${warm.fds} a minute in, ${last.fds} at the end`);
+  if (on('arbiter')) assert.ok(gpuHandoffs >= SECONDS, `${gpuHandoffs} gpu hand-offs in ${SECONDS} s`);
 });
