@@ -28,7 +28,7 @@ void rpc_unref(struct rpc *c)
 {
 	if (__atomic_sub_fetch(&c->refs, 1, __ATOMIC_ACQ_REL))
 		return;
-	if (c->m && c->m->kind != UNARY && c->call)
+	if (c->counted_stream)
 		__atomic_sub_fetch(&c->s->nwatch, 1, __ATOMIC_RELAXED);
 	if (c->slinked) {
 		pthread_mutex_lock(&c->s->wmu);

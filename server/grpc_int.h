@@ -76,6 +76,7 @@ struct rpc {
 	int health_known;          /* the service asked for is ours */
 	grpc_byte_buffer *send_bb;
 	struct rpc *wnext, *wprev;
+	int counted_stream;        /* counted in s->nwatch (a stream that started) */
 	struct rpc *snext, *sprev; /* the streams open, under s->wmu (slinked) */
 	int slinked;
 };

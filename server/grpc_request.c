@@ -90,6 +90,7 @@ static int stream_start(struct rpc *c)
 	int live = __atomic_add_fetch(&s->nwatch, 1, __ATOMIC_RELAXED);
 	const char *limit = (uint32_t)live > s->cfg->max_watchers ? "max_watchers" : NULL;
 	char msg[96];
+	c->counted_stream = 1;
 	watch_close(c, rpc_on_closed);
 	pthread_mutex_lock(&s->wmu);
 	c->snext = s->streams;

@@ -235,3 +235,22 @@ test('streams are capped per caller, over all its connections; root on the Unix 
   c.close();
   await d.stop();
 });
+
+test('streams refused at grpc_max_calls are not taken off the streams open (max_watchers holds)', async (t) => {
+  const tcp = await h.freePort();
+  const http = await h.freePort();
+  const d = await new h.Daemon({ args: ['--grpc-listen', `127.0.0.1:${tcp}`, '--insecure-tcp', 'true',
+    '--http-listen', `127.0.0.1:${http}`, '--grpc-max-calls', '64'] }).ready();
+  t.after(() => d.kill('SIGKILL'));
+  // A read-only client: 16 calls (a quarter of 64), the rest refused.
+  const x = new h.api.NodeService(`127.0.0.1:${tcp}`, h.grpc.credentials.createInsecure());
+  const ws = Array.from({ length: 30 }, () => h.watch(x, {}));
+  await h.until(() => ws.filter((w) => w.error).length === 14 && ws.filter((w) => w.events.length).length === 16,
+    { what: '16 streams served, 14 refused' });
+  assert.equal(await h.metric(http, 'procctl_grpc_streams'), 16);
+  for (const w of ws) w.stream.cancel();
+  await h.until(async () => (await h.metric(http, 'procctl_grpc_streams')) === 0, { what: 'no stream open' });
+  assert.equal(await h.metric(http, 'procctl_grpc_streams'), 0);
+  x.close();
+  await d.stop();
+});
