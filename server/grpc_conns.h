@@ -65,7 +65,9 @@ int conns_watch_tcp(struct grpc_conns *t, int port, char *err, size_t errlen);
  * the path is free, grpc_server.c saw to it). 0, or -errno and err. */
 int conns_listen_unix(struct grpc_conns *t, const char *path, char *err, size_t errlen);
 /* Accept on the Unix listeners, for server (started), on a thread of
- * ours. 0 or -errno. */
+ * ours (procctl-accept), which also gives the memory of a cut
+ * connection's calls back to the system a second after the cut
+ * (malloc_trim). 0 or -errno. */
 int conns_serve(struct grpc_conns *t, grpc_server *server);
 /* Stop accepting on them (before the server shuts down). */
 void conns_stop(struct grpc_conns *t);
