@@ -304,6 +304,19 @@ async function stoppedEcho(d, c) {
   return { e, gen: r.results[0].generation };
 }
 
+// A process's's open sockets (a daemon's listeners and connections).
+function sockets(pid) {
+  let n = 0;
+  for (const fd of fs.readdirSync(`/proc/${pid}/fd`)) {
+    try {
+      if (fs.readlinkSync(`/proc/${pid}/fd/${fd}`).startsWith('socket:')) n++;
+    } catch {
+      // closed since the listing
+    }
+  }
+  return n;
+}
+
 // A WatchEvents stream whose events are collected as they come.
 function watch(c, req = {}, opts = {}) {
   const s = c.WatchEvents(req, opts);
@@ -346,6 +359,6 @@ function switches(pid) {
 }
 
 module.exports = {
-  grpc, api, sleep, until, scratch, freePort, metric, Child, Daemon, client, call, code, health, healthClient, healthWatch, echo, killAll, attached, stoppedEcho, watch, bufCurl, switches,
+  grpc, api, sleep, until, scratch, freePort, metric, Child, Daemon, client, call, code, health, healthClient, healthWatch, echo, killAll, attached, stoppedEcho, sockets, watch, bufCurl, switches,
   CONSUMER, NODE_BIN, ECHO_CLIENT, TOKEN_CLIENT, PROTO_DIR, BUF,
 };

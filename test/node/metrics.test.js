@@ -388,21 +388,8 @@ test('a real Prometheus scrapes it: up is 1, and it stores the blocked time /met
   }
 });
 
-// The daemon's open sockets (its listeners and connections).
-function sockets(pid) {
-  let n = 0;
-  for (const fd of fs.readdirSync(`/proc/${pid}/fd`)) {
-    try {
-      if (fs.readlinkSync(`/proc/${pid}/fd/${fd}`).startsWith('socket:')) n++;
-    } catch {
-      // closed since the listing
-    }
-  }
-  return n;
-}
-
 test('1,000 idle connections: /metrics and /healthz still answer', async () => {
-  const base = sockets(d.pid);
+  const base = h.sockets(d.pid);
   let closed = 0;
   await Promise.all(Array.from({ length: 1000 }, () => new Promise((resolve, reject) => {
     const s = net.connect({ host: '127.0.0.1', port });
@@ -413,7 +400,7 @@ test('1,000 idle connections: /metrics and /healthz still answer', async () => {
   })));
   // The daemon accepted them (not only the kernel's backlog): it holds
   // each until its request is late (10 s), so holds or closed it.
-  await h.until(() => sockets(d.pid) + closed >= base + 1000, { timeout: 30000,
+  await h.until(() => h.sockets(d.pid) + closed >= base + 1000, { timeout: 30000,
     what: 'the daemon to hold 1,000 more sockets' });
 
   const m = await get('/metrics');
@@ -432,7 +419,7 @@ test('1,000 idle connections: /metrics and /healthz still answer', async () => {
   assert.equal(sample(cut, 'procctl_http_cut_total', { reason: 'evicted' }), 0);
 
   for (const s of idle.splice(0)) s.destroy();
-  await h.until(() => sockets(d.pid) < base + 10, { timeout: 30000, what: 'the daemon to close the idle sockets' });
+  await h.until(() => h.sockets(d.pid) < base + 10, { timeout: 30000, what: 'the daemon to close the idle sockets' });
   assert.equal((await get('/metrics')).status, 200);
   assert.equal(d.exit, null);
 });

@@ -55,19 +55,6 @@ const sample = (body, name) => {
   return line ? Number(line.slice(name.length + 1)) : NaN;
 };
 
-// The daemon's open sockets (its listeners and connections).
-function sockets(pid) {
-  let n = 0;
-  for (const fd of fs.readdirSync(`/proc/${pid}/fd`)) {
-    try {
-      if (fs.readlinkSync(`/proc/${pid}/fd/${fd}`).startsWith('socket:')) n++;
-    } catch {
-      // closed since the listing
-    }
-  }
-  return n;
-}
-
 before(async () => {
   ensureNofile(NOFILE);
   port = await h.freePort();
@@ -79,14 +66,14 @@ after(async () => {
 });
 
 test('2,100 trickling connections: /healthz, /readyz and /metrics answer', async () => {
-  const base = sockets(d.pid);
+  const base = h.sockets(d.pid);
   const t = new h.Child(process.execPath, [path.join(__dirname, 'trickler.js'), String(port), String(TRICKLERS), '2000'],
     { stdio: ['pipe', 'pipe', 'pipe'] });
   const stats = () => (t.out.length ? JSON.parse(t.out[t.out.length - 1]) : { open: 0, opened: 0, closed: 0 });
   try {
     await h.until(() => stats().opened >= TRICKLERS, { timeout: 60000, what: `${TRICKLERS} trickling connections` });
     // The daemon took all it holds (not only the kernel's backlog).
-    await h.until(() => sockets(d.pid) >= base + 2000, { timeout: 60000, what: 'the daemon to hold 2,000 of them' });
+    await h.until(() => h.sockets(d.pid) >= base + 2000, { timeout: 60000, what: 'the daemon to hold 2,000 of them' });
     const evicted = sample((await get('/metrics')).body, 'procctl_http_cut_total{reason="evicted"}');
     for (let round = 0; round < 5; round++) {
       const hz = await get('/healthz');
