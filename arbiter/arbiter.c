@@ -32,6 +32,7 @@
 #include <string.h>
 #include <sys/types.h>
 
+#include "opts.h"
 #include "procctl_arbiter.h"
 
 struct res_state {
@@ -153,12 +154,16 @@ static void learn(procctl_arbiter_t *a, const struct view *v, const procctl_reso
 
 static int make_room(procctl_arbiter_t *a, size_t want);
 
-procctl_arbiter_t *procctl_arbiter_new(const struct procctl_arbiter_opts *o, const struct procctl_arbiter_source *src)
+_Static_assert(sizeof(struct procctl_arbiter_opts) == PROCCTL_OPTS_END(struct procctl_arbiter_opts, admit_arg),
+	       "no trailing padding (opts.h)");
+
+procctl_arbiter_t *procctl_arbiter_new(const struct procctl_arbiter_opts *opts, const struct procctl_arbiter_source *src)
 {
+	struct procctl_arbiter_opts mine, *o = &mine;
 	procctl_arbiter_t *a;
 	size_t i;
 
-	if (!o || o->sz < sizeof *o || !src || !src->targets || !src->ready || !src->reports || !src->grants ||
+	if (!opts || procctl_opts_take(o, sizeof *o, opts) < 0 || !src || !src->targets || !src->ready || !src->reports || !src->grants ||
 	    !src->grant || !src->revoke || !src->drop || !src->alive || !src->pid_exists || !src->now ||
 	    !src->random_id ||
 	    !o->kind || o->nresources > PROCCTL_ARB_MAX_RESOURCES || (o->nresources && !o->resources) ||

@@ -89,8 +89,12 @@ struct procctl_arbiter_source {
 #define PROCCTL_ARB_READY_EVENTS 0x2u
 
 struct procctl_arbiter_opts {
-	size_t sz;                /* sizeof(struct procctl_arbiter_opts) */
+	size_t sz;                /* sizeof(struct procctl_arbiter_opts): see procctl_agent.h's top */
 	uint32_t kind;            /* the resource kind it arbitrates: a number, nonzero */
+	/* Resources one target may add to the table by asking for them; 0: 8.
+	 * A learned resource nobody holds, wants or shows busy any more is
+	 * forgotten (its slot free for others). */
+	uint32_t learn_max_per_target;
 	uint64_t hold_ns;         /* round robin: a holder keeps it this long while others wait */
 	unsigned flags;           /* PROCCTL_ARB_* */
 	const procctl_resource_t *resources; /* known resources of this kind (others are */
@@ -99,13 +103,11 @@ struct procctl_arbiter_opts {
 	 * target refused is never granted, and what it asks for is not learned. */
 	int (*admit)(void *arg, const struct procctl_arb_target *t);
 	void *admit_arg;
-	/* Resources one target may add to the table by asking for them; 0: 8.
-	 * A learned resource nobody holds, wants or shows busy any more is
-	 * forgotten (its slot free for others). */
-	uint32_t learn_max_per_target;
 };
 
-/* NULL with errno (EINVAL bad options or unknown flags, ENOMEM). The source must outlive it. */
+/* NULL with errno (EINVAL bad options or unknown flags, ENOMEM). o->sz
+ * may be an older header's (what it lacks is 0) or a newer one's (what
+ * this library does not know must be 0). The source must outlive it. */
 procctl_arbiter_t *procctl_arbiter_new(const struct procctl_arbiter_opts *o, const struct procctl_arbiter_source *src);
 void procctl_arbiter_free(procctl_arbiter_t *a);
 

@@ -18,6 +18,7 @@
 #include "client.h"
 #include "fdclose.h"
 #include "log.h"
+#include "opts.h"
 
 #ifndef F_SEAL_FUTURE_WRITE
 #define F_SEAL_FUTURE_WRITE 0x0010
@@ -271,27 +272,31 @@ static procctl_client_t *attach_fail(procctl_client_t *c, int err)
 	return NULL;
 }
 
+_Static_assert(sizeof(struct procctl_attach_opts) == PROCCTL_OPTS_END(struct procctl_attach_opts, sibling),
+	       "no trailing padding (opts.h)");
+
 procctl_client_t *procctl_client_attach(const struct procctl_scan_entry *e, const struct procctl_attach_opts *opts,
 					enum procctl_reject *why)
 {
-	/* Fields past an older caller's opts->sz count as 0. */
-	int has_root = opts && opts->sz > offsetof(struct procctl_attach_opts, proc_root);
-	int has_flags = opts && opts->sz > offsetof(struct procctl_attach_opts, flags);
-	int has_sib = opts && opts->sz > offsetof(struct procctl_attach_opts, sibling);
-	const char *root = has_root && opts->proc_root ? opts->proc_root : "/proc";
-	unsigned flags = has_flags ? opts->flags : 0;
+	struct procctl_attach_opts o;
+	const char *root;
 	procctl_client_t *c;
 	struct stat st;
 	int fd, err, n;
 
 	*why = PROCCTL_REJECT_NONE;
+	if (procctl_opts_take(&o, sizeof o, opts) < 0 || (o.flags & ~PROCCTL_ATTACH_NO_GETFD)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	root = o.proc_root ? o.proc_root : "/proc";
 	c = calloc(1, sizeof *c);
 	if (!c)
 		return NULL;
 	c->refs = 1;
 	pthread_mutex_init(&c->wlock, NULL);
 	c->info.pid = e->pid;
-	if (!(c->remote = remote_shared(has_sib ? opts->sibling : NULL, e->pid)) && (err = remote_open(c, root, e->pid)))
+	if (!(c->remote = remote_shared(o.sibling, e->pid)) && (err = remote_open(c, root, e->pid)))
 		return attach_fail(c, err);
 
 	/* Not on the memfd mount when the scan looked (or gone): a link's
@@ -301,7 +306,7 @@ procctl_client_t *procctl_client_attach(const struct procctl_scan_entry *e, cons
 		*why = PROCCTL_REJECT_NOT_MEMFD;
 		return attach_fail(c, EPROTO);
 	}
-	if (have_getfd() && !(flags & PROCCTL_ATTACH_NO_GETFD))
+	if (have_getfd() && !(o.flags & PROCCTL_ATTACH_NO_GETFD))
 		fd = (int)syscall(SYS_pidfd_getfd, c->remote->pidfd, e->fd, 0);
 	else
 		fd = fetch_fallback(root, e->pid, e->fd);

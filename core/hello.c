@@ -57,6 +57,7 @@
 
 #include "fdclose.h"
 #include "hello_int.h"
+#include "opts.h"
 
 static const int64_t stage_ns[HELLO_STAGES] = {HELLO_RECHECK_NS, 100000000ll, 500000000ll, 2000000000ll,
 					      10000000000ll};
@@ -439,18 +440,20 @@ void procctl_hello_free(procctl_hello_t *h)
 	free(h);
 }
 
-procctl_hello_t *procctl_hello_new(const struct procctl_hello_opts *o)
+_Static_assert(sizeof(struct procctl_hello_opts) == PROCCTL_OPTS_END(struct procctl_hello_opts, batch_ns),
+	       "no trailing padding (opts.h)");
+
+procctl_hello_t *procctl_hello_new(const struct procctl_hello_opts *opts)
 {
+	struct procctl_hello_opts mine, *o = &mine;
 	procctl_hello_t *h;
 	char p[320];
 	long ncpu = hello_possible_cpus();
 	unsigned pages;
 	int err = 0;
 
-	if (!o || o->sz < offsetof(struct procctl_hello_opts, idle_ns) + sizeof o->idle_ns || !o->on_pid ||
-	    (o->ring_pages & (o->ring_pages - 1)) || o->idle_ns > INT64_MAX / 2 ||
-	    (o->sz >= offsetof(struct procctl_hello_opts, batch_ns) + sizeof o->batch_ns && o->batch_ns > INT64_MAX / 2) ||
-	    ncpu < 1) {
+	if (procctl_opts_take(o, sizeof *o, opts) < 0 || !o->on_pid || (o->ring_pages & (o->ring_pages - 1)) ||
+	    o->idle_ns > INT64_MAX / 2 || o->batch_ns > INT64_MAX / 2 || ncpu < 1) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -458,7 +461,7 @@ procctl_hello_t *procctl_hello_new(const struct procctl_hello_opts *o)
 		errno = ENOMEM;
 		return NULL;
 	}
-	memcpy(&h->o, o, o->sz < sizeof h->o ? o->sz : sizeof h->o); /* an older, smaller one: the rest 0 */
+	h->o = *o;
 	h->epfd = h->tfd = h->ifd = h->rings.rfd = -1;
 	h->batch_ns = h->o.batch_ns ? (int64_t)h->o.batch_ns : HELLO_BATCH_NS;
 	h->idle_ns = o->idle_ns ? (int64_t)o->idle_ns : HELLO_IDLE_NS;

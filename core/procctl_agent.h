@@ -5,6 +5,14 @@
  * on failure; pointer returns are NULL with errno set. The library never
  * prints. SPEC.md is the contract this implements.
  *
+ * Options structs (procctl_*_opts) begin with size_t sz: set it to
+ * sizeof the struct, and zero what you do not set (a designated
+ * initializer does). A program built against an older header passes a
+ * smaller sz: the fields it lacks count as 0. One built against a newer
+ * header passes a larger one: it is refused (EINVAL) when a field this
+ * library does not know is set, not silently ignored. sz under
+ * sizeof(size_t) or over 4096 is refused too.
+ *
  *   Scan      find regions in /proc (procctl_scan, procctl_scan_pid)
  *   Client    one attached region: info, write, clear, read_state,
  *             wait_ack (procctl_client_*)
@@ -121,7 +129,7 @@ struct procctl_client_info {
 #define PROCCTL_ATTACH_NO_GETFD 0x1u /* use the O_PATH fallback, not pidfd_getfd */
 
 struct procctl_attach_opts {
-	size_t sz;             /* sizeof(struct procctl_attach_opts) */
+	size_t sz;             /* sizeof(struct procctl_attach_opts): see the top */
 	const char *proc_root; /* NULL: "/proc" */
 	unsigned flags;        /* PROCCTL_ATTACH_* */
 	procctl_client_t *sibling; /* optional: a client of the same process; while that process
@@ -133,7 +141,9 @@ struct procctl_attach_opts {
 /* Attach to the region a scan found (SPEC.md 13.2): pin the process with
  * pidfd_open, fetch the fd, check seals, filesystem, size and identity,
  * copy and check the header, make sure the process is its creator, map it
- * read/write. NULL with errno: EPROTO refused (*why says why), ESRCH gone,
+ * read/write. NULL with errno: EINVAL bad opts (an unknown flag, or a
+ * newer header's field this library does not know set: opts.h's rules,
+ * as for every opts struct here), EPROTO refused (*why says why), ESRCH gone,
  * EPERM no ptrace-level access, or a syscall's errno. opts may be NULL.
  * The caller holds the one reference. */
 procctl_client_t *procctl_client_attach(const struct procctl_scan_entry *e, const struct procctl_attach_opts *opts,
@@ -335,7 +345,7 @@ int procctl_trusted_dir(const char *dir, char *why, size_t whylen);
 int procctl_trusted_parent(const char *dir, char *why, size_t whylen);
 
 struct procctl_registry_opts {
-	size_t sz;                /* sizeof(struct procctl_registry_opts); older, smaller ones are fine */
+	size_t sz;                /* sizeof(struct procctl_registry_opts): see the top */
 	const char *consumer;     /* NULL: every consumer */
 	uint64_t lease_ns;        /* 0: 10 s */
 	uint64_t rescan_ns;       /* 0: 60 s */
@@ -477,7 +487,7 @@ void procctl_registry_close(procctl_registry_t *r, unsigned flags);
 typedef struct procctl_hello procctl_hello_t;
 
 struct procctl_hello_opts {
-	size_t sz;                            /* sizeof(struct procctl_hello_opts) */
+	size_t sz;                            /* sizeof(struct procctl_hello_opts): see the top */
 	void (*on_pid)(pid_t pid, void *arg); /* a process to scan now; 0: every process */
 	void *arg;
 	const char *proc_root;                /* NULL: "/proc" */

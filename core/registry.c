@@ -22,6 +22,7 @@
 #include "doorbell.h"
 #include "lock.h"
 #include "log.h"
+#include "opts.h"
 #include "registry_int.h"
 
 static void arm(int tfd, uint64_t first_ns, uint64_t every_ns)
@@ -427,27 +428,36 @@ int procctl_registry_rescan(procctl_registry_t *r)
 
 /* ---- lifecycle ------------------------------------------------------ */
 
-/* opts into r->o, with the defaults for what is 0, and its strings into r. */
+/* opts into r->o (any version: opts.h), with the defaults for what is 0,
+ * and its strings into r; -EINVAL when refused. */
+_Static_assert(sizeof(struct procctl_registry_opts) == PROCCTL_OPTS_END(struct procctl_registry_opts, max_consumers),
+	       "no trailing padding (opts.h)");
+
 static int reg_opts_take(procctl_registry_t *r, const struct procctl_registry_opts *opts)
 {
-	const char *lock_dir = opts->lock_dir ? opts->lock_dir : PROCCTL_LOCK_DIR_DEFAULT;
-	const char *proc_root = opts->proc_root ? opts->proc_root : "/proc";
+	struct procctl_registry_opts *o = &r->o;
+	const char *lock_dir, *proc_root;
 
-	/* An older caller's smaller struct: the fields it lacks are 0. */
-	memcpy(&r->o, opts, opts->sz < sizeof r->o ? opts->sz : sizeof r->o);
-	if (!r->o.max_per_process)
-		r->o.max_per_process = DEFAULT_PER_PROCESS;
-	if (!r->o.max_regions)
-		r->o.max_regions = DEFAULT_REGIONS;
-	if (!r->o.max_consumers)
-		r->o.max_consumers = DEFAULT_CONSUMERS;
-	if (!r->o.lease_ns)
-		r->o.lease_ns = DEFAULT_LEASE_NS;
-	if (!r->o.rescan_ns)
-		r->o.rescan_ns = DEFAULT_RESCAN_NS;
+	if (!opts || procctl_opts_take(o, sizeof *o, opts) < 0 ||
+	    (o->flags & ~(PROCCTL_REGISTRY_PASSIVE | PROCCTL_REGISTRY_DOORBELLS | PROCCTL_REGISTRY_BELL_THREADS)) ||
+	    (o->consumer && procctl_name_valid(o->consumer, PROCCTL_CONSUMER_MAX) < 0) ||
+	    (o->lease_ns && (o->lease_ns < PROCCTL_LEASE_FLOOR_NS || o->lease_ns > PROCCTL_LEASE_CEIL_NS)))
+		return -EINVAL;
+	lock_dir = o->lock_dir ? o->lock_dir : PROCCTL_LOCK_DIR_DEFAULT;
+	proc_root = o->proc_root ? o->proc_root : "/proc";
+	if (!o->max_per_process)
+		o->max_per_process = DEFAULT_PER_PROCESS;
+	if (!o->max_regions)
+		o->max_regions = DEFAULT_REGIONS;
+	if (!o->max_consumers)
+		o->max_consumers = DEFAULT_CONSUMERS;
+	if (!o->lease_ns)
+		o->lease_ns = DEFAULT_LEASE_NS;
+	if (!o->rescan_ns)
+		o->rescan_ns = DEFAULT_RESCAN_NS;
 	if (strlen(lock_dir) >= sizeof r->lock_dir || strlen(proc_root) >= sizeof r->proc_root)
 		return -ENAMETOOLONG;
-	snprintf(r->consumer, sizeof r->consumer, "%s", opts->consumer ? opts->consumer : "");
+	snprintf(r->consumer, sizeof r->consumer, "%s", o->consumer ? o->consumer : "");
 	snprintf(r->lock_dir, sizeof r->lock_dir, "%s", lock_dir);
 	snprintf(r->proc_root, sizeof r->proc_root, "%s", proc_root);
 	return 0;
@@ -486,13 +496,6 @@ procctl_registry_t *procctl_registry_new(const struct procctl_registry_opts *opt
 	procctl_registry_t *r;
 	int err;
 
-	if (!opts || opts->sz < offsetof(struct procctl_registry_opts, flags) + sizeof opts->flags ||
-	    (opts->flags & ~(PROCCTL_REGISTRY_PASSIVE | PROCCTL_REGISTRY_DOORBELLS | PROCCTL_REGISTRY_BELL_THREADS)) ||
-	    (opts->consumer && procctl_name_valid(opts->consumer, PROCCTL_CONSUMER_MAX) < 0) ||
-	    (opts->lease_ns && (opts->lease_ns < PROCCTL_LEASE_FLOOR_NS || opts->lease_ns > PROCCTL_LEASE_CEIL_NS))) {
-		errno = EINVAL;
-		return NULL;
-	}
 	r = calloc(1, sizeof *r);
 	if (!r)
 		return NULL;

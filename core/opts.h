@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* opts.h - the agent library's options structs, taken one way (libbpf's
+ * OPTS_VALID). Each begins with size_t sz, the size the caller was built
+ * with:
+ * - an older caller's smaller struct is fine: the fields it lacks read 0,
+ *   as if it had zeroed them;
+ * - a newer caller's larger one is fine while every byte past the fields
+ *   this library knows is 0: a field it cannot honour is refused, never
+ *   dropped;
+ * - sz under sizeof(size_t) (a caller that set none) or over
+ *   PROCCTL_OPTS_MAX (not a size at all) is refused.
+ * No opts struct has trailing padding (each ends on a field, static
+ *   asserts say so), so "past the fields known" is "past sizeof". */
+#ifndef PROCCTL_OPTS_H
+#define PROCCTL_OPTS_H
+
+#include <stddef.h>
+
+#define PROCCTL_OPTS_MAX 4096
+
+/* Where type's field ends: an opts struct's sizeof must be its last's. */
+#define PROCCTL_OPTS_END(type, field) (offsetof(type, field) + sizeof(((type *)0)->field))
+
+/* Take the caller's opts (NULL: every field 0) into o, this library's
+ * struct of osz bytes, zeroed first. 0, or -EINVAL (o is then all 0). */
+int procctl_opts_take(void *o, size_t osz, const void *opts);
+
+#endif
