@@ -156,17 +156,21 @@ static int make_room(procctl_arbiter_t *a, size_t want);
 
 _Static_assert(sizeof(struct procctl_arbiter_opts) == PROCCTL_OPTS_END(struct procctl_arbiter_opts, admit_arg),
 	       "no trailing padding (opts.h)");
+_Static_assert(sizeof(struct procctl_arbiter_source) == PROCCTL_OPTS_END(struct procctl_arbiter_source, stopped),
+	       "no trailing padding (opts.h)");
 
-procctl_arbiter_t *procctl_arbiter_new(const struct procctl_arbiter_opts *opts, const struct procctl_arbiter_source *src)
+procctl_arbiter_t *procctl_arbiter_new(const struct procctl_arbiter_opts *opts,
+				       const struct procctl_arbiter_source *source)
 {
 	struct procctl_arbiter_opts mine, *o = &mine;
+	struct procctl_arbiter_source their, *src = &their;
 	procctl_arbiter_t *a;
 	size_t i;
 
-	if (!opts || procctl_opts_take(o, sizeof *o, opts) < 0 || !src || !src->targets || !src->ready || !src->reports || !src->grants ||
-	    !src->grant || !src->revoke || !src->drop || !src->alive || !src->pid_exists || !src->now ||
-	    !src->random_id ||
-	    !o->kind || o->nresources > PROCCTL_ARB_MAX_RESOURCES || (o->nresources && !o->resources) ||
+	if (!opts || procctl_opts_take(o, sizeof *o, opts) < 0 || !source ||
+	    procctl_opts_take(src, sizeof *src, source) < 0 || !src->targets || !src->ready || !src->reports ||
+	    !src->grants || !src->grant || !src->revoke || !src->drop || !src->alive || !src->pid_exists ||
+	    !src->now || !src->random_id || !o->kind || o->nresources > PROCCTL_ARB_MAX_RESOURCES || (o->nresources && !o->resources) ||
 	    (o->flags & ~(PROCCTL_ARB_PROCESS_BOUND | PROCCTL_ARB_READY_EVENTS))) {
 		errno = EINVAL;
 		return NULL;
@@ -711,24 +715,26 @@ uint64_t procctl_arbiter_next_tick(const procctl_arbiter_t *a)
 	return a->next_due;
 }
 
-size_t procctl_arbiter_snapshot(const procctl_arbiter_t *a, struct procctl_arbiter_snapshot *out, size_t max)
+size_t procctl_arbiter_snapshot(const procctl_arbiter_t *a, struct procctl_arbiter_snapshot *out, size_t max, size_t sz)
 {
 	uint64_t now = a->last_tick;
 	size_t i;
-	for (i = 0; i < a->nres && i < max; i++) {
+	for (i = 0; sz && i < a->nres && i < max; i++) {
 		const struct res_state *rs = &a->res[i];
-		memset(&out[i], 0, sizeof out[i]);
-		out[i].res = rs->res;
-		out[i].holder_pid = rs->holder_pid;
-		out[i].holder_instance = rs->holder_pid ? rs->holder_instance : 0;
-		out[i].grant_id = rs->holder_pid ? rs->grant_id : 0;
-		out[i].held_ns = rs->holder_pid && now > rs->granted_at ? now - rs->granted_at : 0;
-		out[i].pending_since_ns = rs->pending_since;
-		out[i].blocked_ns = rs->blocked_ns;
-		out[i].hold_ns_total = rs->hold_total_ns;
-		out[i].pending_ns = rs->pending_ns;
-		out[i].handoffs = rs->handoffs;
-		out[i].waiters = rs->waiters;
+		struct procctl_arbiter_snapshot s;
+		memset(&s, 0, sizeof s);
+		s.res = rs->res;
+		s.holder_pid = rs->holder_pid;
+		s.holder_instance = rs->holder_pid ? rs->holder_instance : 0;
+		s.grant_id = rs->holder_pid ? rs->grant_id : 0;
+		s.held_ns = rs->holder_pid && now > rs->granted_at ? now - rs->granted_at : 0;
+		s.pending_since_ns = rs->pending_since;
+		s.blocked_ns = rs->blocked_ns;
+		s.hold_ns_total = rs->hold_total_ns;
+		s.pending_ns = rs->pending_ns;
+		s.handoffs = rs->handoffs;
+		s.waiters = rs->waiters;
+		procctl_out_give((char *)out + i * sz, sz, &s, sizeof s);
 	}
 	return a->nres;
 }

@@ -37,6 +37,7 @@ struct procctl_arb_target {
 #define PROCCTL_ARB_MAX_RESOURCES 64
 
 struct procctl_arbiter_source {
+	size_t sz;  /* sizeof(struct procctl_arbiter_source): taken as opts are (procctl_agent.h's top) */
 	void *ctx;
 	/* The targets now: how many there are, at most max of them written;
 	 * when there are more, the arbiter makes room and asks again (a
@@ -145,8 +146,10 @@ struct procctl_arbiter_snapshot {
 	uint32_t waiters;         /* admitted processes that want it, holder excluded */
 };
 
-/* The state of every resource (at most max): how many there are. */
-size_t procctl_arbiter_snapshot(const procctl_arbiter_t *a, struct procctl_arbiter_snapshot *out, size_t max);
+/* The state of every resource (at most max, each sz bytes apart: sizeof
+ * *out; a field this library does not have reads 0): how many there are.
+ * sz 0 writes nothing. */
+size_t procctl_arbiter_snapshot(const procctl_arbiter_t *a, struct procctl_arbiter_snapshot *out, size_t max, size_t sz);
 
 /* The real source: consumer's clients in registry r (call tick on r's loop
  * thread). Reads use a deadline of read_deadline_ns from now. 0, -EINVAL,

@@ -44,7 +44,7 @@ static size_t targets(void *ctx, struct procctl_arb_target *out, size_t max)
 		n = procctl_registry_clients_of(s->r, s->consumer, cs, s->ncs); /* the same: one thread */
 	}
 	for (i = 0; i < n && k < max; i++) {
-		if (procctl_client_info(cs[i], &s->info))
+		if (procctl_client_info(cs[i], &s->info, sizeof s->info))
 			continue;
 		out[k].handle = cs[i];
 		out[k].pid = s->info.pid;
@@ -64,7 +64,7 @@ static int reports(void *ctx, void *h, struct procctl_res_entry *out, uint32_t m
 {
 	struct rsrc *s = ctx;
 	uint32_t n;
-	int err = procctl_client_read_state(h, &s->st, (int64_t)(now_ns(ctx) + s->deadline_ns));
+	int err = procctl_client_read_state(h, &s->st, sizeof s->st, (int64_t)(now_ns(ctx) + s->deadline_ns));
 	if (err)
 		return err;
 	n = s->st.nres < max ? s->st.nres : max;
@@ -172,6 +172,7 @@ int procctl_arbiter_registry_source(struct procctl_arbiter_source *src, procctl_
 	memcpy(s->consumer, consumer, strlen(consumer));
 	s->deadline_ns = read_deadline_ns;
 	memset(src, 0, sizeof *src);
+	src->sz = sizeof *src;
 	src->ctx = s;
 	src->targets = targets;
 	src->ready = ready;

@@ -261,7 +261,7 @@ static void bench_read_state(pid_t pid, procctl_client_t *c, int inline_read)
 			abort();
 		f[i] = bench_now_ns() - t0;
 		t0 = bench_now_ns();
-		if (procctl_client_read_state(c, &st, inline_read ? -1 : bench_now_ns() + 1000000000) != 0)
+		if (procctl_client_read_state(c, &st, sizeof st, inline_read ? -1 : bench_now_ns() + 1000000000) != 0)
 			abort();
 		v[i] = bench_now_ns() - t0;
 	}

@@ -133,9 +133,9 @@ int main(void)
 		ppoll(&p, 1, &ts, NULL);
 		if (procctl_registry_dispatch(r) < 0)
 			break;
-		procctl_arbiter_snapshot(a, &before, 1);
+		procctl_arbiter_snapshot(a, &before, 1, sizeof before);
 		procctl_arbiter_tick(a);
-		procctl_arbiter_snapshot(a, &after, 1);
+		procctl_arbiter_snapshot(a, &after, 1, sizeof after);
 		if (!before.pending_since_ns && after.pending_since_ns && after.waiters)
 			decided[n++] = (int64_t)after.pending_since_ns; /* this tick revoked: the decision */
 	}

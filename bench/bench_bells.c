@@ -214,7 +214,7 @@ static void run(long n, const char *consumer, const char *lock_dir, unsigned fla
 		{ fprintf(stderr, "bench_bells: %ld of %ld attached\n", s.attached, n); die("not every region attached"); }
 	f->attach_ms = (double)(bench_now_ns() - t0) / 1e6;
 	f->publish_ms = publish(r, &s);
-	procctl_registry_stats(r, &st);
+	procctl_registry_stats(r, &st, sizeof st);
 	fprintf(stderr, "bench_bells: %ld regions%s: %llu rings heard, %llu muted\n", n,
 		(flags & PROCCTL_REGISTRY_BELL_THREADS) ? " (threads)" : "", (unsigned long long)st.doorbells,
 		(unsigned long long)st.doorbells_muted);

@@ -372,10 +372,9 @@ void procctl_client_close(procctl_client_t *c)
 	free(c);
 }
 
-int procctl_client_info(const procctl_client_t *c, struct procctl_client_info *out)
+int procctl_client_info(const procctl_client_t *c, struct procctl_client_info *out, size_t sz)
 {
-	*out = c->info;
-	return 0;
+	return procctl_out_give(out, sz, &c->info, sizeof c->info);
 }
 
 uint64_t procctl_client_published_max(const procctl_client_t *c)

@@ -181,7 +181,14 @@ static struct read_job *read_job_new(procctl_client_t *c, int *err)
 }
 
 /* What a finished read found, into out; rj is freed. */
-static int read_result(struct read_job *rj, int r, struct procctl_state *out)
+/* Is sz a size for struct procctl_state? Today's is the least: there was
+ * never a smaller one. A newer caller's larger one gets its tail zeroed. */
+static int state_size_ok(size_t sz)
+{
+	return sz >= sizeof(struct procctl_state);
+}
+
+static int read_result(struct read_job *rj, int r, struct procctl_state *out, size_t sz)
 {
 	int alive;
 	/* A canary that no longer matches, or an address that no longer
@@ -198,17 +205,21 @@ static int read_result(struct read_job *rj, int r, struct procctl_state *out)
 		out->data_len = v->data_len;
 		memcpy(out->data, v->data, v->data_len);
 	}
-	if (out)
+	if (out) {
 		out->why = rj->why;
+		memset((char *)out + sizeof *out, 0, sz - sizeof *out);
+	}
 	procctl_job_free(&rj->job);
 	return r;
 }
 
-int procctl_client_read_state(procctl_client_t *c, struct procctl_state *out, int64_t deadline_ns)
+int procctl_client_read_state(procctl_client_t *c, struct procctl_state *out, size_t sz, int64_t deadline_ns)
 {
 	int r;
-	struct read_job *rj = read_job_new(c, &r);
-	if (!rj)
+	struct read_job *rj;
+	if (!out || !state_size_ok(sz))
+		return -EINVAL;
+	if (!(rj = read_job_new(c, &r)))
 		return r;
 	if (deadline_ns < 0) { /* on this thread, for callers that may block */
 		r = read_fn(&rj->job);
@@ -217,7 +228,7 @@ int procctl_client_read_state(procctl_client_t *c, struct procctl_state *out, in
 		if (r == -ETIMEDOUT) /* abandoned: c is blocked until its worker returns */
 			return r;
 	}
-	return read_result(rj, r, out);
+	return read_result(rj, r, out, sz);
 }
 
 static void read_done(struct procctl_job *j)
@@ -250,10 +261,14 @@ int procctl_read_late(procctl_read_t *rd)
 	return procctl_job_late(&((struct read_job *)rd)->job);
 }
 
-int procctl_read_finish(procctl_read_t *rd, struct procctl_state *out)
+int procctl_read_finish(procctl_read_t *rd, struct procctl_state *out, size_t sz)
 {
 	struct read_job *rj = (struct read_job *)rd;
-	return read_result(rj, rj->job.result, out);
+	if (out && !state_size_ok(sz)) {
+		read_result(rj, rj->job.result, NULL, 0);
+		return -EINVAL;
+	}
+	return read_result(rj, rj->job.result, out, sz);
 }
 
 int procctl_ack_decide(uint64_t gen, uint64_t published_max, uint64_t acked_gen, int32_t ack_status)
@@ -282,7 +297,7 @@ int procctl_client_wait_ack(procctl_client_t *c, uint64_t gen, int64_t deadline_
 		struct timespec ts;
 		/* Read first: a doorbell wake is not sticky, and the ack may
 		 * already be there. */
-		r = procctl_client_read_state(c, st, deadline_ns);
+		r = procctl_client_read_state(c, st, sizeof *st, deadline_ns);
 		max = __atomic_load_n(&c->published_max, __ATOMIC_ACQUIRE);
 		if (r == 0 && (kind = procctl_ack_decide(gen, max, st->acked_gen, st->ack_status))) {
 			out->acked_gen = st->acked_gen;

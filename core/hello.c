@@ -573,9 +573,10 @@ int procctl_hello_dispatch(procctl_hello_t *h)
 	return err;
 }
 
-void procctl_hello_stats(const procctl_hello_t *h, struct procctl_hello_stats *s)
+int procctl_hello_stats(const procctl_hello_t *h, struct procctl_hello_stats *out, size_t sz)
 {
-	*s = h->st;
-	s->files = h->nfiles;
-	s->uprobes = h->st.probes * (uint64_t)h->rings.n;
+	struct procctl_hello_stats st = h->st;
+	st.files = h->nfiles;
+	st.uprobes = h->st.probes * (uint64_t)h->rings.n;
+	return procctl_out_give(out, sz, &st, sizeof st);
 }

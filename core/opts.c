@@ -5,6 +5,16 @@
 #include <errno.h>
 #include <string.h>
 
+int procctl_out_give(void *out, size_t sz, const void *mine, size_t msz)
+{
+	if (!out || !sz)
+		return -EINVAL;
+	memcpy(out, mine, sz < msz ? sz : msz);
+	if (sz > msz)
+		memset((char *)out + msz, 0, sz - msz);
+	return 0;
+}
+
 int procctl_opts_take(void *o, size_t osz, const void *opts)
 {
 	const unsigned char *p = opts;

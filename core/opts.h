@@ -21,6 +21,13 @@
 /* Where type's field ends: an opts struct's sizeof must be its last's. */
 #define PROCCTL_OPTS_END(type, field) (offsetof(type, field) + sizeof(((type *)0)->field))
 
+/* Out structs (stats, info, snapshots) go the other way: the caller
+ * passes sizeof its struct, sz, beside it. Give out the first sz bytes of
+ * this library's (mine, msz bytes), and 0 past msz: a newer caller's
+ * fields this library does not know read 0, an older caller gets those it
+ * knows. 0, or -EINVAL (out NULL, sz 0). */
+int procctl_out_give(void *out, size_t sz, const void *mine, size_t msz);
+
 /* Take the caller's opts (NULL: every field 0) into o, this library's
  * struct of osz bytes, zeroed first. 0, or -EINVAL (o is then all 0). */
 int procctl_opts_take(void *o, size_t osz, const void *opts);

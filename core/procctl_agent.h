@@ -13,6 +13,12 @@
  * library does not know is set, not silently ignored. sz under
  * sizeof(size_t) or over 4096 is refused too.
  *
+ * Structs the library fills (info, stats, state, snapshots) go the other
+ * way: pass sizeof yours beside it (sz). The library fills what it has of
+ * the first sz bytes; a field it does not have (yours is newer) reads 0.
+ * Events carry sz, the size of the struct the library filled: a field
+ * past it is not there.
+ *
  *   Scan      find regions in /proc (procctl_scan, procctl_scan_pid)
  *   Client    one attached region: info, write, clear, read_state,
  *             wait_ack (procctl_client_*)
@@ -155,7 +161,8 @@ procctl_client_t *procctl_client_attach(const struct procctl_scan_entry *e, cons
 procctl_client_t *procctl_client_ref(procctl_client_t *c);
 void procctl_client_close(procctl_client_t *c);
 
-int procctl_client_info(const procctl_client_t *c, struct procctl_client_info *out);
+/* 0, or -EINVAL (out NULL, sz 0). */
+int procctl_client_info(const procctl_client_t *c, struct procctl_client_info *out, size_t sz);
 /* The generation of the config now in the region, by the agent's own
  * copy: the last write or clear, or what it adopted when it claimed the
  * region (0: none published). */
@@ -232,7 +239,8 @@ struct procctl_state {
  * worker free (all stuck on stalled reads); -EPROTO refused (out->why);
  * -ETIMEDOUT the read did not finish (a stalled page: further reads of
  * that process fail at once until it does); -ESRCH exited; -ESTALE exec'd;
- * -EFAULT unreadable.
+ * -EFAULT unreadable; -EINVAL out NULL, or sz under today's
+ * sizeof(struct procctl_state) (no smaller one was ever released).
  *
  * The read runs on a worker thread because nothing else can bound it: a
  * remote read of a page behind userfaultfd or a stalled FUSE file blocks
@@ -240,14 +248,15 @@ struct procctl_state {
  * two thread wakeups. A caller that accepts blocking for as long as the
  * process's memory does may pass deadline_ns < 0: the read then runs on
  * its own thread, at the cost of the syscalls alone. */
-int procctl_client_read_state(procctl_client_t *c, struct procctl_state *out, int64_t deadline_ns);
+int procctl_client_read_state(procctl_client_t *c, struct procctl_state *out, size_t sz, int64_t deadline_ns);
 
 /* The same read for an event loop, which waits for nothing: started on a
  * worker, and done(arg) is called on that worker when it returns (a read
  * stuck behind a page nobody serves returns when the process dies). Then
  * procctl_read_finish gives what procctl_client_read_state would have,
  * and frees it (call it once, after done; c may be closed by then; out
- * may be NULL, for a read no longer wanted). NULL
+ * may be NULL, for a read no longer wanted; -EINVAL, the read freed, when
+ * sz is refused as above). NULL
  * with errno: ETIMEDOUT a read of the process is stuck, ESRCH or ESTALE it
  * is gone, EAGAIN every worker is stuck, ENOMEM. A read the caller finds
  * late (its own deadline) is stuck: procctl_read_late, and until it
@@ -256,7 +265,7 @@ int procctl_client_read_state(procctl_client_t *c, struct procctl_state *out, in
 typedef struct procctl_read procctl_read_t;
 procctl_read_t *procctl_client_read_start(procctl_client_t *c, void (*done)(void *arg), void *arg);
 int procctl_read_late(procctl_read_t *rd);
-int procctl_read_finish(procctl_read_t *rd, struct procctl_state *out);
+int procctl_read_finish(procctl_read_t *rd, struct procctl_state *out, size_t sz);
 
 enum procctl_ack_kind {
 	PROCCTL_ACK_APPLIED = 1,    /* acked_gen == gen, status 0 */
@@ -298,6 +307,7 @@ enum procctl_event_type {
 };
 
 struct procctl_event {
+	size_t sz;                /* sizeof the struct the library filled: a field past it is not there */
 	enum procctl_event_type type;
 	procctl_client_t *client; /* ATTACHED, DETACHED, DOORBELL */
 	pid_t pid;
@@ -448,7 +458,8 @@ int procctl_registry_doorbell_rang(procctl_registry_t *r, const procctl_client_t
  * Turning unheard rings one more DOORBELL event. -ENOTSUP: no DOORBELLS,
  * or c is not attached. */
 int procctl_registry_doorbell_heard(procctl_registry_t *r, const procctl_client_t *c);
-void procctl_registry_stats(procctl_registry_t *r, struct procctl_registry_stats *out);
+/* 0, or -EINVAL (out NULL, sz 0). */
+int procctl_registry_stats(procctl_registry_t *r, struct procctl_registry_stats *out, size_t sz);
 
 #define PROCCTL_CLOSE_UNINSTALL 0x1u /* release leases: uninstall every owned region */
 
@@ -528,7 +539,8 @@ procctl_hello_t *procctl_hello_new(const struct procctl_hello_opts *opts);
 int procctl_hello_fd(const procctl_hello_t *h);
 /* Handle what is pending, without blocking: 0 or -errno. */
 int procctl_hello_dispatch(procctl_hello_t *h);
-void procctl_hello_stats(const procctl_hello_t *h, struct procctl_hello_stats *out);
+/* 0, or -EINVAL (out NULL, sz 0). */
+int procctl_hello_stats(const procctl_hello_t *h, struct procctl_hello_stats *out, size_t sz);
 void procctl_hello_free(procctl_hello_t *h);
 /* Why procctl_hello_new failed (its -errno), in words. */
 const char *procctl_hello_error(int err);

@@ -47,6 +47,7 @@ void reg_kick(procctl_registry_t *r)
 
 void reg_emit(procctl_registry_t *r, struct procctl_event *ev)
 {
+	ev->sz = sizeof *ev;
 	if (r->o.on_event)
 		r->o.on_event(ev, r->o.arg);
 }
@@ -546,15 +547,17 @@ int procctl_registry_first_scan_done(const procctl_registry_t *r)
 	return r->first_scan_done;
 }
 
-void procctl_registry_stats(procctl_registry_t *r, struct procctl_registry_stats *out)
+int procctl_registry_stats(procctl_registry_t *r, struct procctl_registry_stats *out, size_t sz)
 {
+	struct procctl_registry_stats st;
 	const struct entry *e;
 	pthread_mutex_lock(&r->mu);
-	*out = r->stats;
-	out->owned = 0;
+	st = r->stats;
+	st.owned = 0;
 	for (e = r->entries; e; e = e->next)
-		out->owned += (procctl_client_ownership(e->c) == PROCCTL_OWN_OWNED) != 0;
+		st.owned += (procctl_client_ownership(e->c) == PROCCTL_OWN_OWNED) != 0;
 	pthread_mutex_unlock(&r->mu);
+	return procctl_out_give(out, sz, &st, sizeof st);
 }
 
 void procctl_registry_close(procctl_registry_t *r, unsigned flags)

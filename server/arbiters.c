@@ -164,7 +164,7 @@ void arbiters_tick(struct node *n)
 					 "process of its consumer: nothing granted or revoked\"", ab->cfg->name);
 		else if (r < 0)
 			node_log(PROCCTL_LOG_DEBUG, "arbiter_write_failed", "kind=%s error=%s", ab->cfg->name, strerror(-r));
-		c = procctl_arbiter_snapshot(ab->a, now, PROCCTL_ARB_MAX_RESOURCES);
+		c = procctl_arbiter_snapshot(ab->a, now, PROCCTL_ARB_MAX_RESOURCES, sizeof *now);
 		for (j = 0; j < c; j++) {
 			const struct procctl_arbiter_snapshot *old = NULL;
 			for (k = 0; k < ab->nsnap; k++)

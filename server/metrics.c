@@ -90,7 +90,7 @@ static void registries(FILE *f, const struct node *n)
 	struct procctl_registry_stats rs[NODE_CONSUMERS_MAX];
 	size_t i, k;
 	for (i = 0; i < n->nreg; i++)
-		procctl_registry_stats(n->reg[i], &rs[i]);
+		procctl_registry_stats(n->reg[i], &rs[i], sizeof rs[i]);
 	reg_counter(f, rs, n->nreg, "procctl_scans_total", "Full scans of /proc.",
 		    offsetof(struct procctl_registry_stats, scans), 1);
 	reg_counter(f, rs, n->nreg, "procctl_scan_seconds_total", "Time spent in full scans of /proc.",
@@ -142,7 +142,7 @@ static void hello(FILE *f, const struct node *n)
 	struct procctl_hello_stats hs;
 	memset(&hs, 0, sizeof hs);
 	if (n->hello)
-		procctl_hello_stats(n->hello, &hs);
+		procctl_hello_stats(n->hello, &hs, sizeof hs);
 	metric_head(f, "procctl_hello_available", "gauge",
 		    "1 when the procctl:hello probe runs; 0 when it is off or not allowed here (new processes "
 		    "are found at rescans).");

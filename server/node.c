@@ -372,7 +372,7 @@ void node_close(struct node *n, unsigned flags)
 		close(n->lock_ifd);
 	if (n->hello) {
 		struct procctl_hello_stats hs;
-		procctl_hello_stats(n->hello, &hs);
+		procctl_hello_stats(n->hello, &hs, sizeof hs);
 		if (hs.uprobes)
 			node_log(PROCCTL_LOG_INFO, "closing_uprobes", "count=%llu", (unsigned long long)hs.uprobes);
 		procctl_hello_free(n->hello);

@@ -229,7 +229,7 @@ static void on_attached(struct node *n, const struct procctl_event *e, procctl_r
 		free(p);
 		goto nomem;
 	}
-	procctl_client_info(e->client, &info);
+	procctl_client_info(e->client, &info, sizeof info);
 	p->c = procctl_client_ref(e->client);
 	p->reg = reg;
 	p->key.pid = info.pid;

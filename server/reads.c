@@ -70,7 +70,7 @@ void reads_close(struct node *n)
 	pthread_mutex_unlock(&q->mu);
 	for (; pr; pr = next) {
 		next = pr->next;
-		procctl_read_finish(pr->rd, NULL);
+		procctl_read_finish(pr->rd, NULL, 0);
 		free(pr);
 		q_put(q);
 	}
@@ -95,7 +95,7 @@ static void read_done(void *arg)
 	}
 	pthread_mutex_unlock(&q->mu);
 	if (!live) {
-		procctl_read_finish(pr->rd, NULL);
+		procctl_read_finish(pr->rd, NULL, 0);
 		free(pr);
 		q_put(q);
 	}
@@ -207,7 +207,7 @@ void node_reads_done(struct node *n)
 	pthread_mutex_unlock(&q->mu);
 	for (; pr; pr = next) {
 		struct proc *p = pr->p;
-		int r = procctl_read_finish(pr->rd, &n->st);
+		int r = procctl_read_finish(pr->rd, &n->st, sizeof n->st);
 		next = pr->next;
 		if (p) {
 			p->rd = NULL;

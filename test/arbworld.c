@@ -185,8 +185,9 @@ static int f_changed(void *ctx, void *h)
 /* Without w->doorbells, changed is NULL: every tick reads every target. */
 struct procctl_arbiter_source aw_source(struct world *w)
 {
-	struct procctl_arbiter_source s = {w,       f_targets, f_ready,      f_reports, f_grants, f_grant, f_revoke,
-					   f_drop,  f_alive,   f_pid_exists, f_now,     f_random, NULL,     f_stopped};
+	struct procctl_arbiter_source s = {sizeof s, w,       f_targets, f_ready,  f_reports, f_grants, f_grant,
+					   f_revoke, f_drop,  f_alive,   f_pid_exists, f_now,   f_random, NULL,
+					   f_stopped};
 	if (w->doorbells)
 		s.changed = f_changed;
 	return s;
@@ -306,6 +307,6 @@ procctl_arbiter_t *aw_two_wanters(struct world *w, unsigned flags)
 struct procctl_arbiter_snapshot aw_snap(procctl_arbiter_t *a, int i)
 {
 	struct procctl_arbiter_snapshot s[4];
-	assert_int_equal(procctl_arbiter_snapshot(a, s, 4), 2);
+	assert_int_equal(procctl_arbiter_snapshot(a, s, 4, sizeof *s), 2);
 	return s[i];
 }

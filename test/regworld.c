@@ -22,6 +22,7 @@
 static void on_event(const struct procctl_event *ev, void *arg)
 {
 	struct evlog *l = arg;
+	l->unsized += ev->sz != sizeof *ev;
 	l->last_pid = ev->pid;
 	if (ev->type == PROCCTL_EV_ATTACHED)
 		l->attached++;

@@ -19,6 +19,7 @@
 
 struct evlog {
 	int attached, detached, ownership, lost, last_reason, held, doorbells, ready;
+	int unsized; /* events whose sz is not this header's sizeof */
 	pid_t last_pid;
 	pid_t rang[8]; /* the first doorbells' pids */
 };

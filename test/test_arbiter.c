@@ -442,7 +442,7 @@ static void refused_reports_count_for_nothing(void **state)
 static size_t known(procctl_arbiter_t *a)
 {
 	struct procctl_arbiter_snapshot s[PROCCTL_ARB_MAX_RESOURCES];
-	return procctl_arbiter_snapshot(a, s, PROCCTL_ARB_MAX_RESOURCES);
+	return procctl_arbiter_snapshot(a, s, PROCCTL_ARB_MAX_RESOURCES, sizeof *s);
 }
 
 /* What processes ask for is learned only from admitted ones, at most 8
@@ -479,7 +479,7 @@ static void learning_bounded(void **state)
 	assert_int_equal(known(a), 2 + 3);
 	{
 		struct procctl_arbiter_snapshot s[8];
-		size_t i, n = procctl_arbiter_snapshot(a, s, 8), held = 0;
+		size_t i, n = procctl_arbiter_snapshot(a, s, 8, sizeof *s), held = 0;
 		for (i = 2; i < n; i++)
 			held += s[i].holder_pid == 60;
 		assert_int_equal(held, 3);

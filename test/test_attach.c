@@ -164,7 +164,7 @@ static void bad_state_blocks(void **state)
 		e = region_of(&p, modes[i]);
 		c = procctl_client_attach(&e, NULL, &why);
 		assert_non_null(c);
-		assert_int_equal(procctl_client_read_state(c, &st, soon(1000000000)), -EPROTO);
+		assert_int_equal(procctl_client_read_state(c, &st, sizeof st, soon(1000000000)), -EPROTO);
 		assert_int_equal(st.why, want[i]);
 		procctl_client_close(c);
 		th_agent_kill(&p);

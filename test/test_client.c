@@ -62,7 +62,7 @@ static void echo_roundtrip(void **state)
 		_exit(127);
 	}
 	c = attach(pid, -1);
-	assert_int_equal(procctl_client_info(c, &info), 0);
+	assert_int_equal(procctl_client_info(c, &info, sizeof info), 0);
 	assert_int_equal(info.pid, pid);
 	assert_true(info.nspid_count >= 1);
 	assert_int_equal(info.nspid[info.nspid_count - 1], info.hdr.creator_pid);
@@ -71,7 +71,7 @@ static void echo_roundtrip(void **state)
 
 	/* Passive until claimed: reads work, writes do not. */
 	assert_int_equal(procctl_client_write(c, "x", 1), -EPERM);
-	assert_int_equal(procctl_client_read_state(c, &st, in_ns(1000000000)), 0);
+	assert_int_equal(procctl_client_read_state(c, &st, sizeof st, in_ns(1000000000)), 0);
 	assert_true(procctl_client_claim(c, 1, 1, 10000000000ull) > 0);
 
 	assert_int_equal(procctl_client_config_is(c, "hello echo", 10), 0); /* nothing published */
@@ -83,7 +83,7 @@ static void echo_roundtrip(void **state)
 	assert_int_equal(procctl_client_wait_ack(c, (uint64_t)g, in_ns(5000000000), &ack), 0);
 	assert_int_equal(ack.kind, PROCCTL_ACK_APPLIED);
 	assert_int_equal(ack.acked_gen, (uint64_t)g);
-	assert_int_equal(procctl_client_read_state(c, &st, in_ns(1000000000)), 0);
+	assert_int_equal(procctl_client_read_state(c, &st, sizeof st, in_ns(1000000000)), 0);
 	st.data[st.data_len < sizeof st.data ? st.data_len : 0] = 0;
 	assert_non_null(strstr((char *)st.data, "mode=config"));
 	assert_int_equal(procctl_client_wait_ack(c, (uint64_t)g + 5, in_ns(1000), &ack), -EINVAL);
@@ -93,14 +93,14 @@ static void echo_roundtrip(void **state)
 	assert_true(g > 0);
 	assert_int_equal(procctl_client_config_is(c, "hello echo", 10), 0); /* cleared */
 	assert_int_equal(procctl_client_wait_ack(c, (uint64_t)g, in_ns(5000000000), &ack), 0);
-	assert_int_equal(procctl_client_read_state(c, &st, in_ns(1000000000)), 0);
+	assert_int_equal(procctl_client_read_state(c, &st, sizeof st, in_ns(1000000000)), 0);
 	st.data[st.data_len < sizeof st.data ? st.data_len : 0] = 0;
 	assert_non_null(strstr((char *)st.data, "mode=defaults"));
 
 	kill(pid, SIGKILL);
 	waitpid(pid, &status, 0);
 	assert_int_equal(procctl_client_alive(c), -ESRCH);
-	assert_int_equal(procctl_client_read_state(c, &st, in_ns(1000000000)), -ESRCH);
+	assert_int_equal(procctl_client_read_state(c, &st, sizeof st, in_ns(1000000000)), -ESRCH);
 	procctl_client_close(c);
 }
 
@@ -165,11 +165,11 @@ static void fallback_and_far_deadline(void **state)
 	th_agent_ok(&p, "poll");
 	th_agent_ok(&p, "ack %lld", (long long)g);
 	assert_int_equal(procctl_client_wait_ack(c, (uint64_t)g, INT64_MAX, &ack), 0);
-	assert_int_equal(procctl_client_read_state(c, &st, INT64_MAX), 0);
+	assert_int_equal(procctl_client_read_state(c, &st, sizeof st, INT64_MAX), 0);
 	/* References: the last close frees; the region stays usable until. */
 	ref = procctl_client_ref(c);
 	procctl_client_close(c);
-	assert_int_equal(procctl_client_read_state(ref, &st, INT64_MAX), 0);
+	assert_int_equal(procctl_client_read_state(ref, &st, sizeof st, INT64_MAX), 0);
 	procctl_client_close(ref);
 	th_agent_kill(&p);
 }
@@ -209,16 +209,16 @@ static void stalled_read(void **state)
 		th_agent_kill(&p);
 		TH_SKIP_OR_FAIL("userfaultfd not available");
 	}
-	assert_int_equal(procctl_client_read_state(c, &st, in_ns(200000000)), -ETIMEDOUT);
-	assert_int_equal(procctl_client_read_state(c, &st, in_ns(5000000000)), -ETIMEDOUT);
+	assert_int_equal(procctl_client_read_state(c, &st, sizeof st, in_ns(200000000)), -ETIMEDOUT);
+	assert_int_equal(procctl_client_read_state(c, &st, sizeof st, in_ns(5000000000)), -ETIMEDOUT);
 	procctl_client_heartbeat(c);
 	assert_true(procctl_client_write(c, "still", 5) > 0);
 	assert_int_equal(th_agent_ok(&p, "poll")[0], '5');
 	/* The process dies: the blocked read ends, reads say so. */
 	th_agent_kill(&p);
-	for (i = 0; procctl_client_read_state(c, &st, in_ns(1000000000)) == -ETIMEDOUT && i < 500; i++)
+	for (i = 0; procctl_client_read_state(c, &st, sizeof st, in_ns(1000000000)) == -ETIMEDOUT && i < 500; i++)
 		th_sleep_ms(10);
-	assert_int_equal(procctl_client_read_state(c, &st, in_ns(1000000000)), -ESRCH);
+	assert_int_equal(procctl_client_read_state(c, &st, sizeof st, in_ns(1000000000)), -ESRCH);
 	procctl_client_close(c);
 }
 

@@ -208,7 +208,7 @@ static int ready_cond(struct world *w, long unused)
 static int files_cond(struct world *w, long want)
 {
 	struct procctl_hello_stats st;
-	procctl_hello_stats(w->h, &st);
+	procctl_hello_stats(w->h, &st, sizeof st);
 	return st.files == (uint64_t)want;
 }
 
@@ -224,21 +224,21 @@ static void found_without_rescan(void **state)
 
 	world_start(&w, HOUR, NULL);
 	assert_true(pump(&w, ready_cond, 0));
-	procctl_hello_stats(w.h, &st0);
+	procctl_hello_stats(w.h, &st0, sizeof st0);
 	/* The first process of a new file may say hello before its uprobe is
 	 * in (the probe goes in when the agent reads the exec's mapping): the
 	 * recheck after the mapping finds it then. */
 	pid = echo_client_copy();
 	if (!pump(&w, attached_cond, pid))
 		fail_msg("a client started after the agent was not attached (rescans are an hour apart)");
-	procctl_hello_stats(w.h, &st);
+	procctl_hello_stats(w.h, &st, sizeof st);
 	assert_true(st.files_probed > st0.files_probed); /* echo-client's file got a probe */
 	/* A second process of that file maps it with the uprobe in: its hello
 	 * is heard. */
 	pid2 = spawn(argv_copy);
 	if (!pump(&w, attached_cond, pid2))
 		fail_msg("a second client of a probed file was not attached (rescans are an hour apart)");
-	procctl_hello_stats(w.h, &st);
+	procctl_hello_stats(w.h, &st, sizeof st);
 	print_message("hits %llu, files read %llu, probed %llu, notifies %llu\n",
 		      (unsigned long long)(st.hits - st0.hits), (unsigned long long)(st.files_read - st0.files_read),
 		      (unsigned long long)(st.files_probed - st0.files_probed),
@@ -252,7 +252,7 @@ static void found_without_rescan(void **state)
 	nchildren -= 2;
 	if (!pump(&w, files_cond, (long)st0.files))
 		fail_msg("the probe of a file no process maps stayed");
-	procctl_hello_stats(w.h, &st);
+	procctl_hello_stats(w.h, &st, sizeof st);
 	assert_true(st.files_dropped > st0.files_dropped);
 	world_stop(&w);
 }
@@ -260,7 +260,7 @@ static void found_without_rescan(void **state)
 static int rewritten_cond(struct world *w, long before)
 {
 	struct procctl_hello_stats st;
-	procctl_hello_stats(w->h, &st);
+	procctl_hello_stats(w->h, &st, sizeof st);
 	return st.files_rewritten > (uint64_t)before;
 }
 
@@ -277,13 +277,13 @@ static void rewritten_file_loses_its_probe(void **state)
 
 	world_open(&w, HOUR, NULL, HOUR, 0);
 	assert_true(pump(&w, ready_cond, 0));
-	procctl_hello_stats(w.h, &st0);
+	procctl_hello_stats(w.h, &st0, sizeof st0);
 	pid = echo_client_copy();
 	assert_true(pump(&w, attached_cond, pid));
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
 	nchildren--;
-	procctl_hello_stats(w.h, &st);
+	procctl_hello_stats(w.h, &st, sizeof st);
 	assert_int_equal(st.files, st0.files + 1); /* unmapped, but kept for idle_ns */
 	snprintf(path, sizeof path, "%s/echo-client", lockdir);
 	assert_true((fd = open(path, O_WRONLY)) >= 0);
@@ -291,7 +291,7 @@ static void rewritten_file_loses_its_probe(void **state)
 	close(fd);
 	if (!pump(&w, rewritten_cond, (long)st0.files_rewritten))
 		fail_msg("a probed file written in place kept its probe");
-	procctl_hello_stats(w.h, &st);
+	procctl_hello_stats(w.h, &st, sizeof st);
 	assert_int_equal(st.files, st0.files);
 	world_stop(&w);
 }
@@ -316,11 +316,11 @@ static void found_through_a_shared_library(void **state)
 
 	world_start(&w, HOUR, NULL);
 	assert_true(pump(&w, ready_cond, 0));
-	procctl_hello_stats(w.h, &st0);
+	procctl_hello_stats(w.h, &st0, sizeof st0);
 	pid = spawn(argv);
 	if (!pump(&w, attached_cond, pid))
 		fail_msg("a client with procctl.h in a dlopened library was not attached");
-	procctl_hello_stats(w.h, &st);
+	procctl_hello_stats(w.h, &st, sizeof st);
 	assert_true(st.files_probed > st0.files_probed);
 	world_stop(&w);
 }
@@ -439,14 +439,14 @@ static void host_records_batched_hellos_not(void **state)
 	assert_int_equal(procctl_hello_dispatch(w.h), 0); /* reads a's records, muted after */
 	assert_true(execd(&w, a));
 	b = exec_true();
-	procctl_hello_stats(w.h, &st0);
+	procctl_hello_stats(w.h, &st0, sizeof st0);
 	end = th_now_ns() + 300 * MS;
 	while (th_now_ns() < end) {
 		struct pollfd p = {procctl_hello_fd(w.h), POLLIN, 0};
 		if (poll(&p, 1, 50) != 1)
 			continue;
 		assert_int_equal(procctl_hello_dispatch(w.h), 0);
-		procctl_hello_stats(w.h, &st);
+		procctl_hello_stats(w.h, &st, sizeof st);
 		if (st.hits == st0.hits)
 			fail_msg("an exec woke the hello within its batch");
 		st0 = st; /* some other process said hello to a probed file */
@@ -469,7 +469,7 @@ static void host_records_batched_hellos_not(void **state)
 	}
 	if (!was_attached(&w, e2))
 		fail_msg("a hello was not heard while the host's records were batched");
-	procctl_hello_stats(w.h, &st);
+	procctl_hello_stats(w.h, &st, sizeof st);
 	assert_true(st.hits > st0.hits);
 	assert_true(execd(&w, b));
 	world_stop(&w);
@@ -515,13 +515,13 @@ static void uprobes_refused_mappings_still_find(void **state)
 		TH_SKIP_OR_FAIL("cannot drop CAP_SYS_ADMIN (not root)");
 	world_start(&w, HOUR, NULL);
 	assert_true(pump(&w, ready_cond, 0));
-	procctl_hello_stats(w.h, &st0);
+	procctl_hello_stats(w.h, &st0, sizeof st0);
 	pid = echo_client_copy();
 	if (!pump(&w, attached_cond, pid)) {
 		sys_admin(1);
 		fail_msg("a client was not found with uprobes refused (rescans are an hour apart)");
 	}
-	procctl_hello_stats(w.h, &st);
+	procctl_hello_stats(w.h, &st, sizeof st);
 	print_message("uprobes %s: hits %llu, notifies %llu\n", st.uprobes_denied ? "refused" : "placed",
 		      (unsigned long long)st.hits, (unsigned long long)st.notifies);
 	if (st.uprobes_denied)
@@ -535,7 +535,7 @@ static void uprobes_refused_mappings_still_find(void **state)
 	nchildren--;
 	if (!pump(&w, files_cond, (long)st0.files))
 		fail_msg("the file of a client that exited stayed watched");
-	procctl_hello_stats(w.h, &st);
+	procctl_hello_stats(w.h, &st, sizeof st);
 	assert_int_equal(st.uprobes, 0);
 	world_stop(&w);
 	assert_int_equal(sys_admin(1), 0);
@@ -659,7 +659,7 @@ static void end_child(pid_t pid)
 static int probed_cond(struct world *w, long want)
 {
 	struct procctl_hello_stats st;
-	procctl_hello_stats(w->h, &st);
+	procctl_hello_stats(w->h, &st, sizeof st);
 	return st.files_probed >= (uint64_t)want;
 }
 
@@ -693,7 +693,7 @@ static pid_t libs_mapped(struct world *w, struct procctl_hello_stats *st0, int n
 	pid_t mapper;
 	world_start(w, HOUR, NULL);
 	assert_true(pump(w, ready_cond, 0));
-	procctl_hello_stats(w->h, st0);
+	procctl_hello_stats(w->h, st0, sizeof *st0);
 	lib_copies(0, n, uid);
 	mapper = lib_mapper(0, n);
 	if (!pump(w, probed_cond, (long)st0->files_probed + want))
@@ -724,12 +724,12 @@ static void no_probes_while_closes_wait(void **state)
 	if (!pump(&w, files_cond, (long)st0.files)) /* idle: their probes go to the closer */
 		fail_msg("the probes of files nobody maps stayed");
 	assert_true(procctl_close_pending() > 0);
-	procctl_hello_stats(w.h, &st1);
+	procctl_hello_stats(w.h, &st1, sizeof st1);
 	assert_int_equal(write(go, "x", 1), 1);
 	close(go);
 	if (!pump(&w, attached_cond, pid))
 		fail_msg("a client seen while closes were pending was not attached (rescans are an hour apart)");
-	procctl_hello_stats(w.h, &st);
+	procctl_hello_stats(w.h, &st, sizeof st);
 	assert_true(st.files_skipped > st1.files_skipped);
 	if (!closes_done(&w))
 		fail_msg("the closes did not end");
@@ -751,7 +751,7 @@ static void one_owner_gets_32_files(void **state)
 	(void)state;
 	mapper = libs_mapped(&w, &st0, 34, 65534, 32);
 	pump(&w, time_cond, (long)(th_now_ns() + 200 * MS)); /* 200 ms more for any 33rd */
-	procctl_hello_stats(w.h, &st);
+	procctl_hello_stats(w.h, &st, sizeof st);
 	assert_int_equal(st.files, st0.files + 32);
 	assert_true(st.files_skipped >= st0.files_skipped + 2);
 	end_child(mapper);

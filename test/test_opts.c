@@ -4,7 +4,9 @@
  * works, its missing fields 0; a newer one's larger struct works while
  * what this library does not know is 0, and is refused (EINVAL) when any
  * of it is set; sz 0 or past 4096 is refused. Each public constructor is
- * called as such a caller would: the struct inside a larger buffer. */
+ * called as such a caller would: the struct inside a larger buffer. The
+ * structs it fills take sizeof the caller's beside them: an older caller
+ * gets what fits, a newer one 0 past what the library has. */
 #include <errno.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -22,7 +24,7 @@
  * fields (tail: the value of the first such byte). */
 union caller {
 	size_t sz;
-	unsigned char b[256];
+	unsigned char b[1024];
 };
 
 static void *caller(union caller *u, const void *known, size_t known_sz, size_t sz, unsigned char tail)
@@ -85,6 +87,50 @@ static void arbiter_opts(void **state)
 	errno = 0;
 	assert_null(procctl_arbiter_new(caller(&u, &o, sizeof o, sizeof(size_t), 0), &src));
 	assert_int_equal(errno, EINVAL);
+	/* the source is taken the same way: older (no stopped), newer */
+	{
+		union caller us;
+		assert_non_null(a = procctl_arbiter_new(&o, caller(&us, &src, sizeof src,
+								  offsetof(struct procctl_arbiter_source, stopped), 0)));
+		procctl_arbiter_free(a);
+		errno = 0;
+		assert_null(procctl_arbiter_new(&o, caller(&us, &src, sizeof src, sizeof src + 8, 1)));
+		assert_int_equal(errno, EINVAL);
+	}
+}
+
+/* A newer caller's snapshots, 16 bytes longer each: the array at its
+ * stride, each one's tail 0; an older one's, without waiters. */
+static void snapshot_stride(void **state)
+{
+	struct world w;
+	struct procctl_arbiter_source src;
+	procctl_resource_t res[2] = {{.kind = TH_GPU, .id = {1}}, {.kind = TH_GPU, .id = {2}}};
+	struct procctl_arbiter_opts o = {.sz = sizeof o, .kind = TH_GPU, .hold_ns = 1000000, .resources = res,
+					 .nresources = 2};
+	size_t stride = sizeof(struct procctl_arbiter_snapshot) + 16, old = offsetof(struct procctl_arbiter_snapshot, waiters);
+	unsigned char buf[2 * (sizeof(struct procctl_arbiter_snapshot) + 16)];
+	struct procctl_arbiter_snapshot s;
+	procctl_arbiter_t *a;
+	size_t i;
+	(void)state;
+	memset(&w, 0, sizeof w);
+	src = aw_source(&w);
+	assert_non_null(a = procctl_arbiter_new(&o, &src));
+	memset(buf, 0xee, sizeof buf);
+	assert_int_equal(procctl_arbiter_snapshot(a, (void *)buf, 2, stride), 2);
+	for (i = 0; i < 2; i++) {
+		memcpy(&s, buf + i * stride, sizeof s);
+		assert_int_equal(s.res.id[0], i + 1);
+		for (size_t k = sizeof s; k < stride; k++)
+			assert_int_equal(buf[i * stride + k], 0);
+	}
+	memset(buf, 0xee, sizeof buf);
+	assert_int_equal(procctl_arbiter_snapshot(a, (void *)buf, 2, old), 2);
+	memcpy(&s, buf + old, old);
+	assert_int_equal(s.res.id[0], 2);
+	assert_int_equal(buf[2 * old], 0xee); /* nothing past the older caller's array */
+	procctl_arbiter_free(a);
 }
 
 static void registry_opts(void **state)
@@ -105,6 +151,18 @@ static void registry_opts(void **state)
 	errno = 0;
 	assert_null(procctl_registry_new(caller(&u, &o, sizeof o, sizeof o + 4, 1)));
 	assert_int_equal(errno, EINVAL);
+
+	/* its stats: an older caller's prefix, a newer one's tail 0, no size */
+	assert_non_null(r = procctl_registry_new(&o));
+	memset(&u, 0xee, sizeof u);
+	assert_int_equal(procctl_registry_stats(r, (void *)&u, offsetof(struct procctl_registry_stats, attach_attempts)), 0);
+	assert_int_equal(u.b[offsetof(struct procctl_registry_stats, attach_attempts)], 0xee);
+	memset(&u, 0xee, sizeof u);
+	assert_int_equal(procctl_registry_stats(r, (void *)&u, sizeof(struct procctl_registry_stats) + 8), 0);
+	assert_int_equal(u.b[sizeof(struct procctl_registry_stats) + 7], 0);
+	assert_int_equal(u.b[sizeof(struct procctl_registry_stats) + 8], 0xee);
+	assert_int_equal(procctl_registry_stats(r, (void *)&u, 0), -EINVAL);
+	procctl_registry_close(r, 0);
 	assert_int_equal(rmdir(dir), 0);
 }
 
@@ -151,6 +209,11 @@ static void attach_opts(void **state)
 	errno = 0;
 	assert_null(procctl_client_attach(&e, caller(&u, &o, sizeof o, sizeof o + 8, 1), &why));
 	assert_int_equal(errno, EINVAL);
+	{
+		static struct procctl_state st; /* 68 KiB */
+		procctl_client_t *c = NULL;
+		assert_int_equal(procctl_client_read_state(c, &st, sizeof st - 1, -1), -EINVAL);
+	}
 	o.flags = 0x100; /* not a flag it knows */
 	errno = 0;
 	assert_null(procctl_client_attach(&e, &o, &why));
@@ -162,6 +225,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(take_rules),
 		cmocka_unit_test(arbiter_opts),
+		cmocka_unit_test(snapshot_stride),
 		cmocka_unit_test(registry_opts),
 		cmocka_unit_test(hello_opts),
 		cmocka_unit_test(attach_opts),

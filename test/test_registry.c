@@ -51,6 +51,7 @@ static void first_scan_by_its_own_kicks(void **state)
 	if (!procctl_registry_first_scan_done(r))
 		fail_msg("the first scan did not end in 10 s (%d dispatches on readiness)", wakes);
 	assert_int_equal(log.attached, 1);
+	assert_int_equal(log.unsized, 0);
 	assert_int_equal(log.last_pid, c);
 	procctl_registry_close(r, 0);
 }
@@ -100,7 +101,7 @@ static void discovery(void **state)
 	th_agent_ok(&bad, "hostile badmagic");
 	procctl_registry_notify(r, bad.pid);
 	pump_for(r, 100);
-	procctl_registry_stats(r, &st);
+	procctl_registry_stats(r, &st, sizeof st);
 	assert_int_equal(st.rejects[PROCCTL_REJECT_BAD_MAGIC], 1);
 	assert_int_equal(log.attached, 3);
 
@@ -111,11 +112,11 @@ static void discovery(void **state)
 	th_agent_ok(&sim, "init test");
 	procctl_registry_notify(r, sim.pid);
 	pump_until(r, &log.attached, 4);
-	procctl_registry_stats(r, &st);
+	procctl_registry_stats(r, &st, sizeof st);
 	assert_int_equal(procctl_registry_exec(r, bad.pid), 0);
 	assert_int_equal(procctl_registry_exec(r, 0), -EINVAL);
 	pump_for(r, 50);
-	procctl_registry_stats(r, &st2);
+	procctl_registry_stats(r, &st2, sizeof st2);
 	assert_int_equal(st2.targeted_scans, st.targeted_scans);
 	th_agent_ok(&sim, "exec");
 	pump_for(r, 300);
@@ -136,7 +137,7 @@ static void discovery(void **state)
 	pump_until(r, &log.detached, 3);
 	assert_int_equal(log.last_pid, c1);
 	assert_int_equal(log.last_reason, -ESRCH);
-	procctl_registry_stats(r, &st);
+	procctl_registry_stats(r, &st, sizeof st);
 	assert_int_equal(st.clients, 2);
 	assert_int_equal(st.owned, 2);
 	assert_true(st.scans >= 1);
@@ -190,7 +191,7 @@ static void notify_burst(void **state)
 	memset(&log, 0, sizeof log);
 	r = registry(NULL, lockdir, 0, 3600000 * MS, &log);
 	pump_for(r, 100);
-	procctl_registry_stats(r, &st0);
+	procctl_registry_stats(r, &st0, sizeof st0);
 	c = echo_client("/dev/null");
 	wait_region(c);
 	for (i = 0; i < 3000; i++)
@@ -199,7 +200,7 @@ static void notify_burst(void **state)
 		assert_int_equal(procctl_registry_notify(r, (pid_t)(4194304 + 1 + i)), 0);
 	pump_until(r, &log.attached, 1);
 	pump_for(r, 200);
-	procctl_registry_stats(r, &st);
+	procctl_registry_stats(r, &st, sizeof st);
 	assert_int_equal(log.last_pid, c);
 	assert_int_equal(st.targeted_scans - st0.targeted_scans, 2001); /* c once, the 2,000 */
 	assert_int_equal(st.scans, st0.scans);
@@ -230,7 +231,7 @@ static void forked_clients(void **state)
 	plain = child((pid_t)atoi(th_agent_ok(&sim, "fork")));
 	procctl_registry_notify(r, plain);
 	pump_for(r, 100);
-	procctl_registry_stats(r, &st);
+	procctl_registry_stats(r, &st, sizeof st);
 	assert_int_equal(st.rejects[PROCCTL_REJECT_NOT_CREATOR], 1);
 	assert_int_equal(log.attached, 1);
 	assert_non_null(procctl_registry_find(r, sim.pid));
@@ -240,7 +241,7 @@ static void forked_clients(void **state)
 	procctl_registry_notify(r, reinit);
 	pump_until(r, &log.attached, 2);
 	assert_int_equal(log.last_pid, reinit);
-	procctl_registry_stats(r, &st);
+	procctl_registry_stats(r, &st, sizeof st);
 	assert_int_equal(st.clients, 2);
 	assert_int_equal(st.owned, 2);
 
@@ -251,7 +252,7 @@ static void forked_clients(void **state)
 	pump_until(r, &log.attached, 3);
 	assert_int_equal(procctl_registry_clients(r, cs, 3), 3);
 	for (i = 0, same = 0, other = 0; i < 3; i++) {
-		procctl_client_info(cs[i], &info);
+		procctl_client_info(cs[i], &info, sizeof info);
 		if (info.pid == sim.pid)
 			same += procctl_client_pidfd(cs[i]) == procctl_client_pidfd(procctl_registry_find(r, sim.pid));
 		else
@@ -286,7 +287,7 @@ static void limits_and_unsealed(void **state)
 	assert_non_null(r);
 	pump_until(r, &log.attached, 2);
 	pump_for(r, 50);
-	procctl_registry_stats(r, &st);
+	procctl_registry_stats(r, &st, sizeof st);
 	assert_int_equal(log.attached, 2);
 	assert_true(st.rejects[PROCCTL_REJECT_LIMIT] >= 1); /* counted at every scan */
 	assert_int_equal(st.rejects[PROCCTL_REJECT_REGION_LIMIT], 0);
@@ -298,7 +299,7 @@ static void limits_and_unsealed(void **state)
 	pump_for(r, 50);
 	procctl_registry_notify(r, half.pid);
 	pump_for(r, 50);
-	procctl_registry_stats(r, &st);
+	procctl_registry_stats(r, &st, sizeof st);
 	assert_int_equal(st.rejects[PROCCTL_REJECT_UNSEALED], 2);
 	th_agent_kill(&half);
 
@@ -400,18 +401,18 @@ static void unsealed_gives_up(void **state)
 	th_agent_ok(&half, "hostile unsealed");
 	procctl_registry_notify(r, half.pid);
 	pump_for(r, 1500);
-	procctl_registry_stats(r, &st);
+	procctl_registry_stats(r, &st, sizeof st);
 	assert_int_equal(st.attach_attempts, 1);
 	assert_int_equal(unsealed_warnings, 1);
 	assert_int_equal(procctl_registry_rescan(r), 0); /* rescans skip it now */
 	pump_for(r, 300);
-	procctl_registry_stats(r, &st);
+	procctl_registry_stats(r, &st, sizeof st);
 	assert_true(st.scans >= 2);
 	assert_int_equal(st.attach_attempts, 1);
 	assert_int_equal(unsealed_warnings, 1);
 	procctl_registry_notify(r, half.pid);
 	pump_for(r, 100);
-	procctl_registry_stats(r, &st);
+	procctl_registry_stats(r, &st, sizeof st);
 	assert_int_equal(st.attach_attempts, 2);
 	assert_int_equal(log.attached, 0);
 	procctl_registry_close(r, 0);
@@ -440,7 +441,7 @@ static void late_wrong_seals(void **state)
 	pump_for(r, 50);
 	th_agent_ok(&half, "sealfuture");
 	pump_for(r, 1500);
-	procctl_registry_stats(r, &st);
+	procctl_registry_stats(r, &st, sizeof st);
 	assert_int_equal(st.rejects[PROCCTL_REJECT_WRONG_SEALS], 1);
 	assert_int_equal(wrong_seals_warnings, 1);
 	assert_int_equal(unsealed_warnings, 0);
@@ -494,7 +495,7 @@ static void consumer_locks_come_and_go(void **state)
 		procctl_registry_notify(r, p[i].pid);
 	pump_until(r, &log.attached, 3);
 	pump_for(r, 100);
-	procctl_registry_stats(r, &st);
+	procctl_registry_stats(r, &st, sizeof st);
 	assert_int_equal(log.attached, 3);
 	assert_true(st.rejects[PROCCTL_REJECT_CONSUMER_LIMIT] >= 1); /* counted at every scan, as limit is */
 	assert_int_equal(entries(lockdir, ".lock"), 3);

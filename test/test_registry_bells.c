@@ -34,7 +34,7 @@ static unsigned bell_mode(void **state)
 static uint64_t rings_heard(procctl_registry_t *r)
 {
 	struct procctl_registry_stats st;
-	procctl_registry_stats(r, &st);
+	procctl_registry_stats(r, &st, sizeof st);
 	return st.doorbells;
 }
 
@@ -113,7 +113,7 @@ static void doorbells(void **state)
 	assert_int_equal(pthread_create(&ringer, NULL, ring_burst, &b), 0);
 	pump_for(r, 300);
 	pthread_join(ringer, NULL);
-	procctl_registry_stats(r, &st);
+	procctl_registry_stats(r, &st, sizeof st);
 	print_message("doorbells heard %llu, muted %llu\n", (unsigned long long)st.doorbells, (unsigned long long)st.doorbells_muted);
 	assert_int_equal(procctl_registry_doorbell_heard(r, procctl_registry_find(r, b.pid)), 0); /* muted */
 	assert_true(st.doorbells_muted >= 1);
@@ -121,7 +121,7 @@ static void doorbells(void **state)
 
 	th_agent_ok(&b, "bellword");
 	th_agent_ok(&b, "ring 1");
-	for (i = 0; i < 100 && (procctl_registry_stats(r, &st), st.doorbells_bad < 1); i++)
+	for (i = 0; i < 100 && (procctl_registry_stats(r, &st, sizeof st), st.doorbells_bad < 1); i++)
 		pump_for(r, 10);
 	assert_int_equal(st.doorbells_bad, 1);
 	assert_int_equal(procctl_registry_doorbell_heard(r, procctl_registry_find(r, b.pid)), 0);

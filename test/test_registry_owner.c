@@ -175,7 +175,7 @@ static void sigstopped_owner(void **state)
 	kill(a, SIGSTOP);
 	pump_for(b, 1500); /* five leases */
 	wait_log(path, "event=lease state=expired", 1);
-	procctl_registry_stats(b, &st);
+	procctl_registry_stats(b, &st, sizeof st);
 	assert_int_equal(st.owned, 0);
 	assert_int_equal(log.ownership, 0);
 	assert_int_equal(procctl_registry_owner(b, "echo"), 0);
@@ -214,15 +214,15 @@ static void stalled_read_no_heartbeat_stall(void **state)
 		th_agent_kill(&sim);
 		TH_SKIP_OR_FAIL("userfaultfd not available");
 	}
-	procctl_registry_stats(r, &st0);
+	procctl_registry_stats(r, &st0, sizeof st0);
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	assert_int_equal(procctl_client_read_state(c, &s, (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec + 1000000000),
+	assert_int_equal(procctl_client_read_state(c, &s, sizeof s, (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec + 1000000000),
 			 -ETIMEDOUT);
 	for (i = 0; i < 10; i++) { /* 10 x 100 ms = 5 leases */
 		assert_string_equal(th_agent_ok(&sim, "lease"), "0");
 		pump_for(r, 100);
 	}
-	procctl_registry_stats(r, &st1);
+	procctl_registry_stats(r, &st1, sizeof st1);
 	assert_true(st1.heartbeats >= st0.heartbeats + 15);
 	procctl_registry_close(r, 0);
 	th_agent_kill(&sim);

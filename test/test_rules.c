@@ -179,7 +179,7 @@ static void mem_fallback(void **state)
 		if (process_vm_readv(getppid(), &lo, 1, &ro, 1, 0) >= 0 || errno != EPERM)
 			_exit(11); /* the filter did not take */
 		/* On this thread (deadline < 0): the pool's threads are the parent's. */
-		if (procctl_client_read_state(c, &st, -1) != 0)
+		if (procctl_client_read_state(c, &st, sizeof st, -1) != 0)
 			_exit(12);
 		_exit(st.acked_gen == (uint64_t)g && st.ack_status == 0 ? 0 : 13);
 	}
@@ -360,13 +360,13 @@ static void header_not_reread(void **state)
 	th_procsim_start(&p);
 	fd = atoi(th_agent_ok(&p, "init test"));
 	c = attach(p.pid, fd, 0);
-	procctl_client_info(c, &before);
+	procctl_client_info(c, &before, sizeof before);
 	assert_true(procctl_client_claim(c, 1, 1, 10 * S_NS) > 0);
 	th_agent_ok(&p, "scribble");
 	assert_true(procctl_client_write(c, "unmoved", 7) > 0);
 	assert_string_equal(strchr(strchr(th_agent_ok(&p, "poll"), ' ') + 1, ' ') + 1, "unmoved");
-	assert_int_equal(procctl_client_read_state(c, &st, in_ns(S_NS)), 0);
-	procctl_client_info(c, &after);
+	assert_int_equal(procctl_client_read_state(c, &st, sizeof st, in_ns(S_NS)), 0);
+	procctl_client_info(c, &after, sizeof after);
 	assert_memory_equal(&before.hdr, &after.hdr, sizeof before.hdr);
 	e = find(p.pid, fd, "test");
 	assert_null(procctl_client_attach(&e, NULL, &why));

@@ -119,7 +119,7 @@ static void ten_thousand(void **state)
 	/* A claim beats its own region: the beat thread beats them all only
 	 * once a period (a quarter of the 10 s lease), not once a claim. The
 	 * bound is the beats those periods, and one more, can make. */
-	procctl_registry_stats(r, &st);
+	procctl_registry_stats(r, &st, sizeof st);
 	periods = (th_now_ns() - t0) / (2500 * MS) + 2;
 	print_message("%llu heartbeats while %d regions attached (at most %llu)\n", (unsigned long long)st.heartbeats,
 		      REGIONS, (unsigned long long)(periods * (REGIONS + 1)));

@@ -202,7 +202,7 @@ static void rotation_with_real_holders(void **state)
 		assert_int_equal(procctl_registry_dispatch(r), 0);
 		assert_int_equal(procctl_arbiter_tick(a), 0);
 	}
-	assert_int_equal(procctl_arbiter_snapshot(a, &snap, 1), 1);
+	assert_int_equal(procctl_arbiter_snapshot(a, &snap, 1, sizeof snap), 1);
 	for (i = 0; i < NHOLD; i++) {
 		kill(c.pids[i], SIGTERM); /* it writes its last E on the way out */
 		waitpid(c.pids[i], &st, 0);
@@ -284,7 +284,7 @@ static void ready_event_wakes_the_arbiter(void **state)
 	assert_non_null(a = procctl_arbiter_new(&ao, &src));
 	news = 1;
 	end = th_now_ns() + 3000 * MS;
-	while (th_now_ns() < end && (procctl_arbiter_snapshot(a, &snap, 1), snap.holder_pid != sim.pid)) {
+	while (th_now_ns() < end && (procctl_arbiter_snapshot(a, &snap, 1, sizeof snap), snap.holder_pid != sim.pid)) {
 		uint64_t due = procctl_arbiter_next_tick(a), now = th_now_ns();
 		struct pollfd p = {procctl_registry_fd(r), POLLIN, 0};
 		poll(&p, 1, due == UINT64_MAX ? 100 : due <= now ? 0 : (int)((due - now) / MS + 1));

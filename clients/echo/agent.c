@@ -32,7 +32,7 @@ static void on_signal(int sig)
 static void show_state(procctl_client_t *c, pid_t pid)
 {
 	static struct procctl_state st;
-	int err = procctl_client_read_state(c, &st, procctl_now_ns() + 1000000000);
+	int err = procctl_client_read_state(c, &st, sizeof st, procctl_now_ns() + 1000000000);
 	if (err)
 		printf("event=state pid=%d error=%s\n", (int)pid, strerror(-err));
 	else
@@ -83,7 +83,7 @@ static void on_event(const struct procctl_event *ev, void *arg)
 		printf("event=ownership consumer=%s held=%d\n", ev->consumer, ev->held);
 		for (i = 0; ev->held && i < n && i < 256; i++) {
 			struct procctl_client_info info;
-			procctl_client_info(cs[i], &info);
+			procctl_client_info(cs[i], &info, sizeof info);
 			publish(cs[i], info.pid);
 		}
 		break;

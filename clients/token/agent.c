@@ -95,10 +95,10 @@ static void statuses(void)
 		struct procctl_client_info info;
 		struct token_status ts;
 		int r, tries = 0;
-		procctl_client_info(cs[i], &info);
+		procctl_client_info(cs[i], &info, sizeof info);
 		/* -EAGAIN: the client is writing it (it reports after every
 		 * change); it is done within a moment unless it is stopped. */
-		while ((r = procctl_client_read_state(cs[i], st, -1)) == -EAGAIN && ++tries < 100)
+		while ((r = procctl_client_read_state(cs[i], st, sizeof *st, -1)) == -EAGAIN && ++tries < 100)
 			usleep(10000);
 		if (r < 0) {
 			printf("event=client_status pid=%d error=%s\n", (int)info.pid, strerrorname_np(-r));
@@ -318,9 +318,9 @@ int main(int argc, char **argv)
 		if (tick_err && tick_err != last_err)
 			fprintf(stderr, "token-agent: arbiter: %s\n", strerror(-tick_err));
 		last_err = tick_err;
-		show(snap, procctl_arbiter_snapshot(a, snap, ar.nres), last);
+		show(snap, procctl_arbiter_snapshot(a, snap, ar.nres, sizeof *snap), last);
 	}
-	n = procctl_arbiter_snapshot(a, snap, ar.nres);
+	n = procctl_arbiter_snapshot(a, snap, ar.nres, sizeof *snap);
 	for (i = 0; i < n; i++)
 		printf("event=summary resource=%u:%s handoffs=%llu held_ms=%llu pending_ms=%llu blocked_ms=%llu\n",
 		       snap[i].res.kind, id_str(&snap[i].res), (unsigned long long)snap[i].handoffs,

@@ -58,7 +58,7 @@ static void on_event(const struct procctl_event *ev, void *arg)
 {
 	struct procctl_client_info info;
 	(void)arg;
-	if (ev->type == PROCCTL_EV_ATTACHED && procctl_client_info(ev->client, &info) == 0 && info.pid == child)
+	if (ev->type == PROCCTL_EV_ATTACHED && procctl_client_info(ev->client, &info, sizeof info) == 0 && info.pid == child)
 		attached = ev->client;
 }
 
