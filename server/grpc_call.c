@@ -214,8 +214,10 @@ static void pump(struct rpc *c)
 		m.status = (Grpc__Health__V1__HealthCheckResponse__ServingStatus)st;
 		c->health_sent = st;
 		len = protobuf_c_message_get_packed_size(&m.base);
-		if (!(bytes = malloc(len ? len : 1)))
-			return rpc_end_stream(c, NODE_RESOURCE_EXHAUSTED, "out of memory");
+		if (!(bytes = malloc(len ? len : 1))) {
+			rpc_end_stream(c, NODE_RESOURCE_EXHAUSTED, "out of memory");
+			return;
+		}
 		protobuf_c_message_pack(&m.base, bytes);
 	} else if (c->first) {
 		bytes = c->first;
@@ -223,11 +225,15 @@ static void pump(struct rpc *c)
 		c->first = NULL;
 	} else {
 		r = events_next(node_events(c->s->node), &c->cursor, &c->filter, &bytes, &len);
-		if (r == -ERANGE)
-			return rpc_end_stream(c, NODE_RESOURCE_EXHAUSTED,
-					  "the watcher fell behind the events kept: watch again (a snapshot) and relist");
-		if (r < 0)
-			return rpc_end_stream(c, NODE_RESOURCE_EXHAUSTED, "out of memory");
+		if (r == -ERANGE) {
+			rpc_end_stream(c, NODE_RESOURCE_EXHAUSTED,
+				       "the watcher fell behind the events kept: watch again (a snapshot) and relist");
+			return;
+		}
+		if (r < 0) {
+			rpc_end_stream(c, NODE_RESOURCE_EXHAUSTED, "out of memory");
+			return;
+		}
 		if (r == 0)
 			return;
 	}

@@ -84,7 +84,18 @@ struct grpc_conns {
 /* This program's table: accept4 below consults it. */
 static struct grpc_conns *the_conns;
 
+/* accept4, called with a struct sockaddr * (the C library declares it
+ * with a transparent union of such pointers, passed as the pointer). */
 typedef int (*accept4_fn)(int, struct sockaddr *, socklen_t *, int);
+
+/* dlsym's function as one (POSIX: a function pointer is a void *'s bytes). */
+static accept4_fn sym(void *handle, const char *name)
+{
+	void *p = dlsym(handle, name);
+	accept4_fn f;
+	memcpy(&f, &p, sizeof f);
+	return f;
+}
 
 /* The accept4 this program's would have been: a sanitizer's, when the
  * program has one (its runtime, linked in, names it apart; its own
@@ -96,12 +107,11 @@ static accept4_fn next_accept4(void)
 	static accept4_fn fn;
 	accept4_fn f = __atomic_load_n(&fn, __ATOMIC_ACQUIRE);
 	if (!f) {
-		void *p = dlsym(RTLD_DEFAULT, "___interceptor_accept4"); /* LLVM 17 on */
-		if (!p)
-			p = dlsym(RTLD_DEFAULT, "__interceptor_accept4");
-		if (!p)
-			p = dlsym(RTLD_NEXT, "accept4");
-		f = (accept4_fn)p;
+		f = sym(RTLD_DEFAULT, "___interceptor_accept4"); /* LLVM 17 on */
+		if (!f)
+			f = sym(RTLD_DEFAULT, "__interceptor_accept4");
+		if (!f)
+			f = sym(RTLD_NEXT, "accept4");
 		__atomic_store_n(&fn, f, __ATOMIC_RELEASE);
 	}
 	return f;
@@ -304,20 +314,22 @@ static int tcp_accept(struct grpc_conns *t, int fd, struct sockaddr *addr, sockl
 	}
 }
 
-/* This program's accept4: libgrpc's calls come here, and so does every
- * other (libmicrohttpd's), which goes on as it would have. */
-int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
+/* This program's accept4 (declared as the C library's is): libgrpc's
+ * calls come here, and so does every other (libmicrohttpd's), which goes
+ * on as it would have. */
+int accept4(int fd, __SOCKADDR_ARG addr, socklen_t *__restrict len, int flags)
 {
 	struct grpc_conns *t = __atomic_load_n(&the_conns, __ATOMIC_ACQUIRE);
 	if (t && __atomic_load_n(&t->nports, __ATOMIC_ACQUIRE) && watched(t, fd))
-		return tcp_accept(t, fd, addr, len, flags);
-	return next_accept4()(fd, addr, len, flags);
+		return tcp_accept(t, fd, addr.__sockaddr__, len, flags);
+	return next_accept4()(fd, addr.__sockaddr__, len, flags);
 }
 
 int conns_watch_tcp(struct grpc_conns *t, int port, char *err, size_t errlen)
 {
-	accept4_fn mine = accept4;
-	if ((accept4_fn)dlsym(RTLD_DEFAULT, "accept4") != mine) {
+	int (*mine)(int, __SOCKADDR_ARG, socklen_t *__restrict, int) = accept4;
+	void *theirs = dlsym(RTLD_DEFAULT, "accept4");
+	if (sizeof theirs != sizeof mine || memcmp(&theirs, &mine, sizeof theirs)) {
 		snprintf(err, errlen, "gRPC's accepts do not come through procctl-node's accept4 (a static build?): "
 			 "TCP connections could not be bounded");
 		return -ENOSYS;

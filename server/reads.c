@@ -237,8 +237,10 @@ void proc_reads_gone(struct node *n, struct proc *p, int r)
 /* A ReadState call: answered by p's next read (stalled: at once). */
 void proc_read_for(struct node *n, struct proc *p, struct node_job *job)
 {
-	if (p->stalled)
-		return state_reply(n, job, -ETIMEDOUT);
+	if (p->stalled) {
+		state_reply(n, job, -ETIMEDOUT);
+		return;
+	}
 	job->next = p->state_jobs;
 	p->state_jobs = job;
 	proc_read_state(n, p, 0);

@@ -241,22 +241,28 @@ void state_reply(struct node *n, struct node_job *job, int r)
 		break;
 	case -ESRCH:
 	case -ESTALE:
-		return job_finish(job, NODE_NOT_FOUND, "the process exited or exec'd", NULL);
+		job_finish(job, NODE_NOT_FOUND, "the process exited or exec'd", NULL);
+		return;
 	case -ETIMEDOUT:
-		return job_finish(job, NODE_DEADLINE_EXCEEDED,
-				  "the process is stalled: a read of its state block has not returned (a page nobody "
-				  "serves); it is not read again until that read returns",
-				  NULL);
+		job_finish(job, NODE_DEADLINE_EXCEEDED,
+			   "the process is stalled: a read of its state block has not returned (a page nobody "
+			   "serves); it is not read again until that read returns",
+			   NULL);
+		return;
 	case -EAGAIN:
-		return job_finish(job, NODE_UNAVAILABLE, "the state block is being written, or no reader is free", NULL);
+		job_finish(job, NODE_UNAVAILABLE, "the state block is being written, or no reader is free", NULL);
+		return;
 	case -ESHUTDOWN:
-		return job_finish(job, NODE_UNAVAILABLE, "procctl-node is shutting down", NULL);
+		job_finish(job, NODE_UNAVAILABLE, "procctl-node is shutting down", NULL);
+		return;
 	case -EPROTO:
 		snprintf(msg, sizeof msg, "state block refused: %s", procctl_reject_name(st->why));
-		return job_finish(job, NODE_FAILED_PRECONDITION, msg, NULL);
+		job_finish(job, NODE_FAILED_PRECONDITION, msg, NULL);
+		return;
 	default:
 		snprintf(msg, sizeof msg, "state block unreadable: %s", strerror(-r));
-		return job_finish(job, NODE_FAILED_PRECONDITION, msg, NULL);
+		job_finish(job, NODE_FAILED_PRECONDITION, msg, NULL);
+		return;
 	}
 	m.acked_generation = st->acked_gen;
 	m.ack_result = !st->acked_gen    ? PROCCTL__V1__ACK_RESULT__ACK_RESULT_UNSPECIFIED

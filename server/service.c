@@ -84,10 +84,14 @@ static void do_list(struct node *n, struct node_job *job)
 	const char *why = NULL;
 	enum node_code code = selector_from_pb(rq->filter, &f, &why);
 	ssize_t c, i;
-	if (code)
-		return job_finish(job, code, why, NULL);
-	if ((c = procs_matching(n, &f, &v)) < 0)
-		return job_finish(job, NODE_RESOURCE_EXHAUSTED, "out of memory", NULL);
+	if (code) {
+		job_finish(job, code, why, NULL);
+		return;
+	}
+	if ((c = procs_matching(n, &f, &v)) < 0) {
+		job_finish(job, NODE_RESOURCE_EXHAUSTED, "out of memory", NULL);
+		return;
+	}
 	m.processes = ar_alloc(&a, sizeof *m.processes * (size_t)(c ? c : 1));
 	for (i = 0; m.processes && i < c; i++)
 		m.processes[m.n_processes++] = mk_process(&a, v[i]);
@@ -103,8 +107,10 @@ static void do_get(struct node *n, struct node_job *job)
 	struct proc *p;
 	const char *why = NULL;
 	enum node_code code = resolve_ref(n, rq->process, &p, &why);
-	if (code)
-		return job_finish(job, code, why, NULL);
+	if (code) {
+		job_finish(job, code, why, NULL);
+		return;
+	}
 	m.process = mk_process(&a, p);
 	job_finish_arena(job, &a, &m.base);
 }
@@ -115,8 +121,10 @@ static void do_read_state(struct node *n, struct node_job *job)
 	struct proc *p;
 	const char *why = NULL;
 	enum node_code code = resolve_ref(n, rq->process, &p, &why);
-	if (code)
-		return job_finish(job, code, why, NULL);
+	if (code) {
+		job_finish(job, code, why, NULL);
+		return;
+	}
 	proc_read_for(n, p, job);
 }
 
@@ -138,31 +146,41 @@ static void do_write(struct node *n, struct node_job *job)
 		sel = rq->selector;
 		payload = &rq->payload;
 		wait_ms = rq->wait_ms;
-		if (!payload->len)
-			return job_finish(job, NODE_INVALID_ARGUMENT, "payload: empty (Clear withdraws a config)", NULL);
+		if (!payload->len) {
+			job_finish(job, NODE_INVALID_ARGUMENT, "payload: empty (Clear withdraws a config)", NULL);
+			return;
+		}
 	} else {
 		Procctl__V1__ClearRequest *rq = (void *)job->req;
 		sel = rq->selector;
 		wait_ms = rq->wait_ms;
 	}
-	if ((code = selector_from_pb(sel, &f, &why)))
-		return job_finish(job, code, why, NULL);
-	if (!f.pid && (!f.consumer[0] || !f.version))
-		return job_finish(job, NODE_INVALID_ARGUMENT,
-			      "selector: a write names a pid, or a consumer and the schema_version its payload is "
-			      "in (0 matches any version only in calls that read: ListProcesses, WatchEvents)", NULL);
-	if ((c = procs_matching(n, &f, &v)) < 0)
-		return job_finish(job, NODE_RESOURCE_EXHAUSTED, "out of memory", NULL);
+	if ((code = selector_from_pb(sel, &f, &why))) {
+		job_finish(job, code, why, NULL);
+		return;
+	}
+	if (!f.pid && (!f.consumer[0] || !f.version)) {
+		job_finish(job, NODE_INVALID_ARGUMENT,
+			   "selector: a write names a pid, or a consumer and the schema_version its payload is "
+			   "in (0 matches any version only in calls that read: ListProcesses, WatchEvents)", NULL);
+		return;
+	}
+	if ((c = procs_matching(n, &f, &v)) < 0) {
+		job_finish(job, NODE_RESOURCE_EXHAUSTED, "out of memory", NULL);
+		return;
+	}
 	if (f.pid && !c) {
 		free(v);
-		return job_finish(job, NODE_NOT_FOUND, "no such process attached", NULL);
+		job_finish(job, NODE_NOT_FOUND, "no such process attached", NULL);
+		return;
 	}
 	for (i = 1; i < c; i++)
 		if (strcmp(v[i]->key.consumer, v[0]->key.consumer) || v[i]->key.version != v[0]->key.version) {
 			free(v);
-			return job_finish(job, NODE_INVALID_ARGUMENT,
-				      "selector: the processes are of several consumers or schema versions: name one",
-				      NULL);
+			job_finish(job, NODE_INVALID_ARGUMENT,
+				   "selector: the processes are of several consumers or schema versions: name one",
+				   NULL);
+			return;
 		}
 	if (f.pid && payload)
 		for (i = 0; i < c; i++)
@@ -171,7 +189,8 @@ static void do_write(struct node *n, struct node_job *job)
 				snprintf(msg, sizeof msg, "payload: %zu bytes, over the process's capacity of %u",
 					 payload->len, v[i]->payload_cap);
 				free(v);
-				return job_finish(job, NODE_INVALID_ARGUMENT, msg, NULL);
+				job_finish(job, NODE_INVALID_ARGUMENT, msg, NULL);
+				return;
 			}
 	w = wait_write_all(n, job, v, (size_t)c, payload, wait_ms, f.pid != 0);
 	free(v);
@@ -187,10 +206,14 @@ static void do_wait_ack(struct node *n, struct node_job *job)
 	struct wait *w;
 	const char *why = NULL;
 	enum node_code code = resolve_ref(n, rq->process, &p, &why);
-	if (code)
-		return job_finish(job, code, why, NULL);
-	if (!rq->generation || rq->generation > procctl_client_config_gen(p->c))
-		return job_finish(job, NODE_INVALID_ARGUMENT, "generation: not one published to this process", NULL);
+	if (code) {
+		job_finish(job, code, why, NULL);
+		return;
+	}
+	if (!rq->generation || rq->generation > procctl_client_config_gen(p->c)) {
+		job_finish(job, NODE_INVALID_ARGUMENT, "generation: not one published to this process", NULL);
+		return;
+	}
 	if (!(w = wait_new(n, job, 1, rq->wait_ms)))
 		return;
 	wait_item_pending(n, w, 0, p, rq->generation);
@@ -250,7 +273,8 @@ static void do_arbiters(struct node *n, struct node_job *job)
 			fill_arbiter(&a, &n->arb[i], x, now);
 			m.arbiters[m.n_arbiters++] = x;
 		}
-		return job_finish_arena(job, &a, &m.base);
+		job_finish_arena(job, &a, &m.base);
+		return;
 	} else {
 		Procctl__V1__GetArbiterRequest *rq = (void *)job->req;
 		Procctl__V1__GetArbiterResponse m = PROCCTL__V1__GET_ARBITER_RESPONSE__INIT;
@@ -261,11 +285,14 @@ static void do_arbiters(struct node *n, struct node_job *job)
 			if (!strcmp(n->arb[i].cfg->name, rq->kind) || !strcmp(num, rq->kind))
 				break; /* by its name, or its number */
 		}
-		if (i == n->narb)
-			return job_finish(job, NODE_NOT_FOUND, "no arbiter for that kind", NULL);
+		if (i == n->narb) {
+			job_finish(job, NODE_NOT_FOUND, "no arbiter for that kind", NULL);
+			return;
+		}
 		fill_arbiter(&a, &n->arb[i], &x, now);
 		m.arbiter = &x;
-		return job_finish_arena(job, &a, &m.base);
+		job_finish_arena(job, &a, &m.base);
+		return;
 	}
 }
 
@@ -294,14 +321,18 @@ static void do_watch(struct node *n, struct node_job *job)
 	const char *why = NULL;
 	enum node_code code = selector_from_pb(rq->filter, &f, &why);
 	uint64_t seq;
-	if (code)
-		return job_finish(job, code, why, NULL);
+	if (code) {
+		job_finish(job, code, why, NULL);
+		return;
+	}
 	if (rq->resume_token[0]) {
-		if (parse_token(n, rq->resume_token, &seq) < 0 || !events_resumable(n->ev, seq))
-			return job_finish(job, NODE_OUT_OF_RANGE,
-				      "resume_token: unknown, of another daemon incarnation, or too old: watch without "
-				      "one (a snapshot) and relist",
-				      NULL);
+		if (parse_token(n, rq->resume_token, &seq) < 0 || !events_resumable(n->ev, seq)) {
+			job_finish(job, NODE_OUT_OF_RANGE,
+				   "resume_token: unknown, of another daemon incarnation, or too old: watch without "
+				   "one (a snapshot) and relist",
+				   NULL);
+			return;
+		}
 		job->ops->watch(job, NULL, seq, &f);
 	} else {
 		struct arena a = {0};
@@ -310,15 +341,18 @@ static void do_watch(struct node *n, struct node_job *job)
 		char token[48];
 		struct proc **v;
 		ssize_t c, i;
-		if ((c = procs_matching(n, &f, &v)) < 0)
-			return job_finish(job, NODE_RESOURCE_EXHAUSTED, "out of memory", NULL);
+		if ((c = procs_matching(n, &f, &v)) < 0) {
+			job_finish(job, NODE_RESOURCE_EXHAUSTED, "out of memory", NULL);
+			return;
+		}
 		snap.processes = ar_alloc(&a, sizeof *snap.processes * (size_t)(c ? c : 1));
 		for (i = 0; snap.processes && i < c; i++)
 			snap.processes[snap.n_processes++] = mk_process(&a, v[i]);
 		free(v);
 		if (a.failed) {
 			ar_free(&a);
-			return job_finish(job, NODE_RESOURCE_EXHAUSTED, "out of memory", NULL);
+			job_finish(job, NODE_RESOURCE_EXHAUSTED, "out of memory", NULL);
+			return;
 		}
 		seq = events_last(n->ev);
 		snprintf(token, sizeof token, "%016llx.%llu", (unsigned long long)n->incarnation,
@@ -337,8 +371,10 @@ static void do_watch(struct node *n, struct node_job *job)
 static void do_metrics(struct node *n, struct node_job *job)
 {
 	arbiters_tick(n); /* their totals as of now: a sleeping arbiter's are its last tick's */
-	if (!(job->text = node_render_metrics(n, &job->text_len)))
-		return job_finish(job, NODE_RESOURCE_EXHAUSTED, "out of memory", NULL);
+	if (!(job->text = node_render_metrics(n, &job->text_len))) {
+		job_finish(job, NODE_RESOURCE_EXHAUSTED, "out of memory", NULL);
+		return;
+	}
 	job_finish(job, NODE_OK, NULL, NULL);
 }
 
@@ -346,32 +382,44 @@ void node_handle(struct node *n, struct node_job *job)
 {
 	switch (job->method) {
 	case NODE_LIST_PROCESSES:
-		return do_list(n, job);
+		do_list(n, job);
+		return;
 	case NODE_GET_PROCESS:
-		return do_get(n, job);
+		do_get(n, job);
+		return;
 	case NODE_WATCH_EVENTS:
-		return do_watch(n, job);
+		do_watch(n, job);
+		return;
 	case NODE_PUBLISH:
 	case NODE_CLEAR:
-		return do_write(n, job);
+		do_write(n, job);
+		return;
 	case NODE_WAIT_ACK:
-		return do_wait_ack(n, job);
+		do_wait_ack(n, job);
+		return;
 	case NODE_READ_STATE:
-		return do_read_state(n, job);
+		do_read_state(n, job);
+		return;
 	case NODE_LIST_ARBITERS:
 	case NODE_GET_ARBITER:
-		return do_arbiters(n, job);
+		do_arbiters(n, job);
+		return;
 	case NODE_SET_DESIRED:
-		return do_set_desired(n, job);
+		do_set_desired(n, job);
+		return;
 	case NODE_DELETE_DESIRED:
-		return do_delete_desired(n, job);
+		do_delete_desired(n, job);
+		return;
 	case NODE_LIST_DESIRED:
-		return do_list_desired(n, job);
+		do_list_desired(n, job);
+		return;
 	case NODE_METRICS:
-		return do_metrics(n, job);
+		do_metrics(n, job);
+		return;
 	case NODE_CANCEL:
 		waits_cancel(n, job->cancel_id);
-		return job_finish(job, NODE_OK, NULL, NULL);
+		job_finish(job, NODE_OK, NULL, NULL);
+		return;
 	}
 	job_finish(job, NODE_UNIMPLEMENTED, "no such method", NULL);
 }

@@ -158,43 +158,57 @@ void do_set_desired(struct node *n, struct node_job *job)
 	ssize_t c, i, k = 0;
 	enum node_code code;
 	int r;
-	if (!rq->config)
-		return job_finish(job, NODE_INVALID_ARGUMENT, "config: required", NULL);
-	if ((code = selector_from_pb(rq->config->selector, &f, &why)))
-		return job_finish(job, code, why, NULL);
+	if (!rq->config) {
+		job_finish(job, NODE_INVALID_ARGUMENT, "config: required", NULL);
+		return;
+	}
+	if ((code = selector_from_pb(rq->config->selector, &f, &why))) {
+		job_finish(job, code, why, NULL);
+		return;
+	}
 	if (f.pid && !(f.pid_start = procs_start_of(n, f.pid, &f.pid_image))) {
 		snprintf(err, sizeof err, "selector.pid: %d is no attached process (a pid's config binds to its process, "
 			 "and goes when it does)", (int)f.pid);
-		return job_finish(job, NODE_FAILED_PRECONDITION, err, NULL);
+		job_finish(job, NODE_FAILED_PRECONDITION, err, NULL);
+		return;
 	}
 	if ((d = desired_find(&n->desired, &f)) && d->source[0]) {
 		snprintf(err, sizeof err, "the selector belongs to [desired %s] of the config file: change it there",
 			 d->source);
-		return job_finish(job, NODE_FAILED_PRECONDITION, err, NULL);
+		job_finish(job, NODE_FAILED_PRECONDITION, err, NULL);
+		return;
 	}
 	if (wait_admit(n, job, rq->wait_ms) < 0)
 		return; /* refused before anything is set */
 	r = desired_set(&n->desired, &f, rq->config->payload.data, rq->config->payload.len, NULL, &d, &other, &why, err,
 			sizeof err);
-	if (r == -EINVAL)
-		return job_finish(job, NODE_INVALID_ARGUMENT, why, NULL);
+	if (r == -EINVAL) {
+		job_finish(job, NODE_INVALID_ARGUMENT, why, NULL);
+		return;
+	}
 	if (r == -EEXIST) {
 		snprintf(err, sizeof err,
 			 "overlaps the desired config of the same precedence for pid=%d consumer=%s schema_version=%u "
 			 "pod_uid=%s container_id=%s (revision %llu): delete it first",
 			 (int)other->sel.pid, other->sel.consumer, other->sel.version, other->sel.pod_uid,
 			 other->sel.container_id, (unsigned long long)other->revision);
-		return job_finish(job, NODE_ALREADY_EXISTS, err, NULL);
+		job_finish(job, NODE_ALREADY_EXISTS, err, NULL);
+		return;
 	}
-	if (r == -ENOSPC)
-		return job_finish(job, NODE_RESOURCE_EXHAUSTED, err, NULL);
+	if (r == -ENOSPC) {
+		job_finish(job, NODE_RESOURCE_EXHAUSTED, err, NULL);
+		return;
+	}
 	if (r == -EIO) {
 		char msg[480];
 		snprintf(msg, sizeof msg, "could not keep it on the host (%s): nothing changed", err);
-		return job_finish(job, NODE_UNAVAILABLE, msg, NULL);
+		job_finish(job, NODE_UNAVAILABLE, msg, NULL);
+		return;
 	}
-	if (r < 0)
-		return job_finish(job, NODE_RESOURCE_EXHAUSTED, "out of memory", NULL);
+	if (r < 0) {
+		job_finish(job, NODE_RESOURCE_EXHAUSTED, "out of memory", NULL);
+		return;
+	}
 	node_log(PROCCTL_LOG_INFO, "desired_set", "revision=%llu consumer=%s version=%u pid=%d pod=%s container=%.12s bytes=%zu",
 		 (unsigned long long)d->revision, d->sel.consumer, d->sel.version, (int)d->sel.pid,
 		 d->sel.pod_uid[0] ? d->sel.pod_uid : "-", d->sel.container_id[0] ? d->sel.container_id : "-", d->len);
@@ -207,7 +221,8 @@ void do_set_desired(struct node *n, struct node_job *job)
 			eff[k++] = v[i];
 	if (!(copy = malloc(d->len))) {
 		free(v);
-		return job_finish(job, NODE_RESOURCE_EXHAUSTED, "out of memory", NULL);
+		job_finish(job, NODE_RESOURCE_EXHAUSTED, "out of memory", NULL);
+		return;
 	}
 	memcpy(copy, d->payload, d->len);
 	{
@@ -325,40 +340,52 @@ void do_delete_desired(struct node *n, struct node_job *job)
 	struct proc **v = NULL;
 	ssize_t k = 0;
 
-	if (rq->wait_ms && !rq->clear)
-		return job_finish(job, NODE_INVALID_ARGUMENT, "wait_ms: waits for the processes clear writes to; "
-				  "without clear it writes to none", NULL);
+	if (rq->wait_ms && !rq->clear) {
+		job_finish(job, NODE_INVALID_ARGUMENT, "wait_ms: waits for the processes clear writes to; "
+			   "without clear it writes to none", NULL);
+		return;
+	}
 	if ((code = selector_from_pb(s, &f, &why))) {
 		/* A pod UID an older procctl-node stored unchecked: deleted as it is
 		 * written, and only that (else the selector is refused). */
 		const char *bad = why;
 		if (!s || selector_from_stored(&f, s->pid, s->consumer, s->schema_version, s->pod_uid, s->container_id,
-					       &why) < 0 || desired_check(&f, &why) < 0 || !desired_find(&n->desired, &f))
-			return job_finish(job, code, bad, NULL);
+					       &why) < 0 || desired_check(&f, &why) < 0 || !desired_find(&n->desired, &f)) {
+			job_finish(job, code, bad, NULL);
+			return;
+		}
 	} else if (desired_check(&f, &why) < 0) {
-		return job_finish(job, NODE_INVALID_ARGUMENT, why, NULL);
+		job_finish(job, NODE_INVALID_ARGUMENT, why, NULL);
+		return;
 	}
-	if (!(d = desired_find(&n->desired, &f)))
-		return job_finish(job, NODE_NOT_FOUND, "no desired config for that selector", NULL);
+	if (!(d = desired_find(&n->desired, &f))) {
+		job_finish(job, NODE_NOT_FOUND, "no desired config for that selector", NULL);
+		return;
+	}
 	if (d->source[0]) {
 		snprintf(msg, sizeof msg, "the selector belongs to [desired %s] of the config file: remove it there",
 			 d->source);
-		return job_finish(job, NODE_FAILED_PRECONDITION, msg, NULL);
+		job_finish(job, NODE_FAILED_PRECONDITION, msg, NULL);
+		return;
 	}
 	/* Whatever can refuse the call, before the delete. */
 	if (rq->clear && wait_admit(n, job, rq->wait_ms) < 0)
 		return;
-	if (rq->clear && (k = holders_of(n, d, &v)) < 0)
-		return job_finish(job, NODE_RESOURCE_EXHAUSTED, "out of memory", NULL);
+	if (rq->clear && (k = holders_of(n, d, &v)) < 0) {
+		job_finish(job, NODE_RESOURCE_EXHAUSTED, "out of memory", NULL);
+		return;
+	}
 	if (desired_snapshot(n, d, &old, &ro) < 0) {
 		free(v);
-		return job_finish(job, NODE_RESOURCE_EXHAUSTED, "out of memory", NULL);
+		job_finish(job, NODE_RESOURCE_EXHAUSTED, "out of memory", NULL);
+		return;
 	}
 	if (desired_delete(&n->desired, &f, err, sizeof err) < 0) {
 		free(v);
 		free(old.payload);
 		snprintf(msg, sizeof msg, "could not keep the change on the host (%s): nothing changed", err);
-		return job_finish(job, NODE_UNAVAILABLE, msg, NULL);
+		job_finish(job, NODE_UNAVAILABLE, msg, NULL);
+		return;
 	}
 	node_log(PROCCTL_LOG_INFO, "desired_deleted", "revision=%llu consumer=%s version=%u pid=%d pod=%s container=%.12s "
 		 "clear=%d", (unsigned long long)old.revision, f.consumer, f.version, (int)f.pid,

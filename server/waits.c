@@ -366,18 +366,21 @@ static void write_one(struct node *n, struct wait *w, size_t i)
 		snprintf(it->error, sizeof it->error, "payload over the process's capacity of %u bytes", p->payload_cap);
 		if (src->rev)
 			p->too_big_rev = src->rev;
-		return item_done(w, it);
+		item_done(w, it);
+		return;
 	}
 	g = src->payload ? procctl_client_write(p->c, src->payload, src->len) : procctl_client_clear(p->c);
 	proc_wrote(n, p, g, src->rev);
 	if (g <= 0) {
 		write_refused(it, p, g);
-		return item_done(w, it);
+		item_done(w, it);
+		return;
 	}
 	if (!w->wait_ms) {
 		it->gen = (uint64_t)g;
 		it->status = PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_WRITTEN;
-		return item_done(w, it);
+		item_done(w, it);
+		return;
 	}
 	wait_item_pending(n, w, i, p, (uint64_t)g);
 }

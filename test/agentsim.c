@@ -86,21 +86,29 @@ static void cmd_attach(char *args)
 {
 	int pid, fd, pidfd, mfd, err;
 	enum procctl_reject why;
-	if (sscanf(args, "%d %d", &pid, &fd) != 2)
-		return reply("err %d usage", EINVAL);
+	if (sscanf(args, "%d %d", &pid, &fd) != 2) {
+		reply("err %d usage", EINVAL);
+		return;
+	}
 	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-	if (pidfd < 0)
-		return reply("err %d pidfd_open", errno);
+	if (pidfd < 0) {
+		reply("err %d pidfd_open", errno);
+		return;
+	}
 	mfd = (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);
-	if (mfd < 0)
-		return reply("err %d pidfd_getfd", errno);
+	if (mfd < 0) {
+		reply("err %d pidfd_getfd", errno);
+		return;
+	}
 	{
 		struct stat st;
 		err = fstat(mfd, &st) < 0 ? -errno : procctl_region_map(&R, mfd, (uint64_t)st.st_size, &why);
 	}
 	close(mfd);
-	if (err)
-		return reply("err %d map %s", -err, procctl_reject_name(why));
+	if (err) {
+		reply("err %d map %s", -err, procctl_reject_name(why));
+		return;
+	}
 	target = pid;
 	reply("ok");
 }
@@ -138,8 +146,10 @@ static void cmd_forge(char *args)
 	for (tok = strtok_r(args, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
 		char *eq = strchr(tok, '=');
 		unsigned long long v;
-		if (!eq)
-			return reply("err %d bad token %s", EINVAL, tok);
+		if (!eq) {
+			reply("err %d bad token %s", EINVAL, tok);
+			return;
+		}
 		*eq++ = 0;
 		if (!strcmp(tok, "payload")) {
 			payload = eq;
@@ -162,8 +172,10 @@ static void cmd_forge(char *args)
 			s.ngrants = (uint32_t)v;
 		else if (!strcmp(tok, "crc"))
 			s.crc = (uint32_t)v, have_crc = 1;
-		else
-			return reply("err %d unknown field %s", EINVAL, tok);
+		else {
+			reply("err %d unknown field %s", EINVAL, tok);
+			return;
+		}
 	}
 	if (!have_len)
 		s.length = (uint32_t)plen;
@@ -225,8 +237,10 @@ static void cmd_readstate(char *args)
 	uint32_t i;
 	int err = procctl_state_read(*args ? (pid_t)atoi(args) : target, -1, &R.hdr, buf, &v, &why);
 
-	if (err)
-		return reply("err %d %s", -err, err == -EPROTO ? procctl_reject_name(why) : strerror(-err));
+	if (err) {
+		reply("err %d %s", -err, err == -EPROTO ? procctl_reject_name(why) : strerror(-err));
+		return;
+	}
 	n += (size_t)snprintf(out + n, sizeof out - n, "acked=%" PRIu64 " status=%d data=", v.acked_gen,
 			      v.ack_status);
 	for (i = 0; i < v.data_len; i++)

@@ -170,12 +170,17 @@ static void do_hostile(const char *mode)
 	else if (!strcmp(mode, "toobig"))
 		fd = bare_region(MFD_ALLOW_SEALING, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL, 8 << 20);
 	if (fd != -1) {
-		if (fd < 0)
-			return reply("err %d %s", -fd, strerror(-fd));
-		return reply("ok %d", fd);
+		if (fd < 0) {
+			reply("err %d %s", -fd, strerror(-fd));
+			return;
+		}
+		reply("ok %d", fd);
+		return;
 	}
-	if (do_init(!strcmp(mode, "mismatch") ? "other" : "test") < 0)
-		return reply("err %d init", errno);
+	if (do_init(!strcmp(mode, "mismatch") ? "other" : "test") < 0) {
+		reply("err %d init", errno);
+		return;
+	}
 	if (!strcmp(mode, "badmagic")) {
 		v64 = 0x1234;
 		patch_header(offsetof(struct procctl_hdr, magic), &v64, 8, 1);
@@ -191,13 +196,18 @@ static void do_hostile(const char *mode)
 		unsigned char hdr[256];
 		int m = (int)syscall(SYS_memfd_create, "procctl:test-v1", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 		struct procctl_hdr h;
-		if (m < 0 || pread(region_fd, hdr, sizeof hdr, 0) != 256)
-			return reply("err %d mismatch", errno);
+		if (m < 0 || pread(region_fd, hdr, sizeof hdr, 0) != 256) {
+			reply("err %d mismatch", errno);
+			return;
+		}
 		memcpy(&h, hdr, sizeof h);
 		if (ftruncate(m, (off_t)h.region_size) < 0 || pwrite(m, hdr, sizeof hdr, 0) != 256 ||
-		    fcntl(m, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
-			return reply("err %d mismatch", errno);
-		return reply("ok %d", m);
+		    fcntl(m, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
+			reply("err %d mismatch", errno);
+			return;
+		}
+		reply("ok %d", m);
+		return;
 	} else if (!strcmp(mode, "badstate")) {
 		struct procctl_state_hdr *st = (void *)(((uintptr_t)storage + 7u) & ~(uintptr_t)7u);
 		st->crc ^= 1;
@@ -208,10 +218,13 @@ static void do_hostile(const char *mode)
 					 sizeof *st + 4u * sizeof(struct procctl_res_entry) - PROCCTL_STATE_CRC_OFF);
 	} else if (!strcmp(mode, "late")) {
 		int err = late_region();
-		if (err)
-			return reply("err %d late", -err);
+		if (err) {
+			reply("err %d late", -err);
+			return;
+		}
 	} else if (strcmp(mode, "valid")) {
-		return reply("err %d unknown mode", EINVAL);
+		reply("err %d unknown mode", EINVAL);
+		return;
 	}
 	reply("ok %d", region_fd);
 }
@@ -223,16 +236,22 @@ static void do_stall(void)
 	struct uffdio_api api = {UFFD_API, 0, 0};
 	struct uffdio_register reg;
 	int uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
-	if (uffd < 0 || ioctl(uffd, UFFDIO_API, &api) < 0)
-		return reply("err %d userfaultfd", errno);
-	if (madvise(storage, 4096, MADV_DONTNEED) < 0)
-		return reply("err %d madvise", errno);
+	if (uffd < 0 || ioctl(uffd, UFFDIO_API, &api) < 0) {
+		reply("err %d userfaultfd", errno);
+		return;
+	}
+	if (madvise(storage, 4096, MADV_DONTNEED) < 0) {
+		reply("err %d madvise", errno);
+		return;
+	}
 	memset(&reg, 0, sizeof reg);
 	reg.range.start = (uintptr_t)storage;
 	reg.range.len = 4096;
 	reg.mode = UFFDIO_REGISTER_MODE_MISSING;
-	if (ioctl(uffd, UFFDIO_REGISTER, &reg) < 0)
-		return reply("err %d register", errno);
+	if (ioctl(uffd, UFFDIO_REGISTER, &reg) < 0) {
+		reply("err %d register", errno);
+		return;
+	}
 	reply("ok");
 }
 
@@ -349,11 +368,15 @@ static void cmd_bellword(const char *cmd, char *arg)
 	struct procctl_hdr h;
 	unsigned char *m;
 	(void)cmd, (void)arg;
-	if (pread(region_fd, &h, sizeof h, 0) != (ssize_t)sizeof h)
-		return done(-EIO);
+	if (pread(region_fd, &h, sizeof h, 0) != (ssize_t)sizeof h) {
+		done(-EIO);
+		return;
+	}
 	m = mmap(NULL, (size_t)h.region_size, PROT_READ | PROT_WRITE, MAP_SHARED, region_fd, 0);
-	if (m == MAP_FAILED)
-		return done(-errno);
+	if (m == MAP_FAILED) {
+		done(-errno);
+		return;
+	}
 	__atomic_store_n((uint32_t *)(m + h.ctrl_off + offsetof(struct procctl_ctrl, doorbell)), 1u, __ATOMIC_RELAXED);
 	done(0);
 }
@@ -384,10 +407,14 @@ static void cmd_punch(const char *cmd, char *arg)
 {
 	struct procctl_hdr h;
 	(void)cmd, (void)arg;
-	if (pread(region_fd, &h, sizeof h, 0) != (ssize_t)sizeof h)
-		return done(-EIO);
-	if (fallocate(region_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, (off_t)h.region_size) < 0)
-		return done(-errno);
+	if (pread(region_fd, &h, sizeof h, 0) != (ssize_t)sizeof h) {
+		done(-EIO);
+		return;
+	}
+	if (fallocate(region_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, (off_t)h.region_size) < 0) {
+		done(-errno);
+		return;
+	}
 	done(0);
 }
 
@@ -402,8 +429,10 @@ static void cmd_fork(const char *cmd, char *arg)
 {
 	pid_t pid = fork();
 	(void)arg;
-	if (pid < 0)
-		return done(-errno);
+	if (pid < 0) {
+		done(-errno);
+		return;
+	}
 	if (pid > 0)
 		return;
 	if (!strcmp(cmd, "forkreinit")) {
