@@ -22,7 +22,7 @@ fail() {
 DESTDIR=$tmp/root cmake --install "$build" --prefix /usr/local >"$tmp/install.log" || fail "cmake --install: $(cat "$tmp/install.log")"
 p=$tmp/root/usr/local
 for f in bin/procctl sbin/procctl-node include/procctl.h include/procctl_agent.h include/procctl_arbiter.h \
-	lib/libprocctl-agent.a lib/pkgconfig/procctl.pc lib/pkgconfig/procctl-agent.pc \
+	lib/libprocctl-agent.a lib/libprocctl-agent.so.1 lib/pkgconfig/procctl.pc lib/pkgconfig/procctl-agent.pc \
 	lib/cmake/procctl/procctlConfig.cmake lib/cmake/procctl/procctlConfigVersion.cmake \
 	lib/cmake/procctl/procctlTargets.cmake share/man/man1/procctl.1 share/man/man8/procctl-node.8 \
 	share/doc/procctl/procctl-node.conf share/bash-completion/completions/procctl \
@@ -77,7 +77,12 @@ pkg-config --exists --print-errors 'procctl-agent >= 1.0' || fail "pkg-config pr
 # shellcheck disable=SC2046
 cc -std=c11 -Wall -Wextra -Werror $(pkg-config --cflags procctl-agent) -o "$tmp/agent-pc" "$src/test/install/agent.c" \
 	$(pkg-config --libs procctl-agent) || fail "building an agent with pkg-config"
-"$tmp/agent-pc" "$tmp/locks-pc" || fail "the agent built with pkg-config"
+readelf -d "$tmp/agent-pc" | grep -q 'NEEDED.*\[libprocctl-agent\.so\.1\]' || fail "pkg-config's agent is not linked to libprocctl-agent.so.1"
+LD_LIBRARY_PATH="$p/lib" "$tmp/agent-pc" "$tmp/locks-pc" || fail "the agent built with pkg-config"
+# shellcheck disable=SC2046
+cc -std=c11 -Wall -Wextra -Werror $(pkg-config --cflags procctl-agent) -o "$tmp/agent-static" "$src/test/install/agent.c" \
+	$(pkg-config --libs-only-L procctl-agent) -l:libprocctl-agent.a -pthread || fail "building an agent with the static library"
+"$tmp/agent-static" "$tmp/locks-static" || fail "the agent linked statically"
 # shellcheck disable=SC2046
 cc -std=c11 -Wall -Wextra -Werror $(pkg-config --cflags procctl) -o "$tmp/seed" "$src/test/seed/c_side.c" ||
 	fail "the seed's C side with pkg-config procctl"
