@@ -15,6 +15,7 @@ clang                # the ASan+UBSan, libFuzzer and TSan builds
 libclang-rt-dev
 libcmocka-dev        # the unit tests
 binutils             # readelf (the probe note's test)
+abigail-tools        # abidiff: libprocctl-agent.so's ABI against its baseline (test/abi.sh)
 spin                 # the arbiter's model (test/model)
 libgrpc-dev          # procctl-node and the CLI: gRPC C core
 libprotobuf-c-dev    # ... protobuf-c

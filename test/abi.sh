@@ -5,8 +5,14 @@
 # version PROCCTL_AGENT_1), and that list is exactly the functions the
 # public headers (procctl.h, core/procctl_agent.h, arbiter/procctl_arbiter.h)
 # declare: a new public function needs its line in the map, and nothing
-# internal is exported.
-# Usage: abi.sh SOURCE_DIR LIBRARY
+# internal is exported. With a baseline (the gcc build's ctest passes
+# core/libprocctl-agent.abi), abidiff (abigail-tools) compares the library
+# with it: a function removed or changed (its parameters, or a public
+# struct it reaches, even one grown at its end as sz allows) fails while
+# the SONAME is the baseline's; functions added are shown and pass. A
+# change meant is taken in by scripts/abi-baseline.sh in the same commit
+# (reviewed there), with the SONAME bumped when it is incompatible.
+# Usage: abi.sh SOURCE_DIR LIBRARY [BASELINE]
 set -eu
 src=$1
 lib=$2
@@ -36,3 +42,32 @@ diff -u "$tmp/map" "$tmp/exported" >"$tmp/d2" || fail "the library exports other
 $(cat "$tmp/d2")"
 [ ! -s "$tmp/unversioned" ] || fail "exported outside PROCCTL_AGENT_1: $(cat "$tmp/unversioned")"
 echo "abi: $soname exports the $(wc -l <"$tmp/map") functions of the public headers, in PROCCTL_AGENT_1, and nothing else"
+
+[ $# -ge 3 ] || exit 0
+baseline=$3
+if ! command -v abidiff >/dev/null 2>&1; then
+	echo "abi: no abidiff (Debian's abigail-tools: scripts/install-deps.sh installs it)" >&2
+	[ "${CI:-}" = true ] && exit 1
+	exit 77
+fi
+if ! readelf -S "$lib" | grep -q '\.debug_info'; then
+	echo "abi: $lib has no debug information (a Release build?): abidiff needs it" >&2
+	[ "${CI:-}" = true ] && exit 1
+	exit 77
+fi
+base_soname=$(sed -n "s/^<abi-corpus .*soname='\([^']*\)'.*/\1/p" "$baseline")
+rc=0
+abidiff "$baseline" "$lib" >"$tmp/abidiff" 2>&1 || rc=$?
+# abidiff's status is a bit mask: 1 an error, 4 a change, 8 an incompatible one.
+[ $((rc & 1)) -eq 0 ] || fail "abidiff could not compare: $(cat "$tmp/abidiff")"
+changed=$(sed -n 's/^Functions changes summary: \([0-9]*\) Removed, \([0-9]*\) Changed.*/\1 \2/p' "$tmp/abidiff")
+vars=$(sed -n 's/^Variables changes summary: \([0-9]*\) Removed, \([0-9]*\) Changed, \([0-9]*\) Added.*/\1 \2 \3/p' "$tmp/abidiff")
+if { [ "$changed" != "0 0" ] || [ "$vars" != "0 0 0" ] || [ $((rc & 8)) -ne 0 ]; } && [ "$base_soname" = "$soname" ]; then
+	fail "changed against core/libprocctl-agent.abi, with the SONAME still $soname (abidiff status $rc):
+$(cat "$tmp/abidiff")"
+fi
+if [ $((rc & 4)) -ne 0 ]; then
+	echo "abi: against the baseline (functions added; scripts/abi-baseline.sh takes them in):"
+	cat "$tmp/abidiff"
+fi
+echo "abi: abidiff against $(basename "$baseline") ($base_soname): nothing removed or changed"

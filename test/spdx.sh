@@ -1,7 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
 # Every source file of the project carries its licence: an SPDX line
-# (Apache-2.0) near its top. Data (fixtures, corpora, JSON) and prose
+# (Apache-2.0) near its top. Data (fixtures, corpora, JSON, the ABI
+# baseline core/libprocctl-agent.abi, which abidiff reads whole) and prose
 # (Markdown) are not sources, nor are test/seed/*.inc: the seed README's
 # snippets, kept verbatim (Apache-2.0 too).
 # Usage: spdx.sh SOURCE_DIR
@@ -12,7 +13,7 @@ if ! git rev-parse --git-dir >/dev/null 2>&1; then
 	[ "${CI:-}" = true ] && exit 1
 	exit 77
 fi
-missing=$(git ls-files | grep -vE '^(test/fixtures|fuzz/corpus|test/peers)/|\.(md|json)$|^test/seed/.*\.inc$|^(LICENSE|\.gitignore|\.dockerignore)$' |
+missing=$(git ls-files | grep -vE '^(test/fixtures|fuzz/corpus|test/peers)/|\.(md|json|abi)$|^test/seed/.*\.inc$|^(LICENSE|\.gitignore|\.dockerignore)$' |
 	while read -r f; do
 		head -3 "$f" | grep -q 'SPDX-License-Identifier: Apache-2.0' || echo "$f"
 	done)
