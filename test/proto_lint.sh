@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # The procctl API's checks, with the buf that scripts/install-peers.sh
 # installs from npm:
-# - buf lint (STANDARD rules, proto/buf.yaml), and a clean build;
+# - buf lint (STANDARD and COMMENTS rules, proto/buf.yaml), and a clean build;
 # - buf breaking (FILE rules) against proto/procctl-v1.image.json, the
 #   API as released (buf build --exclude-source-info): a change that
 #   breaks a client of procctl.v1 fails here. An intended one means a new
@@ -34,4 +34,4 @@ if (cd "$tmp" && "$buf" breaking --against "$baseline") >"$tmp/out" 2>&1; then
 fi
 grep -q 'RPC "GetProcess" on service "NodeService" was deleted' "$tmp/out" || { cat "$tmp/out" >&2; exit 1; }
 grep -q 'changed type from "int32" to "int64"' "$tmp/out" || { cat "$tmp/out" >&2; exit 1; }
-echo "proto_lint: buf $("$buf" --version): lint (STANDARD), build and breaking (FILE, against $(basename "$baseline")) clean; an incompatible copy refused"
+echo "proto_lint: buf $("$buf" --version): lint (STANDARD, COMMENTS), build and breaking (FILE, against $(basename "$baseline")) clean; an incompatible copy refused"
