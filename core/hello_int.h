@@ -5,6 +5,17 @@
 #ifndef PROCCTL_HELLO_INT_H
 #define PROCCTL_HELLO_INT_H
 
+/* This file's globals carry the library's prefix in its symbols (a program
+ * linking libprocctl-agent.a may have a hello_file_close of its own). */
+#define hello_file_close procctl__hello_file_close
+#define hello_file_find procctl__hello_file_find
+#define hello_key_eq procctl__hello_key_eq
+#define hello_key_slot procctl__hello_key_slot
+#define hello_mapped procctl__hello_mapped
+#define hello_pid_add procctl__hello_pid_add
+#define hello_recheck procctl__hello_recheck
+#define hello_recheck_stages procctl__hello_recheck_stages
+
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>

@@ -6,6 +6,11 @@
 #ifndef PROCCTL_HELLOFILE_H
 #define PROCCTL_HELLOFILE_H
 
+/* This file's globals carry the library's prefix in its symbols (a program
+ * linking libprocctl-agent.a may have a hello_open_mapped of its own). */
+#define hello_open_mapped procctl__hello_open_mapped
+#define hello_sweep procctl__hello_sweep
+
 #include <stdint.h>
 #include <sys/types.h>
 

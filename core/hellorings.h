@@ -10,6 +10,15 @@
 #ifndef PROCCTL_HELLORINGS_H
 #define PROCCTL_HELLORINGS_H
 
+/* This file's globals carry the library's prefix in its symbols (a program
+ * linking libprocctl-agent.a may have a hello_epoll_consume of its own). */
+#define hello_epoll_consume procctl__hello_epoll_consume
+#define hello_possible_cpus procctl__hello_possible_cpus
+#define hello_rings_close procctl__hello_rings_close
+#define hello_rings_drain procctl__hello_rings_drain
+#define hello_rings_mute procctl__hello_rings_mute
+#define hello_rings_open procctl__hello_rings_open
+
 #include <stddef.h>
 #include <stdint.h>
 

@@ -7,6 +7,43 @@
 #ifndef PROCCTL_REGISTRY_INT_H
 #define PROCCTL_REGISTRY_INT_H
 
+/* This file's globals carry the library's prefix in its symbols (a program
+ * linking libprocctl-agent.a may have a reg_bells_attach of its own). */
+#define reg_bells_attach procctl__reg_bells_attach
+#define reg_bells_detach procctl__reg_bells_detach
+#define reg_bells_due procctl__reg_bells_due
+#define reg_bells_flush procctl__reg_bells_flush
+#define reg_bells_start procctl__reg_bells_start
+#define reg_bells_stop procctl__reg_bells_stop
+#define reg_bells_tick procctl__reg_bells_tick
+#define reg_by_client procctl__reg_by_client
+#define reg_by_id procctl__reg_by_id
+#define reg_by_pid procctl__reg_by_pid
+#define reg_claim procctl__reg_claim
+#define reg_emit procctl__reg_emit
+#define reg_emit_doorbell procctl__reg_emit_doorbell
+#define reg_emit_entry procctl__reg_emit_entry
+#define reg_emit_ownership procctl__reg_emit_ownership
+#define reg_emit_ready procctl__reg_emit_ready
+#define reg_hb_claimed procctl__reg_hb_claimed
+#define reg_hb_main procctl__reg_hb_main
+#define reg_index_add procctl__reg_index_add
+#define reg_index_del procctl__reg_index_del
+#define reg_kick procctl__reg_kick
+#define reg_lock_check procctl__reg_lock_check
+#define reg_lock_find procctl__reg_lock_find
+#define reg_lock_for procctl__reg_lock_for
+#define reg_lock_put procctl__reg_lock_put
+#define reg_lock_try procctl__reg_lock_try
+#define reg_lock_watch procctl__reg_lock_watch
+#define reg_on_found procctl__reg_on_found
+#define reg_probe_unsealed procctl__reg_probe_unsealed
+#define reg_rejected_add procctl__reg_rejected_add
+#define reg_rejected_forget procctl__reg_rejected_forget
+#define reg_rejected_was procctl__reg_rejected_was
+#define reg_ring_dispatch procctl__reg_ring_dispatch
+#define reg_sibling procctl__reg_sibling
+
 #include <pthread.h>
 #include <stdint.h>
 #include <sys/types.h>

@@ -12,10 +12,14 @@
 # the SONAME is the baseline's; functions added are shown and pass. A
 # change meant is taken in by scripts/abi-baseline.sh in the same commit
 # (reviewed there), with the SONAME bumped when it is incompatible.
-# Usage: abi.sh SOURCE_DIR LIBRARY [BASELINE]
+# libprocctl-agent.a defines no global symbol without the procctl_ prefix
+# (its internals are procctl__*), so none clashes with an embedding
+# program's own.
+# Usage: abi.sh SOURCE_DIR SHARED_LIBRARY STATIC_LIBRARY [BASELINE]
 set -eu
 src=$1
 lib=$2
+archive=$3
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/procctl-abi.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 fail() {
@@ -41,10 +45,15 @@ $(cat "$tmp/d1")"
 diff -u "$tmp/map" "$tmp/exported" >"$tmp/d2" || fail "the library exports other than the map (- map, + exported):
 $(cat "$tmp/d2")"
 [ ! -s "$tmp/unversioned" ] || fail "exported outside PROCCTL_AGENT_1: $(cat "$tmp/unversioned")"
+# (_.stapsdt.base: the SDT probes' hidden, shared anchor, not a name of ours)
+nm -g --defined-only "$archive" | awk 'NF == 3 {print $3}' | grep -v -e '^procctl_' -e '^_\.stapsdt\.base$' |
+	sort -u >"$tmp/unprefixed" || true
+[ ! -s "$tmp/unprefixed" ] || fail "$(basename "$archive") defines globals without the procctl_ prefix: $(cat "$tmp/unprefixed")"
+echo "abi: $(basename "$archive") defines no global without the procctl_ prefix"
 echo "abi: $soname exports the $(wc -l <"$tmp/map") functions of the public headers, in PROCCTL_AGENT_1, and nothing else"
 
-[ $# -ge 3 ] || exit 0
-baseline=$3
+[ $# -ge 4 ] || exit 0
+baseline=$4
 if ! command -v abidiff >/dev/null 2>&1; then
 	echo "abi: no abidiff (Debian's abigail-tools: scripts/install-deps.sh installs it)" >&2
 	[ "${CI:-}" = true ] && exit 1
