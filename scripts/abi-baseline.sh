@@ -12,7 +12,7 @@ build=$(cd "${1:-$repo/build}" && pwd)
 lib=$build/libprocctl-agent.so.1
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/procctl-abi.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
-cp "$repo/procctl.h" "$repo/core/procctl_agent.h" "$repo/arbiter/procctl_arbiter.h" "$tmp/"
+cp "$repo/procctl.h" "$repo/include/procctl_agent.h" "$repo/include/procctl_arbiter.h" "$tmp/"
 abidw --headers-dir "$tmp" --drop-private-types --no-corpus-path --no-show-locs --out-file "$tmp/abi" "$lib"
 # (abidiff reads nothing before <abi-corpus>: no SPDX line, as in a .json.)
 sed -e "s|path='$repo/|path='|g" -e "s|comp-dir-path='$build'|comp-dir-path='build'|g" "$tmp/abi" \

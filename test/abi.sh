@@ -3,7 +3,7 @@
 # libprocctl-agent.so's ABI, as built: its SONAME is libprocctl-agent.so.1;
 # it exports exactly the functions core/libprocctl-agent.map lists (in
 # version PROCCTL_AGENT_1), and that list is exactly the functions the
-# public headers (procctl.h, core/procctl_agent.h, arbiter/procctl_arbiter.h)
+# public headers (procctl.h, include/procctl_agent.h, include/procctl_arbiter.h)
 # declare: a new public function needs its line in the map, and nothing
 # internal is exported. With a baseline (the gcc build's ctest passes
 # core/libprocctl-agent.abi), abidiff (abigail-tools) compares the library
@@ -32,7 +32,7 @@ soname=$(readelf -d "$lib" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
 
 # The public headers' functions: every procctl_NAME( outside comments
 # (procctl__NAME are procctl.h's internals, static in its users).
-cat "$src/procctl.h" "$src/core/procctl_agent.h" "$src/arbiter/procctl_arbiter.h" |
+cat "$src/procctl.h" "$src/include/procctl_agent.h" "$src/include/procctl_arbiter.h" |
 	perl -0777 -pe 's{/\*.*?\*/}{}gs' | grep -oE '\bprocctl_[a-z0-9_]+[[:space:]]*\(' |
 	sed 's/[[:space:]]*($//' | grep -v '^procctl__' | sort -u >"$tmp/declared"
 sed -n 's/^[[:space:]]*\(procctl_[a-z0-9_]*\);$/\1/p' "$src/core/libprocctl-agent.map" | sort >"$tmp/map"

@@ -101,7 +101,7 @@ if [ -z "$has_sh$has_c" ]; then
 fi
 
 # The C blocks: a program is linked, anything else compiled alone.
-CFLAGS="-std=c11 -O1 -Wall -Wextra -Werror -I$ROOT -I$ROOT/core -I$ROOT/arbiter -I$ROOT/clients/token"
+CFLAGS="-std=c11 -O1 -Wall -Wextra -Werror -I$ROOT -I$ROOT/include -I$ROOT/clients/token"
 if [ -n "$has_c" ]; then
 	for c in "$W"/doc/*.c; do
 		echo "## compiling $(basename "$c") of $PAGE"
