@@ -442,22 +442,80 @@ typedef struct procctl {
 	uint32_t reserved2_;
 } procctl_t;
 
+/* Each call returns 0 or a count on success and a negative errno on
+ * failure (SPEC.md 15, which test/header_docs.sh holds these to). In a
+ * forked child every call that uses the region returns -ECHILD first. */
+
+/* Create the region procctl:<consumer>-v<schema> (a sealed memfd) and the
+ * state block, ctx taken as raw memory (a context holding a region is
+ * procctl_close'd first, or that region stays open). 0; -EINVAL a bad
+ * config (name, schema 0, capacities out of range, no storage, lease
+ * bounds outside 10 ms .. 1 h or unordered, reserved fields nonzero);
+ * -EMFILE 512 live contexts, or the fd limit; -ENOMEM, -ENOSYS or another
+ * errno of memfd_create, ftruncate, fcntl, mmap, madvise or getrandom.
+ * On failure ctx holds no region: its calls return -ECHILD. */
 PROCCTL_API int procctl_init(procctl_t *ctx, const procctl_config_t *cfg);
+/* A new region and instance id for ctx, with its config (in a forked
+ * child or not; old grant snapshots are void). 0; the errors of
+ * procctl_init; -EINVAL ctx was never initialised (or its init refused
+ * the config, or it was closed). Until it succeeds, calls return -ECHILD. */
 PROCCTL_API int procctl_reinit(procctl_t *ctx);
+/* Unmap and close the region. ctx then holds none (its calls return
+ * -ECHILD; closing it again does nothing) until procctl_init. */
 PROCCTL_API void procctl_close(procctl_t *ctx);
+/* The config, when there is a new one: n > 0, its n bytes copied into
+ * buf and its generation in *gen; 0 nothing new. -ENODATA the config was
+ * cleared (once per clear; *gen set); -EBUSY a write is in progress or
+ * its writer died; -EAGAIN torn by writes on every retry; -EBADMSG a bad
+ * CRC or an inconsistent slot; -ESTALE a slot of another owner epoch;
+ * -EMSGSIZE the config is larger than cap (not consumed); -ECHILD. */
 PROCCTL_API int procctl_poll(procctl_t *ctx, void *buf, size_t cap, uint64_t *gen);
+/* Report generation gen applied (PROCCTL_TRY in flags: do not wait for
+ * another writer of the state block). 0; -EINVAL gen 0 or above the last
+ * delivered, or unknown flags; -ESTALE gen below the last acked; -EBUSY
+ * another writer, with PROCCTL_TRY; -ECHILD. */
 PROCCTL_API int procctl_ack(procctl_t *ctx, uint64_t gen, unsigned flags);
+/* Report generation gen rejected with err (-4095 .. -1). 0; the errors of
+ * procctl_ack (-EINVAL, -ESTALE, -EBUSY, -ECHILD); -EINVAL also for an
+ * err out of range. */
 PROCCTL_API int procctl_nack(procctl_t *ctx, uint64_t gen, int err, unsigned flags);
+/* Publish len bytes of the consumer's status in the state block. 0;
+ * -EMSGSIZE len above state_capacity; -EINVAL NULL data with len > 0, or
+ * unknown flags; -EBUSY another writer, with PROCCTL_TRY; -ECHILD. */
 PROCCTL_API int procctl_state_set(procctl_t *ctx, const void *data, size_t len, unsigned flags);
+/* 1 when the agent's lease has run out (a forked child's always has), 0
+ * while it is live. now_ns 0: read CLOCK_MONOTONIC. No errors. */
 PROCCTL_API int procctl_lease_expired(procctl_t *ctx, uint64_t now_ns);
+/* 1 when an owner claimed the region and has neither released nor
+ * uninstalled it, else 0 (0 in a forked child). No errors. */
 PROCCTL_API int procctl_agent_attached(procctl_t *ctx);
+/* Sleep until a write that some reader of ctx has not read (SPEC.md 6.4):
+ * 0. timeout_ns < 0: no timeout. -ETIMEDOUT the timeout passed or the
+ * live lease ran out; -EINTR a signal; -ECHILD; another errno of
+ * FUTEX_WAIT. */
 PROCCTL_API int procctl_wait(procctl_t *ctx, int64_t timeout_ns);
 /* Resources are named by (kind, id): id points at PROCCTL_ID_SIZE bytes;
  * a null id (a literal 0) is the all-zero id. */
+/* The grant for (kind, id), into *out either way (its res and seen_gen):
+ * 1 a grant found, 0 none. -EINVAL kind 0 or no out; -EBUSY a write in
+ * progress; -EAGAIN torn on every retry; -EBADMSG a bad CRC, an
+ * inconsistent slot, a duplicate key or an entry breaking SPEC.md 3.4;
+ * -ESTALE another owner epoch; -ECHILD. */
 PROCCTL_API int procctl_grant_get(procctl_t *ctx, uint32_t kind, const void *id, procctl_grant_t *out);
+/* 1 when grant g may be used now (SPEC.md 9.3: a grant, not revoked, of
+ * this process and instance, read since the lease last lapsed, the lease
+ * live), 0 not. now_ns 0: read CLOCK_MONOTONIC. No errors. */
 PROCCTL_API int procctl_grant_usable(procctl_t *ctx, const procctl_grant_t *g, uint64_t now_ns);
+/* Report the process's use of resource (kind, id) in its state block:
+ * state PROCCTL_RES_*, with basis the grant snapshot the decision was
+ * made from (mode: PROCCTL_TRY or 0, as procctl_ack's flags). 0 (IDLE
+ * with flags 0 and no basis frees the entry); -EINVAL kind 0, a bad state,
+ * flags or mode, or a basis for another resource; -EPERM ACQUIRING or HOLDING
+ * without a usable basis; -ENOSPC the table is full; -EBUSY another
+ * writer, with PROCCTL_TRY; -ECHILD. */
 PROCCTL_API int procctl_resource_report(procctl_t *ctx, uint32_t kind, const void *id, uint32_t state,
 					uint32_t flags, const procctl_grant_t *basis, unsigned mode);
+/* The region's memfd, -1 when ctx holds none; its instance id. No errors. */
 PROCCTL_API int procctl_fd(const procctl_t *ctx);
 PROCCTL_API uint64_t procctl_instance_id(const procctl_t *ctx);
 
