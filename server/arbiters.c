@@ -97,10 +97,10 @@ static void emit_grant(struct node *n, const struct node_arbiter_cfg *cfg, const
 	PbEvent ev = PROCCTL__V1__WATCH_EVENTS_RESPONSE__INIT;
 	PbRef ref = PROCCTL__V1__PROCESS_REF__INIT;
 	char *kind = (char *)cfg->name; /* protobuf-c's strings are not const; not written */
-	char idbuf[HEXID_LEN], grant[HEXID_LEN];
+	char idbuf[HEXID_LEN], grant[HEXID_LEN], id[37];
 	struct selector k = {.pid = s->holder_pid};
-	ProtobufCBinaryData id = {sizeof s->res.id, (uint8_t *)s->res.id};
 	size_t i;
+	procctl_resource_id_format(s->res.id, id);
 	ref.pid = s->holder_pid;
 	ref.instance_id = hexid(idbuf, s->holder_instance);
 	snprintf(k.consumer, sizeof k.consumer, "%s", cfg->consumer);

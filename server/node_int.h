@@ -223,6 +223,8 @@ void job_finish_arena(struct node_job *job, struct arena *a, const ProtobufCMess
 char *hexid(char buf[HEXID_LEN], uint64_t v);
 int hexid_parse(const char *s, uint64_t *v);
 char *ar_hexid(struct arena *a, uint64_t v);
+/* A resource id in the UUID form (procctl_resource_id_format), in a. */
+char *ar_resid(struct arena *a, const uint8_t id[16]);
 const char *node_kind_name(const struct node *n, uint32_t kind, char buf[16]);
 PbRef *mk_ref(struct arena *a, pid_t pid, uint64_t instance);
 Procctl__V1__AckResult proc_ack_result(const struct proc *p);

@@ -104,6 +104,13 @@ char *ar_hexid(struct arena *a, uint64_t v)
 	return ar_str(a, hexid(buf, v));
 }
 
+char *ar_resid(struct arena *a, const uint8_t id[16])
+{
+	char buf[37];
+	procctl_resource_id_format(id, buf);
+	return ar_str(a, buf);
+}
+
 /* A resource kind as people read it: its [arbiter NAME], or its number. */
 const char *node_kind_name(const struct node *n, uint32_t kind, char buf[16])
 {
@@ -281,11 +288,7 @@ void state_reply(struct node *n, struct node_job *job, int r)
 		procctl__v1__resource_report__init(rr);
 		rr->kind = ar_str(&a, node_kind_name(n, e->kind, kind));
 		rr->kind_number = e->kind;
-		rr->id.data = ar_alloc(&a, sizeof e->id);
-		if (rr->id.data) {
-			memcpy(rr->id.data, e->id, sizeof e->id);
-			rr->id.len = sizeof e->id;
-		}
+		rr->id = ar_resid(&a, e->id);
 		rr->grant_id = ar_hexid(&a, e->grant_id);
 		rr->seen_generation = e->seen_gen;
 		rr->state = e->state <= PROCCTL_RES_RELEASED ? (Procctl__V1__ResourceState)(e->state + 1)

@@ -236,11 +236,7 @@ static void fill_arbiter(struct arena *a, const struct arb *ab, Procctl__V1__Arb
 			return;
 		procctl__v1__arbiter_resource__init(r);
 		r->kind = ar_str(a, ab->cfg->name);
-		r->id.data = ar_alloc(a, sizeof s->res.id);
-		if (r->id.data) {
-			memcpy(r->id.data, s->res.id, sizeof s->res.id);
-			r->id.len = sizeof s->res.id;
-		}
+		r->id = ar_resid(a, s->res.id);
 		r->holder = mk_ref(a, s->holder_pid, s->holder_instance);
 		r->grant_id = ar_hexid(a, s->grant_id);
 		r->held_ns = s->held_ns;

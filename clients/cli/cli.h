@@ -122,7 +122,6 @@ const char *short_enum(const ProtobufCEnumDescriptor *d, int v, const char *pref
 const char *errno_name(int32_t status, char buf[16]);
 int results(Procctl__V1__PublishResult **r, size_t n, int wait);
 const char *selector_words(const struct opts *o);
-const char *resource_id(const ProtobufCBinaryData *id, char buf[80]);
 void show_process(const Procctl__V1__Process *p);
 void process_header(void);
 int printable(const uint8_t *p, size_t n);

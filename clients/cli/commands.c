@@ -99,8 +99,7 @@ int cmd_state(const struct opts *o)
 			printf("acked:     -\n");
 		for (i = 0; i < r->n_resources; i++) {
 			const Procctl__V1__ResourceReport *x = r->resources[i];
-			char id[80];
-			printf("resource:  %s:%s %s%s grant=%s seen=%llu\n", x->kind, resource_id(&x->id, id),
+			printf("resource:  %s:%s %s%s grant=%s seen=%llu\n", x->kind, x->id,
 			       short_enum(&procctl__v1__resource_state__descriptor, x->state, "RESOURCE_STATE_"),
 			       x->wants ? " wants" : "", x->grant_id[0] ? x->grant_id : "-",
 			       (unsigned long long)x->seen_generation);
@@ -179,8 +178,7 @@ static void arbiter_rows(const Procctl__V1__Arbiter *a)
 	size_t j;
 	for (j = 0; j < a->n_resources; j++) {
 		const Procctl__V1__ArbiterResource *x = a->resources[j];
-		char id[80];
-		printf("%-8s %-36s %-8d %-9.3f %-10.3f %-10.3f %-9llu %u\n", a->kind, resource_id(&x->id, id),
+		printf("%-8s %-36s %-8d %-9.3f %-10.3f %-10.3f %-9llu %u\n", a->kind, x->id,
 		       x->holder ? x->holder->pid : 0, (double)x->held_ns / 1e9,
 		       (double)x->blocked_ns_total / 1e9, (double)x->pending_ns_total / 1e9, (unsigned long long)x->handoffs,
 		       x->waiters);

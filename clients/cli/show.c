@@ -76,18 +76,6 @@ const char *selector_words(const struct opts *o)
 	return buf;
 }
 
-/* A resource id of 16 bytes (a GPU UUID) as a UUID, others in hex (at
- * most 32 bytes shown). */
-const char *resource_id(const ProtobufCBinaryData *id, char buf[80])
-{
-	size_t k, o = 0;
-	buf[0] = 0;
-	for (k = 0; k < id->len && k < 32; k++)
-		o += (size_t)snprintf(buf + o, 80 - o, "%s%02x",
-				      id->len == 16 && (k == 4 || k == 6 || k == 8 || k == 10) ? "-" : "", id->data[k]);
-	return buf;
-}
-
 /* The OWNER column: how the daemon stands with the region. */
 static const char *ownership(Procctl__V1__LeaseState s)
 {

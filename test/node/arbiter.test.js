@@ -15,7 +15,7 @@ const h = require('./harness');
 // Token clients of this file only (echo clients have h.CONSUMER).
 const CONSUMER_T = `tok${process.pid}`.slice(0, 31);
 // token-client --id 0: the id's first byte is 0, the rest are zero.
-const GPU = Buffer.alloc(16);
+const GPU = '00000000-0000-0000-0000-000000000000';
 const HOLD_NS = '200000000';
 
 const scratch = h.scratch('procctl-arbiter-');

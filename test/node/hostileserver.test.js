@@ -33,7 +33,7 @@ const proc = {
 const results = [{ process: ref, generation: '4', status: 'PUBLISH_STATUS_REJECTED', processStatus: -22, error: EVIL }];
 const arbiter = {
   kind: `gpu${EVIL}`, holdNs: '1', kindNumber: 1,
-  resources: [{ kind: `gpu${EVIL}`, id: Buffer.alloc(16), holder: ref, grantId: EVIL, heldNs: '1' }],
+  resources: [{ kind: `gpu${EVIL}`, id: EVIL, holder: ref, grantId: EVIL, heldNs: '1' }],
 };
 const bigPayload = Buffer.alloc(60 << 20, 0x41);
 const desired = {
@@ -49,7 +49,7 @@ before(async () => {
     GetProcess: ok({ process: proc }),
     ReadState: ok({
       ackedGeneration: '3', ackResult: 'ACK_RESULT_APPLIED', ackStatus: -22, data: Buffer.from(EVIL),
-      resources: [{ kind: EVIL, id: Buffer.alloc(16), grantId: EVIL, state: 'RESOURCE_STATE_HOLDING' }],
+      resources: [{ kind: EVIL, id: EVIL, grantId: EVIL, state: 'RESOURCE_STATE_HOLDING' }],
     }),
     Publish: ok({ results }),
     Clear: ok({ results }),

@@ -91,7 +91,7 @@ test('JSON views equal the gRPC responses field for field', async () => {
   const g = await get(`${base}/v1/arbiters/gpu`);
   assert.deepEqual(g.json, asJson(await h.call(c, 'GetArbiter', { kind: 'gpu' })));
   assert.equal(g.json.arbiter.holdNs, '100000000');
-  assert.equal(g.json.arbiter.resources[0].id, Buffer.from('5a8e2b0c3f1d4e6a9b7c1d2e3f4a5b6c', 'hex').toString('base64'));
+  assert.equal(g.json.arbiter.resources[0].id, '5a8e2b0c-3f1d-4e6a-9b7c-1d2e3f4a5b6c');
 });
 
 test('errors are JSON with the HTTP status of their gRPC code', async () => {

@@ -77,7 +77,7 @@ test('three stand-in holders take turns on one GPU\'s PC sampling; the witness n
   }
   const r = (await h.call(c, 'GetArbiter', { kind: KIND })).arbiter;
   assert.equal(r.resources.length, 1);
-  assert.equal(r.resources[0].id.toString('hex'), UUID.replace(/-/g, ''));
+  assert.equal(r.resources[0].id, UUID);
   assert.ok(Number(r.resources[0].handoffs) >= 5, JSON.stringify(r.resources[0]));
 });
 
