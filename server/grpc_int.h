@@ -19,7 +19,6 @@
 
 #define SLOTS 8            /* requests posted per method */
 #define WATCH_SLOTS 32     /* ... for WatchEvents: many streams open at once */
-#define IO_THREADS 2       /* polling the connections */
 
 enum kind { UNARY, SERVER_STREAM, BIDI };
 enum handler { H_NODE, H_HEALTH_CHECK, H_HEALTH_WATCH, H_REFLECT };
@@ -89,8 +88,8 @@ struct grpc_srv {
 	grpc_completion_queue *cq;    /* the calls' events (no I/O: cq_thread) */
 	grpc_completion_queue *io_cq; /* the connections' I/O (io_thread); no events */
 	void *handle[NMETHODS];
-	pthread_t thread, io[IO_THREADS];
-	int io_started;            /* the I/O threads running */
+	pthread_t thread, io;
+	int io_started;
 	int started;
 	struct reflect *reflect;
 	pthread_mutex_t wmu;       /* the watcher list */

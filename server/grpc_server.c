@@ -121,16 +121,12 @@ static void *cq_thread(void *arg)
 	return NULL;
 }
 
-/* The I/O threads: they poll the connections (the transports run here),
- * and never get an event of their own. The calls' events go to s->cq,
+/* The I/O thread: it polls the connections (the transports run here),
+ * and never gets an event of its own. The calls' events go to s->cq,
  * which does no I/O: so cq_thread sees a call while the transport may
  * still be reading more, and can count it on its connection in time
  * (grpc_conns.c shuts down one that opens streams past the limit; with
- * one thread for both, a burst of 30,000 streams was all read first).
- * IO_THREADS of them, so that one connection's long read (such a burst,
- * parsed until the cut: 90 ms of CPU) holds up no other's: with one, a
- * healthy client's p99 was 2.4 times its unloaded one under a burst
- * every 2.5 s, 1.3 times with two. */
+ * one thread for both, a burst of 30,000 streams was all read first). */
 static void *io_thread(void *arg)
 {
 	struct grpc_srv *s = arg;
@@ -297,14 +293,13 @@ static int listen_all(struct grpc_srv *s, grpc_server_credentials *tls, char *er
 	return 0;
 }
 
-/* After the server is destroyed: the I/O threads end, their queue goes. */
+/* After the server is destroyed: the I/O thread ends, its queue goes. */
 static void io_stop(struct grpc_srv *s)
 {
 	grpc_completion_queue_shutdown(s->io_cq);
-	int i;
-	for (i = 0; i < s->io_started; i++)
-		pthread_join(s->io[i], NULL);
-	if (!s->io_started)
+	if (s->io_started)
+		pthread_join(s->io, NULL);
+	else
 		while (grpc_completion_queue_next(s->io_cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL).type !=
 		       GRPC_QUEUE_SHUTDOWN)
 			;
@@ -375,12 +370,12 @@ int grpcsrv_start(const struct node_cfg *cfg, struct node *n, struct grpc_srv **
 	s->io_cq = grpc_completion_queue_create_for_next(NULL);
 	grpc_server_register_completion_queue(s->server, s->cq, NULL);
 	grpc_server_register_completion_queue(s->server, s->io_cq, NULL);
-	for (i = 0; i < IO_THREADS; i++, s->io_started++)
-		if ((r = pthread_create(&s->io[i], NULL, io_thread, s))) {
-			snprintf(err, errlen, "a gRPC I/O thread: %s", strerror(r));
-			r = -r;
-			goto fail;
-		}
+	if ((r = pthread_create(&s->io, NULL, io_thread, s))) {
+		snprintf(err, errlen, "the gRPC I/O thread: %s", strerror(r));
+		r = -r;
+		goto fail;
+	}
+	s->io_started = 1;
 	for (i = 0; i < NMETHODS; i++)
 		s->handle[i] = grpc_server_register_method(s->server, methods[i].path, NULL, GRPC_SRM_PAYLOAD_NONE, 0);
 	if (cfg->tls_cert[0] && !(tls = tls_credentials(cfg, err, errlen))) {
