@@ -509,7 +509,8 @@ PROCCTL_API int procctl_grant_usable(procctl_t *ctx, const procctl_grant_t *g, u
 /* Report the process's use of resource (kind, id) in its state block:
  * state PROCCTL_RES_*, with basis the grant snapshot the decision was
  * made from (mode: PROCCTL_TRY or 0, as procctl_ack's flags). 0 (IDLE
- * with flags 0 and no basis frees the entry); -EINVAL kind 0, a bad state,
+ * with flags 0 and a basis naming no grant, NULL or a snapshot that found
+ * none, frees the entry); -EINVAL kind 0, a bad state,
  * flags or mode, or a basis for another resource; -EPERM ACQUIRING or HOLDING
  * without a usable basis; -ENOSPC the table is full; -EBUSY another
  * writer, with PROCCTL_TRY; -ECHILD. */
@@ -1470,8 +1471,9 @@ PROCCTL_API int procctl_resource_report(procctl_t *ctx, uint32_t kind, const voi
 		if (!e && tab[i].kind == 0)
 			e = &tab[i];
 	}
-	if (state == PROCCTL_RES_IDLE && !flags && !basis) {
-		/* Nothing held, nothing wanted, no grant to confirm: free it. */
+	if (state == PROCCTL_RES_IDLE && !flags && (!basis || !basis->grant_id)) {
+		/* Nothing held, nothing wanted, no grant to confirm (no basis,
+		 * or one that found none): free it. */
 		if (e && e->kind)
 			memset(e, 0, sizeof *e);
 	} else if (!e) {

@@ -63,6 +63,11 @@ static void grant_revoke_report(void **state)
 
 	th_agent_gen(&p->a, "drop 1 00");
 	assert_int_equal(procctl_grant_get(&p->ctx, g0.kind, g0.id, &s), 0);
+	/* IDLE, wanting nothing, on that snapshot of no grant: the entry is
+	 * freed, as with no basis (SPEC.md 4.2). */
+	assert_int_equal(s.grant_id, 0);
+	assert_int_equal(procctl_resource_report(&p->ctx, g0.kind, g0.id, PROCCTL_RES_IDLE, 0, &s, 0), 0);
+	assert_null(strstr(th_agent_ok(&p->a, "readstate"), "res=1:"));
 }
 
 /* A grant seen before the lease lapsed is never usable again, even when
