@@ -43,6 +43,9 @@ static void rotation_in_order(void **state)
 	procctl_arbiter_free(a);
 }
 
+/* A lone wanter keeps its grant past any number of hold times, though it
+ * never reports it taken up (SPEC.md 9.2: a turn's end revokes only for
+ * another wanter). */
 static void lone_wanter_renewed(void **state)
 {
 	struct world w;

@@ -110,6 +110,30 @@ static void lapse_voids_grants(void **state)
 	assert_int_equal(procctl_grant_usable(&p->ctx, &s, 0), 1);
 }
 
+/* A gap that ends an expiry the process already counted is that lapse,
+ * not a second one (SPEC.md 8.4): a grant read while the lease was
+ * expired, after the agent granted it, is usable once the heartbeat
+ * moves. Counted twice, the move would void it. */
+static void one_lapse_not_two(void **state)
+{
+	struct th_proc *p = *state;
+	procctl_resource_t g0 = th_gpu(0), g1 = th_gpu(1);
+	procctl_grant_t s, fresh;
+	uint64_t t;
+
+	th_agent_gen(&p->a, "grant 1 00 20");
+	assert_int_equal(procctl_grant_get(&p->ctx, g0.kind, g0.id, &s), 1);
+	t = th_now_ns() + 36000000000000ull; /* ten hours on: expired, one lapse */
+	assert_int_equal(procctl_lease_expired(&p->ctx, t), 1);
+	th_agent_gen(&p->a, "grant 1 01 21"); /* granted after the lapse */
+	assert_int_equal(procctl_grant_get(&p->ctx, g1.kind, g1.id, &fresh), 1);
+	assert_int_equal(procctl_grant_usable(&p->ctx, &fresh, t), 0); /* the lease is expired */
+	th_agent_ok(&p->a, "hb");
+	assert_int_equal(procctl_lease_expired(&p->ctx, t), 0); /* a gap of ten hours, ended */
+	assert_int_equal(procctl_grant_usable(&p->ctx, &fresh, t), 1);
+	assert_int_equal(procctl_grant_usable(&p->ctx, &s, t), 0); /* seen before the lapse */
+}
+
 static void bad_keys_and_full_table(void **state)
 {
 	struct th_proc *p = *state;
@@ -217,6 +241,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(grant_revoke_report, th_setup_claimed, th_teardown),
 		cmocka_unit_test_setup_teardown(lapse_voids_grants, th_setup_claimed, th_teardown),
+		cmocka_unit_test_setup_teardown(one_lapse_not_two, th_setup_claimed, th_teardown),
 		cmocka_unit_test_setup_teardown(bad_keys_and_full_table, th_setup_claimed, th_teardown),
 		cmocka_unit_test(resource_ids_as_text),
 		cmocka_unit_test_setup_teardown(hostile_grants, th_setup_claimed, th_teardown),

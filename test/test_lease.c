@@ -35,6 +35,8 @@ static void expiry_and_heartbeat(void **state)
 	th_agent_gen(&p->a, "claim 1 1 %llu", 1000 * MS); /* claims and beats once */
 	assert_int_equal(procctl_agent_attached(&p->ctx), 1);
 	t0 = th_now_ns();
+	/* The first lease seen applies at once: before it, the lease was the
+	 * minimum, and a longer one applies at once (SPEC.md 8.4). */
 	assert_int_equal(procctl_lease_expired(&p->ctx, t0), 0);
 	assert_int_equal(procctl_lease_expired(&p->ctx, t0 + 999 * MS), 0);
 	assert_int_equal(procctl_lease_expired(&p->ctx, t0 + 1000 * MS), 1);
