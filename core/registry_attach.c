@@ -14,15 +14,6 @@
 #include "log.h"
 #include "registry_int.h"
 
-static struct entry *entry_of(procctl_registry_t *r, pid_t pid, dev_t dev, ino_t ino)
-{
-	struct entry *e = NULL;
-	while ((e = reg_by_pid(r, pid, e)))
-		if (e->c->info.dev == dev && e->c->info.ino == ino)
-			return e;
-	return NULL;
-}
-
 /* A region without its seals yet: its process may be inside procctl_init,
  * so it is probed again on each tick for a while (no notify need come). */
 static void retry_unsealed(procctl_registry_t *r, const struct procctl_scan_entry *s)
@@ -108,7 +99,18 @@ int reg_on_found(const struct procctl_scan_entry *s, void *arg)
 	procctl_client_t *c;
 	struct entry *e;
 
-	if (entry_of(r, s->pid, s->dev, s->ino) || reg_rejected_was(r, s->pid, s->dev, s->ino))
+	if ((e = reg_by_region(r, s->dev, s->ino))) {
+		/* Attached already, through its creator: another process's
+		 * link to it (a forked child that kept the fd, an agent that
+		 * keeps the fds it fetched) is skipped unfetched (SPEC.md 2.4). */
+		if (e->c->info.pid != s->pid) {
+			pthread_mutex_lock(&r->mu);
+			r->stats.held_elsewhere++;
+			pthread_mutex_unlock(&r->mu);
+		}
+		return 0;
+	}
+	if (reg_rejected_was(r, s->pid, s->dev, s->ino))
 		return 0;
 	if (!reg_lock_find(r, s->consumer) && r->nlocks >= r->o.max_consumers) {
 		count_reject(r, PROCCTL_REJECT_CONSUMER_LIMIT);

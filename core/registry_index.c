@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* registry_index.c - a registry's entries found by id (epoll tags,
- * doorbells) and by pid (caps, notifies, exec events) without walking
- * them: two chained hash tables of REG_BUCKETS, changed under mu on the
+ * doorbells), by pid (caps, notifies, exec events) and by region (a scan's
+ * link to a region attached already) without walking them: three chained
+ * hash tables of REG_BUCKETS, changed under mu on the
  * loop's thread only, so the loop reads them without mu; the regions
  * refused for good, which scans skip; and the public lookups (every
  * client, a consumer's, a pid's). */
@@ -13,13 +14,21 @@ static unsigned hash(uint64_t v)
 	return (unsigned)(v >> (64 - REG_BUCKET_BITS));
 }
 
+static unsigned region_hash(dev_t dev, ino_t ino)
+{
+	return hash((uint64_t)ino ^ ((uint64_t)dev << 40));
+}
+
 void reg_index_add(procctl_registry_t *r, struct entry *e)
 {
 	struct entry **id = &r->by_id[hash(e->id)], **pid = &r->by_pid[hash((uint64_t)e->c->info.pid)];
+	struct entry **rg = &r->by_region[region_hash(e->c->info.dev, e->c->info.ino)];
 	e->id_next = *id;
 	*id = e;
 	e->pid_next = *pid;
 	*pid = e;
+	e->region_next = *rg;
+	*rg = e;
 }
 
 void reg_index_del(procctl_registry_t *r, struct entry *e)
@@ -33,6 +42,11 @@ void reg_index_del(procctl_registry_t *r, struct entry *e)
 	for (pp = &r->by_pid[hash((uint64_t)e->c->info.pid)]; *pp; pp = &(*pp)->pid_next)
 		if (*pp == e) {
 			*pp = e->pid_next;
+			break;
+		}
+	for (pp = &r->by_region[region_hash(e->c->info.dev, e->c->info.ino)]; *pp; pp = &(*pp)->region_next)
+		if (*pp == e) {
+			*pp = e->region_next;
 			break;
 		}
 }
@@ -49,6 +63,15 @@ struct entry *reg_by_client(const procctl_registry_t *r, const procctl_client_t 
 {
 	struct entry *e = NULL;
 	while ((e = reg_by_pid(r, c->info.pid, e)) && e->c != c)
+		;
+	return e;
+}
+
+struct entry *reg_by_region(const procctl_registry_t *r, dev_t dev, ino_t ino)
+{
+	struct entry *e;
+	for (e = r->by_region[region_hash(dev, ino)]; e && (e->c->info.ino != ino || e->c->info.dev != dev);
+	     e = e->region_next)
 		;
 	return e;
 }

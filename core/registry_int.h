@@ -17,6 +17,7 @@
 #define reg_bells_stop procctl__reg_bells_stop
 #define reg_bells_tick procctl__reg_bells_tick
 #define reg_by_client procctl__reg_by_client
+#define reg_by_region procctl__reg_by_region
 #define reg_by_id procctl__reg_by_id
 #define reg_by_pid procctl__reg_by_pid
 #define reg_claim procctl__reg_claim
@@ -96,7 +97,7 @@ struct entry {
 	uint64_t id;
 	struct entry *next, **pprev;         /* r->entries */
 	struct entry *lk_next, **lk_pprev;   /* lk->ents: its consumer's */
-	struct entry *id_next, *pid_next; /* registry_index.c's chains */
+	struct entry *id_next, *pid_next, *region_next; /* registry_index.c's chains */
 	/* its doorbell, under mu (the watchers' or, with the ring, the loop's) */
 	uint64_t bell_window, bell_muted_until;
 	uint32_t bell_count;
@@ -136,7 +137,7 @@ struct procctl_registry {
 
 	pthread_mutex_t mu; /* entries, notify queue, stats: shared with the heartbeat thread */
 	struct entry *entries;
-	struct entry *by_id[1u << REG_BUCKET_BITS], *by_pid[1u << REG_BUCKET_BITS];
+	struct entry *by_id[1u << REG_BUCKET_BITS], *by_pid[1u << REG_BUCKET_BITS], *by_region[1u << REG_BUCKET_BITS];
 	/* pids to scan (notify, exec): a ring, nq of them from nq_head. A
 	 * pid's slot in queued[] (pid % NOTIFY_SLOTS) holds it while it waits,
 	 * so one said twice (its fork's recheck, then its hello) is scanned
@@ -194,6 +195,9 @@ struct entry *reg_by_id(const procctl_registry_t *r, uint64_t id);
 /* pid's first entry (after NULL), or the one after `after`; NULL: no more. */
 struct entry *reg_by_pid(const procctl_registry_t *r, pid_t pid, struct entry *after);
 struct entry *reg_by_client(const procctl_registry_t *r, const procctl_client_t *c);
+/* The entry of region (dev, ino), whichever process it was attached
+ * through (its creator), or NULL. */
+struct entry *reg_by_region(const procctl_registry_t *r, dev_t dev, ino_t ino);
 /* Another region of e's process that shares its pidfd (attach's sibling:
  * one pidfd a process, watched under one of their ids), or NULL. */
 struct entry *reg_sibling(const procctl_registry_t *r, const struct entry *e);

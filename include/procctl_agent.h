@@ -394,6 +394,9 @@ struct procctl_registry_stats {
 	                           * regions cannot be seen; warned when it turns nonzero */
 	uint64_t attach_denied;   /* attaches the kernel refused (pidfd_getfd, /proc/PID/mem:
 	                           * EPERM or EACCES), for the same reasons */
+	uint64_t held_elsewhere;  /* links a scan found to a region attached through its creator,
+	                           * in another process (a forked child that kept the fd, an
+	                           * agent that keeps the fds it fetched): skipped, not fetched */
 };
 
 /* A registry: no thread runs its loop; call procctl_registry_run, or poll

@@ -128,6 +128,10 @@ static void registries(FILE *f, const struct node *n)
 	reg_counter(f, rs, n->nreg, "procctl_attach_denied_total",
 		    "Attaches the kernel refused (pidfd_getfd, /proc/PID/mem): no CAP_SYS_PTRACE, or an LSM.",
 		    offsetof(struct procctl_registry_stats, attach_denied), 1);
+	reg_counter(f, rs, n->nreg, "procctl_links_held_elsewhere_total",
+		    "Links found to a region attached through its creator, in another process (a forked child that "
+		    "kept the fd, an agent that keeps fetched fds): skipped, not fetched.",
+		    offsetof(struct procctl_registry_stats, held_elsewhere), 1);
 	reg_counter(f, rs, n->nreg, "procctl_heartbeats_total", "Lease heartbeats written.",
 		    offsetof(struct procctl_registry_stats, heartbeats), 1);
 	reg_counter(f, rs, n->nreg, "procctl_lease_lapses_total",
