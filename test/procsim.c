@@ -39,9 +39,13 @@
  *   exec                         exec sleep: same pid, new image
  *   exit                         leave
  *
- * Hostile modes: unsealed, writeseal, futurewrite, hugetlb, toobig,
+ * Hostile modes: unsealed, writeseal, futurewrite, execseal (F_SEAL_EXEC
+ * added to an executable memfd: Linux 6.3+ adds WRITE with it), hugetlb, toobig,
  * badmagic, badversion, badlayout, mismatch (name echo, header other),
- * badstate (state CRC), badinstance (state instance id); and late: a valid
+ * badstate (state CRC), badinstance (state instance id); with two faults,
+ * whose reason the order of the checks decides (SPEC.md 13.2): writeonly
+ * (WRITE, the rest missing), badversioncrc (major version and header CRC),
+ * badinstancecrc (state instance id and CRC); and late: a valid
  * region whose seals are still missing, as inside procctl_init, until seal.
  */
 #define PROCCTL_IMPLEMENTATION
@@ -70,6 +74,12 @@
 #endif
 #ifndef MFD_HUGETLB
 #define MFD_HUGETLB 0x0004u
+#endif
+#ifndef MFD_EXEC
+#define MFD_EXEC 0x0010u /* Linux 6.3; older libc headers lack it */
+#endif
+#ifndef F_SEAL_EXEC
+#define F_SEAL_EXEC 0x0020
 #endif
 
 static procctl_t ctx;
@@ -162,8 +172,13 @@ static void do_hostile(const char *mode)
 		fd = bare_region(MFD_ALLOW_SEALING, 0, 16384);
 	else if (!strcmp(mode, "writeseal"))
 		fd = bare_region(MFD_ALLOW_SEALING, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL, 16384);
+	else if (!strcmp(mode, "writeonly")) /* two faults: WRITE, and SHRINK, GROW, SEAL missing */
+		fd = bare_region(MFD_ALLOW_SEALING, F_SEAL_WRITE, 16384);
 	else if (!strcmp(mode, "futurewrite"))
 		fd = bare_region(MFD_ALLOW_SEALING, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE | F_SEAL_SEAL,
+				 16384);
+	else if (!strcmp(mode, "execseal")) /* an executable memfd: the kernel adds WRITE (6.3+) */
+		fd = bare_region(MFD_ALLOW_SEALING | MFD_EXEC, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_EXEC | F_SEAL_SEAL,
 				 16384);
 	else if (!strcmp(mode, "hugetlb"))
 		fd = bare_region(MFD_HUGETLB | MFD_ALLOW_SEALING, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL, 0);
@@ -184,9 +199,9 @@ static void do_hostile(const char *mode)
 	if (!strcmp(mode, "badmagic")) {
 		v64 = 0x1234;
 		patch_header(offsetof(struct procctl_hdr, magic), &v64, 8, 1);
-	} else if (!strcmp(mode, "badversion")) {
-		uint16_t v16 = 9;
-		patch_header(offsetof(struct procctl_hdr, version_major), &v16, 2, 1);
+	} else if (!strcmp(mode, "badversion") || !strcmp(mode, "badversioncrc")) {
+		uint16_t v16 = 9; /* badversioncrc: and the CRC left as it was, a second fault */
+		patch_header(offsetof(struct procctl_hdr, version_major), &v16, 2, !strcmp(mode, "badversion"));
 	} else if (!strcmp(mode, "badlayout")) {
 		v32 = 0x7fffffc0u; /* a slot far outside the file */
 		patch_header(offsetof(struct procctl_hdr, slot_off[1]), &v32, 4, 1);
@@ -211,11 +226,12 @@ static void do_hostile(const char *mode)
 	} else if (!strcmp(mode, "badstate")) {
 		struct procctl_state_hdr *st = (void *)(((uintptr_t)storage + 7u) & ~(uintptr_t)7u);
 		st->crc ^= 1;
-	} else if (!strcmp(mode, "badinstance")) {
+	} else if (!strcmp(mode, "badinstance") || !strcmp(mode, "badinstancecrc")) {
 		struct procctl_state_hdr *st = (void *)(((uintptr_t)storage + 7u) & ~(uintptr_t)7u);
 		st->instance_id ^= 1;
-		st->crc = procctl_crc32c(0, (unsigned char *)st + PROCCTL_STATE_CRC_OFF,
-					 sizeof *st + 4u * sizeof(struct procctl_res_entry) - PROCCTL_STATE_CRC_OFF);
+		if (!strcmp(mode, "badinstance")) /* badinstancecrc: the CRC wrong too */
+			st->crc = procctl_crc32c(0, (unsigned char *)st + PROCCTL_STATE_CRC_OFF,
+						 sizeof *st + 4u * sizeof(struct procctl_res_entry) - PROCCTL_STATE_CRC_OFF);
 	} else if (!strcmp(mode, "late")) {
 		int err = late_region();
 		if (err) {
