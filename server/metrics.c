@@ -196,8 +196,9 @@ static void acks(FILE *f, const struct node *n)
 
 /* One line per resource of every arbiter: value(snapshot) as fmt. */
 static void per_resource(FILE *f, const struct node *n, const char *name, const char *type, const char *help,
-			 double (*value)(const struct procctl_arbiter_snapshot *), const char *fmt)
+			 double (*value)(const struct procctl_arbiter_snapshot *, int64_t now), const char *fmt)
 {
+	int64_t now = procctl_now_ns();
 	char label[37];
 	size_t i, j;
 	metric_head(f, name, type, help);
@@ -205,49 +206,69 @@ static void per_resource(FILE *f, const struct node *n, const char *name, const 
 		for (j = 0; j < n->arb[i].nsnap; j++) {
 			procctl_resource_id_format(n->arb[i].snap[j].res.id, label); /* GPU ids are UUIDs; the CLI shows every id so */
 			fprintf(f, "%s{kind=\"%s\",resource=\"%s\"} ", name, n->arb[i].cfg->name, label);
-			fprintf(f, fmt, value(&n->arb[i].snap[j]));
+			fprintf(f, fmt, value(&n->arb[i].snap[j], now));
 			fputc('\n', f);
 		}
 }
 
-static double hold_s(const struct procctl_arbiter_snapshot *s)
+static double hold_s(const struct procctl_arbiter_snapshot *s, int64_t now)
 {
+	(void)now;
 	return (double)s->hold_ns_total / 1e9;
 }
 
-static double blocked_s(const struct procctl_arbiter_snapshot *s)
+static double blocked_s(const struct procctl_arbiter_snapshot *s, int64_t now)
 {
+	(void)now;
 	return (double)s->blocked_ns / 1e9;
 }
 
-static double pending_s(const struct procctl_arbiter_snapshot *s)
+static double pending_s(const struct procctl_arbiter_snapshot *s, int64_t now)
 {
+	(void)now;
 	return (double)s->pending_ns / 1e9;
 }
 
-static double handoffs(const struct procctl_arbiter_snapshot *s)
+static double handoffs(const struct procctl_arbiter_snapshot *s, int64_t now)
 {
+	(void)now;
 	return (double)s->handoffs;
 }
 
-static double held(const struct procctl_arbiter_snapshot *s)
+static double held(const struct procctl_arbiter_snapshot *s, int64_t now)
 {
+	(void)now;
 	return s->holder_pid != 0;
 }
 
-static double waiters(const struct procctl_arbiter_snapshot *s)
+static double waiters(const struct procctl_arbiter_snapshot *s, int64_t now)
 {
+	(void)now;
 	return s->waiters;
+}
+
+/* How long the revocation under way has waited for its confirmation. */
+static double pending_age_s(const struct procctl_arbiter_snapshot *s, int64_t now)
+{
+	return s->pending_since_ns && now > (int64_t)s->pending_since_ns ? (double)(now - (int64_t)s->pending_since_ns) / 1e9
+									  : 0;
 }
 
 static void resources(FILE *f, const struct node *n)
 {
+	size_t i;
+	metric_head(f, "procctl_arbiter_hold_seconds", "gauge", "The hold time (turn) an arbiter gives a holder, by kind.");
+	for (i = 0; i < n->narb; i++)
+		fprintf(f, "procctl_arbiter_hold_seconds{kind=\"%s\"} %.9f\n", n->arb[i].cfg->name,
+			(double)n->arb[i].cfg->hold_ns / 1e9);
 	per_resource(f, n, "procctl_resource_hold_seconds_total", "counter",
 		     "Time the resource was held under a live grant.", hold_s, "%.9f");
 	per_resource(f, n, "procctl_resource_blocked_seconds_total", "counter",
 		     "Time someone wanted the resource while it could not move (PSI style).", blocked_s, "%.9f");
 	per_resource(f, n, "procctl_resource_pending_release_seconds_total", "counter",
 		     "Time revocations of the resource waited for their confirmation.", pending_s, "%.9f");
+	per_resource(f, n, "procctl_resource_release_pending_age_seconds", "gauge",
+		     "How long the revocation under way has waited for its confirmation; 0: none.", pending_age_s, "%.9f");
 	per_resource(f, n, "procctl_resource_handoffs_total", "counter",
 		     "Grants to a process other than the last holder.", handoffs, "%.0f");
 	per_resource(f, n, "procctl_resource_holder", "gauge", "1 while a process holds the resource.", held, "%.0f");
