@@ -222,6 +222,11 @@ docs/api.md)
 	saw '"ackResult":"ACK_RESULT_APPLIED"' "procctl -o json state showed no applied ack"
 	saw ' snapshot +processes=1 ' "procctl watch did not start with the snapshot"
 	;;
+docs/alerts.md)
+	saw '^  SUCCESS$' "promtool test rules did not pass"
+	saw '^procctl_resource_release_pending_age_seconds\{kind="gpu",resource="00000000-0000-0000-0000-000000000000"\} [1-9]' \
+		"the stopped holder's revocation did not wait for its release"
+	;;
 docs/kubernetes.md)
 	saw '^    data = level=debug$' "the chart did not render the desired config"
 	;;

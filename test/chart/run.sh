@@ -47,6 +47,15 @@ for values in "" "$CHART"/ci/*-values.yaml; do
 done
 [ "$n" -ge 4 ] || fail "expected the defaults and three ci/*-values.yaml, got $n"
 
+# A threshold of the values reaches its rule.
+grep -A3 'alert: ProcctlResourceBlocked$' "$W/monitors-values.yaml" | grep -q 'for: 2m$' ||
+	fail "prometheusRule.thresholds.blockedFor (2m in ci/monitors-values.yaml) is not the rule's for"
+
+# The plain rules file is the chart's rules with their default thresholds.
+HELM=$HELM "$ROOT/scripts/monitoring.sh" "$W/rules.yml" >/dev/null || fail "scripts/monitoring.sh"
+cmp -s "$W/rules.yml" "$ROOT/deploy/prometheus/procctl-rules.yml" ||
+	fail "deploy/prometheus/procctl-rules.yml is not the chart's rules: run scripts/monitoring.sh"
+
 # What the schema and the templates must refuse, each for its own reason.
 refused() {
 	what=$1

@@ -37,9 +37,16 @@ for (const doc of docs) {
   (byKind[doc.kind] ||= []).push(doc);
 }
 
-const cms = byKind.ConfigMap || [];
-assert.equal(cms.length, 1, 'one ConfigMap');
+const cms = (byKind.ConfigMap || []).filter((m) => 'procctl-node.conf' in m.data);
+assert.equal(cms.length, 1, 'one ConfigMap of the config');
 fs.writeFileSync(confOut, cms[0].data['procctl-node.conf']);
+// The dashboard's, labelled for the Grafana sidecar, is the file as it is.
+const dash = (byKind.ConfigMap || []).filter((m) => 'procctl-node.json' in m.data);
+for (const m of dash) {
+  assert.equal(m.metadata.labels.grafana_dashboard, '1');
+  const file = fs.readFileSync(new URL('../../deploy/helm/procctl-node/files/dashboard.json', import.meta.url), 'utf8');
+  assert.deepEqual(JSON.parse(m.data['procctl-node.json']), JSON.parse(file));
+}
 
 const ds = byKind.DaemonSet?.[0];
 assert.ok(ds, 'a DaemonSet');
@@ -87,5 +94,17 @@ if (flags.includes('--defaults')) {
     ['/run/procctl', '/run/procctl/locks', '/var/lib/procctl']);
   assert.ok(!byKind.Service, 'no Service without TCP or a ServiceMonitor');
   assert.ok(!byKind.ServiceMonitor && !byKind.PodMonitor, 'monitors off by default');
+  assert.ok(!byKind.PrometheusRule, 'rules off by default');
+  assert.equal(dash.length, 0, 'no dashboard by default');
+}
+// The rules carry the thresholds of the values.
+for (const pr of byKind.PrometheusRule || []) {
+  const alerts = pr.spec.groups.flatMap((g) => g.rules).filter((r) => r.alert);
+  assert.ok(alerts.length >= 10, 'the alerts');
+  for (const r of alerts) {
+    assert.ok(['critical', 'warning', 'info'].includes(r.labels.severity), `${r.alert}: a severity`);
+    assert.match(r.annotations.runbook_url, new RegExp(`#${r.alert.toLowerCase()}$`), `${r.alert}: its runbook section`);
+    assert.ok(r.annotations.summary && r.annotations.description, `${r.alert}: summary and description`);
+  }
 }
 console.log(`${rendered}: ${docs.length} objects valid (${Object.keys(byKind).sort().join(', ')})`);
