@@ -44,6 +44,10 @@ struct res_state {
 	pid_t last_pid; /* the last holder: round robin continues after it */
 	uint64_t last_instance;
 	uint32_t waiters;
+	/* The last tick's first wanters (the holder may be among them):
+	 * what a snapshot names as waiting. */
+	struct procctl_arbiter_waiter wanting[PROCCTL_ARB_WAITING_MAX + 1];
+	uint32_t nwanting;
 	int learned;            /* from a report, not the options: forgotten once unused */
 	pid_t learner_pid;      /* the target whose report added it */
 	uint64_t learner_instance;
@@ -496,6 +500,7 @@ static void survey(procctl_arbiter_t *a, size_t n, struct res_state *rs, struct 
 	int holder_listed = 0;
 	size_t i;
 
+	rs->nwanting = 0;
 	for (i = 0; i < n; i++) {
 		struct view *v = &a->views[i];
 		const struct procctl_grant_entry *g = grant_of(v, &rs->res);
@@ -508,6 +513,8 @@ static void survey(procctl_arbiter_t *a, size_t n, struct res_state *rs, struct 
 		if (wants(v, &rs->res)) {
 			sv->waiters++;
 			sv->holder_wants |= (uint32_t)is_holder(rs, v);
+			if (rs->nwanting < PROCCTL_ARB_WAITING_MAX + 1)
+				rs->wanting[rs->nwanting++] = (struct procctl_arbiter_waiter){v->t.pid, 0, v->t.instance_id};
 		}
 		if (gone(a, v))
 			continue; /* its region, and any grant in it, go with it */
@@ -715,6 +722,23 @@ uint64_t procctl_arbiter_next_tick(const procctl_arbiter_t *a)
 	return a->next_due;
 }
 
+static int by_pid(const void *x, const void *y)
+{
+	const struct procctl_arbiter_waiter *a = x, *b = y;
+	return a->pid != b->pid ? (a->pid > b->pid) - (a->pid < b->pid) : (a->instance > b->instance) - (a->instance < b->instance);
+}
+
+/* Who waits for rs: its wanters but the holder, by pid. */
+static uint32_t waiting(const struct res_state *rs, struct procctl_arbiter_waiter *out)
+{
+	uint32_t i, n = 0;
+	for (i = 0; i < rs->nwanting && n < PROCCTL_ARB_WAITING_MAX; i++)
+		if (!(rs->holder_pid && rs->wanting[i].pid == rs->holder_pid && rs->wanting[i].instance == rs->holder_instance))
+			out[n++] = rs->wanting[i];
+	qsort(out, n, sizeof *out, by_pid);
+	return n;
+}
+
 size_t procctl_arbiter_snapshot(const procctl_arbiter_t *a, struct procctl_arbiter_snapshot *out, size_t max, size_t sz)
 {
 	uint64_t now = a->last_tick;
@@ -734,6 +758,7 @@ size_t procctl_arbiter_snapshot(const procctl_arbiter_t *a, struct procctl_arbit
 		s.pending_ns = rs->pending_ns;
 		s.handoffs = rs->handoffs;
 		s.waiters = rs->waiters;
+		s.nwaiting = waiting(rs, s.waiting);
 		procctl_out_give((char *)out + i * sz, sz, &s, sizeof s);
 	}
 	return a->nres;

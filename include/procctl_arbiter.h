@@ -35,6 +35,7 @@ struct procctl_arb_target {
 };
 
 #define PROCCTL_ARB_MAX_RESOURCES 64
+#define PROCCTL_ARB_WAITING_MAX 8 /* waiters a snapshot names */
 
 struct procctl_arbiter_source {
 	size_t sz;  /* sizeof(struct procctl_arbiter_source): taken as opts are (procctl_agent.h's top) */
@@ -144,6 +145,12 @@ struct procctl_arbiter_snapshot {
 	                           * without a grant (a hung holder's whole hang) */
 	uint64_t handoffs;        /* grants to a process other than the last holder */
 	uint32_t waiters;         /* admitted processes that want it, holder excluded */
+	uint32_t nwaiting;        /* entries of waiting[]: min(waiters, PROCCTL_ARB_WAITING_MAX) */
+	struct procctl_arbiter_waiter {
+		pid_t pid;
+		uint32_t reserved; /* 0 */
+		uint64_t instance;
+	} waiting[PROCCTL_ARB_WAITING_MAX]; /* who waits, by pid (at most that many of them) */
 };
 
 /* The state of every resource (at most max, each sz bytes apart: sizeof

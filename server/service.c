@@ -223,7 +223,7 @@ static void do_wait_ack(struct node *n, struct node_job *job)
 
 static void fill_arbiter(struct arena *a, const struct arb *ab, Procctl__V1__Arbiter *m, int64_t now)
 {
-	size_t i;
+	size_t i, j;
 	procctl__v1__arbiter__init(m);
 	m->kind = ar_str(a, ab->cfg->name);
 	m->kind_number = ab->cfg->kind;
@@ -248,6 +248,9 @@ static void fill_arbiter(struct arena *a, const struct arb *ab, Procctl__V1__Arb
 		r->blocked_ns_total = s->blocked_ns;
 		r->handoffs = s->handoffs;
 		r->waiters = s->waiters;
+		r->waiting = ar_alloc(a, sizeof *r->waiting * (s->nwaiting ? s->nwaiting : 1));
+		for (j = 0; r->waiting && j < s->nwaiting; j++)
+			r->waiting[r->n_waiting++] = mk_ref(a, s->waiting[j].pid, s->waiting[j].instance);
 		m->resources[m->n_resources++] = r;
 	}
 }

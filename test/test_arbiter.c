@@ -72,6 +72,45 @@ static void lone_wanter_renewed(void **state)
 	procctl_arbiter_free(a);
 }
 
+/* A snapshot names who waits: every wanter but the holder, by pid, the
+ * holder's turn going round; nobody once nobody else wants it. */
+static void waiting_named(void **state)
+{
+	struct world w;
+	procctl_arbiter_t *a;
+	struct procctl_arbiter_snapshot s;
+	uint32_t i;
+	int turns;
+	(void)state;
+	memset(&w, 0, sizeof w);
+	w.ready = 1;
+	aw_proc(&w, 30)->wants[0] = 1;
+	aw_proc(&w, 10)->wants[0] = 1;
+	aw_proc(&w, 20)->wants[0] = 1;
+	aw_all_cooperate(&w);
+	a = aw_arbiter(&w, 0, NULL);
+	for (turns = 0; turns < 3; turns++) {
+		pid_t held;
+		aw_run(&w, a, HOLD, MS);
+		s = aw_snap(a, 0);
+		held = s.holder_pid;
+		assert_true(held == 10 || held == 20 || held == 30);
+		assert_int_equal(s.waiters, 2);
+		assert_int_equal(s.nwaiting, 2);
+		for (i = 0; i < 2; i++) {
+			assert_true(s.waiting[i].pid != held);
+			assert_int_equal(s.waiting[i].instance, (uint64_t)s.waiting[i].pid * 1000u); /* aw_proc's */
+			assert_int_equal(s.waiting[i].reserved, 0);
+		}
+		assert_true(s.waiting[0].pid < s.waiting[1].pid);
+	}
+	for (i = 0; i < 3; i++) /* only the holder wants it now */
+		w.p[i].wants[0] = w.p[i].pid == aw_snap(a, 0).holder_pid;
+	aw_run(&w, a, 10 * MS, MS);
+	assert_int_equal(aw_snap(a, 0).nwaiting, 0);
+	procctl_arbiter_free(a);
+}
+
 /* A holder that stops answering keeps the resource: it is revoked after
  * its turn but never confirmed, so nobody else gets it; the time counts as
  * blocked. A read that times out is not tried again for a second (each
@@ -606,6 +645,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(rotation_in_order),
 		cmocka_unit_test(lone_wanter_renewed),
+		cmocka_unit_test(waiting_named),
 		cmocka_unit_test(hung_holder_blocks),
 		cmocka_unit_test(holder_not_a_waiter),
 		cmocka_unit_test(stale_release_ignored),

@@ -109,6 +109,9 @@ test('three token clients take turns: the holder changes, handoffs grow, the oth
     return holders.size === 3 && Number(r.handoffs) >= 2 && waited;
   }, { what: 'three holders in turn, two handoffs and two waiters' });
   assert.ok(pids.includes(waited.holder.pid));
+  // Who waits: the two others, by pid, each with its instance.
+  assert.deepEqual(waited.waiting.map((x) => x.pid), pids.filter((p) => p !== waited.holder.pid).sort((x, y) => x - y));
+  for (const x of waited.waiting) assert.match(x.instanceId, /^[0-9a-f]{16}$/);
 
   // The list agrees with GetArbiter.
   const l = await h.call(c, 'ListArbiters', {});
