@@ -96,23 +96,37 @@ int pb_stream_start(struct pb_stream *s, grpc_channel *ch, grpc_completion_queue
 	return -1;
 }
 
+int pb_stream_wait(struct pb_stream *s, const ProtobufCMessageDescriptor *rd, gpr_timespec until, ProtobufCMessage **m)
+{
+	grpc_event ev;
+	*m = NULL;
+	if (!s->armed) {
+		grpc_op op;
+		memset(&op, 0, sizeof op);
+		op.op = GRPC_OP_RECV_MESSAGE;
+		op.data.recv_message.recv_message = &s->in;
+		s->in = NULL;
+		if (grpc_call_start_batch(s->call, &op, 1, &s->tag_msg, NULL) != GRPC_CALL_OK)
+			return -1;
+		s->armed = 1;
+	}
+	ev = grpc_completion_queue_pluck(s->cq, &s->tag_msg, until, NULL);
+	if (ev.type == GRPC_QUEUE_TIMEOUT)
+		return 0;
+	s->armed = 0;
+	if (!ev.success || !s->in)
+		return -1;
+	*m = pb_unpack(rd, s->in);
+	grpc_byte_buffer_destroy(s->in);
+	s->in = NULL;
+	s->bad = !*m;
+	return 1;
+}
+
 ProtobufCMessage *pb_stream_next(struct pb_stream *s, const ProtobufCMessageDescriptor *rd)
 {
-	grpc_byte_buffer *in = NULL;
 	ProtobufCMessage *m;
-	grpc_event ev;
-	grpc_op op;
-	memset(&op, 0, sizeof op);
-	op.op = GRPC_OP_RECV_MESSAGE;
-	op.data.recv_message.recv_message = &in;
-	if (grpc_call_start_batch(s->call, &op, 1, &s->tag_msg, NULL) != GRPC_CALL_OK)
-		return NULL;
-	ev = grpc_completion_queue_pluck(s->cq, &s->tag_msg, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
-	if (!ev.success || !in)
-		return NULL;
-	m = pb_unpack(rd, in);
-	grpc_byte_buffer_destroy(in);
-	s->bad = !m;
+	pb_stream_wait(s, rd, gpr_inf_future(GPR_CLOCK_REALTIME), &m);
 	return m;
 }
 
@@ -121,6 +135,12 @@ grpc_status_code pb_stream_end(struct pb_stream *s, int cancel, char **details)
 	grpc_status_code st;
 	if (cancel)
 		grpc_call_cancel(s->call, NULL);
+	if (s->armed) { /* a receive in flight: it ends with the call */
+		grpc_completion_queue_pluck(s->cq, &s->tag_msg, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+		if (s->in)
+			grpc_byte_buffer_destroy(s->in);
+		s->armed = 0;
+	}
 	grpc_completion_queue_pluck(s->cq, &s->tag_status, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
 	st = cancel ? GRPC_STATUS_OK : s->status;
 	if (details)

