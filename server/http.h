@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* http.h - procctl-node's HTTP side (libmicrohttpd + jansson): /healthz,
- * /readyz, Prometheus /metrics, JSON views of what the gRPC API returns
+/* http.h - procctl-node's HTTP side (libmicrohttpd + jansson): a landing
+ * page at /, /healthz, /readyz, Prometheus /metrics, JSON views of what the gRPC API returns
  * (/v1/processes, /v1/processes/{pid}, /v1/processes/{pid}/state,
  * /v1/arbiters, /v1/arbiters/{kind}) and, when http_writes allows it,
  * POST /v1/processes/{pid}/config. One thread of its own (procctl-http)

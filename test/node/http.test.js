@@ -8,6 +8,7 @@ const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
+const { spawnSync } = require('node:child_process');
 const h = require('./harness');
 
 const scratch = h.scratch('procctl-http-');
@@ -68,6 +69,36 @@ test('/healthz and /readyz', async () => {
   r = await get(`${base}/readyz`);
   assert.equal(r.status, 200);
   assert.deepEqual(r.json, { status: 'ready' });
+});
+
+test('/: the version and links to what the listener serves, nothing secret', async () => {
+  const version = spawnSync(h.NODE_BIN, ['--version'], { encoding: 'utf8' }).stdout.match(/\d+\.\d+\.\d+/)[0];
+  for (const [where, views] of [[base, true], [roBase, true]]) {
+    const r = await get(`${where}/`);
+    assert.equal(r.status, 200);
+    assert.equal(r.headers.get('content-type'), 'text/html; charset=utf-8');
+    assert.match(r.text, new RegExp(`^<!DOCTYPE html>\n[^]*<p>version ${version.replaceAll('.', '\\.')}, API procctl\\.v1, wire 1\\.0</p>`));
+    const links = [...r.text.matchAll(/href="([^"]+)"/g)].map((m) => m[1]);
+    assert.deepEqual(links, ['/metrics', '/healthz', '/readyz', ...(views ? ['/v1/processes', '/v1/arbiters'] : [])]);
+    for (const l of links) assert.notEqual((await get(`${where}${l}`)).status, 404, l);
+    assert.ok(!r.text.includes(KEY), 'the key is not on the page');
+    assert.ok(!r.text.includes(scratch), 'no path is on the page');
+  }
+  const head = await fetch(`${base}/`, { method: 'HEAD' });
+  assert.equal(head.status, 200);
+  const post = await get(`${base}/`, { method: 'POST' });
+  assert.equal(post.status, 405);
+  // Without a key the views are off, and the page says so without links.
+  const port = await h.freePort();
+  const bare = await new h.Daemon({ consumers: `${h.CONSUMER}bare`, args: ['--http-listen', `127.0.0.1:${port}`] }).ready();
+  try {
+    const r = await get(`http://127.0.0.1:${port}/`);
+    assert.equal(r.status, 200);
+    assert.deepEqual([...r.text.matchAll(/href="([^"]+)"/g)].map((m) => m[1]), ['/metrics', '/healthz', '/readyz']);
+    assert.match(r.text, /the JSON views \(\/v1\/processes, \/v1\/arbiters\) are off here/);
+  } finally {
+    await bare.stop();
+  }
 });
 
 test('JSON views equal the gRPC responses field for field', async () => {
