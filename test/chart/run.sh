@@ -45,7 +45,7 @@ for values in "" "$CHART"/ci/*-values.yaml; do
 		$([ "$name" = defaults ] && echo --defaults) || fail "$name: an object is not valid"
 	"$NODE_BIN" --check-config --config "$W/$name.conf" || fail "$name: procctl-node refuses the config the chart rendered"
 done
-[ "$n" -ge 4 ] || fail "expected the defaults and three ci/*-values.yaml, got $n"
+[ "$n" -ge 5 ] || fail "expected the defaults and four ci/*-values.yaml, got $n"
 
 # A threshold of the values reaches its rule.
 grep -A3 'alert: ProcctlResourceBlocked$' "$W/monitors-values.yaml" | grep -q 'for: 2m$' ||
@@ -99,5 +99,11 @@ refused "an arbiter without its kind's number" "kind is required" --set 'config.
 refused "a resource id of 36 hex digits" "resources.0: Does not match pattern" --set 'config.arbiters[0].name=gpu' \
 	--set 'config.arbiters[0].kind=1' \
 	--set 'config.arbiters[0].consumer=token' --set 'config.arbiters[0].resources={00112233445566778899aabbccddeeff0011}'
+refused "an image digest that is not a sha256 one" "image.digest: Does not match pattern" --set image.digest=latest
+refused "a probe period of 0" "livenessProbe.periodSeconds: Must be greater than or equal to 1" --set livenessProbe.periodSeconds=0
+refused "a monitor scheme that is none" "serviceMonitor.scheme" --set serviceMonitor.scheme=ftp
+refused "a rule threshold that is not a duration" "prometheusRule.thresholds.blockedFor: Does not match pattern" \
+	--set prometheusRule.thresholds.blockedFor=soon
+refused "an extra volume mount without its path" "mountPath is required" --set 'extraVolumeMounts[0].name=x'
 refused "an image pull policy that is none" "image.pullPolicy: image.pullPolicy must be one of" --set image.pullPolicy=Sometimes
 echo "chart: every check passed"

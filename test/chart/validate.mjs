@@ -107,4 +107,35 @@ for (const pr of byKind.PrometheusRule || []) {
     assert.ok(r.annotations.summary && r.annotations.description, `${r.alert}: summary and description`);
   }
 }
+// ci/options-values.yaml: each option lands where it says.
+if (rendered.endsWith('options-values.yaml')) {
+  assert.match(c.image, /^ghcr\.io\/procctl\/procctl-node@sha256:[0-9a-f]{64}$/);
+  assert.equal(pod.runtimeClassName, 'runc');
+  assert.deepEqual(pod.securityContext, { fsGroup: 2000 });
+  assert.equal(c.securityContext.readOnlyRootFilesystem, false); // overridden
+  assert.deepEqual(c.securityContext.capabilities.drop, ['ALL']); // the rest kept
+  assert.equal(c.securityContext.allowPrivilegeEscalation, false);
+  assert.deepEqual([c.livenessProbe.initialDelaySeconds, c.livenessProbe.periodSeconds, c.livenessProbe.timeoutSeconds,
+    c.livenessProbe.failureThreshold], [30, 60, 15, 5]);
+  assert.deepEqual([c.readinessProbe.initialDelaySeconds, c.readinessProbe.periodSeconds,
+    c.readinessProbe.timeoutSeconds, c.readinessProbe.failureThreshold], [2, 10, 3, 6]);
+  assert.deepEqual(pod.volumes.find((v) => v.name === 'cuda').hostPath, { path: '/usr/local/cuda', type: 'Directory' });
+  assert.deepEqual(c.volumeMounts.find((m) => m.name === 'cuda'), { name: 'cuda', mountPath: '/usr/local/cuda', readOnly: true });
+  const ann = ds.spec.template.metadata.annotations;
+  assert.deepEqual(ann, { team: 'gpu', 'prometheus.io/scrape': 'true', 'prometheus.io/port': '9464',
+    'prometheus.io/path': '/metrics' });
+  const sm = byKind.ServiceMonitor[0];
+  assert.equal(sm.metadata.namespace, 'monitoring');
+  assert.deepEqual(sm.spec.namespaceSelector, { matchNames: ['procctl'] });
+  const ep = sm.spec.endpoints[0];
+  assert.equal(ep.scrapeTimeout, '10s');
+  assert.equal(ep.scheme, 'https');
+  assert.equal(ep.tlsConfig.serverName, 'procctl-node-metrics');
+  assert.deepEqual(ep.relabelings.map((r) => r.targetLabel), ['node', 'cluster']);
+  assert.equal(ep.metricRelabelings[0].action, 'drop');
+  const pm = byKind.PodMonitor[0];
+  assert.equal(pm.metadata.namespace, 'monitoring');
+  assert.equal(pm.spec.podMetricsEndpoints[0].scrapeTimeout, '5s');
+  assert.deepEqual(pm.spec.podMetricsEndpoints[0].relabelings.map((r) => r.targetLabel), ['node', 'cluster']);
+}
 console.log(`${rendered}: ${docs.length} objects valid (${Object.keys(byKind).sort().join(', ')})`);
