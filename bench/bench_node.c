@@ -5,6 +5,16 @@
  *   node_publish_ack      Publish to one echo client with wait-for-ack,
  *                         against a grpc.health.v1 Check on the same
  *                         server and socket (the cost of a gRPC call);
+ *   node_publish_ack_vs_library  the same against the library path in
+ *                         the same run: libprocctl-agent in this process
+ *                         (procctl_client_write, procctl_client_wait_ack) to
+ *                         another echo client, of a consumer the daemon
+ *                         does not serve;
+ *   library_publish_ack_vs_push  that library path against the peer a
+ *                         user would build instead (bench_push.h: a Unix
+ *                         socket to a listener thread in the process, a
+ *                         byte back as its ack), the same 32 bytes;
+ *   node_publish_ack_vs_push  the daemon's against that peer;
  *   node_publish_ack_vs_check_and_rtt  the same against that Check plus
  *                         one cross-process futex round trip between
  *                         processes on different CPUs: a publish with
@@ -48,7 +58,9 @@
 
 #include "bench.h"
 #include "bench_grpc.h"
+#include "bench_push.h"
 #include "bench_proc.h"
+#include "client.h" /* procctl_client_claim: the bench is the library path's agent */
 #include "procctl/v1/node.pb-c.h"
 
 #define ROUNDS 2000
@@ -59,11 +71,15 @@
 static grpc_channel *ch;
 static grpc_completion_queue *pluck;
 static char dir[64], sock[128], consumer[32];
-static pid_t daemon_pid, echo_pid;
+static pid_t daemon_pid, echo_pid, lib_pid, push_pid;
 
 static void cleanup(void)
 {
 	char cmd[128];
+	if (push_pid > 0)
+		kill(push_pid, SIGKILL);
+	if (lib_pid > 0)
+		kill(lib_pid, SIGKILL);
 	if (echo_pid > 0)
 		kill(echo_pid, SIGKILL);
 	if (daemon_pid > 0)
@@ -134,6 +150,38 @@ static int listed(pid_t pid)
 	if (r)
 		protobuf_c_message_free_unpacked(r, NULL);
 	return r != NULL;
+}
+
+/* ---- the library path: this process as the agent of another client ------ */
+
+static int first_region(const struct procctl_scan_entry *e, void *arg)
+{
+	*(struct procctl_scan_entry *)arg = *e;
+	return 0;
+}
+
+/* An echo client of consumer c, attached and claimed by this process. */
+static procctl_client_t *library_client(const char *c)
+{
+	struct procctl_scan_entry e;
+	enum procctl_reject why;
+	procctl_client_t *cl = NULL;
+	int i;
+	for (i = 0; i < 1000 && procctl_scan_pid(NULL, lib_pid, c, first_region, &e) < 1; i++)
+		usleep(10000);
+	if (i == 1000 || !(cl = procctl_client_attach(&e, NULL, &why)) || procctl_client_claim(cl, 1, 1, 60000000000ull) < 0)
+		die("could not attach the library path's echo client");
+	return cl;
+}
+
+/* Write to it and wait for its ack: 1 APPLIED. */
+static int library_publish(procctl_client_t *cl, int round)
+{
+	struct procctl_ack ack;
+	char payload[32];
+	int64_t g = procctl_client_write(cl, payload, (size_t)snprintf(payload, sizeof payload, "bench %d", round));
+	return g > 0 && procctl_client_wait_ack(cl, (uint64_t)g, bench_now_ns() + 5000000000ll, &ack) == 0 &&
+	       ack.status == 0;
 }
 
 /* ---- WatchEvents streams, on their own completion queue -------------- */
@@ -295,8 +343,10 @@ static void fanout(void)
 int main(void)
 {
 	static struct stream idle[IDLE_STREAMS];
-	static double floor_v[ROUNDS], value_v[ROUNDS];
-	char lock_dir[96], listen[160];
+	static double floor_v[ROUNDS], value_v[ROUNDS], lib_v[ROUNDS], push_v[ROUNDS];
+	char lock_dir[96], listen[160], lib_consumer[32];
+	struct bench_push push;
+	procctl_client_t *lib;
 	grpc_channel_credentials *cr;
 	long rss0, rss1;
 	double cpu0, cpu1, rtt;
@@ -314,6 +364,9 @@ int main(void)
 	rtt = bench_pingpong_floor(pp, pong, 1, 1, 1001, 0) / 1000.0;
 	kill(pong, SIGKILL);
 	waitpid(pong, NULL, 0);
+	if (bench_push_start(&push) < 0)
+		die("the push peer did not start");
+	push_pid = push.pid;
 
 	snprintf(dir, sizeof dir, "/tmp/bench_node.%d", (int)getpid());
 	snprintf(sock, sizeof sock, "%s/node.sock", dir);
@@ -322,12 +375,18 @@ int main(void)
 	snprintf(consumer, sizeof consumer, "bench%d", (int)getpid());
 	{
 		char *argv[] = {PROCCTL_NODE_PATH, "--grpc-listen", listen, "--lock-dir", lock_dir, "--consumers", consumer,
-				"--rescan-ms", "100", "--max-watchers", "4000", "--http-listen", "", NULL};
+				"--rescan-ms", "100", "--max-watchers", "4000", "--grpc-max-streams", "4000", /* all on one channel */
+				"--http-listen", "", NULL};
 		daemon_pid = spawn(argv);
 	}
 	{
 		char *argv[] = {ECHO_CLIENT_PATH, "--consumer", consumer, NULL};
 		echo_pid = spawn(argv);
+	}
+	snprintf(lib_consumer, sizeof lib_consumer, "benchlib%d", (int)getpid());
+	{
+		char *argv[] = {ECHO_CLIENT_PATH, "--consumer", lib_consumer, NULL};
+		lib_pid = spawn(argv);
 	}
 	grpc_init();
 	cr = grpc_insecure_credentials_create();
@@ -340,26 +399,44 @@ int main(void)
 	if (i == 1000)
 		die("the daemon did not serve, or did not attach the echo client");
 
-	/* Publish with wait-for-ack against a health Check, interleaved. */
+	lib = library_client(lib_consumer);
+
+	/* Publish with wait-for-ack, interleaved with a health Check, the
+	 * library path and the push peer. */
 	for (i = 0; i < 200; i++)
-		if (!health_check() || !publish(echo_pid, i, 5000))
+		if (!health_check() || !publish(echo_pid, i, 5000) || !library_publish(lib, i) ||
+		    bench_push_publish(&push, "warm", 4) < 0)
 			die("warm-up failed");
 	for (i = 0; i < ROUNDS; i++) {
-		int64_t t0 = bench_now_ns(), t1, t2;
+		char payload[32];
+		int64_t t0 = bench_now_ns(), t1, t2, t3, t4;
 		if (!health_check())
 			die("health Check failed");
 		t1 = bench_now_ns();
 		if (!publish(echo_pid, i, 5000))
 			die("publish not APPLIED");
 		t2 = bench_now_ns();
+		if (!library_publish(lib, i))
+			die("the library path's publish not acked");
+		t3 = bench_now_ns();
+		if (bench_push_publish(&push, payload, (uint32_t)snprintf(payload, sizeof payload, "bench %d", i)) < 0)
+			die("the push peer did not ack");
+		t4 = bench_now_ns();
 		floor_v[i] = (double)(t1 - t0) / 1000.0;
 		value_v[i] = (double)(t2 - t1) / 1000.0;
+		lib_v[i] = (double)(t3 - t2) / 1000.0;
+		push_v[i] = (double)(t4 - t3) / 1000.0;
 	}
 	{
 		double v = bench_median(value_v, ROUNDS), f = bench_median(floor_v, ROUNDS);
+		double l = bench_median(lib_v, ROUNDS), p = bench_median(push_v, ROUNDS);
 		bench_report("node_publish_ack", "us", v, f);
+		bench_report("node_publish_ack_vs_library", "us", v, l);
+		bench_report("library_publish_ack_vs_push", "us", l, p);
+		bench_report("node_publish_ack_vs_push", "us", v, p);
 		bench_report("node_publish_ack_vs_check_and_rtt", "us", v, f + rtt);
 	}
+	procctl_client_close(lib);
 
 	/* 2,000 idle streams. */
 	rss0 = bench_status_kib(daemon_pid, "VmRSS");
@@ -378,8 +455,11 @@ int main(void)
 
 	grpc_channel_destroy(ch);
 	stop(echo_pid);
+	stop(lib_pid);
 	stop(daemon_pid);
-	echo_pid = daemon_pid = 0;
+	kill(push_pid, SIGKILL);
+	waitpid(push_pid, NULL, 0);
+	echo_pid = lib_pid = daemon_pid = push_pid = 0;
 	cleanup();
 	return 0;
 }
