@@ -175,6 +175,13 @@ class Child {
     else if (this.exit === null && this.innerPid()) process.kill(this.innerPid(), sig);
     return this.exited;
   }
+
+  // SIGTERM, and SIGKILL if it has not ended within ms.
+  async stop(ms = 10000) {
+    const t = setTimeout(() => this.kill('SIGKILL'), ms);
+    await this.kill('SIGTERM');
+    clearTimeout(t);
+  }
 }
 
 // A daemon in its own scratch directory, HTTP off unless opts.args turn

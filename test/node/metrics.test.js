@@ -199,12 +199,7 @@ after(async () => {
   if (c) c.close();
   await Promise.all(kids.map((k) => k.kill('SIGKILL')));
   await h.killAll();
-  if (prom) {
-    prom.kill('SIGTERM');
-    const t = setTimeout(() => prom.kill('SIGKILL'), 10000);
-    await prom.exited;
-    clearTimeout(t);
-  }
+  if (prom) await prom.stop();
   if (d) await d.stop();
   fs.rmSync(scratch, { recursive: true, force: true });
 });
