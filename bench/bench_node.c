@@ -344,7 +344,7 @@ int main(void)
 {
 	static struct stream idle[IDLE_STREAMS];
 	static double floor_v[ROUNDS], value_v[ROUNDS], lib_v[ROUNDS], push_v[ROUNDS];
-	char lock_dir[96], listen[160], lib_consumer[32];
+	char lock_dir[96], state_dir[96], listen[160], lib_consumer[32];
 	struct bench_push push;
 	procctl_client_t *lib;
 	grpc_channel_credentials *cr;
@@ -371,10 +371,12 @@ int main(void)
 	snprintf(dir, sizeof dir, "/tmp/bench_node.%d", (int)getpid());
 	snprintf(sock, sizeof sock, "%s/node.sock", dir);
 	snprintf(lock_dir, sizeof lock_dir, "%s/locks", dir);
+	snprintf(state_dir, sizeof state_dir, "%s/state", dir); /* not the host's /var/lib/procctl */
 	snprintf(listen, sizeof listen, "unix:%s", sock);
 	snprintf(consumer, sizeof consumer, "bench%d", (int)getpid());
 	{
-		char *argv[] = {PROCCTL_NODE_PATH, "--grpc-listen", listen, "--lock-dir", lock_dir, "--consumers", consumer,
+		char *argv[] = {PROCCTL_NODE_PATH, "--grpc-listen", listen, "--lock-dir", lock_dir, "--state-dir", state_dir,
+				"--consumers", consumer,
 				"--rescan-ms", "100", "--max-watchers", "4000", "--grpc-max-streams", "4000", /* all on one channel */
 				"--http-listen", "", NULL};
 		daemon_pid = spawn(argv);
