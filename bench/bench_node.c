@@ -29,6 +29,14 @@
  *                         1,000 watchers of its process, until the last has
  *                         them, against the same to one watcher (median of
  *                         9 rounds);
+ *   node_restart_seen     a SIGKILLed daemon's successor started 1.5 s
+ *                         later: ms from its start until a channel that
+ *                         lived through it (procctl's reconnect backoff,
+ *                         100 ms growing to 1 s) answers a Check, against
+ *                         the same for a new channel each try (the first
+ *                         moment anyone could see it; median of 3);
+ *   node_restart_seen_grpc_defaults  the same for a channel with gRPC's
+ *                         default backoff (1 s growing to 120 s);
  *   node_fanout_daemon_us_per_watcher  the daemon's CPU time (all its
  *                         threads, to the ns) over those rounds divided by
  *                         rounds x 2 events x 1,000 watchers (an event to
@@ -340,6 +348,74 @@ static void fanout(void)
 	streams_close(fan, FANOUT);
 }
 
+/* ---- a restart, seen by channels that outlive it ------------------------ */
+
+#define RESTART_ROUNDS 3
+#define DOWN_MS 1500
+
+/* A channel to target: with procctl's reconnect backoff, or gRPC's. */
+static grpc_channel *channel(const char *target, int fast)
+{
+	grpc_arg a[2];
+	grpc_channel_args args = {2, a};
+	grpc_channel_credentials *cr = grpc_insecure_credentials_create();
+	grpc_channel *c;
+	a[0].type = a[1].type = GRPC_ARG_INTEGER;
+	a[0].key = (char *)GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS;
+	a[0].value.integer = 100;
+	a[1].key = (char *)GRPC_ARG_MAX_RECONNECT_BACKOFF_MS;
+	a[1].value.integer = 1000;
+	c = grpc_channel_create(target, cr, fast ? &args : NULL);
+	grpc_channel_credentials_release(cr);
+	return c;
+}
+
+/* SIGKILL the daemon, start argv's successor DOWN_MS later, and time until
+ * each channel sees it; the daemon left running is the successor. */
+static void restart_seen(const char *target, char *const argv[])
+{
+	double fresh_v[RESTART_ROUNDS], fast_v[RESTART_ROUNDS], slow_v[RESTART_ROUNDS];
+	int r;
+	for (r = 0; r < RESTART_ROUNDS; r++) {
+		grpc_channel *lived[2] = {channel(target, 1), channel(target, 0)};
+		double seen[3] = {0, 0, 0};
+		int64_t t0, down;
+		int k;
+		for (k = 0; k < 2; k++)
+			if (!bench_health_check(lived[k], pluck))
+				die("a channel did not reach the daemon");
+		kill(daemon_pid, SIGKILL);
+		waitpid(daemon_pid, NULL, 0);
+		for (down = bench_now_ns() + DOWN_MS * 1000000ll; bench_now_ns() < down; usleep(10000))
+			for (k = 0; k < 2; k++)
+				bench_health_check(lived[k], pluck); /* they try, and fail, meanwhile */
+		t0 = bench_now_ns();
+		daemon_pid = spawn(argv);
+		while (!(seen[0] && seen[1] && seen[2]) && bench_now_ns() - t0 < 30000000000ll) {
+			if (!seen[0]) {
+				grpc_channel *c = channel(target, 1);
+				if (bench_health_check(c, pluck))
+					seen[0] = (double)(bench_now_ns() - t0) / 1e6;
+				grpc_channel_destroy(c);
+			}
+			for (k = 0; k < 2; k++)
+				if (!seen[k + 1] && bench_health_check(lived[k], pluck))
+					seen[k + 1] = (double)(bench_now_ns() - t0) / 1e6;
+			usleep(5000);
+		}
+		if (!(seen[0] && seen[1] && seen[2]))
+			die("a channel did not see the successor within 30 s");
+		fresh_v[r] = seen[0];
+		fast_v[r] = seen[1];
+		slow_v[r] = seen[2];
+		for (k = 0; k < 2; k++)
+			grpc_channel_destroy(lived[k]);
+	}
+	bench_report("node_restart_seen", "ms", bench_median(fast_v, RESTART_ROUNDS), bench_median(fresh_v, RESTART_ROUNDS));
+	bench_report("node_restart_seen_grpc_defaults", "ms", bench_median(slow_v, RESTART_ROUNDS),
+		     bench_median(fresh_v, RESTART_ROUNDS));
+}
+
 int main(void)
 {
 	static struct stream idle[IDLE_STREAMS];
@@ -374,13 +450,11 @@ int main(void)
 	snprintf(state_dir, sizeof state_dir, "%s/state", dir); /* not the host's /var/lib/procctl */
 	snprintf(listen, sizeof listen, "unix:%s", sock);
 	snprintf(consumer, sizeof consumer, "bench%d", (int)getpid());
-	{
-		char *argv[] = {PROCCTL_NODE_PATH, "--grpc-listen", listen, "--lock-dir", lock_dir, "--state-dir", state_dir,
-				"--consumers", consumer,
-				"--rescan-ms", "100", "--max-watchers", "4000", "--grpc-max-streams", "4000", /* all on one channel */
-				"--http-listen", "", NULL};
-		daemon_pid = spawn(argv);
-	}
+	char *node_argv[] = {PROCCTL_NODE_PATH, "--grpc-listen", listen, "--lock-dir", lock_dir, "--state-dir", state_dir,
+			     "--consumers", consumer,
+			     "--rescan-ms", "100", "--max-watchers", "4000", "--grpc-max-streams", "4000", /* all on one channel */
+			     "--http-listen", "", NULL};
+	daemon_pid = spawn(node_argv);
 	{
 		char *argv[] = {ECHO_CLIENT_PATH, "--consumer", consumer, NULL};
 		echo_pid = spawn(argv);
@@ -454,6 +528,7 @@ int main(void)
 	streams_close(idle, IDLE_STREAMS);
 
 	fanout();
+	restart_seen(listen, node_argv);
 
 	grpc_channel_destroy(ch);
 	stop(echo_pid);
