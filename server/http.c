@@ -39,6 +39,7 @@
 #include <microhttpd.h>
 
 #include "httpbody.h"
+#include "httpindex.h"
 #include "pbjson.h"
 #include "rpc_status.h"
 #include "procctl/v1/node.pb-c.h"
@@ -380,30 +381,17 @@ static void body_add(struct hreq *r, const char *data, size_t n)
 	__atomic_store_n(&h->body_bytes, held + n, __ATOMIC_RELAXED);
 }
 
-/* GET /: the version and links to what this listener serves, as
- * node_exporter's page has; nothing secret (no key, no paths). */
+/* GET /: the landing page (httpindex.c). */
 static void answer_index(struct hreq *r)
 {
-	char *page = NULL;
-	int n = asprintf(&page,
-			 "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>procctl-node</title></head><body>\n"
-			 "<h1>procctl-node</h1>\n<p>version %s, API procctl.v1, wire %u.%u</p>\n<ul>\n"
-			 "<li><a href=\"/metrics\">/metrics</a>: Prometheus metrics</li>\n"
-			 "<li><a href=\"/healthz\">/healthz</a>: alive</li>\n"
-			 "<li><a href=\"/readyz\">/readyz</a>: ready (its first scan of /proc done)</li>\n<li>%s</li>\n"
-			 "</ul>\n</body></html>\n",
-			 PROCCTL_NODE_VERSION, (unsigned)PROCCTL_VERSION_MAJOR, (unsigned)PROCCTL_VERSION_MINOR,
-			 r->h->loopback && r->h->keylen
-				 ? "<a href=\"/v1/processes\">/v1/processes</a>, <a href=\"/v1/arbiters\">/v1/arbiters</a>: "
-				   "the API's views as JSON, with the key (Authorization: Bearer)"
-				 : "the JSON views (/v1/processes, /v1/arbiters) are off here: a loopback listener with "
-				   "http_api_key_file serves them");
-	if (n < 0) {
+	size_t len;
+	char *page = http_index_page(r->h->loopback && r->h->keylen, &len);
+	if (!page) {
 		answer_error(r, NODE_RESOURCE_EXHAUSTED, "out of memory");
 		return;
 	}
 	r->out = page;
-	r->out_len = (size_t)n;
+	r->out_len = len;
 	r->status = 200;
 	r->type = "text/html; charset=utf-8";
 	__atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
