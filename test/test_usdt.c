@@ -153,6 +153,8 @@ static void note_bytes_as_spec(void **state)
 			memcpy(&descsz, n + 4, 4);
 			memcpy(&type, n + 8, 4);
 			pos += 12 + ((namesz + 3u) & ~3u) + ((descsz + 3u) & ~3u);
+			if (namesz != 8 || descsz < 24 + 8 + 6 + 1 || pos > sh[i].sh_size) /* not one of ours */
+				continue;
 			if (strcmp((const char *)n + 44, "procctl") || strcmp((const char *)n + 52, "hello"))
 				continue;
 			found++;
