@@ -2,12 +2,15 @@
 /* farm.c - many regions in many real processes, for the node-scale tests
  * and benchmarks (issue 19):
  *
- *   farm --procs P --regions R --consumer NAME [--ack]
+ *   farm --procs P --regions R --consumer NAME [--ack] [--busy US]
  *
  * forks P processes, each creating R regions of consumer NAME (schema
  * versions 1 .. R, 4 KiB payloads, a state block each). With --ack each
  * process acks every config it finds (it looks when one of its regions
- * is woken, and at least every 100 ms), as a real consumer would.
+ * is woken, and at least every 100 ms), as a real consumer would. With
+ * --busy it never sleeps: a main loop that works US microseconds (on the
+ * CPU) between looks, as a busy consumer's would, from the moment the
+ * farm says ready (so that the last start as fast as the first).
  * Prints "ready PROCS REGIONS" once every process has made its regions
  * (or "failed N" and exits 1), then waits for SIGTERM, SIGINT or stdin's
  * end, and ends every process it started (SIGKILL) before it exits.
@@ -23,6 +26,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define REGIONS_MAX 8
@@ -37,8 +41,19 @@ static void on_signal(int sig)
 	stop = 1;
 }
 
-/* One process of the farm: its regions, acked for ever. Never returns. */
-static void tenant(const char *consumer, int nregions, int ack, int ready_fd)
+/* Work on the CPU for us microseconds. */
+static void work(int us)
+{
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	while ((t.tv_sec - t0.tv_sec) * 1000000 + (t.tv_nsec - t0.tv_nsec) / 1000 < us);
+}
+
+/* One process of the farm: its regions, acked for ever (busy: us of work
+ * between looks, else asleep until woken). Never returns. */
+static void tenant(const char *consumer, int nregions, int ack, int busy, int ready_fd, int go_fd)
 {
 	static unsigned char storage[REGIONS_MAX][PROCCTL_STATE_STORAGE(4, STATE)] __attribute__((aligned(64)));
 	static procctl_t ctx[REGIONS_MAX];
@@ -61,11 +76,17 @@ static void tenant(const char *consumer, int nregions, int ack, int ready_fd)
 	if (write(ready_fd, &ok, 1) != 1 || !ok)
 		_exit(1);
 	close(ready_fd);
+	if (busy && read(go_fd, &ok, 1) != 0) /* the farm's end closed: go */
+		_exit(1);
+	close(go_fd);
 	for (;;) {
 		/* Woken by region 0, the others looked at as often. Every region
 		 * is polled (what procctl_wait waits for is news not yet polled);
 		 * with ack, what came is acked. */
-		procctl_wait(&ctx[0], 100000000);
+		if (busy)
+			work(busy);
+		else
+			procctl_wait(&ctx[0], 100000000);
 		for (i = 0; i < nregions; i++) {
 			uint64_t gen;
 			int n = procctl_poll(&ctx[i], buf, sizeof buf, &gen);
@@ -88,7 +109,7 @@ static int arg_int(int argc, char **argv, int i)
 int main(int argc, char **argv)
 {
 	const char *consumer = NULL;
-	int procs = -1, regions = -1, ack = 0, pfd[2], i, failed = 0;
+	int procs = -1, regions = -1, ack = 0, busy = 0, pfd[2], go[2], i, failed = 0;
 	pid_t *kids;
 	struct sigaction sa;
 
@@ -101,17 +122,21 @@ int main(int argc, char **argv)
 			consumer = argv[++i];
 		else if (!strcmp(argv[i], "--ack"))
 			ack = 1;
+		else if (!strcmp(argv[i], "--busy"))
+			busy = arg_int(argc, argv, i++);
 		else
 			procs = -1, i = argc;
 	}
-	if (procs < 1 || regions < 1 || regions > REGIONS_MAX || !consumer) {
-		fprintf(stderr, "usage: farm --procs P --regions R (1..%d) --consumer NAME [--ack]\n", REGIONS_MAX);
+	if (procs < 1 || regions < 1 || regions > REGIONS_MAX || !consumer || busy < 0) {
+		fprintf(stderr, "usage: farm --procs P --regions R (1..%d) --consumer NAME [--ack] [--busy US]\n",
+			REGIONS_MAX);
 		return 2;
 	}
-	if (pipe(pfd) < 0 || !(kids = calloc((size_t)procs, sizeof *kids))) {
+	if (pipe(pfd) < 0 || pipe(go) < 0 || !(kids = calloc((size_t)procs, sizeof *kids))) {
 		perror("farm");
 		return 1;
 	}
+	prctl(PR_SET_PDEATHSIG, SIGKILL); /* stopped (SIGSTOP), it would never see a SIGTERM; its processes die with it */
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = on_signal;
 	sigaction(SIGTERM, &sa, NULL);
@@ -119,7 +144,8 @@ int main(int argc, char **argv)
 	for (i = 0; i < procs && !stop; i++) {
 		if ((kids[i] = fork()) == 0) {
 			close(pfd[0]);
-			tenant(consumer, regions, ack, pfd[1]);
+			close(go[1]);
+			tenant(consumer, regions, ack, busy, pfd[1], go[0]);
 		}
 		if (kids[i] < 0) {
 			perror("farm: fork");
@@ -128,6 +154,7 @@ int main(int argc, char **argv)
 		}
 	}
 	close(pfd[1]);
+	close(go[0]);
 	for (i = 0; i < procs && !failed; i++) {
 		char ok;
 		if (read(pfd[0], &ok, 1) != 1 || !ok)
@@ -137,6 +164,7 @@ int main(int argc, char **argv)
 		printf("failed %d\n", failed);
 	} else {
 		struct pollfd in = {0, POLLIN, 0};
+		close(go[1]);
 		printf("ready %d %d\n", procs, regions);
 		fflush(stdout);
 		while (!stop && (poll(&in, 1, 1000) <= 0 || !(in.revents & (POLLIN | POLLHUP)) ||
