@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* bench_grpc.h - what the benchmarks that call procctl-node through the
- * gRPC C core share (link procctl-rpc-grpc): a deadline, and the
- * grpc.health.v1 Check several figures are measured against. */
+ * gRPC C core share (link procctl-rpc-grpc): a deadline, the
+ * grpc.health.v1 Check several figures are measured against, and how
+ * many regions of a consumer the daemon lists. */
 #ifndef PROCCTL_BENCH_GRPC_H
 #define PROCCTL_BENCH_GRPC_H
 
@@ -10,6 +11,7 @@
 
 #include "grpc/health/v1/health.pb-c.h"
 #include "pb_grpc.h"
+#include "procctl/v1/node.pb-c.h"
 
 /* The deadline s seconds from now. */
 static inline gpr_timespec bench_in_s(int s)
@@ -30,6 +32,24 @@ static inline int bench_health_check(grpc_channel *ch, grpc_completion_queue *cq
 	if (r)
 		protobuf_c_message_free_unpacked(&r->base, NULL);
 	return ok;
+}
+
+/* The regions of consumer the daemon lists (ListProcesses, within 30 s),
+ * or -1. */
+static inline long bench_listed(grpc_channel *ch, grpc_completion_queue *cq, const char *consumer)
+{
+	Procctl__V1__ListProcessesRequest rq = PROCCTL__V1__LIST_PROCESSES_REQUEST__INIT;
+	Procctl__V1__Selector sel = PROCCTL__V1__SELECTOR__INIT;
+	Procctl__V1__ListProcessesResponse *r = NULL;
+	long n;
+	sel.consumer = (char *)consumer;
+	rq.filter = &sel;
+	pb_unary(ch, cq, "/procctl.v1.NodeService/ListProcesses", bench_in_s(30), &rq.base,
+		 &procctl__v1__list_processes_response__descriptor, (ProtobufCMessage **)&r, NULL);
+	n = r ? (long)r->n_processes : -1;
+	if (r)
+		protobuf_c_message_free_unpacked(&r->base, NULL);
+	return n;
 }
 
 #endif

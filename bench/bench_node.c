@@ -287,20 +287,6 @@ static double cpu_rate(pid_t pid, int seconds)
 	return (bench_cpu_s(pid, 0) - c0) * 1000.0 / seconds;
 }
 
-static pid_t spawn(char *const argv[])
-{
-	pid_t pid = fork();
-	if (pid == 0) {
-		int null = open("/dev/null", O_WRONLY);
-		prctl(PR_SET_PDEATHSIG, SIGTERM); /* a bench killed (a closed pipe) leaves no daemon */
-		dup2(null, 1);
-		dup2(null, 2);
-		execv(argv[0], argv);
-		_exit(127);
-	}
-	return pid;
-}
-
 static void stop(pid_t pid)
 {
 	kill(pid, SIGTERM);
@@ -390,7 +376,7 @@ static void restart_seen(const char *target, char *const argv[])
 			for (k = 0; k < 2; k++)
 				bench_health_check(lived[k], pluck); /* they try, and fail, meanwhile */
 		t0 = bench_now_ns();
-		daemon_pid = spawn(argv);
+		daemon_pid = bench_spawn(argv, -1, -1, -1);
 		while (!(seen[0] && seen[1] && seen[2]) && bench_now_ns() - t0 < 30000000000ll) {
 			if (!seen[0]) {
 				grpc_channel *c = channel(target, 1);
@@ -454,15 +440,15 @@ int main(void)
 			     "--consumers", consumer,
 			     "--rescan-ms", "100", "--max-watchers", "4000", "--grpc-max-streams", "4000", /* all on one channel */
 			     "--http-listen", "", NULL};
-	daemon_pid = spawn(node_argv);
+	daemon_pid = bench_spawn(node_argv, -1, -1, -1);
 	{
 		char *argv[] = {ECHO_CLIENT_PATH, "--consumer", consumer, NULL};
-		echo_pid = spawn(argv);
+		echo_pid = bench_spawn(argv, -1, -1, -1);
 	}
 	snprintf(lib_consumer, sizeof lib_consumer, "benchlib%d", (int)getpid());
 	{
 		char *argv[] = {ECHO_CLIENT_PATH, "--consumer", lib_consumer, NULL};
-		lib_pid = spawn(argv);
+		lib_pid = bench_spawn(argv, -1, -1, -1);
 	}
 	grpc_init();
 	cr = grpc_insecure_credentials_create();

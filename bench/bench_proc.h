@@ -6,12 +6,91 @@
 #define PROCCTL_BENCH_PROC_H
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/types.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+/* argv as a child in a process group of its own (stopped or continued
+ * whole with kill(-pid, ...)), its input, output and errors in, out and
+ * err (-1: /dev/null), ended (SIGTERM) with this process: its pid, or -1. */
+static inline pid_t bench_spawn(char *const argv[], int in, int out, int err)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDWR);
+		setpgid(0, 0);
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		dup2(in >= 0 ? in : null, 0);
+		dup2(out >= 0 ? out : null, 1);
+		dup2(err >= 0 ? err : null, 2);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+/* A farm (test/farm.c) of procs processes of regions regions of consumer
+ * each, acking what they find; busy_us > 0: each a busy main loop
+ * (--busy). It lives until in is closed and says "ready" on out. */
+struct bench_farm {
+	pid_t pid;
+	int in, out;
+};
+
+/* Start it from the farm program at path: 0, or -1. */
+static inline int bench_farm_start(struct bench_farm *f, const char *path, const char *consumer, long procs,
+				   int regions, int busy_us)
+{
+	char p[24], r[16], b[16];
+	int in[2], out[2];
+	snprintf(p, sizeof p, "%ld", procs);
+	snprintf(r, sizeof r, "%d", regions);
+	snprintf(b, sizeof b, "%d", busy_us);
+	if (pipe2(in, O_CLOEXEC) < 0)
+		return -1;
+	if (pipe2(out, O_CLOEXEC) < 0) {
+		close(in[0]);
+		close(in[1]);
+		return -1;
+	}
+	{
+		char *argv[] = {(char *)path, "--procs", p, "--regions", r, "--consumer", (char *)consumer, "--ack",
+				busy_us > 0 ? "--busy" : NULL, b, NULL};
+		f->pid = bench_spawn(argv, in[0], out[1], -1);
+	}
+	close(in[0]);
+	close(out[1]);
+	f->in = in[1];
+	f->out = out[0];
+	return f->pid < 0 ? -1 : 0;
+}
+
+/* 0 once the farm says ready (every process made its regions), or -1. */
+static inline int bench_farm_ready(struct bench_farm *f)
+{
+	char buf[64];
+	ssize_t n = read(f->out, buf, sizeof buf - 1);
+	return n > 0 && !strncmp(buf, "ready ", 6) ? 0 : -1;
+}
+
+/* End it (it ends its processes) and wait for it. */
+static inline void bench_farm_stop(struct bench_farm *f)
+{
+	close(f->in);
+	close(f->out);
+	if (f->pid > 0) {
+		kill(-f->pid, SIGCONT); /* a stopped farm hears its input's end */
+		waitpid(f->pid, NULL, 0);
+	}
+	f->pid = 0;
+}
 
 /* The kB figure of key ("VmRSS", "RssAnon") in pid's status, or -1. */
 static inline long bench_status_kib(pid_t pid, const char *key)

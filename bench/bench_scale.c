@@ -116,46 +116,12 @@ static _Noreturn void die(const char *what)
 	exit(1);
 }
 
-/* argv as a child, its input in and output out (-1: /dev/null; its
- * errors there always), killed with this process. */
-static pid_t spawn(char *const argv[], int in, int out)
-{
-	pid_t pid = fork();
-	if (pid == 0) {
-		int null = open("/dev/null", O_RDWR);
-		prctl(PR_SET_PDEATHSIG, SIGTERM);
-		dup2(in >= 0 ? in : null, 0);
-		dup2(out >= 0 ? out : null, 1);
-		dup2(null, 2);
-		execv(argv[0], argv);
-		_exit(127);
-	}
-	return pid;
-}
-
-/* The regions of consumer the daemon lists, or -1. */
-static long listed(grpc_channel *ch, grpc_completion_queue *cq, const char *consumer)
-{
-	Procctl__V1__ListProcessesRequest rq = PROCCTL__V1__LIST_PROCESSES_REQUEST__INIT;
-	Procctl__V1__Selector sel = PROCCTL__V1__SELECTOR__INIT;
-	Procctl__V1__ListProcessesResponse *r = NULL;
-	long n;
-	sel.consumer = (char *)consumer;
-	rq.filter = &sel;
-	pb_unary(ch, cq, "/procctl.v1.NodeService/ListProcesses", bench_in_s(30), &rq.base,
-		 &procctl__v1__list_processes_response__descriptor, (ProtobufCMessage **)&r, NULL);
-	n = r ? (long)r->n_processes : -1;
-	if (r)
-		protobuf_c_message_free_unpacked(&r->base, NULL);
-	return n;
-}
-
 /* A daemon for consumer "scale<pid>_<tag>", its channel, and a farm. */
 struct world {
 	char cons[32], target[160];
 	grpc_channel *ch;
 	grpc_completion_queue *cq;
-	int farm_in, farm_out; /* the farm lives until farm_in is closed; it says "ready" on farm_out */
+	struct bench_farm farm;
 };
 
 static void world_start(struct world *w, const char *tag, long max_regions)
@@ -173,13 +139,13 @@ static void world_start(struct world *w, const char *tag, long max_regions)
 		char *argv[] = {PROCCTL_NODE_PATH, "--grpc-listen", w->target, "--lock-dir", locks, "--state-dir", state,
 				"--consumers", w->cons, "--max-regions", max, "--http-listen", "",
 				"--watch-history", "65536", NULL}; /* the publish's 2 events a region, watched */
-		daemon_pid = spawn(argv, -1, -1);
+		daemon_pid = bench_spawn(argv, -1, -1, -1);
 	}
 	cr = grpc_insecure_credentials_create();
 	w->ch = grpc_channel_create(w->target, cr, NULL);
 	grpc_channel_credentials_release(cr);
 	w->cq = grpc_completion_queue_create_for_pluck(NULL);
-	for (i = 0; i < 1000 && listed(w->ch, w->cq, w->cons) < 0; i++)
+	for (i = 0; i < 1000 && bench_listed(w->ch, w->cq, w->cons) < 0; i++)
 		usleep(10000);
 	if (i == 1000)
 		die("the daemon did not serve");
@@ -187,28 +153,15 @@ static void world_start(struct world *w, const char *tag, long max_regions)
 
 static void farm_start(struct world *w, long procs, int per)
 {
-	char p[24], r[16];
-	int in[2], out[2];
-	snprintf(p, sizeof p, "%ld", procs);
-	snprintf(r, sizeof r, "%d", per);
-	if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0)
-		die("pipe");
-	{
-		char *argv[] = {FARM_PATH, "--procs", p, "--regions", r, "--consumer", w->cons, "--ack", NULL};
-		farm_pid = spawn(argv, in[0], out[1]);
-	}
-	close(in[0]);
-	close(out[1]);
-	w->farm_in = in[1];
-	w->farm_out = out[0];
+	if (bench_farm_start(&w->farm, FARM_PATH, w->cons, procs, per, 0) < 0)
+		die("could not start the farm");
+	farm_pid = w->farm.pid;
 }
 
 /* When the farm said ready (all its processes made their regions). */
 static int64_t farm_ready(struct world *w)
 {
-	char buf[64];
-	ssize_t n = read(w->farm_out, buf, sizeof buf - 1);
-	if (n <= 0 || strncmp(buf, "ready ", 6))
+	if (bench_farm_ready(&w->farm) < 0)
 		die("the farm did not start");
 	return bench_now_ns();
 }
@@ -218,9 +171,7 @@ static void world_stop(struct world *w)
 	grpc_completion_queue_shutdown(w->cq);
 	grpc_completion_queue_destroy(w->cq);
 	grpc_channel_destroy(w->ch);
-	close(w->farm_in);
-	close(w->farm_out);
-	waitpid(farm_pid, NULL, 0);
+	bench_farm_stop(&w->farm);
 	kill(daemon_pid, SIGTERM);
 	waitpid(daemon_pid, NULL, 0);
 	farm_pid = daemon_pid = 0;
@@ -535,11 +486,11 @@ static void idle(long n, int seconds)
 		char target[160];
 		char *argv[] = {GRPC_IDLE_PATH, target, NULL};
 		snprintf(target, sizeof target, "unix:%s/bare_%s.sock", dir, tag);
-		bare = spawn(argv, -1, -1);
+		bare = bench_spawn(argv, -1, -1, -1);
 	}
 	anon0 = bench_status_kib(daemon_pid, "RssAnon");
 	farm_start(&w, n / PER_PROCESS, PER_PROCESS);
-	for (i = 0; i < 600 && (got = listed(w.ch, w.cq, w.cons)) < n; i++)
+	for (i = 0; i < 600 && (got = bench_listed(w.ch, w.cq, w.cons)) < n; i++)
 		sleep(1);
 	if (got < n) {
 		fprintf(stderr, "bench_scale: %ld of %ld regions attached in 10 minutes\n", got, n);
@@ -595,7 +546,7 @@ static void storm(void)
 	farm_start(&w, STORM, 1);
 	ready = farm_ready(&w);
 	while (k < 3 && bench_now_ns() - t0 < 60 * 1000000000ll) {
-		got = listed(w.ch, w.cq, w.cons);
+		got = bench_listed(w.ch, w.cq, w.cons);
 		for (; k < 3 && got >= want[k]; k++)
 			at[k] = bench_now_ns();
 		usleep(10000);

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "bench_proc.h"
 #include "procctl_agent.h"
 
 #define ROUNDS 5
@@ -66,21 +67,6 @@ static double uprobe_close_ms(void)
 	return bench_median(v, CLOSES);
 }
 
-static pid_t spawn(char *const argv[], int out_fd, int err_fd)
-{
-	pid_t p = fork();
-	if (p == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		dup2(out_fd, 1);
-		dup2(err_fd, 2);
-		execv(argv[0], argv);
-		_exit(127);
-	}
-	if (p < 0)
-		die("fork");
-	return p;
-}
-
 /* Read the daemon's log until a line holding what: its time (ns), and
  * the line in line. */
 static int64_t until_line(FILE *log, const char *what, char *line, size_t len)
@@ -100,7 +86,7 @@ struct stop {
 static struct stop one_stop(int round, int hello)
 {
 	char consumer[32], sock[128], locks[128], state[128], line[512], *p;
-	int pipefd[2], devnull = open("/dev/null", O_WRONLY | O_CLOEXEC), attached = 0;
+	int pipefd[2], attached = 0;
 	struct stop s = {0, 0, 0};
 	pid_t node, echo[2];
 	int64_t t0;
@@ -109,21 +95,22 @@ static struct stop one_stop(int round, int hello)
 	snprintf(sock, sizeof sock, "unix:%s/%d.sock", dir, round);
 	snprintf(locks, sizeof locks, "%s/locks%d", dir, round);
 	snprintf(state, sizeof state, "%s/state%d", dir, round);
-	if (devnull < 0 || pipe2(pipefd, O_CLOEXEC) < 0)
+	if (pipe2(pipefd, O_CLOEXEC) < 0)
 		die("pipe");
 	{
 		char *argv[] = {PROCCTL_NODE_PATH, "--grpc-listen", sock,    "--lock-dir", locks, "--state-dir", state,
 				"--consumers",     consumer, "--http-listen", "", "--rescan-ms", "100", "--hello",
 				hello ? "true" : "false", NULL};
-		node = spawn(argv, devnull, pipefd[1]);
+		if ((node = bench_spawn(argv, -1, -1, pipefd[1])) < 0)
+			die("fork");
 	}
 	close(pipefd[1]);
 	if (!(log = fdopen(pipefd[0], "r")))
 		die("fdopen");
 	{
 		char *argv[] = {ECHO_CLIENT_PATH, "--consumer", consumer, NULL};
-		echo[0] = spawn(argv, devnull, devnull);
-		echo[1] = spawn(argv, devnull, devnull);
+		if ((echo[0] = bench_spawn(argv, -1, -1, -1)) < 0 || (echo[1] = bench_spawn(argv, -1, -1, -1)) < 0)
+			die("fork");
 	}
 	while (attached < 2) {
 		until_line(log, "event=attached", line, sizeof line);
@@ -143,7 +130,6 @@ static struct stop one_stop(int round, int hello)
 	kill(echo[1], SIGKILL);
 	waitpid(echo[0], NULL, 0);
 	waitpid(echo[1], NULL, 0);
-	close(devnull);
 	return s;
 }
 
