@@ -68,7 +68,7 @@ test-tsan:
 	ctest --test-dir build-tsan --output-on-failure -E 'header_matrix|model_|proto_|fuzz_|demo|readme|chart|image|install|spdx|seed'
 
 bench: build
-	{ build/bench/bench_process && build/bench/bench_agent && build/bench/bench_arbiter && build/bench/bench_node && build/bench/bench_hello && build/bench/bench_stop && build/bench/bench_bells && build/bench/bench_scale; } | paste -sd, | sed 's/^/[/; s/$$/]/' > build/bench.json
+	{ build/bench/bench_process && build/bench/bench_agent && build/bench/bench_arbiter && build/bench/bench_node && build/bench/bench_hello && build/bench/bench_stop && build/bench/bench_bells && build/bench/bench_scale && build/bench/bench_many; } | paste -sd, | sed 's/^/[/; s/$$/]/' > build/bench.json
 	@cat build/bench.json
 
 fuzz: deps
