@@ -7,11 +7,14 @@
 #define PROCCTL_BENCH_GRPC_H
 
 #include <grpc/grpc.h>
+#include <grpc/grpc_security.h>
 #include <grpc/support/time.h>
 
 #include "grpc/health/v1/health.pb-c.h"
 #include "pb_grpc.h"
 #include "procctl/v1/node.pb-c.h"
+
+#include <unistd.h>
 
 /* The deadline s seconds from now. */
 static inline gpr_timespec bench_in_s(int s)
@@ -50,6 +53,22 @@ static inline long bench_listed(grpc_channel *ch, grpc_completion_queue *cq, con
 	if (r)
 		protobuf_c_message_free_unpacked(&r->base, NULL);
 	return n;
+}
+
+/* A channel to the daemon at target (insecure: a Unix socket) and a queue
+ * for pluck, once it answers a ListProcesses of consumer (10 s at most):
+ * 0, or -1 (they are made either way). */
+static inline int bench_node_connect(const char *target, const char *consumer, grpc_channel **ch,
+				     grpc_completion_queue **cq)
+{
+	grpc_channel_credentials *cr = grpc_insecure_credentials_create();
+	int i;
+	*ch = grpc_channel_create(target, cr, NULL);
+	grpc_channel_credentials_release(cr);
+	*cq = grpc_completion_queue_create_for_pluck(NULL);
+	for (i = 0; i < 1000 && bench_listed(*ch, *cq, consumer) < 0; i++)
+		usleep(10000);
+	return i == 1000 ? -1 : 0;
 }
 
 #endif

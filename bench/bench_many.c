@@ -206,8 +206,6 @@ static double node_round_watched(int round, struct pb_stream *w, long want)
 static void daemon_start(void)
 {
 	char sock[128], target[160], locks[96], state[96], max[24];
-	grpc_channel_credentials *cr;
-	int i;
 	snprintf(sock, sizeof sock, "%s/node.sock", dir);
 	snprintf(target, sizeof target, "unix:%s", sock);
 	snprintf(locks, sizeof locks, "%s/locks", dir);
@@ -220,13 +218,7 @@ static void daemon_start(void)
 		if ((daemon_pid = bench_spawn(argv, -1, -1, -1)) < 0)
 			die("fork");
 	}
-	cr = grpc_insecure_credentials_create();
-	ch = grpc_channel_create(target, cr, NULL);
-	grpc_channel_credentials_release(cr);
-	cq = grpc_completion_queue_create_for_pluck(NULL);
-	for (i = 0; i < 1000 && bench_listed(ch, cq, node_cons) < 0; i++)
-		usleep(10000);
-	if (i == 1000)
+	if (bench_node_connect(target, node_cons, &ch, &cq) < 0)
 		die("the daemon did not serve");
 }
 

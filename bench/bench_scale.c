@@ -127,8 +127,6 @@ struct world {
 static void world_start(struct world *w, const char *tag, long max_regions)
 {
 	char sock[128], locks[96], state[96], max[24];
-	grpc_channel_credentials *cr;
-	int i;
 	snprintf(sock, sizeof sock, "%s/node_%s.sock", dir, tag);
 	snprintf(w->target, sizeof w->target, "unix:%s", sock);
 	snprintf(locks, sizeof locks, "%s/locks_%s", dir, tag);
@@ -141,13 +139,7 @@ static void world_start(struct world *w, const char *tag, long max_regions)
 				"--watch-history", "65536", NULL}; /* the publish's 2 events a region, watched */
 		daemon_pid = bench_spawn(argv, -1, -1, -1);
 	}
-	cr = grpc_insecure_credentials_create();
-	w->ch = grpc_channel_create(w->target, cr, NULL);
-	grpc_channel_credentials_release(cr);
-	w->cq = grpc_completion_queue_create_for_pluck(NULL);
-	for (i = 0; i < 1000 && bench_listed(w->ch, w->cq, w->cons) < 0; i++)
-		usleep(10000);
-	if (i == 1000)
+	if (bench_node_connect(w->target, w->cons, &w->ch, &w->cq) < 0)
 		die("the daemon did not serve");
 }
 
