@@ -125,19 +125,36 @@ static void sweep(procctl_registry_t *r)
 }
 
 /* A full scan runs in steps of SCAN_STEP_PIDS processes, one a dispatch,
- * so the loop is never held for all of /proc; its time is the steps'. */
+ * so the loop is never held for all of /proc; its time is the steps'.
+ * The first runs its steps back to back (the consumers' readiness waits
+ * for it), and so does a rescan (a net under the hello and notify) while
+ * the loop comes back to it within a step's time and SCAN_LATE_NS: an
+ * idle loop, which then sleeps no more often. Once the loop came back
+ * later (other work between two steps, or a CPU it waited for), the rest
+ * of the rescan is paced (each step SCAN_STEP_SHARE - 1 times its length
+ * after the last, by the tick): on a loaded node (3,000 processes to look
+ * at, 1,000 of them busy) a rescan back to back holds the loop runnable
+ * for minutes, and what it is there for (doorbells, requests) waits
+ * behind it. */
 static void full_scan_step(procctl_registry_t *r)
 {
-	int64_t t0 = procctl_now_ns();
+	int64_t t0 = procctl_now_ns(), took;
 	struct lock_rec *l;
 	unsigned denied;
 	int more;
 	r->in_full_step = 1; /* a targeted scan between two steps sees pids this one sees too */
 	more = procctl_scan_step(r->scan_it, r->consumer[0] ? r->consumer : NULL, SCAN_STEP_PIDS, reg_on_found, r);
 	r->in_full_step = 0;
-	r->full_ns += procctl_now_ns() - t0;
+	took = procctl_now_ns() - t0;
+	r->full_ns += took;
 	if (more > 0) {
-		reg_kick(r); /* the next step at the next dispatch */
+		if (r->first_scan_done && r->step_end && t0 - r->step_end > took + SCAN_LATE_NS)
+			r->paced = 1;
+		r->step_end = t0 + took;
+		if (r->paced)
+			r->step_due = t0 + SCAN_STEP_SHARE * took; /* the tick (plan_tick) */
+		else
+			reg_kick(r); /* the next step at the next dispatch */
 		return;
 	}
 	denied = procctl_scan_denied(r->scan_it);
@@ -177,6 +194,8 @@ static void full_scan(procctl_registry_t *r)
 	if (r->scan_it)
 		return; /* one at a time: a scan asked for meanwhile waits (notify_all) */
 	r->full_start = t0;
+	r->step_due = r->step_end = 0;
+	r->paced = 0;
 	r->sweep_pos = 0; /* and a sweep for exec'd clients */
 	r->sweeping = 1;
 	/* A consumer named up front has its lock taken before the scan
@@ -298,6 +317,8 @@ static void plan_tick(procctl_registry_t *r)
 	pthread_mutex_unlock(&r->mu);
 	if (all && !r->scan_it && (!due || full_scan_due(r) < due))
 		due = full_scan_due(r) > now ? full_scan_due(r) : now + 1;
+	if (r->scan_it && r->step_due && (!due || r->step_due < due))
+		due = r->step_due > now ? r->step_due : now + 1;
 	if (due && r->tick_due && r->tick_due <= due)
 		return;
 	if (!due && !r->tick_due)
@@ -319,9 +340,9 @@ int procctl_registry_dispatch(procctl_registry_t *r)
 	 * next step, a sweep's next batch, the rest of a queue) kicks again
 	 * and stays pending, so the caller's poll comes straight back. */
 	kicked = read(r->evfd, &v, sizeof v) > 0;
-	if (r->scan_it)
+	if (r->scan_it && procctl_now_ns() >= r->step_due)
 		full_scan_step(r);
-	else if (!r->first_scan_done)
+	else if (!r->scan_it && !r->first_scan_done)
 		full_scan(r);
 	if (r->sweeping)
 		sweep(r);

@@ -62,6 +62,8 @@
 #define NOTIFY_BATCH 16       /* notified pids scanned a dispatch (the rest at the next) */
 #define FULL_SCAN_SHARE 10    /* asked-for full scans start at most every 10x a scan's time */
 #define SCAN_STEP_PIDS 16     /* processes a full scan looks at in one dispatch (~1 ms) */
+#define SCAN_LATE_NS 1000000ll /* a loop back to a rescan's next step later than this (and a step): busy */
+#define SCAN_STEP_SHARE 10    /* a paced rescan's next step waits 9x the last one's time: a tenth of the loop */
 #define NOTIFY_MAX 4096   /* pids waiting for a targeted scan (more at once: a full scan) */
 #define NOTIFY_SLOTS 8192 /* queued[]: a power of two */
 #define REJECTED_MAX 256
@@ -147,6 +149,8 @@ struct procctl_registry {
 	pid_t queued[NOTIFY_SLOTS];
 	int notify_all;
 	int64_t full_start, full_ns; /* the last full scan: when it began, its steps' time */
+	int64_t step_due, step_end;   /* a rescan's next step: not before; the last one's end */
+	int paced;                    /* this rescan's steps wait (full_scan_step) */
 	procctl_scan_iter_t *scan_it; /* a full scan under way */
 	uint64_t scan_no;             /* its number (scans_started then) */
 	struct procctl_registry_stats stats;

@@ -403,7 +403,8 @@ struct procctl_registry_stats {
  * procctl_registry_fd in your own loop and call procctl_registry_dispatch
  * when it is readable; a dispatch does a bounded amount (a full scan of
  * /proc takes many, 16 processes each, and passes over the agent's own
- * process). It starts one heartbeat thread, which only stores to mapped
+ * process; on a busy loop a rescan's steps are paced, each nine times its
+ * length after the last, so it takes at most a tenth of the loop). It starts one heartbeat thread, which only stores to mapped
  * memory, and a doorbell watcher per 127 regions (DOORBELLS). Idle, it
  * sleeps: its fd is readable for a rescan (rescan_ns), a process that
  * exited, a notify or exec, a lock file that changed, and, only while
