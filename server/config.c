@@ -15,6 +15,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,6 +72,47 @@ static int set_abspath(const struct key *k, void *obj, const struct where *w, co
 static int set_optpath(const struct key *k, void *obj, const struct where *w, const char *v)
 {
 	return *v ? set_abspath(k, obj, w, v) : set_str(k, obj, w, v);
+}
+
+/* A group: a gid, or a name as useradd(8) takes one. */
+static int set_group(const struct key *k, void *obj, const struct where *w, const char *v)
+{
+	size_t i;
+	if (*v && !v[strspn(v, "0123456789")]) {
+		errno = 0;
+		if (strtoull(v, NULL, 10) >= (gid_t)-1 || errno)
+			return cfg_fail(w, "%s is not a gid", v);
+		return set_str(k, obj, w, v);
+	}
+	for (i = 0; v[i]; i++) {
+		char ch = v[i];
+		int ok = ch == '_' || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+			 (i && ((ch >= '0' && ch <= '9') || ch == '-' || ch == '.' || (ch == '$' && !v[i + 1])));
+		if (!ok)
+			return cfg_fail(w, "'%s' is not a group name or a gid", v);
+	}
+	return set_str(k, obj, w, v);
+}
+
+int node_cfg_socket_gid(const struct node_cfg *c, gid_t *gid, char *err, size_t errlen)
+{
+	const char *g = c->socket_group;
+	struct group gr, *found = NULL;
+	char buf[16384];
+	int r;
+	*gid = (gid_t)-1;
+	if (!g[0])
+		return 0;
+	if (!g[strspn(g, "0123456789")]) {
+		*gid = (gid_t)strtoul(g, NULL, 10);
+		return 0;
+	}
+	if ((r = getgrnam_r(g, &gr, buf, sizeof buf, &found)) || !found) {
+		snprintf(err, errlen, "socket_group %s: %s", g, r ? strerror(r) : "no such group");
+		return r ? -r : -ENOENT;
+	}
+	*gid = gr.gr_gid;
+	return 0;
 }
 
 static int set_removed(const struct key *k, void *obj, const struct where *w, const char *v)
@@ -225,6 +267,9 @@ static const struct key global_keys[] = {
 	 "how often /proc is walked again"},
 	{"hello", set_bool, NUM(struct node_cfg, hello, 0, 1), "true", "BOOL",
 	 "fast discovery with the procctl:hello probe (perf uprobes)"},
+	{"socket_group", set_group, STR(struct node_cfg, socket_group), "", "GROUP",
+	 "the group of the Unix sockets (mode 0660), a name or a gid: its members may call the API; empty: "
+	 "the daemon's own"},
 	{"lock_dir", set_abspath, STR(struct node_cfg, lock_dir), PROCCTL_LOCK_DIR_DEFAULT, "DIR",
 	 "the node locks (one per consumer, and NODE.lock)"},
 	{"state_dir", set_abspath, STR(struct node_cfg, state_dir), "/var/lib/procctl", "DIR",

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "admission.h"
 #include "selector.h"
@@ -59,6 +60,7 @@ struct node_cfg {
 	char consumers[NODE_CONSUMERS_MAX][PROCCTL_CONSUMER_MAX + 1]; /* none: every consumer */
 	size_t nconsumers;
 	uint64_t lease_ns, rescan_ns;
+	char socket_group[33];   /* the Unix sockets' group, a name or a gid ("": the daemon's) */
 	char lock_dir[NODE_PATH_MAX];
 	char state_dir[NODE_PATH_MAX]; /* desired configs are kept here */
 	char tls_cert[NODE_PATH_MAX], tls_key[NODE_PATH_MAX], tls_client_ca[NODE_PATH_MAX];
@@ -110,6 +112,11 @@ const char *node_cfg_key(size_t i, const char **form);
 /* Every key, with its form, its default and a line on it (--help): the
  * flags, then the keys of [arbiter] and [desired] sections. */
 void node_cfg_usage(FILE *f);
+
+/* socket_group's gid in *gid ((gid_t)-1 when it is empty: the daemon's
+ * own). 0, or -errno with "socket_group NAME: why" in err (-ENOENT: no
+ * such group). */
+int node_cfg_socket_gid(const struct node_cfg *c, gid_t *gid, char *err, size_t errlen);
 
 /* What only the whole configuration can show (TLS files all or none, TCP
  * listeners without TLS or the insecure flag): 0, or -EINVAL and err. */

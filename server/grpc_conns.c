@@ -343,7 +343,7 @@ int conns_watch_tcp(struct grpc_conns *t, int port, char *err, size_t errlen)
 
 /* ---- Unix: our listeners, handed to gRPC --------------------------------- */
 
-int conns_listen_unix(struct grpc_conns *t, const char *path, char *err, size_t errlen)
+int conns_listen_unix(struct grpc_conns *t, const char *path, gid_t gid, char *err, size_t errlen)
 {
 	struct sockaddr_un a = {.sun_family = AF_UNIX};
 	mode_t old;
@@ -360,7 +360,8 @@ int conns_listen_unix(struct grpc_conns *t, const char *path, char *err, size_t 
 	old = umask(0117); /* bind makes the socket: 0660 from its first moment, whatever our umask */
 	r = bind(fd, (struct sockaddr *)&a, sizeof a);
 	umask(old);
-	if (r < 0 || listen(fd, SOMAXCONN) < 0) {
+	if (r < 0 || (gid != (gid_t)-1 && fchownat(AT_FDCWD, path, (uid_t)-1, gid, AT_SYMLINK_NOFOLLOW) < 0) ||
+	    listen(fd, SOMAXCONN) < 0) {
 		r = -errno;
 		snprintf(err, errlen, "grpc_listen unix:%s: %s", path, strerror(errno));
 		close(fd);

@@ -61,9 +61,10 @@ void conns_free(struct grpc_conns *t);
  * 0, or -ENOSYS with err set when this program's accept4 is not the one
  * libgrpc calls (a static build). */
 int conns_watch_tcp(struct grpc_conns *t, int port, char *err, size_t errlen);
-/* Bind and listen on a Unix socket at path (0660 from its first moment;
- * the path is free, grpc_server.c saw to it). 0, or -errno and err. */
-int conns_listen_unix(struct grpc_conns *t, const char *path, char *err, size_t errlen);
+/* Bind and listen on a Unix socket at path (0660 from its first moment,
+ * of group gid before it listens unless gid is (gid_t)-1; the path is
+ * free, grpc_server.c saw to it). 0, or -errno and err. */
+int conns_listen_unix(struct grpc_conns *t, const char *path, gid_t gid, char *err, size_t errlen);
 /* Accept on the Unix listeners, for server (started), on a thread of
  * ours (procctl-accept), which also gives the memory of a cut
  * connection's calls back to the system a second after the cut

@@ -266,16 +266,20 @@ static int listen_all(struct grpc_srv *s, grpc_server_credentials *tls, char *er
 {
 	const struct node_cfg *cfg = s->cfg;
 	size_t i;
+	gid_t gid;
 	int r;
+	if ((r = node_cfg_socket_gid(cfg, &gid, err, errlen)) < 0)
+		return r;
 	for (i = 0; i < cfg->ngrpc_listen; i++) {
 		const char *a = cfg->grpc_listen[i];
 		int is_unix = !strncmp(a, "unix:", 5);
 		grpc_server_credentials *cr;
 		if (is_unix) {
-			if ((r = unix_prepare(a + 5, err, errlen)) < 0 || (r = conns_listen_unix(s->conns, a + 5, err, errlen)) < 0)
+			if ((r = unix_prepare(a + 5, err, errlen)) < 0 || (r = conns_listen_unix(s->conns, a + 5, gid, err, errlen)) < 0)
 				return r;
 			snprintf(s->unix_paths[s->nunix++], NODE_PATH_MAX, "%s", a + 5);
-			node_log(PROCCTL_LOG_INFO, "listening", "addr=%s mode=0660", a);
+			node_log(PROCCTL_LOG_INFO, "listening", "addr=%s mode=0660%s%s", a,
+				 cfg->socket_group[0] ? " group=" : "", cfg->socket_group);
 			continue;
 		}
 		cr = tls ? tls : grpc_insecure_server_credentials_create();

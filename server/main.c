@@ -335,9 +335,11 @@ int main(int argc, char **argv)
 		break;
 	}
 	if (cl.check) {
+		gid_t gid;
 		/* Judged for whoever runs this: as root, as the daemon runs
 		 * (another user's view of root's directories says nothing). */
-		if (geteuid() == 0 && (dirs_checked(&cfg, err, sizeof err) < 0 || files_checked(&cfg, err, sizeof err) < 0)) {
+		if (node_cfg_socket_gid(&cfg, &gid, err, sizeof err) < 0 ||
+		    (geteuid() == 0 && (dirs_checked(&cfg, err, sizeof err) < 0 || files_checked(&cfg, err, sizeof err) < 0))) {
 			fprintf(stderr, "procctl-node: %s\n", err);
 			return 2;
 		}

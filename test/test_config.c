@@ -422,6 +422,37 @@ static void admission(void **state)
 				 "\\x1b[2J\\x0d\\xff\\\\: in no admit_ list (admit_default = deny)");
 }
 
+/* socket_group: a name as useradd takes one or a gid, checked as it is
+ * read; looked up (getgrnam) only when the sockets are made, so that a
+ * file for another host parses here. */
+static void socket_group(void **state)
+{
+	struct node_cfg c;
+	gid_t gid = 0;
+	(void)state;
+	node_cfg_defaults(&c);
+	assert_int_equal(node_cfg_socket_gid(&c, &gid, err, sizeof err), 0);
+	assert_int_equal(gid, (gid_t)-1); /* none: the daemon's own */
+	assert_int_equal(parse(&c, "socket_group = 4242\n"), 0);
+	assert_int_equal(node_cfg_socket_gid(&c, &gid, err, sizeof err), 0);
+	assert_int_equal(gid, 4242);
+	assert_int_equal(parse(&c, "socket_group = root\n"), 0);
+	assert_int_equal(node_cfg_socket_gid(&c, &gid, err, sizeof err), 0);
+	assert_int_equal(gid, 0);
+	assert_int_equal(parse(&c, "socket_group = _no-such.group-9$\n"), 0);
+	assert_int_equal(node_cfg_socket_gid(&c, &gid, err, sizeof err), -ENOENT);
+	assert_string_equal(err, "socket_group _no-such.group-9$: no such group");
+	assert_int_equal(parse(&c, "socket_group = 9lives\n"), -EINVAL);
+	assert_string_equal(err, "t.conf:1: socket_group: '9lives' is not a group name or a gid");
+	assert_int_equal(parse(&c, "socket_group = a b\n"), -EINVAL);
+	assert_int_equal(parse(&c, "socket_group = a$b\n"), -EINVAL);
+	assert_int_equal(parse(&c, "socket_group = 4294967295\n"), -EINVAL); /* (gid_t)-1: nobody's */
+	assert_string_equal(err, "t.conf:1: socket_group: 4294967295 is not a gid");
+	assert_int_equal(parse(&c, "socket_group = abcdefghijklmnopqrstuvwxyzabcdefg\n"), -EINVAL); /* 33 */
+	assert_int_equal(node_cfg_set(&c, "socket_group", "", err, sizeof err), 0); /* empty: the default again */
+	assert_string_equal(c.socket_group, "");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -432,6 +463,7 @@ int main(void)
 		cmocka_unit_test(whole),
 		cmocka_unit_test(usage_lists_every_key),
 		cmocka_unit_test(admission),
+		cmocka_unit_test(socket_group),
 	};
 	return TH_RUN(tests);
 }
