@@ -29,6 +29,7 @@
 #include "node.h"
 #include "nodelock.h"
 #include "procctl_agent.h"
+#include "sdnotify.h"
 
 #define GRACE_MS 2000 /* calls in flight at shutdown get this long */
 
@@ -88,6 +89,30 @@ static void usage(FILE *f)
 static void grpc_changed(void *arg)
 {
 	grpcsrv_kick(arg);
+}
+
+/* Tell systemd (Type=notify, sd_notify(3)); without $NOTIFY_SOCKET,
+ * nothing. A failure is said, not fatal: the daemon serves regardless. */
+static void notify(const char *state)
+{
+	int r = sdnotify(state);
+	if (r < 0)
+		node_log_limited(PROCCTL_LOG_WARN, "notify_failed", "socket=%s error=\"%s\"", getenv("NOTIFY_SOCKET"),
+				 strerror(-r));
+}
+
+/* The loop's hooks, to systemd: serving (the sockets listen, the first
+ * scans are done), and alive (WatchdogSec's ping, from the loop). */
+static void notify_ready(void *arg)
+{
+	(void)arg;
+	notify("READY=1\nSTATUS=serving");
+}
+
+static void notify_alive(void *arg)
+{
+	(void)arg;
+	notify("WATCHDOG=1");
 }
 
 /* The gRPC side's metrics, for HTTP's /metrics. */
@@ -275,7 +300,8 @@ static int serve(struct node_cfg *cfg, const struct nodelock *lock, int uninstal
 		return 1;
 	}
 	{
-		struct node_hooks hooks = {grpc_changed, srv};
+		struct node_hooks hooks = {.changed = grpc_changed, .ready = notify_ready, .alive = notify_alive,
+					   .alive_ns = sdnotify_watchdog_ns() / 2, .arg = srv};
 		node_set_hooks(n, &hooks);
 	}
 	if (cfg->http_listen[0] &&
@@ -290,6 +316,7 @@ static int serve(struct node_cfg *cfg, const struct nodelock *lock, int uninstal
 		uninstall = 0; /* the processes may have another daemon now: hand them off */
 	t0 = ((double)procctl_now_ns() / 1e6);
 	node_log(PROCCTL_LOG_INFO, "stopping", "mode=%s", uninstall ? "uninstall" : "hand-off");
+	notify(*lost ? "STATUS=NODE.lock lost: handing off, then standing by" : "STOPPING=1\nSTATUS=handing off");
 	httpsrv_stop(http);
 	grpcsrv_stop(srv, GRACE_MS);
 	/* The hand-off first: RELEASED, every lock dropped; a successor takes
@@ -362,6 +389,7 @@ int main(int argc, char **argv)
 	for (;;) {
 		struct nodelock lock;
 		int lost = 0;
+		notify("STATUS=taking NODE.lock (another procctl-node may hold it)");
 		if ((r = nodelock_take(&lock, cfg.lock_dir, &stopping, err, sizeof err)) != 0) {
 			if (r > 0)
 				return 0;

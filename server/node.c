@@ -39,6 +39,17 @@ static void on_tick(struct timer *t, int64_t now)
 	arbiters_tick(container_of(t, struct node, t_tick)); /* it arms the next */
 }
 
+/* hooks.alive, every alive_ns: only a loop that comes round to its
+ * timers calls it. */
+static void on_alive(struct timer *t, int64_t now)
+{
+	struct node *n = container_of(t, struct node, t_alive);
+	n->hooks.alive(n->hooks.arg);
+	if (timer_arm(&n->timers, t, now + n->hooks.alive_ns) < 0)
+		node_log(PROCCTL_LOG_ERROR, "alive_unarmed", "error=\"out of memory\" reason=\"a watchdog will "
+			 "find the loop hung\"");
+}
+
 /* Watch NODE.lock: an unlink, or a rename over it or of it, changes its
  * link count or moves it (IN_ATTRIB, IN_MOVE_SELF). 0 or -errno. */
 static int lock_watch(struct node *n)
@@ -107,6 +118,7 @@ struct node *node_new(const struct node_cfg *cfg, const struct nodelock *lock, c
 	n->lock = lock;
 	n->t_tick = TIMER_INIT(on_tick);
 	n->t_cfg = TIMER_INIT(cfg_on_due);
+	n->t_alive = TIMER_INIT(on_alive);
 	n->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	n->ev = events_new(cfg->watch_history);
 	if (n->efd < 0 || !n->ev || getrandom(&n->incarnation, sizeof n->incarnation, 0) != sizeof n->incarnation ||
@@ -269,6 +281,8 @@ int node_run(struct node *n)
 	pfd[n->nreg + 3] = (struct pollfd){n->lock_ifd, POLLIN, 0};
 	if (n->narb && (err = timer_arm(&n->timers, &n->t_tick, now_ns())) < 0)
 		goto out;
+	if (n->hooks.alive && n->hooks.alive_ns > 0 && (err = timer_arm(&n->timers, &n->t_alive, now_ns())) < 0)
+		goto out;
 	while (!n->stop) {
 		struct node_job *j, *next;
 		int64_t now, timeout;
@@ -308,6 +322,10 @@ int node_run(struct node *n)
 			__atomic_store_n(&n->ready, ready, __ATOMIC_RELEASE);
 			node_log(PROCCTL_LOG_INFO, "ready", "processes=%zu", n->nprocs);
 			n->kick = 1;
+		}
+		if (ready && !n->ready_said && n->hooks.ready) {
+			n->ready_said = 1;
+			n->hooks.ready(n->hooks.arg);
 		}
 		if (n->kick && n->hooks.changed) {
 			n->kick = 0;

@@ -97,6 +97,10 @@ struct nodelock;
  * may be NULL. Called on the loop's thread. */
 struct node_hooks {
 	void (*changed)(void *arg); /* events were appended, or readiness changed */
+	void (*ready)(void *arg);   /* once: the first scans are done and the serving side is up */
+	void (*alive)(void *arg);   /* every alive_ns, from the loop's timers: a loop that hangs stops
+				     * calling it (a watchdog's ping) */
+	int64_t alive_ns;           /* 0: alive is not called */
 	void *arg;
 };
 

@@ -192,6 +192,8 @@ struct node {
 	int serving;          /* atomic: hooks set (the serving side is up) */
 	int kick;             /* events appended or readiness changed since the last kick */
 	int ready;            /* atomic */
+	int ready_said;       /* hooks.ready was called */
+	struct timer t_alive; /* hooks.alive's */
 
 	pthread_mutex_t mu;   /* the job queue */
 	struct node_job *head, **tail;

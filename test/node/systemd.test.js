@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// systemd.test.js - procctl-node on a host run by systemd (issue 40): the
-// socket's group (socket_group), whose members call the API and nobody
-// else does.
+// systemd.test.js - procctl-node under a service manager (issue 40), as
+// systemd sees it: sd_notify(3)'s datagrams on $NOTIFY_SOCKET, received
+// by test/notifysock.c with the sender's pid (NotifyAccess=main takes
+// only the main pid's): READY=1 once it serves and not before, WATCHDOG=1
+// every half of $WATCHDOG_USEC from the loop and none while the daemon
+// is stopped, STOPPING=1 at SIGTERM; and the socket's group
+// (socket_group), whose members call the API and nobody else does.
 'use strict';
 
 const { test, after } = require('node:test');
@@ -12,6 +16,69 @@ const h = require('./harness');
 const { run, said, exits } = require('./clirun');
 
 after(() => h.killAll());
+
+const NOTIFYSOCK = process.env.NOTIFYSOCK;
+const WATCHDOG_USEC = 200000; // pings every 100 ms
+
+// A notify socket (a path, or "@NAME": abstract) and the lines it got.
+async function notifySocket(addr) {
+  const n = new h.Child(NOTIFYSOCK, [addr]);
+  await n.line(/^ready$/, { out: true });
+  return n;
+}
+
+const said_ = (n) => n.out.slice(1); // the datagrams, "pid=N STATE"
+const pings = (n) => said_(n).filter((l) => / WATCHDOG=1$/.test(l)).length;
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+test('READY=1 when it serves, from its own pid; WATCHDOG=1 from the loop, none while stopped; STOPPING=1', async () => {
+  const addr = path.join(h.scratch('procctl-notify-'), 'notify');
+  const n = await notifySocket(addr);
+  const d = new h.Daemon({ spawn: { env: { ...process.env, NOTIFY_SOCKET: addr, WATCHDOG_USEC: String(WATCHDOG_USEC) } } });
+  const ready = await n.line(/ READY=1/, { out: true });
+  // The moment systemd hears it, the socket serves: no client started
+  // after `systemctl start` returns finds it not yet listening.
+  assert.equal(await h.health(d.addr), 'SERVING');
+  assert.equal(ready, `pid=${d.pid} READY=1 STATUS=serving`);
+  assert.equal(said_(n)[0], `pid=${d.pid} STATUS=taking NODE.lock (another procctl-node may hold it)`);
+  assert.equal(said_(n).filter((l) => / READY=1/.test(l)).length, 1);
+  await h.until(() => pings(n) >= 3, { what: 'three WATCHDOG=1' });
+  assert.ok(said_(n).every((l) => l.startsWith(`pid=${d.pid} `)), said_(n).join('\n'));
+
+  // Stopped (a hung daemon, as the watchdog sees it): no ping comes.
+  process.kill(d.pid, 'SIGSTOP');
+  await sleep(100); // a datagram sent just before the stop is in
+  const before = pings(n);
+  await sleep(6 * WATCHDOG_USEC / 1000);
+  assert.equal(pings(n), before, 'WATCHDOG=1 while the daemon was stopped');
+  process.kill(d.pid, 'SIGCONT');
+  await h.until(() => pings(n) > before, { what: 'WATCHDOG=1 again after SIGCONT' });
+
+  await d.stop();
+  assert.match(said_(n).at(-1), new RegExp(`^pid=${d.pid} STOPPING=1 STATUS=handing off$`));
+  await n.stop();
+});
+
+test('an abstract notify socket; WATCHDOG_PID of another process: READY=1 and no pings', async () => {
+  const n = await notifySocket(`@procctl-test-${process.pid}-${Date.now()}`);
+  const d = new h.Daemon({
+    spawn: { env: { ...process.env, NOTIFY_SOCKET: n.proc.spawnargs.at(-1), WATCHDOG_USEC: String(WATCHDOG_USEC), WATCHDOG_PID: '1' } },
+  });
+  await n.line(/ READY=1/, { out: true });
+  await sleep(5 * WATCHDOG_USEC / 1000);
+  assert.equal(pings(n), 0, said_(n).join('\n'));
+  await d.stop();
+  await n.stop();
+});
+
+test('a NOTIFY_SOCKET nobody listens on, or not a path: said, and the daemon serves regardless', async () => {
+  for (const [addr, why] of [[path.join(h.scratch('procctl-notify-'), 'none'), 'No such file or directory'],
+    ['relative/notify', 'Invalid argument']]) {
+    const d = await new h.Daemon({ spawn: { env: { ...process.env, NOTIFY_SOCKET: addr } } }).ready();
+    await d.line(new RegExp(`event=notify_failed socket=${addr} error="${why}"`));
+    await d.stop();
+  }
+});
 
 test('socket_group: the socket is the group\'s, 0660; its members call the API, others are refused', async () => {
   const gid = 42420 + (process.pid % 1000); // a gid with no name: nothing is added to the host's groups
