@@ -360,8 +360,16 @@ int conns_listen_unix(struct grpc_conns *t, const char *path, gid_t gid, char *e
 	old = umask(0117); /* bind makes the socket: 0660 from its first moment, whatever our umask */
 	r = bind(fd, (struct sockaddr *)&a, sizeof a);
 	umask(old);
-	if (r < 0 || (gid != (gid_t)-1 && fchownat(AT_FDCWD, path, (uid_t)-1, gid, AT_SYMLINK_NOFOLLOW) < 0) ||
-	    listen(fd, SOMAXCONN) < 0) {
+	if (r == 0 && gid != (gid_t)-1 && fchownat(AT_FDCWD, path, (uid_t)-1, gid, AT_SYMLINK_NOFOLLOW) < 0) {
+		r = -errno;
+		snprintf(err, errlen, "grpc_listen unix:%s: socket_group %u: %s%s", path, (unsigned)gid, strerror(-r),
+			 r == -EPERM ? " (the daemon must be in the group, SupplementaryGroups= in its unit, or have "
+				       "CAP_CHOWN)" : "");
+		close(fd);
+		unlink(path);
+		return r;
+	}
+	if (r < 0 || listen(fd, SOMAXCONN) < 0) {
 		r = -errno;
 		snprintf(err, errlen, "grpc_listen unix:%s: %s", path, strerror(errno));
 		close(fd);

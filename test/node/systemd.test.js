@@ -96,6 +96,19 @@ test('socket_group: the socket is the group\'s, 0660; its members call the API, 
   await d.stop();
 });
 
+test('socket_group without CAP_CHOWN (procctl-node.service): a daemon in the group sets it; one not in it says why', async () => {
+  const gid = 42420 + (process.pid % 1000);
+  const nochown = (groups) => ['setpriv', '--bounding-set=-chown', ...groups, '--'];
+  const member = await new h.Daemon({ args: ['--socket-group', String(gid)], prefix: nochown([`--groups=${gid}`]) }).ready();
+  assert.equal(fs.statSync(member.sock).gid, gid);
+  await member.stop();
+  const not = new h.Daemon({ args: ['--socket-group', String(gid)], prefix: nochown(['--clear-groups']) });
+  assert.equal((await not.exited).code, 1, not.lines.join('\n'));
+  await not.line(new RegExp(`event=start_failed error="grpc_listen unix:${not.sock}: socket_group ${gid}: Operation not ` +
+    'permitted \\(the daemon must be in the group, SupplementaryGroups= in its unit, or have CAP_CHOWN\\)"'));
+  assert.ok(!fs.existsSync(not.sock), 'the socket it could not give the group is left');
+});
+
 test('socket_group naming no group: the start fails, and --check-config says so', async () => {
   const bad = `nosuchgroup${process.pid}`;
   const d = new h.Daemon({ args: ['--socket-group', bad] });
