@@ -14,7 +14,8 @@
 #   make install build, then install under $(PREFIX) (/usr/local), staged
 #                in $(DESTDIR) when given: procctl, procctl-node, procctl.h,
 #                libprocctl-agent and its headers, pkg-config files, a CMake
-#                package (find_package(procctl)), the manual pages
+#                package (find_package(procctl)), the manual pages,
+#                procctl-node.service and its config (kept when present)
 #   make image   the procctl-node image (deploy/Dockerfile) with podman, on
 #                a Debian base made here, no registry needed; its size
 #   make clean

@@ -39,6 +39,7 @@ netavark             # ... the pod's own network, as a pod has
 aardvark-dns
 iptables
 mmdebstrap           # ... the Debian base, made here (no registry needed)
+systemd              # systemd-analyze: procctl-node.service's exposure (the install test)
 EOF
 )
 

@@ -4,7 +4,8 @@
 # Every file where it belongs; the programs run; the manual pages are roff
 # that groff renders without a warning, with every flag of --help; the
 # bash and zsh completions complete (complete.sh); nothing installed names the source
-# or build tree; an agent (agent.c: a real region, attach, publish, ack)
+# or build tree; procctl-node.service and its config as the unit runs them;
+# an agent (agent.c: a real region, attach, publish, ack)
 # built against the installed package with pkg-config and with CMake's
 # find_package(procctl), and the seed's process-side snippet with
 # pkg-config's procctl (the header alone), each built and run.
@@ -37,6 +38,42 @@ done
 "$p/sbin/procctl-node" --version | grep -q '^procctl-node [0-9]' || fail "procctl-node --version"
 "$p/sbin/procctl-node" --check-config --config "$p/share/doc/procctl/procctl-node.conf" >/dev/null ||
 	fail "the installed example config"
+
+# procctl-node.service: the installed programs and config, the chart's
+# capabilities and no others, Type=notify with a watchdog; its exposure
+# as systemd-analyze scores it (0 best, 10 worst) at most 2.5.
+unit=$tmp/root/usr/local/lib/systemd/system/procctl-node.service
+conf=$tmp/root/usr/local/etc/procctl/procctl-node.conf
+[ -f "$unit" ] || fail "lib/systemd/system/procctl-node.service was not installed"
+key() { sed -n "s/^$1=//p" "$unit"; }
+[ "$(key ExecStart)" = "/usr/local/sbin/procctl-node --config /usr/local/etc/procctl/procctl-node.conf" ] ||
+	fail "the unit's ExecStart: $(key ExecStart)"
+[ "$(key Type)" = notify ] && [ "$(key NotifyAccess)" = main ] && [ -n "$(key WatchdogSec)" ] ||
+	fail "the unit is not Type=notify with a watchdog"
+[ "$(key ExecReload)" = '/bin/kill -HUP $MAINPID' ] || fail "the unit's ExecReload: $(key ExecReload)"
+chart=$(sed -n 's/.*concat (list \(.*\)).*/\1/p' "$src/deploy/helm/procctl-node/templates/daemonset.yaml" | tr -d '"' |
+	tr ' ' '\n' | sed '/^$/d; s/^/CAP_/' | sort | tr '\n' ' ')
+caps=$(key CapabilityBoundingSet | tr ' ' '\n' | sort | tr '\n' ' ')
+[ "$(echo "$chart" | wc -w)" -eq 5 ] && [ "$caps" = "$chart" ] || fail "the unit's capabilities ($caps), not the chart's ($chart)"
+[ -z "$(key AmbientCapabilities)" ] || fail "ambient capabilities: $(key AmbientCapabilities)"
+if command -v systemd-analyze >/dev/null 2>&1; then
+	systemd-analyze security --offline=yes --no-pager "$unit" >"$tmp/security" 2>&1 || true
+	score=$(sed -n 's/.*Overall exposure level for procctl-node.service: \([0-9.]*\).*/\1/p' "$tmp/security")
+	[ -n "$score" ] || fail "systemd-analyze security: $(cat "$tmp/security")"
+	awk -v s="$score" 'BEGIN { exit !(s <= 2.5) }' || fail "the unit's exposure is $score, over 2.5: $(grep '✗' "$tmp/security")"
+	echo "install: procctl-node.service exposure $score (systemd-analyze security)"
+elif [ "${CI:-}" = true ]; then
+	fail "no systemd-analyze (scripts/install-deps.sh installs systemd)"
+fi
+# Its config: the example with HTTP off (the sandbox has Unix sockets
+# only), valid; an operator's edit survives another make install.
+[ -f "$conf" ] || fail "etc/procctl/procctl-node.conf was not installed"
+grep -qx 'http_listen =' "$conf" || fail "the installed config does not turn HTTP off"
+"$p/sbin/procctl-node" --check-config --config "$conf" >/dev/null || fail "the installed config"
+echo 'log_level = debug' >>"$conf"
+DESTDIR=$tmp/root cmake --install "$build" --prefix /usr/local >"$tmp/install.log" || fail "cmake --install again"
+grep -qx 'log_level = debug' "$conf" || fail "a second make install replaced the operator's config"
+grep -q "Kept: $conf" "$tmp/install.log" || fail "the second make install did not say it kept the config"
 
 # The manual pages: roff with a title line, rendered without warnings, as
 # a reader sees them (groff, as man runs it; wide and unhyphenated, so a
