@@ -76,11 +76,13 @@ void cfg_asked(struct node *n)
 	node_log(PROCCTL_LOG_INFO, "reload_asked", "file=%s signal=SIGHUP", n->cfg_path);
 	timer_disarm(&n->timers, &n->t_cfg);
 	n->cfg_first = 0;
-	cfg_reload(n);
+	if (cfg_reload(n) == 0) /* said, so that whoever sent it sees it done */
+		node_log(PROCCTL_LOG_INFO, "config_unchanged", "file=%s desired=%zu", n->cfg_path, n->cfg.ndesired);
 }
 
-/* Build the configuration again and apply its [desired] sections. */
-void cfg_reload(struct node *n)
+/* Build the configuration again and apply its [desired] sections: 1 it
+ * changed (logged), 0 it did not, -1 it could not be read (logged). */
+int cfg_reload(struct node *n)
 {
 	struct node_cfg *c = malloc(sizeof *c);
 	char err[512];
@@ -89,14 +91,14 @@ void cfg_reload(struct node *n)
 		node_log(PROCCTL_LOG_WARN, "config_not_watched", "file=%s error=%s", n->cfg_path, strerror(-r));
 	if (!c) {
 		node_log(PROCCTL_LOG_ERROR, "config_reload_failed", "file=%s error=\"out of memory\"", n->cfg_path);
-		return;
+		return -1;
 	}
 	if (n->cfg_build(c, err, sizeof err, n->cfg_arg) < 0) {
 		char q[sizeof err];
 		node_log(PROCCTL_LOG_ERROR, "config_reload_failed", "file=%s error=\"%s\" kept=running", n->cfg_path,
 			 node_log_quote(q, sizeof q, err));
 		free(c);
-		return;
+		return -1;
 	}
 	others = memcmp(c, &n->cfg, offsetof(struct node_cfg, desired)) != 0;
 	desired = c->ndesired != n->cfg.ndesired || memcmp(c->desired, n->cfg.desired, sizeof c->desired) != 0;
@@ -111,6 +113,7 @@ void cfg_reload(struct node *n)
 	if (others || desired)
 		node_log(PROCCTL_LOG_INFO, "config_reloaded", "file=%s desired=%zu", n->cfg_path, n->cfg.ndesired);
 	free(c);
+	return others || desired;
 }
 
 int node_watch_config(struct node *n, const char *path,

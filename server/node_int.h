@@ -328,7 +328,7 @@ int arbiter_refusal(const struct node *n, const struct proc *p, size_t i, char *
 
 /* cfgwatch.c: following the config file */
 void cfg_events(struct node *n, int64_t now);
-void cfg_reload(struct node *n);
+int cfg_reload(struct node *n); /* 1 changed, 0 not, -1 not read */
 void cfg_asked(struct node *n); /* node_reload: read it again now */
 void cfg_on_due(struct timer *t, int64_t now); /* t_cfg's function */
 

@@ -181,6 +181,7 @@ test('SIGHUP reads the config file again at once and the daemon goes on serving 
     await d.line(/event=config_reloaded|event=desired_set section=hup/);
     process.kill(d.pid, 'SIGHUP');
     await d.line(new RegExp(`event=reload_asked file=${vol.file.replace(/[.]/g, '\\.')} signal=SIGHUP`));
+    await d.line(/event=config_unchanged file=\S+ desired=1$/); // read, and said so: the file is as it was
     assert.equal(await h.health(d.addr), 'SERVING');
     const bare = await new h.Daemon().ready();
     process.kill(bare.pid, 'SIGHUP');
