@@ -2,14 +2,12 @@
 # SPDX-License-Identifier: Apache-2.0
 # make image: the procctl-node image, built from deploy/Dockerfile with
 # podman as it is with any registry, here on a Debian bookworm base made
-# on this machine (mmdebstrap: minbase without docs, manuals and locales,
-# as debian:bookworm-slim is made), since no registry may be reachable.
-# Prints the image's size.
+# on this machine (scripts/debian-base.sh --slim: minbase without docs,
+# manuals and locales, as debian:bookworm-slim is made), since no
+# registry may be reachable. Prints the image's size.
 #   IMAGE    the tag (default localhost/procctl-node:VERSION)
 #   BASE     use this local image as the base instead (not rebuilt)
-#   MIRROR   the Debian archive (default: the first of this machine's apt
-#            sources, else http://deb.debian.org/debian); the security
-#            archive is MIRROR-security on the same host
+#   MIRROR   the Debian archive (scripts/debian-base.sh)
 # podman runs with runc (crun refuses some cgroup layouts), with rlimits
 # a sandbox without CAP_SYS_RESOURCE can set, and with the host's network
 # (apt-get inside the build reaches the same mirror as this machine).
@@ -24,31 +22,7 @@ ULIMITS="--ulimit nofile=1024:1024 --ulimit nproc=4096:4096"
 
 if [ -z "${BASE:-}" ]; then
 	BASE=localhost/procctl-base:bookworm
-	if ! $PODMAN image exists "$BASE"; then
-		if [ -z "${MIRROR:-}" ]; then
-			MIRROR=$(sed -n 's/^URIs: *\([^ ]*\).*/\1/p; s/^deb  *\(\[[^]]*\] *\)\{0,1\}\(http[^ ]*\) *bookworm .*/\2/p' \
-				/etc/apt/sources.list.d/*.sources /etc/apt/sources.list 2>/dev/null | grep -v security | head -n 1)
-			MIRROR=${MIRROR:-http://deb.debian.org/debian}
-		fi
-		MIRROR=${MIRROR%/}
-		tmp=$(mktemp -d /tmp/procctl-image.XXXXXX)
-		trap 'rm -rf "$tmp"' EXIT
-		echo "image: the base, bookworm minbase from $MIRROR" >&2
-		# /usr merged by a hook, not the usrmerge package (and its perl); what
-		# debian:bookworm-slim leaves out as well: docs but the
-		# copyrights, manuals, locales.
-		mmdebstrap --quiet --variant=minbase --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr \
-			--dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-include=/usr/share/doc/*/copyright' \
-			--dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/info/*' \
-			--dpkgopt='path-exclude=/usr/share/locale/*' --dpkgopt='path-exclude=/usr/share/groff/*' \
-			--dpkgopt='path-exclude=/usr/share/lintian/*' \
-			bookworm "$tmp/base.tar" \
-			"deb $MIRROR bookworm main" "deb $MIRROR bookworm-updates main" \
-			"deb $MIRROR-security bookworm-security main"
-		$PODMAN import --quiet "$tmp/base.tar" "$BASE" >/dev/null
-		rm -rf "$tmp"
-		trap - EXIT
-	fi
+	"$ROOT/scripts/debian-base.sh" "$BASE" --slim
 fi
 
 echo "image: $IMAGE from deploy/Dockerfile on $BASE" >&2
