@@ -40,6 +40,8 @@ aardvark-dns
 iptables
 mmdebstrap           # ... the Debian base, made here (no registry needed)
 systemd              # systemd-analyze: procctl-node.service's exposure (the install test)
+debhelper            # the Debian packages (scripts/debs.sh: dpkg-buildpackage, dh)
+lintian              # ... judged
 EOF
 )
 
