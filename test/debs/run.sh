@@ -13,7 +13,8 @@
 #   over with no config flap in the client; a SIGSTOPped daemon is
 #   restarted by the watchdog; systemctl stop hands off within the stop
 #   timeout; systemd-analyze security scores at most 2.5; apt-get purge
-#   removes what the packages added.
+#   removes what the packages added. Then docs/hosts.md's commands, run
+#   there as its reader runs them.
 # Every wait is bounded. Skipped (77) without root or podman, failed under
 # CI=true.
 # Usage: run.sh REPO ECHO_CLIENT
@@ -188,4 +189,16 @@ left=$(inside dpkg-query -W -f '${Package} ${Status}\n' 'procctl*' 'libprocctl*'
 [ -z "$left" ] || fail "apt-get purge left packages: $left"
 inside systemctl is-active procctl-node >/dev/null 2>&1 && fail "procctl-node still runs after the purge"
 say "apt-get purge: the packages, /etc/procctl, /var/lib/procctl, /run/procctl, the unit and the group are gone"
+
+# docs/hosts.md as its reader runs it, on this host, bare again: every
+# ```sh block in order as one session (bash -euo pipefail -x, a clean
+# environment), as root in the directory of the .deb files.
+mkdir "$tmp/page"
+awk -v dir="$tmp/page" -v page=docs/hosts.md -f "$repo/test/docblocks.awk" "$repo/docs/hosts.md" || fail "docs/hosts.md's fences"
+cat "$tmp"/page/*.sh >"$tmp/session.sh"
+$PODMAN cp "$tmp/session.sh" "$name:/tmp/session.sh" || fail "podman cp session.sh"
+timeout 300 $PODMAN exec -w /tmp/debs "$name" env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+	HOME=/root TERM=dumb bash -euo pipefail -x /tmp/session.sh >"$tmp/session.log" 2>&1 ||
+	fail "docs/hosts.md's commands: $(tail -40 "$tmp/session.log")"
+say "docs/hosts.md: its $(ls "$tmp"/page/*.sh | wc -l) blocks of commands ran on the host"
 say OK
