@@ -100,16 +100,26 @@ function metric(port, name) {
   });
 }
 
-// A TCP port on 127.0.0.1 that nothing listens on (now).
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.on('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
+// A TCP port on 127.0.0.1 that nothing listens on (now), and that this
+// process has not been given before: the kernel may hand a port just
+// closed out again, and two asked for in a row (a daemon's gRPC and HTTP
+// listeners) must differ.
+const portsGiven = new Set();
+async function freePort() {
+  for (;;) {
+    const port = await new Promise((resolve, reject) => {
+      const s = net.createServer();
+      s.on('error', reject);
+      s.listen(0, '127.0.0.1', () => {
+        const { port: p } = s.address();
+        s.close(() => resolve(p));
+      });
     });
-  });
+    if (!portsGiven.has(port)) {
+      portsGiven.add(port);
+      return port;
+    }
+  }
 }
 
 // A scratch directory under the test's TMPDIR, removed when the file ends.
