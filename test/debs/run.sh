@@ -66,7 +66,7 @@ say "built, lintian clean: $(cd "$tmp/debs" && ls ./*.deb | grep -v dbgsym | tr 
 # A host's root: the chart's five capabilities for the daemon, SYS_ADMIN
 # and NET_ADMIN for systemd's sandboxing (namespaces), no seccomp profile
 # of the runtime's (the unit brings its own).
-$PODMAN run -d --name "$name" --systemd=always --ulimit nofile=1024:1024 --ulimit nproc=4096:4096 \
+$PODMAN run -d --name "$name" --systemd=always --ulimit nofile=4096:4096 --ulimit nproc=4096:4096 \
 	--cap-add SYS_PTRACE,PERFMON,CHECKPOINT_RESTORE,DAC_READ_SEARCH,IPC_LOCK,SYS_ADMIN,NET_ADMIN \
 	--security-opt seccomp=unconfined "$BASE" /sbin/init >/dev/null || fail "podman run"
 until_in 60 sh -c 'case $(systemctl is-system-running) in running|degraded) exit 0;; esac; exit 1' ||
@@ -103,6 +103,11 @@ state="$(prop ActiveState)/$(prop SubState) $(prop Type) status=$(prop StatusTex
 [ "$(inside stat -c '%a %U %G' /run/procctl/node.sock)" = "660 root procctl" ] ||
 	fail "the socket: $(inside stat -c '%a %U %G' /run/procctl/node.sock)"
 say "systemctl start: $state, /run/procctl/node.sock 0660 root:procctl"
+# Its descriptors: the soft limit raised to the hard one (setrlimit is
+# prlimit64, which the unit's system call filter lets through).
+limits=$(inside awk '/^Max open files/ { print $4 " " $5 }' "/proc/$(prop MainPID)/limits")
+[ "${limits% *}" = "${limits#* }" ] || fail "the daemon's descriptors: soft and hard limits $limits"
+say "its descriptors: $limits (soft raised to hard; the unit gives it $(prop LimitNOFILESoft) soft)"
 until_in 20 sh -c "procctl ps --consumer echo | grep -qw $echo_pid" || fail "the echo client ($echo_pid) was not attached"
 say "the echo client ($echo_pid) is attached"
 
