@@ -194,6 +194,22 @@ static int key_check(struct lexer *l, struct span k)
 	return 0;
 }
 
+int labelsel_key_valid(const char *k, size_t n)
+{
+	struct lexer quiet = {k, k + n, T_END, {k, 0}, NULL, 0};
+	return key_check(&quiet, (struct span){k, n}) == 0;
+}
+
+int labelsel_value_valid(const char *v, size_t n)
+{
+	return name_ok((struct span){v, n});
+}
+
+int labelsel_subdomain_valid(const char *s, size_t n)
+{
+	return subdomain_ok((struct span){s, n});
+}
+
 static int value_add(struct lexer *l, struct sel *s, struct req *r, struct span v)
 {
 	char q[300], qk[300];

@@ -37,6 +37,16 @@ struct label {
  * \xNN. */
 int labelsel_check(const char *sel, size_t len, char *canon, size_t canonlen, char *err, size_t errlen);
 
+/* 1 when the n bytes at k are a label key (a qualified name: [PREFIX/]NAME),
+ * or at v a label value (empty, or 1 to 63 of [-A-Za-z0-9_.],
+ * alphanumeric at both ends); else 0. */
+int labelsel_key_valid(const char *k, size_t n);
+int labelsel_value_valid(const char *v, size_t n);
+/* 1 when the n bytes at s are a DNS-1123 subdomain (dot-separated labels
+ * of [a-z0-9-], alphanumeric at both ends, at most 253 in all: a label
+ * key's prefix, a pod's name); else 0. */
+int labelsel_subdomain_valid(const char *s, size_t n);
+
 /* 1 when the n labels satisfy sel, a selector labelsel_check accepted
  * (the canonical form, or what it was made from); else 0 (also for a
  * selector it would refuse). */

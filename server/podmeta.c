@@ -1,0 +1,207 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* podmeta.c - a Pod of the Kubernetes API, checked and bounded
+ * (podmeta.h). */
+#define _GNU_SOURCE 1
+#include "podmeta.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "log.h"
+
+static int bad(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int bad(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+static int uid_ok(const char *s, size_t n)
+{
+	size_t i;
+	if (n != 36)
+		return 0;
+	for (i = 0; i < n; i++) {
+		int dash = i == 8 || i == 13 || i == 18 || i == 23;
+		if (dash ? s[i] != '-' : !((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return 0;
+	}
+	return 1;
+}
+
+static int label_ok(const char *s, size_t n)
+{
+	return n <= 63 && !memchr(s, '.', n) && labelsel_subdomain_valid(s, n);
+}
+
+static int rv_ok(const char *s, size_t n)
+{
+	size_t i;
+	if (!n || n > PODMETA_RV_MAX)
+		return 0;
+	for (i = 0; i < n; i++)
+		if (s[i] < 0x21 || s[i] > 0x7e)
+			return 0;
+	return 1;
+}
+
+/* obj's string field key into dst (cap bytes with its NUL), when ok says
+ * it is one; what names it in errors. */
+static int field(const json_t *obj, const char *key, const char *what, int (*ok)(const char *, size_t), char *dst,
+		 size_t cap, char *err, size_t errlen)
+{
+	const json_t *v = json_object_get(obj, key);
+	const char *s = json_string_value(v);
+	size_t n = json_string_length(v);
+	char q[300];
+	if (!s)
+		return bad(err, errlen, "%s: missing, or not a string", what);
+	if (n >= cap || memchr(s, 0, n) || !ok(s, n))
+		return bad(err, errlen, "%s \"%s\": not one", what, node_log_quote(q, sizeof q, s));
+	memcpy(dst, s, n + 1);
+	return 0;
+}
+
+/* s (n bytes) into m's text: its offset, or -1 when it is full. */
+static int keep(struct podmeta *m, const char *s, size_t n)
+{
+	size_t at = m->used;
+	if (n + 1 > sizeof m->text - m->used)
+		return -1;
+	memcpy(m->text + at, s, n);
+	m->text[at + n] = 0;
+	m->used += n + 1;
+	return (int)at;
+}
+
+static int labels(const json_t *md, struct podmeta *m, char *err, size_t errlen)
+{
+	const json_t *ls = json_object_get(md, "labels"), *v;
+	const char *k;
+	char q[300], qv[300];
+	if (!ls || json_is_null(ls))
+		return 0;
+	if (!json_is_object(ls))
+		return bad(err, errlen, "metadata.labels: not an object");
+	json_object_foreach((json_t *)ls, k, v) {
+		const char *s = json_string_value(v);
+		size_t n = json_string_length(v);
+		int kat, vat;
+		if (!s || memchr(s, 0, n) || !labelsel_key_valid(k, strlen(k)) || !labelsel_value_valid(s, n))
+			return bad(err, errlen, "metadata.labels: \"%s\": \"%s\": not a label", node_log_quote(q, sizeof q, k),
+				   s ? node_log_quote(qv, sizeof qv, s) : "(not a string)");
+		if (m->labels_over)
+			continue; /* every one is still checked */
+		if (m->nlabels == PODMETA_LABELS_MAX || (kat = keep(m, k, strlen(k))) < 0 || (vat = keep(m, s, n)) < 0) {
+			m->labels_over = 1;
+			m->nlabels = 0;
+			continue;
+		}
+		m->labels[m->nlabels].key = (uint16_t)kat;
+		m->labels[m->nlabels++].value = (uint16_t)vat;
+	}
+	return 0;
+}
+
+static int containers(const json_t *spec, const char *key, struct podmeta *m, char *err, size_t errlen)
+{
+	const json_t *cs = json_object_get(spec, key), *c;
+	size_t i;
+	char q[300];
+	if (!cs || json_is_null(cs))
+		return 0;
+	if (!json_is_array(cs))
+		return bad(err, errlen, "spec.%s: not an array", key);
+	json_array_foreach(cs, i, c) {
+		const char *s = json_string_value(json_object_get(c, "name"));
+		size_t n = json_string_length(json_object_get(c, "name"));
+		int at;
+		if (!s || memchr(s, 0, n) || !label_ok(s, n))
+			return bad(err, errlen, "spec.%s[%zu].name \"%s\": not a container name", key, i,
+				   s ? node_log_quote(q, sizeof q, s) : "(missing)");
+		if (m->ncontainers == PODMETA_CONTAINERS_MAX || (at = keep(m, s, n)) < 0)
+			m->containers_over = 1;
+		else
+			m->containers[m->ncontainers++] = (uint16_t)at;
+	}
+	return 0;
+}
+
+static int name_ok(const char *s, size_t n)
+{
+	return labelsel_subdomain_valid(s, n);
+}
+
+int podmeta_parse(const json_t *pod, struct podmeta *m, char *err, size_t errlen)
+{
+	const json_t *md = json_object_get(pod, "metadata"), *spec = json_object_get(pod, "spec");
+	int r;
+	memset(m, 0, offsetof(struct podmeta, text));
+	if (!json_is_object(md))
+		return bad(err, errlen, "a Pod without metadata");
+	if ((r = field(md, "uid", "metadata.uid", uid_ok, m->uid, sizeof m->uid, err, errlen)) < 0 ||
+	    (r = field(md, "namespace", "metadata.namespace", label_ok, m->ns, sizeof m->ns, err, errlen)) < 0 ||
+	    (r = field(md, "name", "metadata.name", name_ok, m->name, sizeof m->name, err, errlen)) < 0 ||
+	    (r = field(md, "resourceVersion", "metadata.resourceVersion", rv_ok, m->rv, sizeof m->rv, err, errlen)) < 0 ||
+	    (r = labels(md, m, err, errlen)) < 0)
+		return r;
+	if (spec && !json_is_object(spec))
+		return bad(err, errlen, "spec: not an object");
+	if ((r = containers(spec, "containers", m, err, errlen)) < 0 ||
+	    (r = containers(spec, "initContainers", m, err, errlen)) < 0)
+		return r;
+	return 0;
+}
+
+size_t podmeta_labels(const struct podmeta *m, struct label *out)
+{
+	size_t i;
+	for (i = 0; i < m->nlabels; i++)
+		out[i] = (struct label){m->text + m->labels[i].key, m->text + m->labels[i].value};
+	return m->nlabels;
+}
+
+int kube_event_parse(const char *line, size_t len, struct kube_event *ev, char *err, size_t errlen)
+{
+	static const char *const types[] = {[KUBE_ADDED] = "ADDED", [KUBE_MODIFIED] = "MODIFIED",
+					    [KUBE_DELETED] = "DELETED", [KUBE_BOOKMARK] = "BOOKMARK", [KUBE_ERROR] = "ERROR"};
+	json_error_t je;
+	json_t *root = json_loadb(line, len, JSON_REJECT_DUPLICATES, &je), *obj;
+	const char *type;
+	char q[300];
+	size_t t;
+	int r = -EINVAL;
+
+	ev->type = KUBE_ERROR;
+	ev->code = 0;
+	ev->rv[0] = ev->reason[0] = 0;
+	if (!root)
+		return bad(err, errlen, "a watch event that is not JSON: %s", node_log_quote(q, sizeof q, je.text));
+	type = json_string_value(json_object_get(root, "type"));
+	obj = json_object_get(root, "object");
+	for (t = 0; type && t < sizeof types / sizeof types[0] && strcmp(type, types[t]); t++)
+		;
+	if (!type || t == sizeof types / sizeof types[0]) {
+		r = bad(err, errlen, "a watch event of type \"%s\"", type ? node_log_quote(q, sizeof q, type) : "(none)");
+	} else if (!json_is_object(obj)) {
+		r = bad(err, errlen, "a %s event without an object", types[t]);
+	} else if ((ev->type = (enum kube_event_type)t) == KUBE_ERROR) {
+		const char *reason = json_string_value(json_object_get(obj, "reason"));
+		json_int_t code = json_integer_value(json_object_get(obj, "code"));
+		ev->code = code > 0 && code < 1000 ? (int)code : 0;
+		node_log_quote(ev->reason, sizeof ev->reason, reason ? reason : "");
+		r = 0;
+	} else if (ev->type == KUBE_BOOKMARK) {
+		r = field(json_object_get(obj, "metadata"), "resourceVersion", "a bookmark's resourceVersion", rv_ok, ev->rv,
+			  sizeof ev->rv, err, errlen);
+	} else if ((r = podmeta_parse(obj, &ev->pod, err, errlen)) == 0) {
+		memcpy(ev->rv, ev->pod.rv, sizeof ev->rv);
+	}
+	json_decref(root);
+	return r;
+}

@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* podmeta.h - a Pod as the Kubernetes API server gives it (a list's item,
+ * a watch event's object), kept as procctl-node needs it: UID, namespace,
+ * name, labels, container names and resourceVersion. The API server is a
+ * peer like any: every field is checked as Kubernetes itself validates it
+ * (a UID, DNS names, label keys and values), and what one pod may hold is
+ * bounded; a pod with more labels than that is kept without them
+ * (labels_over: no label selector matches it, and it is counted). */
+#ifndef PROCCTL_NODE_PODMETA_H
+#define PROCCTL_NODE_PODMETA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "labelsel.h"
+
+#define PODMETA_LABELS_MAX 64
+#define PODMETA_CONTAINERS_MAX 32
+#define PODMETA_TEXT_MAX 8192 /* its labels' and containers' bytes, NULs included */
+#define PODMETA_RV_MAX 64     /* resourceVersion: opaque, printable */
+
+struct podmeta {
+	char uid[37];   /* 8-4-4-4-12, lowercase hex */
+	char ns[64];    /* a DNS label */
+	char name[254]; /* a DNS subdomain */
+	char rv[PODMETA_RV_MAX + 1];
+	int labels_over;      /* more labels (or bytes) than kept: none were */
+	int containers_over;  /* more containers than kept: the first were */
+	size_t nlabels, ncontainers, used;
+	struct {
+		uint16_t key, value; /* offsets into text */
+	} labels[PODMETA_LABELS_MAX];
+	uint16_t containers[PODMETA_CONTAINERS_MAX]; /* offsets into text: spec's containers, then init containers */
+	char text[PODMETA_TEXT_MAX];
+};
+
+/* pod, a Pod object: 0 and m filled, or -EINVAL and why in err (the field
+ * at fault, its value escaped). */
+int podmeta_parse(const json_t *pod, struct podmeta *m, char *err, size_t errlen);
+
+/* m's labels as labelsel_match takes them (at most PODMETA_LABELS_MAX in
+ * out): their count. */
+size_t podmeta_labels(const struct podmeta *m, struct label *out);
+
+/* One line of a watch (?watch=1): {"type": ..., "object": ...}. */
+enum kube_event_type { KUBE_ADDED, KUBE_MODIFIED, KUBE_DELETED, KUBE_BOOKMARK, KUBE_ERROR };
+struct kube_event {
+	enum kube_event_type type;
+	struct podmeta pod;           /* ADDED, MODIFIED, DELETED */
+	char rv[PODMETA_RV_MAX + 1];  /* BOOKMARK's, and the pod's */
+	int code;                     /* ERROR: the Status's code (410: the version is gone, list again) */
+	char reason[64];              /* ERROR: its reason, printable */
+};
+
+/* The len bytes of one line: 0 and ev, or -EINVAL and why in err. */
+int kube_event_parse(const char *line, size_t len, struct kube_event *ev, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Pods as the Kubernetes API server sends them (server/podmeta.c): a
+ * watch's events (a pod added, a bookmark, a 410 Gone), each field
+ * checked as Kubernetes validates it, the bounds on what one pod may hold,
+ * and a hostile server's bytes refused with the field at fault, escaped. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "podmeta.h"
+#include "th.h"
+
+#define UID "0b6d7a2e-5c1f-4c1a-9f3e-2d7b8c9a1e4f"
+#define META(fields) "{\"type\":\"ADDED\",\"object\":{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{" fields "}}}"
+#define BASIC "\"name\":\"web-1\",\"namespace\":\"shop\",\"uid\":\"" UID "\",\"resourceVersion\":\"7\""
+
+static struct kube_event ev;
+static char err[512], big[65536];
+
+static int event(const char *line)
+{
+	err[0] = 0;
+	return kube_event_parse(line, strlen(line), &ev, err, sizeof err);
+}
+
+static void a_pod(void **state)
+{
+	struct label ls[PODMETA_LABELS_MAX];
+	size_t n;
+	(void)state;
+	assert_int_equal(event("{\"type\":\"ADDED\",\"object\":{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{"
+			       "\"name\":\"web-5d8f7c9b6-x2x4z\",\"namespace\":\"shop\",\"uid\":\"" UID "\","
+			       "\"resourceVersion\":\"123456\",\"labels\":{\"app\":\"web\",\"pod-template-hash\":\"5d8f7c9b6\","
+			       "\"app.kubernetes.io/part-of\":\"shop\"}},\"spec\":{\"nodeName\":\"node-a\",\"containers\":"
+			       "[{\"name\":\"web\",\"image\":\"nginx\"},{\"name\":\"sidecar\"}],\"initContainers\":[{\"name\":"
+			       "\"init\"}]},\"status\":{\"phase\":\"Running\"}}}"),
+			 0);
+	assert_int_equal(ev.type, KUBE_ADDED);
+	assert_string_equal(ev.pod.uid, UID);
+	assert_string_equal(ev.pod.ns, "shop");
+	assert_string_equal(ev.pod.name, "web-5d8f7c9b6-x2x4z");
+	assert_string_equal(ev.rv, "123456");
+	assert_int_equal(ev.pod.ncontainers, 3);
+	assert_string_equal(ev.pod.text + ev.pod.containers[0], "web");
+	assert_string_equal(ev.pod.text + ev.pod.containers[2], "init");
+	n = podmeta_labels(&ev.pod, ls);
+	assert_int_equal(n, 3);
+	assert_int_equal(labelsel_match("app=web,app.kubernetes.io/part-of in (shop),!canary", ls, n), 1);
+	assert_int_equal(labelsel_match("app=db", ls, n), 0);
+	/* deleted: the same object; no labels at all is a pod too */
+	assert_int_equal(event("{\"type\":\"DELETED\",\"object\":{\"metadata\":{" BASIC "}}}"), 0);
+	assert_int_equal(ev.type, KUBE_DELETED);
+	assert_int_equal(ev.pod.nlabels, 0);
+	assert_int_equal(ev.pod.labels_over, 0);
+	assert_int_equal(event("{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{" BASIC ",\"labels\":null}}}"), 0);
+}
+
+static void bookmarks_and_errors(void **state)
+{
+	(void)state;
+	assert_int_equal(event("{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":"
+			       "{\"resourceVersion\":\"12746\",\"annotations\":{\"k8s.io/initial-events-end\":\"true\"}}}}"),
+			 0);
+	assert_int_equal(ev.type, KUBE_BOOKMARK);
+	assert_string_equal(ev.rv, "12746");
+	assert_int_equal(event("{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},"
+			       "\"status\":\"Failure\",\"message\":\"too old resource version: 1 (12746)\",\"reason\":"
+			       "\"Expired\",\"code\":410}}"),
+			 0);
+	assert_int_equal(ev.type, KUBE_ERROR);
+	assert_int_equal(ev.code, 410);
+	assert_string_equal(ev.reason, "Expired");
+	assert_int_equal(event("{\"type\":\"BOOKMARK\",\"object\":{\"metadata\":{}}}"), -EINVAL);
+	assert_string_equal(err, "a bookmark's resourceVersion: missing, or not a string");
+	assert_int_equal(event("{\"type\":\"ERROR\",\"object\":{\"code\":\"x\",\"reason\":\"\\u001b[2J\"}}"), 0);
+	assert_int_equal(ev.code, 0);
+	assert_string_equal(ev.reason, "\\x1b[2J"); /* printable */
+}
+
+static void refused(void **state)
+{
+	(void)state;
+	assert_int_equal(event("{\"type\":\"ADDED\""), -EINVAL);
+	assert_int_equal(strncmp(err, "a watch event that is not JSON: ", 32), 0);
+	assert_int_equal(event("{\"type\":\"ADDED\",\"type\":\"DELETED\",\"object\":{}}"), -EINVAL); /* duplicate keys */
+	assert_int_equal(event("{\"type\":\"RESIZED\",\"object\":{}}"), -EINVAL);
+	assert_string_equal(err, "a watch event of type \"RESIZED\"");
+	assert_int_equal(event("{\"type\":\"ADDED\",\"object\":[]}"), -EINVAL);
+	assert_string_equal(err, "a ADDED event without an object");
+	assert_int_equal(event("{\"type\":\"ADDED\",\"object\":{}}"), -EINVAL);
+	assert_string_equal(err, "a Pod without metadata");
+	assert_int_equal(event(META("\"name\":\"w\",\"namespace\":\"shop\",\"uid\":\"0B6D7A2E-5C1F-4C1A-9F3E-2D7B8C9A1E4F\","
+				    "\"resourceVersion\":\"7\"")), -EINVAL);
+	assert_string_equal(err, "metadata.uid \"0B6D7A2E-5C1F-4C1A-9F3E-2D7B8C9A1E4F\": not one");
+	assert_int_equal(event(META("\"name\":\"w\",\"namespace\":\"\\u001b[2J\",\"uid\":\"" UID "\",\"resourceVersion\":\"7\"")),
+			 -EINVAL);
+	assert_string_equal(err, "metadata.namespace \"\\x1b[2J\": not one");
+	assert_int_equal(event(META("\"name\":\"w\\u0000x\",\"namespace\":\"shop\",\"uid\":\"" UID "\",\"resourceVersion\":\"7\"")),
+			 -EINVAL);
+	assert_non_null(strstr(err, "\\u0000 is not allowed")); /* a NUL inside: refused as it is read */
+	assert_int_equal(event(META("\"namespace\":\"shop\",\"uid\":\"" UID "\",\"resourceVersion\":\"7\"")), -EINVAL);
+	assert_string_equal(err, "metadata.name: missing, or not a string");
+	assert_int_equal(event(META(BASIC ",\"labels\":{\"a:b\":\"x\"}")), -EINVAL);
+	assert_string_equal(err, "metadata.labels: \"a:b\": \"x\": not a label");
+	assert_int_equal(event(META(BASIC ",\"labels\":{\"a\":7}")), -EINVAL);
+	assert_string_equal(err, "metadata.labels: \"a\": \"(not a string)\": not a label");
+	assert_int_equal(event(META(BASIC ",\"labels\":[]")), -EINVAL);
+	assert_string_equal(err, "metadata.labels: not an object");
+	assert_int_equal(event("{\"type\":\"ADDED\",\"object\":{\"metadata\":{" BASIC "},\"spec\":{\"containers\":{}}}}"),
+			 -EINVAL);
+	assert_string_equal(err, "spec.containers: not an array");
+	assert_int_equal(event("{\"type\":\"ADDED\",\"object\":{\"metadata\":{" BASIC "},\"spec\":{\"containers\":"
+			       "[{\"name\":\"Web\"}]}}}"),
+			 -EINVAL);
+	assert_string_equal(err, "spec.containers[0].name \"Web\": not a container name");
+}
+
+static void bounds(void **state)
+{
+	size_t i, o;
+	(void)state;
+	/* 65 labels: the pod is kept, without its labels (no selector matches it) */
+	o = (size_t)snprintf(big, sizeof big, "{\"type\":\"ADDED\",\"object\":{\"metadata\":{" BASIC ",\"labels\":{");
+	for (i = 0; i <= PODMETA_LABELS_MAX; i++)
+		o += (size_t)snprintf(big + o, sizeof big - o, "%s\"k%zu\":\"v\"", i ? "," : "", i);
+	snprintf(big + o, sizeof big - o, "}}}}");
+	assert_int_equal(event(big), 0);
+	assert_int_equal(ev.pod.labels_over, 1);
+	assert_int_equal(ev.pod.nlabels, 0);
+	/* labels of 63-byte values past the text's bytes: the same */
+	o = (size_t)snprintf(big, sizeof big, "{\"type\":\"ADDED\",\"object\":{\"metadata\":{" BASIC ",\"labels\":{");
+	for (i = 0; i < 60; i++)
+		o += (size_t)snprintf(big + o, sizeof big - o, "%s\"example.com/key-%02zu-%s\":\"%s\"", i ? "," : "", i,
+				      "nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn",
+				      "vvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvv");
+	snprintf(big + o, sizeof big - o, "}}}}");
+	assert_int_equal(event(big), 0);
+	assert_int_equal(ev.pod.labels_over, 1);
+	assert_int_equal(ev.pod.nlabels, 0);
+	/* 33 containers: the first 32 kept, and said */
+	o = (size_t)snprintf(big, sizeof big, "{\"type\":\"ADDED\",\"object\":{\"metadata\":{" BASIC "},\"spec\":{\"containers\":[");
+	for (i = 0; i <= PODMETA_CONTAINERS_MAX; i++)
+		o += (size_t)snprintf(big + o, sizeof big - o, "%s{\"name\":\"c%zu\"}", i ? "," : "", i);
+	snprintf(big + o, sizeof big - o, "]}}}");
+	assert_int_equal(event(big), 0);
+	assert_int_equal(ev.pod.containers_over, 1);
+	assert_int_equal(ev.pod.ncontainers, PODMETA_CONTAINERS_MAX);
+	assert_string_equal(ev.pod.text + ev.pod.containers[31], "c31");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(a_pod),
+		cmocka_unit_test(bookmarks_and_errors),
+		cmocka_unit_test(refused),
+		cmocka_unit_test(bounds),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
