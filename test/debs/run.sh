@@ -9,11 +9,11 @@
 #   systemctl start reaches active (running) through READY=1; an echo
 #   client is attached; `procctl publish --wait` by a member of the group
 #   procctl is APPLIED, by another user refused; systemctl reload reads
-#   the config again (SIGHUP); systemctl restart: the new daemon takes
-#   over with no config flap in the client; a SIGSTOPped daemon is
+#   the config again (SIGHUP); systemctl restart and an upgrade: the new
+#   daemon takes over with no config flap in the client; a SIGSTOPped daemon is
 #   restarted by the watchdog; systemctl stop hands off within the stop
-#   timeout; systemd-analyze security scores at most 2.5; apt-get purge
-#   removes what the packages added. Then docs/hosts.md's commands, run
+#   timeout; systemd-analyze security scores at most 2.5; apt-get remove
+#   keeps the config; apt-get purge removes what the packages added. Then docs/hosts.md's commands, run
 #   there as its reader runs them.
 # Every wait is bounded. Skipped (77) without root or podman, failed under
 # CI=true.
@@ -137,17 +137,28 @@ say "systemctl reload: SIGHUP, the file read again (config_unchanged), the same 
 
 # restart: the new daemon takes over; the client keeps its config
 # throughout: nothing applied, cleared or expired after the restart.
+# took_over OLD_PID WHAT: after WHAT (done), a new daemon serves the
+# client, OLD_PID handed off, and the client saw no change since line
+# $seen of its journal. The new pid in $new.
+took_over() {
+	new=$(prop MainPID)
+	[ "$new" != "$1" ] || fail "$2: the same daemon"
+	until_in 20 sh -c "procctl ps --consumer echo | grep -qw $echo_pid" || fail "$2: the new daemon did not attach the client"
+	inside sh -c "journalctl _PID=$1 -o cat | grep -q 'event=handed_off mode=hand-off'" || fail "$2: the old daemon did not hand off"
+	flap=$(inside sh -c "journalctl -u echo-client -o cat | tail -n +$((seen + 1)) | grep -E 'event=(applied|cleared|lease|rejected)'" || true)
+	[ -z "$flap" ] || fail "$2: the client's config flapped: $flap"
+	say "$2: $1 handed off, $new took over, the client's config unchanged"
+}
 inside runuser -u alice -- procctl desired set --consumer echo --data level=kept --wait >/dev/null || fail "procctl desired set"
 until_in 10 sh -c 'journalctl -u echo-client -o cat | grep -q "payload=level=kept"' || fail "the desired config was not applied"
 seen=$(inside sh -c 'journalctl -u echo-client -o cat | wc -l')
 inside systemctl restart procctl-node || fail "systemctl restart"
-new=$(prop MainPID)
-[ "$new" != "$pid" ] || fail "systemctl restart: the same daemon"
-until_in 20 sh -c "procctl ps --consumer echo | grep -qw $echo_pid" || fail "the new daemon did not attach the client"
-inside sh -c "journalctl _PID=$pid -o cat | grep -q 'event=handed_off mode=hand-off'" || fail "the old daemon did not hand off"
-flap=$(inside sh -c "journalctl -u echo-client -o cat | tail -n +$((seen + 1)) | grep -E 'event=(applied|cleared|lease|rejected)'" || true)
-[ -z "$flap" ] || fail "the client's config flapped across the restart: $flap"
-say "systemctl restart: $pid handed off, $new took over, the client's config unchanged"
+took_over "$pid" "systemctl restart"
+# An upgrade is the same: the package's postinst restarts the service (a
+# reinstall of this version stands in for a newer one).
+inside sh -c 'cd /tmp/debs && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --reinstall ./procctl-node_*.deb >/tmp/re.log 2>&1' ||
+	fail "apt-get install --reinstall: $(inside tail -20 /tmp/re.log)"
+took_over "$new" "an upgrade (apt-get install --reinstall)"
 
 # The watchdog: a stopped daemon sends no WATCHDOG=1; systemd kills it
 # (SIGABRT, then SIGKILL after TimeoutAbortSec) and starts another.
@@ -177,9 +188,17 @@ awk -v s="$score" 'BEGIN { exit !(s <= 2.5) }' || fail "exposure $score, over 2.
 say "systemd-analyze security procctl-node: $score; left exposed:"
 grep '✗' "$tmp/security" | sed 's/  */ /g; s/^/debs:   /'
 
+# remove: the service stopped and gone, its config kept (a conffile).
+inside systemctl stop echo-client
+inside sh -c 'DEBIAN_FRONTEND=noninteractive apt-get remove -y -q procctl-node >/tmp/remove.log 2>&1' ||
+	fail "apt-get remove: $(inside tail -20 /tmp/remove.log)"
+inside systemctl is-active procctl-node >/dev/null 2>&1 && fail "procctl-node still runs after apt-get remove"
+inside test -f /etc/procctl/procctl-node.conf || fail "apt-get remove took the config"
+inside test ! -e /lib/systemd/system/procctl-node.service || fail "apt-get remove left the unit"
+say "apt-get remove: the service stopped and gone, /etc/procctl/procctl-node.conf kept"
+
 # purge: nothing the packages added is left (the users went first: a
 # group with members is kept).
-inside systemctl stop echo-client
 inside userdel alice
 inside userdel bob
 inside sh -c 'DEBIAN_FRONTEND=noninteractive apt-get purge -y -q procctl-node procctl libprocctl-agent-dev libprocctl-agent1 >/tmp/purge.log 2>&1' ||
