@@ -9,17 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz.h"
 #include "labelsel.h"
 #include "podmeta.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-static void printable(const char *s)
-{
-	for (; *s; s++)
-		if (*s < 0x20 || *s > 0x7e)
-			abort();
-}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -32,11 +25,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (kube_event_parse((const char *)data, size, &ev, err, sizeof err) < 0) {
 		if (!err[0])
 			abort();
-		printable(err);
+		fuzz_printable(err);
 		return 0;
 	}
-	printable(ev.rv);
-	printable(ev.reason);
+	fuzz_printable(ev.rv);
+	fuzz_printable(ev.reason);
 	if (ev.type == KUBE_ERROR || ev.type == KUBE_BOOKMARK)
 		return 0;
 	if (strlen(ev.pod.uid) != 36 || !labelsel_subdomain_valid(ev.pod.ns, strlen(ev.pod.ns)) ||
@@ -53,6 +46,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 	}
 	for (i = 0; i < ev.pod.ncontainers; i++)
-		printable(ev.pod.text + ev.pod.containers[i]);
+		fuzz_printable(ev.pod.text + ev.pod.containers[i]);
 	return 0;
 }

@@ -8,16 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz.h"
 #include "labelsel.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-static void printable(const char *s)
-{
-	for (; *s; s++)
-		if (*s < 0x20 || *s > 0x7e)
-			abort();
-}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -35,12 +28,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (labelsel_check((const char *)data, size, canon, sizeof canon, err, sizeof err) < 0) {
 		if (!err[0])
 			abort();
-		printable(err);
+		fuzz_printable(err);
 		return 0;
 	}
 	if (size > LABELSEL_MAX || memchr(data, 0, size) || strlen(canon) > LABELSEL_MAX)
 		abort();
-	printable(canon);
+	fuzz_printable(canon);
 	if (labelsel_check(canon, strlen(canon), again, sizeof again, err, sizeof err) < 0 || strcmp(canon, again))
 		abort();
 	memcpy(sel, data, size);
