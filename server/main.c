@@ -11,6 +11,7 @@
  * configuration (nothing was started). */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -113,6 +114,66 @@ static void notify_alive(void *arg)
 {
 	(void)arg;
 	notify("WATCHDOG=1");
+}
+
+/* WATCHDOG=1 while the loop does not run: handing off, and standing by
+ * for NODE.lock (its wait is by design, not a hang: systemd's watchdog
+ * stays armed once READY=1 came). The loop pings from its own timers. */
+static struct {
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int64_t every_ns;
+	int on;
+} pinger = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+
+static void *pinger_run(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&pinger.mu);
+	while (pinger.on) {
+		struct timespec until;
+		int64_t due = procctl_now_ns() + pinger.every_ns;
+		pthread_mutex_unlock(&pinger.mu);
+		notify("WATCHDOG=1");
+		pthread_mutex_lock(&pinger.mu);
+		until.tv_sec = (time_t)(due / 1000000000);
+		until.tv_nsec = (long)(due % 1000000000);
+		while (pinger.on && pthread_cond_timedwait(&pinger.cv, &pinger.mu, &until) == 0)
+			;
+	}
+	pthread_mutex_unlock(&pinger.mu);
+	return NULL;
+}
+
+/* Start pinging (nothing without a watchdog, or when pinging already). */
+static void pinger_start(void)
+{
+	pthread_condattr_t ca;
+	if (!pinger.every_ns || pinger.on)
+		return;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* procctl_now_ns's clock */
+	pthread_cond_destroy(&pinger.cv);
+	pthread_cond_init(&pinger.cv, &ca);
+	pthread_condattr_destroy(&ca);
+	pinger.on = 1;
+	if (pthread_create(&pinger.thread, NULL, pinger_run, NULL)) {
+		pinger.on = 0;
+		node_log(PROCCTL_LOG_WARN, "pinger_failed", "reason=\"no thread: a standby longer than WatchdogSec is "
+			 "restarted\"");
+	}
+}
+
+static void pinger_stop(void)
+{
+	if (!pinger.on)
+		return;
+	pthread_mutex_lock(&pinger.mu);
+	pinger.on = 0;
+	pthread_cond_signal(&pinger.cv);
+	pthread_mutex_unlock(&pinger.mu);
+	pthread_join(pinger.thread, NULL);
 }
 
 /* The gRPC side's metrics, for HTTP's /metrics. */
@@ -301,7 +362,7 @@ static int serve(struct node_cfg *cfg, const struct nodelock *lock, int uninstal
 	}
 	{
 		struct node_hooks hooks = {.changed = grpc_changed, .ready = notify_ready, .alive = notify_alive,
-					   .alive_ns = sdnotify_watchdog_ns() / 2, .arg = srv};
+					   .alive_ns = pinger.every_ns, .arg = srv};
 		node_set_hooks(n, &hooks);
 	}
 	if (cfg->http_listen[0] &&
@@ -312,6 +373,8 @@ static int serve(struct node_cfg *cfg, const struct nodelock *lock, int uninstal
 	}
 	r = node_run(n);
 	*lost = node_lock_lost(n);
+	if (*lost)
+		pinger_start(); /* through the hand-off and the standby after it (a stop's STOPPING=1 ends the watchdog) */
 	if (*lost)
 		uninstall = 0; /* the processes may have another daemon now: hand them off */
 	t0 = ((double)procctl_now_ns() / 1e6);
@@ -385,12 +448,18 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 
 	node_log(PROCCTL_LOG_INFO, "starting", "version=%s pid=%d", PROCCTL_NODE_VERSION, (int)getpid());
+	/* WatchdogSec's pings every half of it, at least every 10 ms apart */
+	if ((pinger.every_ns = sdnotify_watchdog_ns() / 2) && pinger.every_ns < 10000000)
+		pinger.every_ns = 10000000;
 	raise_fd_limit(&cfg);
 	for (;;) {
 		struct nodelock lock;
 		int lost = 0;
 		notify("STATUS=taking NODE.lock (another procctl-node may hold it)");
-		if ((r = nodelock_take(&lock, cfg.lock_dir, &stopping, err, sizeof err)) != 0) {
+		pinger_start();
+		r = nodelock_take(&lock, cfg.lock_dir, &stopping, err, sizeof err);
+		pinger_stop();
+		if (r != 0) {
 			if (r > 0)
 				return 0;
 			node_log(PROCCTL_LOG_ERROR, "lock_failed", "dir=%s error=\"%s\"", cfg.lock_dir,
@@ -399,7 +468,9 @@ int main(int argc, char **argv)
 		}
 		r = serve(&cfg, &lock, cl.uninstall, &lost);
 		nodelock_release(&lock);
-		if (!lost || stopping)
+		if (!lost || stopping) {
+			pinger_stop();
 			return r;
+		}
 	}
 }

@@ -59,6 +59,33 @@ test('READY=1 when it serves, from its own pid; WATCHDOG=1 from the loop, none w
   await n.stop();
 });
 
+test('NODE.lock lost: WATCHDOG=1 goes on through the hand-off and the standby, and the loop pings again once it serves',
+  async () => {
+    const addr = path.join(h.scratch('procctl-notify-'), 'notify');
+    const n = await notifySocket(addr);
+    const d = await new h.Daemon({ spawn: { env: { ...process.env, NOTIFY_SOCKET: addr, WATCHDOG_USEC: String(WATCHDOG_USEC) } } })
+      .ready();
+    await n.line(/ READY=1/, { out: true });
+    // Another daemon's lock, held, renamed over this one's: it hands off
+    // and stands by on the new file until the holder lets go.
+    const lock = path.join(d.dir, 'locks', 'NODE.lock');
+    const holder = new h.Child('flock', ['-x', `${lock}.theirs`, 'sh', '-c', 'echo held; read x'], { stdio: ['pipe', 'pipe', 'pipe'] });
+    await holder.line(/^held$/, { out: true });
+    fs.renameSync(`${lock}.theirs`, lock);
+    await d.line(/event=standby /);
+    const before = pings(n);
+    await h.until(() => pings(n) >= before + 3, { what: 'three WATCHDOG=1 on standby' });
+    assert.ok(d.lines.some((l) => /event=node_lock_lost /.test(l)));
+    assert.ok(!d.lines.some((l) => /event=taking_over /.test(l)), 'it did not wait');
+    holder.proc.stdin.end('\n'); // let go: it takes over and serves again
+    await d.line(/event=taking_over /);
+    await h.until(async () => (await h.health(d.addr)) === 'SERVING', { what: 'serving again' });
+    const serving = pings(n);
+    await h.until(() => pings(n) >= serving + 2, { what: 'the loop pinging again' });
+    await d.stop();
+    await n.stop();
+  });
+
 test('an abstract notify socket; WATCHDOG_PID of another process: READY=1 and no pings', async () => {
   const n = await notifySocket(`@procctl-test-${process.pid}-${Date.now()}`);
   const d = new h.Daemon({
