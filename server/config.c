@@ -89,7 +89,7 @@ static int set_group(const struct key *k, void *obj, const struct where *w, cons
 		int ok = ch == '_' || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
 			 (i && ((ch >= '0' && ch <= '9') || ch == '-' || ch == '.' || (ch == '$' && !v[i + 1])));
 		if (!ok)
-			return cfg_fail(w, "'%s' is not a group name or a gid", v);
+			return cfg_fail(w, "'%s' is not a group name or a gid (a name of another form: give its gid)", v);
 	}
 	return set_str(k, obj, w, v);
 }
@@ -98,7 +98,8 @@ int node_cfg_socket_gid(const struct node_cfg *c, gid_t *gid, char *err, size_t 
 {
 	const char *g = c->socket_group;
 	struct group gr, *found = NULL;
-	char buf[16384];
+	size_t len = 16384;
+	char *buf = NULL, *more;
 	int r;
 	*gid = (gid_t)-1;
 	if (!g[0])
@@ -107,11 +108,24 @@ int node_cfg_socket_gid(const struct node_cfg *c, gid_t *gid, char *err, size_t 
 		*gid = (gid_t)strtoul(g, NULL, 10);
 		return 0;
 	}
-	if ((r = getgrnam_r(g, &gr, buf, sizeof buf, &found)) || !found) {
+	/* A directory's group (LDAP, sssd) may list thousands of members:
+	 * the buffer grows until its entry fits, to 16 MiB. */
+	do {
+		if (!(more = realloc(buf, len))) {
+			r = ENOMEM;
+			break;
+		}
+		buf = more;
+		r = getgrnam_r(g, &gr, buf, len, &found);
+		len *= 2;
+	} while (r == ERANGE && len <= (16u << 20));
+	if (!r && found)
+		*gid = gr.gr_gid;
+	free(buf);
+	if (r || !found) {
 		snprintf(err, errlen, "socket_group %s: %s", g, r ? strerror(r) : "no such group");
 		return r ? -r : -ENOENT;
 	}
-	*gid = gr.gr_gid;
 	return 0;
 }
 

@@ -7,6 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "th.h"
@@ -443,7 +446,8 @@ static void socket_group(void **state)
 	assert_int_equal(node_cfg_socket_gid(&c, &gid, err, sizeof err), -ENOENT);
 	assert_string_equal(err, "socket_group _no-such.group-9$: no such group");
 	assert_int_equal(parse(&c, "socket_group = 9lives\n"), -EINVAL);
-	assert_string_equal(err, "t.conf:1: socket_group: '9lives' is not a group name or a gid");
+	assert_string_equal(err, "t.conf:1: socket_group: '9lives' is not a group name or a gid (a name of another form: "
+				 "give its gid)");
 	assert_int_equal(parse(&c, "socket_group = a b\n"), -EINVAL);
 	assert_int_equal(parse(&c, "socket_group = a$b\n"), -EINVAL);
 	assert_int_equal(parse(&c, "socket_group = 4294967295\n"), -EINVAL); /* (gid_t)-1: nobody's */
@@ -451,6 +455,34 @@ static void socket_group(void **state)
 	assert_int_equal(parse(&c, "socket_group = abcdefghijklmnopqrstuvwxyzabcdefg\n"), -EINVAL); /* 33 */
 	assert_int_equal(node_cfg_set(&c, "socket_group", "", err, sizeof err), 0); /* empty: the default again */
 	assert_string_equal(c.socket_group, "");
+}
+
+/* A group whose entry is larger than the first buffer (a directory's
+ * group, thousands of members): found all the same. /etc/group is
+ * replaced in a mount namespace of this test's own. */
+static void socket_group_large(void **state)
+{
+	char path[] = "/tmp/procctl-group.XXXXXX";
+	struct node_cfg c;
+	gid_t gid = 0;
+	FILE *f;
+	int fd, i;
+	(void)state;
+	if (geteuid() != 0 || unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		skip();
+	assert_true((fd = mkstemp(path)) >= 0);
+	assert_non_null(f = fdopen(fd, "w"));
+	fprintf(f, "root:x:0:\nbig:x:4343:");
+	for (i = 0; i < 4000; i++)
+		fprintf(f, "%smember%04d", i ? "," : "", i); /* 44 KB: past 16 KiB */
+	fprintf(f, "\n");
+	fclose(f);
+	assert_int_equal(mount(path, "/etc/group", NULL, MS_BIND, NULL), 0);
+	unlink(path);
+	node_cfg_defaults(&c);
+	assert_int_equal(node_cfg_set(&c, "socket_group", "big", err, sizeof err), 0);
+	assert_int_equal(node_cfg_socket_gid(&c, &gid, err, sizeof err), 0);
+	assert_int_equal(gid, 4343);
 }
 
 int main(void)
@@ -464,6 +496,7 @@ int main(void)
 		cmocka_unit_test(usage_lists_every_key),
 		cmocka_unit_test(admission),
 		cmocka_unit_test(socket_group),
+		cmocka_unit_test(socket_group_large),
 	};
 	return TH_RUN(tests);
 }
