@@ -354,11 +354,15 @@ static int serve(struct node_cfg *cfg, const struct nodelock *lock, int uninstal
 			 cl.config, strerror(-r));
 	if (stopping)
 		node_stop(n);
-	if (grpcsrv_start(cfg, n, &srv, err, sizeof err) < 0) {
+	if ((r = grpcsrv_start(cfg, n, &srv, err, sizeof err)) < 0) {
+		gid_t gid;
+		char why[256];
 		node_log(PROCCTL_LOG_ERROR, "start_failed", "error=\"%s\"", node_log_quote(q, sizeof q, err));
 		the_node = NULL;
 		node_close(n, 0);
-		return 1;
+		/* socket_group's group missing, or not the daemon's to give: a
+		 * configuration no restart mends (RestartPreventExitStatus=2) */
+		return node_cfg_socket_gid(cfg, &gid, why, sizeof why) < 0 || (r == -EPERM && cfg->socket_group[0]) ? 2 : 1;
 	}
 	{
 		struct node_hooks hooks = {.changed = grpc_changed, .ready = notify_ready, .alive = notify_alive,
