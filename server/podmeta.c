@@ -11,6 +11,8 @@
 
 #include "log.h"
 
+_Static_assert(PODMETA_TEXT_MAX <= 65536, "podmeta's offsets are 16 bits");
+
 static int bad(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int bad(char *err, size_t errlen, const char *fmt, ...)
 {
@@ -84,6 +86,7 @@ static int labels(const json_t *md, struct podmeta *m, char *err, size_t errlen)
 	const json_t *ls = json_object_get(md, "labels"), *v;
 	const char *k;
 	char q[300], qv[300];
+	size_t start = m->used;
 	if (!ls || json_is_null(ls))
 		return 0;
 	if (!json_is_object(ls))
@@ -100,6 +103,7 @@ static int labels(const json_t *md, struct podmeta *m, char *err, size_t errlen)
 		if (m->nlabels == PODMETA_LABELS_MAX || (kat = keep(m, k, strlen(k))) < 0 || (vat = keep(m, s, n)) < 0) {
 			m->labels_over = 1;
 			m->nlabels = 0;
+			m->used = start; /* the room goes to the containers */
 			continue;
 		}
 		m->labels[m->nlabels].key = (uint16_t)kat;
@@ -156,6 +160,14 @@ int podmeta_parse(const json_t *pod, struct podmeta *m, char *err, size_t errlen
 	    (r = containers(spec, "initContainers", m, err, errlen)) < 0)
 		return r;
 	return 0;
+}
+
+int podmeta_match(const struct podmeta *m, const char *sel)
+{
+	struct label ls[PODMETA_LABELS_MAX];
+	if (m->labels_over)
+		return !sel[strspn(sel, " \t\r\n")];
+	return labelsel_match(sel, ls, podmeta_labels(m, ls));
 }
 
 size_t podmeta_labels(const struct podmeta *m, struct label *out)

@@ -44,6 +44,11 @@ int podmeta_parse(const json_t *pod, struct podmeta *m, char *err, size_t errlen
  * out): their count. */
 size_t podmeta_labels(const struct podmeta *m, struct label *out);
 
+/* 1 when m's labels satisfy sel (a selector labelsel_check accepted);
+ * for a pod whose labels were not kept (labels_over), only the empty
+ * selector: not even `x!=y` or `!x`, which hold for a pod without labels. */
+int podmeta_match(const struct podmeta *m, const char *sel);
+
 /* One line of a watch (?watch=1): {"type": ..., "object": ...}. */
 enum kube_event_type { KUBE_ADDED, KUBE_MODIFIED, KUBE_DELETED, KUBE_BOOKMARK, KUBE_ERROR };
 struct kube_event {

@@ -47,6 +47,8 @@ static void a_pod(void **state)
 	assert_int_equal(n, 3);
 	assert_int_equal(labelsel_match("app=web,app.kubernetes.io/part-of in (shop),!canary", ls, n), 1);
 	assert_int_equal(labelsel_match("app=db", ls, n), 0);
+	assert_int_equal(podmeta_match(&ev.pod, "app=web,!canary"), 1);
+	assert_int_equal(podmeta_match(&ev.pod, "env!=prod"), 1);
 	/* deleted: the same object; no labels at all is a pod too */
 	assert_int_equal(event("{\"type\":\"DELETED\",\"object\":{\"metadata\":{" BASIC "}}}"), 0);
 	assert_int_equal(ev.type, KUBE_DELETED);
@@ -127,6 +129,11 @@ static void bounds(void **state)
 	assert_int_equal(event(big), 0);
 	assert_int_equal(ev.pod.labels_over, 1);
 	assert_int_equal(ev.pod.nlabels, 0);
+	assert_int_equal(ev.pod.used, 0); /* their bytes freed */
+	assert_int_equal(podmeta_match(&ev.pod, "k1=v"), 0);
+	assert_int_equal(podmeta_match(&ev.pod, "env!=prod"), 0); /* would hold for a pod without labels */
+	assert_int_equal(podmeta_match(&ev.pod, "!canary"), 0);
+	assert_int_equal(podmeta_match(&ev.pod, ""), 1);
 	/* labels of 63-byte values past the text's bytes: the same */
 	o = (size_t)snprintf(big, sizeof big, "{\"type\":\"ADDED\",\"object\":{\"metadata\":{" BASIC ",\"labels\":{");
 	for (i = 0; i < 60; i++)
