@@ -29,7 +29,7 @@ int sdnotify(const char *state)
 		a.sun_path[0] = 0; /* abstract: the name is the bytes after the NUL, unterminated */
 	if ((fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0)) < 0)
 		return -errno;
-	sent = sendto(fd, state, strlen(state), MSG_NOSIGNAL, (struct sockaddr *)&a,
+	sent = sendto(fd, state, strlen(state), MSG_NOSIGNAL | MSG_DONTWAIT, (struct sockaddr *)&a,
 		      (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len + (path[0] == '/')));
 	r = sent < 0 ? -errno : 1;
 	close(fd);

@@ -11,7 +11,8 @@
 /* Send state ("READY=1", "WATCHDOG=1", lines joined by '\n') to the
  * service manager. 1 sent; 0 nothing to send it to (no $NOTIFY_SOCKET);
  * -errno: a $NOTIFY_SOCKET that is not an absolute path or "@name"
- * (-EINVAL), or the send failed. Any thread. */
+ * (-EINVAL), or the send failed (-EAGAIN: the manager's queue is full;
+ * it never blocks the caller, the event loop). Any thread. */
 int sdnotify(const char *state);
 
 /* The watchdog's period asked of this process: $WATCHDOG_USEC in
