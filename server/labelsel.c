@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "log.h"
+
 enum tok { T_END, T_IDENT, T_IN, T_NOTIN, T_NOT, T_NE, T_EQ, T_EQEQ, T_GT, T_LT, T_LPAREN, T_RPAREN, T_COMMA };
 enum op { OP_EXISTS, OP_NOT_EXISTS, OP_EQ, OP_NE, OP_IN, OP_NOTIN, OP_GT, OP_LT };
 
@@ -100,23 +102,17 @@ static void next(struct lexer *l)
 		l->t = T_NOTIN;
 }
 
-/* s, printable: quotes and backslashes escaped, other bytes outside
- * printable ASCII as \xNN, cut at 64 bytes ("..."). */
+/* s, printable as a log value is (node_log_quote), cut at 64 bytes
+ * ("..."). */
 static const char *shown(char *buf, size_t len, struct span s)
 {
-	size_t i, o = 0;
-	for (i = 0; i < s.n && o + 8 < len; i++) {
-		unsigned char c = (unsigned char)s.p[i];
-		if (i == 64) {
-			o += (size_t)snprintf(buf + o, len - o, "...");
-			break;
-		}
-		if (c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '\'')
-			o += (size_t)snprintf(buf + o, len - o, "\\x%02x", c);
-		else
-			buf[o++] = (char)c;
-	}
-	buf[o] = 0;
+	char raw[65];
+	size_t n = s.n < sizeof raw - 1 ? s.n : sizeof raw - 1;
+	memcpy(raw, s.p, n);
+	raw[n] = 0;
+	node_log_quote(buf, len - 3, raw);
+	if (n < s.n)
+		strcat(buf, "...");
 	return buf;
 }
 

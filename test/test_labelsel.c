@@ -90,12 +90,16 @@ static void refusals(void **state)
 			  "alphanumeric at each end, at most 253)");
 	REFUSED("a/b/c", "invalid label key \"a/b/c\": a key has at most one '/' (PREFIX/NAME)");
 	/* what a terminal would act on comes back escaped */
-	REFUSED("x=\x1b[2J\"", "invalid label value \"\\x1b[2J\\x22\" for key \"x\": at most 63 of [-A-Za-z0-9_.], "
+	REFUSED("x=\x1b[2J\"", "invalid label value \"\\x1b[2J\\\"\" for key \"x\": at most 63 of [-A-Za-z0-9_.], "
 			       "alphanumeric at both ends, or empty");
 	/* a name of 64 */
 	REFUSED("abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijkl",
 		"invalid label key \"abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijkl\": its name must be 1 "
 		"to 63 of [-A-Za-z0-9_.], alphanumeric at both ends");
+	/* what is shown of a name is cut at 64 bytes */
+	REFUSED("abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrst",
+		"invalid label key \"abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijkl...\": its name must "
+		"be 1 to 63 of [-A-Za-z0-9_.], alphanumeric at both ends");
 	/* bounds: bytes, a NUL, requirements, values */
 	memset(big, 'a', sizeof big - 1);
 	big[sizeof big - 1] = 0;
