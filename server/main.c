@@ -125,7 +125,7 @@ static struct {
 	pthread_cond_t cv;
 	int64_t every_ns;
 	int on;
-} pinger = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+} pinger = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 static void *pinger_run(void *arg)
 {
@@ -146,17 +146,24 @@ static void *pinger_run(void *arg)
 	return NULL;
 }
 
+/* WatchdogSec's pings every half of it, at least 10 ms apart; none
+ * without a watchdog. */
+static void pinger_init(void)
+{
+	pthread_condattr_t ca;
+	if ((pinger.every_ns = sdnotify_watchdog_ns() / 2) && pinger.every_ns < 10000000)
+		pinger.every_ns = 10000000;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* procctl_now_ns's clock */
+	pthread_cond_init(&pinger.cv, &ca);
+	pthread_condattr_destroy(&ca);
+}
+
 /* Start pinging (nothing without a watchdog, or when pinging already). */
 static void pinger_start(void)
 {
-	pthread_condattr_t ca;
 	if (!pinger.every_ns || pinger.on)
 		return;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* procctl_now_ns's clock */
-	pthread_cond_destroy(&pinger.cv);
-	pthread_cond_init(&pinger.cv, &ca);
-	pthread_condattr_destroy(&ca);
 	pinger.on = 1;
 	if (pthread_create(&pinger.thread, NULL, pinger_run, NULL)) {
 		pinger.on = 0;
@@ -452,9 +459,7 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 
 	node_log(PROCCTL_LOG_INFO, "starting", "version=%s pid=%d", PROCCTL_NODE_VERSION, (int)getpid());
-	/* WatchdogSec's pings every half of it, at least every 10 ms apart */
-	if ((pinger.every_ns = sdnotify_watchdog_ns() / 2) && pinger.every_ns < 10000000)
-		pinger.every_ns = 10000000;
+	pinger_init();
 	raise_fd_limit(&cfg);
 	for (;;) {
 		struct nodelock lock;
