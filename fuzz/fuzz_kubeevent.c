@@ -9,17 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fuzz.h"
-#include "labelsel.h"
-#include "podmeta.h"
-
+#include "fuzz_pod.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct kube_event ev;
-	static struct label ls[PODMETA_LABELS_MAX];
 	static char err[512];
-	size_t i, n;
 
 	err[0] = 0;
 	if (kube_event_parse((const char *)data, size, &ev, err, sizeof err) < 0) {
@@ -32,20 +27,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fuzz_printable(ev.reason);
 	if (ev.type == KUBE_ERROR || ev.type == KUBE_BOOKMARK)
 		return 0;
-	if (strlen(ev.pod.uid) != 36 || !labelsel_subdomain_valid(ev.pod.ns, strlen(ev.pod.ns)) ||
-	    !labelsel_subdomain_valid(ev.pod.name, strlen(ev.pod.name)) || strcmp(ev.rv, ev.pod.rv))
+	if (strcmp(ev.rv, ev.pod.rv))
 		abort();
-	if (ev.pod.nlabels > PODMETA_LABELS_MAX || ev.pod.ncontainers > PODMETA_CONTAINERS_MAX ||
-	    ev.pod.used > PODMETA_TEXT_MAX || (ev.pod.labels_over && ev.pod.nlabels))
-		abort();
-	n = podmeta_labels(&ev.pod, ls);
-	for (i = 0; i < n; i++) {
-		if (!labelsel_key_valid(ls[i].key, strlen(ls[i].key)) || !labelsel_value_valid(ls[i].value, strlen(ls[i].value)))
-			abort();
-		if (!labelsel_match("", ls, n))
-			abort();
-	}
-	for (i = 0; i < ev.pod.ncontainers; i++)
-		fuzz_printable(ev.pod.text + ev.pod.containers[i]);
+	fuzz_pod(&ev.pod);
 	return 0;
 }

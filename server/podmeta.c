@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "log.h"
@@ -41,15 +42,19 @@ static int label_ok(const char *s, size_t n)
 	return n <= 63 && !memchr(s, '.', n) && labelsel_subdomain_valid(s, n);
 }
 
-static int rv_ok(const char *s, size_t n)
+/* Printable ASCII, no blank: an opaque token's bytes. */
+static int token_ok(const char *s, size_t n)
 {
 	size_t i;
-	if (!n || n > PODMETA_RV_MAX)
-		return 0;
 	for (i = 0; i < n; i++)
 		if (s[i] < 0x21 || s[i] > 0x7e)
 			return 0;
 	return 1;
+}
+
+static int rv_ok(const char *s, size_t n)
+{
+	return n && n <= PODMETA_RV_MAX && token_ok(s, n);
 }
 
 /* obj's string field key into dst (cap bytes with its NUL), when ok says
@@ -162,6 +167,15 @@ int podmeta_parse(const json_t *pod, struct podmeta *m, char *err, size_t errlen
 	return 0;
 }
 
+struct podmeta *podmeta_dup(const struct podmeta *m)
+{
+	size_t sz = offsetof(struct podmeta, text) + m->used;
+	struct podmeta *d = malloc(sz);
+	if (d)
+		memcpy(d, m, sz);
+	return d;
+}
+
 int podmeta_match(const struct podmeta *m, const char *sel)
 {
 	struct label ls[PODMETA_LABELS_MAX];
@@ -213,6 +227,53 @@ int kube_event_parse(const char *line, size_t len, struct kube_event *ev, char *
 			  sizeof ev->rv, err, errlen);
 	} else if ((r = podmeta_parse(obj, &ev->pod, err, errlen)) == 0) {
 		memcpy(ev->rv, ev->pod.rv, sizeof ev->rv);
+	}
+	json_decref(root);
+	return r;
+}
+
+int kube_list_parse(const char *buf, size_t len, struct kube_page *pg, void (*item)(void *arg, const struct podmeta *m),
+		    void *arg, char *err, size_t errlen)
+{
+	static _Thread_local struct podmeta m; /* 8 KiB: off the stack of the thread that lists */
+	json_error_t je;
+	json_t *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je), *md, *items, *it;
+	const char *cont, *kind;
+	char q[300];
+	size_t i, n;
+	int r = -EINVAL;
+
+	memset(pg, 0, sizeof *pg);
+	if (!root)
+		return bad(err, errlen, "a list that is not JSON: %s", node_log_quote(q, sizeof q, je.text));
+	md = json_object_get(root, "metadata");
+	items = json_object_get(root, "items");
+	cont = json_string_value(json_object_get(md, "continue"));
+	n = json_string_length(json_object_get(md, "continue"));
+	kind = json_string_value(json_object_get(root, "kind"));
+	if (!kind || strcmp(kind, "PodList"))
+		r = bad(err, errlen, "a list whose kind is not PodList");
+	else if (!json_is_object(md) || (!json_is_array(items) && !json_is_null(items) && items))
+		r = bad(err, errlen, "a PodList without metadata, or whose items are not an array");
+	else if ((r = field(md, "resourceVersion", "a list's resourceVersion", rv_ok, pg->rv, sizeof pg->rv, err, errlen)) < 0)
+		;
+	else if (cont && (n > KUBE_CONTINUE_MAX || !token_ok(cont, n)))
+		r = bad(err, errlen, "a list's continue token \"%s\": not printable, or over %d bytes",
+			node_log_quote(q, sizeof q, cont), KUBE_CONTINUE_MAX);
+	else {
+		if (cont)
+			memcpy(pg->cont, cont, n + 1);
+		json_array_foreach(items, i, it) {
+			char why[200];
+			if (podmeta_parse(it, &m, why, sizeof why) < 0) {
+				if (!pg->rejected++)
+					snprintf(pg->rejected_why, sizeof pg->rejected_why, "items[%zu]: %s", i, why);
+				continue;
+			}
+			pg->items++;
+			item(arg, &m);
+		}
+		r = 0;
 	}
 	json_decref(root);
 	return r;

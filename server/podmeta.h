@@ -40,6 +40,10 @@ struct podmeta {
  * at fault, its value escaped). */
 int podmeta_parse(const json_t *pod, struct podmeta *m, char *err, size_t errlen);
 
+/* A copy of m in as few bytes as its text needs (malloc'd: never copied
+ * whole, as a struct), or NULL. */
+struct podmeta *podmeta_dup(const struct podmeta *m);
+
 /* m's labels as labelsel_match takes them (at most PODMETA_LABELS_MAX in
  * out): their count. */
 size_t podmeta_labels(const struct podmeta *m, struct label *out);
@@ -61,5 +65,22 @@ struct kube_event {
 
 /* The len bytes of one line: 0 and ev, or -EINVAL and why in err. */
 int kube_event_parse(const char *line, size_t len, struct kube_event *ev, char *err, size_t errlen);
+
+/* One page of a LIST of pods (a PodList, ?limit=N). */
+#define KUBE_CONTINUE_MAX 4096
+struct kube_page {
+	char rv[PODMETA_RV_MAX + 1];       /* the list's resourceVersion: where a watch resumes */
+	char cont[KUBE_CONTINUE_MAX + 1]; /* the next page's token; "": the last page */
+	size_t items;                      /* pods given to item */
+	size_t rejected;                   /* items that are no Pod as podmeta_parse checks them */
+	char rejected_why[256];            /* the first's reason */
+};
+
+/* The len bytes of a page: item(arg, pod) for each pod that parses (the
+ * others are counted in pg, and skipped: one bad object does not hide
+ * the node's other pods); 0, or -EINVAL and why in err (no PodList, or
+ * a bad resourceVersion or continue token). */
+int kube_list_parse(const char *buf, size_t len, struct kube_page *pg, void (*item)(void *arg, const struct podmeta *m),
+		    void *arg, char *err, size_t errlen);
 
 #endif

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Pods as the Kubernetes API server sends them (server/podmeta.c): a
- * watch's events (a pod added, a bookmark, a 410 Gone), each field
+ * watch's events (a pod added, a bookmark, a 410 Gone) and a list's
+ * pages, each field
  * checked as Kubernetes validates it, the bounds on what one pod may hold,
  * and a hostile server's bytes refused with the field at fault, escaped. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "podmeta.h"
@@ -55,6 +57,82 @@ static void a_pod(void **state)
 	assert_int_equal(ev.pod.nlabels, 0);
 	assert_int_equal(ev.pod.labels_over, 0);
 	assert_int_equal(event("{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{" BASIC ",\"labels\":null}}}"), 0);
+}
+
+struct seen {
+	size_t n;
+	char uids[4][37];
+};
+
+static void seen_pod(void *arg, const struct podmeta *m)
+{
+	struct seen *s = arg;
+	struct podmeta *d = podmeta_dup(m);
+	assert_non_null(d);
+	assert_string_equal(d->name, m->name); /* the copy holds what its text needs */
+	if (m->nlabels)
+		assert_string_equal(d->text + d->labels[0].value, m->text + m->labels[0].value);
+	if (s->n < 4)
+		memcpy(s->uids[s->n], m->uid, 37);
+	s->n++;
+	free(d);
+}
+
+static int page(const char *body, struct kube_page *pg, struct seen *s)
+{
+	memset(s, 0, sizeof *s);
+	err[0] = 0;
+	return kube_list_parse(body, strlen(body), pg, seen_pod, s, err, sizeof err);
+}
+
+/* A page of a LIST: its pods, its version, the next page's token; a bad
+ * item skipped and counted, not the page refused. */
+static void lists(void **state)
+{
+	static struct kube_page pg;
+	struct seen s;
+	(void)state;
+	assert_int_equal(page("{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"42\","
+			      "\"continue\":\"eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6NDJ9\",\"remainingItemCount\":3},\"items\":["
+			      "{\"metadata\":{" BASIC ",\"labels\":{\"app\":\"web\"}}},"
+			      "{\"metadata\":{\"name\":\"x\",\"namespace\":\"shop\",\"uid\":\"../../etc\",\"resourceVersion\":\"8\"}},"
+			      "{\"metadata\":{\"name\":\"db-0\",\"namespace\":\"shop\",\"uid\":\"1b6d7a2e-5c1f-4c1a-9f3e-2d7b8c9a1e4f\","
+			      "\"resourceVersion\":\"9\"}}]}", &pg, &s),
+			 0);
+	assert_string_equal(pg.rv, "42");
+	assert_string_equal(pg.cont, "eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6NDJ9");
+	assert_int_equal(pg.items, 2);
+	assert_int_equal(s.n, 2);
+	assert_string_equal(s.uids[0], UID);
+	assert_string_equal(s.uids[1], "1b6d7a2e-5c1f-4c1a-9f3e-2d7b8c9a1e4f");
+	assert_int_equal(pg.rejected, 1);
+	assert_non_null(strstr(pg.rejected_why, "items[1]: metadata.uid \"../../etc\": not one"));
+	/* the last page: no token; an empty node: no items (or null) */
+	assert_int_equal(page("{\"kind\":\"PodList\",\"metadata\":{\"resourceVersion\":\"43\"},\"items\":[]}", &pg, &s), 0);
+	assert_string_equal(pg.cont, "");
+	assert_int_equal(s.n, 0);
+	assert_int_equal(page("{\"kind\":\"PodList\",\"metadata\":{\"resourceVersion\":\"43\"},\"items\":null}", &pg, &s), 0);
+	/* refused: what a page must be */
+	assert_int_equal(page("{\"kind\":\"Status\",\"code\":410}", &pg, &s), -EINVAL);
+	assert_string_equal(err, "a list whose kind is not PodList");
+	assert_int_equal(page("{\"kind\":\"PodList\",\"metadata\":{},\"items\":[]}", &pg, &s), -EINVAL);
+	assert_non_null(strstr(err, "a list's resourceVersion: missing"));
+	assert_int_equal(page("{\"kind\":\"PodList\",\"metadata\":{\"resourceVersion\":\"1\"},\"items\":{}}", &pg, &s), -EINVAL);
+	assert_int_equal(page("{\"kind\":\"PodList\",\"metadata\":{\"resourceVersion\":\"1\",\"continue\":\"a b\"},\"items\":[]}",
+			      &pg, &s),
+			 -EINVAL);
+	assert_non_null(strstr(err, "continue token \"a b\""));
+	assert_int_equal(page("[1,", &pg, &s), -EINVAL);
+	assert_non_null(strstr(err, "a list that is not JSON"));
+	/* a token as long as a page may carry, and one byte more */
+	memset(big, 0, sizeof big);
+	snprintf(big, sizeof big, "{\"kind\":\"PodList\",\"metadata\":{\"resourceVersion\":\"1\",\"continue\":\"%0*d\"},\"items\":[]}",
+		 KUBE_CONTINUE_MAX, 7);
+	assert_int_equal(page(big, &pg, &s), 0);
+	assert_int_equal(strlen(pg.cont), KUBE_CONTINUE_MAX);
+	snprintf(big, sizeof big, "{\"kind\":\"PodList\",\"metadata\":{\"resourceVersion\":\"1\",\"continue\":\"%0*d\"},\"items\":[]}",
+		 KUBE_CONTINUE_MAX + 1, 7);
+	assert_int_equal(page(big, &pg, &s), -EINVAL);
 }
 
 static void bookmarks_and_errors(void **state)
@@ -162,6 +240,7 @@ int main(void)
 		cmocka_unit_test(bookmarks_and_errors),
 		cmocka_unit_test(refused),
 		cmocka_unit_test(bounds),
+		cmocka_unit_test(lists),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
