@@ -24,6 +24,7 @@ protobuf-compiler    # protoc: the descriptor set reflection serves
 openssl              # test certificates (mTLS)
 libmicrohttpd-dev    # procctl-node's HTTP endpoint
 libjansson-dev       # ... its JSON
+libcurl4-openssl-dev # ... its client of the Kubernetes API (kubernetes_api)
 prometheus           # promtool checks /metrics and the alert rules; the server runs them
 tmux                 # procctl top, tested in a terminal
 curl                 # the demo and the sessions of README.md and docs/ (test/docs.sh)

@@ -11,6 +11,8 @@
 #include "config_int.h"
 #include "desired.h"
 #include "httpbody.h"
+#include "kubewatch.h"
+#include "labelsel.h"
 #include "procctl_arbiter.h"
 
 #include <errno.h>
@@ -127,6 +129,22 @@ int node_cfg_socket_gid(const struct node_cfg *c, gid_t *gid, char *err, size_t 
 		return r ? -r : -ENOENT;
 	}
 	return 0;
+}
+
+/* kubernetes_api: "", in-cluster, or the API server's URL. */
+static int set_kube_api(const struct key *k, void *obj, const struct where *w, const char *v)
+{
+	char why[160];
+	if (*v && strcmp(v, "in-cluster") && kubewatch_url_check(v, why, sizeof why) < 0)
+		return cfg_fail(w, "'%s': %s", v, why);
+	return set_str(k, obj, w, v);
+}
+
+static int set_kube_node(const struct key *k, void *obj, const struct where *w, const char *v)
+{
+	if (*v && !labelsel_subdomain_valid(v, strlen(v)))
+		return cfg_fail(w, "'%s' is not a node's name (a DNS subdomain: lowercase letters, digits, '-' and '.')", v);
+	return set_str(k, obj, w, v);
 }
 
 static int set_removed(const struct key *k, void *obj, const struct where *w, const char *v)
@@ -334,6 +352,22 @@ static const struct key global_keys[] = {
 	 "desired configs kept, in all (more: RESOURCE_EXHAUSTED)"},
 	{"desired_bytes_max", set_u32, NUM(struct node_cfg, desired_bytes_max, 1 << 20, 64 << 20), "33554432", "N",
 	 "... and their payload bytes, in all"},
+	{"kubernetes_api", set_kube_api, STR(struct node_cfg, kube_api), "", "URL",
+	 "the Kubernetes API server whose view of this node's pods (namespace, name, labels) the daemon "
+	 "watches: in-cluster (its pod's service account), https://HOST:PORT, http://127.0.0.1:PORT (kubectl "
+	 "proxy); empty: off"},
+	{"kubernetes_node", set_kube_node, STR(struct node_cfg, kube_node), "", "NAME",
+	 "this node's name in the cluster (spec.nodeName; the chart gives the downward API's); needed with "
+	 "kubernetes_api"},
+	{"kubernetes_token_file", set_optpath, STR(struct node_cfg, kube_token_file), "", "FILE",
+	 "a bearer token for the API server, read again for each request (https only; in-cluster: the service "
+	 "account's)"},
+	{"kubernetes_ca_file", set_optpath, STR(struct node_cfg, kube_ca_file), "", "FILE",
+	 "the CA of the API server's certificate (in-cluster: the service account's; else the system's)"},
+	{"kubernetes_watch_s", set_u32, NUM(struct node_cfg, kube_watch_s, 1, 3600), "300", "S",
+	 "a watch of the pods lasts from this to twice this (timeoutSeconds), then is made again"},
+	{"kubernetes_pods_max", set_u32, NUM(struct node_cfg, kube_pods_max, 1, 65536), "1024", "N",
+	 "pods of this node kept (more are counted: procctl_kube_pods_dropped_total)"},
 	{"log_level", set_log_level, NUM(struct node_cfg, log_debug, 0, 1), "info", "LEVEL", "info or debug"},
 };
 
@@ -733,6 +767,14 @@ int node_cfg_check(const struct node_cfg *c, char *err, size_t errlen)
 	}
 	if (c->insecure_tcp_writes && !c->insecure_tcp) {
 		snprintf(err, errlen, "insecure_tcp_writes needs insecure_tcp");
+		return -EINVAL;
+	}
+	if (c->kube_api[0] && !c->kube_node[0]) {
+		snprintf(err, errlen, "kubernetes_api needs kubernetes_node (whose pods to watch)");
+		return -EINVAL;
+	}
+	if (!strncmp(c->kube_api, "http://", 7) && c->kube_token_file[0]) {
+		snprintf(err, errlen, "kubernetes_token_file: a token is sent over https only, not to %s", c->kube_api);
 		return -EINVAL;
 	}
 	if (!c->ngrpc_listen) {

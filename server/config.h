@@ -79,6 +79,10 @@ struct node_cfg {
 	uint32_t max_waits, max_waits_per_peer; /* calls waiting for acks, in all and per caller */
 	uint32_t max_wait_ms;                   /* the longest wait_ms asked for */
 	uint32_t desired_max, desired_bytes_max; /* desired configs kept, and their payload bytes, in all */
+	char kube_api[NODE_PATH_MAX];  /* "": off; "in-cluster"; or the API server's URL */
+	char kube_node[254];           /* spec.nodeName of this node's pods */
+	char kube_token_file[NODE_PATH_MAX], kube_ca_file[NODE_PATH_MAX]; /* "": in-cluster's, or none */
+	uint32_t kube_watch_s, kube_pods_max;
 	int log_debug;
 	struct node_arbiter_cfg arbiters[NODE_ARBITERS_MAX];
 	size_t narbiters;

@@ -24,6 +24,7 @@
 
 #include "cmdline.h"
 #include "config.h"
+#include "kubewatch.h"
 #include "grpc_server.h"
 #include "http.h"
 #include "httpbody.h"
@@ -446,6 +447,13 @@ int main(int argc, char **argv)
 		}
 		printf("procctl-node: configuration valid\n");
 		return 0;
+	}
+	if (!strcmp(cfg.kube_api, "in-cluster")) { /* not judged by --check-config: it runs outside the pod */
+		char url[KUBEWATCH_URL_MAX];
+		if (kubewatch_in_cluster_url(url, sizeof url, err, sizeof err) < 0) {
+			fprintf(stderr, "procctl-node: %s\n", err);
+			return 2;
+		}
 	}
 	node_log_level(cfg.log_debug ? PROCCTL_LOG_DEBUG : PROCCTL_LOG_INFO);
 	procctl_set_log(on_lib_log, NULL);

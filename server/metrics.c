@@ -16,6 +16,13 @@ static void metric_head(FILE *f, const char *name, const char *type, const char 
 	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
+/* A metric of one sample, without labels. */
+static void metric_one(FILE *f, const char *name, const char *type, const char *help, unsigned long long v)
+{
+	metric_head(f, name, type, help);
+	fprintf(f, "%s %llu\n", name, v);
+}
+
 struct own_key {
 	const char *consumer;
 	int own; /* enum procctl_ownership */
@@ -147,30 +154,23 @@ static void hello(FILE *f, const struct node *n)
 	memset(&hs, 0, sizeof hs);
 	if (n->hello)
 		procctl_hello_stats(n->hello, &hs, sizeof hs);
-	metric_head(f, "procctl_hello_available", "gauge",
-		    "1 when the procctl:hello probe runs; 0 when it is off or not allowed here (new processes "
-		    "are found at rescans).");
-	fprintf(f, "procctl_hello_available %d\n", n->hello != NULL);
-	metric_head(f, "procctl_hello_uprobes_denied", "gauge",
-		    "1 when the kernel refuses the probe's uprobes (they need CAP_SYS_ADMIN since Linux 6.16): "
-		    "processes that map a file with the probe are scanned 5 times in their first 10 s instead.");
-	fprintf(f, "procctl_hello_uprobes_denied %llu\n", (unsigned long long)hs.uprobes_denied);
-	metric_head(f, "procctl_hello_hits_total", "counter", "procctl:hello probes heard.");
-	fprintf(f, "procctl_hello_hits_total %llu\n", (unsigned long long)hs.hits);
-	metric_head(f, "procctl_hello_files", "gauge", "Files (programs, libraries) with the probe, watched now.");
-	fprintf(f, "procctl_hello_files %llu\n", (unsigned long long)hs.files);
-	metric_head(f, "procctl_hello_uprobes", "gauge",
-		    "Uprobe perf events open (probe sites times CPUs); each is closed at exit, slowly.");
-	fprintf(f, "procctl_hello_uprobes %llu\n", (unsigned long long)hs.uprobes);
-	metric_head(f, "procctl_hello_files_read_total", "counter", "Executable files read for the probe's notes.");
-	fprintf(f, "procctl_hello_files_read_total %llu\n", (unsigned long long)hs.files_read);
-	metric_head(f, "procctl_hello_open_failures_total", "counter",
-		    "Mapped files the probe could not open to read (no CAP_CHECKPOINT_RESTORE for a deleted or "
-		    "unreachable file, no CAP_DAC_READ_SEARCH for one its owner alone may read).");
-	fprintf(f, "procctl_hello_open_failures_total %llu\n", (unsigned long long)hs.open_failures);
-	metric_head(f, "procctl_hello_lost_total", "counter",
-		    "Times perf records were lost (a full ring): a full scan followed.");
-	fprintf(f, "procctl_hello_lost_total %llu\n", (unsigned long long)hs.lost);
+	metric_one(f, "procctl_hello_available", "gauge",
+		   "1 when the procctl:hello probe runs; 0 when it is off or not allowed here (new processes "
+		   "are found at rescans).", n->hello != NULL);
+	metric_one(f, "procctl_hello_uprobes_denied", "gauge",
+		   "1 when the kernel refuses the probe's uprobes (they need CAP_SYS_ADMIN since Linux 6.16): "
+		   "processes that map a file with the probe are scanned 5 times in their first 10 s instead.",
+		   hs.uprobes_denied);
+	metric_one(f, "procctl_hello_hits_total", "counter", "procctl:hello probes heard.", hs.hits);
+	metric_one(f, "procctl_hello_files", "gauge", "Files (programs, libraries) with the probe, watched now.", hs.files);
+	metric_one(f, "procctl_hello_uprobes", "gauge",
+		   "Uprobe perf events open (probe sites times CPUs); each is closed at exit, slowly.", hs.uprobes);
+	metric_one(f, "procctl_hello_files_read_total", "counter", "Executable files read for the probe's notes.", hs.files_read);
+	metric_one(f, "procctl_hello_open_failures_total", "counter",
+		   "Mapped files the probe could not open to read (no CAP_CHECKPOINT_RESTORE for a deleted or "
+		   "unreachable file, no CAP_DAC_READ_SEARCH for one its owner alone may read).", hs.open_failures);
+	metric_one(f, "procctl_hello_lost_total", "counter",
+		   "Times perf records were lost (a full ring): a full scan followed.", hs.lost);
 }
 
 /* Writes, acks and their latency. */
@@ -328,6 +328,31 @@ static void rollout(FILE *f, const struct node *n)
 	free(r);
 }
 
+/* The pods of the node the API server told of (kubernetes_api; none when off). */
+static void kube(FILE *f, const struct node *n)
+{
+	struct kubewatch_stats st;
+	if (!n->kube.kw)
+		return;
+	kubewatch_stats(n->kube.kw, &st);
+	metric_one(f, "procctl_kube_synced", "gauge", "1 once the node's pods were listed from the Kubernetes API.",
+		   (unsigned long long)st.synced);
+	metric_one(f, "procctl_kube_pods", "gauge", "Pods of this node known from the Kubernetes API.", n->kube.n);
+	metric_one(f, "procctl_kube_pods_dropped_total", "counter",
+		   "Pods not kept: kubernetes_pods_max were (a later list keeps them when there is room).", n->kube.dropped);
+	metric_one(f, "procctl_kube_lists_total", "counter", "Lists of the node's pods (at the start, and after a 410 Gone).",
+		   st.lists);
+	metric_one(f, "procctl_kube_watch_events_total", "counter",
+		   "Watch events of the node's pods (added, modified, deleted).", st.events);
+	metric_one(f, "procctl_kube_gone_total", "counter",
+		   "Watches the API server answered 410 Gone (the resourceVersion was too old): listed again.", st.gone);
+	metric_one(f, "procctl_kube_api_errors_total", "counter",
+		   "Requests to the Kubernetes API that failed (no connection, an HTTP error, a body that did not parse).",
+		   st.errors);
+	metric_one(f, "procctl_kube_rejected_total", "counter",
+		   "Objects from the Kubernetes API that were no valid Pod (skipped).", st.rejected);
+}
+
 char *node_render_metrics(struct node *n, size_t *len)
 {
 	char *buf = NULL;
@@ -353,6 +378,7 @@ char *node_render_metrics(struct node *n, size_t *len)
 	metric_head(f, "procctl_desired_bytes", "gauge", "Their payload bytes (desired_bytes_max is the most).");
 	fprintf(f, "procctl_desired_bytes %zu\n", desired_bytes(&n->desired));
 	rollout(f, n);
+	kube(f, n);
 	metric_head(f, "procctl_watch_events_total", "counter", "Events numbered for WatchEvents.");
 	fprintf(f, "procctl_watch_events_total %llu\n", (unsigned long long)events_last(n->ev));
 	if (fclose(f) != 0) {

@@ -131,6 +131,8 @@ struct node *node_new(const struct node_cfg *cfg, const struct nodelock *lock, c
 		goto fail;
 	}
 	pod_identity_said();
+	if (kubepods_open(&n->kube, cfg, n->efd, err, errlen) < 0)
+		goto fail;
 	if (desired_load(&n->desired, cfg->state_dir, err, errlen) < 0)
 		goto fail;
 	n->desired.fence = lock;
@@ -297,6 +299,7 @@ int node_run(struct node *n)
 		}
 		writing = waits_write(n);
 		node_reads_done(n);
+		kubepods_drain(&n->kube);
 		if (n->hello && (err = procctl_hello_dispatch(n->hello)) < 0) {
 			node_log(PROCCTL_LOG_ERROR, "hello_failed", "error=%s", strerror(-err));
 			goto out;
@@ -384,6 +387,7 @@ void node_close(struct node *n, unsigned flags)
 	if (!n)
 		return;
 	node_release(n, flags);
+	kubepods_close(&n->kube);
 	if (n->cfg_ifd >= 0)
 		close(n->cfg_ifd);
 	if (n->lock_ifd >= 0)

@@ -12,6 +12,7 @@
 
 #include "admission.h"
 #include "desired.h"
+#include "kubepods.h"
 #include "node.h"
 #include "podid.h"
 #include "procctl/v1/node.pb-c.h"
@@ -186,6 +187,7 @@ struct node {
 	struct timer t_tick;    /* the arbiters' */
 	struct events *ev;
 	struct desired_store desired;
+	struct kubepods kube;   /* the node's pods, as the API server sees them (kubernetes_api) */
 	struct node_stats stats;
 	uint64_t incarnation;
 	struct node_hooks hooks;

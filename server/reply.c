@@ -158,6 +158,7 @@ static Procctl__V1__LeaseState lease_state(const procctl_client_t *c)
 PbProcess *mk_process(struct arena *a, const struct proc *p)
 {
 	PbProcess *m = ar_alloc(a, sizeof *m);
+	const struct podmeta *pm;
 	int i;
 	if (!m)
 		return NULL;
@@ -173,6 +174,10 @@ PbProcess *mk_process(struct arena *a, const struct proc *p)
 	m->schema_version = p->key.version;
 	m->pod_uid = ar_str(a, p->key.pod_uid);
 	m->container_id = ar_str(a, p->key.container_id);
+	if (p->key.pod_uid[0] && (pm = kubepods_find(&p->n->kube, p->key.pod_uid))) {
+		m->pod_namespace = ar_str(a, pm->ns);
+		m->pod_name = ar_str(a, pm->name);
+	}
 	m->qos_class = (Procctl__V1__QosClass)p->qos; /* the same order */
 	m->lease_state = lease_state(p->c);
 	/* This daemon's own copy while it writes the region; else what the

@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* kubepods.c - the node's pods, as the loop keeps them (kubepods.h). */
+#include "kubepods.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+
+#define SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount/"
+
+/* Where uid is, or would go: *found says which. */
+static size_t seek(const struct kubepods *kp, const char *uid, int *found)
+{
+	size_t lo = 0, hi = kp->n;
+	*found = 0;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(kp->v[mid]->uid, uid);
+		if (!c)
+			return *found = 1, mid;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+const struct podmeta *kubepods_find(const struct kubepods *kp, const char *uid)
+{
+	int found;
+	size_t i = kp->n ? seek(kp, uid, &found) : 0;
+	return kp->n && found ? kp->v[i] : NULL;
+}
+
+/* Take m (the batch's) as uid's metadata, or drop it (deleted). */
+static void apply(struct kubepods *kp, struct kube_change *c)
+{
+	int found;
+	size_t i = seek(kp, c->pod->uid, &found);
+	if (c->deleted) {
+		if (!found)
+			return;
+		free(kp->v[i]);
+		memmove(&kp->v[i], &kp->v[i + 1], (kp->n - i - 1) * sizeof kp->v[0]);
+		kp->n--;
+	} else if (found) {
+		free(kp->v[i]);
+		kp->v[i] = c->pod;
+		c->pod = NULL;
+	} else if (kp->n == kp->max) {
+		kp->dropped++;
+		node_log_limited(PROCCTL_LOG_WARN, "kube_pods_full", "kept=%zu kubernetes_pods_max=%zu", kp->n, kp->max);
+		return;
+	} else {
+		memmove(&kp->v[i + 1], &kp->v[i], (kp->n - i) * sizeof kp->v[0]);
+		kp->v[i] = c->pod;
+		c->pod = NULL;
+		kp->n++;
+	}
+	kp->changes++;
+}
+
+static void forget(struct kubepods *kp)
+{
+	size_t i;
+	for (i = 0; i < kp->n; i++)
+		free(kp->v[i]);
+	kp->n = 0;
+}
+
+void kubepods_drain(struct kubepods *kp)
+{
+	struct kube_batch *b, *next;
+	size_t i;
+	if (!kp->kw)
+		return;
+	for (b = kubewatch_take(kp->kw); b; b = next) {
+		next = b->next;
+		if (b->kind == KUBE_BATCH_LIST) {
+			forget(kp);
+			kp->changes++;
+			kp->dropped += b->dropped;
+		}
+		for (i = 0; i < b->n; i++)
+			apply(kp, &b->v[i]);
+		kube_batch_free(b);
+	}
+}
+
+int kubepods_open(struct kubepods *kp, const struct node_cfg *cfg, int wake_fd, char *err, size_t errlen)
+{
+	struct kubewatch_cfg kc;
+	int in_cluster = !strcmp(cfg->kube_api, "in-cluster"), r;
+	memset(kp, 0, sizeof *kp);
+	if (!cfg->kube_api[0])
+		return 0;
+	memset(&kc, 0, sizeof kc);
+	if (in_cluster && (r = kubewatch_in_cluster_url(kc.url, sizeof kc.url, err, errlen)) < 0)
+		return r;
+	if (!in_cluster)
+		snprintf(kc.url, sizeof kc.url, "%s", cfg->kube_api);
+	snprintf(kc.node, sizeof kc.node, "%s", cfg->kube_node);
+	snprintf(kc.token_file, sizeof kc.token_file, "%s",
+		 cfg->kube_token_file[0] || !in_cluster ? cfg->kube_token_file : SA_DIR "token");
+	snprintf(kc.ca_file, sizeof kc.ca_file, "%s", cfg->kube_ca_file[0] || !in_cluster ? cfg->kube_ca_file : SA_DIR "ca.crt");
+	kc.watch_s = cfg->kube_watch_s;
+	kc.pods_max = cfg->kube_pods_max;
+	kc.wake_fd = wake_fd;
+	if (!(kp->v = calloc(cfg->kube_pods_max, sizeof kp->v[0]))) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	kp->max = cfg->kube_pods_max;
+	if (!(kp->kw = kubewatch_start(&kc, err, errlen))) {
+		free(kp->v);
+		kp->v = NULL;
+		return -EINVAL;
+	}
+	node_log(PROCCTL_LOG_INFO, "kube_watching", "api=%s node=%s", kc.url, kc.node);
+	return 0;
+}
+
+void kubepods_close(struct kubepods *kp)
+{
+	kubewatch_stop(kp->kw);
+	kp->kw = NULL;
+	forget(kp);
+	free(kp->v);
+	kp->v = NULL;
+}

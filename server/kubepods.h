@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* kubepods.h - the loop's view of the node's pods: what kubewatch.h's
+ * thread lists and watches, applied in order, pod UID to its metadata.
+ * Loop-only. At most pods_max pods are kept (a node runs a few hundred at
+ * most); one more is counted, not kept, until a later list has room. */
+#ifndef PROCCTL_NODE_KUBEPODS_H
+#define PROCCTL_NODE_KUBEPODS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "kubewatch.h"
+
+struct kubepods {
+	struct kubewatch *kw; /* NULL: off (no kubernetes_api) */
+	struct podmeta **v;   /* podmeta_dup's, sorted by UID */
+	size_t n, max;
+	uint64_t dropped;     /* pods not kept: the table was full */
+	uint64_t changes;     /* pods added, changed or gone, in all */
+};
+
+/* Start watching as cfg says (kubernetes_api; off: 0 and nothing
+ * started), waking the loop through wake_fd. 0, or -errno and why in err
+ * (in-cluster outside a pod, a bad URL, no thread). */
+int kubepods_open(struct kubepods *kp, const struct node_cfg *cfg, int wake_fd, char *err, size_t errlen);
+/* Apply what the watcher queued. */
+void kubepods_drain(struct kubepods *kp);
+/* The pod of that UID, or NULL (unknown, or off). */
+const struct podmeta *kubepods_find(const struct kubepods *kp, const char *uid);
+/* Stop the watcher and forget every pod. */
+void kubepods_close(struct kubepods *kp);
+
+#endif

@@ -1,0 +1,651 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* kubewatch.c - the node's pods, listed and watched (kubewatch.h). */
+#define _GNU_SOURCE 1
+#include "kubewatch.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+
+#define QUEUE_MAX 1024      /* changes queued for the loop (a list's pods count too) */
+#define BATCH_MAX 64        /* changes in one batch of events */
+#define BACKOFF_MIN_MS 1000
+#define BACKOFF_MAX_MS 30000
+#define LIST_S 60           /* one page of a list */
+#define CONNECT_MS 10000
+#define TOKEN_MAX 16384
+#define STATUS_MAX 4096     /* an error's body, kept for its message */
+#define BUF_KEEP (1u << 20) /* kw->buf's room kept between requests */
+#define BRIEF_NS 1000000000ll /* a watch that ends sooner, with nothing in it, failed */
+
+enum mode { PAGE, WATCH };
+
+struct kubewatch {
+	struct kubewatch_cfg cfg;
+	pthread_t th;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;         /* stop, or room in the queue */
+	int stop;                  /* atomic */
+	struct kube_batch *head, **tail; /* under mu */
+	size_t queued;             /* under mu: changes in the queue */
+	struct kubewatch_stats st; /* under mu */
+
+	/* The thread's own. */
+	CURL *h;
+	enum mode mode;
+	long code;                 /* the response's status (0: not known yet) */
+	char *buf;                 /* a page, a watch's line so far, or an error's body */
+	size_t len, cap;
+	struct kube_batch *b;      /* being filled */
+	int gone;                  /* the watch said 410 Gone */
+	int gone_again;            /* ... and so did the watch before it, right after its list */
+	size_t seen;               /* the watch's events and bookmarks */
+	char rv[PODMETA_RV_MAX + 1]; /* where the next watch starts; "": list */
+	struct kube_event ev;
+	struct kube_page pg;
+	char curl_err[CURL_ERROR_SIZE];
+	char why[600];             /* why the last request failed */
+};
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+static int stopping(struct kubewatch *kw)
+{
+	return __atomic_load_n(&kw->stop, __ATOMIC_ACQUIRE);
+}
+
+static uint32_t rnd(void)
+{
+	uint32_t v = 0;
+	if (getrandom(&v, sizeof v, GRND_NONBLOCK) != sizeof v)
+		v = (uint32_t)now_ns();
+	return v;
+}
+
+void kube_batch_free(struct kube_batch *b)
+{
+	size_t i;
+	if (!b)
+		return;
+	for (i = 0; i < b->n; i++)
+		free(b->v[i].pod);
+	free(b);
+}
+
+/* ---- the queue ------------------------------------------------------- */
+
+/* Hand b to the loop, waiting while the queue is full (unless stopping:
+ * then b goes). */
+static void deliver(struct kubewatch *kw, struct kube_batch *b)
+{
+	uint64_t one = 1;
+	pthread_mutex_lock(&kw->mu);
+	while (!kw->stop && kw->queued && kw->queued + b->n > QUEUE_MAX)
+		pthread_cond_wait(&kw->cv, &kw->mu);
+	if (kw->stop) {
+		pthread_mutex_unlock(&kw->mu);
+		kube_batch_free(b);
+		return;
+	}
+	b->next = NULL;
+	*kw->tail = b;
+	kw->tail = &b->next;
+	kw->queued += b->n;
+	if (b->kind == KUBE_BATCH_LIST)
+		kw->st.lists++, kw->st.synced = 1;
+	pthread_mutex_unlock(&kw->mu);
+	if (write(kw->cfg.wake_fd, &one, sizeof one) < 0) {
+		/* full: the loop is awake anyway */
+	}
+}
+
+struct kube_batch *kubewatch_take(struct kubewatch *kw)
+{
+	struct kube_batch *b;
+	pthread_mutex_lock(&kw->mu);
+	b = kw->head;
+	kw->head = NULL;
+	kw->tail = &kw->head;
+	kw->queued = 0;
+	pthread_cond_broadcast(&kw->cv);
+	pthread_mutex_unlock(&kw->mu);
+	return b;
+}
+
+void kubewatch_stats(struct kubewatch *kw, struct kubewatch_stats *st)
+{
+	pthread_mutex_lock(&kw->mu);
+	*st = kw->st;
+	pthread_mutex_unlock(&kw->mu);
+}
+
+static void count(struct kubewatch *kw, uint64_t *field, uint64_t by)
+{
+	pthread_mutex_lock(&kw->mu);
+	*field += by;
+	pthread_mutex_unlock(&kw->mu);
+}
+
+/* A change into kw->b (a new batch of kind when there is none); a full
+ * batch of events goes to the loop. -ENOMEM. */
+static int add(struct kubewatch *kw, enum kube_batch_kind kind, int deleted, const struct podmeta *m)
+{
+	struct kube_batch *b = kw->b;
+	if (!b || b->n == b->cap) {
+		size_t cap = b ? b->cap * 2 : kind == KUBE_BATCH_LIST ? 64 : BATCH_MAX;
+		if (b && kind == KUBE_BATCH_EVENTS) {
+			deliver(kw, b);
+			kw->b = b = NULL;
+			cap = BATCH_MAX;
+		}
+		if (!(b = realloc(b, sizeof *b + cap * sizeof b->v[0])))
+			return -ENOMEM;
+		if (!kw->b)
+			*b = (struct kube_batch){.kind = kind};
+		b->cap = cap;
+		kw->b = b;
+	}
+	if (!(b->v[b->n].pod = podmeta_dup(m)))
+		return -ENOMEM;
+	b->v[b->n++].deleted = deleted;
+	return 0;
+}
+
+static void flush(struct kubewatch *kw)
+{
+	if (kw->b && kw->b->n)
+		deliver(kw, kw->b);
+	else
+		free(kw->b);
+	kw->b = NULL;
+}
+
+/* ---- one request ----------------------------------------------------- */
+
+static int fail(struct kubewatch *kw, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(struct kubewatch *kw, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(kw->why, sizeof kw->why, fmt, ap);
+	va_end(ap);
+	return -EIO;
+}
+
+static int append(struct kubewatch *kw, const char *p, size_t n)
+{
+	if (kw->len + n + 1 > kw->cap) {
+		size_t cap = kw->cap ? kw->cap : 4096;
+		char *nb;
+		while (cap < kw->len + n + 1)
+			cap *= 2;
+		if (!(nb = realloc(kw->buf, cap)))
+			return -ENOMEM;
+		kw->buf = nb;
+		kw->cap = cap;
+	}
+	memcpy(kw->buf + kw->len, p, n);
+	kw->len += n;
+	kw->buf[kw->len] = 0;
+	return 0;
+}
+
+/* One line of a watch. -1: the watch must end (kw->why, or kw->gone). */
+static int line(struct kubewatch *kw, const char *s, size_t n)
+{
+	char err[400], q[300];
+	struct kube_event *ev = &kw->ev;
+	if (strspn(s, " \t\r") >= n)
+		return 0;
+	if (kube_event_parse(s, n, ev, err, sizeof err) < 0) {
+		count(kw, &kw->st.rejected, 1);
+		node_log_limited(PROCCTL_LOG_WARN, "kube_rejected", "what=watch_event reason=\"%s\"",
+				 node_log_quote(q, sizeof q, err));
+		return 0;
+	}
+	switch (ev->type) {
+	case KUBE_ERROR:
+		if (ev->code == 410)
+			return kw->gone = 1, -1;
+		fail(kw, "the watch ended with an error: code=%d reason=\"%s\"", ev->code, ev->reason);
+		return -1;
+	case KUBE_BOOKMARK:
+		break;
+	default:
+		if (add(kw, KUBE_BATCH_EVENTS, ev->type == KUBE_DELETED, &ev->pod) < 0) {
+			fail(kw, "out of memory");
+			return -1;
+		}
+		count(kw, &kw->st.events, 1);
+	}
+	kw->seen++;
+	memcpy(kw->rv, ev->rv, sizeof kw->rv);
+	return 0;
+}
+
+static size_t on_body(char *p, size_t size, size_t nmemb, void *arg)
+{
+	struct kubewatch *kw = arg;
+	size_t n = size * nmemb, at = 0;
+	if (!kw->code)
+		curl_easy_getinfo(kw->h, CURLINFO_RESPONSE_CODE, &kw->code);
+	if (kw->code != 200) /* a Status: what it says is kept for the log */
+		return append(kw, p, kw->len + n > STATUS_MAX ? STATUS_MAX - kw->len : n) < 0 ? 0 : n;
+	if (kw->mode == PAGE) {
+		if (kw->len + n > KUBEWATCH_PAGE_MAX)
+			return fail(kw, "a page of the list over %u bytes", KUBEWATCH_PAGE_MAX), 0;
+		return append(kw, p, n) < 0 ? fail(kw, "out of memory"), 0 : n;
+	}
+	while (at < n) {
+		const char *nl = memchr(p + at, '\n', n - at);
+		size_t take = nl ? (size_t)(nl - (p + at)) : n - at;
+		if (kw->len + take > KUBEWATCH_LINE_MAX)
+			return fail(kw, "a watch event over %u bytes", KUBEWATCH_LINE_MAX), 0;
+		if (append(kw, p + at, take) < 0)
+			return fail(kw, "out of memory"), 0;
+		at += take;
+		if (nl) {
+			at++;
+			if (line(kw, kw->buf, kw->len) < 0)
+				return 0;
+			kw->len = 0;
+		}
+	}
+	flush(kw);
+	return n;
+}
+
+static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+	(void)dt, (void)dn, (void)ut, (void)un;
+	return stopping(arg);
+}
+
+/* The token file's token: 0, or -EIO (kw->why). */
+static int token(struct kubewatch *kw, char *tok, size_t cap)
+{
+	int fd = open(kw->cfg.token_file, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	ssize_t n;
+	size_t i;
+	if (fd < 0)
+		return fail(kw, "token file %s: %s", kw->cfg.token_file, strerror(errno));
+	n = read(fd, tok, cap - 1);
+	close(fd);
+	if (n < 0)
+		return fail(kw, "token file %s: %s", kw->cfg.token_file, strerror(errno));
+	while (n > 0 && strchr(" \t\r\n", tok[n - 1]))
+		n--;
+	tok[n] = 0;
+	for (i = 0; i < (size_t)n; i++)
+		if (tok[i] < 0x21 || tok[i] > 0x7e)
+			return fail(kw, "token file %s: not a token (a byte that is not printable, or a blank)",
+				    kw->cfg.token_file);
+	if (!n || (size_t)n == cap - 1)
+		return fail(kw, "token file %s: empty, or over %d bytes", kw->cfg.token_file, TOKEN_MAX - 2);
+	return 0;
+}
+
+/* What an HTTP error says: its Status's message, else its body. */
+static int http_error(struct kubewatch *kw)
+{
+	json_t *st = json_loadb(kw->buf ? kw->buf : "", kw->len, 0, NULL);
+	const char *msg = json_string_value(json_object_get(st, "message"));
+	char q[300];
+	fail(kw, "HTTP %ld: \"%s\"", kw->code, node_log_quote(q, sizeof q, msg ? msg : kw->buf ? kw->buf : ""));
+	json_decref(st);
+	return -EIO;
+}
+
+/* GET url (the body goes to on_body, as mode says), for at most
+ * timeout_s. 0 on a 200 read to its end; -ECANCELED stopping; -EIO
+ * (kw->why) else, kw->code saying which HTTP status there was. */
+static int get(struct kubewatch *kw, const char *url, enum mode mode, long timeout_s)
+{
+	char tok[TOKEN_MAX], auth[TOKEN_MAX + 32];
+	struct curl_slist *hdr = NULL, *h2;
+	CURLcode rc;
+
+	kw->mode = mode;
+	kw->code = 0;
+	kw->len = 0;
+	kw->gone = 0;
+	kw->why[0] = kw->curl_err[0] = 0;
+	if (kw->cfg.token_file[0]) {
+		if (token(kw, tok, sizeof tok) < 0)
+			return -EIO;
+		snprintf(auth, sizeof auth, "Authorization: Bearer %s", tok);
+		hdr = curl_slist_append(hdr, auth);
+		explicit_bzero(tok, sizeof tok);
+		explicit_bzero(auth, sizeof auth);
+	}
+	if (!(h2 = curl_slist_append(hdr, "Accept: application/json"))) {
+		curl_slist_free_all(hdr);
+		return fail(kw, "out of memory");
+	}
+	hdr = h2;
+	curl_easy_setopt(kw->h, CURLOPT_URL, url);
+	curl_easy_setopt(kw->h, CURLOPT_HTTPHEADER, hdr);
+	curl_easy_setopt(kw->h, CURLOPT_TIMEOUT, timeout_s);
+	rc = curl_easy_perform(kw->h);
+	curl_easy_setopt(kw->h, CURLOPT_HTTPHEADER, NULL);
+	curl_slist_free_all(hdr);
+	if (!kw->code)
+		curl_easy_getinfo(kw->h, CURLINFO_RESPONSE_CODE, &kw->code);
+	if (stopping(kw))
+		return -ECANCELED;
+	if (kw->gone)
+		return -EIO;
+	if (kw->why[0]) /* on_body's */
+		return -EIO;
+	if (kw->code && kw->code != 200)
+		return http_error(kw);
+	if (rc == CURLE_OPERATION_TIMEDOUT && mode == WATCH && kw->code == 200)
+		return 0; /* the API server kept it open past timeoutSeconds: ended here */
+	if (rc != CURLE_OK)
+		return fail(kw, "%s", kw->curl_err[0] ? kw->curl_err : curl_easy_strerror(rc));
+	return 0;
+}
+
+/* ---- list, watch ----------------------------------------------------- */
+
+/* url (cap bytes): the pods of the node, and then more. */
+static int pods_url(struct kubewatch *kw, char *url, size_t cap, const char *more_fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static int pods_url(struct kubewatch *kw, char *url, size_t cap, const char *more_fmt, ...)
+{
+	char *node = curl_easy_escape(kw->h, kw->cfg.node, 0);
+	int n, m;
+	va_list ap;
+	if (!node)
+		return fail(kw, "out of memory");
+	n = snprintf(url, cap, "%s/api/v1/pods?fieldSelector=spec.nodeName%%3D%s&", kw->cfg.url, node);
+	curl_free(node);
+	va_start(ap, more_fmt);
+	m = n < 0 || (size_t)n >= cap ? -1 : vsnprintf(url + n, cap - (size_t)n, more_fmt, ap);
+	va_end(ap);
+	if (m < 0 || (size_t)m >= cap - (size_t)n)
+		return fail(kw, "a URL over %zu bytes", cap);
+	return 0;
+}
+
+struct list_ctx {
+	struct kubewatch *kw;
+	uint64_t dropped;
+	int nomem;
+};
+
+static void list_item(void *arg, const struct podmeta *m)
+{
+	struct list_ctx *x = arg;
+	if (x->kw->b && x->kw->b->n >= x->kw->cfg.pods_max)
+		x->dropped++;
+	else if (add(x->kw, KUBE_BATCH_LIST, 0, m) < 0)
+		x->nomem = 1;
+}
+
+static int list(struct kubewatch *kw)
+{
+	char url[KUBEWATCH_URL_MAX + 600 + 3 * KUBE_CONTINUE_MAX], err[400], q[300];
+	struct kube_page *pg = &kw->pg;
+	struct list_ctx x = {kw, 0, 0};
+	char *cont = NULL;
+	int r;
+
+	pg->cont[0] = 0;
+	do {
+		if (pg->cont[0] && !(cont = curl_easy_escape(kw->h, pg->cont, 0)))
+			r = fail(kw, "out of memory");
+		else if ((r = pods_url(kw, url, sizeof url, "limit=500%s%s", cont ? "&continue=" : "", cont ? cont : "")) == 0 &&
+			 (r = get(kw, url, PAGE, LIST_S)) == 0 &&
+			 (r = kube_list_parse(kw->buf ? kw->buf : "", kw->len, pg, list_item, &x, err, sizeof err)) < 0)
+			r = fail(kw, "%s", err);
+		curl_free(cont);
+		cont = NULL;
+		if (!r && x.nomem)
+			r = fail(kw, "out of memory");
+		if (!r && pg->rejected) {
+			count(kw, &kw->st.rejected, pg->rejected);
+			node_log_limited(PROCCTL_LOG_WARN, "kube_rejected", "what=list_item count=%zu reason=\"%s\"",
+					 pg->rejected, node_log_quote(q, sizeof q, pg->rejected_why));
+		}
+	} while (!r && pg->cont[0]);
+	if (r) {
+		kube_batch_free(kw->b);
+		kw->b = NULL;
+		return r;
+	}
+	if (!kw->b && !(kw->b = calloc(1, sizeof *kw->b)))
+		return fail(kw, "out of memory");
+	kw->b->dropped = x.dropped;
+	node_log(PROCCTL_LOG_INFO, "kube_listed", "node=%s pods=%zu dropped=%llu resource_version=%s", kw->cfg.node,
+		 kw->b->n, (unsigned long long)x.dropped, pg->rv);
+	memcpy(kw->rv, pg->rv, sizeof kw->rv);
+	deliver(kw, kw->b);
+	kw->b = NULL;
+	return 0;
+}
+
+static int watch(struct kubewatch *kw)
+{
+	char url[KUBEWATCH_URL_MAX + 600 + 3 * PODMETA_RV_MAX];
+	uint32_t t = kw->cfg.watch_s + rnd() % kw->cfg.watch_s;
+	char *rv = curl_easy_escape(kw->h, kw->rv, 0);
+	int64_t t0 = now_ns();
+	int r;
+	if (!rv)
+		return fail(kw, "out of memory");
+	r = pods_url(kw, url, sizeof url, "watch=1&allowWatchBookmarks=true&resourceVersion=%s&timeoutSeconds=%u", rv, t);
+	curl_free(rv);
+	kw->seen = 0;
+	if (!r)
+		r = get(kw, url, WATCH, (long)t + 30);
+	flush(kw);
+	if (kw->gone || (r && kw->code == 410)) {
+		int again = kw->gone_again;
+		count(kw, &kw->st.gone, 1);
+		node_log_limited(PROCCTL_LOG_INFO, "kube_gone", "resource_version=%s action=list", kw->rv);
+		kw->rv[0] = 0;
+		kw->gone_again = 1;
+		/* Once is the API server's compaction: list at once. Again,
+		 * with the version a list just gave, is a server that cannot
+		 * be followed: back off. */
+		return again ? fail(kw, "410 Gone again, for the version the list before gave") : 0;
+	}
+	kw->gone_again = 0;
+	if (!r && !kw->seen && now_ns() - t0 < BRIEF_NS)
+		return fail(kw, "the watch ended at once, with nothing in it");
+	return r;
+}
+
+/* Wait ms, or until stopped. */
+static void nap(struct kubewatch *kw, uint32_t ms)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (long)(ms % 1000) * 1000000;
+	if (ts.tv_nsec >= 1000000000)
+		ts.tv_sec++, ts.tv_nsec -= 1000000000;
+	pthread_mutex_lock(&kw->mu);
+	while (!kw->stop && pthread_cond_timedwait(&kw->cv, &kw->mu, &ts) != ETIMEDOUT)
+		;
+	pthread_mutex_unlock(&kw->mu);
+}
+
+static void *run(void *arg)
+{
+	struct kubewatch *kw = arg;
+	uint32_t backoff = 0; /* ms; 0: the last request did not fail */
+	char q[4 * sizeof kw->why];
+	while (!stopping(kw)) {
+		const char *what = kw->rv[0] ? "watch" : "list";
+		int r = kw->rv[0] ? watch(kw) : list(kw);
+		uint32_t wait;
+		if (kw->cap > BUF_KEEP) { /* a large page's room goes back */
+			free(kw->buf);
+			kw->buf = NULL;
+			kw->len = kw->cap = 0;
+		}
+		if (r == -ECANCELED)
+			break;
+		if (!r) {
+			if (backoff)
+				node_log(PROCCTL_LOG_INFO, "kube_api_recovered", "what=%s", what);
+			backoff = 0;
+			continue;
+		}
+		count(kw, &kw->st.errors, 1);
+		backoff = backoff ? (backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2) : BACKOFF_MIN_MS;
+		wait = backoff / 2 + rnd() % (backoff / 2 + 1);
+		node_log_limited(PROCCTL_LOG_WARN, "kube_api_failed", "what=%s error=\"%s\" retry_ms=%u", what,
+				 node_log_quote(q, sizeof q, kw->why), wait);
+		nap(kw, wait);
+	}
+	return NULL;
+}
+
+/* ---- start, stop ----------------------------------------------------- */
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static CURLcode curl_init_rc;
+
+static void curl_init(void)
+{
+	curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+int kubewatch_url_check(const char *u, char *err, size_t errlen)
+{
+	size_t n = strlen(u), i;
+	const char *host = !strncmp(u, "https://", 8) ? u + 8 : !strncmp(u, "http://", 7) ? u + 7 : NULL;
+	for (i = 0; i < n && u[i] > 0x20 && u[i] < 0x7f && !strchr("?#@\"\\", u[i]); i++)
+		;
+	if (!host || !*host || *host == '/' || i < n || n >= KUBEWATCH_URL_MAX) {
+		snprintf(err, errlen, "not a URL http(s)://HOST[:PORT] of at most %d bytes, or in-cluster",
+			 KUBEWATCH_URL_MAX - 1);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static void setup(struct kubewatch *kw)
+{
+	CURL *h = kw->h;
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)CONNECT_MS);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, kw);
+	curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+	curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
+	curl_easy_setopt(h, CURLOPT_XFERINFODATA, kw);
+	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, kw->curl_err);
+	curl_easy_setopt(h, CURLOPT_USERAGENT, "procctl-node");
+	curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+	if (kw->cfg.ca_file[0])
+		curl_easy_setopt(h, CURLOPT_CAINFO, kw->cfg.ca_file);
+}
+
+struct kubewatch *kubewatch_start(const struct kubewatch_cfg *cfg, char *err, size_t errlen)
+{
+	struct kubewatch *kw;
+	size_t n;
+	int r;
+	if (kubewatch_url_check(cfg->url, err, errlen) < 0)
+		return NULL;
+	if (!cfg->node[0] || !labelsel_subdomain_valid(cfg->node, strlen(cfg->node))) {
+		snprintf(err, errlen, "kubernetes_node: the node's name (a DNS subdomain), needed with kubernetes_api");
+		return NULL;
+	}
+	pthread_once(&curl_once, curl_init);
+	if (curl_init_rc != CURLE_OK || !(kw = calloc(1, sizeof *kw))) {
+		snprintf(err, errlen, "kubernetes_api: setting up libcurl failed");
+		return NULL;
+	}
+	kw->cfg = *cfg;
+	if (!kw->cfg.watch_s)
+		kw->cfg.watch_s = 300;
+	n = strlen(kw->cfg.url);
+	while (n && kw->cfg.url[n - 1] == '/')
+		kw->cfg.url[--n] = 0;
+	kw->tail = &kw->head;
+	pthread_mutex_init(&kw->mu, NULL);
+	{
+		pthread_condattr_t ca;
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&kw->cv, &ca);
+		pthread_condattr_destroy(&ca);
+	}
+	if (!(kw->h = curl_easy_init())) {
+		snprintf(err, errlen, "kubernetes_api: setting up libcurl failed");
+		goto fail;
+	}
+	setup(kw);
+	if ((r = pthread_create(&kw->th, NULL, run, kw))) {
+		snprintf(err, errlen, "kubernetes_api: its thread: %s", strerror(r));
+		goto fail;
+	}
+	return kw;
+fail:
+	curl_easy_cleanup(kw->h);
+	pthread_cond_destroy(&kw->cv);
+	pthread_mutex_destroy(&kw->mu);
+	free(kw);
+	return NULL;
+}
+
+void kubewatch_stop(struct kubewatch *kw)
+{
+	struct kube_batch *b, *next;
+	if (!kw)
+		return;
+	pthread_mutex_lock(&kw->mu);
+	__atomic_store_n(&kw->stop, 1, __ATOMIC_RELEASE);
+	pthread_cond_broadcast(&kw->cv);
+	pthread_mutex_unlock(&kw->mu);
+	pthread_join(kw->th, NULL);
+	for (b = kubewatch_take(kw); b; b = next) {
+		next = b->next;
+		kube_batch_free(b);
+	}
+	kube_batch_free(kw->b);
+	curl_easy_cleanup(kw->h);
+	free(kw->buf);
+	pthread_cond_destroy(&kw->cv);
+	pthread_mutex_destroy(&kw->mu);
+	free(kw);
+}
+
+int kubewatch_in_cluster_url(char *url, size_t cap, char *err, size_t errlen)
+{
+	const char *host = getenv("KUBERNETES_SERVICE_HOST"), *port = getenv("KUBERNETES_SERVICE_PORT");
+	int n;
+	if (!host || !*host || !port || !*port) {
+		snprintf(err, errlen, "kubernetes_api = in-cluster: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are "
+				      "not set (not in a pod?): give the API server's URL instead");
+		return -ENOENT;
+	}
+	n = snprintf(url, cap, strchr(host, ':') ? "https://[%s]:%s" : "https://%s:%s", host, port);
+	if (n < 0 || (size_t)n >= cap) {
+		snprintf(err, errlen, "kubernetes_api = in-cluster: KUBERNETES_SERVICE_HOST too long");
+		return -ENAMETOOLONG;
+	}
+	return kubewatch_url_check(url, err, errlen) < 0 ? -EINVAL : 0;
+}

@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* kubewatch.h - the pods of this node as the Kubernetes API server sees
+ * them, listed and watched on a thread of its own, as a client of the API
+ * must (client-go's reflector):
+ *   LIST   /api/v1/pods?fieldSelector=spec.nodeName=NODE&limit=500, page by
+ *          page (continue), the node's pods all at once: a KUBE_BATCH_LIST;
+ *   WATCH  from the list's resourceVersion (allowWatchBookmarks,
+ *          timeoutSeconds), each change a KUBE_BATCH_EVENTS item; when it
+ *          ends, again from the last resourceVersion seen (an event's or a
+ *          bookmark's); a 410 Gone (the version is compacted away) lists
+ *          again;
+ *   a failure (no connection, an HTTP error, a body that does not parse)
+ *          waits, with a backoff that doubles from 1 s to 30 s, each wait
+ *          drawn from [backoff/2, backoff] (jitter: nodes restarted
+ *          together do not knock together), and resumes: a watch from its
+ *          resourceVersion, else a list.
+ * Nothing here waits on the loop: the batches queue here, and the loop
+ * takes them when wake_fd (its eventfd) says so. The queue is bounded:
+ * when the loop lags that far, this thread stops reading (TCP pushes back
+ * on the API server) until it catches up. The API server is a peer like
+ * any: its objects are checked (podmeta.h), its lines and bodies bounded,
+ * its errors escaped in the log. The bearer token is read again for each
+ * request (a projected token is rotated in place). */
+#ifndef PROCCTL_NODE_KUBEWATCH_H
+#define PROCCTL_NODE_KUBEWATCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "podmeta.h"
+
+#define KUBEWATCH_URL_MAX 256
+#define KUBEWATCH_LINE_MAX (4u << 20)  /* one watch event: an object (etcd keeps at most 1.5 MiB) */
+#define KUBEWATCH_PAGE_MAX (64u << 20) /* one page of a list */
+
+struct kubewatch_cfg {
+	char url[KUBEWATCH_URL_MAX];   /* https://HOST[:PORT] or http://HOST[:PORT] (kubectl proxy) */
+	char node[254];                /* whose pods: spec.nodeName */
+	char token_file[256];          /* a bearer token ("": none) */
+	char ca_file[256];             /* the CA of the API server's certificate ("": the system's) */
+	uint32_t watch_s;              /* a watch lasts [watch_s, 2 watch_s) (timeoutSeconds) */
+	uint32_t pods_max;             /* a list keeps at most this many; the others are counted */
+	int wake_fd;                   /* an eventfd: written when a batch is queued */
+};
+
+enum kube_batch_kind {
+	KUBE_BATCH_LIST,   /* the node's pods, all of them: what was known before goes */
+	KUBE_BATCH_EVENTS, /* changes, in order */
+};
+
+struct kube_change {
+	int deleted;
+	struct podmeta *pod; /* podmeta_dup's: the batch's */
+};
+
+struct kube_batch {
+	enum kube_batch_kind kind;
+	size_t n, cap;
+	uint64_t dropped; /* LIST: pods past pods_max, not in it */
+	struct kube_batch *next;
+	struct kube_change v[];
+};
+
+/* What the thread did, for /metrics. */
+struct kubewatch_stats {
+	uint64_t lists;     /* lists done (every page read) */
+	uint64_t events;    /* watch events of pods taken */
+	uint64_t gone;      /* 410 Gone: a resourceVersion too old, listed again */
+	uint64_t errors;    /* requests that failed (no connection, HTTP error, bad body) */
+	uint64_t rejected;  /* objects that were not valid Pods (skipped) */
+	int synced;         /* a list was done: the pods are known */
+};
+
+struct kubewatch;
+
+/* Check cfg, and start the thread: NULL and why in err (a URL that is not
+ * http(s)://HOST[:PORT], no node, out of memory or threads). */
+struct kubewatch *kubewatch_start(const struct kubewatch_cfg *cfg, char *err, size_t errlen);
+/* The batches queued, oldest first (each the caller's: kube_batch_free):
+ * the loop's. */
+struct kube_batch *kubewatch_take(struct kubewatch *kw);
+/* b and its pods (NULL: nothing). */
+void kube_batch_free(struct kube_batch *b);
+void kubewatch_stats(struct kubewatch *kw, struct kubewatch_stats *st);
+/* Stop the thread (a request in flight is cut within about a second),
+ * and free kw with what is queued. NULL: nothing. */
+void kubewatch_stop(struct kubewatch *kw);
+
+/* 0 when u is http(s)://HOST[:PORT][/PREFIX] (printable, no query,
+ * fragment, user or quote); else -EINVAL and why in err. */
+int kubewatch_url_check(const char *u, char *err, size_t errlen);
+
+/* What kubernetes_api = in-cluster means: https://$KUBERNETES_SERVICE_HOST:
+ * $KUBERNETES_SERVICE_PORT (an IPv6 address in brackets), into url (cap
+ * bytes): 0, or -ENOENT and why in err (not in a pod). */
+int kubewatch_in_cluster_url(char *url, size_t cap, char *err, size_t errlen);
+
+#endif
