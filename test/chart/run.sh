@@ -4,7 +4,8 @@
 # helm: `helm lint --strict` of the default values and of each
 # ci/*-values.yaml; each rendering through yamllint, every object
 # validated against its Kubernetes schema (validate.mjs), and the config
-# the chart renders accepted by `procctl-node --check-config`, so the chart
+# the chart renders, with the flags its DaemonSet passes, accepted by
+# `procctl-node --check-config`, so the chart
 # and the daemon cannot drift apart; values of a wrong type or an unknown
 # key, and a TCP listener without its TLS Secret, refused.
 # Usage: test/chart/run.sh PROCCTL_NODE
@@ -43,7 +44,10 @@ for values in "" "$CHART"/ci/*-values.yaml; do
 	yamllint -s -c "$ROOT/test/chart/yamllint.yaml" "$W/$name.yaml" || fail "$name: yamllint"
 	node "$ROOT/test/chart/validate.mjs" "$PEERS" "$W/$name.yaml" "$W/$name.conf" \
 		$([ "$name" = defaults ] && echo --defaults) || fail "$name: an object is not valid"
-	"$NODE_BIN" --check-config --config "$W/$name.conf" || fail "$name: procctl-node refuses the config the chart rendered"
+	# shellcheck disable=SC2046 # one flag a line, as the DaemonSet gives them
+	(IFS='
+' && set -f && "$NODE_BIN" --check-config --config "$W/$name.conf" $(cat "$W/$name.conf.args")) ||
+		fail "$name: procctl-node refuses the config and flags the chart rendered"
 done
 [ "$n" -ge 5 ] || fail "expected the defaults and four ci/*-values.yaml, got $n"
 

@@ -3,7 +3,8 @@
 // against its Kubernetes schema (kubernetes-models, and
 // @kubernetes-models/prometheus-operator for the monitors), and the
 // daemon's config out of the ConfigMap into a file for
-// `procctl-node --check-config`.
+// `procctl-node --check-config` (and the flags it is started with into
+// CONFIG_OUT.args, one a line).
 // Usage: node validate.mjs PEERS_DIR RENDERED.yaml CONFIG_OUT [--defaults]
 //   --defaults: also assert what the chart promises with default values.
 import fs from 'node:fs';
@@ -56,6 +57,9 @@ const c = pod.containers[0];
 assert.equal(pod.volumes.find((v) => v.name === 'config').configMap.name, cms[0].metadata.name);
 assert.deepEqual(c.args.slice(0, 2), ['--config', '/etc/procctl/config/procctl-node.conf']);
 assert.ok(c.env.some((e) => e.name === 'NODE_NAME' && e.valueFrom.fieldRef.fieldPath === 'spec.nodeName'));
+// The flags after it, one a line, as the kubelet expands them on node-1:
+// for `procctl-node --check-config` with the config.
+fs.writeFileSync(`${confOut}.args`, c.args.slice(2).map((a) => a.replace('$(NODE_NAME)', 'node-1')).join('\n'));
 assert.equal(c.readinessProbe.httpGet.path, '/readyz');
 assert.deepEqual(c.livenessProbe.exec.command.slice(-1), ['health']);
 // Every hostPath is mounted at the same path in the container.
@@ -76,7 +80,31 @@ if (tcp) {
 } else {
   assert.equal(headless.length, 0, 'no gRPC Service with TCP off');
 }
+// kubernetes.enabled: the daemon watches its node's pods with its service
+// account's token, under a ClusterRole that reads pods and nothing else;
+// off, no RBAC, no token, no flag.
+const roles = byKind.ClusterRole || [];
+const bindings = byKind.ClusterRoleBinding || [];
+const kubeFlags = ['--kubernetes-api', 'in-cluster', '--kubernetes-node', '$(NODE_NAME)'];
+const sa = (byKind.ServiceAccount || [])[0];
+if (roles.length) {
+  assert.equal(roles.length, 1);
+  assert.deepEqual(roles[0].rules, [{ apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch'] }]);
+  assert.equal(bindings.length, 1);
+  assert.deepEqual(bindings[0].roleRef, { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: roles[0].metadata.name });
+  assert.deepEqual(bindings[0].subjects, [{ kind: 'ServiceAccount', name: pod.serviceAccountName, namespace: 'procctl' }]);
+  assert.equal(pod.automountServiceAccountToken, true);
+  if (sa) assert.equal(sa.automountServiceAccountToken, true);
+  assert.deepEqual(c.args.slice(2, 6), kubeFlags);
+} else {
+  assert.equal(bindings.length, 0);
+  assert.equal(pod.automountServiceAccountToken, false);
+  if (sa) assert.equal(sa.automountServiceAccountToken, false);
+  assert.ok(!c.args.includes('--kubernetes-api'));
+}
+if (rendered.endsWith('privileged-values.yaml')) assert.equal(roles.length, 0, 'kubernetes.enabled: false');
 if (flags.includes('--defaults')) {
+  assert.equal(roles.length, 1, 'the watch of the node\'s pods is on by default');
   const sc = c.securityContext;
   assert.equal(pod.hostPID, true);
   assert.equal(sc.privileged, false);
