@@ -30,6 +30,8 @@ static const struct selector keys[] = {
 	{.pid = 9, .version = 3, .consumer = "a", .pod_uid = "0", .container_id = "0"},
 };
 
+static const struct podsel nopod; /* no namespace, no label selector */
+
 /* A process fits a filter: the fields the filter names agree. */
 static int fits(const struct selector *f, const struct selector *k)
 {
@@ -41,15 +43,17 @@ static int fits(const struct selector *f, const struct selector *k)
 /* The answer for k, checked against every config. */
 static void match(const struct desired_store *s, const struct selector *k)
 {
-	const struct desired *m = desired_match(s, k);
+	const struct desired *m = desired_match(s, k, NULL);
 	size_t i;
-	if (m && (!fits(&m->sel, k) || !desired_effective(s, m, k)))
+	if (m && (!fits(&m->sel, k) || !podsel_empty(&m->pod) || !desired_effective(s, m, k, NULL)))
 		abort();
 	for (i = 0; i < s->n; i++) {
 		const struct desired *d = &s->v[i];
-		if (fits(&d->sel, k) && (!m || d->level > m->level || (d != m && d->level == m->level)))
+		/* a process of no known pod: a namespace or labels select it not */
+		if (fits(&d->sel, k) && podsel_empty(&d->pod) &&
+		    (!m || d->level > m->level || (d != m && d->level == m->level)))
 			abort(); /* missed, or two of one level both match */
-		if (d != m && desired_effective(s, d, k))
+		if (d != m && desired_effective(s, d, k, NULL))
 			abort();
 	}
 }
@@ -84,7 +88,8 @@ static void check_store(struct desired_store *s)
 		if (desired_parse(&back, buf, len, err, sizeof err) || back.n != s->n || back.revision != s->revision)
 			abort();
 		for (i = 0; i < s->n; i++)
-			if (!selector_same(&back.v[i].sel, &s->v[i].sel) || back.v[i].len != s->v[i].len ||
+			if (!selector_same(&back.v[i].sel, &s->v[i].sel) || !podsel_same(&back.v[i].pod, &s->v[i].pod) ||
+			    back.v[i].len != s->v[i].len ||
 			    memcmp(back.v[i].payload, s->v[i].payload, s->v[i].len) ||
 			    back.v[i].revision != s->v[i].revision || strcmp(back.v[i].source, s->v[i].source))
 				abort();
@@ -94,11 +99,11 @@ static void check_store(struct desired_store *s)
 
 	/* not kept (no path): a set succeeds or names what it overlaps */
 	n = s->n;
-	rc = desired_set(s, &sel, "x", 1, NULL, &out, &other, &why, err, sizeof err);
+	rc = desired_set(s, &sel, &nopod, "x", 1, NULL, &out, &other, &why, err, sizeof err);
 	if (rc == 0) {
 		if (!out || out->len != 1 || out->revision != s->revision)
 			abort();
-		if (desired_delete(s, &sel, err, sizeof err) || s->n > n)
+		if (desired_delete(s, &sel, &nopod, err, sizeof err) || s->n > n)
 			abort();
 	} else if (rc == -EIO ? s->revision < (1ull << 62) || s->n != n /* only when revisions are used up */
 			      : rc != -EEXIST || !other || s->n != n) {

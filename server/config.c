@@ -400,6 +400,11 @@ static const struct key desired_keys[] = {
 	{"pod", set_str, STR(struct node_desired_cfg, sel.pod_uid), NULL, "UID", "only this pod's processes"},
 	{"container", set_str, STR(struct node_desired_cfg, sel.container_id), NULL, "ID",
 	 "only this container's processes"},
+	{"namespace", set_str, STR(struct node_desired_cfg, pod.ns), NULL, "NAME",
+	 "only the processes of pods of this namespace (needs kubernetes_api)"},
+	{"label_selector", set_str, STR(struct node_desired_cfg, pod.labels), NULL, "SELECTOR",
+	 "only the processes of pods whose labels it selects, as kubectl -l takes it: app=web,tier in (a,b),!canary "
+	 "(needs kubernetes_api)"},
 	{"data", set_data, NONE, NULL, "TEXT", "the config, as text (this or data_base64)"},
 	{"data_base64", set_data, NONE, NULL, "BASE64", "the config, any bytes (at most 3000)"},
 };
@@ -529,6 +534,8 @@ static int desired_done(const struct node_cfg *c, struct node_desired_cfg *d, co
 			size_t errlen)
 {
 	struct selector k;
+	struct podsel ps;
+	char perr[400];
 	const char *why = NULL;
 	size_t i;
 	if (!d)
@@ -547,12 +554,18 @@ static int desired_done(const struct node_cfg *c, struct node_desired_cfg *d, co
 		return -EINVAL;
 	}
 	memcpy(d->sel.pod_uid, k.pod_uid, sizeof k.pod_uid); /* as the API writes it */
+	if (podsel_from(&ps, d->pod.ns, d->pod.labels, perr, sizeof perr) < 0) { /* the text, kept canonical */
+		snprintf(err, errlen, "%s: [desired %s]: %s", at, d->name,
+			 perr + (strncmp(perr, "selector.", 9) ? 0 : 9)); /* the key's name, as the file has it */
+		return -EINVAL;
+	}
+	d->pod = ps;
 	for (i = 0; &c->desired[i] != d; i++)
-		if (desired_conflict(&c->desired[i].sel, &d->sel)) {
+		if (desired_conflict(&c->desired[i].sel, &c->desired[i].pod, &d->sel, &d->pod)) {
+			int same = selector_same(&c->desired[i].sel, &d->sel) && podsel_same(&c->desired[i].pod, &d->pod);
 			snprintf(err, errlen,
 				 "%s: [desired %s]: %s [desired %s] (one process would match both, at the same precedence)",
-				 at, d->name, selector_same(&c->desired[i].sel, &d->sel) ? "the same selector as" : "overlaps",
-				 c->desired[i].name);
+				 at, d->name, same ? "the same selector as" : "overlaps", c->desired[i].name);
 			return -EINVAL;
 		}
 	return 0;
@@ -773,6 +786,12 @@ int node_cfg_check(const struct node_cfg *c, char *err, size_t errlen)
 		snprintf(err, errlen, "kubernetes_api needs kubernetes_node (whose pods to watch)");
 		return -EINVAL;
 	}
+	for (i = 0; i < c->ndesired && !c->kube_api[0]; i++)
+		if (!podsel_empty(&c->desired[i].pod)) {
+			snprintf(err, errlen, "[desired %s]: namespace and label_selector need kubernetes_api (the pods' "
+					      "namespaces and labels come from the Kubernetes API server)", c->desired[i].name);
+			return -EINVAL;
+		}
 	if (!strncmp(c->kube_api, "http://", 7) && c->kube_token_file[0]) {
 		snprintf(err, errlen, "kubernetes_token_file: a token is sent over https only, not to %s", c->kube_api);
 		return -EINVAL;

@@ -40,10 +40,12 @@ struct node_arbiter_cfg {
 };
 
 /* A [desired NAME] section: a desired config kept in the file (a
- * ConfigMap), for a consumer, narrowed by a pod or a container. */
+ * ConfigMap), for a consumer, narrowed by a pod, a container, a namespace
+ * or a label selector. */
 struct node_desired_cfg {
 	char name[PROCCTL_CONSUMER_MAX + 1];
 	struct selector sel;
+	struct podsel pod;
 	size_t len;
 	int has_data;
 	uint8_t data[NODE_DESIRED_DATA_MAX];

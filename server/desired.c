@@ -19,12 +19,17 @@
 #define V0_NAME "desired.pb" /* before format 1: a ListDesiredConfigsResponse */
 #define FILE_MAX (128u << 20) /* above what the largest limits let a store hold */
 #define MAGIC "PCDSTORE"
-#define FORMAT 3 /* 1: no pid_start; 2: no pid_image */
+#define FORMAT 4 /* 1: no pid_start; 2: no pid_image; 3: no namespace, label selector */
 #define REVISION_MAX (1ull << 62) /* a billion changes a second for a century: never reached */
 
-static enum desired_level level_of(const struct selector *k)
+static enum desired_level level_of(const struct selector *k, const struct podsel *ps)
 {
-	return k->pid ? DESIRED_PID : k->container_id[0] ? DESIRED_CONTAINER : k->pod_uid[0] ? DESIRED_POD : DESIRED_CONSUMER;
+	return k->pid		    ? DESIRED_PID
+	       : k->container_id[0] ? DESIRED_CONTAINER
+	       : k->pod_uid[0]	    ? DESIRED_POD
+	       : ps->labels[0]	    ? DESIRED_LABELS
+	       : ps->ns[0]	    ? DESIRED_NAMESPACE
+				    : DESIRED_CONSUMER;
 }
 
 int desired_check(const struct selector *sel, const char **why)
@@ -45,21 +50,42 @@ static int overlap(const struct selector *a, const struct selector *b)
 	       (!a->container_id[0] || !b->container_id[0] || !strcmp(a->container_id, b->container_id));
 }
 
-int desired_conflict(const struct selector *a, const struct selector *b)
+int desired_conflict(const struct selector *a, const struct podsel *pa, const struct selector *b,
+		     const struct podsel *pb)
 {
-	return level_of(a) == level_of(b) && overlap(a, b);
+	enum desired_level la = level_of(a, pa);
+	if (la != level_of(b, pb) || !overlap(a, b) || (pa->ns[0] && pb->ns[0] && strcmp(pa->ns, pb->ns)))
+		return 0;
+	return la != DESIRED_LABELS || podsel_same(pa, pb);
 }
 
-const struct desired *desired_find(const struct desired_store *s, const struct selector *sel)
+const struct desired *desired_find(const struct desired_store *s, const struct selector *sel, const struct podsel *pod)
 {
 	size_t i;
 	for (i = 0; i < s->n; i++)
-		if (selector_same(&s->v[i].sel, sel))
+		if (selector_same(&s->v[i].sel, sel) && podsel_same(&s->v[i].pod, pod))
 			return &s->v[i];
 	return NULL;
 }
 
-const struct desired *desired_match(const struct desired_store *s, const struct selector *k)
+/* Does d come before best for a process both match? Label selectors of
+ * one precedence: with a namespace, then more requirements, then set
+ * first. */
+static int beats(const struct desired *d, const struct desired *best)
+{
+	size_t rd, rb;
+	if (d->level != best->level)
+		return d->level > best->level;
+	if (d->level != DESIRED_LABELS)
+		return 0;
+	if (!d->pod.ns[0] != !best->pod.ns[0])
+		return d->pod.ns[0] != 0;
+	if ((rd = podsel_requirements(&d->pod)) != (rb = podsel_requirements(&best->pod)))
+		return rd > rb;
+	return d->revision < best->revision;
+}
+
+const struct desired *desired_match(const struct desired_store *s, const struct selector *k, const struct podmeta *m)
 {
 	const struct desired *best = NULL;
 	struct selector pk = *k;
@@ -67,15 +93,16 @@ const struct desired *desired_match(const struct desired_store *s, const struct 
 	pk.always = 0; /* a process key: no event's match-everything */
 	for (i = 0; i < s->n; i++) {
 		const struct desired *d = &s->v[i];
-		if (selector_match(&d->sel, &pk) && (!best || d->level > best->level))
+		if (selector_match(&d->sel, &pk) && podsel_match(&d->pod, m) && (!best || beats(d, best)))
 			best = d;
 	}
 	return best;
 }
 
-int desired_effective(const struct desired_store *s, const struct desired *d, const struct selector *k)
+int desired_effective(const struct desired_store *s, const struct desired *d, const struct selector *k,
+		      const struct podmeta *m)
 {
-	return d && desired_match(s, k) == d;
+	return d && desired_match(s, k, m) == d;
 }
 
 /* Forget every config (the store stays open). */
@@ -131,8 +158,8 @@ int desired_encode(const struct desired_store *s, uint8_t **out, size_t *outlen)
 	uint8_t *buf, *p;
 	for (i = 0; i < s->n; i++) {
 		const struct desired *d = &s->v[i];
-		len += 8 + 4 + 8 + 8 + 4 + 4 + 4 + strlen(d->sel.consumer) + strlen(d->sel.pod_uid) + strlen(d->sel.container_id) +
-		       strlen(d->source) + d->len;
+		len += 8 + 4 + 8 + 8 + 4 + 4 + 4 + 3 + strlen(d->sel.consumer) + strlen(d->sel.pod_uid) +
+		       strlen(d->sel.container_id) + strlen(d->source) + strlen(d->pod.ns) + strlen(d->pod.labels) + d->len;
 	}
 	if (!(p = buf = malloc(len)))
 		return -ENOMEM;
@@ -142,7 +169,7 @@ int desired_encode(const struct desired_store *s, uint8_t **out, size_t *outlen)
 	put64(&p, s->revision);
 	for (i = 0; i < s->n; i++) {
 		const struct desired *d = &s->v[i];
-		const char *str[4] = {d->sel.consumer, d->sel.pod_uid, d->sel.container_id, d->source};
+		const char *str[6] = {d->sel.consumer, d->sel.pod_uid, d->sel.container_id, d->source, d->pod.ns, d->pod.labels};
 		size_t k;
 		put64(&p, d->revision);
 		put32(&p, (uint32_t)d->sel.pid);
@@ -150,9 +177,11 @@ int desired_encode(const struct desired_store *s, uint8_t **out, size_t *outlen)
 		put64(&p, d->sel.pid_image);
 		put32(&p, d->sel.version);
 		put32(&p, (uint32_t)d->len);
-		for (k = 0; k < 4; k++)
+		for (k = 0; k < 5; k++)
 			*p++ = (uint8_t)strlen(str[k]);
-		for (k = 0; k < 4; k++)
+		*p++ = (uint8_t)strlen(d->pod.labels);
+		*p++ = (uint8_t)(strlen(d->pod.labels) >> 8);
+		for (k = 0; k < 6; k++)
 			put_bytes(&p, str[k], strlen(str[k]));
 		put_bytes(&p, d->payload, d->len);
 	}
@@ -227,8 +256,8 @@ static int save(const struct desired_store *s, char *err, size_t errlen)
 	return r;
 }
 
-static int append(struct desired_store *s, const struct selector *sel, const void *payload, size_t len, uint64_t rev,
-		  const char *source)
+static int append(struct desired_store *s, const struct selector *sel, const struct podsel *pod, const void *payload,
+		  size_t len, uint64_t rev, const char *source)
 {
 	struct desired *d;
 	if (s->n == s->cap) {
@@ -247,7 +276,8 @@ static int append(struct desired_store *s, const struct selector *sel, const voi
 	d->len = len;
 	d->sel = *sel;
 	d->sel.always = 0;
-	d->level = level_of(sel);
+	d->pod = *pod;
+	d->level = level_of(sel, pod);
 	d->revision = rev;
 	snprintf(d->source, sizeof d->source, "%s", source ? source : "");
 	s->n++;
@@ -281,11 +311,11 @@ static int check_add(struct desired_store *s, size_t i, const struct desired *c,
 		return -EINVAL;
 	}
 	for (j = 0; j < s->n; j++)
-		if (s->v[j].level == level_of(&c->sel) && overlap(&s->v[j].sel, &c->sel)) {
+		if (desired_conflict(&s->v[j].sel, &s->v[j].pod, &c->sel, &c->pod)) {
 			snprintf(err, errlen, "config %zu overlaps config %zu", i, j);
 			return -EINVAL;
 		}
-	if (append(s, &c->sel, c->payload, c->len, c->revision, c->source) < 0) {
+	if (append(s, &c->sel, &c->pod, c->payload, c->len, c->revision, c->source) < 0) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
@@ -347,7 +377,8 @@ static int unbound(struct desired_store *s, const struct selector *k)
 static int get_config(struct rd *r, uint32_t format, size_t i, struct desired *c, char *err, size_t errlen)
 {
 	struct selector *k = &c->sel;
-	uint8_t lens[4];
+	uint8_t lens[7] = {0};
+	char ns[PODSEL_NS_MAX + 1], labels[LABELSEL_MAX + 1], why[400];
 	const uint8_t *l;
 	memset(c, 0, sizeof *c);
 	c->revision = get64(r);
@@ -358,15 +389,24 @@ static int get_config(struct rd *r, uint32_t format, size_t i, struct desired *c
 		k->pid_image = get64(r);
 	k->version = get32(r);
 	c->len = get32(r);
-	if (!(l = take(r, 4)))
+	if (!(l = take(r, format >= 4 ? 7 : 4)))
 		goto short_;
-	memcpy(lens, l, 4);
+	memcpy(lens, l, format >= 4 ? 7 : 4);
 	if (get_str(r, lens[0], k->consumer, sizeof k->consumer) || get_str(r, lens[1], k->pod_uid, sizeof k->pod_uid) ||
 	    get_str(r, lens[2], k->container_id, sizeof k->container_id) ||
-	    get_str(r, lens[3], c->source, sizeof c->source)) {
+	    get_str(r, lens[3], c->source, sizeof c->source) || get_str(r, lens[4], ns, sizeof ns) ||
+	    get_str(r, (size_t)lens[5] | (size_t)lens[6] << 8, labels, sizeof labels)) {
 		if (r->short_)
 			goto short_;
 		snprintf(err, errlen, "config %zu: a name too long or holding a NUL byte", i);
+		return -EINVAL;
+	}
+	if (podsel_from(&c->pod, ns, labels, why, sizeof why) < 0) {
+		snprintf(err, errlen, "config %zu: %s", i, why);
+		return -EINVAL;
+	}
+	if (strcmp(c->pod.labels, labels)) {
+		snprintf(err, errlen, "config %zu: a label selector not in its canonical form", i);
 		return -EINVAL;
 	}
 	if (c->len > PROCCTL_PAYLOAD_MAX || !(c->payload = (uint8_t *)(uintptr_t)take(r, c->len)))
@@ -400,7 +440,7 @@ int desired_parse(struct desired_store *s, const uint8_t *buf, size_t len, char 
 	format = get32(&r);
 	n = get32(&r);
 	rev = get64(&r);
-	if (format != 1 && format != 2 && format != FORMAT) {
+	if (format < 1 || format > FORMAT) {
 		snprintf(err, errlen, "format %u (this procctl-node reads formats 1 to %u: a newer one wrote it)", format,
 			 FORMAT);
 		return -EINVAL;
@@ -629,10 +669,10 @@ static int within_limits(const struct desired_store *s, size_t at, size_t len, c
 	return 0;
 }
 
-int desired_set(struct desired_store *s, const struct selector *sel, const void *payload, size_t len, const char *source,
-		const struct desired **out, const struct desired **other, const char **why, char *err, size_t errlen)
+int desired_set(struct desired_store *s, const struct selector *sel, const struct podsel *pod, const void *payload,
+		size_t len, const char *source, const struct desired **out, const struct desired **other, const char **why,
+		char *err, size_t errlen)
 {
-	enum desired_level lv = level_of(sel);
 	struct desired old;
 	size_t i, at = s->n;
 	int r;
@@ -651,9 +691,9 @@ int desired_set(struct desired_store *s, const struct selector *sel, const void 
 		return -EIO;
 	}
 	for (i = 0; i < s->n; i++) {
-		if (selector_same(&s->v[i].sel, sel))
+		if (selector_same(&s->v[i].sel, sel) && podsel_same(&s->v[i].pod, pod))
 			at = i;
-		else if (s->v[i].level == lv && overlap(&s->v[i].sel, sel)) {
+		else if (desired_conflict(&s->v[i].sel, &s->v[i].pod, sel, pod)) {
 			*other = &s->v[i];
 			return -EEXIST;
 		}
@@ -682,7 +722,7 @@ int desired_set(struct desired_store *s, const struct selector *sel, const void 
 		}
 		free(old.payload);
 	} else {
-		if ((r = append(s, sel, payload, len, s->revision, source)) < 0) {
+		if ((r = append(s, sel, pod, payload, len, s->revision, source)) < 0) {
 			s->revision--;
 			return r;
 		}
@@ -696,15 +736,16 @@ int desired_set(struct desired_store *s, const struct selector *sel, const void 
 	return 0;
 }
 
-int desired_delete(struct desired_store *s, const struct selector *sel, char *err, size_t errlen)
+int desired_delete(struct desired_store *s, const struct selector *sel, const struct podsel *pod, char *err,
+		   size_t errlen)
 {
+	const struct desired *d = desired_find(s, sel, pod);
 	struct desired gone;
 	size_t i;
 	int r;
-	for (i = 0; i < s->n && !selector_same(&s->v[i].sel, sel); i++)
-		;
-	if (i == s->n)
+	if (!d)
 		return -ENOENT;
+	i = (size_t)(d - s->v);
 	gone = s->v[i];
 	s->changes++;
 	memmove(&s->v[i], &s->v[i + 1], (s->n - i - 1) * sizeof s->v[0]);

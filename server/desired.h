@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* desired.h - desired configs: the config a selector's processes should
  * have, stated once by a controller. A process that matches several gets
- * the most specific: pid over container over pod over consumer. Two
- * configs of the same precedence that could match one process are
- * refused. The set is kept in <state_dir>/desired.store, replaced
+ * the most specific: pid over container over pod over a label selector
+ * over a namespace over consumer (a selector's most specific field sets
+ * its precedence). Two configs of the same precedence that could match one
+ * process are refused, but for label selectors, which cannot be told
+ * apart before a pod has labels: of those, the one with a namespace wins,
+ * then the one with more requirements, then the one set first. The set is kept in <state_dir>/desired.store, replaced
  * atomically on every change, so a successor daemon keeps it. Pure: no
  * gRPC, no registry.
  *
@@ -17,9 +20,11 @@
  *   count configs, each:
  *     u64 revision  s32 pid  u64 pid_start  u64 pid_image  u32 schema_version  u32 payload_len
  *     u8 consumer_len  u8 pod_uid_len  u8 container_id_len  u8 source_len
- *     consumer  pod_uid  container_id  source   (no NULs)
+ *     u8 namespace_len  u16 label_selector_len
+ *     consumer  pod_uid  container_id  source  namespace  label_selector   (no NULs)
  *     payload
  *   u32 CRC32C (procctl_crc32c) of every byte before it.
+ * Format 3 had no namespace and label selector.
  * Format 2 had no pid_image: its pid configs are bound, at the daemon's
  * start, to the image their process runs then. Format 1 had no pid_start:
  * its pid configs, bound to no process, are dropped when it is read
@@ -37,10 +42,11 @@
 
 #define DESIRED_PATH_MAX 300
 
-enum desired_level { DESIRED_CONSUMER, DESIRED_POD, DESIRED_CONTAINER, DESIRED_PID };
+enum desired_level { DESIRED_CONSUMER, DESIRED_NAMESPACE, DESIRED_LABELS, DESIRED_POD, DESIRED_CONTAINER, DESIRED_PID };
 
 struct desired {
 	struct selector sel; /* consumer and version always set */
+	struct podsel pod;   /* its pod's namespace and labels (empty: any) */
 	enum desired_level level;
 	uint64_t revision;
 	char source[32]; /* the config file's [desired NAME] section; "": the API's */
@@ -96,16 +102,18 @@ int desired_check(const struct selector *sel, const char **why);
  * *other is a config of the same precedence that overlaps; -ENOSPC over
  * desired_limits (err says which); -ENOMEM; -EIO not kept on disk (the
  * store is unchanged; err says which path, why). */
-int desired_set(struct desired_store *s, const struct selector *sel, const void *payload, size_t len, const char *source,
-		const struct desired **out, const struct desired **other, const char **why, char *err, size_t errlen);
+int desired_set(struct desired_store *s, const struct selector *sel, const struct podsel *pod, const void *payload,
+		size_t len, const char *source, const struct desired **out, const struct desired **other, const char **why,
+		char *err, size_t errlen);
 /* Limit what desired_set adds: at most max_n configs and max_bytes of
  * payload in all (0: no limit). A store loaded over them is kept; only
  * growth is refused. */
 void desired_limits(struct desired_store *s, size_t max_n, size_t max_bytes);
 /* The payload bytes of every config. */
 size_t desired_bytes(const struct desired_store *s);
-/* Forget sel's config: 0; -ENOENT none; -EIO as above. */
-int desired_delete(struct desired_store *s, const struct selector *sel, char *err, size_t errlen);
+/* Forget sel's (and pod's) config: 0; -ENOENT none; -EIO as above. */
+int desired_delete(struct desired_store *s, const struct selector *sel, const struct podsel *pod, char *err,
+		   size_t errlen);
 /* The process (pid, start: its start time; 0 any) is gone: forget every
  * pid config bound to it. How many went, or -EIO (gone from memory; the
  * file keeps them until the next save, and a start drops them again). */
@@ -115,17 +123,21 @@ int desired_forget_process(struct desired_store *s, pid_t pid, uint64_t start, c
  * still). */
 int desired_bind_image(struct desired_store *s, size_t i, uint64_t image, char *err, size_t errlen);
 
-/* 1 when configs for a and b could not both be set: the same precedence,
- * and one process could match both (the same selector included). */
-int desired_conflict(const struct selector *a, const struct selector *b);
+/* 1 when configs for (a, pa) and (b, pb) could not both be set: the same
+ * precedence, other than a label selector's, and one process could match
+ * both (the same selector included). */
+int desired_conflict(const struct selector *a, const struct podsel *pa, const struct selector *b,
+		     const struct podsel *pb);
 
-/* sel's own config (the same selector), or NULL. */
-const struct desired *desired_find(const struct desired_store *s, const struct selector *sel);
+/* The config of that very selector, or NULL. */
+const struct desired *desired_find(const struct desired_store *s, const struct selector *sel, const struct podsel *pod);
 
-/* The config process k should have, or NULL. */
-const struct desired *desired_match(const struct desired_store *s, const struct selector *k);
+/* The config process k, of pod m (NULL: none, or not known), should
+ * have, or NULL. */
+const struct desired *desired_match(const struct desired_store *s, const struct selector *k, const struct podmeta *m);
 
 /* 1 when d is the config for k (it matches and nothing more specific does). */
-int desired_effective(const struct desired_store *s, const struct desired *d, const struct selector *k);
+int desired_effective(const struct desired_store *s, const struct desired *d, const struct selector *k,
+		      const struct podmeta *m);
 
 #endif

@@ -36,25 +36,40 @@ const struct podmeta *kubepods_find(const struct kubepods *kp, const char *uid)
 	return kp->n && found ? kp->v[i] : NULL;
 }
 
-/* Take m (the batch's) as uid's metadata, or drop it (deleted). */
-static void apply(struct kubepods *kp, struct kube_change *c)
+/* Do a and b select alike: the same namespace and labels? */
+static int alike(const struct podmeta *a, const struct podmeta *b)
 {
-	int found;
+	size_t i;
+	if (strcmp(a->ns, b->ns) || a->labels_over != b->labels_over || a->nlabels != b->nlabels)
+		return 0;
+	for (i = 0; i < a->nlabels; i++) /* in the API server's order, which a change of nothing keeps */
+		if (strcmp(a->text + a->labels[i].key, b->text + b->labels[i].key) ||
+		    strcmp(a->text + a->labels[i].value, b->text + b->labels[i].value))
+			return 0;
+	return 1;
+}
+
+/* Take the change's pod (the batch's) as its UID's metadata, or drop it
+ * (deleted): 1 when what selects it may have changed. */
+static int apply(struct kubepods *kp, struct kube_change *c)
+{
+	int found, moved = 1;
 	size_t i = seek(kp, c->pod->uid, &found);
 	if (c->deleted) {
 		if (!found)
-			return;
+			return 0;
 		free(kp->v[i]);
 		memmove(&kp->v[i], &kp->v[i + 1], (kp->n - i - 1) * sizeof kp->v[0]);
 		kp->n--;
 	} else if (found) {
+		moved = !alike(kp->v[i], c->pod);
 		free(kp->v[i]);
 		kp->v[i] = c->pod;
 		c->pod = NULL;
 	} else if (kp->n == kp->max) {
 		kp->dropped++;
 		node_log_limited(PROCCTL_LOG_WARN, "kube_pods_full", "kept=%zu kubernetes_pods_max=%zu", kp->n, kp->max);
-		return;
+		return 0;
 	} else {
 		memmove(&kp->v[i + 1], &kp->v[i], (kp->n - i) * sizeof kp->v[0]);
 		kp->v[i] = c->pod;
@@ -62,6 +77,55 @@ static void apply(struct kubepods *kp, struct kube_change *c)
 		kp->n++;
 	}
 	kp->changes++;
+	return moved;
+}
+
+static int by_uid(const void *a, const void *b)
+{
+	return strcmp(((const struct kube_change *)a)->pod->uid, ((const struct kube_change *)b)->pod->uid);
+}
+
+/* A list (sorted here by UID): the pods it does not have are gone (told
+ * to changed); it is then applied as changes. */
+static void relist(struct kubepods *kp, struct kube_batch *b, void (*changed)(void *, const char *), void *arg)
+{
+	size_t i = 0;
+	char uid[sizeof kp->v[0]->uid];
+	qsort(b->v, b->n, sizeof b->v[0], by_uid);
+	while (i < kp->n) {
+		struct kube_change key = {0, kp->v[i]};
+		if (bsearch(&key, b->v, b->n, sizeof b->v[0], by_uid)) {
+			i++;
+			continue;
+		}
+		memcpy(uid, kp->v[i]->uid, sizeof uid);
+		free(kp->v[i]);
+		memmove(&kp->v[i], &kp->v[i + 1], (kp->n - i - 1) * sizeof kp->v[0]);
+		kp->n--;
+		kp->changes++;
+		changed(arg, uid);
+	}
+	kp->dropped += b->dropped;
+}
+
+void kubepods_drain(struct kubepods *kp, void (*changed)(void *arg, const char *uid), void *arg)
+{
+	struct kube_batch *b, *next;
+	char uid[sizeof kp->v[0]->uid];
+	size_t i;
+	if (!kp->kw)
+		return;
+	for (b = kubewatch_take(kp->kw); b; b = next) {
+		next = b->next;
+		if (b->kind == KUBE_BATCH_LIST)
+			relist(kp, b, changed, arg);
+		for (i = 0; i < b->n; i++) {
+			memcpy(uid, b->v[i].pod->uid, sizeof uid); /* apply takes the pod */
+			if (apply(kp, &b->v[i]))
+				changed(arg, uid);
+		}
+		kube_batch_free(b);
+	}
 }
 
 static void forget(struct kubepods *kp)
@@ -70,25 +134,6 @@ static void forget(struct kubepods *kp)
 	for (i = 0; i < kp->n; i++)
 		free(kp->v[i]);
 	kp->n = 0;
-}
-
-void kubepods_drain(struct kubepods *kp)
-{
-	struct kube_batch *b, *next;
-	size_t i;
-	if (!kp->kw)
-		return;
-	for (b = kubewatch_take(kp->kw); b; b = next) {
-		next = b->next;
-		if (b->kind == KUBE_BATCH_LIST) {
-			forget(kp);
-			kp->changes++;
-			kp->dropped += b->dropped;
-		}
-		for (i = 0; i < b->n; i++)
-			apply(kp, &b->v[i]);
-		kube_batch_free(b);
-	}
 }
 
 int kubepods_open(struct kubepods *kp, const struct node_cfg *cfg, int wake_fd, char *err, size_t errlen)

@@ -24,8 +24,10 @@ struct kubepods {
  * started), waking the loop through wake_fd. 0, or -errno and why in err
  * (in-cluster outside a pod, a bad URL, no thread). */
 int kubepods_open(struct kubepods *kp, const struct node_cfg *cfg, int wake_fd, char *err, size_t errlen);
-/* Apply what the watcher queued. */
-void kubepods_drain(struct kubepods *kp);
+/* Apply what the watcher queued; changed(arg, uid) for each pod whose
+ * namespace or labels changed, or that came or went (what selects its
+ * processes may have). */
+void kubepods_drain(struct kubepods *kp, void (*changed)(void *arg, const char *uid), void *arg);
 /* The pod of that UID, or NULL (unknown, or off). */
 const struct podmeta *kubepods_find(const struct kubepods *kp, const char *uid);
 /* Stop the watcher and forget every pod. */

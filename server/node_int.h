@@ -69,7 +69,9 @@ struct proc {
 	 * the store's revision at that write, and a desired config's revision
 	 * too large for it (0: none). */
 	uint64_t desired_rev, desired_gen, write_rev, too_big_rev;
-	const struct desired *config; /* its desired config (rollout.c), while n->desired.changes + 1 is config_at */
+	const struct desired *config; /* its desired config (rollout.c), while config_at is current */
+	uint64_t config_rev;  /* the revision of its desired config when last found (0: none): at attach, at a
+			       * desired write, at a change of its pod (desired_pod_changed) */
 	uint64_t config_at;
 	struct node *n;
 	size_t at;            /* its index in n->procs */
@@ -247,6 +249,10 @@ Procctl__V1__DesiredRollout *mk_rollout(struct arena *a, const struct desired_ro
  * proc_wrote: generation g (<= 0: the write failed) was written to p,
  * carrying desired config revision rev (0: a Publish or Clear). */
 void proc_wrote(struct node *n, struct proc *p, int64_t g, uint64_t rev);
+/* The pod p is in, as the Kubernetes API server sees it (NULL: none, not
+ * known, or kubernetes_api off), and the desired config p should have. */
+const struct podmeta *proc_pod(const struct node *n, const struct proc *p);
+const struct desired *proc_desired(const struct node *n, const struct proc *p);
 void node_emit(struct node *n, const struct selector *k, PbEvent *ev);
 /* reads.c: state reads off the loop */
 int reads_open(struct node *n);
@@ -299,7 +305,14 @@ void wait_start(struct node *n, struct wait *w);
 
 /* service.c: the NodeService requests */
 enum node_code selector_from_pb(const PbSelector *s, struct selector *k, const char **why);
-ssize_t procs_matching(struct node *n, const struct selector *f, struct proc ***out);
+/* A Selector as a filter, with its namespace and label selector: OK,
+ * INVALID_ARGUMENT, or FAILED_PRECONDITION (those two without
+ * kubernetes_api), with why in err. */
+enum node_code filter_from_pb(const struct node *n, const PbSelector *s, struct selector *k, struct podsel *ps, char *err,
+			      size_t errlen);
+/* The processes that match f and ps (NULL: any pod), in (pid, instance)
+ * order: their count (*out malloc'd), or -ENOMEM. */
+ssize_t procs_matching(struct node *n, const struct selector *f, const struct podsel *ps, struct proc ***out);
 /* The start time of the attached process pid (any of its regions), and
  * its image in *image; 0 none attached, or unknown. */
 uint64_t procs_start_of(const struct node *n, pid_t pid, uint64_t *image);
@@ -307,6 +320,12 @@ void node_handle(struct node *n, struct node_job *job);
 
 /* service_desired.c: desired configs (the API's and the config file's) */
 void desired_from_file(struct node *n, const struct node_cfg *cfg);
+/* The pod uid's namespace or labels changed, or it came or went
+ * (kubepods_drain's callback, arg the node): each of its processes whose
+ * desired config is another now gets it, as a new process would, and
+ * one whose config applies no longer is cleared, as a deleted config's
+ * processes are (a Publish over a config that still applies stays). */
+void desired_pod_changed(void *arg, const char *uid);
 /* The process (pid, start) is gone or exec'd: its pid configs go. */
 void desired_process_gone(struct node *n, pid_t pid, uint64_t start);
 /* At start: pid configs whose process no longer runs go. */

@@ -20,6 +20,18 @@ void proc_wrote(struct node *n, struct proc *p, int64_t g, uint64_t rev)
 	p->written_ns = now_ns();
 	p->desired_rev = rev;
 	p->write_rev = n->desired.revision;
+	if (rev)
+		p->config_rev = rev;
+}
+
+const struct podmeta *proc_pod(const struct node *n, const struct proc *p)
+{
+	return p->key.pod_uid[0] ? kubepods_find(&n->kube, p->key.pod_uid) : NULL;
+}
+
+const struct desired *proc_desired(const struct node *n, const struct proc *p)
+{
+	return desired_match(&n->desired, &p->key, proc_pod(n, p));
 }
 
 /* Give p, just attached, the desired config it should have: if it has
@@ -29,9 +41,10 @@ void proc_wrote(struct node *n, struct proc *p, int64_t g, uint64_t rev)
  * by the file, or since, is news to it). Its rollout state is noted. */
 static void desired_apply(struct node *n, struct proc *p)
 {
-	const struct desired *d = desired_match(&n->desired, &p->key);
+	const struct desired *d = proc_desired(n, p);
 	uint64_t found = procctl_client_config_gen(p->c);
 	int64_t g;
+	p->config_rev = d ? d->revision : 0;
 	if (!d || !procctl_registry_owner(p->reg, p->key.consumer))
 		return;
 	if (found && d->revision <= n->rev_at_start) { /* the store said so then: a predecessor's to write */

@@ -228,6 +228,8 @@ Procctl__V1__DesiredConfig *mk_desired(struct arena *a, const struct desired *d)
 	s->schema_version = sel->version;
 	s->pod_uid = ar_str(a, sel->pod_uid);
 	s->container_id = ar_str(a, sel->container_id);
+	s->namespace_ = ar_str(a, d->pod.ns);
+	s->label_selector = ar_str(a, d->pod.labels);
 	m->selector = s;
 	m->revision = d->revision;
 	m->source = ar_str(a, d->source);

@@ -26,13 +26,15 @@ static void count_one(const struct proc *p, const struct desired *d, struct desi
 	}
 }
 
-/* p's desired config: a search of the store once per change of it (a
- * scrape of 10,000 processes under 1,024 configs is ten million matches). */
+/* p's desired config: a search of the store once per change of it or of
+ * the pods (a scrape of 10,000 processes under 1,024 configs is ten
+ * million matches). */
 static const struct desired *config_of(const struct node *n, struct proc *p)
 {
-	if (p->config_at != n->desired.changes + 1) {
-		p->config = desired_match(&n->desired, &p->key);
-		p->config_at = n->desired.changes + 1;
+	uint64_t at = n->desired.changes + n->kube.changes + 1; /* each only grows */
+	if (p->config_at != at) {
+		p->config = proc_desired(n, p);
+		p->config_at = at;
 	}
 	return p->config;
 }

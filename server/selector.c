@@ -3,7 +3,10 @@
 #include "selector.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
+
+#include "podmeta.h"
 
 int selector_match(const struct selector *f, const struct selector *k)
 {
@@ -89,4 +92,51 @@ int selector_from(struct selector *k, int32_t pid, const char *consumer, uint32_
 		return -EINVAL;
 	}
 	return selector_from_stored(k, pid, consumer, version, uid, container_id, why);
+}
+
+int podsel_from(struct podsel *ps, const char *ns, const char *labels, char *err, size_t errlen)
+{
+	size_t n = strlen(ns);
+	char why[300];
+	memset(ps, 0, sizeof *ps);
+	if (n && (n > PODSEL_NS_MAX || memchr(ns, '.', n) || !labelsel_subdomain_valid(ns, n))) {
+		snprintf(err, errlen, "selector.namespace: not a namespace (a DNS label: [a-z0-9-], at most 63, "
+				      "alphanumeric at both ends)");
+		return -EINVAL;
+	}
+	memcpy(ps->ns, ns, n + 1);
+	if (labelsel_check(labels, strlen(labels), ps->labels, sizeof ps->labels, why, sizeof why) < 0) {
+		snprintf(err, errlen, "selector.label_selector: %s", why);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int podsel_empty(const struct podsel *ps)
+{
+	return !ps->ns[0] && !ps->labels[0];
+}
+
+int podsel_same(const struct podsel *a, const struct podsel *b)
+{
+	return !strcmp(a->ns, b->ns) && !strcmp(a->labels, b->labels);
+}
+
+int podsel_match(const struct podsel *ps, const struct podmeta *m)
+{
+	if (podsel_empty(ps))
+		return 1;
+	return m && (!ps->ns[0] || !strcmp(ps->ns, m->ns)) && podmeta_match(m, ps->labels);
+}
+
+size_t podsel_requirements(const struct podsel *ps)
+{
+	size_t n = ps->labels[0] ? 1 : 0;
+	const char *c;
+	int depth = 0;
+	for (c = ps->labels; *c; c++) { /* the canonical form: "," between requirements, and in (a,b) */
+		depth += *c == '(' ? 1 : *c == ')' ? -1 : 0;
+		n += *c == ',' && !depth;
+	}
+	return n;
 }

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "labelsel.h"
 #include "podid.h"
 #include "procctl.h"
 
@@ -47,5 +48,29 @@ int selector_from(struct selector *k, int32_t pid, const char *consumer, uint32_
  * checked as selector_valid does: kept as written. */
 int selector_from_stored(struct selector *k, int32_t pid, const char *consumer, uint32_t version,
 		       const char *pod_uid, const char *container_id, const char **why);
+
+/* What selects processes by their pod as the Kubernetes API server sees
+ * it (procctl-node's kubernetes_api): the pod's namespace and a label
+ * selector (labelsel.h; kept in its canonical form). Empty: it narrows
+ * nothing. Not empty: a process whose pod is not known (no pod, the API
+ * server not told of it yet, or no API server followed) is not selected. */
+#define PODSEL_NS_MAX 63
+struct podsel {
+	char ns[PODSEL_NS_MAX + 1];
+	char labels[LABELSEL_MAX + 1];
+};
+
+struct podmeta;
+
+/* ns (a namespace: a DNS label, or empty) and labels (kubectl -l's
+ * syntax, or empty) into ps, checked: 0, or -EINVAL and why in err
+ * ("selector.namespace: ...", "selector.label_selector: ..."). */
+int podsel_from(struct podsel *ps, const char *ns, const char *labels, char *err, size_t errlen);
+int podsel_empty(const struct podsel *ps);
+int podsel_same(const struct podsel *a, const struct podsel *b);
+/* 1 when the pod m (NULL: not known) is one ps selects. */
+int podsel_match(const struct podsel *ps, const struct podmeta *m);
+/* How many requirements its label selector has (0: none). */
+size_t podsel_requirements(const struct podsel *ps);
 
 #endif

@@ -17,6 +17,27 @@ enum node_code selector_from_pb(const PbSelector *s, struct selector *k, const c
 	return NODE_OK;
 }
 
+enum node_code filter_from_pb(const struct node *n, const PbSelector *s, struct selector *k, struct podsel *ps, char *err,
+			      size_t errlen)
+{
+	const char *why = NULL;
+	memset(ps, 0, sizeof *ps);
+	if (selector_from_pb(s, k, &why)) {
+		snprintf(err, errlen, "%s", why);
+		return NODE_INVALID_ARGUMENT;
+	}
+	if (!s)
+		return NODE_OK;
+	if (podsel_from(ps, s->namespace_, s->label_selector, err, errlen) < 0)
+		return NODE_INVALID_ARGUMENT;
+	if (!podsel_empty(ps) && !n->kube.kw) {
+		snprintf(err, errlen, "selector.namespace, selector.label_selector: this procctl-node follows no Kubernetes "
+				      "API server (kubernetes_api), so it knows no pod's namespace or labels");
+		return NODE_FAILED_PRECONDITION;
+	}
+	return NODE_OK;
+}
+
 static int by_ref(const void *a, const void *b)
 {
 	const struct proc *x = *(struct proc *const *)a, *y = *(struct proc *const *)b;
@@ -25,16 +46,14 @@ static int by_ref(const void *a, const void *b)
 	return x->instance < y->instance ? -1 : x->instance > y->instance;
 }
 
-/* The processes that match f, in (pid, instance) order: their count (the
- * array is malloc'd), or -ENOMEM. */
-ssize_t procs_matching(struct node *n, const struct selector *f, struct proc ***out)
+ssize_t procs_matching(struct node *n, const struct selector *f, const struct podsel *ps, struct proc ***out)
 {
 	struct proc **v = malloc(sizeof *v * (n->nprocs ? n->nprocs : 1));
 	size_t i, c = 0;
 	if (!v)
 		return -ENOMEM;
 	for (i = 0; i < n->nprocs; i++)
-		if (selector_match(f, &n->procs[i]->key))
+		if (selector_match(f, &n->procs[i]->key) && (!ps || podsel_match(ps, proc_pod(n, n->procs[i]))))
 			v[c++] = n->procs[i];
 	qsort(v, c, sizeof *v, by_ref);
 	*out = v;
@@ -81,14 +100,15 @@ static void do_list(struct node *n, struct node_job *job)
 	struct arena a = {0};
 	struct proc **v;
 	struct selector f;
-	const char *why = NULL;
-	enum node_code code = selector_from_pb(rq->filter, &f, &why);
+	struct podsel ps;
+	char err[LABELSEL_MAX + 600];
+	enum node_code code = filter_from_pb(n, rq->filter, &f, &ps, err, sizeof err);
 	ssize_t c, i;
 	if (code) {
-		job_finish(job, code, why, NULL);
+		job_finish(job, code, err, NULL);
 		return;
 	}
-	if ((c = procs_matching(n, &f, &v)) < 0) {
+	if ((c = procs_matching(n, &f, &ps, &v)) < 0) {
 		job_finish(job, NODE_RESOURCE_EXHAUSTED, "out of memory", NULL);
 		return;
 	}
@@ -135,9 +155,10 @@ static void do_write(struct node *n, struct node_job *job)
 	const ProtobufCBinaryData *payload = NULL;
 	uint32_t wait_ms;
 	struct selector f;
+	struct podsel ps;
 	struct proc **v = NULL;
 	struct wait *w;
-	const char *why = NULL;
+	char err[LABELSEL_MAX + 600];
 	enum node_code code;
 	ssize_t c, i;
 
@@ -155,8 +176,8 @@ static void do_write(struct node *n, struct node_job *job)
 		sel = rq->selector;
 		wait_ms = rq->wait_ms;
 	}
-	if ((code = selector_from_pb(sel, &f, &why))) {
-		job_finish(job, code, why, NULL);
+	if ((code = filter_from_pb(n, sel, &f, &ps, err, sizeof err))) {
+		job_finish(job, code, err, NULL);
 		return;
 	}
 	if (!f.pid && (!f.consumer[0] || !f.version)) {
@@ -165,7 +186,7 @@ static void do_write(struct node *n, struct node_job *job)
 			   "in (0 matches any version only in calls that read: ListProcesses, WatchEvents)", NULL);
 		return;
 	}
-	if ((c = procs_matching(n, &f, &v)) < 0) {
+	if ((c = procs_matching(n, &f, &ps, &v)) < 0) {
 		job_finish(job, NODE_RESOURCE_EXHAUSTED, "out of memory", NULL);
 		return;
 	}
@@ -317,11 +338,18 @@ static void do_watch(struct node *n, struct node_job *job)
 {
 	Procctl__V1__WatchEventsRequest *rq = (void *)job->req;
 	struct selector f;
-	const char *why = NULL;
-	enum node_code code = selector_from_pb(rq->filter, &f, &why);
+	struct podsel ps;
+	char err[LABELSEL_MAX + 600];
+	enum node_code code = filter_from_pb(n, rq->filter, &f, &ps, err, sizeof err);
 	uint64_t seq;
 	if (code) {
-		job_finish(job, code, why, NULL);
+		job_finish(job, code, err, NULL);
+		return;
+	}
+	if (!podsel_empty(&ps)) {
+		job_finish(job, NODE_INVALID_ARGUMENT,
+			   "filter.namespace, filter.label_selector: not for WatchEvents (events are matched where pods "
+			   "are not known): filter by pod_uid, or ListProcesses by namespace and labels", NULL);
 		return;
 	}
 	if (rq->resume_token[0]) {
@@ -340,7 +368,7 @@ static void do_watch(struct node *n, struct node_job *job)
 		char token[48];
 		struct proc **v;
 		ssize_t c, i;
-		if ((c = procs_matching(n, &f, &v)) < 0) {
+		if ((c = procs_matching(n, &f, NULL, &v)) < 0) {
 			job_finish(job, NODE_RESOURCE_EXHAUSTED, "out of memory", NULL);
 			return;
 		}

@@ -10,29 +10,58 @@
 #include "node_int.h"
 #include "procstat.h"
 
+/* Write d (NULL: a clear) to p, when its region is this daemon's to
+ * write and d fits; no one waits for the ack. The generation written, or
+ * 0. */
+static int64_t give(struct node *n, struct proc *p, const struct desired *d)
+{
+	int64_t g;
+	if (!procctl_registry_owner(p->reg, p->key.consumer))
+		return 0;
+	if (d && d->len > p->payload_cap) {
+		node_log(PROCCTL_LOG_WARN, "desired_too_big", "pid=%d revision=%llu bytes=%zu capacity=%u", (int)p->key.pid,
+			 (unsigned long long)d->revision, d->len, p->payload_cap);
+		p->too_big_rev = d->revision;
+		return 0;
+	}
+	g = d ? procctl_client_write(p->c, d->payload, d->len) : procctl_client_clear(p->c);
+	proc_wrote(n, p, g, d ? d->revision : 0);
+	return g > 0 ? g : 0;
+}
+
 /* Give d to the processes it is the config for now (those of this
  * daemon's regions); no one waits for their acks. */
 static void desired_push(struct node *n, const struct desired *d)
 {
 	struct proc **v = NULL;
 	ssize_t c, i;
-	if ((c = procs_matching(n, &d->sel, &v)) < 0)
+	if ((c = procs_matching(n, &d->sel, &d->pod, &v)) < 0)
 		return;
-	for (i = 0; i < c; i++) {
-		struct proc *p = v[i];
-		int64_t g;
-		if (!desired_effective(&n->desired, d, &p->key) || !procctl_registry_owner(p->reg, p->key.consumer))
-			continue;
-		if (d->len > p->payload_cap) {
-			node_log(PROCCTL_LOG_WARN, "desired_too_big", "pid=%d revision=%llu bytes=%zu capacity=%u",
-				 (int)p->key.pid, (unsigned long long)d->revision, d->len, p->payload_cap);
-			p->too_big_rev = d->revision;
-			continue;
-		}
-		g = procctl_client_write(p->c, d->payload, d->len);
-		proc_wrote(n, p, g, d->revision);
-	}
+	for (i = 0; i < c; i++)
+		if (desired_effective(&n->desired, d, &v[i]->key, proc_pod(n, v[i])))
+			give(n, v[i], d);
 	free(v);
+}
+
+void desired_pod_changed(void *arg, const char *uid)
+{
+	struct node *n = arg;
+	size_t i;
+	for (i = 0; i < n->nprocs; i++) {
+		struct proc *p = n->procs[i];
+		const struct desired *d;
+		uint64_t rev;
+		if (strcmp(p->key.pod_uid, uid))
+			continue;
+		d = proc_desired(n, p);
+		rev = d ? d->revision : 0;
+		if (rev != p->config_rev && (!rev || rev != p->desired_rev) && (d || p->desired_rev)) {
+			int64_t g = give(n, p, d);
+			node_log(PROCCTL_LOG_INFO, "desired_pod_changed", "pid=%d pod=%s revision=%llu was=%llu generation=%lld",
+				 (int)p->key.pid, uid, (unsigned long long)rev, (unsigned long long)p->config_rev, (long long)g);
+		}
+		p->config_rev = rev;
+	}
 }
 
 /* The process p was (its pid and start time) is gone, or exec'd: the pid
@@ -93,8 +122,10 @@ void desired_from_file(struct node *n, const struct node_cfg *cfg)
 	for (i = 0; i < n->desired.n;) {
 		const struct desired *d = &n->desired.v[i];
 		struct selector sel = d->sel;
+		struct podsel pod = d->pod;
 		char source[sizeof d->source];
 		for (j = 0; j < cfg->ndesired && !(selector_same(&cfg->desired[j].sel, &d->sel) &&
+						   podsel_same(&cfg->desired[j].pod, &d->pod) &&
 						   !strcmp(cfg->desired[j].name, d->source));
 		     j++)
 			;
@@ -103,7 +134,7 @@ void desired_from_file(struct node *n, const struct node_cfg *cfg)
 			continue;
 		}
 		memcpy(source, d->source, sizeof source);
-		if (desired_delete(&n->desired, &sel, err, sizeof err) < 0) {
+		if (desired_delete(&n->desired, &sel, &pod, err, sizeof err) < 0) {
 			node_log(PROCCTL_LOG_ERROR, "desired_file_failed", "section=%s error=\"%s\"", source, node_log_quote(q, sizeof q, err));
 			i++;
 			continue;
@@ -114,14 +145,14 @@ void desired_from_file(struct node *n, const struct node_cfg *cfg)
 	}
 	for (i = 0; i < cfg->ndesired; i++) {
 		const struct node_desired_cfg *f = &cfg->desired[i];
-		const struct desired *d = desired_find(&n->desired, &f->sel), *other = NULL;
+		const struct desired *d = desired_find(&n->desired, &f->sel, &f->pod), *other = NULL;
 		const char *why = NULL;
 		uint64_t replaced;
 		int r;
 		if (d && d->len == f->len && !memcmp(d->payload, f->data, f->len) && !strcmp(d->source, f->name))
 			continue; /* as the store has it */
 		replaced = d && !d->source[0] ? d->revision : 0; /* an API config: the file's selector takes it back */
-		r = desired_set(&n->desired, &f->sel, f->data, f->len, f->name, &d, &other, &why, err, sizeof err);
+		r = desired_set(&n->desired, &f->sel, &f->pod, f->data, f->len, f->name, &d, &other, &why, err, sizeof err);
 		if (r == -EEXIST)
 			snprintf(err, sizeof err, "overlaps the desired config (revision %llu) of the same precedence for "
 				 "consumer=%s version=%u pid=%d pod=%s container=%s",
@@ -138,9 +169,11 @@ void desired_from_file(struct node *n, const struct node_cfg *cfg)
 		if (replaced)
 			node_log(PROCCTL_LOG_WARN, "desired_replaced", "section=%s revision=%llu reason=\"a config set "
 				 "through the API had the selector the file names\"", f->name, (unsigned long long)replaced);
-		node_log(PROCCTL_LOG_INFO, "desired_set", "section=%s revision=%llu consumer=%s version=%u pod=%s container=%.12s bytes=%zu",
-			 f->name, (unsigned long long)d->revision, d->sel.consumer, d->sel.version,
-			 d->sel.pod_uid[0] ? d->sel.pod_uid : "-", d->sel.container_id[0] ? d->sel.container_id : "-", d->len);
+		node_log(PROCCTL_LOG_INFO, "desired_set", "section=%s revision=%llu consumer=%s version=%u pod=%s container=%.12s "
+			 "namespace=%s labels=\"%s\" bytes=%zu", f->name, (unsigned long long)d->revision, d->sel.consumer,
+			 d->sel.version, d->sel.pod_uid[0] ? d->sel.pod_uid : "-",
+			 d->sel.container_id[0] ? d->sel.container_id : "-", d->pod.ns[0] ? d->pod.ns : "-",
+			 node_log_quote(q, sizeof q, d->pod.labels), d->len);
 		desired_push(n, d);
 	}
 }
@@ -150,11 +183,12 @@ void do_set_desired(struct node *n, struct node_job *job)
 	Procctl__V1__SetDesiredConfigRequest *rq = (void *)job->req;
 	const struct desired *d = NULL, *other = NULL;
 	struct selector f;
+	struct podsel ps;
 	struct proc **v = NULL, **eff;
 	struct wait *w;
 	const char *why = NULL;
 	uint8_t *copy;
-	char err[400];
+	char err[LABELSEL_MAX + 600], msg[4 * LABELSEL_MAX + 8];
 	ssize_t c, i, k = 0;
 	enum node_code code;
 	int r;
@@ -162,8 +196,8 @@ void do_set_desired(struct node *n, struct node_job *job)
 		job_finish(job, NODE_INVALID_ARGUMENT, "config: required", NULL);
 		return;
 	}
-	if ((code = selector_from_pb(rq->config->selector, &f, &why))) {
-		job_finish(job, code, why, NULL);
+	if ((code = filter_from_pb(n, rq->config->selector, &f, &ps, err, sizeof err))) {
+		job_finish(job, code, err, NULL);
 		return;
 	}
 	if (f.pid && !(f.pid_start = procs_start_of(n, f.pid, &f.pid_image))) {
@@ -172,7 +206,7 @@ void do_set_desired(struct node *n, struct node_job *job)
 		job_finish(job, NODE_FAILED_PRECONDITION, err, NULL);
 		return;
 	}
-	if ((d = desired_find(&n->desired, &f)) && d->source[0]) {
+	if ((d = desired_find(&n->desired, &f, &ps)) && d->source[0]) {
 		snprintf(err, sizeof err, "the selector belongs to [desired %s] of the config file: change it there",
 			 d->source);
 		job_finish(job, NODE_FAILED_PRECONDITION, err, NULL);
@@ -180,8 +214,8 @@ void do_set_desired(struct node *n, struct node_job *job)
 	}
 	if (wait_admit(n, job, rq->wait_ms) < 0)
 		return; /* refused before anything is set */
-	r = desired_set(&n->desired, &f, rq->config->payload.data, rq->config->payload.len, NULL, &d, &other, &why, err,
-			sizeof err);
+	r = desired_set(&n->desired, &f, &ps, rq->config->payload.data, rq->config->payload.len, NULL, &d, &other, &why,
+			err, sizeof err);
 	if (r == -EINVAL) {
 		job_finish(job, NODE_INVALID_ARGUMENT, why, NULL);
 		return;
@@ -189,9 +223,9 @@ void do_set_desired(struct node *n, struct node_job *job)
 	if (r == -EEXIST) {
 		snprintf(err, sizeof err,
 			 "overlaps the desired config of the same precedence for pid=%d consumer=%s schema_version=%u "
-			 "pod_uid=%s container_id=%s (revision %llu): delete it first",
+			 "pod_uid=%s container_id=%s namespace=%s (revision %llu): delete it first",
 			 (int)other->sel.pid, other->sel.consumer, other->sel.version, other->sel.pod_uid,
-			 other->sel.container_id, (unsigned long long)other->revision);
+			 other->sel.container_id, other->pod.ns, (unsigned long long)other->revision);
 		job_finish(job, NODE_ALREADY_EXISTS, err, NULL);
 		return;
 	}
@@ -200,7 +234,7 @@ void do_set_desired(struct node *n, struct node_job *job)
 		return;
 	}
 	if (r == -EIO) {
-		char msg[480];
+		char msg[sizeof err + 64];
 		snprintf(msg, sizeof msg, "could not keep it on the host (%s): nothing changed", err);
 		job_finish(job, NODE_UNAVAILABLE, msg, NULL);
 		return;
@@ -209,15 +243,16 @@ void do_set_desired(struct node *n, struct node_job *job)
 		job_finish(job, NODE_RESOURCE_EXHAUSTED, "out of memory", NULL);
 		return;
 	}
-	node_log(PROCCTL_LOG_INFO, "desired_set", "revision=%llu consumer=%s version=%u pid=%d pod=%s container=%.12s bytes=%zu",
-		 (unsigned long long)d->revision, d->sel.consumer, d->sel.version, (int)d->sel.pid,
-		 d->sel.pod_uid[0] ? d->sel.pod_uid : "-", d->sel.container_id[0] ? d->sel.container_id : "-", d->len);
+	node_log(PROCCTL_LOG_INFO, "desired_set", "revision=%llu consumer=%s version=%u pid=%d pod=%s container=%.12s "
+		 "namespace=%s labels=\"%s\" bytes=%zu", (unsigned long long)d->revision, d->sel.consumer, d->sel.version,
+		 (int)d->sel.pid, d->sel.pod_uid[0] ? d->sel.pod_uid : "-", d->sel.container_id[0] ? d->sel.container_id : "-",
+		 d->pod.ns[0] ? d->pod.ns : "-", node_log_quote(msg, sizeof msg, d->pod.labels), d->len);
 	/* The processes it is the config for now get it. */
-	if ((c = procs_matching(n, &f, &v)) < 0)
+	if ((c = procs_matching(n, &f, &ps, &v)) < 0)
 		c = 0;
 	eff = v;
 	for (i = 0; i < c; i++)
-		if (desired_effective(&n->desired, d, &v[i]->key))
+		if (desired_effective(&n->desired, d, &v[i]->key, proc_pod(n, v[i])))
 			eff[k++] = v[i];
 	if (!(copy = malloc(d->len))) {
 		free(v);
@@ -261,7 +296,7 @@ static int desired_snapshot(const struct node *n, const struct desired *d, struc
  * a clear), added when new: its index, or -ENOMEM. */
 static ssize_t src_for(struct node *n, struct wait *w, const struct proc *p)
 {
-	const struct desired *d = desired_match(&n->desired, &p->key);
+	const struct desired *d = proc_desired(n, p);
 	uint64_t rev = d ? d->revision : 0;
 	struct wait_src *s;
 	size_t i;
@@ -283,7 +318,7 @@ static ssize_t src_for(struct node *n, struct wait *w, const struct proc *p)
  * instance) order: their count (*out malloc'd), or -ENOMEM. */
 static ssize_t holders_of(struct node *n, const struct desired *d, struct proc ***out)
 {
-	ssize_t c = procs_matching(n, &d->sel, out), i, k = 0;
+	ssize_t c = procs_matching(n, &d->sel, NULL, out), i, k = 0;
 	for (i = 0; i < c; i++)
 		if ((*out)[i]->desired_rev == d->revision)
 			(*out)[k++] = (*out)[i];
@@ -333,8 +368,9 @@ void do_delete_desired(struct node *n, struct node_job *job)
 	struct desired old;
 	struct desired_rollout ro;
 	struct selector f;
+	struct podsel ps;
 	const char *why = NULL;
-	char err[400], msg[480];
+	char err[LABELSEL_MAX + 600], msg[LABELSEL_MAX + 700];
 	enum node_code code;
 	struct arena a = {0};
 	struct proc **v = NULL;
@@ -345,12 +381,18 @@ void do_delete_desired(struct node *n, struct node_job *job)
 			   "without clear it writes to none", NULL);
 		return;
 	}
+	if (s && podsel_from(&ps, s->namespace_, s->label_selector, err, sizeof err) < 0) {
+		job_finish(job, NODE_INVALID_ARGUMENT, err, NULL);
+		return;
+	}
+	if (!s)
+		memset(&ps, 0, sizeof ps);
 	if ((code = selector_from_pb(s, &f, &why))) {
 		/* A pod UID an older procctl-node stored unchecked: deleted as it is
 		 * written, and only that (else the selector is refused). */
 		const char *bad = why;
 		if (!s || selector_from_stored(&f, s->pid, s->consumer, s->schema_version, s->pod_uid, s->container_id,
-					       &why) < 0 || desired_check(&f, &why) < 0 || !desired_find(&n->desired, &f)) {
+					       &why) < 0 || desired_check(&f, &why) < 0 || !desired_find(&n->desired, &f, &ps)) {
 			job_finish(job, code, bad, NULL);
 			return;
 		}
@@ -358,7 +400,7 @@ void do_delete_desired(struct node *n, struct node_job *job)
 		job_finish(job, NODE_INVALID_ARGUMENT, why, NULL);
 		return;
 	}
-	if (!(d = desired_find(&n->desired, &f))) {
+	if (!(d = desired_find(&n->desired, &f, &ps))) {
 		job_finish(job, NODE_NOT_FOUND, "no desired config for that selector", NULL);
 		return;
 	}
@@ -380,7 +422,7 @@ void do_delete_desired(struct node *n, struct node_job *job)
 		job_finish(job, NODE_RESOURCE_EXHAUSTED, "out of memory", NULL);
 		return;
 	}
-	if (desired_delete(&n->desired, &f, err, sizeof err) < 0) {
+	if (desired_delete(&n->desired, &f, &ps, err, sizeof err) < 0) {
 		free(v);
 		free(old.payload);
 		snprintf(msg, sizeof msg, "could not keep the change on the host (%s): nothing changed", err);

@@ -8,6 +8,8 @@
 
 #include "desired_th.h"
 
+static const struct podsel nopod; /* no namespace, no label selector */
+
 char desired_th_dir[64];
 
 /* A selector or a process's key: "" and 0 name nothing. */
@@ -31,7 +33,7 @@ int set(struct desired_store *s, struct selector sel, const char *payload, const
 	const struct desired *o = NULL, *x = NULL;
 	const char *why = NULL;
 	char err[512] = "";
-	int rc = desired_set(s, &sel, payload, strlen(payload), NULL, &o, &x, &why, err, sizeof err);
+	int rc = desired_set(s, &sel, &nopod, payload, strlen(payload), NULL, &o, &x, &why, err, sizeof err);
 	if (rc)
 		print_message("desired_set: %d %s %s\n", rc, why ? why : "", err);
 	if (out)
@@ -105,7 +107,7 @@ void same_store(const struct desired_store *a, const struct desired_store *b)
 	size_t i;
 	assert_int_equal(a->n, b->n);
 	for (i = 0; i < a->n; i++) {
-		const struct desired *x = &a->v[i], *y = desired_find(b, &a->v[i].sel);
+		const struct desired *x = &a->v[i], *y = desired_find(b, &a->v[i].sel, &a->v[i].pod);
 		assert_non_null(y);
 		assert_int_equal(x->level, y->level);
 		assert_int_equal(x->revision, y->revision);

@@ -71,7 +71,11 @@ static void defaults_and_example(void **state)
 		assert_int_equal(ex.arbiters[0].resources[0].id[0], 0x5a);
 		assert_int_equal(ex.arbiters[0].resources[0].id[15], 0x6c);
 		assert_int_equal(ex.nconsumers, 2);
-		assert_int_equal(ex.ndesired, 1);
+		assert_int_equal(ex.ndesired, 2);
+		assert_string_equal(ex.desired[1].name, "web-canary");
+		assert_string_equal(ex.desired[1].pod.ns, "shop");
+		assert_string_equal(ex.desired[1].pod.labels, "app=web,!frozen,track in (canary)"); /* canonical: by key */
+		assert_string_equal(ex.kube_api, "in-cluster");
 		assert_string_equal(ex.desired[0].name, "echo-debug");
 		assert_string_equal(ex.desired[0].sel.pod_uid, "8c9b4f3e-1a2b-4c5d-9e8f-0a1b2c3d4e5f");
 		assert_int_equal(ex.desired[0].len, 11);
@@ -205,8 +209,23 @@ static void errors(void **state)
 		{"[desired a]\nconsumer = echo\ndata = x\n[desired a]\n", "t.conf:4: [desired a] twice"},
 		{"[desired A]\n", "t.conf:1: 'A' is not a name for a desired config ([a-z0-9_.-], 1 to 31)"},
 		{"[desired a]\npid = 5\n",
-		 "t.conf:2: pid: no such key in a [desired] section (consumer, schema, pod, container, data, data_base64)"},
+		 "t.conf:2: pid: no such key in a [desired] section (consumer, schema, pod, container, namespace, "
+		 "label_selector, data, data_base64)"},
 		{"[desired a]\nschema = 0\n", "t.conf:2: schema: 0 is outside 1..4294967295"},
+		{"[desired a]\nconsumer = echo\nnamespace = Shop\ndata = x\n",
+		 "t.conf:1: [desired a]: namespace: not a namespace (a DNS label: [a-z0-9-], at most 63, alphanumeric at "
+		 "both ends)"},
+		{"[desired a]\nconsumer = echo\nlabel_selector = app=web,,x\ndata = x\n",
+		 "t.conf:1: [desired a]: label_selector: found ',', expected: identifier after ','"},
+		{"[desired a]\nconsumer = echo\nlabel_selector = app = web\ndata = x\n[desired b]\nconsumer = echo\n"
+		 "namespace = shop\nlabel_selector = app=web\ndata = y\n[desired c]\nconsumer = echo\nlabel_selector = app==web\n"
+		 "data = z\n",
+		 "t.conf:10: [desired c]: the same selector as [desired a] (one process would match both, at the same "
+		 "precedence)"},
+		{"kubernetes_api = https://127.0.0.1:6443/api?x\n", "t.conf:1: kubernetes_api: 'https://127.0.0.1:6443/api?x': not a "
+		 "URL http(s)://HOST[:PORT] of at most 255 bytes, or in-cluster"},
+		{"kubernetes_node = -node\n", "t.conf:1: kubernetes_node: '-node' is not a node's name (a DNS subdomain: "
+		 "lowercase letters, digits, '-' and '.')"},
 		{"[desired a]\nconsumer = echo\ndata =\n", "t.conf:3: data: empty: a desired config has 1 to 3000 bytes"},
 		{"[desired a]\nconsumer = echo\ndata_base64 = ====\n",
 		 "t.conf:3: data_base64: empty: a desired config has 1 to 3000 bytes"},
@@ -339,6 +358,20 @@ static void whole(void **state)
 	assert_int_equal(parse(&c, "consumers = echo\n[arbiter gpu]\nkind = 1\nconsumer = token\n"), 0);
 	assert_int_equal(node_cfg_check(&c, err, sizeof err), -EINVAL);
 	assert_string_equal(err, "[arbiter gpu]: consumer token is not one of consumers");
+	assert_int_equal(parse(&c, "[desired web]\nconsumer = echo\nnamespace = shop\ndata = x\n"), 0);
+	assert_int_equal(node_cfg_check(&c, err, sizeof err), -EINVAL);
+	assert_string_equal(err, "[desired web]: namespace and label_selector need kubernetes_api (the pods' namespaces "
+				 "and labels come from the Kubernetes API server)");
+	assert_int_equal(parse(&c, "kubernetes_api = in-cluster\n"), 0);
+	assert_int_equal(node_cfg_check(&c, err, sizeof err), -EINVAL);
+	assert_string_equal(err, "kubernetes_api needs kubernetes_node (whose pods to watch)");
+	assert_int_equal(parse(&c, "kubernetes_api = http://127.0.0.1:8001\nkubernetes_node = n\n"
+				   "kubernetes_token_file = /t\n"), 0);
+	assert_int_equal(node_cfg_check(&c, err, sizeof err), -EINVAL);
+	assert_string_equal(err, "kubernetes_token_file: a token is sent over https only, not to http://127.0.0.1:8001");
+	assert_int_equal(parse(&c, "kubernetes_api = in-cluster\nkubernetes_node = node-1\n[desired web]\nconsumer = echo\n"
+				   "namespace = shop\ndata = x\n"), 0);
+	assert_int_equal(node_cfg_check(&c, err, sizeof err), 0);
 	assert_int_equal(parse(&c, "[arbiter gpu]\nconsumer = Token\n"), -EINVAL);
 	assert_string_equal(err, "t.conf:2: consumer: 'Token' is not a consumer name ([a-z0-9_.-], 1 to 31)");
 }
@@ -372,7 +405,7 @@ static void usage_lists_every_key(void **state)
 			keys++;
 		}
 	}
-	assert_true(keys >= 33); /* 22 flags, 5 [arbiter] keys, 6 [desired] keys */
+	assert_true(keys >= 35); /* 22 flags, 5 [arbiter] keys, 8 [desired] keys */
 	free(text);
 	{
 		/* the flags' defaults are the embedded ones */

@@ -12,6 +12,106 @@
 #include <unistd.h>
 
 #include "desired_th.h"
+#include "podmeta.h"
+
+static const struct podsel nopod; /* no namespace, no label selector */
+
+/* ---- by the pod's namespace and labels ---- */
+
+static struct podsel pods(const char *ns, const char *labels)
+{
+	struct podsel ps;
+	char err[512] = "";
+	if (podsel_from(&ps, ns, labels, err, sizeof err) < 0)
+		fail_msg("%s", err);
+	return ps;
+}
+
+/* A pod of namespace ns with the labels (a JSON object's members), as
+ * the API server gives it. */
+static const struct podmeta *pod(const char *ns, const char *labels)
+{
+	static struct kube_event ev;
+	char line[600], err[512] = "";
+	snprintf(line, sizeof line, "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"p\",\"namespace\":\"%s\","
+		 "\"uid\":\"" P2 "\",\"resourceVersion\":\"1\",\"labels\":{%s}}}}", ns, labels);
+	if (kube_event_parse(line, strlen(line), &ev, err, sizeof err) < 0)
+		fail_msg("%s", err);
+	return &ev.pod;
+}
+
+static const struct desired *set_pod(struct desired_store *s, struct selector sel, struct podsel ps, const char *payload)
+{
+	const struct desired *d = NULL, *other = NULL;
+	const char *why = NULL;
+	char err[512] = "";
+	int rc = desired_set(s, &sel, &ps, payload, strlen(payload), NULL, &d, &other, &why, err, sizeof err);
+	if (rc)
+		fail_msg("desired_set %s: %d %s %s", payload, rc, why ? why : "", err);
+	return d;
+}
+
+/* Precedence: pod over a label selector over a namespace over the
+ * consumer; of label selectors, the one with a namespace, then more
+ * requirements, then the older. Kept in the file, and read back. */
+static void by_pod(void **state)
+{
+	struct desired_store s, t;
+	struct selector k = key(0, C, 1, "", ""), pk = key(7, C, 1, P2, ""), ppk = key(0, C, 1, P1, ""),
+			p2 = key(7, C, 1, P2, "");
+	const struct desired *d = NULL, *other = NULL;
+	const char *why = NULL;
+	char dir[256], err[512] = "";
+	(void)state;
+
+	subdir(dir, sizeof dir, "bypod");
+	assert_int_equal(desired_load(&s, dir, err, sizeof err), 0);
+	set_pod(&s, k, pods("", ""), "consumer");
+	set_pod(&s, k, pods("shop", ""), "ns");
+	set_pod(&s, k, pods("", "app=web"), "web");
+	set_pod(&s, k, pods("shop", "app=web"), "shop-web");
+	set_pod(&s, k, pods("", "app=web,tier=a"), "web-a");
+	set_pod(&s, k, pods("", "zone=x"), "zone");
+	set_pod(&s, ppk, pods("", ""), "pod");
+	assert_int_equal(s.v[1].level, DESIRED_NAMESPACE);
+	assert_int_equal(s.v[2].level, DESIRED_LABELS);
+	assert_int_equal(s.v[3].level, DESIRED_LABELS);
+
+	payload_is(desired_match(&s, &pk, pod("shop", "\"app\":\"web\",\"tier\":\"a\"")), "shop-web"); /* ns first */
+	payload_is(desired_match(&s, &pk, pod("other", "\"app\":\"web\",\"tier\":\"a\"")), "web-a"); /* more */
+	payload_is(desired_match(&s, &pk, pod("other", "\"app\":\"web\",\"zone\":\"x\"")), "web");   /* older */
+	payload_is(desired_match(&s, &pk, pod("other", "\"app\":\"db\"")), "consumer");
+	payload_is(desired_match(&s, &pk, pod("shop", "\"app\":\"db\"")), "ns");
+	payload_is(desired_match(&s, &pk, NULL), "consumer"); /* a pod not known: only what names no pod's */
+	pk = key(7, C, 1, P1, "");
+	payload_is(desired_match(&s, &pk, pod("shop", "\"app\":\"web\"")), "pod");
+	assert_int_equal(desired_effective(&s, desired_find(&s, &k, &(struct podsel){.ns = "shop"}), &p2,
+					   pod("shop", "")),
+			 1);
+
+	/* the same selector replaces; a namespace's twin of one namespace
+	 * conflicts, of another not; label selectors never */
+	set_pod(&s, k, pods("shop", ""), "ns2");
+	assert_int_equal(s.n, 7);
+	assert_int_equal(desired_conflict(&k, &(struct podsel){.ns = "shop"}, &k, &(struct podsel){.ns = "shop"}), 1);
+	assert_int_equal(desired_conflict(&k, &(struct podsel){.ns = "shop"}, &k, &(struct podsel){.ns = "prod"}), 0);
+	assert_int_equal(desired_conflict(&k, &(struct podsel){.labels = "a=1"}, &k, &(struct podsel){.labels = "b=1"}), 0);
+	assert_int_equal(desired_conflict(&ppk, &(struct podsel){.labels = "a=1"}, &ppk, &(struct podsel){.labels = "b=1"}), 1);
+	assert_int_equal(desired_conflict(&ppk, &(struct podsel){.ns = "a"}, &ppk, &(struct podsel){.ns = "b"}), 0);
+	assert_int_equal(desired_set(&s, &ppk, &(struct podsel){.labels = "a=1"}, "x", 1, NULL, &d, &other, &why, err,
+				     sizeof err),
+			 -EEXIST);
+	payload_is(other, "pod");
+
+	/* kept: a new store reads the same, namespaces and selectors with them */
+	assert_int_equal(desired_load(&t, dir, err, sizeof err), 0);
+	same_store(&s, &t);
+	payload_is(desired_match(&t, &p2, pod("shop", "\"app\":\"web\"")), "shop-web");
+	assert_int_equal(desired_delete(&t, &k, &(struct podsel){.ns = "shop", .labels = "app=web"}, err, sizeof err), 0);
+	payload_is(desired_match(&t, &p2, pod("shop", "\"app\":\"web\"")), "web");
+	desired_free(&t);
+	desired_free(&s);
+}
 
 /* ---- loading nothing ---- */
 
@@ -45,7 +145,7 @@ static void load_empty(void **state)
 	assert_int_equal(s.n, 0);
 	set_ok(&s, key(0, C, 1, "", ""), "in memory");
 	assert_int_equal(s.n, 1);
-	assert_int_equal(desired_delete(&s, &s.v[0].sel, err, sizeof err), 0);
+	assert_int_equal(desired_delete(&s, &s.v[0].sel, &nopod, err, sizeof err), 0);
 	assert_int_equal(s.n, 0);
 	desired_free(&s);
 	assert_int_equal(desired_load(&s, "", err, sizeof err), 0);
@@ -79,12 +179,12 @@ static void precedence(void **state)
 	assert_int_equal(s.n, 6);
 	assert_int_equal(s.revision, 6);
 	/* s.v does not move from here on (no more sets) */
-	cons = desired_find(&s, &(struct selector){.consumer = C, .version = 1});
-	pod = desired_find(&s, &(struct selector){.consumer = C, .version = 1, .pod_uid = P1});
-	ctr = desired_find(&s, &(struct selector){.consumer = C, .version = 1, .pod_uid = P1, .container_id = C1});
-	ctr_any_pod = desired_find(&s, &(struct selector){.consumer = C, .version = 1, .container_id = C3});
-	pid = desired_find(&s, &(struct selector){.pid = 42, .pid_start = START(42), .consumer = C, .version = 1});
-	pid_pod = desired_find(&s, &(struct selector){.pid = 43, .pid_start = START(43), .consumer = C, .version = 1, .pod_uid = P2});
+	cons = desired_find(&s, &(struct selector){.consumer = C, .version = 1}, &nopod);
+	pod = desired_find(&s, &(struct selector){.consumer = C, .version = 1, .pod_uid = P1}, &nopod);
+	ctr = desired_find(&s, &(struct selector){.consumer = C, .version = 1, .pod_uid = P1, .container_id = C1}, &nopod);
+	ctr_any_pod = desired_find(&s, &(struct selector){.consumer = C, .version = 1, .container_id = C3}, &nopod);
+	pid = desired_find(&s, &(struct selector){.pid = 42, .pid_start = START(42), .consumer = C, .version = 1}, &nopod);
+	pid_pod = desired_find(&s, &(struct selector){.pid = 43, .pid_start = START(43), .consumer = C, .version = 1, .pod_uid = P2}, &nopod);
 	assert_non_null(cons);
 	assert_non_null(pod);
 	assert_non_null(ctr);
@@ -131,14 +231,14 @@ static void precedence(void **state)
 		};
 		for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 			const struct selector *k = &cases[i].k;
-			m = desired_match(&s, k);
+			m = desired_match(&s, k, NULL);
 			print_message("pid %d %s v%u pod '%s' ctr '%.8s' -> %.*s\n", k->pid, k->consumer, k->version,
 				      k->pod_uid, k->container_id, m ? (int)m->len : 6,
 				      m ? (const char *)m->payload : "(none)");
 			assert_ptr_equal(m, cases[i].want);
 			/* effective for exactly the one that matched */
 			for (j = 0; j < s.n; j++)
-				assert_int_equal(desired_effective(&s, &s.v[j], k), &s.v[j] == cases[i].want);
+				assert_int_equal(desired_effective(&s, &s.v[j], k, NULL), &s.v[j] == cases[i].want);
 		}
 	}
 	desired_free(&s);
@@ -177,19 +277,19 @@ static void replace_and_overlap(void **state)
 	rev = s.revision;
 	other = NULL;
 	assert_int_equal(set(&s, key(0, C, 1, "", C1), "x", &d, &other), -EEXIST);
-	assert_ptr_equal(other, desired_find(&s, &(struct selector){.consumer = C, .version = 1, .pod_uid = P1, .container_id = C1}));
+	assert_ptr_equal(other, desired_find(&s, &(struct selector){.consumer = C, .version = 1, .pod_uid = P1, .container_id = C1}, &nopod));
 	other = NULL;
 	assert_int_equal(set(&s, key(5, C, 1, "", ""), "x", &d, &other), -EEXIST);
 	assert_ptr_equal(other, desired_find(&s, &(struct selector){.pid = 5, .pid_start = START(5), .consumer = C, .version = 1, .pod_uid = P1,
-							 .container_id = C1}));
+							 .container_id = C1}, &nopod));
 	other = NULL;
 	assert_int_equal(set(&s, key(5, C, 1, P1, ""), "x", &d, &other), -EEXIST);
 	assert_ptr_equal(other, desired_find(&s, &(struct selector){.pid = 5, .pid_start = START(5), .consumer = C, .version = 1, .pod_uid = P1,
-							 .container_id = C1}));
+							 .container_id = C1}, &nopod));
 	assert_int_equal(s.n, n);
 	assert_int_equal(s.revision, rev);
 	payload_is(desired_match(&s, &(struct selector){.pid = 5, .pid_start = START(5), .consumer = C, .version = 1, .pod_uid = P1,
-						       .container_id = C1}),
+						       .container_id = C1}, NULL),
 		   "pid");
 
 	/* same level, no process could match both: accepted */
@@ -205,19 +305,19 @@ static void replace_and_overlap(void **state)
 	assert_int_equal(s.revision, rev + 8);
 
 	/* replacing keeps one entry and its place */
-	d = desired_find(&s, &(struct selector){.consumer = C, .version = 1, .pod_uid = P2});
+	d = desired_find(&s, &(struct selector){.consumer = C, .version = 1, .pod_uid = P2}, &nopod);
 	set_ok(&s, key(0, C, 1, P2, ""), "pod 2 again");
 	assert_int_equal(s.n, n + 8);
-	assert_ptr_equal(desired_find(&s, &(struct selector){.consumer = C, .version = 1, .pod_uid = P2}), d);
+	assert_ptr_equal(desired_find(&s, &(struct selector){.consumer = C, .version = 1, .pod_uid = P2}, &nopod), d);
 	payload_is(d, "pod 2 again");
 	assert_int_equal(d->revision, rev + 9);
-	payload_is(desired_match(&s, &(struct selector){.pid = 9, .pid_start = START(9), .consumer = C, .version = 1, .pod_uid = P2}),
+	payload_is(desired_match(&s, &(struct selector){.pid = 9, .pid_start = START(9), .consumer = C, .version = 1, .pod_uid = P2}, NULL),
 		   "pod 2 again");
 	payload_is(desired_match(&s, &(struct selector){.pid = 9, .pid_start = START(9), .consumer = C, .version = 1, .pod_uid = P2,
-						       .container_id = C1}),
+						       .container_id = C1}, NULL),
 		   "C1 in pod 2");
 	payload_is(desired_match(&s, &(struct selector){.pid = 5, .pid_start = START(5), .consumer = C, .version = 1, .pod_uid = P2,
-						       .container_id = C1}),
+						       .container_id = C1}, NULL),
 		   "pid 5 in pod 2");
 	desired_free(&s);
 }
@@ -277,7 +377,7 @@ static void refusals(void **state)
 		print_message("refused %d '%s' v%u '%s' '%s': %s\n", k.pid, k.consumer, k.version, k.pod_uid,
 			      k.container_id, why);
 		why = NULL;
-		assert_int_equal(desired_set(&s, &k, "x", 1, NULL, &d, &other, &why, err, sizeof err), -EINVAL);
+		assert_int_equal(desired_set(&s, &k, &nopod, "x", 1, NULL, &d, &other, &why, err, sizeof err), -EINVAL);
 		assert_non_null(why);
 		assert_int_equal(s.n, 0);
 		assert_int_equal(s.revision, 0);
@@ -292,13 +392,13 @@ static void refusals(void **state)
 	big = calloc(1, (size_t)PROCCTL_PAYLOAD_MAX + 1);
 	assert_non_null(big);
 	why = NULL;
-	assert_int_equal(desired_set(&s, &(struct selector){.consumer = C, .version = 1}, "x", 0, NULL, &d, &other, &why, err,
+	assert_int_equal(desired_set(&s, &(struct selector){.consumer = C, .version = 1}, &nopod, "x", 0, NULL, &d, &other, &why, err,
 				     sizeof err),
 			 -EINVAL);
 	assert_non_null(why);
 	print_message("empty payload: %s\n", why);
 	why = NULL;
-	assert_int_equal(desired_set(&s, &(struct selector){.consumer = C, .version = 1}, big,
+	assert_int_equal(desired_set(&s, &(struct selector){.consumer = C, .version = 1}, &nopod, big,
 				     (size_t)PROCCTL_PAYLOAD_MAX + 1, NULL, &d, &other, &why, err, sizeof err),
 			 -EINVAL);
 	assert_non_null(why);
@@ -306,7 +406,7 @@ static void refusals(void **state)
 	assert_int_equal(s.revision, 0);
 	big[PROCCTL_PAYLOAD_MAX - 1] = 0x5a;
 	d = NULL;
-	assert_int_equal(desired_set(&s, &(struct selector){.consumer = C, .version = 1}, big, PROCCTL_PAYLOAD_MAX, NULL,
+	assert_int_equal(desired_set(&s, &(struct selector){.consumer = C, .version = 1}, &nopod, big, PROCCTL_PAYLOAD_MAX, NULL,
 				     &d, &other, &why, err, sizeof err),
 			 0);
 	assert_non_null(d);
@@ -331,14 +431,14 @@ static void match_ignores_always(void **state)
 
 	assert_int_equal(desired_load(&s, NULL, err, sizeof err), 0);
 	set_ok(&s, key(42, C, 1, "", ""), "billing's pid 42");
-	assert_null(desired_match(&s, &k));
+	assert_null(desired_match(&s, &k, NULL));
 	k.always = 1;
-	m = desired_match(&s, &k);
-	rc = desired_effective(&s, &s.v[0], &k);
+	m = desired_match(&s, &k, NULL);
+	rc = desired_effective(&s, &s.v[0], &k, NULL);
 	desired_free(&s); /* before the asserts: nothing for ASan to report */
 	assert_null(m);
 	assert_int_equal(rc, 0);
-	assert_int_equal(desired_effective(&s, NULL, &k), 0);
+	assert_int_equal(desired_effective(&s, NULL, &k, NULL), 0);
 }
 
 /* A state_dir too long for the file's path is refused, never truncated
@@ -378,34 +478,34 @@ static void limits(void **state)
 	set_ok(&s, key(0, C, 1, "", ""), "one");
 	set_ok(&s, key(0, C, 1, P1, ""), "two");
 	/* a third config: refused by count, the store unchanged */
-	assert_int_equal(desired_set(&s, &(struct selector){.consumer = C, .version = 1, .pod_uid = P2}, "x", 1, NULL, &d,
+	assert_int_equal(desired_set(&s, &(struct selector){.consumer = C, .version = 1, .pod_uid = P2}, &nopod, "x", 1, NULL, &d,
 				     &other, &why, err, sizeof err),
 			 -ENOSPC);
 	assert_non_null(strstr(err, "desired_max"));
 	assert_int_equal(s.n, 2);
 	/* replacing one is not a new one; bytes: 700 + 3 fit in 1000, 700 + 700 do not */
-	assert_int_equal(desired_set(&s, &(struct selector){.consumer = C, .version = 1}, big, sizeof big, NULL, &d, &other,
+	assert_int_equal(desired_set(&s, &(struct selector){.consumer = C, .version = 1}, &nopod, big, sizeof big, NULL, &d, &other,
 				     &why, err, sizeof err),
 			 0);
 	assert_int_equal(desired_bytes(&s), sizeof big + 3);
-	assert_int_equal(desired_set(&s, &(struct selector){.consumer = C, .version = 1, .pod_uid = P1}, big, sizeof big,
+	assert_int_equal(desired_set(&s, &(struct selector){.consumer = C, .version = 1, .pod_uid = P1}, &nopod, big, sizeof big,
 				     NULL, &d, &other, &why, err, sizeof err),
 			 -ENOSPC);
 	assert_non_null(strstr(err, "desired_bytes_max"));
-	payload_is(desired_find(&s, &(struct selector){.consumer = C, .version = 1, .pod_uid = P1}), "two");
+	payload_is(desired_find(&s, &(struct selector){.consumer = C, .version = 1, .pod_uid = P1}, &nopod), "two");
 	/* a delete makes room */
-	assert_int_equal(desired_delete(&s, &(struct selector){.consumer = C, .version = 1}, err, sizeof err), 0);
-	assert_int_equal(desired_set(&s, &(struct selector){.consumer = C, .version = 1, .pod_uid = P1}, big, sizeof big,
+	assert_int_equal(desired_delete(&s, &(struct selector){.consumer = C, .version = 1}, &nopod, err, sizeof err), 0);
+	assert_int_equal(desired_set(&s, &(struct selector){.consumer = C, .version = 1, .pod_uid = P1}, &nopod, big, sizeof big,
 				     NULL, &d, &other, &why, err, sizeof err),
 			 0);
 	/* limits lowered under what is kept: it loads, only growth is refused */
 	assert_int_equal(desired_load(&t, dir, err, sizeof err), 0);
 	desired_limits(&t, 1, 10);
 	assert_int_equal(t.n, 1);
-	assert_int_equal(desired_set(&t, &(struct selector){.consumer = C, .version = 1, .pod_uid = P1}, "small", 5, NULL,
+	assert_int_equal(desired_set(&t, &(struct selector){.consumer = C, .version = 1, .pod_uid = P1}, &nopod, "small", 5, NULL,
 				     &d, &other, &why, err, sizeof err),
 			 0); /* smaller: fine */
-	assert_int_equal(desired_set(&t, &(struct selector){.consumer = C, .version = 2}, "x", 1, NULL, &d, &other, &why,
+	assert_int_equal(desired_set(&t, &(struct selector){.consumer = C, .version = 2}, &nopod, "x", 1, NULL, &d, &other, &why,
 				     err, sizeof err),
 			 -ENOSPC);
 	desired_free(&t);
@@ -436,6 +536,7 @@ int main(void)
 		cmocka_unit_test(match_ignores_always),
 		cmocka_unit_test(long_state_dir_refused),
 		cmocka_unit_test(limits),
+		cmocka_unit_test(by_pod),
 	};
 	return TH_RUN_WITH(tests, desired_th_setup, desired_th_teardown);
 }

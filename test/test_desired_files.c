@@ -15,6 +15,8 @@
 #include "desired_th.h"
 #include "procctl/v1/node.pb-c.h"
 
+static const struct podsel nopod; /* no namespace, no label selector */
+
 /* ---- persistence ---- */
 
 static void persistence(void **state)
@@ -38,24 +40,24 @@ static void persistence(void **state)
 	set_ok(&s, key(0, C, 1, P1, ""), "pod");
 	set_ok(&s, gone, "container");
 	set_ok(&s, key(42, C, 1, P2, ""), "pid");
-	assert_int_equal(desired_set(&s, &(struct selector){.consumer = C, .version = 2}, bin, sizeof bin, "from-file", &d,
+	assert_int_equal(desired_set(&s, &(struct selector){.consumer = C, .version = 2}, &nopod, bin, sizeof bin, "from-file", &d,
 				     &other, &why, err, sizeof err),
 			 0);
 	assert_string_equal(d->source, "from-file"); /* a config file's section: kept with it */
 	set_ok(&s, key(0, C, 1, P1, ""), "pod, replaced");
-	assert_int_equal(desired_delete(&s, &gone, err, sizeof err), 0);
+	assert_int_equal(desired_delete(&s, &gone, &nopod, err, sizeof err), 0);
 	assert_int_equal(s.n, 4);
-	assert_null(desired_find(&s, &gone));
+	assert_null(desired_find(&s, &gone, &nopod));
 
 	/* not there: -ENOENT, in memory and after a reload */
-	assert_int_equal(desired_delete(&s, &gone, err, sizeof err), -ENOENT);
-	assert_int_equal(desired_delete(&s, &(struct selector){.pid = 41, .pid_start = START(41), .consumer = C, .version = 1, .pod_uid = P2}, err,
+	assert_int_equal(desired_delete(&s, &gone, &nopod, err, sizeof err), -ENOENT);
+	assert_int_equal(desired_delete(&s, &(struct selector){.pid = 41, .pid_start = START(41), .consumer = C, .version = 1, .pod_uid = P2}, &nopod, err,
 					sizeof err),
 			 -ENOENT);
-	assert_int_equal(desired_delete(&s, &(struct selector){.consumer = C, .version = 3}, err, sizeof err), -ENOENT);
+	assert_int_equal(desired_delete(&s, &(struct selector){.consumer = C, .version = 3}, &nopod, err, sizeof err), -ENOENT);
 	assert_int_equal(s.n, 4);
 
-	/* the file is a store of format 3 with its checksum, and no temp
+	/* the file is a store of format 4 with its checksum, and no temp
 	 * file is left */
 	snprintf(file, sizeof file, "%s/desired.store", dir);
 	snprintf(tmp, sizeof tmp, "%s.tmp", file);
@@ -66,7 +68,7 @@ static void persistence(void **state)
 	close(fd);
 	assert_true(len > 28);
 	assert_memory_equal(buf, "PCDSTORE", 8);
-	assert_int_equal(le32(buf + 8), 3);  /* format */
+	assert_int_equal(le32(buf + 8), 4);  /* format */
 	assert_int_equal(le32(buf + 12), 4); /* configs */
 	assert_int_equal(le32(buf + 16), s.revision);
 	assert_int_equal(le32(buf + len - 4), procctl_crc32c(0, buf, (size_t)len - 4));
@@ -80,22 +82,22 @@ static void persistence(void **state)
 		if (t.v[i].revision > top)
 			top = t.v[i].revision;
 	assert_int_equal(t.revision, top);
-	assert_int_equal(desired_delete(&t, &gone, err, sizeof err), -ENOENT);
-	payload_is(desired_match(&t, &(struct selector){.pid = 42, .pid_start = START(42), .consumer = C, .version = 1, .pod_uid = P2}), "pid");
+	assert_int_equal(desired_delete(&t, &gone, &nopod, err, sizeof err), -ENOENT);
+	payload_is(desired_match(&t, &(struct selector){.pid = 42, .pid_start = START(42), .consumer = C, .version = 1, .pod_uid = P2}, NULL), "pid");
 	payload_is(desired_match(&t, &(struct selector){.pid = 7, .pid_start = START(7), .consumer = C, .version = 1, .pod_uid = P1,
-						       .container_id = C1}),
+						       .container_id = C1}, NULL),
 		   "pod, replaced");
-	d = desired_match(&t, &(struct selector){.pid = 7, .pid_start = START(7), .consumer = C, .version = 2});
+	d = desired_match(&t, &(struct selector){.pid = 7, .pid_start = START(7), .consumer = C, .version = 2}, NULL);
 	assert_non_null(d);
 	assert_int_equal(d->len, sizeof bin);
 	assert_memory_equal(d->payload, bin, sizeof bin);
 
 	/* numbering goes on past every loaded revision */
 	set_ok(&t, key(0, C, 1, P2, ""), "after restart");
-	assert_true(desired_find(&t, &(struct selector){.consumer = C, .version = 1, .pod_uid = P2})->revision > top);
+	assert_true(desired_find(&t, &(struct selector){.consumer = C, .version = 1, .pod_uid = P2}, &nopod)->revision > top);
 	set_ok(&t, key(0, C, 1, "", ""), "consumer, after restart");
-	assert_true(desired_find(&t, &(struct selector){.consumer = C, .version = 1})->revision > top + 1);
-	assert_int_equal(desired_delete(&t, &(struct selector){.pid = 42, .pid_start = START(42), .consumer = C, .version = 1, .pod_uid = P2},
+	assert_true(desired_find(&t, &(struct selector){.consumer = C, .version = 1}, &nopod)->revision > top + 1);
+	assert_int_equal(desired_delete(&t, &(struct selector){.pid = 42, .pid_start = START(42), .consumer = C, .version = 1, .pod_uid = P2}, &nopod,
 					err, sizeof err),
 			 0);
 
@@ -107,7 +109,7 @@ static void persistence(void **state)
 
 	/* everything deleted: an empty file, an empty store */
 	while (u.n)
-		assert_int_equal(desired_delete(&u, &u.v[0].sel, err, sizeof err), 0);
+		assert_int_equal(desired_delete(&u, &u.v[0].sel, &nopod, err, sizeof err), 0);
 	desired_free(&t);
 	assert_int_equal(desired_load(&t, dir, err, sizeof err), 0);
 	assert_int_equal(t.n, 0);
@@ -246,14 +248,14 @@ static void format2(void **state)
 	store_in(dir, sizeof dir, "format2", c, 2, 2);
 	assert_int_equal(desired_load(&s, dir, err, sizeof err), 0);
 	assert_int_equal(s.n, 2);
-	assert_non_null(d = desired_find(&s, &c[1].sel));
+	assert_non_null(d = desired_find(&s, &c[1].sel, &nopod));
 	assert_int_equal(d->sel.pid_start, START(9));
 	assert_int_equal(d->sel.pid_image, 0);
 	/* Bound at the daemon's start to what runs then: saved so. */
 	assert_int_equal(desired_bind_image(&s, (size_t)(d - s.v), 0x77, err, sizeof err), 0);
 	assert_int_equal(desired_bind_image(&s, (size_t)(d - s.v), 0x78, err, sizeof err), -EINVAL); /* bound already */
 	assert_int_equal(desired_load(&t, dir, err, sizeof err), 0);
-	assert_int_equal(desired_find(&t, &c[1].sel)->sel.pid_image, 0x77);
+	assert_int_equal(desired_find(&t, &c[1].sel, &nopod)->sel.pid_image, 0x77);
 	desired_free(&t);
 	/* One bound to an image is kept so, and matches its process only
 	 * while it runs that image. */
@@ -262,11 +264,11 @@ static void format2(void **state)
 	set_ok(&s, k, "pid 11");
 	assert_int_equal(desired_load(&t, dir, err, sizeof err), 0);
 	same_store(&s, &t);
-	assert_non_null(d = desired_find(&t, &k));
+	assert_non_null(d = desired_find(&t, &k, &nopod));
 	assert_int_equal(d->sel.pid_image, 0x5eed);
-	payload_is(desired_match(&t, &k), "pid 11");
+	payload_is(desired_match(&t, &k, NULL), "pid 11");
 	k.pid_image = 0x5eee; /* it exec'd */
-	payload_is(desired_match(&t, &k), "consumer");
+	payload_is(desired_match(&t, &k, NULL), "consumer");
 	desired_free(&t);
 	desired_free(&s);
 }
@@ -288,8 +290,8 @@ static void format1(void **state)
 	assert_int_equal(s.n, 2);
 	assert_int_equal(s.unbound_dropped, 1);
 	assert_int_equal(s.revision, 7);
-	assert_null(desired_find(&s, &c[1].sel));
-	payload_is(desired_match(&s, &c[1].sel), "pod"); /* pid 9 in pod P1: the pod's now */
+	assert_null(desired_find(&s, &c[1].sel, &nopod));
+	payload_is(desired_match(&s, &c[1].sel, NULL), "pod"); /* pid 9 in pod P1: the pod's now */
 	/* saved without it, in format 3 */
 	assert_int_equal(desired_load(&t, dir, err, sizeof err), 0);
 	assert_int_equal(t.unbound_dropped, 0);
@@ -309,18 +311,18 @@ static void pid_bound(void **state)
 	memset(&s, 0, sizeof s);
 	set_ok(&s, key(0, C, 1, "", ""), "consumer");
 	set_ok(&s, key(9, C, 1, "", ""), "pid 9");
-	payload_is(desired_match(&s, &later), "pid 9");
+	payload_is(desired_match(&s, &later, NULL), "pid 9");
 	later.pid_start = START(9) + 1; /* pid 9 again, another process */
-	payload_is(desired_match(&s, &later), "consumer");
+	payload_is(desired_match(&s, &later, NULL), "consumer");
 	unknown.pid_start = 0; /* a process whose start is unknown is not it */
-	payload_is(desired_match(&s, &unknown), "consumer");
+	payload_is(desired_match(&s, &unknown, NULL), "consumer");
 	/* an unbound pid config is refused */
 	{
 		const struct desired *d, *other;
 		const char *why = NULL;
 		struct selector k = key(10, C, 1, "", "");
 		k.pid_start = 0;
-		assert_int_equal(desired_set(&s, &k, "x", 1, NULL, &d, &other, &why, err, sizeof err), -EINVAL);
+		assert_int_equal(desired_set(&s, &k, &nopod, "x", 1, NULL, &d, &other, &why, err, sizeof err), -EINVAL);
 		assert_non_null(strstr(why, "bound"));
 	}
 	/* another process's exit changes nothing; its own removes it */
@@ -328,7 +330,7 @@ static void pid_bound(void **state)
 	assert_int_equal(s.n, 2);
 	assert_int_equal(desired_forget_process(&s, 9, START(9), err, sizeof err), 1);
 	assert_int_equal(s.n, 1);
-	payload_is(desired_match(&s, &(struct selector){.pid = 9, .pid_start = START(9), .consumer = C, .version = 1}),
+	payload_is(desired_match(&s, &(struct selector){.pid = 9, .pid_start = START(9), .consumer = C, .version = 1}, NULL),
 		   "consumer");
 	desired_free(&s);
 }
@@ -422,7 +424,7 @@ static void corrupt(void **state)
 		assert_int_equal(s.n, 4);
 		assert_int_equal(s.revision, 7);
 		payload_is(desired_match(&s, &(struct selector){.pid = 9, .pid_start = START(9), .consumer = C, .version = 1, .pod_uid = P1,
-							       .container_id = C1}),
+							       .container_id = C1}, NULL),
 			   "pid");
 		desired_free(&s);
 	}
@@ -461,10 +463,10 @@ static void corrupt_bytes(void **state)
 	assert_int_equal(desired_parse(&s, buf, len + 1, err, sizeof err), -EINVAL);
 	assert_non_null(strstr(err, "after the last config"));
 	memcpy(buf, good, len);
-	put(buf + 8, 4, 4); /* a newer daemon's */
+	put(buf + 8, 5, 4); /* a newer daemon's */
 	put(buf + len - 4, procctl_crc32c(0, buf, len - 4), 4);
 	assert_int_equal(desired_parse(&s, buf, len, err, sizeof err), -EINVAL);
-	assert_non_null(strstr(err, "format 4"));
+	assert_non_null(strstr(err, "format 5"));
 	free(buf);
 	free(good);
 }
@@ -486,7 +488,7 @@ static void write_failure(void **state)
 	set_ok(&s, ka, "one");
 	set_ok(&s, kb, "base");
 	rev = s.revision;
-	a = desired_find(&s, &ka);
+	a = desired_find(&s, &ka, &nopod);
 	arev = a->revision;
 
 	/* the temp file's name taken by a directory: open(O_TRUNC) fails */
@@ -495,38 +497,38 @@ static void write_failure(void **state)
 
 	/* a replacement */
 	err[0] = 0;
-	assert_int_equal(desired_set(&s, &ka, "two", 3, NULL, &d, &other, &why, err, sizeof err), -EIO);
+	assert_int_equal(desired_set(&s, &ka, &nopod, "two", 3, NULL, &d, &other, &why, err, sizeof err), -EIO);
 	print_message("set: %s\n", err);
 	assert_non_null(strstr(err, s.path));
 	assert_int_equal(s.n, 2);
 	assert_int_equal(s.revision, rev);
-	assert_ptr_equal(desired_find(&s, &ka), a);
+	assert_ptr_equal(desired_find(&s, &ka, &nopod), a);
 	payload_is(a, "one");
 	assert_int_equal(a->revision, arev);
 
 	/* a new selector */
 	err[0] = 0;
-	assert_int_equal(desired_set(&s, &kc, "three", 5, NULL, &d, &other, &why, err, sizeof err), -EIO);
+	assert_int_equal(desired_set(&s, &kc, &nopod, "three", 5, NULL, &d, &other, &why, err, sizeof err), -EIO);
 	assert_non_null(strstr(err, s.path));
 	assert_int_equal(s.n, 2);
 	assert_int_equal(s.revision, rev);
-	assert_null(desired_find(&s, &kc));
+	assert_null(desired_find(&s, &kc, &nopod));
 
 	/* a delete */
 	err[0] = 0;
-	assert_int_equal(desired_delete(&s, &ka, err, sizeof err), -EIO);
+	assert_int_equal(desired_delete(&s, &ka, &nopod, err, sizeof err), -EIO);
 	print_message("delete: %s\n", err);
 	assert_non_null(strstr(err, s.path));
 	assert_int_equal(s.n, 2);
-	a = desired_find(&s, &ka);
+	a = desired_find(&s, &ka, &nopod);
 	payload_is(a, "one");
 	assert_int_equal(a->revision, arev);
-	payload_is(desired_find(&s, &kb), "base");
-	payload_is(desired_match(&s, &(struct selector){.pid = 3, .pid_start = START(3), .consumer = C, .version = 1, .pod_uid = P1}), "one");
-	assert_int_equal(desired_delete(&s, &kb, err, sizeof err), -EIO);
+	payload_is(desired_find(&s, &kb, &nopod), "base");
+	payload_is(desired_match(&s, &(struct selector){.pid = 3, .pid_start = START(3), .consumer = C, .version = 1, .pod_uid = P1}, NULL), "one");
+	assert_int_equal(desired_delete(&s, &kb, &nopod, err, sizeof err), -EIO);
 	assert_int_equal(s.n, 2);
-	payload_is(desired_find(&s, &kb), "base");
-	payload_is(desired_find(&s, &ka), "one");
+	payload_is(desired_find(&s, &kb, &nopod), "base");
+	payload_is(desired_find(&s, &ka, &nopod), "one");
 
 	/* the file still holds the last good state */
 	assert_int_equal(desired_load(&t, dir, err, sizeof err), 0);
@@ -536,8 +538,8 @@ static void write_failure(void **state)
 	/* the way cleared, changes are kept again */
 	assert_int_equal(rmdir(tmp), 0);
 	set_ok(&s, ka, "two");
-	assert_true(desired_find(&s, &ka)->revision > rev);
-	assert_int_equal(desired_delete(&s, &kb, err, sizeof err), 0);
+	assert_true(desired_find(&s, &ka, &nopod)->revision > rev);
+	assert_int_equal(desired_delete(&s, &kb, &nopod, err, sizeof err), 0);
 	assert_int_equal(desired_load(&t, dir, err, sizeof err), 0);
 	same_store(&s, &t);
 	assert_int_equal(t.n, 1);
@@ -567,7 +569,7 @@ static void revisions_only_grow(void **state)
 	set_ok(&s, key(0, C, 1, P1, ""), "one");
 	set_ok(&s, key(0, C, 1, P2, ""), "two");
 	top = s.revision;
-	assert_int_equal(desired_delete(&s, &(struct selector){.consumer = C, .version = 1, .pod_uid = P2}, err, sizeof err), 0);
+	assert_int_equal(desired_delete(&s, &(struct selector){.consumer = C, .version = 1, .pod_uid = P2}, &nopod, err, sizeof err), 0);
 	desired_free(&s);
 	assert_int_equal(desired_load(&s, dir, err, sizeof err), 0);
 	assert_int_equal(s.revision, top);
@@ -620,7 +622,7 @@ static void converted_once(void **state)
 	assert_false(exists(v0));
 	assert_true(exists(aside));
 	payload_is(desired_match(&s, &(struct selector){.pid = 9, .pid_start = START(9), .consumer = C, .version = 1,
-						       .pod_uid = P1, .container_id = C1}),
+						       .pod_uid = P1, .container_id = C1}, NULL),
 		   "pod");
 
 	/* read once: the next start reads the store alone */

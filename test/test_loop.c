@@ -69,7 +69,7 @@ static void matching_in_pid_order(void **state)
 	n->nprocs = 5;
 	memset(&f, 0, sizeof f);
 	snprintf(f.consumer, sizeof f.consumer, "echo");
-	c = procs_matching(n, &f, &v);
+	c = procs_matching(n, &f, NULL, &v);
 	assert_int_equal(c, 4); /* pid, then instance */
 	assert_ptr_equal(v[0], table[4]);
 	assert_ptr_equal(v[1], table[3]);
@@ -77,7 +77,7 @@ static void matching_in_pid_order(void **state)
 	assert_ptr_equal(v[3], table[0]);
 	free(v);
 	snprintf(f.pod_uid, sizeof f.pod_uid, "aa");
-	c = procs_matching(n, &f, &v);
+	c = procs_matching(n, &f, NULL, &v);
 	assert_int_equal(c, 2);
 	assert_ptr_equal(v[0], table[4]);
 	assert_ptr_equal(v[1], table[1]);

@@ -15,6 +15,9 @@
 	(CMD_BIT(CMD_PS) | CMD_BIT(CMD_PUBLISH) | CMD_BIT(CMD_CLEAR) | CMD_BIT(CMD_WATCH) |            \
 	 CMD_BIT(CMD_TOP) | CMD_BIT(CMD_DESIRED))
 
+/* Those that select by the pod's namespace and labels (WatchEvents does not). */
+#define POD_CMDS (CMD_BIT(CMD_PS) | CMD_BIT(CMD_PUBLISH) | CMD_BIT(CMD_CLEAR) | CMD_BIT(CMD_DESIRED))
+
 /* The commands, as optable.c reads them (help last: its operand, a
  * command, is filled in by complete.c), ... */
 const struct opt_cmd cli_cmds[NCMD + 1] = {
@@ -40,7 +43,8 @@ static const struct {
 	[CMD_PS] = {"ps [SELECTOR]", "the attached processes",
 		    "The attached processes (of SELECTOR only, when given; without --schema, of every\n"
 		    "schema version): pid, consumer, schema version, pod UID, container ID, owner\n"
-		    "(owned or passive), config generation, acked generation and how it was acked.\n"},
+		    "(owned or passive), config generation, acked generation, how it was acked, and\n"
+		    "the pod's namespace and name when the daemon follows the Kubernetes API.\n"},
 	[CMD_GET] = {"get [--pid] PID", "one process",
 		     "One attached process, with its NSpid list, instance id, QoS class and lease.\n"},
 	[CMD_STATE] = {"state [--pid] PID", "its state block: ack, resources, status bytes",
@@ -119,6 +123,8 @@ const struct opt_def cli_options[NOPT] = {
 	[O_SCHEMA] = {"schema", 0, "N", SEL_CMDS},
 	[O_POD] = {"pod", 0, "UID", SEL_CMDS},
 	[O_CONTAINER] = {"container", 0, "ID", SEL_CMDS},
+	[O_NAMESPACE] = {"namespace", 'n', "NS", POD_CMDS},
+	[O_LABELS] = {"selector", 'l', "LABELS", POD_CMDS},
 	[O_DATA] = {"data", 0, "STRING", DATA_CMDS},
 	[O_FILE] = {"file", 0, "FILE", DATA_CMDS},
 	[O_WAIT] = {"wait", 0, NULL, CMD_BIT(CMD_PUBLISH) | CMD_BIT(CMD_CLEAR) | CMD_BIT(CMD_DESIRED) | CMD_BIT(CMD_HEALTH)},
@@ -132,7 +138,10 @@ const struct opt_def cli_options[NOPT] = {
 
 static const char global_help[] =
 	"SELECTOR: --pid PID (alone) | --consumer NAME [--schema N] [--pod UID] [--container ID]\n"
-	"  (--schema: the schema version; a write's default is 1, a listing's every version)\n"
+	"  [-n|--namespace NS] [-l|--selector LABELS]\n"
+	"  (--schema: the schema version; a write's default is 1, a listing's every version;\n"
+	"  --namespace and --selector, as kubectl -l takes it: app=web,tier in (a,b),!canary, select\n"
+	"  by the pod as the Kubernetes API server sees it: the daemon's kubernetes_api)\n"
 	"DATA: --data STRING | --file PATH | - (standard input)\n"
 	"DUR: seconds, or with a unit: 500ms, 5s, 2m, 1h (--timeout: how long a call may take,\n"
 	"default 10s, and how long --wait waits; the daemon refuses more than its max_wait_ms)\n"
@@ -284,6 +293,8 @@ static int take(int id, int short_name, const char *v, struct opts *o)
 		break;
 	case O_POD: o->sel.pod_uid = (char *)v; break;
 	case O_CONTAINER: o->sel.container_id = (char *)v; break;
+	case O_NAMESPACE: o->sel.namespace_ = (char *)v; break;
+	case O_LABELS: o->sel.label_selector = (char *)v; break;
 	case O_DATA: o->data = v; break;
 	case O_FILE: o->file = v; break;
 	case O_WAIT: o->wait = 1; break;
@@ -305,6 +316,35 @@ static int take(int id, int short_name, const char *v, struct opts *o)
 	}
 	o->given |= 1ull << id;
 	return 0;
+}
+
+/* getopt's optstring: "-:" (operands in order, a missing value ':'),
+ * then each short name, with ':' when it takes a value. */
+static const char *short_opts(void)
+{
+	static char buf[2 + 2 * NOPT + 1];
+	size_t i, n = 0;
+	if (buf[0])
+		return buf;
+	buf[n++] = '-';
+	buf[n++] = ':';
+	for (i = 0; i < NOPT; i++)
+		if (cli_options[i].short_name) {
+			buf[n++] = cli_options[i].short_name;
+			if (cli_options[i].value)
+				buf[n++] = ':';
+		}
+	buf[n] = 0;
+	return buf;
+}
+
+/* The option whose short name is c. */
+static int short_id(int c)
+{
+	int i;
+	for (i = 0; i < NOPT && cli_options[i].short_name != c; i++)
+		;
+	return i;
 }
 
 /* An option getopt_long refused (word: argv[optind - 1]), said: 2. */
@@ -375,13 +415,13 @@ int cli_parse(int argc, char **argv, struct opts *o, int *done)
 	optind = 0; /* a fresh scan, whatever ran before */
 	/* "-": operands come in order, as code 1 (POSIXLY_CORRECT or not);
 	 * ":": a missing value is ':' */
-	while ((c = getopt_long(argc, argv, "-:ho:", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, short_opts(), lo, NULL)) != -1) {
 		if (c == 1)
 			e = operand(optarg, o);
 		else if (c == '?' || c == ':')
 			e = refused(argv[optind - 1], c == ':');
 		else
-			e = take(c >= OPT_VAL(0) ? c - OPT_VAL(0) : c == 'h' ? O_HELP : O_OUTPUT, c < OPT_VAL(0), optarg, o);
+			e = take(c >= OPT_VAL(0) ? c - OPT_VAL(0) : short_id(c), c < OPT_VAL(0), optarg, o);
 		if (e)
 			return e;
 	}
@@ -402,7 +442,7 @@ int cli_parse(int argc, char **argv, struct opts *o, int *done)
 		return e;
 	if (o->sel.pid && o->cmd != CMD_DESIRED && (o->given & CLI_SEL_OPTS & ~(1ull << O_PID))) {
 		fprintf(stderr, "procctl: --pid names one process: give it alone, or select with --consumer NAME "
-				"[--schema N] [--pod UID] [--container ID]\n");
+				"[--schema N] [--pod UID] [--container ID] [--namespace NS] [--selector LABELS]\n");
 		return 2;
 	}
 	/* A write is for one schema version: 1 unless said; a listing's

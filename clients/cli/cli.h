@@ -31,12 +31,13 @@ enum cli_cmd { CMD_PS, CMD_GET, CMD_STATE, CMD_PUBLISH, CMD_CLEAR, CMD_WATCH, CM
 
 /* The options, each its index in cli_options. */
 enum cli_opt { O_SOCKET, O_SERVER, O_TLS_CA, O_TLS_CERT, O_TLS_KEY, O_TLS_SERVER_NAME, O_PLAINTEXT, O_TIMEOUT,
-	       O_OUTPUT, O_HELP, O_PID, O_CONSUMER, O_SCHEMA, O_POD, O_CONTAINER, O_DATA, O_FILE, O_WAIT,
+	       O_OUTPUT, O_HELP, O_PID, O_CONSUMER, O_SCHEMA, O_POD, O_CONTAINER, O_NAMESPACE, O_LABELS, O_DATA, O_FILE, O_WAIT,
 	       O_ALLOW_NONE, O_CLEAR, O_FROM, O_COUNT, O_FOR, O_INTERVAL, NOPT };
 
 /* The options that select processes (bits of opts.given). */
 #define CLI_SEL_OPTS                                                                               \
-	((1ull << O_PID) | (1ull << O_CONSUMER) | (1ull << O_SCHEMA) | (1ull << O_POD) | (1ull << O_CONTAINER))
+	((1ull << O_PID) | (1ull << O_CONSUMER) | (1ull << O_SCHEMA) | (1ull << O_POD) | (1ull << O_CONTAINER) | \
+	 (1ull << O_NAMESPACE) | (1ull << O_LABELS))
 
 /* The commands (and the word help, last), as optable.c reads them. */
 extern const struct opt_cmd cli_cmds[NCMD + 1];

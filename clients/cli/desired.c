@@ -48,8 +48,9 @@ static int desired_ls(const struct opts *o)
 		protobuf_c_message_free_unpacked(&r->base, NULL);
 		return 0;
 	}
-	printf("%-8s %-16s %-3s %-8s %-36s %-12s %-8s %-16s %7s %8s %7s %10s %9s\n", "REVISION", "CONSUMER", "VER", "PID",
-	       "POD", "CONTAINER", "BYTES", "SOURCE", "APPLIED", "REJECTED", "PENDING", "SUPERSEDED", "NOT_OWNED");
+	printf("%-8s %-16s %-3s %-8s %-36s %-12s %-8s %-16s %7s %8s %7s %10s %9s %-16s %s\n", "REVISION", "CONSUMER", "VER",
+	       "PID", "POD", "CONTAINER", "BYTES", "SOURCE", "APPLIED", "REJECTED", "PENDING", "SUPERSEDED", "NOT_OWNED",
+	       "NAMESPACE", "SELECTOR");
 	for (i = 0; i < r->n_configs; i++) {
 		const Procctl__V1__DesiredConfig *d = r->configs[i];
 		const Procctl__V1__Selector *s = d->selector;
@@ -57,11 +58,12 @@ static int desired_ls(const struct opts *o)
 		char pid[16] = "-";
 		if (s && s->pid)
 			snprintf(pid, sizeof pid, "%d", s->pid);
-		printf("%-8llu %-16s %-3u %-8s %-36s %-12.12s %-8zu %-16s %7u %8u %7u %10u %9u\n",
+		printf("%-8llu %-16s %-3u %-8s %-36s %-12.12s %-8zu %-16s %7u %8u %7u %10u %9u %-16s %s\n",
 		       (unsigned long long)d->revision, s ? s->consumer : "", s ? s->schema_version : 0, pid,
 		       s && s->pod_uid[0] ? s->pod_uid : "-", s && s->container_id[0] ? s->container_id : "-",
 		       d->payload.len, d->source[0] ? d->source : "api", ro ? ro->applied : 0, ro ? ro->rejected : 0,
-		       ro ? ro->pending : 0, ro ? ro->superseded : 0, ro ? ro->not_owned : 0);
+		       ro ? ro->pending : 0, ro ? ro->superseded : 0, ro ? ro->not_owned : 0,
+		       s && s->namespace_[0] ? s->namespace_ : "-", s && s->label_selector[0] ? s->label_selector : "-");
 	}
 	protobuf_c_message_free_unpacked(&r->base, NULL);
 	return 0;

@@ -61,7 +61,7 @@ int results(Procctl__V1__PublishResult **r, size_t n, int wait)
 /* The selector as the user gave it, for messages. */
 const char *selector_words(const struct opts *o)
 {
-	static char buf[512];
+	static char buf[2048];
 	size_t n = 0;
 	buf[0] = 0;
 	if (o->sel.pid)
@@ -72,7 +72,11 @@ const char *selector_words(const struct opts *o)
 	if (given(o->sel.pod_uid) && n < sizeof buf)
 		n += (size_t)snprintf(buf + n, sizeof buf - n, "%s--pod %s", n ? " " : "", o->sel.pod_uid);
 	if (given(o->sel.container_id) && n < sizeof buf)
-		snprintf(buf + n, sizeof buf - n, "%s--container %s", n ? " " : "", o->sel.container_id);
+		n += (size_t)snprintf(buf + n, sizeof buf - n, "%s--container %s", n ? " " : "", o->sel.container_id);
+	if (given(o->sel.namespace_) && n < sizeof buf)
+		n += (size_t)snprintf(buf + n, sizeof buf - n, "%s--namespace %s", n ? " " : "", o->sel.namespace_);
+	if (given(o->sel.label_selector) && n < sizeof buf)
+		snprintf(buf + n, sizeof buf - n, "%s--selector '%s'", n ? " " : "", o->sel.label_selector);
 	return buf;
 }
 

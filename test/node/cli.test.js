@@ -406,12 +406,12 @@ test('desired set | ls | rm, in both outputs; ls -o json equal to ListDesiredCon
 
     const l = table(exits(await cli(['desired', 'ls']), 0));
     assert.deepEqual(l.header, ['REVISION', 'CONSUMER', 'VER', 'PID', 'POD', 'CONTAINER', 'BYTES', 'SOURCE', 'APPLIED',
-      'REJECTED', 'PENDING', 'SUPERSEDED', 'NOT_OWNED']);
+      'REJECTED', 'PENDING', 'SUPERSEDED', 'NOT_OWNED', 'NAMESPACE', 'SELECTOR']);
     const mine = l.rows.find((x) => x.CONSUMER === h.CONSUMER);
     // Every process it was written to acked it (--wait): each is one APPLIED.
     const applied = String(st.rows.filter((x) => x.STATUS === 'APPLIED').length);
     assert.deepEqual(mine, { REVISION: rev[1], CONSUMER: h.CONSUMER, VER: '1', PID: '-', POD: '-', CONTAINER: '-', BYTES: '4',
-      SOURCE: 'api', APPLIED: applied, REJECTED: '0', PENDING: '0', SUPERSEDED: '0', NOT_OWNED: '0' });
+      SOURCE: 'api', APPLIED: applied, REJECTED: '0', PENDING: '0', SUPERSEDED: '0', NOT_OWNED: '0', NAMESPACE: '-', SELECTOR: '-' });
     assert.equal(st.rows.length, Number(applied), said(s));
     assert.deepEqual(doc(exits(await cli(['-o', 'json', 'desired', 'ls']), 0)),
       asJson(await h.call(c, 'ListDesiredConfigs', {})));
@@ -421,7 +421,8 @@ test('desired set | ls | rm, in both outputs; ls -o json equal to ListDesiredCon
       { input: 'want more' }), 0));
     assert.ok(Number(j.config.revision) > Number(rev[1]));
     assert.equal(Buffer.from(j.config.payload, 'base64').toString(), 'want more');
-    assert.deepEqual(j.config.selector, { pid: 0, consumer: h.CONSUMER, schemaVersion: 1, podUid: '', containerId: '' });
+    assert.deepEqual(j.config.selector, { pid: 0, consumer: h.CONSUMER, schemaVersion: 1, podUid: '', containerId: '',
+      namespace: '', labelSelector: '' });
     const res = j.results.find((x) => x.process.pid === e.pid);
     assert.equal(res.status, 'PUBLISH_STATUS_APPLIED');
     await e.line(new RegExp(`event=applied gen=${res.generation} .*payload=want more$`), { out: true });

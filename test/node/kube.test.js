@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 // kube.test.js - procctl-node follows the Kubernetes API server's view of
 // its node's pods (kubernetes_api): it lists them, watches them from the
-// list's resourceVersion, and names each process's pod (namespace, name)
-// in ListProcesses and `procctl ps`. The API server is kubeapi.js, a
-// stand-in that keeps the watch protocol (chunked events, one version
-// counter, bookmarks, 410 Gone for a compacted version, watches that end,
+// list's resourceVersion, names each process's pod (namespace, name) in
+// ListProcesses and `procctl ps`, and applies [desired] sections and
+// desired configs that select by namespace and labels, following the
+// pods' labels as they change. The API server is kubeapi.js, a stand-in
+// that keeps the watch protocol (chunked events, one version counter,
+// bookmarks, 410 Gone for a compacted version, watches that end,
 // restarts, slowness) with Pods validated against the Kubernetes schemas;
-// the node is a namespace of netns.js, its pods kubelet-named cgroups.
+// the nodes are namespaces of netns.js (two, each with its daemon and the
+// same ConfigMap), their pods kubelet-named cgroups.
 'use strict';
 
 const { test, before, after } = require('node:test');
@@ -28,7 +31,12 @@ const PORT = 6443;
 const C = h.CONSUMER;
 
 let Pod;
-let cluster, node, api, daemon, client;
+let cluster, node, nodeB, api, daemon, daemonB, client, clientB;
+
+// The ConfigMap both daemons read: shop's web pods get "shop-web"; any
+// pod labelled tier=front, "front" (below it: no namespace).
+const CONF = `[desired shop-web]\nconsumer = ${C}\nnamespace = shop\nlabel_selector = app=web\ndata = shop-web\n\n` +
+  `[desired front]\nconsumer = ${C}\nlabel_selector = tier in (front)\ndata = front\n`;
 
 // A Pod of node nodeName, validated as the API server would.
 function pod(name, { ns = 'prod', uid = crypto.randomUUID(), labels = {}, nodeName = 'node-a' } = {}) {
@@ -76,33 +84,56 @@ async function names(uid) {
 
 const pods = {};
 
+// What node-a's daemon asked of the stand-in: lists, watches, open ones.
+async function asked() {
+  const s = await api.ctl('GET', '/stats');
+  return { ...s, lists: s.listsBy['node-a'] || 0, open: s.openBy['node-a'] || 0,
+    watches: s.watches.filter((w) => w.node === 'node-a') };
+}
+
 before(async () => {
   ({ Pod } = await import(pathToFileURL(path.join(process.env.NODE_PATH, 'kubernetes-models', 'v1', 'index.js'))));
   ca('ca');
-  leaf('apiserver', 'kubernetes', 'ca', 'subjectAltName = IP:10.77.1.1, IP:127.0.0.1\nextendedKeyUsage = serverAuth');
+  leaf('apiserver', 'kubernetes', 'ca', 'subjectAltName = IP:10.77.1.1, IP:10.77.2.1, IP:127.0.0.1\n' +
+    'extendedKeyUsage = serverAuth');
   fs.writeFileSync(file('token'), `${TOKEN}\n`);
+  fs.writeFileSync(file('node.conf'), CONF);
   cluster = await Cluster.create('pckube');
   node = await cluster.node('node-a');
-  for (const name of ['web-1', 'batch-1']) {
+  nodeB = await cluster.node('node-b');
+  // web-1 and batch-1: the watch's tests; shop-*: the selection's.
+  const spec = {
+    'web-1': { labels: { app: 'web', tier: 'back' } },
+    'batch-1': { ns: 'jobs', labels: { app: 'batch' } },
+    'shop-web-a': { ns: 'shop', labels: { app: 'web' } },
+    'shop-db-a': { ns: 'shop', labels: { app: 'db' } },
+    'shop-web-b': { ns: 'shop', labels: { app: 'web' }, nodeName: 'node-b' },
+    'jobs-web-b': { ns: 'jobs', labels: { app: 'web' }, nodeName: 'node-b' },
+  };
+  for (const [name, o] of Object.entries(spec)) {
     const p = cluster.pod(name);
-    pods[name] = { uid: p.uid, container: p.container() };
+    pods[name] = { uid: p.uid, container: p.container(), node: o.nodeName === 'node-b' ? nodeB : node, spec: o };
   }
   api = await apiServer([
-    pod('web-1', { uid: pods['web-1'].uid, labels: { app: 'web', tier: 'front' } }),
-    pod('batch-1', { uid: pods['batch-1'].uid, ns: 'jobs', labels: { app: 'batch' } }),
-    pod('web-2', { labels: { app: 'web' }, nodeName: 'node-b' }), // another node's
+    ...Object.entries(pods).map(([name, p]) => pod(name, { uid: p.uid, ...p.spec })),
+    pod('web-2', { labels: { app: 'web' }, nodeName: 'node-c' }), // another node's
   ], { prefix: cluster.prefix() });
-  daemon = await new h.Daemon({ prefix: node.prefix(), args: ['--http-listen', '127.0.0.1:9464',
+  daemon = await new h.Daemon({ prefix: node.prefix(), args: ['--http-listen', '127.0.0.1:9464', '--config', file('node.conf'),
     ...kubeArgs(`https://10.77.1.1:${PORT}`)] }).ready();
+  daemonB = await new h.Daemon({ prefix: nodeB.prefix(), args: ['--config', file('node.conf'),
+    ...kubeArgs(`https://10.77.2.1:${PORT}`, ['--kubernetes-node', 'node-b'])] }).ready();
   client = daemon.client();
-  for (const p of Object.values(pods)) p.echo = await node.echo(C, p.container);
+  clientB = daemonB.client();
+  for (const p of Object.values(pods)) p.echo = await p.node.echo(C, p.container);
   await h.until(async () => (await names(pods['batch-1'].uid)).length === 1 && (await names(pods['web-1'].uid)).length === 1,
-    { what: 'both pods\' processes attached' });
+    { what: 'node-a\'s pods\' processes attached' });
 });
 
 after(async () => {
   if (client) client.close();
+  if (clientB) clientB.close();
   if (daemon && daemon.exit === null) await daemon.stop();
+  if (daemonB && daemonB.exit === null) await daemonB.stop();
   if (api) await api.kill();
   if (cluster) await cluster.destroy();
 });
@@ -111,13 +142,99 @@ test('it lists its node\'s pods alone, with the token over TLS, and watches from
   await h.until(async () => (await names(pods['web-1'].uid))[0] === 'prod/web-1', { what: 'web-1 named' });
   assert.deepEqual(await names(pods['batch-1'].uid), ['jobs/batch-1']);
   assert.equal(metric('procctl_kube_synced'), 1);
-  assert.equal(metric('procctl_kube_pods'), 2, 'web-2 is node-b\'s');
-  const st = await api.ctl('GET', '/stats');
+  assert.equal(metric('procctl_kube_pods'), 4, 'node-a\'s four, not node-b\'s or node-c\'s');
+  const st = await asked();
   assert.equal(st.lists, 1);
   assert.ok(api.out.some((l) => l.includes('/api/v1/pods?fieldSelector=spec.nodeName%3Dnode-a&limit=500 code=200')), api.out.join('\n'));
-  assert.equal(st.watches[0].resourceVersion, '1003', 'the list\'s version: the three pods were 1001 to 1003');
+  assert.ok(api.out.some((l) => l.includes('/api/v1/pods?fieldSelector=spec.nodeName%3Dnode-b&limit=500 code=200')));
+  assert.equal(st.watches[0].resourceVersion, '1007', 'the list\'s version: the seven pods were 1001 to 1007');
   assert.equal(st.watches[0].bookmarks, true);
   assert.ok(st.watches[0].timeoutSeconds >= 60 && st.watches[0].timeoutSeconds < 120, JSON.stringify(st.watches[0]));
+});
+
+// The generations of a pod's processes, as a daemon says.
+async function gens(c, uid) {
+  return (await h.call(c, 'ListProcesses', { filter: { podUid: uid } })).processes.map((p) => Number(p.generation));
+}
+
+// A [desired] section's rollout on a daemon.
+async function rollout(c, source) {
+  const d = (await h.call(c, 'ListDesiredConfigs', {})).configs.find((x) => x.source === source);
+  return d.rollout;
+}
+
+test('[desired] by namespace and labels: applied to exactly the matching pods\' processes, on each node', async () => {
+  await pods['shop-web-a'].echo.line(/^event=applied gen=\d+ .*payload=shop-web$/, { out: true });
+  await pods['shop-web-b'].echo.line(/^event=applied gen=\d+ .*payload=shop-web$/, { out: true });
+  await h.until(async () => (await rollout(client, 'shop-web')).applied === 1 && (await rollout(clientB, 'shop-web')).applied === 1,
+    { what: 'one applied on each node' });
+  // shop's db pod, jobs' web pod, and the rest: nothing.
+  assert.deepEqual(await gens(client, pods['shop-db-a'].uid), [0]);
+  assert.deepEqual(await gens(clientB, pods['jobs-web-b'].uid), [0]);
+  assert.deepEqual(await gens(client, pods['batch-1'].uid), [0]);
+  assert.deepEqual(await gens(client, pods['web-1'].uid), [0]);
+  const cfg = (await h.call(client, 'ListDesiredConfigs', {})).configs.find((x) => x.source === 'front');
+  assert.equal(cfg.selector.labelSelector, 'tier in (front)');
+  assert.equal(cfg.selector.namespace, '');
+  // ListProcesses selects the same way.
+  const sel = await h.call(client, 'ListProcesses', { filter: { namespace: 'shop', labelSelector: 'app=web' } });
+  assert.deepEqual(sel.processes.map((p) => p.podUid), [pods['shop-web-a'].uid]);
+  const r = exits(await run(['ps', '-n', 'shop', '-l', 'app notin (web)'], { sock: daemon.sock }), 0);
+  assert.deepEqual(r.stdout.split('\n').filter((l) => l.includes(' shop/')).map((l) => l.split(/\s+/).at(-1)), ['shop/shop-db-a']);
+});
+
+test('a pod\'s labels changing move its processes to the config that selects them now, and a Publish over one that still does stays', async () => {
+  const p = pods['shop-db-a'];
+  const relabel = (labels) => api.ctl('POST', '/pods', pod('shop-db-a', { uid: p.uid, ns: 'shop', labels }));
+  await relabel({ app: 'db', tier: 'front' });
+  await p.echo.line(/^event=applied gen=\d+ .*payload=front$/, { out: true });
+  await h.until(async () => (await rollout(client, 'front')).applied === 1, { what: 'front applied once' });
+  await relabel({ app: 'web', tier: 'front' }); // both select it: shop-web has a namespace
+  await p.echo.line(/^event=applied gen=\d+ .*payload=shop-web$/, { out: true });
+  await h.until(async () => (await rollout(client, 'shop-web')).applied === 2 && (await rollout(client, 'front')).applied === 0,
+    { what: 'the rollouts to follow' });
+  await relabel({ app: 'db' }); // neither: cleared, as a deleted config's processes are
+  await p.echo.line(/^event=cleared gen=\d+/, { out: true });
+
+  // A Publish over shop-web-a's config, then a label that changes nothing of what applies: it stays.
+  const w = pods['shop-web-a'];
+  const [proc] = (await h.call(client, 'ListProcesses', { filter: { podUid: w.uid } })).processes;
+  await h.call(client, 'Publish', { selector: { pid: proc.ref.pid }, payload: Buffer.from('mine'), waitMs: 5000 });
+  const [before_] = await gens(client, w.uid);
+  await api.ctl('POST', '/pods', pod('shop-web-a', { uid: w.uid, ns: 'shop', labels: { app: 'web', team: 'x' } }));
+  await relabel({ app: 'db', tier: 'front' }); // a barrier: applied after the one above
+  await h.until(async () => (await rollout(client, 'front')).applied === 1, { what: 'front applied again' });
+  assert.deepEqual(await gens(client, w.uid), [before_], 'the Publish stays');
+  assert.equal((await rollout(client, 'shop-web')).superseded, 1);
+});
+
+test('SetDesiredConfig by namespace and labels: canonical, and refused where it cannot hold', async () => {
+  const sel = { consumer: C, schemaVersion: 1, namespace: 'jobs', labelSelector: ' app in (web,batch) , app != x' };
+  await h.call(clientB, 'SetDesiredConfig', { config: { selector: sel, payload: Buffer.from('jobs') }, waitMs: 5000 });
+  await pods['jobs-web-b'].echo.line(/^event=applied gen=\d+ .*payload=jobs$/, { out: true });
+  const cfg = (await h.call(clientB, 'ListDesiredConfigs', {})).configs.find((x) => x.selector.namespace === 'jobs');
+  assert.equal(cfg.selector.labelSelector, 'app!=x,app in (batch,web)');
+  await h.call(clientB, 'DeleteDesiredConfig', { selector: { ...sel, labelSelector: 'app in (web,batch),app!=x' }, clear: true });
+  await pods['jobs-web-b'].echo.line(/^event=cleared gen=\d+/, { out: true });
+  const bad = await h.code(h.call(client, 'ListProcesses', { filter: { labelSelector: 'app in (web' } }));
+  assert.equal(bad, 'INVALID_ARGUMENT');
+  assert.equal(await h.code(h.call(client, 'ListProcesses', { filter: { namespace: 'Shop' } })), 'INVALID_ARGUMENT');
+  const stream = client.WatchEvents({ filter: { namespace: 'shop' } });
+  const err = await new Promise((resolve) => { stream.on('error', resolve); stream.on('data', () => {}); });
+  assert.equal(h.grpc.status[err.code], 'INVALID_ARGUMENT');
+  assert.match(err.details, /not for WatchEvents/);
+  const plain = await new h.Daemon().ready();
+  try {
+    const c = plain.client();
+    try {
+      await assert.rejects(h.call(c, 'ListProcesses', { filter: { namespace: 'shop' } }),
+        (e) => h.grpc.status[e.code] === 'FAILED_PRECONDITION' && /follows no Kubernetes API server/.test(e.details));
+    } finally {
+      c.close();
+    }
+  } finally {
+    await plain.stop();
+  }
 });
 
 test('procctl ps shows the namespace and name of each process\'s pod', async () => {
@@ -138,20 +255,20 @@ test('a pod deleted and made again with the same name but a new UID: the old pro
   again.echo = await node.echo(C, again.container);
   await h.until(async () => (await names(again.uid))[0] === 'prod/web-1', { what: 'the new web-1 named' });
   assert.deepEqual(await names(old.uid), ['/'], 'the old UID is no pod now');
-  assert.equal(metric('procctl_kube_pods'), 2);
-  assert.equal((await api.ctl('GET', '/stats')).lists, 1, 'events, not a list');
+  assert.equal(metric('procctl_kube_pods'), 4);
+  assert.equal((await asked()).lists, 1, 'events, not a list');
   pods['web-1'] = again;
 });
 
 test('a watch that ends is made again from the last version it saw, a bookmark\'s included', async () => {
   await api.ctl('POST', '/bookmarks?ms=100');
   // A change on another node: this watch sees only the bookmark that follows.
-  const { resourceVersion } = await api.ctl('POST', '/pods', pod('web-3', { nodeName: 'node-b' }));
+  const { resourceVersion } = await api.ctl('POST', '/pods', pod('web-3', { nodeName: 'node-c' }));
   await h.sleep(500); // a few bookmarks, each with the version now
-  const before_ = await api.ctl('GET', '/stats');
+  const before_ = await asked();
   await api.ctl('POST', '/close');
   const st = await h.until(async () => {
-    const s = await api.ctl('GET', '/stats');
+    const s = await asked();
     return s.watches.length > before_.watches.length && s.open === 1 && s;
   }, { what: 'the watch made again' });
   assert.equal(st.watches.at(-1).resourceVersion, resourceVersion, 'from the bookmark\'s version');
@@ -161,39 +278,39 @@ test('a watch that ends is made again from the last version it saw, a bookmark\'
 
 test('a version compacted away: the resumed watch gets 410 Gone, and it lists again', async () => {
   await api.ctl('POST', '/bookmarks?ms=0');
-  await api.ctl('POST', '/pods', pod('web-4', { nodeName: 'node-b' })); // unseen: this watch's version is older now
+  await api.ctl('POST', '/pods', pod('web-4', { nodeName: 'node-c' })); // unseen: this watch's version is older now
   await api.ctl('POST', '/compact');
   const gone = metric('procctl_kube_gone_total');
-  const lists = (await api.ctl('GET', '/stats')).lists;
+  const lists = (await asked()).lists;
   await api.ctl('POST', '/close');
-  await h.until(async () => (await api.ctl('GET', '/stats')).lists === lists + 1, { what: 'a list after the 410' });
+  await h.until(async () => (await asked()).lists === lists + 1, { what: 'a list after the 410' });
   await h.until(() => metric('procctl_kube_gone_total') === gone + 1, { what: 'the 410 counted' });
-  assert.equal(metric('procctl_kube_pods'), 2);
+  assert.equal(metric('procctl_kube_pods'), 4);
   await api.ctl('POST', '/bookmarks?ms=1000');
 });
 
 test('410 mid-watch (an ERROR event): it lists again, and what changed meanwhile is known', async () => {
-  const lists = (await api.ctl('GET', '/stats')).lists;
+  const lists = (await asked()).lists;
   const p = cluster.pod('cache-1');
   const cache = { uid: p.uid, container: p.container() };
   cache.echo = await node.echo(C, cache.container);
   await api.ctl('POST', '/expire');
   await api.ctl('POST', '/pods', pod('cache-1', { uid: cache.uid, ns: 'infra' }));
-  await h.until(async () => (await api.ctl('GET', '/stats')).lists === lists + 1, { what: 'a list after the 410' });
+  await h.until(async () => (await asked()).lists === lists + 1, { what: 'a list after the 410' });
   await h.until(async () => (await names(cache.uid))[0] === 'infra/cache-1', { what: 'cache-1 named' });
-  assert.equal(metric('procctl_kube_pods'), 3);
+  assert.equal(metric('procctl_kube_pods'), 5);
 });
 
 test('an API server restarting: it backs off, then resumes the watch where it was, without a list', async () => {
-  const lists = (await api.ctl('GET', '/stats')).lists;
+  const lists = (await asked()).lists;
   const errors = metric('procctl_kube_api_errors_total');
-  const { resourceVersion } = await api.ctl('GET', '/stats');
+  const { resourceVersion } = await asked();
   await api.ctl('POST', '/restart?down_ms=1500');
   await h.until(() => metric('procctl_kube_api_errors_total') > errors, { what: 'the failed requests counted' });
   // Served meanwhile, names kept.
   assert.deepEqual(await names(pods['batch-1'].uid), ['jobs/batch-1']);
   const st = await h.until(async () => {
-    const s = await api.ctl('GET', '/stats');
+    const s = await asked();
     return s.open === 1 && s;
   }, { what: 'a watch again after the restart', timeout: 20000 });
   assert.equal(st.lists, lists, 'resumed, not listed');
@@ -208,14 +325,14 @@ test('a slow API server holds nothing up: calls are answered while its list is s
   // The deadline is the assertion: 2 s, under the 4 s the list takes.
   assert.deepEqual(await h.call(client, 'ListProcesses', { filter: { podUid: pods['batch-1'].uid } }, { deadlineMs: 2000 })
     .then((r) => r.processes.map((p) => p.podName)), ['batch-1']);
-  assert.equal((await api.ctl('GET', '/stats')).open, 0, 'the list was still out');
+  assert.equal((await asked()).open, 0, 'the list was still out');
   await api.ctl('POST', '/slow?ms=0');
 });
 
 test('a hostile API server: objects that are no Pods are refused and counted, an endless line cuts the watch', async () => {
   const rejected = metric('procctl_kube_rejected_total');
   const errors = metric('procctl_kube_api_errors_total');
-  await h.until(async () => (await api.ctl('GET', '/stats')).open === 1, { what: 'a watch open' });
+  await h.until(async () => (await asked()).open === 1, { what: 'a watch open' });
   const bad = pod('evil', { nodeName: 'node-a' });
   bad.metadata.uid = '../../etc';
   await api.ctl('POST', '/inject', `${JSON.stringify({ type: 'ADDED', object: bad })}\nnot json\n`);

@@ -28,8 +28,10 @@
 //   POST /slow?ms=N             every answer waits N ms first (0: none)
 //   POST /bookmarks?ms=N        BOOKMARK every N ms (0: none)
 //   POST /inject                the body, as it is, on every open watch (a hostile server)
-//   GET  /stats                 what was asked: lists, watches (with their
-//                               resourceVersion), open watches
+//   POST /churn?per_s=N         N label changes a second, to pods taken in turn (0: stop)
+//   GET  /stats                 what was asked: lists (listsBy: per node),
+//                               watches (with their node and
+//                               resourceVersion), open watches (openBy)
 // Usage: node kubeapi.js PORT CERT KEY TOKEN OBJECTS.json [CONTROL_SOCKET]
 // (listens on $KUBEAPI_HOST, default 127.0.0.1)
 'use strict';
@@ -52,8 +54,10 @@ const history = [];       // { rv, type, object }
 let oldest = rv;          // a watch from before this is Gone
 const watches = new Set();
 const snapshots = new Map(); // continue token -> { rv, items }
-const stats = { lists: 0, pages: 0, watches: [], open: 0 };
+const stats = { lists: 0, pages: 0, watches: [], open: 0, listsBy: {}, openBy: {} };
 let slowMs = 0;
+let churn = null;
+let churned = 0;
 let bookmarkMs = 1000;
 let down = false;
 
@@ -66,6 +70,7 @@ function change(type, pod) {
   if (type === 'DELETED') pods.delete(o.metadata.uid);
   else pods.set(o.metadata.uid, o);
   history.push({ rv, type, object: o });
+  if (history.length > 20000) oldest = history.splice(0, 10000).at(-1).rv; // compacted, as etcd is
   for (const w of watches) w.send(type, o);
   return rv;
 }
@@ -98,6 +103,7 @@ function list(u) {
     }
   } else {
     stats.lists += 1;
+    stats.listsBy[node] = (stats.listsBy[node] || 0) + 1;
     snap = { rv, items: [...pods.values()].filter((p) => node === null || p.spec.nodeName === node), at: 0 };
   }
   stats.pages += 1;
@@ -117,7 +123,7 @@ function watch(u, res) {
   const from = Number(u.searchParams.get('resourceVersion'));
   const bookmarks = u.searchParams.get('allowWatchBookmarks') === 'true';
   const timeout = Number(u.searchParams.get('timeoutSeconds') || 1800);
-  stats.watches.push({ resourceVersion: u.searchParams.get('resourceVersion'), timeoutSeconds: timeout, bookmarks });
+  stats.watches.push({ node, resourceVersion: u.searchParams.get('resourceVersion'), timeoutSeconds: timeout, bookmarks });
   res.writeHead(200, { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' });
   const line = (type, object) => res.write(`${JSON.stringify({ type, object })}\n`);
   if (!Number.isInteger(from) || from < oldest) {
@@ -126,6 +132,7 @@ function watch(u, res) {
     return;
   }
   const w = {
+    node,
     send(type, o) {
       if (node === null || o.spec.nodeName === node) line(type, o);
     },
@@ -210,7 +217,11 @@ const listen = (then) => api.listen(Number(port), host, then);
 function control(req, body) {
   const u = new URL(req.url, 'http://control');
   const n = Number(u.searchParams.get('ms') || u.searchParams.get('down_ms') || 0);
-  if (req.method === 'GET' && u.pathname === '/stats') return { ...stats, resourceVersion: String(rv), oldest: String(oldest), down };
+  if (req.method === 'GET' && u.pathname === '/stats') {
+    const openBy = {};
+    for (const w of watches) openBy[w.node] = (openBy[w.node] || 0) + 1;
+    return { ...stats, openBy, churned, resourceVersion: String(rv), oldest: String(oldest), down };
+  }
   if (req.method === 'POST' && u.pathname === '/pods') {
     const pod = JSON.parse(body);
     return { resourceVersion: String(change(pods.has(pod.metadata.uid) ? 'MODIFIED' : 'ADDED', pod)) };
@@ -241,6 +252,19 @@ function control(req, body) {
     }), n);
   } else if (m === '/inject') {
     for (const w of watches) w.raw(body);
+  } else if (m === '/churn') {
+    const perTick = Number(u.searchParams.get('per_s') || 0) / 100;
+    clearInterval(churn);
+    let owed = 0;
+    churn = perTick > 0 ? setInterval(() => {
+      const all = [...pods.values()];
+      for (owed += perTick; owed >= 1 && all.length; owed -= 1) {
+        const p = copy(all[churned % all.length]);
+        churned += 1;
+        p.metadata.labels = { ...p.metadata.labels, churn: String(churned) };
+        change('MODIFIED', p);
+      }
+    }, 10) : null;
   } else if (m === '/slow') {
     slowMs = n;
   } else if (m === '/bookmarks') {
