@@ -92,6 +92,11 @@ refused "a pod UID that is not one" "config.desired.0.pod: Does not match patter
 	--set "$D0.consumer=echo" --set "$D0.data=x" --set "$D0.pod=My-Pod"
 refused "two desired configs for one selector" "b has the selector of a" --set "$D0.name=a" --set "$D0.consumer=echo" \
 	--set "$D0.data=x" --set "$D1.name=b" --set "$D1.consumer=echo" --set "$D1.data=y"
+refused "a desired config by namespace without the watch of the API" "namespace and labelSelector need kubernetes.enabled" \
+	--set kubernetes.enabled=false --set "$D0.name=a" --set "$D0.consumer=echo" --set "$D0.data=x" --set "$D0.namespace=shop"
+refused "a label selector over lines" "config.desired.0.labelSelector: Does not match pattern" --set "$D0.name=a" \
+	--set "$D0.consumer=echo" --set "$D0.data=x" --set-string "$D0.labelSelector=app=web
+x=y"
 refused "an arbiter for a consumer not served" "consumer token is not one of config.consumers" \
 	--set 'config.consumers={echo}' --set 'config.arbiters[0].name=gpu' --set 'config.arbiters[0].kind=1' \
 	--set 'config.arbiters[0].consumer=token'

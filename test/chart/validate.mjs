@@ -135,6 +135,11 @@ for (const pr of byKind.PrometheusRule || []) {
     assert.ok(r.annotations.summary && r.annotations.description, `${r.alert}: summary and description`);
   }
 }
+// ci/mtls-values.yaml: a desired config by namespace and labels, as written.
+if (rendered.endsWith('mtls-values.yaml')) {
+  assert.match(cms[0].data['procctl-node.conf'],
+    /\[desired shop-canaries\]\nconsumer = echo\nschema = 1\nnamespace = shop\nlabel_selector = app=web,track in \(canary\),!frozen\n/);
+}
 // ci/options-values.yaml: each option lands where it says.
 if (rendered.endsWith('options-values.yaml')) {
   assert.match(c.image, /^ghcr\.io\/procctl\/procctl-node@sha256:[0-9a-f]{64}$/);
