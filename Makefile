@@ -4,7 +4,8 @@
 #   make test    install what is missing, build, run every test three ways:
 #                gcc -O2; clang with ASan+UBSan (and libFuzzer); clang TSan;
 #                each runs whatever the others did, with a summary at the end
-#   make bench   build and write build/bench.json
+#   make bench   build and write build/bench.json (with the test peers: the
+#                churn of the Kubernetes API beside a client, bench/kube_churn.js)
 #   make fuzz    the open-ended fuzzing (FUZZ_SECONDS, 60, a target) that
 #                make test's fixed, seeded runs are not; finds kept in
 #                build-asan/fuzz
@@ -69,7 +70,12 @@ test-tsan:
 	ctest --test-dir build-tsan --output-on-failure -E 'header_matrix|model_|proto_|fuzz_|demo|readme|chart|image|install|spdx|seed|^debs$$'
 
 bench: build
-	{ build/bench/bench_process && build/bench/bench_agent && build/bench/bench_arbiter && build/bench/bench_node && build/bench/bench_hello && build/bench/bench_stop && build/bench/bench_bells && build/bench/bench_scale && build/bench/bench_many; } | paste -sd, | sed 's/^/[/; s/$$/]/' > build/bench.json
+	scripts/install-peers.sh
+	{ build/bench/bench_process && build/bench/bench_agent && build/bench/bench_arbiter && build/bench/bench_node && build/bench/bench_hello && build/bench/bench_stop && build/bench/bench_bells && build/bench/bench_scale && build/bench/bench_many && \
+	  { PROCCTL_NODE=$(CURDIR)/build/procctl-node ECHO_CLIENT=$(CURDIR)/build/clients/echo-client \
+	    TOKEN_CLIENT=$(CURDIR)/build/clients/token-client PROTO_DIR=$(CURDIR)/proto \
+	    BUF=$(CURDIR)/test/peers/node_modules/.bin/buf NODE_PATH=$(CURDIR)/test/peers/node_modules \
+	    node bench/kube_churn.js | grep '^{'; }; } | paste -sd, | sed 's/^/[/; s/$$/]/' > build/bench.json
 	@cat build/bench.json
 
 fuzz: deps
