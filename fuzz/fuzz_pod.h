@@ -37,6 +37,15 @@ static inline void fuzz_pod(const struct podmeta *m)
 	}
 	for (i = 0; i < m->ncontainers; i++)
 		fuzz_printable(m->text + m->containers[i]);
+	if (m->nstatuses > PODMETA_CONTAINERS_MAX)
+		abort();
+	for (i = 0; i < m->nstatuses; i++) {
+		const char *id = m->text + m->statuses[i].id;
+		if (!id[0] || strlen(id) > 64 || strspn(id, "0123456789abcdef") != strlen(id) ||
+		    strcmp(podmeta_container(m, id) ? podmeta_container(m, id) : "", "") == 0)
+			abort();
+		fuzz_printable(m->text + m->statuses[i].name);
+	}
 	if (!(d = podmeta_dup(m)))
 		abort();
 	if (strcmp(d->uid, m->uid) || d->used != m->used || memcmp(d->text, m->text, m->used))

@@ -141,6 +141,60 @@ static int containers(const json_t *spec, const char *key, struct podmeta *m, ch
 	return 0;
 }
 
+/* "RUNTIME://ID", ID 1 to 64 lowercase hex: ID's offset in s, or -1. */
+static int runtime_id(const char *s, size_t n)
+{
+	const char *sep = memmem(s, n, "://", 3);
+	size_t at, i;
+	if (!sep || (at = (size_t)(sep - s) + 3) == n || n - at > 64)
+		return -1;
+	for (i = at; i < n; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return -1;
+	return (int)at;
+}
+
+/* status.KEY's containers with an ID (one not started has none; one of a
+ * runtime that names them otherwise is not kept). */
+static int statuses(const json_t *status, const char *key, struct podmeta *m, char *err, size_t errlen)
+{
+	const json_t *cs = json_object_get(status, key), *c;
+	size_t i;
+	char q[300];
+	if (!cs || json_is_null(cs))
+		return 0;
+	if (!json_is_array(cs))
+		return bad(err, errlen, "status.%s: not an array", key);
+	json_array_foreach(cs, i, c) {
+		const json_t *jn = json_object_get(c, "name"), *ji = json_object_get(c, "containerID");
+		const char *name = json_string_value(jn), *id = json_string_value(ji);
+		size_t nn = json_string_length(jn), ni = json_string_length(ji);
+		int at, nat, iat;
+		if (!name || memchr(name, 0, nn) || !label_ok(name, nn))
+			return bad(err, errlen, "status.%s[%zu].name \"%s\": not a container name", key, i,
+				   name ? node_log_quote(q, sizeof q, name) : "(missing)");
+		if (!id || memchr(id, 0, ni) || (at = runtime_id(id, ni)) < 0)
+			continue;
+		if (m->nstatuses == PODMETA_CONTAINERS_MAX || (nat = keep(m, name, nn)) < 0 ||
+		    (iat = keep(m, id + at, ni - (size_t)at)) < 0) {
+			m->containers_over = 1;
+			continue;
+		}
+		m->statuses[m->nstatuses].name = (uint16_t)nat;
+		m->statuses[m->nstatuses++].id = (uint16_t)iat;
+	}
+	return 0;
+}
+
+const char *podmeta_container(const struct podmeta *m, const char *id)
+{
+	size_t i;
+	for (i = 0; id[0] && i < m->nstatuses; i++)
+		if (!strcmp(m->text + m->statuses[i].id, id))
+			return m->text + m->statuses[i].name;
+	return NULL;
+}
+
 static int name_ok(const char *s, size_t n)
 {
 	return labelsel_subdomain_valid(s, n);
@@ -148,7 +202,8 @@ static int name_ok(const char *s, size_t n)
 
 int podmeta_parse(const json_t *pod, struct podmeta *m, char *err, size_t errlen)
 {
-	const json_t *md = json_object_get(pod, "metadata"), *spec = json_object_get(pod, "spec");
+	const json_t *md = json_object_get(pod, "metadata"), *spec = json_object_get(pod, "spec"),
+		     *status = json_object_get(pod, "status");
 	int r;
 	memset(m, 0, offsetof(struct podmeta, text));
 	if (!json_is_object(md))
@@ -163,6 +218,11 @@ int podmeta_parse(const json_t *pod, struct podmeta *m, char *err, size_t errlen
 		return bad(err, errlen, "spec: not an object");
 	if ((r = containers(spec, "containers", m, err, errlen)) < 0 ||
 	    (r = containers(spec, "initContainers", m, err, errlen)) < 0)
+		return r;
+	if (status && !json_is_object(status))
+		return bad(err, errlen, "status: not an object");
+	if ((r = statuses(status, "containerStatuses", m, err, errlen)) < 0 ||
+	    (r = statuses(status, "initContainerStatuses", m, err, errlen)) < 0)
 		return r;
 	return 0;
 }

@@ -33,6 +33,10 @@ struct podmeta {
 		uint16_t key, value; /* offsets into text */
 	} labels[PODMETA_LABELS_MAX];
 	uint16_t containers[PODMETA_CONTAINERS_MAX]; /* offsets into text: spec's containers, then init containers */
+	size_t nstatuses;     /* containers the kubelet runs (status), whose ID is known */
+	struct {
+		uint16_t name, id; /* offsets into text; id: the runtime's, lowercase hex (its "containerd://" cut) */
+	} statuses[PODMETA_CONTAINERS_MAX];
 	char text[PODMETA_TEXT_MAX];
 };
 
@@ -43,6 +47,10 @@ int podmeta_parse(const json_t *pod, struct podmeta *m, char *err, size_t errlen
 /* A copy of m in as few bytes as its text needs (malloc'd: never copied
  * whole, as a struct), or NULL. */
 struct podmeta *podmeta_dup(const struct podmeta *m);
+
+/* The name of m's container whose ID (lowercase hex, as a cgroup names
+ * it) is id, as the pod's status gives it; NULL: not known. */
+const char *podmeta_container(const struct podmeta *m, const char *id);
 
 /* m's labels as labelsel_match takes them (at most PODMETA_LABELS_MAX in
  * out): their count. */

@@ -175,8 +175,10 @@ PbProcess *mk_process(struct arena *a, const struct proc *p)
 	m->pod_uid = ar_str(a, p->key.pod_uid);
 	m->container_id = ar_str(a, p->key.container_id);
 	if (p->key.pod_uid[0] && (pm = kubepods_find(&p->n->kube, p->key.pod_uid))) {
+		const char *cn = podmeta_container(pm, p->key.container_id);
 		m->pod_namespace = ar_str(a, pm->ns);
 		m->pod_name = ar_str(a, pm->name);
+		m->container_name = ar_str(a, cn ? cn : "");
 	}
 	m->qos_class = (Procctl__V1__QosClass)p->qos; /* the same order */
 	m->lease_state = lease_state(p->c);

@@ -13,6 +13,7 @@
 #include "th.h"
 
 #define UID "0b6d7a2e-5c1f-4c1a-9f3e-2d7b8c9a1e4f"
+#define ID64 "5f0c9e2b7a1d4c3e8b6f0a9d2c4e7b1a3f5d8c0e2a4b6d8f0c1e3a5b7d9f1e2a"
 #define META(fields) "{\"type\":\"ADDED\",\"object\":{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{" fields "}}}"
 #define BASIC "\"name\":\"web-1\",\"namespace\":\"shop\",\"uid\":\"" UID "\",\"resourceVersion\":\"7\""
 
@@ -35,7 +36,9 @@ static void a_pod(void **state)
 			       "\"resourceVersion\":\"123456\",\"labels\":{\"app\":\"web\",\"pod-template-hash\":\"5d8f7c9b6\","
 			       "\"app.kubernetes.io/part-of\":\"shop\"}},\"spec\":{\"nodeName\":\"node-a\",\"containers\":"
 			       "[{\"name\":\"web\",\"image\":\"nginx\"},{\"name\":\"sidecar\"}],\"initContainers\":[{\"name\":"
-			       "\"init\"}]},\"status\":{\"phase\":\"Running\"}}}"),
+			       "\"init\"}]},\"status\":{\"phase\":\"Running\",\"containerStatuses\":[{\"name\":\"web\","
+			       "\"containerID\":\"containerd://" ID64 "\"},{\"name\":\"sidecar\"}],\"initContainerStatuses\":"
+			       "[{\"name\":\"init\",\"containerID\":\"cri-o://0a1b\"},{\"name\":\"x\",\"containerID\":\"docker://XY\"}]}}}"),
 			 0);
 	assert_int_equal(ev.type, KUBE_ADDED);
 	assert_string_equal(ev.pod.uid, UID);
@@ -45,6 +48,13 @@ static void a_pod(void **state)
 	assert_int_equal(ev.pod.ncontainers, 3);
 	assert_string_equal(ev.pod.text + ev.pod.containers[0], "web");
 	assert_string_equal(ev.pod.text + ev.pod.containers[2], "init");
+	/* the container by the ID its cgroup names: the runtime's scheme cut;
+	 * one not started (no ID) or of an ID that is not hex is not known */
+	assert_int_equal(ev.pod.nstatuses, 2);
+	assert_string_equal(podmeta_container(&ev.pod, ID64), "web");
+	assert_string_equal(podmeta_container(&ev.pod, "0a1b"), "init");
+	assert_null(podmeta_container(&ev.pod, "XY"));
+	assert_null(podmeta_container(&ev.pod, ""));
 	n = podmeta_labels(&ev.pod, ls);
 	assert_int_equal(n, 3);
 	assert_int_equal(labelsel_match("app=web,app.kubernetes.io/part-of in (shop),!canary", ls, n), 1);

@@ -44,7 +44,8 @@ static const struct {
 		    "The attached processes (of SELECTOR only, when given; without --schema, of every\n"
 		    "schema version): pid, consumer, schema version, pod UID, container ID, owner\n"
 		    "(owned or passive), config generation, acked generation, how it was acked, and\n"
-		    "the pod's namespace and name when the daemon follows the Kubernetes API.\n"},
+		    "the pod's namespace, name and container when the daemon follows the Kubernetes\n"
+		    "API.\n"},
 	[CMD_GET] = {"get [--pid] PID", "one process",
 		     "One attached process, with its NSpid list, instance id, QoS class and lease.\n"},
 	[CMD_STATE] = {"state [--pid] PID", "its state block: ack, resources, status bytes",

@@ -97,18 +97,19 @@ static const char *ownership(Procctl__V1__LeaseState s)
 
 void show_process(const Procctl__V1__Process *p)
 {
-	printf("%-8d %-16s %-3u %-36s %-12.12s %-7s %-6llu %-6llu %-8s %s%s%s\n", p->ref ? p->ref->pid : 0, p->consumer,
+	printf("%-8d %-16s %-3u %-36s %-12.12s %-7s %-6llu %-6llu %-8s %s%s%s%s%s\n", p->ref ? p->ref->pid : 0, p->consumer,
 	       p->schema_version, p->pod_uid[0] ? p->pod_uid : "-", p->container_id[0] ? p->container_id : "-",
 	       ownership(p->lease_state),
 	       (unsigned long long)p->generation, (unsigned long long)p->acked_generation,
 	       p->ack_result ? short_enum(&procctl__v1__ack_result__descriptor, p->ack_result, "ACK_RESULT_") : "-",
-	       p->pod_name[0] ? p->pod_namespace : "-", p->pod_name[0] ? "/" : "", p->pod_name);
+	       p->pod_name[0] ? p->pod_namespace : "-", p->pod_name[0] ? "/" : "", p->pod_name,
+	       p->container_name[0] ? "/" : "", p->container_name);
 }
 
 void process_header(void)
 {
 	printf("%-8s %-16s %-3s %-36s %-12s %-7s %-6s %-6s %-8s %s\n", "PID", "CONSUMER", "VER", "POD", "CONTAINER",
-	       "OWNER", "GEN", "ACKED", "ACK", "NAMESPACE/NAME");
+	       "OWNER", "GEN", "ACKED", "ACK", "NAMESPACE/POD/CONTAINER");
 }
 
 int printable(const uint8_t *p, size_t n)

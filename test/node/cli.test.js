@@ -77,7 +77,7 @@ const event = (e) => {
 };
 const snake = (s) => s.replace(/[A-Z]/g, (x) => `_${x.toLowerCase()}`);
 
-const PROCESS_COLUMNS = ['PID', 'CONSUMER', 'VER', 'POD', 'CONTAINER', 'OWNER', 'GEN', 'ACKED', 'ACK', 'NAMESPACE/NAME'];
+const PROCESS_COLUMNS = ['PID', 'CONSUMER', 'VER', 'POD', 'CONTAINER', 'OWNER', 'GEN', 'ACKED', 'ACK', 'NAMESPACE/POD/CONTAINER'];
 const RESULT_COLUMNS = ['PID', 'INSTANCE', 'GEN', 'STATUS', 'PSTATUS', 'ERROR'];
 
 async function attachedEcho() {
@@ -157,7 +157,7 @@ test('ps and get: the pid and consumer in their columns; JSON equal to ListProce
   assert.equal(row.GEN, '0');
   assert.equal(row.ACKED, '0');
   assert.equal(row.ACK, '-'); // nothing acked yet
-  assert.equal(row['NAMESPACE/NAME'], '-'); // no kubernetes_api
+  assert.equal(row['NAMESPACE/POD/CONTAINER'], '-'); // no kubernetes_api
 
   // ps -o json is ListProcesses, field for field; with a selector, the
   // filtered list (--consumer means schema 1 unless --schema says).

@@ -39,8 +39,10 @@ const CONF = `[desired shop-web]\nconsumer = ${C}\nnamespace = shop\nlabel_selec
   `[desired front]\nconsumer = ${C}\nlabel_selector = tier in (front)\ndata = front\n`;
 
 // A Pod of node nodeName, validated as the API server would.
-function pod(name, { ns = 'prod', uid = crypto.randomUUID(), labels = {}, nodeName = 'node-a' } = {}) {
-  const p = new Pod({ metadata: { name, namespace: ns, uid, labels }, spec: { nodeName, containers: [{ name: 'app', image: 'app:1' }] } });
+function pod(name, { ns = 'prod', uid = crypto.randomUUID(), labels = {}, nodeName = 'node-a', container = null } = {}) {
+  const p = new Pod({ metadata: { name, namespace: ns, uid, labels }, spec: { nodeName, containers: [{ name: 'app', image: 'app:1' }] },
+    ...(container ? { status: { phase: 'Running', containerStatuses: [{ name: 'app', containerID: `containerd://${container}`,
+      image: 'app:1', imageID: '', ready: true, restartCount: 0, started: true }] } } : {}) });
   p.validate();
   return p.toJSON();
 }
@@ -115,7 +117,7 @@ before(async () => {
     pods[name] = { uid: p.uid, container: p.container(), node: o.nodeName === 'node-b' ? nodeB : node, spec: o };
   }
   api = await apiServer([
-    ...Object.entries(pods).map(([name, p]) => pod(name, { uid: p.uid, ...p.spec })),
+    ...Object.entries(pods).map(([name, p]) => pod(name, { uid: p.uid, container: p.container.id, ...p.spec })),
     pod('web-2', { labels: { app: 'web' }, nodeName: 'node-c' }), // another node's
   ], { prefix: cluster.prefix() });
   daemon = await new h.Daemon({ prefix: node.prefix(), args: ['--http-listen', '127.0.0.1:9464', '--config', file('node.conf'),
@@ -180,7 +182,7 @@ test('[desired] by namespace and labels: applied to exactly the matching pods\' 
   const sel = await h.call(client, 'ListProcesses', { filter: { namespace: 'shop', labelSelector: 'app=web' } });
   assert.deepEqual(sel.processes.map((p) => p.podUid), [pods['shop-web-a'].uid]);
   const r = exits(await run(['ps', '-n', 'shop', '-l', 'app notin (web)'], { sock: daemon.sock }), 0);
-  assert.deepEqual(r.stdout.split('\n').filter((l) => l.includes(' shop/')).map((l) => l.split(/\s+/).at(-1)), ['shop/shop-db-a']);
+  assert.deepEqual(r.stdout.split('\n').filter((l) => l.includes(' shop/')).map((l) => l.split(/\s+/).at(-1)), ['shop/shop-db-a/app']);
 });
 
 test('a pod\'s labels changing move its processes to the config that selects them now, and a Publish over one that still does stays', async () => {
@@ -237,12 +239,12 @@ test('SetDesiredConfig by namespace and labels: canonical, and refused where it 
   }
 });
 
-test('procctl ps shows the namespace and name of each process\'s pod', async () => {
+test('procctl ps shows the namespace and name of each process\'s pod, and its container\'s', async () => {
   const r = exits(await run(['ps'], { sock: daemon.sock }), 0);
   const out = r.stdout.split('\n');
-  assert.match(out[0], /NAMESPACE\/NAME$/);
+  assert.match(out[0], /NAMESPACE\/POD\/CONTAINER$/);
   const line = out.find((l) => l.includes(pods['web-1'].uid));
-  assert.match(line, / prod\/web-1$/);
+  assert.match(line, / prod\/web-1\/app$/, 'its container named, from the pod\'s status');
 });
 
 test('a pod deleted and made again with the same name but a new UID: the old process loses the name, the new one has it', async () => {
