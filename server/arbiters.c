@@ -145,6 +145,73 @@ static int holder_gone(const struct node *n, pid_t pid, uint64_t instance)
 	return 1;
 }
 
+/* The namespace of the pod of process (pid, instance): "" none known. */
+static const char *ns_of(const struct node *n, pid_t pid, uint64_t instance)
+{
+	const struct podmeta *m;
+	size_t i;
+	for (i = 0; i < n->nprocs; i++)
+		if (n->procs[i]->key.pid == pid && n->procs[i]->instance == instance)
+			return (m = proc_pod(n, n->procs[i])) ? m->ns : "";
+	return "";
+}
+
+/* Add to res's time of namespace ns: a namespace past metrics_namespaces
+ * of res's counts as NS_OTHER. */
+static void ns_add(struct node *n, struct arb *ab, const procctl_resource_t *res, const char *ns, uint64_t hold,
+		   uint64_t blocked)
+{
+	struct ns_time *t = NULL, *v;
+	size_t i, of_res = 0;
+	for (i = 0; i < ab->nnst && !t; i++)
+		if (!memcmp(&ab->nst[i].res, res, sizeof *res)) {
+			of_res += strcmp(ab->nst[i].ns, NS_OTHER) != 0;
+			if (!strcmp(ab->nst[i].ns, ns))
+				t = &ab->nst[i];
+		}
+	if (!t && of_res >= n->cfg.metrics_namespaces) {
+		ns = NS_OTHER;
+		for (i = 0; i < ab->nnst && !t; i++)
+			if (!memcmp(&ab->nst[i].res, res, sizeof *res) && !strcmp(ab->nst[i].ns, NS_OTHER))
+				t = &ab->nst[i];
+	}
+	if (!t) {
+		if (!(v = realloc(ab->nst, (ab->nnst + 1) * sizeof *v)))
+			return; /* not counted: no room */
+		ab->nst = v;
+		t = &v[ab->nnst++];
+		memset(t, 0, sizeof *t);
+		t->res = *res;
+		snprintf(t->ns, sizeof t->ns, "%s", ns);
+	}
+	t->hold_ns += hold;
+	t->blocked_ns += blocked;
+}
+
+/* What a resource's time grew by since the last tick, by namespace: the
+ * hold to the holder's; the blocked time to each namespace that waited
+ * (once each), or to the holder's when none is listed. */
+static void ns_account(struct node *n, struct arb *ab, const struct procctl_arbiter_snapshot *old,
+		       const struct procctl_arbiter_snapshot *cur)
+{
+	const char *seen[PROCCTL_ARB_WAITING_MAX];
+	uint64_t dh = cur->hold_ns_total - old->hold_ns_total, db = cur->blocked_ns - old->blocked_ns;
+	size_t i, j, k = 0;
+	if (dh && old->holder_pid)
+		ns_add(n, ab, &cur->res, ns_of(n, old->holder_pid, old->holder_instance), dh, 0);
+	if (!db)
+		return;
+	for (i = 0; i < old->nwaiting && i < PROCCTL_ARB_WAITING_MAX; i++) {
+		const char *ns = ns_of(n, old->waiting[i].pid, old->waiting[i].instance);
+		for (j = 0; j < k && strcmp(seen[j], ns); j++)
+			;
+		if (j == k)
+			ns_add(n, ab, &cur->res, seen[k++] = ns, 0, db);
+	}
+	if (!k)
+		ns_add(n, ab, &cur->res, old->holder_pid ? ns_of(n, old->holder_pid, old->holder_instance) : "", 0, db);
+}
+
 /* Tick every arbiter; a grant that changed hands is a Released event (for
  * the old one) and a Granted event (for the new). */
 void arbiters_tick(struct node *n)
@@ -170,6 +237,8 @@ void arbiters_tick(struct node *n)
 			for (k = 0; k < ab->nsnap; k++)
 				if (!memcmp(&ab->snap[k].res, &now[j].res, sizeof now[j].res))
 					old = &ab->snap[k];
+			if (old && n->cfg.metrics_namespaces)
+				ns_account(n, ab, old, &now[j]);
 			if (old && old->grant_id == now[j].grant_id)
 				continue;
 			if (old && old->grant_id)

@@ -368,6 +368,9 @@ static const struct key global_keys[] = {
 	 "a watch of the pods lasts from this to twice this (timeoutSeconds), then is made again"},
 	{"kubernetes_pods_max", set_u32, NUM(struct node_cfg, kube_pods_max, 1, 65536), "1024", "N",
 	 "pods of this node kept (more are counted: procctl_kube_pods_dropped_total)"},
+	{"metrics_namespaces", set_u32, NUM(struct node_cfg, metrics_namespaces, 0, 64), "0", "N",
+	 "with kubernetes_api: /metrics has each resource's hold and blocked time by the namespace of the "
+	 "processes' pods, at most N namespaces a resource (the rest as namespace=\"_other\"); 0: off"},
 	{"log_level", set_log_level, NUM(struct node_cfg, log_debug, 0, 1), "info", "LEVEL", "info or debug"},
 };
 
@@ -792,6 +795,11 @@ int node_cfg_check(const struct node_cfg *c, char *err, size_t errlen)
 					      "namespaces and labels come from the Kubernetes API server)", c->desired[i].name);
 			return -EINVAL;
 		}
+	if (c->metrics_namespaces && !c->kube_api[0]) {
+		snprintf(err, errlen, "metrics_namespaces needs kubernetes_api (the pods' namespaces come from the "
+				      "Kubernetes API server)");
+		return -EINVAL;
+	}
 	if (!strncmp(c->kube_api, "http://", 7) && c->kube_token_file[0]) {
 		snprintf(err, errlen, "kubernetes_token_file: a token is sent over https only, not to %s", c->kube_api);
 		return -EINVAL;

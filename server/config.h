@@ -85,6 +85,7 @@ struct node_cfg {
 	char kube_node[254];           /* spec.nodeName of this node's pods */
 	char kube_token_file[NODE_PATH_MAX], kube_ca_file[NODE_PATH_MAX]; /* "": in-cluster's, or none */
 	uint32_t kube_watch_s, kube_pods_max;
+	uint32_t metrics_namespaces; /* per-resource time by namespace, at most this many a resource (0: off) */
 	int log_debug;
 	struct node_arbiter_cfg arbiters[NODE_ARBITERS_MAX];
 	size_t narbiters;

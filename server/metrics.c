@@ -254,6 +254,31 @@ static double pending_age_s(const struct procctl_arbiter_snapshot *s, int64_t no
 									  : 0;
 }
 
+/* metrics_namespaces: hold and blocked time by namespace (bounded: so
+ * many a resource, and _other). */
+static void by_namespace(FILE *f, const struct node *n)
+{
+	static const char *const names[2] = {"procctl_resource_namespace_hold_seconds_total",
+					     "procctl_resource_namespace_blocked_seconds_total"};
+	static const char *const helps[2] = {
+		"Time the resource was held under a live grant, by the namespace of the holder's pod (\"\": none known; "
+		"past metrics_namespaces of them a resource, _other).",
+		"Time the resource could not move while processes of the namespace wanted it (each waiting namespace "
+		"counts the whole time: the sum over namespaces can pass procctl_resource_blocked_seconds_total)."};
+	char label[37];
+	size_t w, i, j;
+	for (w = 0; w < 2; w++) {
+		metric_head(f, names[w], "counter", helps[w]);
+		for (i = 0; i < n->narb; i++)
+			for (j = 0; j < n->arb[i].nnst; j++) {
+				const struct ns_time *t = &n->arb[i].nst[j];
+				procctl_resource_id_format(t->res.id, label);
+				fprintf(f, "%s{kind=\"%s\",resource=\"%s\",namespace=\"%s\"} %.9f\n", names[w], n->arb[i].cfg->name,
+					label, t->ns, (double)(w ? t->blocked_ns : t->hold_ns) / 1e9);
+			}
+	}
+}
+
 static void resources(FILE *f, const struct node *n)
 {
 	size_t i;
@@ -271,6 +296,8 @@ static void resources(FILE *f, const struct node *n)
 		     "How long the revocation under way has waited for its confirmation; 0: none.", pending_age_s, "%.9f");
 	per_resource(f, n, "procctl_resource_handoffs_total", "counter",
 		     "Grants to a process other than the last holder.", handoffs, "%.0f");
+	if (n->cfg.metrics_namespaces)
+		by_namespace(f, n);
 	per_resource(f, n, "procctl_resource_holder", "gauge", "1 while a process holds the resource.", held, "%.0f");
 	per_resource(f, n, "procctl_resource_waiters", "gauge", "Processes that want the resource, the holder excluded.",
 		     waiters, "%.0f");

@@ -376,6 +376,9 @@ void node_release(struct node *n, unsigned flags)
 	for (i = 0; i < n->narb; i++) {
 		procctl_arbiter_free(n->arb[i].a);
 		procctl_arbiter_registry_source_free(&n->arb[i].src);
+		free(n->arb[i].nst);
+		n->arb[i].nst = NULL;
+		n->arb[i].nnst = 0;
 	}
 	for (i = 0; i < n->nreg; i++)
 		if (n->reg[i])

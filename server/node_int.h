@@ -133,6 +133,15 @@ struct wait {
 	struct wait_item item[];
 };
 
+/* A resource's hold and blocked time by the namespace of the processes'
+ * pods (metrics_namespaces), "" for processes of no known pod. */
+struct ns_time {
+	procctl_resource_t res;
+	char ns[PODSEL_NS_MAX + 1]; /* NS_OTHER: past metrics_namespaces of them */
+	uint64_t hold_ns, blocked_ns;
+};
+#define NS_OTHER "_other" /* no namespace's name: a DNS label has no '_' */
+
 struct arb {
 	procctl_arbiter_t *a;
 	struct procctl_arbiter_source src;
@@ -140,6 +149,8 @@ struct arb {
 	unsigned bit;       /* its bit in a proc's refused mask */
 	size_t nsnap;
 	struct procctl_arbiter_snapshot snap[PROCCTL_ARB_MAX_RESOURCES]; /* as of the last tick */
+	struct ns_time *nst; /* with metrics_namespaces: at most that many (and NS_OTHER) a resource */
+	size_t nnst;
 };
 
 /* Publish-to-ack latency buckets, seconds (Prometheus "le"): metrics.c. */

@@ -29,6 +29,7 @@ const KUBEAPI = path.join(__dirname, 'kubeapi.js');
 const TOKEN = 'node-agent-token';
 const PORT = 6443;
 const C = h.CONSUMER;
+const T = `tok${process.pid}`.slice(0, 31); // the token clients' consumer, an [arbiter gpu]'s
 
 let Pod;
 let cluster, node, nodeB, api, daemon, daemonB, client, clientB;
@@ -36,7 +37,8 @@ let cluster, node, nodeB, api, daemon, daemonB, client, clientB;
 // The ConfigMap both daemons read: shop's web pods get "shop-web"; any
 // pod labelled tier=front, "front" (below it: no namespace).
 const CONF = `[desired shop-web]\nconsumer = ${C}\nnamespace = shop\nlabel_selector = app=web\ndata = shop-web\n\n` +
-  `[desired front]\nconsumer = ${C}\nlabel_selector = tier in (front)\ndata = front\n`;
+  `[desired front]\nconsumer = ${C}\nlabel_selector = tier in (front)\ndata = front\n\n` +
+  `[arbiter gpu]\nkind = 1\nconsumer = ${T}\nhold_ms = 100\nresources = 00000000-0000-0000-0000-000000000000\n`;
 
 // A Pod of node nodeName, validated as the API server would.
 function pod(name, { ns = 'prod', uid = crypto.randomUUID(), labels = {}, nodeName = 'node-a', container = null } = {}) {
@@ -120,9 +122,9 @@ before(async () => {
     ...Object.entries(pods).map(([name, p]) => pod(name, { uid: p.uid, container: p.container.id, ...p.spec })),
     pod('web-2', { labels: { app: 'web' }, nodeName: 'node-c' }), // another node's
   ], { prefix: cluster.prefix() });
-  daemon = await new h.Daemon({ prefix: node.prefix(), args: ['--http-listen', '127.0.0.1:9464', '--config', file('node.conf'),
-    ...kubeArgs(`https://10.77.1.1:${PORT}`)] }).ready();
-  daemonB = await new h.Daemon({ prefix: nodeB.prefix(), args: ['--config', file('node.conf'),
+  daemon = await new h.Daemon({ prefix: node.prefix(), consumers: `${C},${T}`, args: ['--http-listen', '127.0.0.1:9464',
+    '--config', file('node.conf'), '--metrics-namespaces', '2', ...kubeArgs(`https://10.77.1.1:${PORT}`)] }).ready();
+  daemonB = await new h.Daemon({ prefix: nodeB.prefix(), consumers: `${C},${T}`, args: ['--config', file('node.conf'),
     ...kubeArgs(`https://10.77.2.1:${PORT}`, ['--kubernetes-node', 'node-b'])] }).ready();
   client = daemon.client();
   clientB = daemonB.client();
@@ -239,6 +241,42 @@ test('SetDesiredConfig by namespace and labels: canonical, and refused where it 
   }
 });
 
+test('metrics_namespaces: whose pods held and waited for a resource, at most so many namespaces a resource', async () => {
+  const witness = file('witness');
+  const tokens = [];
+  const uids = [];
+  for (const ns of ['shop', 'jobs', 'infra']) {
+    const p = cluster.pod(`gpu-${ns}`);
+    const container = p.container();
+    await api.ctl('POST', '/pods', pod(`gpu-${ns}`, { uid: p.uid, ns }));
+    uids.push(p.uid);
+    const t = new h.Child('sh', ['-c', 'echo $$ > "$1/cgroup.procs" && exec "$2" --consumer "$3" --kind 1 --id 0 --witness "$4"',
+      'sh', container.cgroup, h.TOKEN_CLIENT, T, witness], { prefix: node.prefix() });
+    await t.line(/^event=started pid=\d+$/, { out: true });
+    tokens.push(t);
+  }
+  try {
+    const series = (name) => node.run(['curl', '-sf', '--max-time', '5', 'http://127.0.0.1:9464/metrics']).split('\n')
+      .filter((l) => l.startsWith(`${name}{`)).map((l) => [/namespace="([^"]*)"/.exec(l)[1], Number(l.split(' ').at(-1))]);
+    // Three namespaces take turns: two are named, the third is _other.
+    await h.until(() => {
+      const held = Object.fromEntries(series('procctl_resource_namespace_hold_seconds_total'));
+      return Object.keys(held).length === 3 && Object.values(held).every((v) => v > 0) && held;
+    }, { what: 'three namespaces to have held it', timeout: 20000 });
+    const held = series('procctl_resource_namespace_hold_seconds_total').map(([ns]) => ns).sort();
+    assert.equal(held.length, 3);
+    assert.ok(held.includes('_other'), held.join(' '));
+    assert.equal(held.filter((ns) => ['shop', 'jobs', 'infra'].includes(ns)).length, 2, held.join(' '));
+    await h.until(() => series('procctl_resource_namespace_blocked_seconds_total').some(([, v]) => v > 0),
+      { what: 'time blocked, by namespace' });
+    // The whole exposition, procctl_kube_* and these with it, as Prometheus's linter reads it.
+    node.run(['bash', '-c', 'set -o pipefail; curl -sf --max-time 5 http://127.0.0.1:9464/metrics | promtool check metrics']);
+  } finally {
+    for (const t of tokens) await t.kill('SIGTERM');
+    for (const uid of uids) await api.ctl('DELETE', `/pods/${uid}`);
+  }
+});
+
 test('procctl ps shows the namespace and name of each process\'s pod, and its container\'s', async () => {
   const r = exits(await run(['ps'], { sock: daemon.sock }), 0);
   const out = r.stdout.split('\n');
@@ -257,7 +295,7 @@ test('a pod deleted and made again with the same name but a new UID: the old pro
   again.echo = await node.echo(C, again.container);
   await h.until(async () => (await names(again.uid))[0] === 'prod/web-1', { what: 'the new web-1 named' });
   assert.deepEqual(await names(old.uid), ['/'], 'the old UID is no pod now');
-  assert.equal(metric('procctl_kube_pods'), 4);
+  await h.until(() => metric('procctl_kube_pods') === 4, { what: 'node-a\'s four pods' });
   assert.equal((await asked()).lists, 1, 'events, not a list');
   pods['web-1'] = again;
 });
