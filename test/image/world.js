@@ -50,6 +50,7 @@ function values(dir, config = {}) {
   const [repository, tag] = [IMAGE.slice(0, IMAGE.lastIndexOf(':')), IMAGE.slice(IMAGE.lastIndexOf(':') + 1)];
   return {
     image: { repository, tag, pullPolicy: 'Never' },
+    kubernetes: { enabled: false }, // no API server here (kube.test.js has a stand-in)
     hostPaths: { socketDir: path.join(dir, 'run'), lockDir: path.join(dir, 'run', 'locks'),
       stateDir: path.join(dir, 'state') },
     config: {
