@@ -47,6 +47,9 @@ function cgroup2() {
   throw new Error('no cgroup v2 hierarchy mounted');
 }
 
+// Whether the cgroup dir has cgroups below it.
+const below = (dir) => fs.readdirSync(dir, { withFileTypes: true }).some((d) => d.isDirectory());
+
 class Cluster {
   // The cluster namespace; tag names its links (unique per test file).
   static async create(tag = `pc${process.pid}`) {
@@ -121,8 +124,9 @@ class Cluster {
   // the kernel kills the rest), then every cgroup this cluster made is
   // removed, the deepest first: the containers' (EBUSY while their
   // processes are still exiting), the pods', then kubepods.slice and
-  // kubepods-besteffort.slice when it made them (ENOTEMPTY: another
-  // cluster's pods are in there still; the last to leave removes them).
+  // kubepods-besteffort.slice when it made them (ENOTEMPTY, or EBUSY with
+  // cgroups below it: another cluster's pods are in there still; the last
+  // to leave removes them).
   // Its list: what it made and did not remove (empty: nothing left).
   async destroy() {
     for (const n of this.nodes) await n.ns.child.kill('SIGKILL');
@@ -135,7 +139,9 @@ class Cluster {
           return true;
         } catch (e) {
           if (e.code === 'ENOENT') return true;
-          if (e.code === 'ENOTEMPTY' && path.basename(cg).startsWith('kubepods') && !cg.includes('-pod')) {
+          // cgroup v2 says EBUSY, not ENOTEMPTY, for a level with cgroups below it.
+          if ((e.code === 'ENOTEMPTY' || (e.code === 'EBUSY' && below(cg))) && path.basename(cg).startsWith('kubepods') &&
+              !cg.includes('-pod')) {
             left.push(cg);
             return true;
           }
