@@ -91,7 +91,8 @@ static void check_store(struct desired_store *s)
 			if (!selector_same(&back.v[i].sel, &s->v[i].sel) || !podsel_same(&back.v[i].pod, &s->v[i].pod) ||
 			    back.v[i].len != s->v[i].len ||
 			    memcmp(back.v[i].payload, s->v[i].payload, s->v[i].len) ||
-			    back.v[i].revision != s->v[i].revision || strcmp(back.v[i].source, s->v[i].source))
+			    back.v[i].revision != s->v[i].revision || back.v[i].created != s->v[i].created ||
+			    strcmp(back.v[i].source, s->v[i].source))
 				abort();
 		desired_free(&back);
 		free(buf);

@@ -367,7 +367,7 @@ static const struct key global_keys[] = {
 	{"kubernetes_watch_s", set_u32, NUM(struct node_cfg, kube_watch_s, 1, 3600), "300", "S",
 	 "a watch of the pods lasts from this to twice this (timeoutSeconds), then is made again"},
 	{"kubernetes_pods_max", set_u32, NUM(struct node_cfg, kube_pods_max, 1, 65536), "1024", "N",
-	 "pods of this node kept (more are counted: procctl_kube_pods_dropped_total)"},
+	 "pods of this node kept (more are counted: procctl_kube_pods_dropped)"},
 	{"metrics_namespaces", set_u32, NUM(struct node_cfg, metrics_namespaces, 0, 64), "0", "N",
 	 "with kubernetes_api: /metrics has each resource's hold and blocked time by the namespace of the "
 	 "processes' pods, at most N namespaces a resource (the rest as namespace=\"_other\"); 0: off"},

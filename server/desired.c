@@ -82,7 +82,7 @@ static int beats(const struct desired *d, const struct desired *best)
 		return d->pod.ns[0] != 0;
 	if ((rd = podsel_requirements(&d->pod)) != (rb = podsel_requirements(&best->pod)))
 		return rd > rb;
-	return d->revision < best->revision;
+	return d->created < best->created;
 }
 
 const struct desired *desired_match(const struct desired_store *s, const struct selector *k, const struct podmeta *m)
@@ -158,7 +158,7 @@ int desired_encode(const struct desired_store *s, uint8_t **out, size_t *outlen)
 	uint8_t *buf, *p;
 	for (i = 0; i < s->n; i++) {
 		const struct desired *d = &s->v[i];
-		len += 8 + 4 + 8 + 8 + 4 + 4 + 4 + 3 + strlen(d->sel.consumer) + strlen(d->sel.pod_uid) +
+		len += 8 + 8 + 4 + 8 + 8 + 4 + 4 + 4 + 3 + strlen(d->sel.consumer) + strlen(d->sel.pod_uid) +
 		       strlen(d->sel.container_id) + strlen(d->source) + strlen(d->pod.ns) + strlen(d->pod.labels) + d->len;
 	}
 	if (!(p = buf = malloc(len)))
@@ -172,6 +172,7 @@ int desired_encode(const struct desired_store *s, uint8_t **out, size_t *outlen)
 		const char *str[6] = {d->sel.consumer, d->sel.pod_uid, d->sel.container_id, d->source, d->pod.ns, d->pod.labels};
 		size_t k;
 		put64(&p, d->revision);
+		put64(&p, d->created);
 		put32(&p, (uint32_t)d->sel.pid);
 		put64(&p, d->sel.pid_start);
 		put64(&p, d->sel.pid_image);
@@ -278,7 +279,7 @@ static int append(struct desired_store *s, const struct selector *sel, const str
 	d->sel.always = 0;
 	d->pod = *pod;
 	d->level = level_of(sel, pod);
-	d->revision = rev;
+	d->revision = d->created = rev;
 	snprintf(d->source, sizeof d->source, "%s", source ? source : "");
 	s->n++;
 	s->changes++;
@@ -302,6 +303,11 @@ static int check_add(struct desired_store *s, size_t i, const struct desired *c,
 			 (unsigned long long)c->revision, (unsigned long long)store_rev);
 		return -EINVAL;
 	}
+	if (!c->created || c->created > c->revision) {
+		snprintf(err, errlen, "config %zu: created at %llu (1 to its revision %llu)", i,
+			 (unsigned long long)c->created, (unsigned long long)c->revision);
+		return -EINVAL;
+	}
 	if (c->source[0] && procctl_name_valid(c->source, sizeof c->source - 1) < 0) {
 		snprintf(err, errlen, "config %zu: source is not a section name", i);
 		return -EINVAL;
@@ -319,6 +325,7 @@ static int check_add(struct desired_store *s, size_t i, const struct desired *c,
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
+	s->v[s->n - 1].created = c->created;
 	return 0;
 }
 
@@ -382,6 +389,7 @@ static int get_config(struct rd *r, uint32_t format, size_t i, struct desired *c
 	const uint8_t *l;
 	memset(c, 0, sizeof *c);
 	c->revision = get64(r);
+	c->created = format >= 4 ? get64(r) : c->revision;
 	k->pid = (pid_t)get32(r);
 	if (format >= 2)
 		k->pid_start = get64(r);
@@ -493,7 +501,7 @@ int desired_parse_v0(struct desired_store *s, const uint8_t *buf, size_t len, ch
 			break;
 		}
 		strcpy(c.source, cm->source);
-		c.revision = cm->revision;
+		c.revision = c.created = cm->revision;
 		c.len = cm->payload.len;
 		c.payload = cm->payload.data;
 		if (!unbound(s, &c.sel))

@@ -6,7 +6,8 @@
  * its precedence). Two configs of the same precedence that could match one
  * process are refused, but for label selectors, which cannot be told
  * apart before a pod has labels: of those, the one with a namespace wins,
- * then the one with more requirements, then the one set first. The set is kept in <state_dir>/desired.store, replaced
+ * then the one with more requirements, then the one set first (its
+ * selector's first set: a new payload for it keeps its place). The set is kept in <state_dir>/desired.store, replaced
  * atomically on every change, so a successor daemon keeps it. Pure: no
  * gRPC, no registry.
  *
@@ -14,17 +15,18 @@
  * the image it runs (procstat.h): it matches that process only, while it
  * runs that image, and goes when the process exits or execs.
  *
- * desired.store, format 3 (little-endian; the daemon's own, not an API
+ * desired.store, format 4 (little-endian; the daemon's own, not an API
  * message, so the API can change without changing it):
- *   "PCDSTORE"  u32 format (3)  u32 count  u64 revision (the store's counter)
+ *   "PCDSTORE"  u32 format (4)  u32 count  u64 revision (the store's counter)
  *   count configs, each:
- *     u64 revision  s32 pid  u64 pid_start  u64 pid_image  u32 schema_version  u32 payload_len
+ *     u64 revision  u64 created  s32 pid  u64 pid_start  u64 pid_image  u32 schema_version  u32 payload_len
  *     u8 consumer_len  u8 pod_uid_len  u8 container_id_len  u8 source_len
  *     u8 namespace_len  u16 label_selector_len
  *     consumer  pod_uid  container_id  source  namespace  label_selector   (no NULs)
  *     payload
  *   u32 CRC32C (procctl_crc32c) of every byte before it.
- * Format 3 had no namespace and label selector.
+ * Format 3 had no created (its configs' is their revision), namespace and
+ * label selector.
  * Format 2 had no pid_image: its pid configs are bound, at the daemon's
  * start, to the image their process runs then. Format 1 had no pid_start:
  * its pid configs, bound to no process, are dropped when it is read
@@ -49,6 +51,7 @@ struct desired {
 	struct podsel pod;   /* its pod's namespace and labels (empty: any) */
 	enum desired_level level;
 	uint64_t revision;
+	uint64_t created;  /* the revision it was first set at (a replace keeps it): the order of ties */
 	char source[32]; /* the config file's [desired NAME] section; "": the API's */
 	size_t len;
 	uint8_t *payload;

@@ -49,35 +49,55 @@ static int alike(const struct podmeta *a, const struct podmeta *b)
 	return 1;
 }
 
-/* Take the change's pod (the batch's) as its UID's metadata, or drop it
- * (deleted): 1 when what selects it may have changed. */
-static int apply(struct kubepods *kp, struct kube_change *c)
+/* Tell of a pod that came, went, or whose namespace or labels changed:
+ * old and new its metadata before and after (NULL: it was not, or is no
+ * longer, known). */
+struct teller {
+	void (*changed)(void *arg, const char *uid, const struct podmeta *old, const struct podmeta *new_);
+	void *arg;
+};
+
+static void tell(struct kubepods *kp, const struct teller *t, const char *uid, const struct podmeta *old,
+		 const struct podmeta *new_)
 {
-	int found, moved = 1;
+	kp->moves++;
+	t->changed(t->arg, uid, old, new_);
+}
+
+/* Take the change's pod (the batch's) as its UID's metadata, or drop it
+ * (deleted), telling t when what selects it may have changed. */
+static void apply(struct kubepods *kp, struct kube_change *c, const struct teller *t)
+{
+	struct podmeta *old;
+	int found;
 	size_t i = seek(kp, c->pod->uid, &found);
-	if (c->deleted) {
-		if (!found)
-			return 0;
-		free(kp->v[i]);
+	if (c->type == KUBE_DELETED) {
+		if (!found) { /* one left out when the table was full, most likely */
+			kp->dropped -= kp->dropped > 0;
+			return;
+		}
+		old = kp->v[i];
 		memmove(&kp->v[i], &kp->v[i + 1], (kp->n - i - 1) * sizeof kp->v[0]);
 		kp->n--;
+		tell(kp, t, old->uid, old, NULL);
+		free(old);
 	} else if (found) {
-		moved = !alike(kp->v[i], c->pod);
-		free(kp->v[i]);
+		old = kp->v[i];
 		kp->v[i] = c->pod;
 		c->pod = NULL;
+		if (!alike(old, kp->v[i]))
+			tell(kp, t, old->uid, old, kp->v[i]);
+		free(old);
 	} else if (kp->n == kp->max) {
-		kp->dropped++;
+		kp->dropped += c->type == KUBE_ADDED; /* a change of one left out was counted already */
 		node_log_limited(PROCCTL_LOG_WARN, "kube_pods_full", "kept=%zu kubernetes_pods_max=%zu", kp->n, kp->max);
-		return 0;
 	} else {
 		memmove(&kp->v[i + 1], &kp->v[i], (kp->n - i) * sizeof kp->v[0]);
 		kp->v[i] = c->pod;
 		c->pod = NULL;
 		kp->n++;
+		tell(kp, t, kp->v[i]->uid, NULL, kp->v[i]);
 	}
-	kp->changes++;
-	return moved;
 }
 
 static int by_uid(const void *a, const void *b)
@@ -85,47 +105,48 @@ static int by_uid(const void *a, const void *b)
 	return strcmp(((const struct kube_change *)a)->pod->uid, ((const struct kube_change *)b)->pod->uid);
 }
 
-/* A list (sorted here by UID): the pods it does not have are gone (told
- * to changed); it is then applied as changes. */
-static void relist(struct kubepods *kp, struct kube_batch *b, void (*changed)(void *, const char *), void *arg)
+/* A list (sorted here by UID): the pods it does not have are gone (told);
+ * it is then applied as changes. */
+static void relist(struct kubepods *kp, struct kube_batch *b, const struct teller *t)
 {
 	size_t i = 0;
-	char uid[sizeof kp->v[0]->uid];
 	qsort(b->v, b->n, sizeof b->v[0], by_uid);
 	while (i < kp->n) {
-		struct kube_change key = {0, kp->v[i]};
+		struct kube_change key = {KUBE_ADDED, kp->v[i]};
+		struct podmeta *old = kp->v[i];
 		if (bsearch(&key, b->v, b->n, sizeof b->v[0], by_uid)) {
 			i++;
 			continue;
 		}
-		memcpy(uid, kp->v[i]->uid, sizeof uid);
-		free(kp->v[i]);
 		memmove(&kp->v[i], &kp->v[i + 1], (kp->n - i - 1) * sizeof kp->v[0]);
 		kp->n--;
-		kp->changes++;
-		changed(arg, uid);
+		tell(kp, t, old->uid, old, NULL);
+		free(old);
 	}
-	kp->dropped += b->dropped;
+	kp->dropped = b->dropped; /* what this list left out */
 }
 
-void kubepods_drain(struct kubepods *kp, void (*changed)(void *arg, const char *uid), void *arg)
+int kubepods_drain(struct kubepods *kp,
+		   void (*changed)(void *arg, const char *uid, const struct podmeta *old, const struct podmeta *new_), void *arg)
 {
+	struct teller t = {changed, arg};
 	struct kube_batch *b, *next;
-	char uid[sizeof kp->v[0]->uid];
+	int first = 0;
 	size_t i;
 	if (!kp->kw)
-		return;
+		return 0;
 	for (b = kubewatch_take(kp->kw); b; b = next) {
 		next = b->next;
-		if (b->kind == KUBE_BATCH_LIST)
-			relist(kp, b, changed, arg);
-		for (i = 0; i < b->n; i++) {
-			memcpy(uid, b->v[i].pod->uid, sizeof uid); /* apply takes the pod */
-			if (apply(kp, &b->v[i]))
-				changed(arg, uid);
+		if (b->kind == KUBE_BATCH_LIST) {
+			relist(kp, b, &t);
+			first |= !kp->synced;
+			kp->synced = 1;
 		}
+		for (i = 0; i < b->n; i++)
+			apply(kp, &b->v[i], &t);
 		kube_batch_free(b);
 	}
+	return first;
 }
 
 static void forget(struct kubepods *kp)

@@ -16,18 +16,23 @@ struct kubepods {
 	struct kubewatch *kw; /* NULL: off (no kubernetes_api) */
 	struct podmeta **v;   /* podmeta_dup's, sorted by UID */
 	size_t n, max;
-	uint64_t dropped;     /* pods not kept: the table was full */
-	uint64_t changes;     /* pods added, changed or gone, in all */
+	uint64_t dropped;     /* pods of the node not kept now (the table was full): the last list's, and
+			       * those added since, less those deleted */
+	uint64_t moves;       /* pods that came, went, or changed namespace or labels, in all: what
+			       * selects processes by them (what is cached on it is stale) */
+	int synced;           /* the first list was applied */
 };
 
 /* Start watching as cfg says (kubernetes_api; off: 0 and nothing
  * started), waking the loop through wake_fd. 0, or -errno and why in err
  * (in-cluster outside a pod, a bad URL, no thread). */
 int kubepods_open(struct kubepods *kp, const struct node_cfg *cfg, int wake_fd, char *err, size_t errlen);
-/* Apply what the watcher queued; changed(arg, uid) for each pod whose
- * namespace or labels changed, or that came or went (what selects its
- * processes may have). */
-void kubepods_drain(struct kubepods *kp, void (*changed)(void *arg, const char *uid), void *arg);
+/* Apply what the watcher queued; changed(arg, uid, old, new_) for each pod
+ * whose namespace or labels changed, or that came (old NULL) or went
+ * (new_ NULL): what selects its processes may have. 1 when the first
+ * list was applied in this call (kp->synced from now on), else 0. */
+int kubepods_drain(struct kubepods *kp,
+		   void (*changed)(void *arg, const char *uid, const struct podmeta *old, const struct podmeta *new_), void *arg);
 /* The pod of that UID, or NULL (unknown, or off). */
 const struct podmeta *kubepods_find(const struct kubepods *kp, const char *uid);
 /* Stop the watcher and forget every pod. */

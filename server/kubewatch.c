@@ -18,6 +18,7 @@
 #include "log.h"
 
 #define QUEUE_MAX 1024      /* changes queued for the loop (a list's pods count too) */
+#define LIMIT 100           /* pods a page of a list, at first */
 #define BATCH_MAX 64        /* changes in one batch of events */
 #define BACKOFF_MIN_MS 1000
 #define BACKOFF_MAX_MS 30000
@@ -47,9 +48,10 @@ struct kubewatch {
 	char *buf;                 /* a page, a watch's line so far, or an error's body */
 	size_t len, cap;
 	struct kube_batch *b;      /* being filled */
-	int gone;                  /* the watch said 410 Gone */
-	int gone_again;            /* ... and so did the watch before it, right after its list */
-	size_t seen;               /* the watch's events and bookmarks */
+	int relist;                /* the watch must end in a list: 410 Gone (gone), or an event refused */
+	int gone;
+	int relist_again;          /* ... and so did the watch before it, right after its list */
+	unsigned limit;            /* pods a page: LIMIT, less after a page over KUBEWATCH_PAGE_MAX */
 	char rv[PODMETA_RV_MAX + 1]; /* where the next watch starts; "": list */
 	struct kube_event ev;
 	struct kube_page pg;
@@ -141,9 +143,9 @@ static void count(struct kubewatch *kw, uint64_t *field, uint64_t by)
 	pthread_mutex_unlock(&kw->mu);
 }
 
-/* A change into kw->b (a new batch of kind when there is none); a full
- * batch of events goes to the loop. -ENOMEM. */
-static int add(struct kubewatch *kw, enum kube_batch_kind kind, int deleted, const struct podmeta *m)
+/* A change (a list's item: KUBE_ADDED) into kw->b (a new batch of kind
+ * when there is none); a full batch of events goes to the loop. -ENOMEM. */
+static int add(struct kubewatch *kw, enum kube_batch_kind kind, enum kube_event_type type, const struct podmeta *m)
 {
 	struct kube_batch *b = kw->b;
 	if (!b || b->n == b->cap) {
@@ -162,7 +164,7 @@ static int add(struct kubewatch *kw, enum kube_batch_kind kind, int deleted, con
 	}
 	if (!(b->v[b->n].pod = podmeta_dup(m)))
 		return -ENOMEM;
-	b->v[b->n++].deleted = deleted;
+	b->v[b->n++].type = type;
 	return 0;
 }
 
@@ -205,7 +207,9 @@ static int append(struct kubewatch *kw, const char *p, size_t n)
 	return 0;
 }
 
-/* One line of a watch. -1: the watch must end (kw->why, or kw->gone). */
+/* One line of a watch. -1: the watch must end (kw->why, or kw->relist).
+ * An event refused ends it in a list: what it said (a pod deleted,
+ * perhaps) is not lost. */
 static int line(struct kubewatch *kw, const char *s, size_t n)
 {
 	char err[400], q[300];
@@ -214,26 +218,25 @@ static int line(struct kubewatch *kw, const char *s, size_t n)
 		return 0;
 	if (kube_event_parse(s, n, ev, err, sizeof err) < 0) {
 		count(kw, &kw->st.rejected, 1);
-		node_log_limited(PROCCTL_LOG_WARN, "kube_rejected", "what=watch_event reason=\"%s\"",
+		node_log_limited(PROCCTL_LOG_WARN, "kube_rejected", "what=watch_event reason=\"%s\" action=list",
 				 node_log_quote(q, sizeof q, err));
-		return 0;
+		return kw->relist = 1, -1;
 	}
 	switch (ev->type) {
 	case KUBE_ERROR:
 		if (ev->code == 410)
-			return kw->gone = 1, -1;
+			return kw->relist = kw->gone = 1, -1;
 		fail(kw, "the watch ended with an error: code=%d reason=\"%s\"", ev->code, ev->reason);
 		return -1;
 	case KUBE_BOOKMARK:
 		break;
 	default:
-		if (add(kw, KUBE_BATCH_EVENTS, ev->type == KUBE_DELETED, &ev->pod) < 0) {
+		if (add(kw, KUBE_BATCH_EVENTS, ev->type, &ev->pod) < 0) {
 			fail(kw, "out of memory");
 			return -1;
 		}
 		count(kw, &kw->st.events, 1);
 	}
-	kw->seen++;
 	memcpy(kw->rv, ev->rv, sizeof kw->rv);
 	return 0;
 }
@@ -247,8 +250,11 @@ static size_t on_body(char *p, size_t size, size_t nmemb, void *arg)
 	if (kw->code != 200) /* a Status: what it says is kept for the log */
 		return append(kw, p, kw->len + n > STATUS_MAX ? STATUS_MAX - kw->len : n) < 0 ? 0 : n;
 	if (kw->mode == PAGE) {
-		if (kw->len + n > KUBEWATCH_PAGE_MAX)
-			return fail(kw, "a page of the list over %u bytes", KUBEWATCH_PAGE_MAX), 0;
+		if (kw->len + n > KUBEWATCH_PAGE_MAX) {
+			kw->limit = kw->limit > 4 ? kw->limit / 4 : 1; /* the next list asks for smaller pages */
+			return fail(kw, "a page of the list over %u bytes (pages of %u pods from now on)", KUBEWATCH_PAGE_MAX,
+				    kw->limit), 0;
+		}
 		return append(kw, p, n) < 0 ? fail(kw, "out of memory"), 0 : n;
 	}
 	while (at < n) {
@@ -323,7 +329,7 @@ static int get(struct kubewatch *kw, const char *url, enum mode mode, long timeo
 	kw->mode = mode;
 	kw->code = 0;
 	kw->len = 0;
-	kw->gone = 0;
+	kw->relist = kw->gone = 0;
 	kw->why[0] = kw->curl_err[0] = 0;
 	if (kw->cfg.token_file[0]) {
 		if (token(kw, tok, sizeof tok) < 0)
@@ -332,6 +338,8 @@ static int get(struct kubewatch *kw, const char *url, enum mode mode, long timeo
 		hdr = curl_slist_append(hdr, auth);
 		explicit_bzero(tok, sizeof tok);
 		explicit_bzero(auth, sizeof auth);
+		if (!hdr)
+			return fail(kw, "out of memory");
 	}
 	if (!(h2 = curl_slist_append(hdr, "Accept: application/json"))) {
 		curl_slist_free_all(hdr);
@@ -348,7 +356,7 @@ static int get(struct kubewatch *kw, const char *url, enum mode mode, long timeo
 		curl_easy_getinfo(kw->h, CURLINFO_RESPONSE_CODE, &kw->code);
 	if (stopping(kw))
 		return -ECANCELED;
-	if (kw->gone)
+	if (kw->relist)
 		return -EIO;
 	if (kw->why[0]) /* on_body's */
 		return -EIO;
@@ -394,7 +402,7 @@ static void list_item(void *arg, const struct podmeta *m)
 	struct list_ctx *x = arg;
 	if (x->kw->b && x->kw->b->n >= x->kw->cfg.pods_max)
 		x->dropped++;
-	else if (add(x->kw, KUBE_BATCH_LIST, 0, m) < 0)
+	else if (add(x->kw, KUBE_BATCH_LIST, KUBE_ADDED, m) < 0)
 		x->nomem = 1;
 }
 
@@ -404,13 +412,18 @@ static int list(struct kubewatch *kw)
 	struct kube_page *pg = &kw->pg;
 	struct list_ctx x = {kw, 0, 0};
 	char *cont = NULL;
+	size_t pages = 0, most = kw->cfg.pods_max / kw->limit + 10;
 	int r;
 
 	pg->cont[0] = 0;
 	do {
-		if (pg->cont[0] && !(cont = curl_easy_escape(kw->h, pg->cont, 0)))
+		if (++pages > most)
+			r = fail(kw, "a list of more than %zu pages of %u pods (kubernetes_pods_max %u)", most, kw->limit,
+				 kw->cfg.pods_max);
+		else if (pg->cont[0] && !(cont = curl_easy_escape(kw->h, pg->cont, 0)))
 			r = fail(kw, "out of memory");
-		else if ((r = pods_url(kw, url, sizeof url, "limit=500%s%s", cont ? "&continue=" : "", cont ? cont : "")) == 0 &&
+		else if ((r = pods_url(kw, url, sizeof url, "limit=%u%s%s", kw->limit, cont ? "&continue=" : "",
+				       cont ? cont : "")) == 0 &&
 			 (r = get(kw, url, PAGE, LIST_S)) == 0 &&
 			 (r = kube_list_parse(kw->buf ? kw->buf : "", kw->len, pg, list_item, &x, err, sizeof err)) < 0)
 			r = fail(kw, "%s", err);
@@ -451,24 +464,28 @@ static int watch(struct kubewatch *kw)
 		return fail(kw, "out of memory");
 	r = pods_url(kw, url, sizeof url, "watch=1&allowWatchBookmarks=true&resourceVersion=%s&timeoutSeconds=%u", rv, t);
 	curl_free(rv);
-	kw->seen = 0;
 	if (!r)
 		r = get(kw, url, WATCH, (long)t + 30);
 	flush(kw);
-	if (kw->gone || (r && kw->code == 410)) {
-		int again = kw->gone_again;
-		count(kw, &kw->st.gone, 1);
-		node_log_limited(PROCCTL_LOG_INFO, "kube_gone", "resource_version=%s action=list", kw->rv);
+	if (kw->relist || (r && kw->code == 410)) {
+		int again = kw->relist_again;
+		if (kw->gone || kw->code == 410) {
+			count(kw, &kw->st.gone, 1);
+			node_log_limited(PROCCTL_LOG_INFO, "kube_gone", "resource_version=%s action=list", kw->rv);
+		}
 		kw->rv[0] = 0;
-		kw->gone_again = 1;
-		/* Once is the API server's compaction: list at once. Again,
-		 * with the version a list just gave, is a server that cannot
-		 * be followed: back off. */
-		return again ? fail(kw, "410 Gone again, for the version the list before gave") : 0;
+		kw->relist_again = 1;
+		/* Once is the API server's compaction (or one bad object): list
+		 * at once. Again, from the version a list just gave, is a
+		 * server that cannot be followed: back off. */
+		return again ? fail(kw, "a list again (410 Gone, or an event refused), from the version the list before gave")
+			     : 0;
 	}
-	kw->gone_again = 0;
-	if (!r && !kw->seen && now_ns() - t0 < BRIEF_NS)
-		return fail(kw, "the watch ended at once, with nothing in it");
+	kw->relist_again = 0;
+	/* However it ended, a watch made again at once is a new connection:
+	 * a server that ends each at once is followed no faster than this. */
+	if (!r && now_ns() - t0 < BRIEF_NS)
+		return fail(kw, "the watch ended within a second");
 	return r;
 }
 
@@ -579,6 +596,7 @@ struct kubewatch *kubewatch_start(const struct kubewatch_cfg *cfg, char *err, si
 		return NULL;
 	}
 	kw->cfg = *cfg;
+	kw->limit = LIMIT;
 	if (!kw->cfg.watch_s)
 		kw->cfg.watch_s = 300;
 	n = strlen(kw->cfg.url);

@@ -2,13 +2,16 @@
 /* kubewatch.h - the pods of this node as the Kubernetes API server sees
  * them, listed and watched on a thread of its own, as a client of the API
  * must (client-go's reflector):
- *   LIST   /api/v1/pods?fieldSelector=spec.nodeName=NODE&limit=500, page by
- *          page (continue), the node's pods all at once: a KUBE_BATCH_LIST;
+ *   LIST   /api/v1/pods?fieldSelector=spec.nodeName=NODE&limit=100, page by
+ *          page (continue), the node's pods all at once: a KUBE_BATCH_LIST
+ *          (a page over KUBEWATCH_PAGE_MAX asks for a quarter as many pods
+ *          from then on: jansson's tree of a page is many times its text);
  *   WATCH  from the list's resourceVersion (allowWatchBookmarks,
  *          timeoutSeconds), each change a KUBE_BATCH_EVENTS item; when it
  *          ends, again from the last resourceVersion seen (an event's or a
- *          bookmark's); a 410 Gone (the version is compacted away) lists
- *          again;
+ *          bookmark's); a 410 Gone (the version is compacted away), or an
+ *          event that is no valid Pod (what it said must not be lost),
+ *          lists again;
  *   a failure (no connection, an HTTP error, a body that does not parse)
  *          waits, with a backoff that doubles from 1 s to 30 s, each wait
  *          drawn from [backoff/2, backoff] (jitter: nodes restarted
@@ -31,7 +34,7 @@
 
 #define KUBEWATCH_URL_MAX 256
 #define KUBEWATCH_LINE_MAX (4u << 20)  /* one watch event: an object (etcd keeps at most 1.5 MiB) */
-#define KUBEWATCH_PAGE_MAX (64u << 20) /* one page of a list */
+#define KUBEWATCH_PAGE_MAX (16u << 20) /* one page of a list (100 pods; fewer after one over it) */
 
 struct kubewatch_cfg {
 	char url[KUBEWATCH_URL_MAX];   /* https://HOST[:PORT] or http://HOST[:PORT] (kubectl proxy) */
@@ -49,8 +52,8 @@ enum kube_batch_kind {
 };
 
 struct kube_change {
-	int deleted;
-	struct podmeta *pod; /* podmeta_dup's: the batch's */
+	enum kube_event_type type; /* KUBE_ADDED (a list's are), KUBE_MODIFIED or KUBE_DELETED */
+	struct podmeta *pod;       /* podmeta_dup's: the batch's */
 };
 
 struct kube_batch {

@@ -365,8 +365,9 @@ static void kube(FILE *f, const struct node *n)
 	metric_one(f, "procctl_kube_synced", "gauge", "1 once the node's pods were listed from the Kubernetes API.",
 		   (unsigned long long)st.synced);
 	metric_one(f, "procctl_kube_pods", "gauge", "Pods of this node known from the Kubernetes API.", n->kube.n);
-	metric_one(f, "procctl_kube_pods_dropped_total", "counter",
-		   "Pods not kept: kubernetes_pods_max were (a later list keeps them when there is room).", n->kube.dropped);
+	metric_one(f, "procctl_kube_pods_dropped", "gauge",
+		   "Pods of this node not kept: kubernetes_pods_max were (a later list keeps them when there is room).",
+		   n->kube.dropped);
 	metric_one(f, "procctl_kube_lists_total", "counter", "Lists of the node's pods (at the start, and after a 410 Gone).",
 		   st.lists);
 	metric_one(f, "procctl_kube_watch_events_total", "counter",

@@ -299,7 +299,8 @@ int node_run(struct node *n)
 		}
 		writing = waits_write(n);
 		node_reads_done(n);
-		kubepods_drain(&n->kube, desired_pod_changed, n);
+		if (kubepods_drain(&n->kube, desired_pod_changed, n))
+			desired_pods_synced(n);
 		if (n->hello && (err = procctl_hello_dispatch(n->hello)) < 0) {
 			node_log(PROCCTL_LOG_ERROR, "hello_failed", "error=%s", strerror(-err));
 			goto out;

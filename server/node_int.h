@@ -70,8 +70,8 @@ struct proc {
 	 * too large for it (0: none). */
 	uint64_t desired_rev, desired_gen, write_rev, too_big_rev;
 	const struct desired *config; /* its desired config (rollout.c), while config_at is current */
-	uint64_t config_rev;  /* the revision of its desired config when last found (0: none): at attach, at a
-			       * desired write, at a change of its pod (desired_pod_changed) */
+	int apply_deferred;   /* attached before the node's pods were first listed: its desired config waits
+			       * for them (desired_pods_synced) */
 	uint64_t config_at;
 	struct node *n;
 	size_t at;            /* its index in n->procs */
@@ -264,6 +264,11 @@ void proc_wrote(struct node *n, struct proc *p, int64_t g, uint64_t rev);
  * known, or kubernetes_api off), and the desired config p should have. */
 const struct podmeta *proc_pod(const struct node *n, const struct proc *p);
 const struct desired *proc_desired(const struct node *n, const struct proc *p);
+/* The node's pods were listed for the first time: each process of a pod
+ * gets its desired config now, as at attach (a config by namespace or
+ * labels can only be told then; a successor finds what its predecessor
+ * wrote, and keeps it). */
+void desired_pods_synced(struct node *n);
 void node_emit(struct node *n, const struct selector *k, PbEvent *ev);
 /* reads.c: state reads off the loop */
 int reads_open(struct node *n);
@@ -332,11 +337,13 @@ void node_handle(struct node *n, struct node_job *job);
 /* service_desired.c: desired configs (the API's and the config file's) */
 void desired_from_file(struct node *n, const struct node_cfg *cfg);
 /* The pod uid's namespace or labels changed, or it came or went
- * (kubepods_drain's callback, arg the node): each of its processes whose
- * desired config is another now gets it, as a new process would, and
- * one whose config applies no longer is cleared, as a deleted config's
- * processes are (a Publish over a config that still applies stays). */
-void desired_pod_changed(void *arg, const char *uid);
+ * (kubepods_drain's callback, arg the node; old and new_ its metadata
+ * before and after, NULL: not known): each of its processes whose desired
+ * config is another now gets it, as a new process would, and one that
+ * held a config that applies no longer is cleared, as a deleted config's
+ * processes are. A change that leaves the config as it was writes
+ * nothing (a Publish over it stays). */
+void desired_pod_changed(void *arg, const char *uid, const struct podmeta *old, const struct podmeta *new_);
 /* The process (pid, start) is gone or exec'd: its pid configs go. */
 void desired_process_gone(struct node *n, pid_t pid, uint64_t start);
 /* At start: pid configs whose process no longer runs go. */

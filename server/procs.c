@@ -20,8 +20,6 @@ void proc_wrote(struct node *n, struct proc *p, int64_t g, uint64_t rev)
 	p->written_ns = now_ns();
 	p->desired_rev = rev;
 	p->write_rev = n->desired.revision;
-	if (rev)
-		p->config_rev = rev;
 }
 
 const struct podmeta *proc_pod(const struct node *n, const struct proc *p)
@@ -41,11 +39,14 @@ const struct desired *proc_desired(const struct node *n, const struct proc *p)
  * by the file, or since, is news to it). Its rollout state is noted. */
 static void desired_apply(struct node *n, struct proc *p)
 {
-	const struct desired *d = proc_desired(n, p);
+	const struct desired *d;
 	uint64_t found = procctl_client_config_gen(p->c);
 	int64_t g;
-	p->config_rev = d ? d->revision : 0;
-	if (!d || !procctl_registry_owner(p->reg, p->key.consumer))
+	if (n->kube.kw && !n->kube.synced && p->key.pod_uid[0]) {
+		p->apply_deferred = 1;
+		return;
+	}
+	if (!(d = proc_desired(n, p)) || !procctl_registry_owner(p->reg, p->key.consumer))
 		return;
 	if (found && d->revision <= n->rev_at_start) { /* the store said so then: a predecessor's to write */
 		p->desired_gen = found;
@@ -66,6 +67,18 @@ static void desired_apply(struct node *n, struct proc *p)
 	node_log(g > 0 ? PROCCTL_LOG_INFO : PROCCTL_LOG_WARN, "desired_applied", "pid=%d revision=%llu generation=%lld%s%s",
 		 (int)p->key.pid, (unsigned long long)d->revision, (long long)(g > 0 ? g : 0), g > 0 ? "" : " error=",
 		 g > 0 ? "" : strerror((int)-g));
+}
+
+void desired_pods_synced(struct node *n)
+{
+	size_t i, k = 0;
+	for (i = 0; i < n->nprocs; i++)
+		if (n->procs[i]->apply_deferred) {
+			n->procs[i]->apply_deferred = 0;
+			desired_apply(n, n->procs[i]);
+			k++;
+		}
+	node_log(PROCCTL_LOG_INFO, "desired_pods_known", "processes=%zu pods=%zu", k, n->kube.n);
 }
 
 /* Number, pack and keep one event (ev's oneof set by the caller). */

@@ -31,7 +31,7 @@ static void count_one(const struct proc *p, const struct desired *d, struct desi
  * million matches). */
 static const struct desired *config_of(const struct node *n, struct proc *p)
 {
-	uint64_t at = n->desired.changes + n->kube.changes + 1; /* each only grows */
+	uint64_t at = n->desired.changes + n->kube.moves + 1; /* each only grows */
 	if (p->config_at != at) {
 		p->config = proc_desired(n, p);
 		p->config_at = at;

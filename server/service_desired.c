@@ -43,24 +43,26 @@ static void desired_push(struct node *n, const struct desired *d)
 	free(v);
 }
 
-void desired_pod_changed(void *arg, const char *uid)
+void desired_pod_changed(void *arg, const char *uid, const struct podmeta *old, const struct podmeta *new_)
 {
 	struct node *n = arg;
 	size_t i;
 	for (i = 0; i < n->nprocs; i++) {
 		struct proc *p = n->procs[i];
-		const struct desired *d;
-		uint64_t rev;
-		if (strcmp(p->key.pod_uid, uid))
+		const struct desired *was, *now;
+		int64_t g;
+		if (strcmp(p->key.pod_uid, uid) || p->apply_deferred)
 			continue;
-		d = proc_desired(n, p);
-		rev = d ? d->revision : 0;
-		if (rev != p->config_rev && (!rev || rev != p->desired_rev) && (d || p->desired_rev)) {
-			int64_t g = give(n, p, d);
-			node_log(PROCCTL_LOG_INFO, "desired_pod_changed", "pid=%d pod=%s revision=%llu was=%llu generation=%lld",
-				 (int)p->key.pid, uid, (unsigned long long)rev, (unsigned long long)p->config_rev, (long long)g);
-		}
-		p->config_rev = rev;
+		was = desired_match(&n->desired, &p->key, old);
+		now = desired_match(&n->desired, &p->key, new_);
+		if (was == now || (now && p->desired_rev == now->revision))
+			continue;
+		if (!now && (!was || p->desired_rev != was->revision))
+			continue; /* it holds no config of the one that went: a Publish, a Clear */
+		g = give(n, p, now);
+		node_log(PROCCTL_LOG_INFO, "desired_pod_changed", "pid=%d pod=%s revision=%llu was=%llu generation=%lld",
+			 (int)p->key.pid, uid, (unsigned long long)(now ? now->revision : 0),
+			 (unsigned long long)(was ? was->revision : 0), (long long)g);
 	}
 }
 

@@ -111,6 +111,7 @@ void same_store(const struct desired_store *a, const struct desired_store *b)
 		assert_non_null(y);
 		assert_int_equal(x->level, y->level);
 		assert_int_equal(x->revision, y->revision);
+		assert_int_equal(x->created, y->created);
 		assert_int_equal(x->len, y->len);
 		assert_memory_equal(x->payload, y->payload, x->len);
 		assert_string_equal(x->source, y->source);

@@ -80,6 +80,8 @@ static void by_pod(void **state)
 	payload_is(desired_match(&s, &pk, pod("shop", "\"app\":\"web\",\"tier\":\"a\"")), "shop-web"); /* ns first */
 	payload_is(desired_match(&s, &pk, pod("other", "\"app\":\"web\",\"tier\":\"a\"")), "web-a"); /* more */
 	payload_is(desired_match(&s, &pk, pod("other", "\"app\":\"web\",\"zone\":\"x\"")), "web");   /* older */
+	set_pod(&s, k, pods("", "app=web"), "web2"); /* a new payload keeps its place */
+	payload_is(desired_match(&s, &pk, pod("other", "\"app\":\"web\",\"zone\":\"x\"")), "web2");
 	payload_is(desired_match(&s, &pk, pod("other", "\"app\":\"db\"")), "consumer");
 	payload_is(desired_match(&s, &pk, pod("shop", "\"app\":\"db\"")), "ns");
 	payload_is(desired_match(&s, &pk, NULL), "consumer"); /* a pod not known: only what names no pod's */
@@ -108,7 +110,7 @@ static void by_pod(void **state)
 	same_store(&s, &t);
 	payload_is(desired_match(&t, &p2, pod("shop", "\"app\":\"web\"")), "shop-web");
 	assert_int_equal(desired_delete(&t, &k, &(struct podsel){.ns = "shop", .labels = "app=web"}, err, sizeof err), 0);
-	payload_is(desired_match(&t, &p2, pod("shop", "\"app\":\"web\"")), "web");
+	payload_is(desired_match(&t, &p2, pod("shop", "\"app\":\"web\"")), "web2");
 	desired_free(&t);
 	desired_free(&s);
 }
