@@ -468,7 +468,7 @@ static int watch(struct kubewatch *kw)
 		r = get(kw, url, WATCH, (long)t + 30);
 	flush(kw);
 	if (kw->relist || (r && kw->code == 410)) {
-		int again = kw->relist_again;
+		int again = kw->relist_again && now_ns() - t0 < BRIEF_NS; /* at once, after a list */
 		if (kw->gone || kw->code == 410) {
 			count(kw, &kw->st.gone, 1);
 			node_log_limited(PROCCTL_LOG_INFO, "kube_gone", "resource_version=%s action=list", kw->rv);
@@ -476,8 +476,8 @@ static int watch(struct kubewatch *kw)
 		kw->rv[0] = 0;
 		kw->relist_again = 1;
 		/* Once is the API server's compaction (or one bad object): list
-		 * at once. Again, from the version a list just gave, is a
-		 * server that cannot be followed: back off. */
+		 * at once. Again at once, from the version a list just gave, is
+		 * a server that cannot be followed: back off. */
 		return again ? fail(kw, "a list again (410 Gone, or an event refused), from the version the list before gave")
 			     : 0;
 	}

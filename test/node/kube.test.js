@@ -227,7 +227,7 @@ test('SetDesiredConfig by namespace and labels: canonical, and refused where it 
   const err = await new Promise((resolve) => { stream.on('error', resolve); stream.on('data', () => {}); });
   assert.equal(h.grpc.status[err.code], 'INVALID_ARGUMENT');
   assert.match(err.details, /not for WatchEvents/);
-  const plain = await new h.Daemon().ready();
+  const plain = await new h.Daemon({ consumers: `plain${process.pid}`.slice(0, 31) }).ready();
   try {
     const c = plain.client();
     try {
@@ -395,21 +395,39 @@ test('a hostile API server: an object that is no Pod is refused, counted, and th
   assert.deepEqual(await names(pods['batch-1'].uid), ['jobs/batch-1'], 'what it knew stays');
 });
 
-test('an API server down at the start: it serves without names, and has them once the API server is up', async () => {
+test('an API server down at the start: it serves, and its pods\' processes get their configs by labels once it is up', async () => {
   const port = await h.freePort();
   const hp = await h.freePort();
-  const d = await new h.Daemon({ args: ['--http-listen', `127.0.0.1:${hp}`, ...kubeArgs(`https://127.0.0.1:${port}`)] }).ready();
+  const D = `late${process.pid}`.slice(0, 31); // this daemon's alone: the nodes' processes are not its
+  const conf = file('late.conf');
+  fs.writeFileSync(conf, `[desired late]\nconsumer = ${D}\nlabel_selector = app=late\ndata = late\n`);
+  const d = await new h.Daemon({ consumers: D, args: ['--http-listen', `127.0.0.1:${hp}`, '--config', conf,
+    ...kubeArgs(`https://127.0.0.1:${port}`)] }).ready();
+  const p = cluster.pod('late-1');
+  const container = p.container();
+  const e = new h.Child('sh', ['-c', 'echo $$ > "$1/cgroup.procs" && exec "$2" --consumer "$3"', 'sh', container.cgroup,
+    h.ECHO_CLIENT, D]);
   try {
     await h.until(() => d.lines.some((l) => l.includes('event=kube_api_failed what=list')), { what: 'a failed list' });
     assert.equal(await h.metric(hp, 'procctl_kube_synced'), 0);
-    const late = await apiServer([pod('late-1')], { port, host: '127.0.0.1' });
+    await e.line(/^event=started/, { out: true });
+    const c = d.client();
+    try {
+      await h.until(async () => (await gens(c, p.uid)).length === 1, { what: 'its process attached, in its pod' });
+      assert.deepEqual(await gens(c, p.uid), [0], 'nothing yet: its labels are not known');
+    } finally {
+      c.close();
+    }
+    const late = await apiServer([pod('late-1', { uid: p.uid, labels: { app: 'late' } })], { port, host: '127.0.0.1' });
     try {
       await h.until(async () => (await h.metric(hp, 'procctl_kube_synced')) === 1, { what: 'listed once up', timeout: 40000 });
       assert.equal(await h.metric(hp, 'procctl_kube_pods'), 1);
+      await e.line(/^event=applied gen=\d+ .*payload=late$/, { out: true });
     } finally {
       await late.kill();
     }
   } finally {
+    await e.kill('SIGKILL');
     await d.stop();
   }
 });
@@ -419,7 +437,7 @@ test('a node of more pods than kubernetes_pods_max: a paged list, the rest count
   const many = Array.from({ length: 600 }, (_, i) => pod(`p-${i}`));
   const big = await apiServer(many, { port, host: '127.0.0.1' });
   const hp = await h.freePort();
-  const d = await new h.Daemon({ args: ['--http-listen', `127.0.0.1:${hp}`,
+  const d = await new h.Daemon({ consumers: `big${process.pid}`.slice(0, 31), args: ['--http-listen', `127.0.0.1:${hp}`,
     ...kubeArgs(`https://127.0.0.1:${port}`, ['--kubernetes-pods-max', '550'])] }).ready();
   try {
     await h.until(async () => (await h.metric(hp, 'procctl_kube_synced')) === 1, { what: 'listed' });
