@@ -126,7 +126,8 @@ void node_cfg_usage(FILE *f);
 int node_cfg_socket_gid(const struct node_cfg *c, gid_t *gid, char *err, size_t errlen);
 
 /* What only the whole configuration can show (TLS files all or none, TCP
- * listeners without TLS or the insecure flag): 0, or -EINVAL and err. */
+ * listeners without TLS or the insecure flag, what kubernetes_api is
+ * needed for; config_check.c): 0, or -EINVAL and err. */
 int node_cfg_check(const struct node_cfg *c, char *err, size_t errlen);
 
 #endif
