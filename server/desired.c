@@ -19,7 +19,7 @@
 #define V0_NAME "desired.pb" /* before format 1: a ListDesiredConfigsResponse */
 #define FILE_MAX (128u << 20) /* above what the largest limits let a store hold */
 #define MAGIC "PCDSTORE"
-#define FORMAT 4 /* 1: no pid_start; 2: no pid_image; 3: no namespace, label selector */
+#define FORMAT 5 /* 1: no pid_start; 2: no pid_image; 3: no namespace, label selector; 4: no created */
 #define REVISION_MAX (1ull << 62) /* a billion changes a second for a century: never reached */
 
 static enum desired_level level_of(const struct selector *k, const struct podsel *ps)
@@ -57,6 +57,15 @@ int desired_conflict(const struct selector *a, const struct podsel *pa, const st
 	if (la != level_of(b, pb) || !overlap(a, b) || (pa->ns[0] && pb->ns[0] && strcmp(pa->ns, pb->ns)))
 		return 0;
 	return la != DESIRED_LABELS || podsel_same(pa, pb);
+}
+
+int desired_by_pod(const struct desired_store *s)
+{
+	size_t i;
+	for (i = 0; i < s->n; i++)
+		if (!podsel_empty(&s->v[i].pod))
+			return 1;
+	return 0;
 }
 
 const struct desired *desired_find(const struct desired_store *s, const struct selector *sel, const struct podsel *pod)
@@ -389,7 +398,7 @@ static int get_config(struct rd *r, uint32_t format, size_t i, struct desired *c
 	const uint8_t *l;
 	memset(c, 0, sizeof *c);
 	c->revision = get64(r);
-	c->created = format >= 4 ? get64(r) : c->revision;
+	c->created = format >= 5 ? get64(r) : c->revision;
 	k->pid = (pid_t)get32(r);
 	if (format >= 2)
 		k->pid_start = get64(r);

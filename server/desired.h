@@ -15,9 +15,9 @@
  * the image it runs (procstat.h): it matches that process only, while it
  * runs that image, and goes when the process exits or execs.
  *
- * desired.store, format 4 (little-endian; the daemon's own, not an API
+ * desired.store, format 5 (little-endian; the daemon's own, not an API
  * message, so the API can change without changing it):
- *   "PCDSTORE"  u32 format (4)  u32 count  u64 revision (the store's counter)
+ *   "PCDSTORE"  u32 format (5)  u32 count  u64 revision (the store's counter)
  *   count configs, each:
  *     u64 revision  u64 created  s32 pid  u64 pid_start  u64 pid_image  u32 schema_version  u32 payload_len
  *     u8 consumer_len  u8 pod_uid_len  u8 container_id_len  u8 source_len
@@ -25,8 +25,8 @@
  *     consumer  pod_uid  container_id  source  namespace  label_selector   (no NULs)
  *     payload
  *   u32 CRC32C (procctl_crc32c) of every byte before it.
- * Format 3 had no created (its configs' is their revision), namespace and
- * label selector.
+ * Format 4 had no created (its configs' is their revision); format 3 no
+ * namespace and label selector either.
  * Format 2 had no pid_image: its pid configs are bound, at the daemon's
  * start, to the image their process runs then. Format 1 had no pid_start:
  * its pid configs, bound to no process, are dropped when it is read
@@ -131,6 +131,9 @@ int desired_bind_image(struct desired_store *s, size_t i, uint64_t image, char *
  * both (the same selector included). */
 int desired_conflict(const struct selector *a, const struct podsel *pa, const struct selector *b,
 		     const struct podsel *pb);
+
+/* 1 when a config selects by a pod's namespace or labels. */
+int desired_by_pod(const struct desired_store *s);
 
 /* The config of that very selector, or NULL. */
 const struct desired *desired_find(const struct desired_store *s, const struct selector *sel, const struct podsel *pod);

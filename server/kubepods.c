@@ -96,6 +96,8 @@ static void apply(struct kubepods *kp, struct kube_change *c, const struct telle
 		kp->v[i] = c->pod;
 		c->pod = NULL;
 		kp->n++;
+		if (c->type != KUBE_ADDED) /* one left out before, kept now there is room */
+			kp->dropped -= kp->dropped > 0;
 		tell(kp, t, kp->v[i]->uid, NULL, kp->v[i]);
 	}
 }

@@ -27,7 +27,8 @@
 #define TOKEN_MAX 16384
 #define STATUS_MAX 4096     /* an error's body, kept for its message */
 #define BUF_KEEP (1u << 20) /* kw->buf's room kept between requests */
-#define BRIEF_NS 1000000000ll /* a watch that ends sooner, with nothing in it, failed */
+#define BRIEF_NS 1000000000ll
+#define REJECT_RELIST_NS 60000000000ll /* a list for an unreadable event, at most this often */ /* a watch that ends sooner, with nothing in it, failed */
 
 enum mode { PAGE, WATCH };
 
@@ -52,6 +53,7 @@ struct kubewatch {
 	int gone;
 	int relist_again;          /* ... and so did the watch before it, right after its list */
 	unsigned limit;            /* pods a page: LIMIT, less after a page over KUBEWATCH_PAGE_MAX */
+	int64_t rejected_at;       /* the last list for an event refused whose pod could not be told */
 	char rv[PODMETA_RV_MAX + 1]; /* where the next watch starts; "": list */
 	struct kube_event ev;
 	struct kube_page pg;
@@ -217,9 +219,22 @@ static int line(struct kubewatch *kw, const char *s, size_t n)
 	if (strspn(s, " \t\r") >= n)
 		return 0;
 	if (kube_event_parse(s, n, ev, err, sizeof err) < 0) {
+		/* What a list would do: without it. A pod whose UID cannot be
+		 * told: a list, at most once a minute. */
+		int has_uid = kube_event_uid(s, n, ev->pod.uid) == 0;
+		int64_t now = now_ns();
 		count(kw, &kw->st.rejected, 1);
-		node_log_limited(PROCCTL_LOG_WARN, "kube_rejected", "what=watch_event reason=\"%s\" action=list",
-				 node_log_quote(q, sizeof q, err));
+		node_log_limited(PROCCTL_LOG_WARN, "kube_rejected", "what=watch_event reason=\"%s\" action=%s",
+				 node_log_quote(q, sizeof q, err), has_uid ? "forget" : "list");
+		if (has_uid) {
+			ev->pod.ns[0] = ev->pod.name[0] = 0;
+			ev->pod.used = ev->pod.nlabels = ev->pod.ncontainers = ev->pod.nstatuses = 0;
+			ev->pod.labels_over = ev->pod.containers_over = 0;
+			return add(kw, KUBE_BATCH_EVENTS, KUBE_DELETED, &ev->pod) < 0 ? fail(kw, "out of memory"), -1 : 0;
+		}
+		if (kw->rejected_at && now - kw->rejected_at < REJECT_RELIST_NS)
+			return 0;
+		kw->rejected_at = now;
 		return kw->relist = 1, -1;
 	}
 	switch (ev->type) {
@@ -436,6 +451,10 @@ static int list(struct kubewatch *kw)
 			node_log_limited(PROCCTL_LOG_WARN, "kube_rejected", "what=list_item count=%zu reason=\"%s\"",
 					 pg->rejected, node_log_quote(q, sizeof q, pg->rejected_why));
 		}
+		if (!r && pg->cont[0] && x.dropped) { /* full: the rest is counted, not read */
+			x.dropped += pg->remaining > 0 ? (uint64_t)pg->remaining : 0;
+			break;
+		}
 	} while (!r && pg->cont[0]);
 	if (r) {
 		kube_batch_free(kw->b);
@@ -453,6 +472,9 @@ static int list(struct kubewatch *kw)
 	return 0;
 }
 
+/* One watch, to its end: 0 it ran its course (resume from kw->rv), 1 the
+ * pods must be listed again (kw->rv ""), -ECANCELED stopping, -EIO a
+ * failure (kw->why). */
 static int watch(struct kubewatch *kw)
 {
 	char url[KUBEWATCH_URL_MAX + 600 + 3 * PODMETA_RV_MAX];
@@ -479,7 +501,7 @@ static int watch(struct kubewatch *kw)
 		 * at once. Again at once, from the version a list just gave, is
 		 * a server that cannot be followed: back off. */
 		return again ? fail(kw, "a list again (410 Gone, or an event refused), from the version the list before gave")
-			     : 0;
+			     : 1;
 	}
 	kw->relist_again = 0;
 	/* However it ended, a watch made again at once is a new connection:
@@ -520,6 +542,9 @@ static void *run(void *arg)
 		}
 		if (r == -ECANCELED)
 			break;
+		if (r > 0 || (!r && !strcmp(what, "list")))
+			continue; /* the backoff stays until a watch runs its course: a server that lists but
+				   * cannot be watched is not asked again and again */
 		if (!r) {
 			if (backoff)
 				node_log(PROCCTL_LOG_INFO, "kube_api_recovered", "what=%s", what);

@@ -292,6 +292,18 @@ int kube_event_parse(const char *line, size_t len, struct kube_event *ev, char *
 	return r;
 }
 
+int kube_event_uid(const char *line, size_t len, char *uid)
+{
+	json_t *root = json_loadb(line, len, 0, NULL);
+	const json_t *v = json_object_get(json_object_get(json_object_get(root, "object"), "metadata"), "uid");
+	const char *s = json_string_value(v);
+	int r = s && uid_ok(s, json_string_length(v)) ? 0 : -EINVAL;
+	if (!r)
+		memcpy(uid, s, 37);
+	json_decref(root);
+	return r;
+}
+
 int kube_list_parse(const char *buf, size_t len, struct kube_page *pg, void (*item)(void *arg, const struct podmeta *m),
 		    void *arg, char *err, size_t errlen)
 {
@@ -321,6 +333,8 @@ int kube_list_parse(const char *buf, size_t len, struct kube_page *pg, void (*it
 		r = bad(err, errlen, "a list's continue token \"%s\": not printable, or over %d bytes",
 			node_log_quote(q, sizeof q, cont), KUBE_CONTINUE_MAX);
 	else {
+		json_int_t rem = json_integer_value(json_object_get(md, "remainingItemCount"));
+		pg->remaining = json_is_integer(json_object_get(md, "remainingItemCount")) && rem >= 0 ? (long long)rem : -1;
 		if (cont)
 			memcpy(pg->cont, cont, n + 1);
 		json_array_foreach(items, i, it) {

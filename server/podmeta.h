@@ -73,6 +73,9 @@ struct kube_event {
 
 /* The len bytes of one line: 0 and ev, or -EINVAL and why in err. */
 int kube_event_parse(const char *line, size_t len, struct kube_event *ev, char *err, size_t errlen);
+/* The UID of the pod of a line kube_event_parse refused, when it has
+ * one that is a UID (into uid, 37 bytes): 0, or -EINVAL. */
+int kube_event_uid(const char *line, size_t len, char *uid);
 
 /* One page of a LIST of pods (a PodList, ?limit=N). */
 #define KUBE_CONTINUE_MAX 4096
@@ -80,6 +83,7 @@ struct kube_page {
 	char rv[PODMETA_RV_MAX + 1];       /* the list's resourceVersion: where a watch resumes */
 	char cont[KUBE_CONTINUE_MAX + 1]; /* the next page's token; "": the last page */
 	size_t items;                      /* pods given to item */
+	long long remaining;               /* metadata.remainingItemCount: pods after this page (-1: not said) */
 	size_t rejected;                   /* items that are no Pod as podmeta_parse checks them */
 	char rejected_why[256];            /* the first's reason */
 };

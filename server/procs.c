@@ -42,11 +42,12 @@ static void desired_apply(struct node *n, struct proc *p)
 	const struct desired *d;
 	uint64_t found = procctl_client_config_gen(p->c);
 	int64_t g;
-	if (n->kube.kw && !n->kube.synced && p->key.pod_uid[0]) {
-		p->apply_deferred = 1;
+	if (n->kube.kw && !n->kube.synced && p->key.pod_uid[0] && desired_by_pod(&n->desired)) {
+		p->apply_deferred = 1; /* its pod's namespace and labels may choose its config */
 		return;
 	}
-	if (!(d = proc_desired(n, p)) || !procctl_registry_owner(p->reg, p->key.consumer))
+	if (!(d = proc_desired(n, p)) || !procctl_registry_owner(p->reg, p->key.consumer) ||
+	    (p->desired_rev == d->revision && p->desired_gen))
 		return;
 	if (found && d->revision <= n->rev_at_start) { /* the store said so then: a predecessor's to write */
 		p->desired_gen = found;

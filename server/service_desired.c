@@ -38,7 +38,7 @@ static void desired_push(struct node *n, const struct desired *d)
 	if ((c = procs_matching(n, &d->sel, &d->pod, &v)) < 0)
 		return;
 	for (i = 0; i < c; i++)
-		if (desired_effective(&n->desired, d, &v[i]->key, proc_pod(n, v[i])))
+		if (!v[i]->apply_deferred && desired_effective(&n->desired, d, &v[i]->key, proc_pod(n, v[i])))
 			give(n, v[i], d);
 	free(v);
 }
@@ -51,8 +51,8 @@ void desired_pod_changed(void *arg, const char *uid, const struct podmeta *old, 
 		struct proc *p = n->procs[i];
 		const struct desired *was, *now;
 		int64_t g;
-		if (strcmp(p->key.pod_uid, uid) || p->apply_deferred)
-			continue;
+		if (strcmp(p->key.pod_uid, uid) || !p->announced || p->apply_deferred)
+			continue; /* its config comes when it is announced (desired_apply) */
 		was = desired_match(&n->desired, &p->key, old);
 		now = desired_match(&n->desired, &p->key, new_);
 		if (was == now || (now && p->desired_rev == now->revision))
@@ -253,8 +253,8 @@ void do_set_desired(struct node *n, struct node_job *job)
 	if ((c = procs_matching(n, &f, &ps, &v)) < 0)
 		c = 0;
 	eff = v;
-	for (i = 0; i < c; i++)
-		if (desired_effective(&n->desired, d, &v[i]->key, proc_pod(n, v[i])))
+	for (i = 0; i < c; i++) /* one whose pods are not listed yet gets it then */
+		if (!v[i]->apply_deferred && desired_effective(&n->desired, d, &v[i]->key, proc_pod(n, v[i])))
 			eff[k++] = v[i];
 	if (!(copy = malloc(d->len))) {
 		free(v);

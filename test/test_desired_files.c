@@ -57,7 +57,7 @@ static void persistence(void **state)
 	assert_int_equal(desired_delete(&s, &(struct selector){.consumer = C, .version = 3}, &nopod, err, sizeof err), -ENOENT);
 	assert_int_equal(s.n, 4);
 
-	/* the file is a store of format 4 with its checksum, and no temp
+	/* the file is a store of format 5 with its checksum, and no temp
 	 * file is left */
 	snprintf(file, sizeof file, "%s/desired.store", dir);
 	snprintf(tmp, sizeof tmp, "%s.tmp", file);
@@ -68,7 +68,7 @@ static void persistence(void **state)
 	close(fd);
 	assert_true(len > 28);
 	assert_memory_equal(buf, "PCDSTORE", 8);
-	assert_int_equal(le32(buf + 8), 4);  /* format */
+	assert_int_equal(le32(buf + 8), 5);  /* format */
 	assert_int_equal(le32(buf + 12), 4); /* configs */
 	assert_int_equal(le32(buf + 16), s.revision);
 	assert_int_equal(le32(buf + len - 4), procctl_crc32c(0, buf, (size_t)len - 4));
@@ -463,10 +463,10 @@ static void corrupt_bytes(void **state)
 	assert_int_equal(desired_parse(&s, buf, len + 1, err, sizeof err), -EINVAL);
 	assert_non_null(strstr(err, "after the last config"));
 	memcpy(buf, good, len);
-	put(buf + 8, 5, 4); /* a newer daemon's */
+	put(buf + 8, 6, 4); /* a newer daemon's */
 	put(buf + len - 4, procctl_crc32c(0, buf, len - 4), 4);
 	assert_int_equal(desired_parse(&s, buf, len, err, sizeof err), -EINVAL);
-	assert_non_null(strstr(err, "format 5"));
+	assert_non_null(strstr(err, "format 6"));
 	free(buf);
 	free(good);
 }

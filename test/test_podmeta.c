@@ -110,6 +110,7 @@ static void lists(void **state)
 			      "\"resourceVersion\":\"9\"}}]}", &pg, &s),
 			 0);
 	assert_string_equal(pg.rv, "42");
+	assert_int_equal(pg.remaining, 3);
 	assert_string_equal(pg.cont, "eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6NDJ9");
 	assert_int_equal(pg.items, 2);
 	assert_int_equal(s.n, 2);
@@ -120,6 +121,7 @@ static void lists(void **state)
 	/* the last page: no token; an empty node: no items (or null) */
 	assert_int_equal(page("{\"kind\":\"PodList\",\"metadata\":{\"resourceVersion\":\"43\"},\"items\":[]}", &pg, &s), 0);
 	assert_string_equal(pg.cont, "");
+	assert_int_equal(pg.remaining, -1); /* not said */
 	assert_int_equal(s.n, 0);
 	assert_int_equal(page("{\"kind\":\"PodList\",\"metadata\":{\"resourceVersion\":\"43\"},\"items\":null}", &pg, &s), 0);
 	/* refused: what a page must be */
@@ -143,6 +145,23 @@ static void lists(void **state)
 	snprintf(big, sizeof big, "{\"kind\":\"PodList\",\"metadata\":{\"resourceVersion\":\"1\",\"continue\":\"%0*d\"},\"items\":[]}",
 		 KUBE_CONTINUE_MAX + 1, 7);
 	assert_int_equal(page(big, &pg, &s), -EINVAL);
+}
+
+/* A refused event's pod, when its UID can be told: what a list would
+ * leave out, forgotten. */
+static void refused_uid(void **state)
+{
+	static const char *const bad[] = {"{\"object\":{\"metadata\":{\"uid\":\"../../etc\"}}}", "not json",
+					  "{\"object\":{\"metadata\":{\"uid\":7}}}", "{\"object\":[]}"};
+	const char *bad_label = META(BASIC ",\"labels\":{\"-x\":\"y\"}");
+	char uid[37];
+	size_t i;
+	(void)state;
+	assert_int_equal(event(bad_label), -EINVAL);
+	assert_int_equal(kube_event_uid(bad_label, strlen(bad_label), uid), 0);
+	assert_string_equal(uid, UID);
+	for (i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		assert_int_equal(kube_event_uid(bad[i], strlen(bad[i]), uid), -EINVAL);
 }
 
 static void bookmarks_and_errors(void **state)
@@ -251,6 +270,7 @@ int main(void)
 		cmocka_unit_test(refused),
 		cmocka_unit_test(bounds),
 		cmocka_unit_test(lists),
+		cmocka_unit_test(refused_uid),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -387,6 +387,16 @@ test('a hostile API server: an object that is no Pod is refused, counted, and th
   // What it said might have been a pod deleted: not to be lost, so a list.
   await h.until(async () => (await asked()).lists === lists + 1, { what: 'a list after it' });
   await h.until(async () => (await asked()).open === 1, { what: 'a watch open again', timeout: 20000 });
+  // A known pod's change that is no valid Pod: forgotten, as a list would leave it out (no list for it).
+  const b1 = pods['batch-1'];
+  const evil = pod('batch-1', { uid: b1.uid, ns: 'jobs', labels: { app: 'batch' } });
+  evil.metadata.labels = { '-bad': 'x' };
+  const listed = (await asked()).lists;
+  await api.ctl('POST', '/inject', `${JSON.stringify({ type: 'MODIFIED', object: evil })}\n`);
+  await h.until(async () => (await names(b1.uid))[0] === '/', { what: 'batch-1 forgotten' });
+  assert.equal((await asked()).lists, listed, 'no list for it');
+  await api.ctl('POST', '/pods', pod('batch-1', { uid: b1.uid, ns: 'jobs', labels: { app: 'batch' } }));
+  await h.until(async () => (await names(b1.uid))[0] === 'jobs/batch-1', { what: 'batch-1 known again' });
   // (kube_api_failed is said once a second at most: the counter, not the line, tells.)
   const before_ = metric('procctl_kube_api_errors_total');
   await api.ctl('POST', '/inject', 'x'.repeat(5 << 20));
