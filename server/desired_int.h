@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* desired_int.h - what desired.c (the store in memory) and desired_file.c
+ * (its file) share. Internal to procctl-node's desired configs. */
+#ifndef PROCCTL_NODE_DESIRED_INT_H
+#define PROCCTL_NODE_DESIRED_INT_H
+
+#include "desired.h"
+
+#define REVISION_MAX (1ull << 62) /* a billion changes a second for a century: never reached */
+
+/* A config's precedence: its selector's most specific field. */
+enum desired_level desired_level_of(const struct selector *k, const struct podsel *ps);
+/* Add a config of revision rev (and created rev): 0, or -ENOMEM. */
+int desired_append(struct desired_store *s, const struct selector *sel, const struct podsel *pod, const void *payload,
+		   size_t len, uint64_t rev, const char *source);
+/* Forget every config (the store stays open). */
+void desired_forget(struct desired_store *s);
+/* Write the whole store to its file (none kept: nothing). 0; -ENOMEM;
+ * -EIO (err says which path and why). */
+int desired_save(const struct desired_store *s, char *err, size_t errlen);
+
+#endif
