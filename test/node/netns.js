@@ -32,7 +32,22 @@ async function holder(args) {
       return 0;
     }
   };
-  const pid = await h.until(() => (args.includes('--fork') ? inner() : c.pid), { what: 'the namespaces to be made' });
+  // Made once its network namespace is no longer ours: unshare's pid is
+  // there before unshare(2) ran, and an nsenter into it then would act on
+  // this namespace (a loopback set up in the wrong place).
+  const netOf = (p) => {
+    try {
+      return fs.readlinkSync(`/proc/${p}/ns/net`);
+    } catch {
+      return '';
+    }
+  };
+  const own = netOf('self');
+  const pid = await h.until(() => {
+    const p = args.includes('--fork') ? inner() : c.pid;
+    const net = p ? netOf(p) : '';
+    return net && net !== own ? p : 0;
+  }, { what: 'the namespaces to be made' });
   return { child: c, pid };
 }
 
