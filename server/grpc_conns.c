@@ -31,6 +31,7 @@
 #include <grpc/grpc_security.h>
 
 #include "log.h"
+#include "prom.h"
 
 enum { TCP, UNIX_ };
 
@@ -657,32 +658,29 @@ void conns_free(struct grpc_conns *t)
 	free(t);
 }
 
-void conns_metrics(struct grpc_conns *t, FILE *f)
+#define ONE(p, type, name, help, v) prom_one(p, &(const struct prom_family){name, type, NULL, help}, v)
+
+void conns_metrics(struct grpc_conns *t, struct prom *p)
 {
 	static const char *const tr[2] = {"tcp", "unix"}, *const lim[2] = {"grpc_max_connections", "grpc_max_connections_per_peer"};
 	size_t i, k;
 	pthread_mutex_lock(&t->mu);
 	sweep(t);
-	fprintf(f, "# HELP procctl_grpc_connections gRPC connections open, by transport.\n"
-		   "# TYPE procctl_grpc_connections gauge\n");
+	prom_family(p, &(const struct prom_family){"procctl_grpc_connections", PROM_GAUGE, NULL,
+						  "gRPC connections open, by transport."});
 	for (i = 0; i < 2; i++)
-		fprintf(f, "procctl_grpc_connections{transport=\"%s\"} %u\n", tr[i], t->open[i]);
-	fprintf(f, "# HELP procctl_grpc_connections_refused_total gRPC connections closed as they came, by transport and "
-		   "the limit they met.\n# TYPE procctl_grpc_connections_refused_total counter\n");
+		prom_int(p, PROM_LABELS({"transport", tr[i]}), t->open[i]);
+	prom_family(p, &(const struct prom_family){"procctl_grpc_connections_refused_total", PROM_COUNTER, NULL,
+						  "gRPC connections closed as they came, by transport and the limit they met."});
 	for (i = 0; i < 2; i++)
 		for (k = 0; k < 2; k++)
-			fprintf(f, "procctl_grpc_connections_refused_total{transport=\"%s\",limit=\"%s\"} %llu\n", tr[i], lim[k],
-				(unsigned long long)t->refused[i][k]);
-	fprintf(f, "# HELP procctl_grpc_connections_cut_total gRPC connections shut down for opening more than ten times "
-		   "grpc_max_streams streams.\n# TYPE procctl_grpc_connections_cut_total counter\n"
-		   "procctl_grpc_connections_cut_total %llu\n"
-		   "# HELP procctl_grpc_accept_errors_total Failed accepts on the gRPC listeners (EMFILE, ...), each retried.\n"
-		   "# TYPE procctl_grpc_accept_errors_total counter\nprocctl_grpc_accept_errors_total %llu\n"
-		   "# HELP procctl_grpc_calls_open gRPC calls open (grpc_max_calls is the most).\n"
-		   "# TYPE procctl_grpc_calls_open gauge\nprocctl_grpc_calls_open %u\n"
-		   "# HELP procctl_grpc_calls_refused_total gRPC calls refused at grpc_max_calls.\n"
-		   "# TYPE procctl_grpc_calls_refused_total counter\nprocctl_grpc_calls_refused_total %llu\n",
-		(unsigned long long)t->cut, (unsigned long long)__atomic_load_n(&t->accept_errors, __ATOMIC_RELAXED),
-		t->calls, (unsigned long long)t->calls_refused);
+			prom_int(p, PROM_LABELS({"transport", tr[i]}, {"limit", lim[k]}), t->refused[i][k]);
+	ONE(p, PROM_COUNTER, "procctl_grpc_connections_cut_total",
+	    "gRPC connections shut down for opening more than ten times grpc_max_streams streams.", t->cut);
+	ONE(p, PROM_COUNTER, "procctl_grpc_accept_errors_total",
+	    "Failed accepts on the gRPC listeners (EMFILE, ...), each retried.",
+	    __atomic_load_n(&t->accept_errors, __ATOMIC_RELAXED));
+	ONE(p, PROM_GAUGE, "procctl_grpc_calls_open", "gRPC calls open (grpc_max_calls is the most).", t->calls);
+	ONE(p, PROM_COUNTER, "procctl_grpc_calls_refused_total", "gRPC calls refused at grpc_max_calls.", t->calls_refused);
 	pthread_mutex_unlock(&t->mu);
 }

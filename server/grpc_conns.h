@@ -93,6 +93,7 @@ void conns_call_end(struct grpc_conns *t, struct conn_ticket *tk);
 
 /* Its Prometheus metrics: connections open and refused, connections cut,
  * calls open, and the limits. Any thread. */
-void conns_metrics(struct grpc_conns *t, FILE *f);
+struct prom;
+void conns_metrics(struct grpc_conns *t, struct prom *p);
 
 #endif

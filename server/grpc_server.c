@@ -35,6 +35,7 @@
 #include "pb_grpc.h"
 #include "procctl/v1/node.pb-c.h"
 #include "procctl_agent.h"
+#include "prom.h"
 #include "reflect.h"
 
 extern const unsigned char node_descriptors[];
@@ -64,35 +65,38 @@ _Static_assert(sizeof methods / sizeof methods[0] == NMETHODS, "NMETHODS is meth
 
 /* ---- metrics ----------------------------------------------------------- */
 
-void grpcsrv_metrics(struct grpc_srv *s, FILE *f)
+void grpcsrv_metrics(struct grpc_srv *s, struct prom *p)
 {
+	const struct {
+		const char *key;
+		uint32_t v;
+	} limits[] = {
+		{"grpc_max_streams", s->cfg->grpc_max_streams},
+		{"grpc_max_calls", s->cfg->grpc_max_calls},
+		{"grpc_max_connections", s->cfg->grpc_max_connections},
+		{"grpc_max_connections_per_peer", s->cfg->grpc_max_connections_per_peer},
+		{"grpc_handshake_ms", s->cfg->grpc_handshake_ms},
+		{"grpc_memory_bytes", s->cfg->grpc_memory_bytes},
+		{"max_message_bytes", s->cfg->max_message_bytes},
+	};
 	size_t m, k;
-	fprintf(f, "# HELP procctl_grpc_calls_total gRPC calls answered, by method and status code.\n"
-		   "# TYPE procctl_grpc_calls_total counter\n");
+	prom_family(p, &(const struct prom_family){"procctl_grpc_calls_total", PROM_COUNTER, NULL,
+						  "gRPC calls answered, by method and status code."});
 	for (m = 0; m <= NMETHODS; m++)
 		for (k = 0; k < NCODES; k++) {
 			uint64_t v = __atomic_load_n(&s->calls[m][k], __ATOMIC_RELAXED);
 			if (v)
-				fprintf(f, "procctl_grpc_calls_total{method=\"%s\",code=\"%s\"} %llu\n",
-					m < NMETHODS ? methods[m].path + 1 : "unknown", rpc_status_name((unsigned)k), (unsigned long long)v);
+				prom_int(p, PROM_LABELS({"method", m < NMETHODS ? methods[m].path + 1 : "unknown"},
+							{"code", rpc_status_name((unsigned)k)}), v);
 		}
-	fprintf(f, "# HELP procctl_grpc_streams Streams open (WatchEvents, health Watch, reflection).\n"
-		   "# TYPE procctl_grpc_streams gauge\n"
-		   "procctl_grpc_streams %d\n",
-		__atomic_load_n(&s->nwatch, __ATOMIC_RELAXED));
-	conns_metrics(s->conns, f);
-	fprintf(f, "# HELP procctl_grpc_limit The gRPC server's limits, by configuration key.\n"
-		   "# TYPE procctl_grpc_limit gauge\n"
-		   "procctl_grpc_limit{key=\"grpc_max_streams\"} %u\n"
-		   "procctl_grpc_limit{key=\"grpc_max_calls\"} %u\n"
-		   "procctl_grpc_limit{key=\"grpc_max_connections\"} %u\n"
-		   "procctl_grpc_limit{key=\"grpc_max_connections_per_peer\"} %u\n"
-		   "procctl_grpc_limit{key=\"grpc_handshake_ms\"} %u\n"
-		   "procctl_grpc_limit{key=\"grpc_memory_bytes\"} %u\n"
-		   "procctl_grpc_limit{key=\"max_message_bytes\"} %u\n",
-		s->cfg->grpc_max_streams, s->cfg->grpc_max_calls, s->cfg->grpc_max_connections,
-		s->cfg->grpc_max_connections_per_peer, s->cfg->grpc_handshake_ms, s->cfg->grpc_memory_bytes,
-		s->cfg->max_message_bytes);
+	prom_family(p, &(const struct prom_family){"procctl_grpc_streams", PROM_GAUGE, NULL,
+						  "Streams open (WatchEvents, health Watch, reflection)."});
+	prom_int(p, PROM_NOLABELS, (uint64_t)__atomic_load_n(&s->nwatch, __ATOMIC_RELAXED));
+	conns_metrics(s->conns, p);
+	prom_family(p, &(const struct prom_family){"procctl_grpc_limit", PROM_GAUGE, NULL,
+						  "The gRPC server's limits, by configuration key."});
+	for (k = 0; k < sizeof limits / sizeof limits[0]; k++)
+		prom_int(p, PROM_LABELS({"key", limits[k].key}), limits[k].v);
 }
 
 /* ---- the server ---------------------------------------------------------- */

@@ -28,9 +28,11 @@ int grpcsrv_start(const struct node_cfg *cfg, struct node *n, struct grpc_srv **
  * sockets; free. Call after node_run returned. */
 void grpcsrv_stop(struct grpc_srv *s, unsigned grace_ms);
 
+struct prom;
+
 /* Its Prometheus metrics (calls by method and code, streams open), for
  * the loop's /metrics. Any thread. */
-void grpcsrv_metrics(struct grpc_srv *s, FILE *f);
+void grpcsrv_metrics(struct grpc_srv *s, struct prom *p);
 
 /* From the loop: wake the watchers (events were appended, or readiness
  * changed). */

@@ -40,7 +40,9 @@
 
 #include "httpbody.h"
 #include "httpindex.h"
+#include "log.h"
 #include "pbjson.h"
+#include "prom.h"
 #include "rpc_status.h"
 #include "procctl/v1/node.pb-c.h"
 
@@ -118,50 +120,50 @@ static void answer_error(struct hreq *r, enum node_code code, const char *msg)
 /* ---- the loop's answers -------------------------------------------------- */
 
 /* This side's own metrics. */
-static void http_metrics(const struct httpsrv *h, FILE *f)
+static void http_metrics(const struct httpsrv *h, struct prom *p)
 {
+	char help[200], code_s[8];
 	size_t code;
-	fprintf(f, "# HELP procctl_http_responses_total HTTP responses sent, by status.\n"
-		   "# TYPE procctl_http_responses_total counter\n");
+	prom_family(p, &(const struct prom_family){"procctl_http_responses_total", PROM_COUNTER, NULL,
+						  "HTTP responses sent, by status."});
 	for (code = 100; code < 600; code++) {
 		uint64_t v = __atomic_load_n(&h->responses[code], __ATOMIC_RELAXED);
+		snprintf(code_s, sizeof code_s, "%zu", code);
 		if (v)
-			fprintf(f, "procctl_http_responses_total{code=\"%zu\"} %llu\n", code, (unsigned long long)v);
+			prom_int(p, PROM_LABELS({"code", code_s}), v);
 	}
-	fprintf(f, "# HELP procctl_http_body_bytes Bytes of request bodies held: the writes' (at most %u).\n"
-		   "# TYPE procctl_http_body_bytes gauge\nprocctl_http_body_bytes %zu\n",
-		HTTP_MAX_BODIES, __atomic_load_n(&h->body_bytes, __ATOMIC_RELAXED));
-	fprintf(f, "# HELP procctl_http_connections HTTP connections open (at most %u).\n"
-		   "# TYPE procctl_http_connections gauge\nprocctl_http_connections %zu\n",
-		HTTP_MAX_CONNECTIONS, __atomic_load_n(&h->conns, __ATOMIC_RELAXED));
-	fprintf(f, "# HELP procctl_http_cut_total HTTP connections closed before their request had all arrived: "
-		   "late (not within %d s), evicted (the longest waiting, for a newcomer, past %u open).\n"
-		   "# TYPE procctl_http_cut_total counter\n"
-		   "procctl_http_cut_total{reason=\"late\"} %llu\nprocctl_http_cut_total{reason=\"evicted\"} %llu\n",
-		HTTP_REQUEST_S, HTTP_MAX_CONNECTIONS - HTTP_SPARE_CONNECTIONS,
-		(unsigned long long)__atomic_load_n(&h->cut[HTTP_CUT_LATE], __ATOMIC_RELAXED),
-		(unsigned long long)__atomic_load_n(&h->cut[HTTP_CUT_EVICTED], __ATOMIC_RELAXED));
+	snprintf(help, sizeof help, "Bytes of request bodies held: the writes' (at most %u).", HTTP_MAX_BODIES);
+	prom_family(p, &(const struct prom_family){"procctl_http_body_bytes", PROM_GAUGE, "bytes", help});
+	prom_int(p, PROM_NOLABELS, __atomic_load_n(&h->body_bytes, __ATOMIC_RELAXED));
+	snprintf(help, sizeof help, "HTTP connections open (at most %u).", HTTP_MAX_CONNECTIONS);
+	prom_family(p, &(const struct prom_family){"procctl_http_connections", PROM_GAUGE, NULL, help});
+	prom_int(p, PROM_NOLABELS, __atomic_load_n(&h->conns, __ATOMIC_RELAXED));
+	snprintf(help, sizeof help,
+		 "HTTP connections closed before their request had all arrived: late (not within %d s), evicted (the "
+		 "longest waiting, for a newcomer, past %u open).",
+		 HTTP_REQUEST_S, HTTP_MAX_CONNECTIONS - HTTP_SPARE_CONNECTIONS);
+	prom_family(p, &(const struct prom_family){"procctl_http_cut_total", PROM_COUNTER, NULL, help});
+	prom_int(p, PROM_LABELS({"reason", "late"}), __atomic_load_n(&h->cut[HTTP_CUT_LATE], __ATOMIC_RELAXED));
+	prom_int(p, PROM_LABELS({"reason", "evicted"}), __atomic_load_n(&h->cut[HTTP_CUT_EVICTED], __ATOMIC_RELAXED));
 }
 
-/* /metrics: the loop's exposition (len bytes of text), this side's, and
- * every other source's. */
-static void answer_metrics(struct hreq *r, const char *text, size_t len)
+/* /metrics: the loop's part (job's writer, taken), this side's, and every
+ * other source's. A mistake in any part is a 500 and a log line: an
+ * exposition a scraper would refuse is never served. */
+static void answer_metrics(struct hreq *r, struct node_job *job)
 {
 	const struct httpsrv *h = r->h;
+	struct prom *p = job->metrics;
+	char why[200];
 	size_t i;
-	FILE *f = open_memstream(&r->out, &r->out_len);
-	if (!f) {
-		answer_error(r, NODE_RESOURCE_EXHAUSTED, "out of memory");
-		return;
-	}
-	fwrite(text, 1, len, f);
-	http_metrics(h, f);
+	int err;
+	job->metrics = NULL;
+	http_metrics(h, p);
 	for (i = 0; i < h->nmore; i++)
-		h->more[i].write(f, h->more[i].arg);
-	if (fclose(f) != 0) {
-		free(r->out);
-		r->out = NULL;
-		answer_error(r, NODE_RESOURCE_EXHAUSTED, "out of memory");
+		h->more[i].write(p, h->more[i].arg);
+	if ((err = prom_finish(p, &r->out, &r->out_len, why, sizeof why)) < 0) {
+		node_log_limited(PROCCTL_LOG_ERROR, "metrics_failed", "error=\"%s\"", why);
+		answer_error(r, err == -ENOMEM ? NODE_RESOURCE_EXHAUSTED : NODE_INTERNAL, why);
 		return;
 	}
 	r->status = 200;
@@ -193,7 +195,7 @@ static void on_reply(struct node_job *job, enum node_code code, const char *msg,
 	if (code != NODE_OK) {
 		answer_error(r, code, msg);
 	} else if (job->method == NODE_METRICS) {
-		answer_metrics(r, job->text, job->text_len);
+		answer_metrics(r, job);
 	} else {
 		json_t *j = pbjson_from(resp);
 		if (j)
@@ -222,6 +224,11 @@ static enum MHD_Result submit(struct hreq *r, enum node_method m, ProtobufCMessa
 		answer_error(r, NODE_RESOURCE_EXHAUSTED, "out of memory");
 		return MHD_YES;
 	}
+	if (m == NODE_METRICS && !(job->metrics = prom_new())) {
+		free(job);
+		answer_error(r, NODE_RESOURCE_EXHAUSTED, "out of memory");
+		return MHD_YES;
+	}
 	job->method = m;
 	job->req = req;
 	job->deadline_ns = procctl_now_ns() + timeout_ms * 1000000ll;
@@ -231,6 +238,7 @@ static enum MHD_Result submit(struct hreq *r, enum node_method m, ProtobufCMessa
 	r->submitted = 1;
 	MHD_suspend_connection(r->conn);
 	if (node_submit(r->h->node, job) < 0) {
+		prom_free(job->metrics);
 		free(job);
 		if (req)
 			protobuf_c_message_free_unpacked(req, NULL);

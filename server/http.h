@@ -33,10 +33,12 @@
 
 struct httpsrv;
 
-/* More of /metrics: a source's exposition lines, written to f from any
+struct prom;
+
+/* More of /metrics: a source's families, written to p on the HTTP
  * thread. */
 struct metrics_source {
-	void (*write)(FILE *f, void *arg);
+	void (*write)(struct prom *p, void *arg);
 	void *arg;
 };
 

@@ -185,9 +185,9 @@ static void pinger_stop(void)
 }
 
 /* The gRPC side's metrics, for HTTP's /metrics. */
-static void grpc_metrics(FILE *f, void *arg)
+static void grpc_metrics(struct prom *p, void *arg)
 {
-	grpcsrv_metrics(arg, f);
+	grpcsrv_metrics(arg, p);
 }
 
 /* Each process with regions attached holds two descriptors (its pidfd

@@ -51,11 +51,12 @@ enum node_method {
 	NODE_SET_DESIRED,
 	NODE_DELETE_DESIRED,
 	NODE_LIST_DESIRED,
-	NODE_METRICS, /* no request: the Prometheus exposition, in job->text */
+	NODE_METRICS, /* no request: the loop's part of the Prometheus exposition, written to job->metrics */
 	NODE_CANCEL,  /* no request: the job cancel_id's call is gone; its wait ends (answered CANCELLED) */
 };
 
 struct node_job;
+struct prom;
 
 /* Where a job's answer goes. Called on the loop's thread, once per job;
  * the job is freed when it returns. */
@@ -80,8 +81,8 @@ struct node_job {
 	int64_t deadline_ns;   /* the call's deadline, CLOCK_MONOTONIC; INT64_MAX: none */
 	const struct node_reply_ops *ops;
 	void *ctx;             /* the submitter's */
-	char *text;            /* NODE_METRICS: the answer (malloc'd; take it, or it is freed) */
-	size_t text_len;
+	struct prom *metrics;  /* NODE_METRICS: the writer the loop writes its part to (the submitter's,
+				* taken by the loop: the reply gives it back, or it is freed) */
 	uint64_t id;           /* the submitter's, unique for the daemon's life (0: none): what NODE_CANCEL names */
 	uint64_t cancel_id;    /* NODE_CANCEL: the job whose call is gone */
 	char peer[64];         /* who asked ("": unknown): "uid:N" on the Unix socket, "x509:SUBJECT" over mTLS,

@@ -163,7 +163,6 @@ struct node_stats {
 	uint64_t acks_applied, acks_rejected;
 	uint64_t ack_hist[NBUCKETS + 1]; /* the last: over every bucket */
 	double ack_sum;
-	uint64_t ack_count;
 	uint64_t ownership_changes;
 };
 
@@ -353,7 +352,8 @@ void do_delete_desired(struct node *n, struct node_job *job);
 void do_list_desired(struct node *n, struct node_job *job);
 
 /* metrics.c: the Prometheus exposition of the loop's state */
-char *node_render_metrics(struct node *n, size_t *len);
+struct prom;
+void node_render_metrics(struct node *n, struct prom *p);
 
 /* arbiters.c: the arbiters, their ticks and their events */
 int arbiters_new(struct node *n, char *err, size_t errlen); /* 0, or -1 and a message */

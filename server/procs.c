@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "node_int.h"
+#include "prom.h"
 #include "procstat.h"
 
 /* A config write (or clear) that made generation g of p. */
@@ -164,12 +165,8 @@ void proc_state_seen(struct node *n, struct proc *p, const struct procctl_state 
 	}
 	if (p->written_ns && p->acked_gen >= p->written_gen) {
 		double sec = (double)(now_ns() - p->written_ns) / 1e9;
-		size_t b = 0;
-		while (b < NBUCKETS && sec > ack_buckets[b])
-			b++;
-		n->stats.ack_hist[b]++;
+		n->stats.ack_hist[prom_bucket(ack_buckets, NBUCKETS, sec)]++;
 		n->stats.ack_sum += sec;
-		n->stats.ack_count++;
 		p->written_ns = 0;
 	}
 	if (!first && h != p->state_hash && !quiet)

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "node_int.h"
+#include "prom.h"
 
 void *ar_alloc(struct arena *a, size_t size)
 {
@@ -55,7 +56,7 @@ void job_finish(struct node_job *job, enum node_code code, const char *msg, cons
 	job->ops->reply(job, code, msg, code == NODE_OK ? resp : NULL);
 	if (job->req)
 		protobuf_c_message_free_unpacked(job->req, NULL);
-	free(job->text);
+	prom_free(job->metrics);
 	free(job);
 }
 

@@ -398,10 +398,11 @@ static void do_watch(struct node *n, struct node_job *job)
 static void do_metrics(struct node *n, struct node_job *job)
 {
 	arbiters_tick(n); /* their totals as of now: a sleeping arbiter's are its last tick's */
-	if (!(job->text = node_render_metrics(n, &job->text_len))) {
-		job_finish(job, NODE_RESOURCE_EXHAUSTED, "out of memory", NULL);
+	if (!job->metrics) {
+		job_finish(job, NODE_INVALID_ARGUMENT, "no writer for the metrics", NULL);
 		return;
 	}
+	node_render_metrics(n, job->metrics);
 	job_finish(job, NODE_OK, NULL, NULL);
 }
 

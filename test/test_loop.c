@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "node_int.h"
+#include "prom.h"
 #include "th.h"
 
 static void selectors(void **state)
@@ -101,8 +102,9 @@ static void metrics_of_a_fixed_state(void **state)
 	struct node *n = calloc(1, sizeof *n);
 	struct node_arbiter_cfg *ac;
 	struct procctl_arbiter_snapshot *sn;
+	struct prom *p;
 	size_t len = 0;
-	char *text;
+	char *text, why[160];
 	(void)state;
 	assert_non_null(n);
 	assert_non_null(n->ev = events_new(16));
@@ -128,9 +130,10 @@ static void metrics_of_a_fixed_state(void **state)
 	n->stats.ack_hist[0] = 1; /* <= 100 us */
 	n->stats.ack_hist[3] = 1; /* <= 1 ms */
 	n->stats.ack_hist[NBUCKETS] = 1; /* over 10 s */
-	n->stats.ack_count = 3;
 	n->stats.ack_sum = 12.5;
-	assert_non_null(text = node_render_metrics(n, &len));
+	assert_non_null(p = prom_new());
+	node_render_metrics(n, p);
+	assert_int_equal(prom_finish(p, &text, &len, why, sizeof why), 0);
 	assert_int_equal(strlen(text), len);
 	has_line(text, "procctl_resource_hold_seconds_total{kind=\"gpu\",resource=\"5a000000-0000-0000-0000-00000000006c\"} "
 		       "1.500000000");
@@ -147,6 +150,7 @@ static void metrics_of_a_fixed_state(void **state)
 	has_line(text, "procctl_publish_ack_seconds_bucket{le=\"10\"} 2");
 	has_line(text, "procctl_publish_ack_seconds_bucket{le=\"+Inf\"} 3");
 	has_line(text, "procctl_publish_ack_seconds_count 3");
+	has_line(text, "procctl_publish_ack_seconds_sum 12.500000000");
 	has_line(text, "procctl_hello_available 0");
 	has_line(text, "procctl_watch_events_total 0");
 	has_line(text, "# TYPE procctl_resource_holder gauge");
