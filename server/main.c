@@ -31,6 +31,7 @@
 #include "node.h"
 #include "nodelock.h"
 #include "procctl_agent.h"
+#include "procself.h"
 #include "sdnotify.h"
 
 #define GRACE_MS 2000 /* calls in flight at shutdown get this long */
@@ -378,7 +379,8 @@ static int serve(struct node_cfg *cfg, const struct nodelock *lock, int uninstal
 		node_set_hooks(n, &hooks);
 	}
 	if (cfg->http_listen[0] &&
-	    httpsrv_start(cfg, n, &(struct metrics_source){grpc_metrics, srv}, 1, &http, err, sizeof err) < 0) {
+	    httpsrv_start(cfg, n, (const struct metrics_source[]){{grpc_metrics, srv}, {procself_metrics, NULL}}, 2, &http,
+			  err, sizeof err) < 0) {
 		node_log(PROCCTL_LOG_ERROR, "start_failed", "error=\"%s\"", node_log_quote(q, sizeof q, err));
 		node_stop(n); /* the loop answers what came meanwhile, then all is undone */
 		failed = 1;

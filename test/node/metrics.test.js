@@ -4,7 +4,8 @@
 // real token clients taking turns on an [arbiter gpu] and a Publish to a
 // real echo client, blocked time that grows while a stopped holder keeps
 // the resource and stops when nobody wants it, a real Prometheus server
-// scraping it, and 1,000 idle connections that do not stop /metrics.
+// scraping it, 1,000 idle connections that do not stop /metrics, and the
+// daemon's own process_* figures against /proc.
 'use strict';
 
 const { test, before, after } = require('node:test');
@@ -74,6 +75,13 @@ const FAMILIES = {
   procctl_grpc_calls_open: 'gauge',
   procctl_grpc_calls_refused_total: 'counter',
   procctl_grpc_limit: 'gauge',
+  process_cpu_seconds_total: 'counter',
+  process_resident_memory_bytes: 'gauge',
+  process_virtual_memory_bytes: 'gauge',
+  process_open_fds: 'gauge',
+  process_max_fds: 'gauge',
+  process_start_time_seconds: 'gauge',
+  process_threads: 'gauge',
 };
 
 const scratch = h.scratch('procctl-metrics-');
@@ -384,6 +392,51 @@ test('a real Prometheus scrapes it: up is 1, and it stores the blocked time /met
     const expect = t === 'histogram' ? [`${name}_bucket`, `${name}_sum`, `${name}_count`] : [name];
     for (const n of expect) assert.ok(names.has(n), `prometheus has no ${n}: ${[...names].sort().join(' ')}`);
   }
+});
+
+// /proc/PID/status's field (kB or a count), as a number.
+const status = (pid, field) => Number(new RegExp(`^${field}:\\s+(\\d+)`, 'm')
+  .exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))[1]);
+
+test("the daemon's own figures, as every Prometheus client exports them, agree with /proc", async () => {
+  const pid = d.pid;
+  // Fields after the command in /proc/PID/stat: [11] utime, [12] stime, [19] starttime (clock ticks).
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').slice(fs.readFileSync(`/proc/${pid}/stat`, 'utf8')
+    .lastIndexOf(')') + 2).split(' ');
+  const btime = Number(/^btime (\d+)$/m.exec(fs.readFileSync('/proc/stat', 'utf8'))[1]);
+  const tck = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim());
+  const m = await scrape();
+  assert.ok(Math.abs(sample(m, 'process_start_time_seconds') - (btime + Number(stat[19]) / tck)) < 1e-3,
+    `process_start_time_seconds ${sample(m, 'process_start_time_seconds')}`);
+  assert.ok(Math.abs(sample(m, 'process_start_time_seconds') - Date.now() / 1000) < 3600, 'a start within the hour');
+  const cpu = sample(m, 'process_cpu_seconds_total');
+  assert.ok(cpu >= (Number(stat[11]) + Number(stat[12])) / tck && cpu > 0, `process_cpu_seconds_total ${cpu}`);
+  const limit = /^Max open files\s+(\d+)/m.exec(fs.readFileSync(`/proc/${pid}/limits`, 'utf8'))[1];
+  assert.equal(sample(m, 'process_max_fds'), Number(limit));
+  // Figures that move: each agrees with /proc in one of a few tries.
+  await h.until(async () => {
+    const x = await scrape();
+    const fds = fs.readdirSync(`/proc/${pid}/fd`).length;
+    return sample(x, 'process_threads') === status(pid, 'Threads') &&
+      Math.abs(sample(x, 'process_open_fds') - fds) <= 2 &&
+      Math.abs(sample(x, 'process_resident_memory_bytes') / 1024 - status(pid, 'VmRSS')) < status(pid, 'VmRSS') / 4 &&
+      Math.abs(sample(x, 'process_virtual_memory_bytes') / 1024 - status(pid, 'VmSize')) < status(pid, 'VmSize') / 4;
+  }, { what: 'process_threads, _open_fds, _resident_memory_bytes and _virtual_memory_bytes to agree with /proc' });
+  // 40 more descriptors (connections): process_open_fds counts them.
+  const sockets = h.sockets(pid);
+  const before = sample(await scrape(), 'process_open_fds');
+  const held = await Promise.all(Array.from({ length: 40 }, () => new Promise((resolve, reject) => {
+    const s = net.connect(port, '127.0.0.1', () => resolve(s));
+    s.on('error', reject);
+  })));
+  try {
+    await h.until(async () => sample(await scrape(), 'process_open_fds') >= before + 40,
+      { what: 'process_open_fds to count 40 connections more' });
+  } finally {
+    for (const s of held) s.destroy();
+  }
+  // and gives them back (the next test counts the daemon's sockets)
+  await h.until(() => h.sockets(pid) <= sockets, { what: 'the daemon to close the 40 connections' });
 });
 
 test('1,000 idle connections: /metrics and /healthz still answer', async () => {
