@@ -26,6 +26,7 @@ libmicrohttpd-dev    # procctl-node's HTTP endpoint
 libjansson-dev       # ... its JSON
 libcurl4-openssl-dev # ... its client of the Kubernetes API (kubernetes_api)
 prometheus           # promtool checks /metrics and the alert rules; the server runs them
+gdb                  # the slow-turn test holds the daemon's event loop at a breakpoint
 tmux                 # procctl top, tested in a terminal
 curl                 # the demo and the sessions of README.md and docs/ (test/docs.sh)
 iproute2             # those sessions' network namespace

@@ -371,6 +371,9 @@ static const struct key global_keys[] = {
 	{"metrics_namespaces", set_u32, NUM(struct node_cfg, metrics_namespaces, 0, 64), "0", "N",
 	 "with kubernetes_api: /metrics has each resource's hold and blocked time by the namespace of the "
 	 "processes' pods, at most N namespaces a resource (the rest as namespace=\"_other\"); 0: off"},
+	{"slow_turn_ms", set_u32, NUM(struct node_cfg, slow_turn_ms, 1, 60000), "50", "MS",
+	 "a turn of the event loop longer than this is counted (procctl_loop_slow_turns_total) and logged as "
+	 "slow_turn, naming its longest step"},
 	{"log_level", set_log_level, NUM(struct node_cfg, log_debug, 0, 1), "info", "LEVEL", "info or debug"},
 };
 

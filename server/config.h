@@ -86,6 +86,7 @@ struct node_cfg {
 	char kube_token_file[NODE_PATH_MAX], kube_ca_file[NODE_PATH_MAX]; /* "": in-cluster's, or none */
 	uint32_t kube_watch_s, kube_pods_max;
 	uint32_t metrics_namespaces; /* per-resource time by namespace, at most this many a resource (0: off) */
+	uint32_t slow_turn_ms;       /* a turn of the loop longer is counted and logged (slow_turn) */
 	int log_debug;
 	struct node_arbiter_cfg arbiters[NODE_ARBITERS_MAX];
 	size_t narbiters;

@@ -11,6 +11,7 @@
 
 const double ack_buckets[NBUCKETS] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
 				      0.05,   0.1,     0.25,   0.5,   1,      2.5,   5,    10};
+const double turn_buckets[NTURN_BUCKETS] = {0.00001, 0.0001, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5};
 
 #define COUNTER(name, unit, help) (&(const struct prom_family){name, PROM_COUNTER, unit, help})
 #define GAUGE(name, unit, help) (&(const struct prom_family){name, PROM_GAUGE, unit, help})
@@ -173,6 +174,19 @@ static void acks(struct prom *p, const struct node *n)
 	prom_family(p, &(const struct prom_family){"procctl_publish_ack_seconds", PROM_HISTOGRAM, "seconds",
 						  "From a config written to its ack seen."});
 	prom_histogram(p, PROM_NOLABELS, ack_buckets, NBUCKETS, n->stats.ack_hist, n->stats.ack_sum);
+}
+
+/* The loop's turns: from poll's return to its next call. */
+static void turns(struct prom *p, const struct node *n)
+{
+	char help[200];
+	prom_family(p, &(const struct prom_family){"procctl_loop_turn_seconds", PROM_HISTOGRAM, "seconds",
+						  "The event loop's turns, from its wake to its next wait: the time "
+						  "every request and event waits behind."});
+	prom_histogram(p, PROM_NOLABELS, turn_buckets, NTURN_BUCKETS, n->stats.turn_hist, n->stats.turn_sum);
+	snprintf(help, sizeof help, "Turns of the event loop over slow_turn_ms (%u ms); each is logged as slow_turn "
+		 "(at most one line a second).", n->cfg.slow_turn_ms);
+	prom_one(p, COUNTER("procctl_loop_slow_turns_total", NULL, help), n->stats.slow_turns);
 }
 
 /* One series per resource of every arbiter: value(snapshot). */
@@ -376,6 +390,7 @@ void node_render_metrics(struct node *n, struct prom *p)
 	prom_one(p, COUNTER("procctl_ownership_changes_total", NULL, "Node locks taken or given up (hand-offs between daemons)."),
 	    n->stats.ownership_changes);
 	acks(p, n);
+	turns(p, n);
 	resources(p, n);
 	waits(p, n);
 	prom_one(p, GAUGE("procctl_desired_configs", NULL, "Desired configs kept (desired_max is the most)."), n->desired.n);

@@ -32,6 +32,7 @@
 #include "procstat.h"
 #include "procctl/v1/node.pb-c.h"
 #include "procctl_arbiter.h"
+#include "prom.h"
 
 static void on_tick(struct timer *t, int64_t now)
 {
@@ -256,6 +257,55 @@ int node_submit(struct node *n, struct node_job *job)
 	return 0;
 }
 
+/* A turn of the loop, from its wake to its next wait: its time goes to
+ * procctl_loop_turn_seconds; one over slow_turn_ms is counted and said,
+ * with the step that took longest (a request, a registry's scan, the
+ * timers) and how much came at once. */
+struct turn {
+	int64_t start, mark; /* the turn's start, the step under way's */
+	int64_t worst_ns;    /* the longest step's time, what it was */
+	const char *worst, *detail;
+	unsigned jobs, fds;
+};
+
+static const char *const method_names[] = {
+	"ListProcesses", "GetProcess", "WatchEvents", "Publish",    "Clear",       "WaitAck", "ReadState",
+	"ListArbiters",  "GetArbiter", "SetDesired",  "DeleteDesired", "ListDesired", "metrics", "cancel",
+};
+_Static_assert(sizeof method_names / sizeof method_names[0] == NODE_CANCEL + 1, "a name for each node_method");
+
+static void turn_start(struct turn *t, unsigned fds)
+{
+	*t = (struct turn){.fds = fds, .worst = "", .detail = ""};
+	t->start = t->mark = now_ns();
+}
+
+/* The step since the last ended: what, and detail ("" or a name). */
+static void turn_step(struct turn *t, const char *what, const char *detail)
+{
+	int64_t now = now_ns();
+	if (now - t->mark > t->worst_ns) {
+		t->worst_ns = now - t->mark;
+		t->worst = what;
+		t->detail = detail;
+	}
+	t->mark = now;
+}
+
+static void turn_end(struct node *n, const struct turn *t)
+{
+	int64_t ns = now_ns() - t->start;
+	char q[96];
+	n->stats.turn_hist[prom_bucket(turn_buckets, NTURN_BUCKETS, (double)ns / 1e9)]++;
+	n->stats.turn_sum += (double)ns / 1e9;
+	if (ns <= (int64_t)n->cfg.slow_turn_ms * MS)
+		return;
+	n->stats.slow_turns++;
+	node_log_limited(PROCCTL_LOG_WARN, "slow_turn", "ms=%.1f step=%s detail=\"%s\" step_ms=%.1f jobs=%u fds=%u",
+			 (double)ns / 1e6, t->worst, node_log_quote(q, sizeof q, t->detail), (double)t->worst_ns / 1e6, t->jobs,
+			 t->fds);
+}
+
 static struct node_job *take_jobs(struct node *n, int close)
 {
 	struct node_job *j;
@@ -272,6 +322,7 @@ static struct node_job *take_jobs(struct node *n, int close)
 int node_run(struct node *n)
 {
 	struct pollfd pfd[NODE_CONSUMERS_MAX + 4];
+	struct turn t;
 	int err = 0;
 	size_t i;
 
@@ -285,43 +336,53 @@ int node_run(struct node *n)
 		goto out;
 	if (n->hooks.alive && n->hooks.alive_ns > 0 && (err = timer_arm(&n->timers, &n->t_alive, now_ns())) < 0)
 		goto out;
+	turn_start(&t, 0);
 	while (!n->stop) {
 		struct node_job *j, *next;
 		int64_t now, timeout;
 		uint64_t v;
-		int ready = 1, writing;
+		int ready = 1, writing, nready;
 
 		if (lock_check(n)) /* before any request is served */
 			break;
 		for (j = take_jobs(n, 0); j; j = next) {
+			enum node_method m = j->method;
 			next = j->next;
 			node_handle(n, j);
+			turn_step(&t, "job", method_names[m]);
+			t.jobs++;
 		}
 		writing = waits_write(n);
 		node_reads_done(n);
+		turn_step(&t, "writes", "");
 		if (kubepods_drain(&n->kube, desired_pod_changed, n))
 			desired_pods_synced(n);
+		turn_step(&t, "pods", "");
 		if (n->hello && (err = procctl_hello_dispatch(n->hello)) < 0) {
 			node_log(PROCCTL_LOG_ERROR, "hello_failed", "error=%s", strerror(-err));
 			goto out;
 		}
+		turn_step(&t, "hello", "");
 		for (i = 0; i < n->nreg; i++) {
 			if ((err = procctl_registry_dispatch(n->reg[i])) < 0) {
 				node_log(PROCCTL_LOG_ERROR, "registry_failed", "error=%s", strerror(-err));
 				goto out;
 			}
 			ready &= procctl_registry_first_scan_done(n->reg[i]);
+			turn_step(&t, "registry", i < n->cfg.nconsumers ? n->cfg.consumers[i] : "");
 		}
 		if (n->cfg_ifd >= 0)
 			cfg_events(n, now_ns());
 		if (__atomic_exchange_n(&n->reload_asked, 0, __ATOMIC_RELAXED))
 			cfg_asked(n);
+		turn_step(&t, "config", "");
 		/* The timers poll the processes waits expect acks of, tick the
 		 * arbiters, reload the config and end the waits whose time is
 		 * up; the settled and ended waits are answered. */
 		waits_sweep(n, 0);
 		timers_run(&n->timers, now_ns());
 		waits_sweep(n, 0);
+		turn_step(&t, "timers", "");
 		if (ready != node_ready(n)) {
 			__atomic_store_n(&n->ready, ready, __ATOMIC_RELEASE);
 			node_log(PROCCTL_LOG_INFO, "ready", "processes=%zu", n->nprocs);
@@ -335,6 +396,7 @@ int node_run(struct node *n)
 			n->kick = 0;
 			n->hooks.changed(n->hooks.arg);
 		}
+		turn_step(&t, "events", "");
 		/* Asleep until a timer is due or an fd has work: every other
 		 * thread's news (a request, a read done, a stop) comes through
 		 * efd, so an idle node never wakes for nothing. */
@@ -343,10 +405,12 @@ int node_run(struct node *n)
 			  : timers_next(&n->timers) == INT64_MAX ? -1
 			  : timers_next(&n->timers) <= now    ? 0
 							       : (timers_next(&n->timers) - now + MS - 1) / MS;
-		if (poll(pfd, n->nreg + 4, (int)(timeout > INT_MAX ? INT_MAX : timeout)) < 0 && errno != EINTR) {
+		turn_end(n, &t);
+		if ((nready = poll(pfd, n->nreg + 4, (int)(timeout > INT_MAX ? INT_MAX : timeout))) < 0 && errno != EINTR) {
 			err = -errno;
 			break;
 		}
+		turn_start(&t, nready > 0 ? (unsigned)nready : 0);
 		if (pfd[n->nreg].revents & POLLIN) {
 			if (read(n->efd, &v, sizeof v) < 0) {
 				/* EAGAIN: another wake consumed it */

@@ -153,9 +153,12 @@ struct arb {
 	size_t nnst;
 };
 
-/* Publish-to-ack latency buckets, seconds (Prometheus "le"): metrics.c. */
+/* Publish-to-ack latency buckets, and the loop's turn time's, seconds
+ * (Prometheus "le"): metrics.c. */
 #define NBUCKETS 16
 extern const double ack_buckets[NBUCKETS];
+#define NTURN_BUCKETS 11
+extern const double turn_buckets[NTURN_BUCKETS];
 
 /* The loop's own counters, for /metrics. */
 struct node_stats {
@@ -164,6 +167,9 @@ struct node_stats {
 	uint64_t ack_hist[NBUCKETS + 1]; /* the last: over every bucket */
 	double ack_sum;
 	uint64_t ownership_changes;
+	uint64_t turn_hist[NTURN_BUCKETS + 1]; /* the loop's turns (node.c) */
+	double turn_sum;
+	uint64_t slow_turns; /* over slow_turn_ms */
 };
 
 /* What a registry's on_event gets. */

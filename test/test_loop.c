@@ -131,6 +131,11 @@ static void metrics_of_a_fixed_state(void **state)
 	n->stats.ack_hist[3] = 1; /* <= 1 ms */
 	n->stats.ack_hist[NBUCKETS] = 1; /* over 10 s */
 	n->stats.ack_sum = 12.5;
+	n->stats.turn_hist[1] = 5; /* <= 100 us */
+	n->stats.turn_hist[NTURN_BUCKETS] = 1; /* over 5 s */
+	n->stats.turn_sum = 6.25;
+	n->stats.slow_turns = 1;
+	n->cfg.slow_turn_ms = 50;
 	assert_non_null(p = prom_new());
 	node_render_metrics(n, p);
 	assert_int_equal(prom_finish(p, &text, &len, why, sizeof why), 0);
@@ -151,6 +156,13 @@ static void metrics_of_a_fixed_state(void **state)
 	has_line(text, "procctl_publish_ack_seconds_bucket{le=\"+Inf\"} 3");
 	has_line(text, "procctl_publish_ack_seconds_count 3");
 	has_line(text, "procctl_publish_ack_seconds_sum 12.500000000");
+	has_line(text, "# TYPE procctl_loop_turn_seconds histogram");
+	has_line(text, "procctl_loop_turn_seconds_bucket{le=\"1e-05\"} 0");
+	has_line(text, "procctl_loop_turn_seconds_bucket{le=\"0.0001\"} 5");
+	has_line(text, "procctl_loop_turn_seconds_bucket{le=\"5\"} 5");
+	has_line(text, "procctl_loop_turn_seconds_bucket{le=\"+Inf\"} 6");
+	has_line(text, "procctl_loop_turn_seconds_count 6");
+	has_line(text, "procctl_loop_slow_turns_total 1");
 	has_line(text, "procctl_hello_available 0");
 	has_line(text, "procctl_watch_events_total 0");
 	has_line(text, "# TYPE procctl_resource_holder gauge");

@@ -84,20 +84,25 @@ after(() => {
   setTimeout(reap, 30000).unref();
 });
 
-// A sample from a daemon's /metrics on 127.0.0.1:port, by its whole name
-// with labels (NaN: not there).
-function metric(port, name) {
+// A daemon's /metrics on 127.0.0.1:port, scraped once: a function that
+// gives a sample by its whole name with labels (NaN: not there).
+function scrape(port) {
   return new Promise((resolve, reject) => {
     http.get({ host: '127.0.0.1', port, path: '/metrics', agent: false }, (res) => {
       let body = '';
       res.setEncoding('utf8');
       res.on('data', (x) => { body += x; });
-      res.on('end', () => {
+      res.on('end', () => resolve((name) => {
         const line = body.split('\n').find((l) => l.startsWith(`${name} `));
-        resolve(line ? Number(line.slice(name.length + 1)) : NaN);
-      });
+        return line ? Number(line.slice(name.length + 1)) : NaN;
+      }));
     }).on('error', reject);
   });
+}
+
+// One sample of a daemon's /metrics (scrape).
+async function metric(port, name) {
+  return (await scrape(port))(name);
 }
 
 // A TCP port on 127.0.0.1 that nothing listens on (now), and that this
@@ -376,6 +381,6 @@ function switches(pid) {
 }
 
 module.exports = {
-  grpc, api, sleep, until, scratch, freePort, metric, Child, Daemon, client, call, code, health, healthClient, healthWatch, echo, killAll, attached, stoppedEcho, sockets, watch, bufCurl, switches,
+  grpc, api, sleep, until, scratch, freePort, metric, scrape, Child, Daemon, client, call, code, health, healthClient, healthWatch, echo, killAll, attached, stoppedEcho, sockets, watch, bufCurl, switches,
   CONSUMER, NODE_BIN, ECHO_CLIENT, TOKEN_CLIENT, PROTO_DIR, BUF,
 };

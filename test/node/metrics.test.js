@@ -4,8 +4,9 @@
 // real token clients taking turns on an [arbiter gpu] and a Publish to a
 // real echo client, blocked time that grows while a stopped holder keeps
 // the resource and stops when nobody wants it, a real Prometheus server
-// scraping it, 1,000 idle connections that do not stop /metrics, and the
-// daemon's own process_* figures against /proc.
+// scraping it, 1,000 idle connections that do not stop /metrics, the
+// daemon's own process_* figures against /proc, and a turn of its event
+// loop held at a breakpoint (gdb) counted and logged as slow_turn.
 'use strict';
 
 const { test, before, after } = require('node:test');
@@ -30,8 +31,9 @@ const TEXT_004 = 'text/plain; version=0.0.4; charset=utf-8';
 const have = (bin) => !spawnSync(bin, ['--version'], { stdio: 'ignore' }).error;
 const HAVE_PROMTOOL = have(PROMTOOL);
 const HAVE_PROMETHEUS = have(PROMETHEUS);
-if (process.env.CI === 'true' && !(HAVE_PROMTOOL && HAVE_PROMETHEUS)) {
-  throw new Error(`CI needs ${PROMTOOL} and ${PROMETHEUS} (Debian: the prometheus package)`);
+const HAVE_GDB = have('gdb');
+if (process.env.CI === 'true' && !(HAVE_PROMTOOL && HAVE_PROMETHEUS && HAVE_GDB)) {
+  throw new Error(`CI needs ${PROMTOOL}, ${PROMETHEUS} (Debian: the prometheus package) and gdb`);
 }
 
 // The families every scrape has, with their types.
@@ -75,6 +77,8 @@ const FAMILIES = {
   procctl_grpc_calls_open: 'gauge',
   procctl_grpc_calls_refused_total: 'counter',
   procctl_grpc_limit: 'gauge',
+  procctl_loop_turn_seconds: 'histogram',
+  procctl_loop_slow_turns_total: 'counter',
   process_cpu_seconds_total: 'counter',
   process_resident_memory_bytes: 'gauge',
   process_virtual_memory_bytes: 'gauge',
@@ -437,6 +441,35 @@ test("the daemon's own figures, as every Prometheus client exports them, agree w
   }
   // and gives them back (the next test counts the daemon's sockets)
   await h.until(() => h.sockets(pid) <= sockets, { what: 'the daemon to close the 40 connections' });
+});
+
+test('a turn of the loop held at a breakpoint: counted in procctl_loop_slow_turns_total and logged as slow_turn', async (t) => {
+  if (!HAVE_GDB) return t.skip('no gdb');
+  const m0 = await scrape();
+  const slow0 = sample(m0, 'procctl_loop_slow_turns_total');
+  const turns0 = sample(m0, 'procctl_loop_turn_seconds_count');
+  assert.ok(turns0 > 0, 'turns counted');
+  // gdb stops the loop in the next /metrics job (node_render_metrics) for
+  // 300 ms, then lets it go: that turn is over slow_turn_ms (50).
+  const g = new h.Child('gdb', ['-nx', '-batch', '-iex', 'set debuginfod enabled off', '-p', String(d.pid),
+    '-ex', 'break node_render_metrics', '-ex', 'continue', '-ex', 'shell sleep 0.3', '-ex', 'detach'],
+  { env: { ...process.env, DEBUGINFOD_URLS: '' } });
+  kids.push(g);
+  await g.line(/^Breakpoint 1 at /, { out: true, timeout: 60000 });
+  await h.sleep(1100); // slow_turn lines are one a second at most: an earlier one does not hide this one
+  const held = await get('/metrics');
+  assert.equal(held.status, 200);
+  assert.equal((await g.exited).code, 0, g.lines.join('\n'));
+  const m = await scrape();
+  assert.ok(sample(m, 'procctl_loop_slow_turns_total') >= slow0 + 1);
+  assert.ok(sample(m, 'procctl_loop_turn_seconds_count') > turns0);
+  const buckets = m.samples.filter((x) => x.name === 'procctl_loop_turn_seconds_bucket');
+  const upTo = (le) => buckets.find((x) => x.labels.le === le).value;
+  assert.ok(upTo('+Inf') - upTo('0.25') >= 1, 'a turn over 0.25 s in the histogram');
+  const line = await d.line(/ event=slow_turn .*detail="metrics"/);
+  const f = /ms=([\d.]+) step=job detail="metrics" step_ms=([\d.]+) jobs=(\d+) fds=\d+/.exec(line);
+  assert.ok(f, line);
+  assert.ok(Number(f[1]) >= 300 && Number(f[2]) >= 300 && Number(f[3]) >= 1, line);
 });
 
 test('1,000 idle connections: /metrics and /healthz still answer', async () => {

@@ -97,6 +97,14 @@ test(`${N} stalled processes: one reader each, marked, and the rest of the node 
   assert.match(r.out, /APPLIED/);
   assert.doesNotMatch(r.out, /PENDING/);
 
+  // The loop never waited on a stalled read: such a wait lasts as long as
+  // the staller lives (seconds here), and no turn took over slow_turn_ms.
+  const m = await h.scrape(port);
+  const le = (x) => m(`procctl_loop_turn_seconds_bucket{le="${x}"}`);
+  t.diagnostic(`turns: ${le('0.001')} within 1 ms, ${le('0.01')} 10 ms, ${le('0.05')} 50 ms, ${le('0.25')} 250 ms, ` +
+    `${le('+Inf')} in all`);
+  assert.equal(m('procctl_loop_slow_turns_total'), 0, d.lines.filter((l) => /slow_turn/.test(l)).join('\n'));
+
   // Stalled processes that die give their readers back.
   await Promise.all(ps.map((p) => p.kill('SIGKILL')));
   await h.until(async () => (await h.metric(port, 'procctl_processes_stalled')) === 0,
