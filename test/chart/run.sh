@@ -54,6 +54,8 @@ done
 # A threshold of the values reaches its rule.
 grep -A3 'alert: ProcctlResourceBlocked$' "$W/monitors-values.yaml" | grep -q 'for: 2m$' ||
 	fail "prometheusRule.thresholds.blockedFor (2m in ci/monitors-values.yaml) is not the rule's for"
+grep -A1 'alert: ProcctlNodeMemoryHigh$' "$W/monitors-values.yaml" | grep -q '} > 858993459$' ||
+	fail "ProcctlNodeMemoryHigh's threshold is not 0.8 of resources.limits.memory (1Gi in ci/monitors-values.yaml)"
 
 # The plain rules file is the chart's rules with their default thresholds.
 HELM=$HELM "$ROOT/scripts/monitoring.sh" "$W/rules.yml" >/dev/null || fail "scripts/monitoring.sh"
@@ -73,6 +75,8 @@ refused() {
 	grep -q -- "$why" "$W/out" || { cat "$W/out"; fail "$what: refused, but not for '$why'"; }
 	echo "refused as it should: $what"
 }
+refused "a memory limit the rules cannot read" "the rules read N, NKi" --set prometheusRule.enabled=true \
+	--set resources.limits.memory=1.5Gi
 D0='config.desired[0]'
 D1='config.desired[1]'
 refused "a string for a boolean" "hostPID: Invalid type" --set hostPID=yes

@@ -41,3 +41,16 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- define "procctl-node.socket" -}}
 {{- printf "%s/%s" .Values.hostPaths.socketDir .Values.grpc.socketName }}
 {{- end }}
+
+{{- /* A Kubernetes memory quantity (N, NKi, NMi, NGi, NTi, NK, NM, NG, NT) in
+bytes, for the rules' thresholds; any other form fails the render. */ -}}
+{{- define "procctl-node.bytes" -}}
+{{- $s := toString . -}}
+{{- $units := dict "" 1 "Ki" 1024 "Mi" 1048576 "Gi" 1073741824 "Ti" 1099511627776 "K" 1000 "M" 1000000 "G" 1000000000 "T" 1000000000000 -}}
+{{- $n := regexFind "^[0-9]+" $s -}}
+{{- $u := trimPrefix $n $s -}}
+{{- if or (not $n) (not (hasKey $units $u)) -}}
+{{- fail (printf "resources.limits.memory %q: the rules read N, NKi, NMi, NGi, NTi, NK, NM, NG or NT" $s) -}}
+{{- end -}}
+{{- mul (atoi $n) (get $units $u) -}}
+{{- end }}
