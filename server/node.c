@@ -306,17 +306,30 @@ static void turn_end(struct node *n, const struct turn *t)
 			 t->fds);
 }
 
-static struct node_job *take_jobs(struct node *n, int close)
+/* Requests a turn serves at most: the rest wait for the next turn, which
+ * comes at once, after the registries, timers and reads had theirs. */
+#define TURN_JOBS 8
+
+/* Up to max jobs from the queue's head, in order; *more: some are left. */
+static struct node_job *take_jobs(struct node *n, int close, size_t max, int *more)
 {
-	struct node_job *j;
+	struct node_job *first, **end;
+	size_t k = 0;
 	pthread_mutex_lock(&n->mu);
-	j = n->head;
-	n->head = NULL;
-	n->tail = &n->head;
+	first = n->head;
+	for (end = &n->head; *end && k < max; end = &(*end)->next)
+		k++;
+	if (k) {
+		n->head = *end;
+		*end = NULL;
+		if (!n->head)
+			n->tail = &n->head;
+	}
+	*more = n->head != NULL;
 	if (close)
 		n->closed = 1;
 	pthread_mutex_unlock(&n->mu);
-	return j;
+	return k ? first : NULL;
 }
 
 int node_run(struct node *n)
@@ -341,11 +354,11 @@ int node_run(struct node *n)
 		struct node_job *j, *next;
 		int64_t now, timeout;
 		uint64_t v;
-		int ready = 1, writing, nready;
+		int ready = 1, writing, nready, more;
 
 		if (lock_check(n)) /* before any request is served */
 			break;
-		for (j = take_jobs(n, 0); j; j = next) {
+		for (j = take_jobs(n, 0, TURN_JOBS, &more); j; j = next) {
 			enum node_method m = j->method;
 			next = j->next;
 			node_handle(n, j);
@@ -401,7 +414,7 @@ int node_run(struct node *n)
 		 * thread's news (a request, a read done, a stop) comes through
 		 * efd, so an idle node never wakes for nothing. */
 		now = now_ns();
-		timeout = writing				     ? 0
+		timeout = writing || more			     ? 0
 			  : timers_next(&n->timers) == INT64_MAX ? -1
 			  : timers_next(&n->timers) <= now    ? 0
 							       : (timers_next(&n->timers) - now + MS - 1) / MS;
@@ -424,7 +437,8 @@ out:
 		proc_reads_gone(n, n->procs[i], -ESHUTDOWN);
 	{
 		struct node_job *j, *next;
-		for (j = take_jobs(n, 1); j; j = next) {
+		int more;
+		for (j = take_jobs(n, 1, SIZE_MAX, &more); j; j = next) {
 			next = j->next;
 			job_finish(j, NODE_UNAVAILABLE, "procctl-node is shutting down", NULL);
 		}
