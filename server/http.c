@@ -94,6 +94,7 @@ struct hreq {
 	char *out;
 	size_t out_len;
 	const char *type;
+	struct prom *metrics; /* /metrics: the loop's part, for this thread to finish (answer_metrics) */
 };
 
 /* Set r's answer to a JSON value (taken) with status. */
@@ -147,17 +148,18 @@ static void http_metrics(const struct httpsrv *h, struct prom *p)
 	prom_int(p, PROM_LABELS({"reason", "evicted"}), __atomic_load_n(&h->cut[HTTP_CUT_EVICTED], __ATOMIC_RELAXED));
 }
 
-/* /metrics: the loop's part (job's writer, taken), this side's, and every
- * other source's. A mistake in any part is a 500 and a log line: an
- * exposition a scraper would refuse is never served. */
-static void answer_metrics(struct hreq *r, struct node_job *job)
+/* /metrics, on the HTTP thread: the loop's part (r->metrics, taken), this
+ * side's, and every other source's, which cost the loop nothing. A
+ * mistake in any part is a 500 and a log line: an exposition a scraper
+ * would refuse is never served. */
+static void answer_metrics(struct hreq *r)
 {
 	const struct httpsrv *h = r->h;
-	struct prom *p = job->metrics;
+	struct prom *p = r->metrics;
 	char why[200];
 	size_t i;
 	int err;
-	job->metrics = NULL;
+	r->metrics = NULL;
 	http_metrics(h, p);
 	for (i = 0; i < h->nmore; i++)
 		h->more[i].write(p, h->more[i].arg);
@@ -168,7 +170,6 @@ static void answer_metrics(struct hreq *r, struct node_job *job)
 	}
 	r->status = 200;
 	r->type = "text/plain; version=0.0.4; charset=utf-8";
-	__atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
 }
 
 /* Wake the HTTP thread: libmicrohttpd, run by a thread of ours, wakes
@@ -195,7 +196,9 @@ static void on_reply(struct node_job *job, enum node_code code, const char *msg,
 	if (code != NODE_OK) {
 		answer_error(r, code, msg);
 	} else if (job->method == NODE_METRICS) {
-		answer_metrics(r, job);
+		r->metrics = job->metrics; /* finished on the HTTP thread */
+		job->metrics = NULL;
+		__atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
 	} else {
 		json_t *j = pbjson_from(resp);
 		if (j)
@@ -499,9 +502,11 @@ static enum MHD_Result route(struct hreq *r, const char *url, const char *method
 
 static enum MHD_Result send_answer(struct hreq *r)
 {
-	struct MHD_Response *resp =
-		MHD_create_response_from_buffer(r->out_len, r->out ? r->out : (char *)"", MHD_RESPMEM_MUST_FREE);
+	struct MHD_Response *resp;
 	enum MHD_Result ret;
+	if (r->metrics)
+		answer_metrics(r);
+	resp = MHD_create_response_from_buffer(r->out_len, r->out ? r->out : (char *)"", MHD_RESPMEM_MUST_FREE);
 	if (!resp)
 		return MHD_NO;
 	r->out = NULL; /* the response owns it */
@@ -649,6 +654,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	__atomic_sub_fetch(&r->h->body_bytes, r->len, __ATOMIC_RELAXED);
 	free(r->body);
 	free(r->out);
+	prom_free(r->metrics);
 	free(r);
 	*con_cls = NULL;
 }

@@ -36,7 +36,7 @@ struct httpsrv;
 struct prom;
 
 /* More of /metrics: a source's families, written to p on the HTTP
- * thread. */
+ * thread (the loop's part is done by then). */
 struct metrics_source {
 	void (*write)(struct prom *p, void *arg);
 	void *arg;
