@@ -25,7 +25,6 @@
 
 #include <netinet/in.h>
 #include <stdint.h>
-#include <stdio.h>
 
 #include <grpc/grpc.h>
 

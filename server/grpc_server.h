@@ -8,7 +8,6 @@
 #define PROCCTL_NODE_GRPC_SERVER_H
 
 #include <stdint.h>
-#include <stdio.h>
 
 #include <protobuf-c/protobuf-c.h>
 

@@ -3,6 +3,7 @@
 #include "procself.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,12 +24,12 @@ static int read_stat(unsigned long long v[STAT_N])
 	size_t len, i;
 	FILE *f = fopen("/proc/self/stat", "re");
 	if (!f)
-		return -1;
+		return -errno;
 	len = fread(buf, 1, sizeof buf - 1, f);
 	fclose(f);
 	buf[len] = 0;
 	if (!(s = strrchr(buf, ')')))
-		return -1;
+		return -EPROTO;
 	s++;
 	for (i = 0; i < STAT_N; i++) {
 		while (*s == ' ')
@@ -39,7 +40,7 @@ static int read_stat(unsigned long long v[STAT_N])
 		}
 		v[i] = strtoull(s, &end, 10);
 		if (end == s)
-			return -1;
+			return -EPROTO;
 		s = end;
 	}
 	return 0;
@@ -52,22 +53,22 @@ static int boot_time(unsigned long long *btime)
 	int ok = 0;
 	FILE *f = fopen("/proc/stat", "re");
 	if (!f)
-		return -1;
+		return -errno;
 	while (!ok && fgets(line, sizeof line, f))
 		ok = sscanf(line, "btime %llu", btime) == 1;
 	fclose(f);
-	return ok ? 0 : -1;
+	return ok ? 0 : -EPROTO;
 }
 
-/* Open descriptors, the directory's own not counted; -1 when it cannot be
- * opened (none left). */
+/* Open descriptors, the directory's own not counted; -errno when it
+ * cannot be opened (none left). */
 static long open_fds(void)
 {
 	struct dirent *e;
 	long n = 0;
 	DIR *d = opendir("/proc/self/fd");
 	if (!d)
-		return -1;
+		return -errno;
 	while ((e = readdir(d)))
 		n += e->d_name[0] != '.' && atoi(e->d_name) != dirfd(d);
 	closedir(d);

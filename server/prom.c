@@ -168,7 +168,7 @@ int prom_family(struct prom *p, const struct prom_family *f)
 }
 
 /* A sample's name and labels (and le, for a bucket), up to its value;
- * 0, or -1 (a mistake, kept) when it cannot be written. */
+ * 0, or -EINVAL (the mistake kept) when it cannot be written. */
 static int sample_head(struct prom *p, const char *suffix, const struct prom_label *l, size_t nl, const char *le)
 {
 	size_t i, j;
@@ -176,12 +176,12 @@ static int sample_head(struct prom *p, const char *suffix, const struct prom_lab
 		if (!name_ok(l[i].name, 0) || !strncmp(l[i].name, "__", 2) || !l[i].value ||
 		    (p->type == PROM_HISTOGRAM && !strcmp(l[i].name, "le"))) {
 			mistake(p, -EINVAL, "family %.80s: a label's name or value is not right", p->cur);
-			return -1;
+			return -EINVAL;
 		}
 		for (j = 0; j < i; j++)
 			if (!strcmp(l[i].name, l[j].name)) {
 				mistake(p, -EINVAL, "family %.80s: label %.40s twice", p->cur, l[i].name);
-				return -1;
+				return -EINVAL;
 			}
 	}
 	fprintf(p->f, "%s%s", p->cur, suffix);
@@ -279,6 +279,10 @@ int prom_finish(struct prom *p, char **text, size_t *len, char *err, size_t errl
 	int e = p->err;
 	*text = NULL;
 	*len = 0;
+	if (ferror(p->f) && !e) { /* a write that failed for memory: the text is cut short */
+		e = -ENOMEM;
+		snprintf(p->why, sizeof p->why, "out of memory");
+	}
 	if (fclose(p->f) != 0 && !e) {
 		e = -ENOMEM;
 		snprintf(p->why, sizeof p->why, "out of memory");

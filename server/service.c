@@ -399,7 +399,7 @@ static void do_metrics(struct node *n, struct node_job *job)
 {
 	arbiters_tick(n); /* their totals as of now: a sleeping arbiter's are its last tick's */
 	if (!job->metrics) {
-		job_finish(job, NODE_INVALID_ARGUMENT, "no writer for the metrics", NULL);
+		job_finish(job, NODE_INTERNAL, "no writer for the metrics", NULL);
 		return;
 	}
 	node_render_metrics(n, job->metrics);
