@@ -56,6 +56,13 @@ grep -A3 'alert: ProcctlResourceBlocked$' "$W/monitors-values.yaml" | grep -q 'f
 	fail "prometheusRule.thresholds.blockedFor (2m in ci/monitors-values.yaml) is not the rule's for"
 grep -A1 'alert: ProcctlNodeMemoryHigh$' "$W/monitors-values.yaml" | grep -q '} > 858993459$' ||
 	fail "ProcctlNodeMemoryHigh's threshold is not 0.8 of resources.limits.memory (1Gi in ci/monitors-values.yaml)"
+# ... of a limit with a fraction, and of one in bytes from a values file (a float there)
+printf 'prometheusRule:\n  enabled: true\nresources:\n  limits:\n    memory: 268435456\n' >"$W/bytes.yaml"
+for v in "--set resources.limits.memory=1.5Gi 1288490188" "-f $W/bytes.yaml 214748364"; do
+	set -- $v
+	"$HELM" template t "$CHART" --set prometheusRule.enabled=true "$1" "$2" --show-only templates/prometheusrule.yaml |
+		grep -A1 'alert: ProcctlNodeMemoryHigh$' | grep -q "} > $3\$" || fail "ProcctlNodeMemoryHigh with $1 $2: not > $3"
+done
 
 # The plain rules file is the chart's rules with their default thresholds.
 HELM=$HELM "$ROOT/scripts/monitoring.sh" "$W/rules.yml" >/dev/null || fail "scripts/monitoring.sh"
@@ -75,8 +82,8 @@ refused() {
 	grep -q -- "$why" "$W/out" || { cat "$W/out"; fail "$what: refused, but not for '$why'"; }
 	echo "refused as it should: $what"
 }
-refused "a memory limit the rules cannot read" "the rules read N, NKi" --set prometheusRule.enabled=true \
-	--set resources.limits.memory=1.5Gi
+refused "a memory limit the rules cannot read" "the rules read a number, or one with Ki" \
+	--set prometheusRule.enabled=true --set resources.limits.memory=500m
 D0='config.desired[0]'
 D1='config.desired[1]'
 refused "a string for a boolean" "hostPID: Invalid type" --set hostPID=yes

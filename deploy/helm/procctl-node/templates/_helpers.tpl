@@ -42,15 +42,22 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- printf "%s/%s" .Values.hostPaths.socketDir .Values.grpc.socketName }}
 {{- end }}
 
-{{- /* A Kubernetes memory quantity (N, NKi, NMi, NGi, NTi, NK, NM, NG, NT) in
-bytes, for the rules' thresholds; any other form fails the render. */ -}}
+{{- /* A Kubernetes memory quantity in bytes (a float), for the rules'
+thresholds: a number (a values file's come as floats), or N with a binary
+(Ki Mi Gi Ti Pi) or decimal (K M G T P) suffix or none, N a decimal
+number; any other form (an exponent, milli) fails the render. */ -}}
 {{- define "procctl-node.bytes" -}}
+{{- if or (kindIs "float64" .) (kindIs "int64" .) (kindIs "int" .) -}}
+{{- float64 . -}}
+{{- else -}}
 {{- $s := toString . -}}
-{{- $units := dict "" 1 "Ki" 1024 "Mi" 1048576 "Gi" 1073741824 "Ti" 1099511627776 "K" 1000 "M" 1000000 "G" 1000000000 "T" 1000000000000 -}}
-{{- $n := regexFind "^[0-9]+" $s -}}
+{{- $units := dict "" 1 "Ki" 1024 "Mi" 1048576 "Gi" 1073741824 "Ti" 1099511627776 "Pi" 1125899906842624
+  "K" 1000 "M" 1000000 "G" 1000000000 "T" 1000000000000 "P" 1000000000000000 -}}
+{{- $n := regexFind "^[0-9]+(\\.[0-9]+)?" $s -}}
 {{- $u := trimPrefix $n $s -}}
 {{- if or (not $n) (not (hasKey $units $u)) -}}
-{{- fail (printf "resources.limits.memory %q: the rules read N, NKi, NMi, NGi, NTi, NK, NM, NG or NT" $s) -}}
+{{- fail (printf "resources.limits.memory %q: the rules read a number, or one with Ki, Mi, Gi, Ti, Pi, K, M, G, T or P" $s) -}}
 {{- end -}}
-{{- mul (atoi $n) (get $units $u) -}}
+{{- mulf (float64 $n) (get $units $u) -}}
+{{- end -}}
 {{- end }}
