@@ -451,6 +451,7 @@ test('a turn of the loop held at a breakpoint: counted in procctl_loop_slow_turn
   assert.ok(turns0 > 0, 'turns counted');
   // gdb stops the loop in the next /metrics job (node_render_metrics) for
   // 300 ms, then lets it go: that turn is over slow_turn_ms (50).
+  const mark = d.lines.length; // this test's slow_turn line comes after it
   const g = new h.Child('gdb', ['-nx', '-batch', '-iex', 'set debuginfod enabled off', '-p', String(d.pid),
     '-ex', 'break node_render_metrics', '-ex', 'continue', '-ex', 'shell sleep 0.3', '-ex', 'detach'],
   { env: { ...process.env, DEBUGINFOD_URLS: '' } });
@@ -466,7 +467,8 @@ test('a turn of the loop held at a breakpoint: counted in procctl_loop_slow_turn
   const buckets = m.samples.filter((x) => x.name === 'procctl_loop_turn_seconds_bucket');
   const upTo = (le) => buckets.find((x) => x.labels.le === le).value;
   assert.ok(upTo('+Inf') - upTo('0.25') >= 1, 'a turn over 0.25 s in the histogram');
-  const line = await d.line(/ event=slow_turn .*detail="metrics"/);
+  const line = await h.until(() => d.lines.slice(mark).find((l) => / event=slow_turn .*detail="metrics"/.test(l)),
+    { what: 'the slow_turn line of the held turn' });
   const f = /ms=([\d.]+) step=job detail="metrics" step_ms=([\d.]+) jobs=(\d+) fds=\d+/.exec(line);
   assert.ok(f, line);
   assert.ok(Number(f[1]) >= 300 && Number(f[2]) >= 300 && Number(f[3]) >= 1, line);
