@@ -7,8 +7,11 @@
  * daemon knows of each: its pod identity, the last ack it read, a hash of
  * its state block. Requests arrive from the gRPC thread on a queue and
  * an eventfd; a request that waits for acks becomes a wait the loop
- * finishes when the acks are read or its deadline passes, so no request
- * ever blocks the loop longer than one state read. */
+ * finishes when the acks are read or its deadline passes, and state
+ * reads run on reader threads (reads.c), so nothing on the loop waits on
+ * a process. Each turn, from the wake to the next wait, is timed
+ * (procctl_loop_turn_seconds; one over slow_turn_ms is logged with its
+ * longest step) and serves at most TURN_JOBS requests. */
 #include "node_int.h"
 #include "nodelock.h"
 

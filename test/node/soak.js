@@ -15,7 +15,9 @@
 // It samples the daemon's RSS, fds and threads every 5 s and compares
 // the probe's p99 with an unloaded run of the same probe first. It fails
 // when RSS or fds are not flat (the last sample against the one a minute
-// in) or the p99 is over 2x; the figures go to SOAK_OUT (JSON) either way.
+// in), the p99 is over 2x, or a turn of the daemon's event loop took over
+// slow_turn_ms (50 ms: procctl_loop_slow_turns_total); the figures go to
+// SOAK_OUT (JSON) either way.
 'use strict';
 
 const { test, after } = require('node:test');
@@ -283,6 +285,13 @@ test(`soak: every attack at once for ${SECONDS} s`, { timeout: (SECONDS + 900) *
   }
   const scans = await h.metric(port, 'procctl_scans_total');
   const scanS = await h.metric(port, 'procctl_scan_seconds_total');
+  const m = await h.scrape(port);
+  const over = (le) => m('procctl_loop_turn_seconds_count') - m(`procctl_loop_turn_seconds_bucket{le="${le}"}`);
+  const loop = {
+    turns: m('procctl_loop_turn_seconds_count'), over_10ms: over('0.01'), over_50ms: over('0.05'),
+    over_250ms: over('0.25'), slow_turns: m('procctl_loop_slow_turns_total'),
+    slow_lines: d.lines.filter((l) => / event=slow_turn /.test(l)).slice(0, 5),
+  };
   const warm = samples.find((s) => s.t >= samples[0].t + 60000) || samples[0];
   const last = samples[samples.length - 1];
   const peak = (k) => Math.max(...samples.map((s) => s[k]));
@@ -294,7 +303,7 @@ test(`soak: every attack at once for ${SECONDS} s`, { timeout: (SECONDS + 900) *
     threads: { start: samples[0].threads, warm: warm.threads, last: last.threads, peak: peak('threads') },
     resident_kb: { warm: warm.resident_kb, last: last.resident_kb },
     minutes: samples.filter((x, i) => i % 12 === 0).map((x) => ({ rss_kb: x.rss_kb, threads: x.threads })),
-    scans, scan_ms_mean: (scanS / scans) * 1000, gpu_handoffs: gpuHandoffs, grpc_limits: grpcLimits,
+    scans, scan_ms_mean: (scanS / scans) * 1000, loop, gpu_handoffs: gpuHandoffs, grpc_limits: grpcLimits,
     log_lines: lines, log_lines_per_s: lines / SECONDS, driver_errors: errors.length, first_errors: errors.slice(0, 5),
   };
   const text = JSON.stringify(result, null, 2);
@@ -310,4 +319,5 @@ test(`soak: every attack at once for ${SECONDS} s`, { timeout: (SECONDS + 900) *
   assert.ok(last.rss_kb <= warm.rss_kb * 1.2, `RSS ${warm.rss_kb} kB a minute in, ${last.rss_kb} kB at the end`);
   assert.ok(last.fds <= warm.fds + 32, `fds ${warm.fds} a minute in, ${last.fds} at the end`);
   if (on('arbiter')) assert.ok(gpuHandoffs >= SECONDS, `${gpuHandoffs} gpu hand-offs in ${SECONDS} s`);
+  assert.equal(loop.slow_turns, 0, `turns of the loop over 50 ms:\n${loop.slow_lines.join('\n')}`);
 });
