@@ -374,6 +374,10 @@ static const struct key global_keys[] = {
 	{"slow_turn_ms", set_u32, NUM(struct node_cfg, slow_turn_ms, 1, 60000), "50", "MS",
 	 "a turn of the event loop longer than this is counted (procctl_loop_slow_turns_total) and logged as "
 	 "slow_turn, naming its longest step"},
+	{"health_probe_ms", set_u32, NUM(struct node_cfg, health_probe_ms, 0, 60000), "5000", "MS",
+	 "every so often the daemon asks its own Unix socket's gRPC health service, with this as the deadline; "
+	 "3 unanswered in a row fail /healthz and stop the watchdog's ping until one is answered (0: off; "
+	 "at least 100)"},
 	{"log_level", set_log_level, NUM(struct node_cfg, log_debug, 0, 1), "info", "LEVEL", "info or debug"},
 };
 

@@ -87,6 +87,7 @@ struct node_cfg {
 	uint32_t kube_watch_s, kube_pods_max;
 	uint32_t metrics_namespaces; /* per-resource time by namespace, at most this many a resource (0: off) */
 	uint32_t slow_turn_ms;       /* a turn of the loop longer is counted and logged (slow_turn) */
+	uint32_t health_probe_ms;    /* the self-probe's period on the Unix socket (0: off) */
 	int log_debug;
 	struct node_arbiter_cfg arbiters[NODE_ARBITERS_MAX];
 	size_t narbiters;

@@ -46,6 +46,10 @@ int node_cfg_check(const struct node_cfg *c, char *err, size_t errlen)
 		snprintf(err, errlen, "grpc_listen: no listener");
 		return -EINVAL;
 	}
+	if (c->health_probe_ms && c->health_probe_ms < 100) {
+		snprintf(err, errlen, "health_probe_ms: 0 (off) or at least 100, not %u", c->health_probe_ms);
+		return -EINVAL;
+	}
 	for (i = 0; i < c->narbiters; i++) {
 		const struct node_arbiter_cfg *a = &c->arbiters[i];
 		size_t j;

@@ -30,6 +30,7 @@
 #include <grpc/grpc_posix.h>
 #include <grpc/grpc_security.h>
 
+#include "fdlimit.h"
 #include "log.h"
 #include "prom.h"
 
@@ -78,7 +79,10 @@ struct grpc_conns {
 	int serving;
 	grpc_server *server;
 	grpc_server_credentials *insecure;
-	uint64_t refused[2][2]; /* by transport; [0] grpc_max_connections, [1] ..._per_peer */
+	int fd_ceiling;       /* a TCP connection's descriptor must be under it (fdlimit.h) */
+	int http_ceiling;     /* ... an HTTP connection's (every other accept4 is libmicrohttpd's) */
+	uint64_t http_refused; /* atomic; HTTP connections closed as they came: the reserve, or no descriptor */
+	uint64_t refused[2][3]; /* by transport; [0] grpc_max_connections, [1] ..._per_peer, [2] the fd reserve */
 	uint64_t cut, calls_refused, accept_errors;
 };
 
@@ -165,10 +169,12 @@ static int same_peer(const struct conn_peer *a, const struct conn_peer *b)
 
 /* The limit p's new connection meets: 0 none, 1 grpc_max_connections, 2
  * grpc_max_connections_per_peer (a Unix root caller has none). Under mu. */
-static int limit_met(const struct grpc_conns *t, const struct conn_peer *p)
+static int limit_met(const struct grpc_conns *t, int fd, const struct conn_peer *p)
 {
 	uint32_t mine = 0;
 	size_t i;
+	if (!p->is_unix && fd >= t->fd_ceiling)
+		return 3; /* the reserve's: the Unix socket's callers may take it */
 	if (t->open[p->is_unix ? UNIX_ : TCP] >= t->max_conns)
 		return 1;
 	if (p->is_unix && p->uid == 0)
@@ -185,9 +191,9 @@ static int admit(struct grpc_conns *t, int fd, const struct conn_peer *p, const 
 	int tr = p->is_unix ? UNIX_ : TCP, why;
 	size_t i;
 	pthread_mutex_lock(&t->mu);
-	if ((why = limit_met(t, p))) {
+	if ((why = limit_met(t, fd, p))) {
 		sweep(t);
-		why = limit_met(t, p);
+		why = limit_met(t, fd, p);
 	}
 	if (why) {
 		t->refused[tr][why - 1]++;
@@ -204,9 +210,11 @@ static int admit(struct grpc_conns *t, int fd, const struct conn_peer *p, const 
 	return 0;
 }
 
+static const char *const limit_names[3] = {"grpc_max_connections", "grpc_max_connections_per_peer", "fd_reserve"};
+
 static void say_refused(const struct conn_peer *p, int why)
 {
-	const char *limit = why == 1 ? "grpc_max_connections" : "grpc_max_connections_per_peer";
+	const char *limit = limit_names[why - 1];
 	if (p->is_unix)
 		node_log_limited(PROCCTL_LOG_WARN, "connection_refused", "transport=unix uid=%u pid=%u limit=%s", p->uid,
 				 p->pid, limit);
@@ -315,14 +323,38 @@ static int tcp_accept(struct grpc_conns *t, int fd, struct sockaddr *addr, sockl
 	}
 }
 
+/* libmicrohttpd's accept: a connection past the HTTP ceiling is closed as
+ * it comes, and so is one that meets EMFILE (with the spare): EAGAIN
+ * instead, as libmicrohttpd, told of EMFILE while it holds no connection,
+ * stops listening until one of its own closes, which is never. */
+static int http_accept(struct grpc_conns *t, int fd, struct sockaddr *addr, socklen_t *len, int flags)
+{
+	int c = next_accept4()(fd, addr, len, flags), e = errno;
+	if (c >= t->http_ceiling) {
+		close(c);
+		e = EAGAIN;
+		c = -1;
+		__atomic_add_fetch(&t->http_refused, 1, __ATOMIC_RELAXED);
+		node_log_limited(PROCCTL_LOG_WARN, "connection_refused", "transport=http limit=fd_reserve");
+	} else if (c < 0 && (e == EMFILE || e == ENFILE)) {
+		if (refuse_one(t, fd, flags) == 0)
+			__atomic_add_fetch(&t->http_refused, 1, __ATOMIC_RELAXED);
+		node_log_limited(PROCCTL_LOG_WARN, "accept_failed", "transport=http error=%s", strerror(e));
+		e = EAGAIN;
+	}
+	errno = e;
+	return c;
+}
+
 /* This program's accept4 (declared as the C library's is): libgrpc's
- * calls come here, and so does every other (libmicrohttpd's), which goes
- * on as it would have. */
+ * calls come here, and so does every other (libmicrohttpd's). */
 int accept4(int fd, __SOCKADDR_ARG addr, socklen_t *__restrict len, int flags)
 {
 	struct grpc_conns *t = __atomic_load_n(&the_conns, __ATOMIC_ACQUIRE);
 	if (t && __atomic_load_n(&t->nports, __ATOMIC_ACQUIRE) && watched(t, fd))
 		return tcp_accept(t, fd, addr.__sockaddr__, len, flags);
+	if (t)
+		return http_accept(t, fd, addr.__sockaddr__, len, flags);
 	return next_accept4()(fd, addr.__sockaddr__, len, flags);
 }
 
@@ -380,19 +412,28 @@ int conns_listen_unix(struct grpc_conns *t, const char *path, gid_t gid, char *e
 	return 0;
 }
 
-/* Every connection waiting on listener lfd: admitted ones go to gRPC. */
+/* Every connection waiting on listener lfd: admitted ones go to gRPC.
+ * Out of descriptors, the waiting ones are closed (refuse_one): left
+ * there, the listener stays readable and the thread would spin on it;
+ * without even the spare, the thread rests 100 ms. */
 static void unix_accept_all(struct grpc_conns *t, int lfd)
 {
+	int refused = 0;
 	for (;;) {
 		struct ucred cr;
 		socklen_t l = sizeof cr;
 		struct conn_peer p = {.is_unix = 1};
 		int c = next_accept4()(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC), why;
 		if (c < 0) {
-			if (errno != EAGAIN && errno != EINTR) {
-				__atomic_add_fetch(&t->accept_errors, 1, __ATOMIC_RELAXED);
-				node_log_limited(PROCCTL_LOG_WARN, "accept_failed", "transport=unix error=%s", strerror(errno));
-			}
+			int e = errno;
+			if (e == EAGAIN || e == EINTR)
+				return;
+			__atomic_add_fetch(&t->accept_errors, 1, __ATOMIC_RELAXED);
+			node_log_limited(PROCCTL_LOG_WARN, "accept_failed", "transport=unix error=%s", strerror(e));
+			if ((e == EMFILE || e == ENFILE) && refused++ < REFUSE_BURST &&
+			    refuse_one(t, lfd, SOCK_NONBLOCK | SOCK_CLOEXEC) == 0)
+				continue;
+			poll(NULL, 0, 100);
 			return;
 		}
 		if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &l) < 0) {
@@ -636,6 +677,8 @@ int conns_new(const struct node_cfg *cfg, struct grpc_conns **out)
 	t->max_per_peer = cfg->grpc_max_connections_per_peer;
 	t->max_streams = cfg->grpc_max_streams;
 	t->max_calls = cfg->grpc_max_calls;
+	t->fd_ceiling = fd_budget()->tcp;
+	t->http_ceiling = fd_budget()->http;
 	pthread_mutex_init(&t->mu, NULL);
 	__atomic_store_n(&the_conns, t, __ATOMIC_RELEASE);
 	*out = t;
@@ -662,7 +705,7 @@ void conns_free(struct grpc_conns *t)
 
 void conns_metrics(struct grpc_conns *t, struct prom *p)
 {
-	static const char *const tr[2] = {"tcp", "unix"}, *const lim[2] = {"grpc_max_connections", "grpc_max_connections_per_peer"};
+	static const char *const tr[2] = {"tcp", "unix"};
 	size_t i, k;
 	pthread_mutex_lock(&t->mu);
 	sweep(t);
@@ -673,14 +716,18 @@ void conns_metrics(struct grpc_conns *t, struct prom *p)
 	prom_family(p, &(const struct prom_family){"procctl_grpc_connections_refused_total", PROM_COUNTER, NULL,
 						  "gRPC connections closed as they came, by transport and the limit they met."});
 	for (i = 0; i < 2; i++)
-		for (k = 0; k < 2; k++)
-			prom_int(p, PROM_LABELS({"transport", tr[i]}, {"limit", lim[k]}), t->refused[i][k]);
+		for (k = 0; k < (i == TCP ? 3 : 2); k++) /* the reserve is the Unix socket's to take */
+			prom_int(p, PROM_LABELS({"transport", tr[i]}, {"limit", limit_names[k]}), t->refused[i][k]);
 	ONE(p, PROM_COUNTER, "procctl_grpc_connections_cut_total",
 	    "gRPC connections shut down for opening more than ten times grpc_max_streams streams.", t->cut);
 	ONE(p, PROM_COUNTER, "procctl_grpc_accept_errors_total",
 	    "Failed accepts on the gRPC listeners (EMFILE, ...), each retried.",
 	    __atomic_load_n(&t->accept_errors, __ATOMIC_RELAXED));
 	ONE(p, PROM_GAUGE, "procctl_grpc_calls_open", "gRPC calls open (grpc_max_calls is the most).", t->calls);
+	ONE(p, PROM_COUNTER, "procctl_http_connections_refused_total",
+	    "HTTP connections closed as they came: the descriptors kept for the daemon's own work (its Unix socket, "
+	    "scans, attaches) were all that was left.",
+	    __atomic_load_n(&t->http_refused, __ATOMIC_RELAXED));
 	ONE(p, PROM_COUNTER, "procctl_grpc_calls_refused_total", "gRPC calls refused at grpc_max_calls.", t->calls_refused);
 	pthread_mutex_unlock(&t->mu);
 }

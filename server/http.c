@@ -38,6 +38,7 @@
 #include <jansson.h>
 #include <microhttpd.h>
 
+#include "fdlimit.h"
 #include "httpbody.h"
 #include "httpindex.h"
 #include "log.h"
@@ -65,12 +66,14 @@ struct httpsrv {
 	int stopping;     /* atomic; set by httpsrv_stop before it wakes the thread */
 	struct hconn waiting; /* the list's head: connections whose request has not all arrived, oldest first */
 	size_t conns;         /* atomic; open connections, written by the HTTP thread */
+	unsigned max_conns;   /* HTTP_MAX_CONNECTIONS, or a quarter of the descriptors fdlimit.h leaves them */
 	uint64_t cut[HTTP_CUT_N]; /* atomic; connections closed before their request arrived, by why */
 	int loopback; /* the listener is on a loopback address */
 	char key[HTTP_KEY_MAX + 2]; /* http_api_key_file's key; "" : the JSON views are off */
 	size_t keylen;
 	struct metrics_source more[HTTP_MAX_SOURCES];
 	size_t nmore;
+	struct http_liveness live;
 	uint64_t responses[600]; /* atomic; by HTTP status, 100 .. 599 */
 	size_t body_bytes;       /* atomic; held by the writes' bodies, written by libmicrohttpd's thread */
 };
@@ -136,13 +139,13 @@ static void http_metrics(const struct httpsrv *h, struct prom *p)
 	snprintf(help, sizeof help, "Bytes of request bodies held: the writes' (at most %u).", HTTP_MAX_BODIES);
 	prom_family(p, &(const struct prom_family){"procctl_http_body_bytes", PROM_GAUGE, "bytes", help});
 	prom_int(p, PROM_NOLABELS, __atomic_load_n(&h->body_bytes, __ATOMIC_RELAXED));
-	snprintf(help, sizeof help, "HTTP connections open (at most %u).", HTTP_MAX_CONNECTIONS);
+	snprintf(help, sizeof help, "HTTP connections open (at most %u).", h->max_conns);
 	prom_family(p, &(const struct prom_family){"procctl_http_connections", PROM_GAUGE, NULL, help});
 	prom_int(p, PROM_NOLABELS, __atomic_load_n(&h->conns, __ATOMIC_RELAXED));
 	snprintf(help, sizeof help,
 		 "HTTP connections closed before their request had all arrived: late (not within %d s), evicted (the "
 		 "longest waiting, for a newcomer, past %u open).",
-		 HTTP_REQUEST_S, HTTP_MAX_CONNECTIONS - HTTP_SPARE_CONNECTIONS);
+		 HTTP_REQUEST_S, h->max_conns - HTTP_SPARE_CONNECTIONS);
 	prom_family(p, &(const struct prom_family){"procctl_http_cut_total", PROM_COUNTER, NULL, help});
 	prom_int(p, PROM_LABELS({"reason", "late"}), __atomic_load_n(&h->cut[HTTP_CUT_LATE], __ATOMIC_RELAXED));
 	prom_int(p, PROM_LABELS({"reason", "evicted"}), __atomic_load_n(&h->cut[HTTP_CUT_EVICTED], __ATOMIC_RELAXED));
@@ -428,9 +431,13 @@ static enum MHD_Result route(struct hreq *r, const char *url, const char *method
 	if (!strcmp(url, "/"))
 		return get ? (answer_index(r), MHD_YES) : not_allowed(r, "GET");
 	if (!strcmp(url, "/healthz")) {
+		char why[200];
 		if (!get)
 			return not_allowed(r, "GET");
-		answer_json(r, 200, json_pack("{s:s}", "status", "alive"));
+		if (r->h->live.alive && !r->h->live.alive(r->h->live.arg, why, sizeof why))
+			answer_json(r, 503, json_pack("{s:s, s:s}", "status", "unresponsive", "reason", why));
+		else
+			answer_json(r, 200, json_pack("{s:s}", "status", "alive"));
 		return MHD_YES;
 	}
 	if (!strcmp(url, "/readyz")) {
@@ -591,7 +598,7 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **ctx, en
 	*ctx = c;
 	__atomic_store_n(&h->conns, n + 1, __ATOMIC_RELAXED);
 	wait_start(h, c);
-	if (n + 1 > HTTP_MAX_CONNECTIONS - HTTP_SPARE_CONNECTIONS)
+	if (n + 1 > h->max_conns - HTTP_SPARE_CONNECTIONS)
 		cut(h, h->waiting.next, HTTP_CUT_EVICTED);
 }
 
@@ -713,7 +720,7 @@ static int serve(struct httpsrv *h)
 }
 
 int httpsrv_start(const struct node_cfg *cfg, struct node *n, const struct metrics_source *more, size_t nmore,
-		  struct httpsrv **out, char *err, size_t errlen)
+		  const struct http_liveness *live, struct httpsrv **out, char *err, size_t errlen)
 {
 	struct httpsrv *h;
 	struct addrinfo hints, *ai = NULL;
@@ -747,8 +754,14 @@ int httpsrv_start(const struct node_cfg *cfg, struct node *n, const struct metri
 	}
 	h->cfg = cfg;
 	h->node = n;
+	h->max_conns = (unsigned)(fd_budget()->room / 4);
+	h->max_conns = h->max_conns > HTTP_MAX_CONNECTIONS	    ? HTTP_MAX_CONNECTIONS
+		       : h->max_conns < 2 * HTTP_SPARE_CONNECTIONS ? 2 * HTTP_SPARE_CONNECTIONS
+								   : h->max_conns;
 	h->nmore = nmore < HTTP_MAX_SOURCES ? nmore : HTTP_MAX_SOURCES;
 	memcpy(h->more, more, h->nmore * sizeof *more);
+	if (live)
+		h->live = *live;
 	if (ai->ai_family == AF_INET)
 		h->loopback = (ntohl(((struct sockaddr_in *)ai->ai_addr)->sin_addr.s_addr) >> 24) == 127;
 	else if (ai->ai_family == AF_INET6)
@@ -772,7 +785,7 @@ int httpsrv_start(const struct node_cfg *cfg, struct node *n, const struct metri
 					(ai->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0),
 				/* the logger first: libmicrohttpd warns when it is not */
 				0, NULL, NULL, on_request, h, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, h,
-				MHD_OPTION_SOCK_ADDR, ai->ai_addr, MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_MAX_CONNECTIONS,
+				MHD_OPTION_SOCK_ADDR, ai->ai_addr, MHD_OPTION_CONNECTION_LIMIT, h->max_conns,
 				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_CONN_MEMORY,
 				MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)HTTP_MAX_PER_IP, MHD_OPTION_CONNECTION_TIMEOUT,
 				(unsigned)HTTP_TIMEOUT_S, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,

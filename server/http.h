@@ -9,7 +9,9 @@
  * the gRPC service. A request must arrive whole within HTTP_REQUEST_S,
  * and past HTTP_MAX_CONNECTIONS - HTTP_SPARE_CONNECTIONS open each new
  * connection closes the one that has waited longest for its request:
- * clients that trickle bytes (slowloris) never keep a probe out. */
+ * clients that trickle bytes (slowloris) never keep a probe out. Under a
+ * low descriptor limit the most is a quarter of the room fdlimit.h leaves
+ * network connections (at least 2 * HTTP_SPARE_CONNECTIONS). */
 #ifndef PROCCTL_NODE_HTTP_H
 #define PROCCTL_NODE_HTTP_H
 
@@ -42,12 +44,20 @@ struct metrics_source {
 	void *arg;
 };
 
+/* What /healthz asks: 1 alive, or 0 and why (a sentence) in why. Called
+ * on the HTTP thread. */
+struct http_liveness {
+	int (*alive)(void *arg, char *why, size_t whylen);
+	void *arg;
+};
+
 /* Listen on cfg->http_listen (HOST:PORT) and serve for n. /metrics is the
  * loop's exposition, then this side's own (responses by status), then
  * each of more[0 .. nmore) (at most HTTP_MAX_SOURCES; the array is
- * copied). 0, or -errno and a message in err. */
+ * copied); /healthz is live's answer (copied; NULL or no function: always
+ * alive). 0, or -errno and a message in err. */
 int httpsrv_start(const struct node_cfg *cfg, struct node *n, const struct metrics_source *more, size_t nmore,
-		  struct httpsrv **out, char *err, size_t errlen);
+		  const struct http_liveness *live, struct httpsrv **out, char *err, size_t errlen);
 /* After node_run returned (every suspended request was answered): stop
  * and free. */
 void httpsrv_stop(struct httpsrv *h);

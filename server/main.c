@@ -32,6 +32,8 @@
 #include "nodelock.h"
 #include "procctl_agent.h"
 #include "procself.h"
+#include "prom.h"
+#include "selfprobe.h"
 #include "sdnotify.h"
 
 #define GRACE_MS 2000 /* calls in flight at shutdown get this long */
@@ -112,10 +114,67 @@ static void notify_ready(void *arg)
 	notify("READY=1\nSTATUS=serving");
 }
 
+/* The self-probe of the gRPC API (NULL: none): the watchdog's ping and
+ * /healthz follow it. Set before the serving side starts, cleared after. */
+static struct selfprobe *the_probe;
+
 static void notify_alive(void *arg)
 {
 	(void)arg;
-	notify("WATCHDOG=1");
+	if (selfprobe_alive(the_probe)) /* a dead API: no ping, and systemd restarts the daemon */
+		notify("WATCHDOG=1");
+}
+
+#define LOOP_STUCK_NS (30 * 1000000000ll) /* a turn this long: the loop hangs */
+
+/* /healthz: the loop is not stuck in one turn, and the gRPC API answers
+ * its own health checks. */
+static int api_alive(void *arg, char *why, size_t whylen)
+{
+	int64_t busy = node_busy_ns(arg);
+	if (busy > LOOP_STUCK_NS) {
+		snprintf(why, whylen, "the event loop has been in one turn for %lld s", (long long)(busy / 1000000000));
+		return 0;
+	}
+	if (!selfprobe_alive(the_probe)) {
+		snprintf(why, whylen, "the gRPC API did not answer its last %d health checks on its Unix socket",
+			 SELFPROBE_MISSES);
+		return 0;
+	}
+	return 1;
+}
+
+/* The self-probe's figures, for /metrics. */
+static void probe_metrics(struct prom *p, void *arg)
+{
+	uint64_t probes, misses;
+	(void)arg;
+	selfprobe_counts(the_probe, &probes, &misses);
+	prom_one(p, &(const struct prom_family){"procctl_api_alive", PROM_GAUGE, NULL,
+						"1 while the gRPC API answers the daemon's own health checks (health_probe_ms; "
+						"1 without them)."},
+		 (uint64_t)selfprobe_alive(the_probe));
+	prom_one(p, &(const struct prom_family){"procctl_api_probes_total", PROM_COUNTER, NULL,
+						"Health checks the daemon made of its own gRPC API (its Unix socket)."},
+		 probes);
+	prom_one(p, &(const struct prom_family){"procctl_api_probe_misses_total", PROM_COUNTER, NULL,
+						"Of them, those not answered within health_probe_ms."},
+		 misses);
+}
+
+/* The probe on the first Unix listener, when health_probe_ms asks for one. */
+static void probe_start(const struct node_cfg *cfg)
+{
+	size_t i;
+	int r;
+	for (i = 0; cfg->health_probe_ms && i < cfg->ngrpc_listen; i++) {
+		if (strncmp(cfg->grpc_listen[i], "unix:", 5))
+			continue;
+		if ((r = selfprobe_start(cfg->grpc_listen[i], (int64_t)cfg->health_probe_ms * 1000000, &the_probe)) < 0)
+			node_log(PROCCTL_LOG_WARN, "health_probe_failed", "error=%s reason=\"/healthz tells of the loop alone\"",
+				 strerror(-r));
+		return;
+	}
 }
 
 /* WATCHDOG=1 while the loop does not run: handing off, and standing by
@@ -378,9 +437,11 @@ static int serve(struct node_cfg *cfg, const struct nodelock *lock, int uninstal
 					   .alive_ns = pinger.every_ns, .arg = srv};
 		node_set_hooks(n, &hooks);
 	}
+	probe_start(cfg);
 	if (cfg->http_listen[0] &&
-	    httpsrv_start(cfg, n, (const struct metrics_source[]){{grpc_metrics, srv}, {procself_metrics, NULL}}, 2, &http,
-			  err, sizeof err) < 0) {
+	    httpsrv_start(cfg, n,
+			  (const struct metrics_source[]){{grpc_metrics, srv}, {procself_metrics, NULL}, {probe_metrics, NULL}},
+			  3, &(struct http_liveness){api_alive, n}, &http, err, sizeof err) < 0) {
 		node_log(PROCCTL_LOG_ERROR, "start_failed", "error=\"%s\"", node_log_quote(q, sizeof q, err));
 		node_stop(n); /* the loop answers what came meanwhile, then all is undone */
 		failed = 1;
@@ -395,6 +456,8 @@ static int serve(struct node_cfg *cfg, const struct nodelock *lock, int uninstal
 	node_log(PROCCTL_LOG_INFO, "stopping", "mode=%s", uninstall ? "uninstall" : "hand-off");
 	notify(*lost ? "STATUS=NODE.lock lost: handing off, then standing by" : "STOPPING=1\nSTATUS=handing off");
 	httpsrv_stop(http);
+	selfprobe_stop(the_probe);
+	the_probe = NULL;
 	grpcsrv_stop(srv, GRACE_MS);
 	/* The hand-off first: RELEASED, every lock dropped; a successor takes
 	 * over from here. Freeing the rest (uprobes: slow in the kernel) is

@@ -219,6 +219,12 @@ int node_ready(const struct node *n)
 	return __atomic_load_n(&n->ready, __ATOMIC_ACQUIRE);
 }
 
+int64_t node_busy_ns(const struct node *n)
+{
+	int64_t since = __atomic_load_n(&n->busy_since, __ATOMIC_RELAXED);
+	return since ? now_ns() - since : 0;
+}
+
 int node_serving(const struct node *n)
 {
 	return node_ready(n) && __atomic_load_n(&n->serving, __ATOMIC_ACQUIRE) && !n->stop;
@@ -353,6 +359,7 @@ int node_run(struct node *n)
 	if (n->hooks.alive && n->hooks.alive_ns > 0 && (err = timer_arm(&n->timers, &n->t_alive, now_ns())) < 0)
 		goto out;
 	turn_start(&t, 0);
+	__atomic_store_n(&n->busy_since, t.start, __ATOMIC_RELAXED);
 	while (!n->stop) {
 		struct node_job *j, *next;
 		int64_t now, timeout;
@@ -422,11 +429,13 @@ int node_run(struct node *n)
 			  : timers_next(&n->timers) <= now    ? 0
 							       : (timers_next(&n->timers) - now + MS - 1) / MS;
 		turn_end(n, &t);
+		__atomic_store_n(&n->busy_since, 0, __ATOMIC_RELAXED);
 		if ((nready = poll(pfd, n->nreg + 4, (int)(timeout > INT_MAX ? INT_MAX : timeout))) < 0 && errno != EINTR) {
 			err = -errno;
 			break;
 		}
 		turn_start(&t, nready > 0 ? (unsigned)nready : 0);
+		__atomic_store_n(&n->busy_since, t.start, __ATOMIC_RELAXED);
 		if (pfd[n->nreg].revents & POLLIN) {
 			if (read(n->efd, &v, sizeof v) < 0) {
 				/* EAGAIN: another wake consumed it */
@@ -434,6 +443,7 @@ int node_run(struct node *n)
 		}
 	}
 out:
+	__atomic_store_n(&n->busy_since, 0, __ATOMIC_RELAXED);
 	/* Everything still held is answered: the daemon is going away. */
 	waits_sweep(n, 1);
 	for (i = 0; i < n->nprocs; i++)

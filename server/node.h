@@ -152,6 +152,9 @@ int node_submit(struct node *n, struct node_job *job);
 int node_ready(const struct node *n);
 /* Any thread: ready, gRPC serving, and not stopping (/readyz). */
 int node_serving(const struct node *n);
+/* Any thread: how long the loop has been in its present turn, ns; 0
+ * while it waits for work (a loop that hangs shows here). */
+int64_t node_busy_ns(const struct node *n);
 /* The event history the watchers read. */
 struct events *node_events(struct node *n);
 

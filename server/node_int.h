@@ -212,6 +212,7 @@ struct node {
 	int serving;          /* atomic: hooks set (the serving side is up) */
 	int kick;             /* events appended or readiness changed since the last kick */
 	int ready;            /* atomic */
+	int64_t busy_since;   /* atomic: the present turn's start; 0 while the loop waits */
 	int ready_said;       /* hooks.ready was called */
 	struct timer t_alive; /* hooks.alive's */
 

@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* selfprobe.c - the daemon asks itself whether its gRPC API answers
+ * (selfprobe.h). */
+#include "selfprobe.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <grpc/grpc.h>
+#include <grpc/grpc_security.h>
+
+#include "grpc/health/v1/health.pb-c.h"
+#include "log.h"
+#include "pb_grpc.h"
+#include "procctl_agent.h"
+
+struct selfprobe {
+	grpc_channel *ch;
+	grpc_completion_queue *cq;
+	int64_t every_ns;
+	pthread_t thread;
+	int started;            /* thread runs */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;      /* CLOCK_MONOTONIC: stop's signal */
+	int stopping;           /* under mu */
+	unsigned misses_in_row; /* atomic */
+	uint64_t probes, misses; /* atomic */
+};
+
+/* One Health/Check within every_ns: 1 answered, 0 not. */
+static int probe_once(struct selfprobe *p)
+{
+	Grpc__Health__V1__HealthCheckRequest rq = GRPC__HEALTH__V1__HEALTH_CHECK_REQUEST__INIT;
+	ProtobufCMessage *resp = NULL;
+	gpr_timespec deadline = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC), gpr_time_from_nanos(p->every_ns, GPR_TIMESPAN));
+	grpc_status_code st = pb_unary(p->ch, p->cq, "/grpc.health.v1.Health/Check", deadline, &rq.base,
+				       &grpc__health__v1__health_check_response__descriptor, &resp, NULL);
+	if (resp)
+		protobuf_c_message_free_unpacked(resp, NULL);
+	return st == GRPC_STATUS_OK;
+}
+
+static void *probe_thread(void *arg)
+{
+	struct selfprobe *p = arg;
+	struct timespec until;
+	pthread_setname_np(pthread_self(), "procctl-probe");
+	pthread_mutex_lock(&p->mu);
+	while (!p->stopping) {
+		unsigned was;
+		int ok;
+		int64_t next = procctl_now_ns() + p->every_ns;
+		pthread_mutex_unlock(&p->mu);
+		ok = probe_once(p);
+		__atomic_add_fetch(&p->probes, 1, __ATOMIC_RELAXED);
+		if (ok) {
+			if ((was = __atomic_exchange_n(&p->misses_in_row, 0, __ATOMIC_RELAXED)) >= SELFPROBE_MISSES)
+				node_log(PROCCTL_LOG_INFO, "api_answers", "after_misses=%u", was);
+		} else {
+			__atomic_add_fetch(&p->misses, 1, __ATOMIC_RELAXED);
+			if (__atomic_add_fetch(&p->misses_in_row, 1, __ATOMIC_RELAXED) == SELFPROBE_MISSES)
+				node_log(PROCCTL_LOG_ERROR, "api_unresponsive",
+					 "misses=%u reason=\"the gRPC API did not answer its own health checks: /healthz "
+					 "fails and the watchdog is not pinged until it does\"",
+					 SELFPROBE_MISSES);
+		}
+		until.tv_sec = (time_t)(next / 1000000000);
+		until.tv_nsec = (long)(next % 1000000000);
+		pthread_mutex_lock(&p->mu);
+		while (!p->stopping && pthread_cond_timedwait(&p->cv, &p->mu, &until) == 0)
+			;
+	}
+	pthread_mutex_unlock(&p->mu);
+	return NULL;
+}
+
+int selfprobe_start(const char *target, int64_t every_ns, struct selfprobe **out)
+{
+	struct selfprobe *p = calloc(1, sizeof *p);
+	grpc_channel_credentials *cr;
+	pthread_condattr_t ca;
+	int r;
+	if (!p)
+		return -ENOMEM;
+	grpc_init(); /* counted: the server's holds too */
+	p->every_ns = every_ns;
+	cr = grpc_insecure_credentials_create();
+	p->ch = grpc_channel_create(target, cr, NULL);
+	grpc_channel_credentials_release(cr);
+	p->cq = grpc_completion_queue_create_for_pluck(NULL);
+	pthread_mutex_init(&p->mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&p->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	if ((r = pthread_create(&p->thread, NULL, probe_thread, p))) {
+		selfprobe_stop(p);
+		return -r;
+	}
+	p->started = 1;
+	*out = p;
+	return 0;
+}
+
+int selfprobe_alive(const struct selfprobe *p)
+{
+	return !p || __atomic_load_n(&p->misses_in_row, __ATOMIC_RELAXED) < SELFPROBE_MISSES;
+}
+
+void selfprobe_counts(const struct selfprobe *p, uint64_t *probes, uint64_t *misses)
+{
+	*probes = p ? __atomic_load_n(&p->probes, __ATOMIC_RELAXED) : 0;
+	*misses = p ? __atomic_load_n(&p->misses, __ATOMIC_RELAXED) : 0;
+}
+
+void selfprobe_stop(struct selfprobe *p)
+{
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->mu);
+	p->stopping = 1;
+	pthread_cond_signal(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+	if (p->started)
+		pthread_join(p->thread, NULL);
+	grpc_channel_destroy(p->ch);
+	grpc_completion_queue_shutdown(p->cq);
+	while (grpc_completion_queue_pluck(p->cq, NULL, gpr_inf_past(GPR_CLOCK_REALTIME), NULL).type != GRPC_QUEUE_SHUTDOWN)
+		;
+	grpc_completion_queue_destroy(p->cq);
+	pthread_cond_destroy(&p->cv);
+	pthread_mutex_destroy(&p->mu);
+	free(p);
+	grpc_shutdown();
+}
