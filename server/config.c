@@ -375,9 +375,9 @@ static const struct key global_keys[] = {
 	 "a turn of the event loop longer than this is counted (procctl_loop_slow_turns_total) and logged as "
 	 "slow_turn, naming its longest step"},
 	{"health_probe_ms", set_u32, NUM(struct node_cfg, health_probe_ms, 0, 60000), "5000", "MS",
-	 "every so often the daemon asks its own Unix socket's gRPC health service, with this as the deadline; "
-	 "3 unanswered in a row fail /healthz and stop the watchdog's ping until one is answered (0: off; "
-	 "at least 100)"},
+	 "when /healthz or the watchdog's tick asks, at most this often, the daemon calls its own Unix socket's "
+	 "gRPC health service, with this as the deadline; 3 unanswered in a row fail /healthz and stop the "
+	 "watchdog's ping until one is answered (0: off; at least 100)"},
 	{"log_level", set_log_level, NUM(struct node_cfg, log_debug, 0, 1), "info", "LEVEL", "info or debug"},
 };
 

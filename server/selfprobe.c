@@ -7,7 +7,6 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <grpc/grpc.h>
 #include <grpc/grpc_security.h>
@@ -24,8 +23,10 @@ struct selfprobe {
 	pthread_t thread;
 	int started;            /* thread runs */
 	pthread_mutex_t mu;
-	pthread_cond_t cv;      /* CLOCK_MONOTONIC: stop's signal */
+	pthread_cond_t cv;      /* a kick, or stop */
 	int stopping;           /* under mu */
+	int kicked;             /* under mu: a probe asked for */
+	int64_t last_ns;        /* the probe thread's: when the last probe started (0: none) */
 	unsigned misses_in_row; /* atomic */
 	uint64_t probes, misses; /* atomic */
 };
@@ -46,13 +47,21 @@ static int probe_once(struct selfprobe *p)
 static void *probe_thread(void *arg)
 {
 	struct selfprobe *p = arg;
-	struct timespec until;
 	pthread_setname_np(pthread_self(), "procctl-probe");
 	pthread_mutex_lock(&p->mu);
-	while (!p->stopping) {
+	for (;;) {
 		unsigned was;
 		int ok;
-		int64_t next = procctl_now_ns() + p->every_ns;
+		int64_t now;
+		while (!p->stopping && !p->kicked)
+			pthread_cond_wait(&p->cv, &p->mu);
+		if (p->stopping)
+			break;
+		p->kicked = 0;
+		now = procctl_now_ns();
+		if (p->last_ns && now - p->last_ns < p->every_ns)
+			continue; /* one a period at most, however often asked */
+		p->last_ns = now;
 		pthread_mutex_unlock(&p->mu);
 		ok = probe_once(p);
 		__atomic_add_fetch(&p->probes, 1, __ATOMIC_RELAXED);
@@ -67,21 +76,28 @@ static void *probe_thread(void *arg)
 					 "fails and the watchdog is not pinged until it does\"",
 					 SELFPROBE_MISSES);
 		}
-		until.tv_sec = (time_t)(next / 1000000000);
-		until.tv_nsec = (long)(next % 1000000000);
 		pthread_mutex_lock(&p->mu);
-		while (!p->stopping && pthread_cond_timedwait(&p->cv, &p->mu, &until) == 0)
-			;
 	}
 	pthread_mutex_unlock(&p->mu);
 	return NULL;
+}
+
+void selfprobe_kick(struct selfprobe *p)
+{
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->mu);
+	if (!p->kicked) {
+		p->kicked = 1;
+		pthread_cond_signal(&p->cv);
+	}
+	pthread_mutex_unlock(&p->mu);
 }
 
 int selfprobe_start(const char *target, int64_t every_ns, struct selfprobe **out)
 {
 	struct selfprobe *p = calloc(1, sizeof *p);
 	grpc_channel_credentials *cr;
-	pthread_condattr_t ca;
 	int r;
 	if (!p)
 		return -ENOMEM;
@@ -92,10 +108,7 @@ int selfprobe_start(const char *target, int64_t every_ns, struct selfprobe **out
 	grpc_channel_credentials_release(cr);
 	p->cq = grpc_completion_queue_create_for_pluck(NULL);
 	pthread_mutex_init(&p->mu, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&p->cv, &ca);
-	pthread_condattr_destroy(&ca);
+	pthread_cond_init(&p->cv, NULL);
 	if ((r = pthread_create(&p->thread, NULL, probe_thread, p))) {
 		selfprobe_stop(p);
 		return -r;

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* selfprobe.h - the daemon asks itself whether its gRPC API answers: a
  * thread that calls grpc.health.v1.Health/Check on the daemon's own Unix
- * socket every period, each call with that period as its deadline. Any
- * answer counts (NOT_SERVING too: the API answered); a call that fails or
- * runs out of time does not. /healthz and the systemd watchdog's ping
- * follow it, so a process whose API is dead stops calling itself alive
- * and is restarted. */
+ * socket when asked (selfprobe_kick: /healthz, the systemd watchdog's
+ * tick), at most once a period, each call with that period as its
+ * deadline. Any answer counts (NOT_SERVING too: the API answered); a call
+ * that fails or runs out of time does not. /healthz and the watchdog's
+ * ping follow it, so a process whose API is dead stops calling itself
+ * alive and is restarted. Asked by nobody, it costs nothing: an idle
+ * daemon does not wake for it. */
 #ifndef PROCCTL_NODE_SELFPROBE_H
 #define PROCCTL_NODE_SELFPROBE_H
 
@@ -15,9 +17,12 @@
 
 struct selfprobe;
 
-/* Start probing target ("unix:PATH") every every_ns: 0 and *out, or
- * -errno. */
+/* Start the thread that probes target ("unix:PATH") when kicked, at
+ * most once every every_ns: 0 and *out, or -errno. */
 int selfprobe_start(const char *target, int64_t every_ns, struct selfprobe **out);
+/* Ask for a probe (one is made unless one started within every_ns).
+ * Any thread; p NULL: nothing. */
+void selfprobe_kick(struct selfprobe *p);
 /* 1 while the API answered one of the last SELFPROBE_MISSES probes (or
  * fewer were made); 0 when none of them did. p NULL: 1. Any thread. */
 int selfprobe_alive(const struct selfprobe *p);
