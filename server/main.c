@@ -458,15 +458,16 @@ static int serve(struct node_cfg *cfg, const struct nodelock *lock, int uninstal
 	node_log(PROCCTL_LOG_INFO, "stopping", "mode=%s", uninstall ? "uninstall" : "hand-off");
 	notify(*lost ? "STATUS=NODE.lock lost: handing off, then standing by" : "STOPPING=1\nSTATUS=handing off");
 	httpsrv_stop(http);
-	selfprobe_stop(the_probe);
-	the_probe = NULL;
 	grpcsrv_stop(srv, GRACE_MS);
 	/* The hand-off first: RELEASED, every lock dropped; a successor takes
-	 * over from here. Freeing the rest (uprobes: slow in the kernel) is
-	 * nobody's wait but this process's. */
+	 * over from here. Freeing the rest (uprobes: slow in the kernel; the
+	 * self-probe's channel, 10 ms of gRPC's shutdown) is nobody's wait but
+	 * this process's. */
 	node_release(n, uninstall ? PROCCTL_CLOSE_UNINSTALL : 0);
 	node_log(PROCCTL_LOG_INFO, "handed_off", "mode=%s ms=%.1f", uninstall ? "uninstall" : "hand-off",
 		 ((double)procctl_now_ns() / 1e6) - t0);
+	selfprobe_stop(the_probe); /* the loop and HTTP, which kick it, are gone */
+	the_probe = NULL;
 	the_node = NULL;
 	node_close(n, 0);
 	node_log(PROCCTL_LOG_INFO, "stopped", "error=%s ms=%.1f", r < 0 ? strerror(-r) : "none",

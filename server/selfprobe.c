@@ -17,7 +17,8 @@
 #include "procctl_agent.h"
 
 struct selfprobe {
-	grpc_channel *ch;
+	char *target;
+	grpc_channel *ch;       /* made at the first probe: a daemon never asked holds none */
 	grpc_completion_queue *cq;
 	int64_t every_ns;
 	pthread_t thread;
@@ -36,8 +37,15 @@ static int probe_once(struct selfprobe *p)
 {
 	Grpc__Health__V1__HealthCheckRequest rq = GRPC__HEALTH__V1__HEALTH_CHECK_REQUEST__INIT;
 	ProtobufCMessage *resp = NULL;
-	gpr_timespec deadline = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC), gpr_time_from_nanos(p->every_ns, GPR_TIMESPAN));
-	grpc_status_code st = pb_unary(p->ch, p->cq, "/grpc.health.v1.Health/Check", deadline, &rq.base,
+	gpr_timespec deadline;
+	grpc_status_code st;
+	if (!p->ch) {
+		grpc_channel_credentials *cr = grpc_insecure_credentials_create();
+		p->ch = grpc_channel_create(p->target, cr, NULL);
+		grpc_channel_credentials_release(cr);
+	}
+	deadline = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC), gpr_time_from_nanos(p->every_ns, GPR_TIMESPAN));
+	st = pb_unary(p->ch, p->cq, "/grpc.health.v1.Health/Check", deadline, &rq.base,
 				       &grpc__health__v1__health_check_response__descriptor, &resp, NULL);
 	if (resp)
 		protobuf_c_message_free_unpacked(resp, NULL);
@@ -97,15 +105,13 @@ void selfprobe_kick(struct selfprobe *p)
 int selfprobe_start(const char *target, int64_t every_ns, struct selfprobe **out)
 {
 	struct selfprobe *p = calloc(1, sizeof *p);
-	grpc_channel_credentials *cr;
 	int r;
-	if (!p)
+	if (!p || !(p->target = strdup(target))) {
+		free(p);
 		return -ENOMEM;
+	}
 	grpc_init(); /* counted: the server's holds too */
 	p->every_ns = every_ns;
-	cr = grpc_insecure_credentials_create();
-	p->ch = grpc_channel_create(target, cr, NULL);
-	grpc_channel_credentials_release(cr);
 	p->cq = grpc_completion_queue_create_for_pluck(NULL);
 	pthread_mutex_init(&p->mu, NULL);
 	pthread_cond_init(&p->cv, NULL);
@@ -139,13 +145,15 @@ void selfprobe_stop(struct selfprobe *p)
 	pthread_mutex_unlock(&p->mu);
 	if (p->started)
 		pthread_join(p->thread, NULL);
-	grpc_channel_destroy(p->ch);
+	if (p->ch)
+		grpc_channel_destroy(p->ch);
 	grpc_completion_queue_shutdown(p->cq);
 	while (grpc_completion_queue_pluck(p->cq, NULL, gpr_inf_past(GPR_CLOCK_REALTIME), NULL).type != GRPC_QUEUE_SHUTDOWN)
 		;
 	grpc_completion_queue_destroy(p->cq);
 	pthread_cond_destroy(&p->cv);
 	pthread_mutex_destroy(&p->mu);
+	free(p->target);
 	free(p);
 	grpc_shutdown();
 }
