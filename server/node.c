@@ -283,10 +283,12 @@ static const char *const method_names[] = {
 };
 _Static_assert(sizeof method_names / sizeof method_names[0] == NODE_CANCEL + 1, "a name for each node_method");
 
-static void turn_start(struct turn *t, unsigned fds)
+/* The loop woke: a turn starts (node_busy_ns counts from it). */
+static void turn_start(struct node *n, struct turn *t, unsigned fds)
 {
 	*t = (struct turn){.fds = fds, .worst = "", .detail = ""};
 	t->start = t->mark = now_ns();
+	__atomic_store_n(&n->busy_since, t->start, __ATOMIC_RELAXED);
 }
 
 /* The step since the last ended: what, and detail ("" or a name). */
@@ -301,10 +303,12 @@ static void turn_step(struct turn *t, const char *what, const char *detail)
 	t->mark = now;
 }
 
+/* The loop goes to wait: the turn's time counted, said when slow. */
 static void turn_end(struct node *n, const struct turn *t)
 {
 	int64_t ns = now_ns() - t->start;
 	char q[96];
+	__atomic_store_n(&n->busy_since, 0, __ATOMIC_RELAXED);
 	n->stats.turn_hist[prom_bucket(turn_buckets, NTURN_BUCKETS, (double)ns / 1e9)]++;
 	n->stats.turn_sum += (double)ns / 1e9;
 	if (ns <= (int64_t)n->cfg.slow_turn_ms * MS)
@@ -358,8 +362,7 @@ int node_run(struct node *n)
 		goto out;
 	if (n->hooks.alive && n->hooks.alive_ns > 0 && (err = timer_arm(&n->timers, &n->t_alive, now_ns())) < 0)
 		goto out;
-	turn_start(&t, 0);
-	__atomic_store_n(&n->busy_since, t.start, __ATOMIC_RELAXED);
+	turn_start(n, &t, 0);
 	while (!n->stop) {
 		struct node_job *j, *next;
 		int64_t now, timeout;
@@ -429,13 +432,11 @@ int node_run(struct node *n)
 			  : timers_next(&n->timers) <= now    ? 0
 							       : (timers_next(&n->timers) - now + MS - 1) / MS;
 		turn_end(n, &t);
-		__atomic_store_n(&n->busy_since, 0, __ATOMIC_RELAXED);
 		if ((nready = poll(pfd, n->nreg + 4, (int)(timeout > INT_MAX ? INT_MAX : timeout))) < 0 && errno != EINTR) {
 			err = -errno;
 			break;
 		}
-		turn_start(&t, nready > 0 ? (unsigned)nready : 0);
-		__atomic_store_n(&n->busy_since, t.start, __ATOMIC_RELAXED);
+		turn_start(n, &t, nready > 0 ? (unsigned)nready : 0);
 		if (pfd[n->nreg].revents & POLLIN) {
 			if (read(n->efd, &v, sizeof v) < 0) {
 				/* EAGAIN: another wake consumed it */
