@@ -20,6 +20,7 @@
  * text) and resumes it. Errors are {"error": ..., "code": ...} with the
  * HTTP status of the gRPC code. */
 #include "http.h"
+#include "http_int.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -46,37 +47,6 @@
 #include "prom.h"
 #include "rpc_status.h"
 #include "procctl/v1/node.pb-c.h"
-
-/* One connection, from its accept to its close (libmicrohttpd's socket
- * context). Only the HTTP thread touches it. */
-struct hconn {
-	struct hconn *prev, *next; /* on httpsrv.waiting while its request has not all arrived; else NULL */
-	struct MHD_Connection *conn;
-	int64_t since_ns; /* waiting since: its accept, or its previous answer */
-};
-
-enum { HTTP_CUT_LATE, HTTP_CUT_EVICTED, HTTP_CUT_N };
-
-struct httpsrv {
-	const struct node_cfg *cfg;
-	struct node *node;
-	struct MHD_Daemon *d;
-	pthread_t thread; /* procctl-http: runs d */
-	int wake;         /* eventfd: a resumed connection, or httpsrv_stop, for the thread */
-	int stopping;     /* atomic; set by httpsrv_stop before it wakes the thread */
-	struct hconn waiting; /* the list's head: connections whose request has not all arrived, oldest first */
-	size_t conns;         /* atomic; open connections, written by the HTTP thread */
-	unsigned max_conns;   /* HTTP_MAX_CONNECTIONS, or a quarter of the descriptors fdlimit.h leaves them */
-	uint64_t cut[HTTP_CUT_N]; /* atomic; connections closed before their request arrived, by why */
-	int loopback; /* the listener is on a loopback address */
-	char key[HTTP_KEY_MAX + 2]; /* http_api_key_file's key; "" : the JSON views are off */
-	size_t keylen;
-	struct metrics_source more[HTTP_MAX_SOURCES];
-	size_t nmore;
-	struct http_liveness live;
-	uint64_t responses[600]; /* atomic; by HTTP status, 100 .. 599 */
-	size_t body_bytes;       /* atomic; held by the writes' bodies, written by libmicrohttpd's thread */
-};
 
 /* One request, from its first callback to its completion. */
 struct hreq {
@@ -123,34 +93,6 @@ static void answer_error(struct hreq *r, enum node_code code, const char *msg)
 
 /* ---- the loop's answers -------------------------------------------------- */
 
-/* This side's own metrics. */
-static void http_metrics(const struct httpsrv *h, struct prom *p)
-{
-	char help[200], code_s[8];
-	size_t code;
-	prom_family(p, &(const struct prom_family){"procctl_http_responses_total", PROM_COUNTER, NULL,
-						  "HTTP responses sent, by status."});
-	for (code = 100; code < 600; code++) {
-		uint64_t v = __atomic_load_n(&h->responses[code], __ATOMIC_RELAXED);
-		snprintf(code_s, sizeof code_s, "%zu", code);
-		if (v)
-			prom_int(p, PROM_LABELS({"code", code_s}), v);
-	}
-	snprintf(help, sizeof help, "Bytes of request bodies held: the writes' (at most %u).", HTTP_MAX_BODIES);
-	prom_family(p, &(const struct prom_family){"procctl_http_body_bytes", PROM_GAUGE, "bytes", help});
-	prom_int(p, PROM_NOLABELS, __atomic_load_n(&h->body_bytes, __ATOMIC_RELAXED));
-	snprintf(help, sizeof help, "HTTP connections open (at most %u).", h->max_conns);
-	prom_family(p, &(const struct prom_family){"procctl_http_connections", PROM_GAUGE, NULL, help});
-	prom_int(p, PROM_NOLABELS, __atomic_load_n(&h->conns, __ATOMIC_RELAXED));
-	snprintf(help, sizeof help,
-		 "HTTP connections closed before their request had all arrived: late (not within %d s), evicted (the "
-		 "longest waiting, for a newcomer, past %u open).",
-		 HTTP_REQUEST_S, h->max_conns - HTTP_SPARE_CONNECTIONS);
-	prom_family(p, &(const struct prom_family){"procctl_http_cut_total", PROM_COUNTER, NULL, help});
-	prom_int(p, PROM_LABELS({"reason", "late"}), __atomic_load_n(&h->cut[HTTP_CUT_LATE], __ATOMIC_RELAXED));
-	prom_int(p, PROM_LABELS({"reason", "evicted"}), __atomic_load_n(&h->cut[HTTP_CUT_EVICTED], __ATOMIC_RELAXED));
-}
-
 /* /metrics, on the HTTP thread: the loop's part (r->metrics, taken), this
  * side's, and every other source's, which cost the loop nothing. A
  * mistake in any part is a 500 and a log line: an exposition a scraper
@@ -163,7 +105,7 @@ static void answer_metrics(struct hreq *r)
 	size_t i;
 	int err;
 	r->metrics = NULL;
-	http_metrics(h, p);
+	httpsrv_metrics(h, p);
 	for (i = 0; i < h->nmore; i++)
 		h->more[i].write(p, h->more[i].arg);
 	if ((err = prom_finish(p, &r->out, &r->out_len, why, sizeof why)) < 0) {
@@ -532,90 +474,6 @@ static enum MHD_Result send_answer(struct hreq *r)
 	return ret;
 }
 
-/* ---- connections ----------------------------------------------------------- */
-
-/* c's request has all arrived: off the waiting list. */
-static void wait_end(struct hconn *c)
-{
-	if (!c->next)
-		return;
-	c->prev->next = c->next;
-	c->next->prev = c->prev;
-	c->prev = c->next = NULL;
-}
-
-/* c waits for its next request from now: last on the list, which so
- * stays in the order of since_ns. */
-static void wait_start(struct httpsrv *h, struct hconn *c)
-{
-	wait_end(c);
-	c->since_ns = procctl_now_ns();
-	c->prev = h->waiting.prev;
-	c->next = &h->waiting;
-	c->prev->next = c;
-	h->waiting.prev = c;
-}
-
-/* Close conn: libmicrohttpd has no call for it, but it reads the end of
- * a shut socket on its next turn, and closes the connection then. */
-static void shut(struct MHD_Connection *conn)
-{
-	const union MHD_ConnectionInfo *i = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-	if (i)
-		shutdown(i->connect_fd, SHUT_RDWR);
-}
-
-static void cut(struct httpsrv *h, struct hconn *c, int why)
-{
-	wait_end(c);
-	shut(c->conn);
-	__atomic_add_fetch(&h->cut[why], 1, __ATOMIC_RELAXED);
-	node_log_limited(PROCCTL_LOG_WARN, "http_cut", "reason=%s open=%zu", why == HTTP_CUT_LATE ? "late" : "evicted",
-			 __atomic_load_n(&h->conns, __ATOMIC_RELAXED));
-}
-
-/* A connection accepted (it waits for its request; past the spare room,
- * the longest waiting one, perhaps itself, is evicted) or closed. */
-static void on_connection(void *cls, struct MHD_Connection *conn, void **ctx, enum MHD_ConnectionNotificationCode code)
-{
-	struct httpsrv *h = cls;
-	struct hconn *c = *ctx;
-	size_t n = __atomic_load_n(&h->conns, __ATOMIC_RELAXED); /* only this thread writes it */
-	if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
-		if (c) {
-			wait_end(c);
-			free(c);
-			__atomic_store_n(&h->conns, n - 1, __ATOMIC_RELAXED);
-		}
-		*ctx = NULL;
-		return;
-	}
-	if (!(c = calloc(1, sizeof *c))) {
-		shut(conn); /* untracked, it could trickle unbounded */
-		return;
-	}
-	c->conn = conn;
-	*ctx = c;
-	__atomic_store_n(&h->conns, n + 1, __ATOMIC_RELAXED);
-	wait_start(h, c);
-	if (n + 1 > h->max_conns - HTTP_SPARE_CONNECTIONS)
-		cut(h, h->waiting.next, HTTP_CUT_EVICTED);
-}
-
-/* Cut each connection whose request has not all arrived within
- * HTTP_REQUEST_S. The milliseconds until the next is due; -1: none waits. */
-static int cut_late(struct httpsrv *h)
-{
-	int64_t now = procctl_now_ns();
-	while (h->waiting.next != &h->waiting) {
-		int64_t due = h->waiting.next->since_ns + HTTP_REQUEST_S * 1000000000ll;
-		if (due > now)
-			return (int)((due - now + 999999) / 1000000);
-		cut(h, h->waiting.next, HTTP_CUT_LATE);
-	}
-	return -1;
-}
-
 /* ---- libmicrohttpd's callbacks and thread ----------------------------------- */
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
@@ -644,7 +502,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		*upload_size = 0;
 		return MHD_YES;
 	}
-	wait_end(r->c); /* it has all arrived */
+	hconn_wait_end(r->c); /* it has all arrived */
 	if (route(r, url, method) == MHD_NO)
 		return MHD_NO;
 	return __atomic_load_n(&r->done, __ATOMIC_ACQUIRE) ? send_answer(r) : MHD_YES;
@@ -657,7 +515,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	if (!r)
 		return;
 	if (why == MHD_REQUEST_TERMINATED_COMPLETED_OK)
-		wait_start(r->h, r->c); /* kept alive: its next request's time starts */
+		hconn_wait_start(r->h, r->c); /* kept alive: its next request's time starts */
 	__atomic_sub_fetch(&r->h->body_bytes, r->len, __ATOMIC_RELAXED);
 	free(r->body);
 	free(r->out);
@@ -701,7 +559,7 @@ static void *http_thread(void *arg)
 		if (__atomic_load_n(&h->stopping, __ATOMIC_ACQUIRE))
 			break;
 		MHD_run(h->d);
-		ms = cut_late(h);
+		ms = hconn_cut_late(h);
 	}
 	return NULL;
 }
@@ -789,7 +647,7 @@ int httpsrv_start(const struct node_cfg *cfg, struct node *n, const struct metri
 				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_CONN_MEMORY,
 				MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)HTTP_MAX_PER_IP, MHD_OPTION_CONNECTION_TIMEOUT,
 				(unsigned)HTTP_TIMEOUT_S, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
-				MHD_OPTION_NOTIFY_CONNECTION, on_connection, h, MHD_OPTION_UNESCAPE_CALLBACK, on_unescape,
+				MHD_OPTION_NOTIFY_CONNECTION, hconn_notify, h, MHD_OPTION_UNESCAPE_CALLBACK, on_unescape,
 				NULL, MHD_OPTION_END);
 	freeaddrinfo(ai);
 	if (!h->d) {
