@@ -19,8 +19,11 @@ struct closing {
 };
 
 static pthread_mutex_t q_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t q_go = PTHREAD_COND_INITIALIZER; /* q_paused went to 0 */
 static struct closing *q_head, *q_tail; /* under q_mu */
 static int q_running;                   /* under q_mu: a closer works the queue */
+static int q_closing;                   /* under q_mu: ... and is in a close */
+static unsigned q_paused;               /* under q_mu: procctl_close_pause calls not undone */
 static long q_pending;                  /* atomic: fds queued or being closed */
 
 void procctl_close_all(const int *fds, size_t n)
@@ -31,14 +34,27 @@ void procctl_close_all(const int *fds, size_t n)
 			close(fds[i]);
 }
 
-/* Close c's fds, counting each down as it is closed; free c. */
-static void close_batch(struct closing *c)
+/* Close c's fds, counting each down as it is closed; free c. The closer
+ * thread (paced) starts none while a pause holds. */
+static void close_batch(struct closing *c, int paced)
 {
 	size_t i;
 	for (i = 0; i < c->n; i++)
 		if (c->fds[i] >= 0) {
+			if (paced) {
+				pthread_mutex_lock(&q_mu);
+				while (q_paused)
+					pthread_cond_wait(&q_go, &q_mu);
+				q_closing = 1;
+				pthread_mutex_unlock(&q_mu);
+			}
 			close(c->fds[i]);
 			__atomic_sub_fetch(&q_pending, 1, __ATOMIC_RELEASE);
+			if (paced) {
+				pthread_mutex_lock(&q_mu);
+				q_closing = 0;
+				pthread_mutex_unlock(&q_mu);
+			}
 		}
 	free(c->fds);
 	free(c);
@@ -54,7 +70,7 @@ static void *closer(void *arg)
 		if (!(q_head = c->next))
 			q_tail = NULL;
 		pthread_mutex_unlock(&q_mu);
-		close_batch(c);
+		close_batch(c, 1);
 		pthread_mutex_lock(&q_mu);
 	}
 	q_running = 0;
@@ -101,13 +117,40 @@ void procctl_close_detached(int *fds, size_t n)
 	pthread_mutex_unlock(&q_mu);
 	while ((c = mine)) {
 		mine = c->next;
-		close_batch(c);
+		close_batch(c, 0);
 	}
 }
 
 long procctl_close_pending(void)
 {
 	return __atomic_load_n(&q_pending, __ATOMIC_ACQUIRE);
+}
+
+int procctl_close_pause(void)
+{
+	int quiet;
+	pthread_mutex_lock(&q_mu);
+	q_paused++;
+	quiet = !q_closing;
+	pthread_mutex_unlock(&q_mu);
+	return quiet;
+}
+
+int procctl_close_quiet(void)
+{
+	int quiet;
+	pthread_mutex_lock(&q_mu);
+	quiet = !q_closing;
+	pthread_mutex_unlock(&q_mu);
+	return quiet;
+}
+
+void procctl_close_resume(void)
+{
+	pthread_mutex_lock(&q_mu);
+	if (q_paused && !--q_paused)
+		pthread_cond_broadcast(&q_go);
+	pthread_mutex_unlock(&q_mu);
 }
 
 static unsigned suspect_closing; /* procctl_close_suspect's closes not returned yet */

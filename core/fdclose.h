@@ -22,6 +22,17 @@ void procctl_close_detached(int *fds, size_t n);
  * kernel's event_mutex). */
 long procctl_close_pending(void);
 
+/* The closer thread starts no close while a pause holds, so a uprobe can
+ * be placed without waiting behind the queue: procctl_close_pause asks it
+ * to stop before its next close and returns 1 when none is in flight (the
+ * kernel's event_mutex is not the closer's until procctl_close_resume), 0
+ * when one is (it stops after it: procctl_close_quiet says when). Each
+ * pause is undone by one procctl_close_resume. Closes made where no
+ * thread starts (procctl_close_detached's fallback) do not wait. */
+int procctl_close_pause(void);
+int procctl_close_quiet(void);
+void procctl_close_resume(void);
+
 /* Close fd, whose close may never return (a FUSE file's waits on its
  * server), on a thread of its own, with at most max such closes under
  * way: 0; -EBUSY when max are, or no thread starts (fd stays open, the

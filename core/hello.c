@@ -27,16 +27,21 @@
  * when the file is written in place (inotify), at once: a uprobe keeps a
  * copy of the instruction it replaced. Those closes run on the closer
  * thread (fdclose.h): each waits in the kernel for RCU grace periods,
- * holding its event_mutex, which placing a uprobe needs too; so while
- * any is pending, no file gets probes (its processes are rechecked at
- * every stage instead, and the file is read again at its next mapping),
- * and those fds count as used.
+ * holding its event_mutex, which placing a uprobe needs too, and those
+ * fds count as used. A file of root's is probed while closes are pending:
+ * the closer pauses between two closes (after the one in flight: the file
+ * waits for it on a 20 ms tick). Another owner's file gets none while any
+ * is pending, nor for HELLO_COOL_NS after its owner rewrote a probed
+ * file: its processes are rechecked at every stage instead, and the file
+ * is read again at its next mapping (hello_probe.c).
  * The agent's own mappings are not probed (it does not discover itself). Files without sites are remembered
  * in a direct-mapped cache so they are read once, mostly. Everything is
- * bounded: HELLO_FILES_MAX probed files (HELLO_FILES_PER_OWNER of one uid's but root's), HELLO_SITES_MAX
- * sites each, HELLO_PIDS_MAX pids each (a
- * file with more is kept until the agent stops), HELLO_DELAYED_MAX
- * pending rechecks (more: on_pid at once).
+ * bounded: HELLO_FILES_MAX probed files (HELLO_FILES_PER_OWNER of one
+ * owner's but root's), HELLO_SITES_MAX sites each, HELLO_PIDS_MAX
+ * pids each (a file with more is kept until the agent stops),
+ * HELLO_DELAYED_MAX pending rechecks (more: on_pid at once),
+ * HELLO_DEFER_MAX deferred files, HELLO_COOL_MAX cooling owners (more:
+ * every owner but root cools).
  *
  * Lost records (a full ring) are reported as on_pid(0): scan everything.
  */
@@ -112,6 +117,18 @@ void hello_pid_add(struct procctl_hello *h, struct file *f, pid_t pid)
 	f->pids[f->npids++] = pid;
 }
 
+void hello_count(struct procctl_hello *h, struct file *f, int placed)
+{
+	long fds = (long)f->nsites * h->rings.n;
+	if (!placed == !f->counted)
+		return;
+	f->counted = placed;
+	if (!placed)
+		fds = -fds;
+	h->st.probes += (uint64_t)(placed ? f->nsites : -f->nsites);
+	h->fds_left -= fds;
+}
+
 /* Forget f; its uprobes (ncpu * nsites fds, malloc'd) are the caller's to
  * close. */
 static int *file_forget(struct procctl_hello *h, struct file *f)
@@ -119,10 +136,7 @@ static int *file_forget(struct procctl_hello *h, struct file *f)
 	int *probes = f->probes;
 	if (f->wd >= 0)
 		inotify_rm_watch(h->ifd, f->wd);
-	if (f->counted) { /* uprobes placed, or tried (not a file watched by its mappings alone) */
-		h->st.probes -= (uint64_t)f->nsites;
-		h->fds_left += (long)f->nsites * h->rings.n;
-	}
+	hello_count(h, f, 0);
 	free(f->pids);
 	free(f);
 	return probes;
@@ -180,6 +194,8 @@ static void rewritten(struct procctl_hello *h)
 				;
 			if (*pp && (ev->mask & IN_MODIFY)) {
 				h->st.files_rewritten++;
+				if ((*pp)->owner && (*pp)->counted)
+					hello_cool(h, (*pp)->owner); /* each rewrite a close: not again for a while */
 				unprobe(h, pp);
 			}
 			at += (ssize_t)sizeof *ev + ev->len;
@@ -229,8 +245,8 @@ static void pid_forked(struct procctl_hello *h, pid_t parent, pid_t child)
 }
 
 /* The timer at the first of: the next recheck, the next idle drop, the
- * end of a batch. */
-static void arm(struct procctl_hello *h, int64_t idle_due)
+ * end of a batch, the next try of deferred files. */
+void hello_arm(struct procctl_hello *h, int64_t idle_due)
 {
 	struct itimerspec its;
 	int64_t due = 0;
@@ -242,6 +258,8 @@ static void arm(struct procctl_hello *h, int64_t idle_due)
 		due = idle_due;
 	if (h->quiet_due && (!due || h->quiet_due < due))
 		due = h->quiet_due;
+	if (h->ndefer && (!due || h->defer_due < due))
+		due = h->defer_due;
 	if (due == h->armed)
 		return;
 	memset(&its, 0, sizeof its);
@@ -275,7 +293,7 @@ void hello_recheck_stages(struct procctl_hello *h, pid_t pid, int stages)
 		armed |= q->len == 1;
 	}
 	if (armed)
-		arm(h, 0);
+		hello_arm(h, 0);
 }
 
 /* on_pid(pid) after HELLO_RECHECK_NS; without uprobes, at every stage
@@ -421,6 +439,8 @@ void procctl_hello_free(procctl_hello_t *h)
 		return;
 	/* Here, not detached: a stopping agent's uprobes are gone when it
 	 * returns. Its caller hands off first (procctl-node does). */
+	if (h->paused)
+		procctl_close_resume();
 	while (h->files) {
 		struct file *f = h->files;
 		size_t k = (size_t)(h->rings.n * f->nsites);
@@ -496,6 +516,8 @@ procctl_hello_t *procctl_hello_new(const struct procctl_hello_opts *opts)
 	if ((err = hello_rings_open(&h->rings, h->epfd, ncpu, pages)) < 0)
 		goto fail;
 	hello_sweep(h->proc, on_mapping, h);
+	if (hello_retry(h)) /* files of root's deferred behind a close in flight; or the closer resumed */
+		hello_arm(h, 0);
 	return h;
 fail:
 	procctl_hello_free(h);
@@ -568,8 +590,10 @@ int procctl_hello_dispatch(procctl_hello_t *h)
 			say(h, pid);
 		}
 	}
+	if (hello_retry(h))
+		h->defer_due = now + HELLO_RECHECK_NS;
 	h->armed = -1; /* the timer fired or was read: set it again */
-	arm(h, drop_idle(h, now));
+	hello_arm(h, drop_idle(h, now));
 	return err;
 }
 
@@ -578,5 +602,12 @@ int procctl_hello_stats(const procctl_hello_t *h, struct procctl_hello_stats *ou
 	struct procctl_hello_stats st = h->st;
 	st.files = h->nfiles;
 	st.uprobes = h->st.probes * (uint64_t)h->rings.n;
+	st.owners_cooling = 0;
+	{
+		int64_t now = procctl_now_ns();
+		size_t i;
+		for (i = 0; i < HELLO_COOL_MAX; i++)
+			st.owners_cooling += h->cool[i].until > now;
+	}
 	return procctl_out_give(out, sz, &st, sizeof st);
 }

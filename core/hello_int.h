@@ -15,6 +15,10 @@
 #define hello_pid_add procctl__hello_pid_add
 #define hello_recheck procctl__hello_recheck
 #define hello_recheck_stages procctl__hello_recheck_stages
+#define hello_arm procctl__hello_arm
+#define hello_cool procctl__hello_cool
+#define hello_count procctl__hello_count
+#define hello_retry procctl__hello_retry
 
 #include <stddef.h>
 #include <stdint.h>
@@ -26,6 +30,9 @@
 
 #define HELLO_FILES_MAX 1024
 #define HELLO_FILES_PER_OWNER 32 /* probed files owned by one uid but root's */
+#define HELLO_COOL_NS 60000000000ll /* an owner but root gets no probes this long after a rewrite of one */
+#define HELLO_COOL_MAX 64 /* owners cooling at once; past that, every owner but root cools */
+#define HELLO_DEFER_MAX 16 /* root's files waiting for the close in flight */
 #define HELLO_SITES_MAX 16
 #define HELLO_PIDS_MAX 65536
 #define HELLO_SEEN_SLOTS 4096 /* power of two */
@@ -58,6 +65,15 @@ struct delayed {
 	int64_t due;
 };
 
+/* A mapping of a file of root's, to probe once the close in flight ends. */
+struct deferred {
+	pid_t pid;
+	uint64_t start, end;
+	struct hello_key k;
+	int live; /* hello_mapped's */
+	char path[512];
+};
+
 /* Rechecks of one delay, in the order they are due. */
 struct delayq {
 	struct delayed d[HELLO_DELAYED_MAX];
@@ -83,6 +99,13 @@ struct procctl_hello {
 	struct task { pid_t pid, parent; } tasks[HELLO_TASKS_MAX]; /* parent 0: an exit */
 	size_t ntasks;
 	long fds_left;    /* perf fds the probes may still use (a share of RLIMIT_NOFILE) */
+	struct cooling { uid_t uid; int64_t until; } cool[HELLO_COOL_MAX]; /* owners who rewrote a probed file */
+	int64_t all_cool_until; /* cool[] was full: every owner but root cools until then */
+	struct deferred defer[HELLO_DEFER_MAX];
+	size_t ndefer;
+	int64_t defer_due; /* their next try */
+	int paused;   /* this probe holds a procctl_close_pause */
+	int retrying; /* in hello_retry */
 	struct procctl_hello_stats st;
 };
 
@@ -97,6 +120,16 @@ void hello_file_close(struct procctl_hello *h, struct file *f);
 void hello_recheck_stages(struct procctl_hello *h, pid_t pid, int stages);
 /* on_pid(pid) after HELLO_RECHECK_NS; without uprobes, at every stage. */
 void hello_recheck(struct procctl_hello *h, pid_t pid);
+/* The timer at the first thing due (idle_due: the next idle drop, or 0). */
+void hello_arm(struct procctl_hello *h, int64_t idle_due);
+/* f's uprobes (nsites on every CPU) counted as placed, or not: the probes
+ * and the fds left. */
+void hello_count(struct procctl_hello *h, struct file *f, int placed);
+/* uid's files get no probes for HELLO_COOL_NS: it rewrote a probed one. */
+void hello_cool(struct procctl_hello *h, uid_t uid);
+/* Probe the deferred files of root's when no close is in flight; resume
+ * the closer when none waits. 1: some still wait (the timer is wanted). */
+int hello_retry(struct procctl_hello *h);
 /* pid maps [start, end) of file k (path as the process named it); live:
  * a record of now, not the first scan's. */
 void hello_mapped(struct procctl_hello *h, pid_t pid, uint64_t start, uint64_t end, const struct hello_key *k,

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* hello_probe.c - a mapped file's reading and its uprobes, for the
  * procctl:hello probe (hello.c, hello_int.h): its sites from the ELF
- * note, the limits on files and fds, and no probe while earlier ones are
- * still closing. */
+ * note, the limits on files and fds, and when probes may go in while
+ * earlier ones are still closing (root's files ahead of the rest). */
 #define _GNU_SOURCE 1
 #include <errno.h>
 #include <linux/perf_event.h>
@@ -67,19 +67,135 @@ static int dedupe(uint64_t *off, int n)
 	return n < 0 ? n : m;
 }
 
-/* Room for a file of n sites owned by uid: HELLO_FILES_MAX files, the fds
- * left (those still closing count as used), and HELLO_FILES_PER_OWNER of
- * one owner's but root's (a user's copies of a library with sites would
- * take them all). */
-static int room(const struct procctl_hello *h, int n, uid_t uid)
+/* Room for a file of n sites owned by uid: HELLO_FILES_MAX files and the
+ * fds left (those still closing count as used) for all;
+ * HELLO_FILES_PER_OWNER of one owner's but root's (a user's copies of a
+ * library with sites would take them all). */
+static int room(struct procctl_hello *h, int n, uid_t uid)
 {
+	long fds = (long)n * h->rings.n;
 	const struct file *f;
 	int mine = 0;
-	if (h->nfiles >= HELLO_FILES_MAX || (long)n * h->rings.n > h->fds_left - procctl_close_pending())
+	if (h->nfiles >= HELLO_FILES_MAX || fds > h->fds_left - procctl_close_pending()) {
+		h->st.skipped_all++;
 		return 0;
-	for (f = h->files; f && uid; f = f->next)
+	}
+	if (!uid)
+		return 1;
+	for (f = h->files; f; f = f->next)
 		mine += f->owner == uid;
-	return mine < HELLO_FILES_PER_OWNER;
+	if (mine >= HELLO_FILES_PER_OWNER) {
+		h->st.skipped_owner++;
+		return 0;
+	}
+	return 1;
+}
+
+static int cooling(const struct procctl_hello *h, uid_t uid, int64_t now)
+{
+	size_t i;
+	if (now < h->all_cool_until)
+		return 1;
+	for (i = 0; i < HELLO_COOL_MAX; i++)
+		if (h->cool[i].until > now && h->cool[i].uid == uid)
+			return 1;
+	return 0;
+}
+
+void hello_cool(struct procctl_hello *h, uid_t uid)
+{
+	int64_t now = procctl_now_ns();
+	size_t i, slot = HELLO_COOL_MAX;
+	h->st.owners_cooled++;
+	for (i = 0; i < HELLO_COOL_MAX; i++) {
+		if (h->cool[i].until > now && h->cool[i].uid == uid)
+			break;
+		if (h->cool[i].until <= now && slot == HELLO_COOL_MAX)
+			slot = i;
+	}
+	if (i == HELLO_COOL_MAX)
+		i = slot;
+	if (i < HELLO_COOL_MAX)
+		h->cool[i] = (struct cooling){uid, now + HELLO_COOL_NS};
+	else
+		h->all_cool_until = now + HELLO_COOL_NS; /* more churning owners than are kept: all of them */
+}
+
+/* The closer paused for this probe: 1 when no close is in flight. */
+static int pause_closes(struct procctl_hello *h)
+{
+	if (h->paused)
+		return procctl_close_quiet();
+	h->paused = 1;
+	return procctl_close_pause();
+}
+
+static int defer(struct procctl_hello *h, pid_t pid, uint64_t start, uint64_t end, const struct hello_key *k,
+		 const char *path, int live)
+{
+	struct deferred *d = &h->defer[h->ndefer];
+	if (h->retrying || h->ndefer == HELLO_DEFER_MAX || strlen(path) >= sizeof d->path)
+		return 0;
+	*d = (struct deferred){pid, start, end, *k, live, {0}};
+	strcpy(d->path, path);
+	if (!h->ndefer++) {
+		h->defer_due = procctl_now_ns() + HELLO_RECHECK_NS;
+		hello_arm(h, 0);
+	}
+	return 1;
+}
+
+/* May a file of uid's get probes now? Each close of a probe holds the
+ * kernel's event_mutex for grace periods (about 90 ms), and placing one
+ * waits for it. A file of root's pauses the closer: its probes go in at
+ * once when no close is in flight, else after it (deferred to the next
+ * tick, 20 ms). Another owner's file waits until no close is pending at
+ * all (its process is rechecked at every stage meanwhile, and the file
+ * read again at its next mapping), and an owner who rewrote a probed file
+ * gets none for HELLO_COOL_NS: a user who makes probes come and go keeps
+ * the closer busy, never root's files waiting. */
+static int may_probe(struct procctl_hello *h, uid_t uid, pid_t pid, uint64_t start, uint64_t end,
+		     const struct hello_key *k, const char *path, int live)
+{
+	if (!uid) {
+		if (!procctl_close_pending())
+			return 1;
+		if (pause_closes(h)) {
+			h->st.placed_past_closes++;
+			return 1;
+		}
+		if (!defer(h, pid, start, end, k, path, live))
+			h->st.skipped_closing++;
+		return 0;
+	}
+	if (cooling(h, uid, procctl_now_ns())) {
+		h->st.skipped_churn++;
+		return 0;
+	}
+	if (procctl_close_pending() > 0) {
+		h->st.skipped_closing++;
+		return 0;
+	}
+	return 1;
+}
+
+int hello_retry(struct procctl_hello *h)
+{
+	size_t i;
+	if (h->ndefer && procctl_close_quiet()) {
+		h->retrying = 1;
+		for (i = 0; i < h->ndefer; i++) {
+			struct deferred *d = &h->defer[i];
+			hello_mapped(h, d->pid, d->start, d->end, &d->k, d->path, d->live);
+		}
+		h->ndefer = 0;
+		h->retrying = 0;
+	}
+	if (h->paused && !h->ndefer) {
+		procctl_close_resume();
+		h->paused = 0;
+	}
+	return h->ndefer > 0;
 }
 
 /* The kernel refuses uprobes (err): since Linux 6.16, and the stable
@@ -94,9 +210,7 @@ static void denied(struct procctl_hello *h, struct file *f, int err)
 			close(f->probes[i]); /* none hit yet: quick to close */
 	for (i = 0; i < h->rings.n * f->nsites; i++)
 		f->probes[i] = -1;
-	h->st.probes -= (uint64_t)f->nsites;
-	h->fds_left += (long)f->nsites * h->rings.n;
-	f->counted = 0;
+	hello_count(h, f, 0);
 	h->uprobes_denied = 1;
 	h->st.uprobes_denied = 1;
 	procctl_log(PROCCTL_LOG_WARN, "hello_uprobes_denied",
@@ -106,15 +220,60 @@ static void denied(struct procctl_hello *h, struct file *f, int err)
 		    strerror(-err), HELLO_STAGES);
 }
 
+/* A file of n sites (off), open as fd, owned by uid: probed (or watched by
+ * its mappings alone, when uprobes are refused), with pid mapping it. */
+static void file_add(struct procctl_hello *h, int fd, const uint64_t *off, int n, uid_t uid, const struct hello_key *k,
+		     pid_t pid, int live)
+{
+	struct file *f;
+	int i, err;
+	if (!(f = calloc(1, sizeof *f)) || !(f->probes = malloc((size_t)(h->rings.n * n) * sizeof *f->probes))) {
+		free(f);
+		return;
+	}
+	f->k = *k;
+	f->nsites = n;
+	f->owner = uid;
+	f->wd = -1;
+	for (i = 0; i < h->rings.n * n; i++)
+		f->probes[i] = -1;
+	if (!h->uprobes_denied) {
+		hello_count(h, f, 1);
+		if ((err = probe(h, f, fd, off)) == -EACCES || err == -EPERM) {
+			denied(h, f, err); /* watched by its mappings alone, as every file after it */
+		} else if (err < 0) {
+			h->st.probe_failures++;
+			h->seen[hello_key_slot(k)] = *k; /* not again and again */
+			hello_file_close(h, f);
+			return;
+		}
+	}
+	{
+		/* A probe keeps a copy of the instruction it replaced: when the
+		 * file is written in place, the probes go before they are wrong. */
+		char p[64];
+		snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
+		f->wd = inotify_add_watch(h->ifd, p, IN_MODIFY);
+	}
+	f->next = h->files;
+	f->probed_ns = procctl_now_ns();
+	h->files = f;
+	h->nfiles++;
+	h->st.files_probed++;
+	hello_pid_add(h, f, pid);
+	if (live)
+		hello_recheck(h, pid);
+}
+
 /* pid maps [start, end) of file k (path as the process named it). */
 void hello_mapped(struct procctl_hello *h, pid_t pid, uint64_t start, uint64_t end, const struct hello_key *k,
-		   const char *path, int live)
+		  const char *path, int live)
 {
 	uint64_t off[HELLO_SITES_MAX];
 	struct stat sb;
 	struct file *f;
 	uint32_t slot = hello_key_slot(k);
-	int fd, n, i, err;
+	int fd, n;
 	if (pid == h->self)
 		return; /* the agent does not discover itself: a program linking the process side (its
 			   helpers) would get probes nobody hits, each slow to close */
@@ -139,68 +298,17 @@ void hello_mapped(struct procctl_hello *h, pid_t pid, uint64_t start, uint64_t e
 	if (n < 0)
 		h->st.elf_rejected++;
 	n = dedupe(off, n);
-	if (n > 0 && (fstat(fd, &sb) < 0 || !room(h, n, sb.st_uid))) {
-		h->st.files_skipped++; /* over the limits: not remembered, tried again when mapped again */
-		close(fd);
-		return;
-	}
-	if (n > 0 && !h->uprobes_denied && procctl_close_pending() > 0) {
-		/* Earlier probes are still closing, each holding the kernel's
-		 * event_mutex for grace periods, which perf_event_open waits
-		 * for too: no probe now (the loop would wait with it). The
-		 * process is rechecked at every stage; the file is read again
-		 * at its next mapping. */
-		h->st.files_skipped++;
-		close(fd);
-		if (live)
-			hello_recheck_stages(h, pid, HELLO_STAGES);
-		return;
-	}
 	if (n <= 0) {
 		if (n == 0 || n == -ENOEXEC || n == -EFBIG)
 			h->seen[slot] = *k; /* what it is will not change: not read again */
-		close(fd);
-		return;
-	}
-	if (!(f = calloc(1, sizeof *f)) || !(f->probes = malloc((size_t)(h->rings.n * n) * sizeof *f->probes))) {
-		free(f);
-		close(fd);
-		return;
-	}
-	f->k = *k;
-	f->nsites = n;
-	f->owner = sb.st_uid;
-	f->wd = -1;
-	for (i = 0; i < h->rings.n * n; i++)
-		f->probes[i] = -1;
-	if (!h->uprobes_denied) {
-		h->st.probes += (uint64_t)n;
-		h->fds_left -= (long)n * h->rings.n;
-		f->counted = 1;
-		if ((err = probe(h, f, fd, off)) == -EACCES || err == -EPERM) {
-			denied(h, f, err); /* watched by its mappings alone, as every file after it */
-		} else if (err < 0) {
-			h->st.probe_failures++;
-			h->seen[slot] = *k; /* not again and again */
-			hello_file_close(h, f);
-			close(fd);
-			return;
-		}
-	}
-	{
-		/* A probe keeps a copy of the instruction it replaced: when the
-		 * file is written in place, the probes go before they are wrong. */
-		char p[64];
-		snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
-		f->wd = inotify_add_watch(h->ifd, p, IN_MODIFY);
+	} else if (fstat(fd, &sb) < 0 || !room(h, n, sb.st_uid)) {
+		h->st.files_skipped++; /* over the limits: not remembered, tried again when mapped again */
+	} else if (!h->uprobes_denied && !may_probe(h, sb.st_uid, pid, start, end, k, path, live)) {
+		h->st.files_skipped++; /* read again at its next mapping (or its deferral's end) */
+		if (live)
+			hello_recheck_stages(h, pid, HELLO_STAGES);
+	} else {
+		file_add(h, fd, off, n, sb.st_uid, k, pid, live);
 	}
 	close(fd);
-	f->next = h->files;
-	f->probed_ns = procctl_now_ns();
-	h->files = f;
-	h->nfiles++;
-	h->st.files_probed++;
-	hello_pid_add(h, f, pid);
-	if (live)
-		hello_recheck(h, pid);
 }

@@ -538,6 +538,15 @@ struct procctl_hello_stats {
 	uint64_t uprobes_denied; /* 1: the kernel refused a uprobe (CAP_SYS_ADMIN since Linux 6.16):
 				    files with the probe are watched by their mappings alone, and a
 				    process that maps one is handed to on_pid 5 times in 10 s */
+	/* Why files with the probe got none (each also in files_skipped): */
+	uint64_t skipped_all;     /* all owners hold 1,024 files, or every probe fd (half of RLIMIT_NOFILE) */
+	uint64_t skipped_owner;   /* its owner (not root) holds 32 */
+	uint64_t skipped_closing; /* not root's, while earlier probes were closing */
+	uint64_t skipped_churn;   /* its owner rewrote a probed file in the last 60 s */
+	uint64_t owners_cooled;   /* rewrites of probed files that put their owner off probes for 60 s */
+	uint64_t owners_cooling;  /* owners off probes now (of the last 64 to rewrite one; past 64, all) */
+	uint64_t placed_past_closes; /* root's files probed while others' probes were closing (the closer
+					waited) */
 };
 
 procctl_hello_t *procctl_hello_new(const struct procctl_hello_opts *opts);

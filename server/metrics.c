@@ -162,6 +162,19 @@ static void hello(struct prom *p, const struct node *n)
 	    hs.open_failures);
 	prom_one(p, COUNTER("procctl_hello_lost_total", NULL, "Times perf records were lost (a full ring): a full scan followed."),
 	    hs.lost);
+	prom_family(p, COUNTER("procctl_hello_files_refused_total", NULL,
+			       "Mappings of files with the probe that got none, by the bound reached: all (1,024 files or "
+			       "the probe fds, half the fd limit), owner (32 files of one owner but root), closing (not "
+			       "root's, while probes were closing), churn (its owner rewrote a probed file in the last "
+			       "minute). Their processes are found by rechecks (5 in 10 s) and rescans."));
+	prom_int(p, PROM_LABELS({"limit", "all"}), hs.skipped_all);
+	prom_int(p, PROM_LABELS({"limit", "owner"}), hs.skipped_owner);
+	prom_int(p, PROM_LABELS({"limit", "closing"}), hs.skipped_closing);
+	prom_int(p, PROM_LABELS({"limit", "churn"}), hs.skipped_churn);
+	prom_one(p, GAUGE("procctl_hello_owners_cooling", NULL,
+		     "Owners (uids but root) whose files get no probe for a minute: they rewrote a probed file "
+		     "(each rewrite costs a close of its probes, and closes hold the kernel's event_mutex)."),
+	    hs.owners_cooling);
 }
 
 /* Writes, acks and their latency. */

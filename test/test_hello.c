@@ -17,6 +17,7 @@
 #include <string.h>
 #include <dlfcn.h>
 #include <sched.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -702,42 +703,65 @@ static pid_t libs_mapped(struct world *w, struct procctl_hello_stats *st0, int n
 }
 
 /* Closing uprobes holds the kernel's event_mutex for grace periods, and
- * placing one waits for it: while closes are pending, a file with the
- * probe gets none (the loop would wait; a user who makes probes come and
- * go would stall it). Its process is still found, by the rechecks; once
- * the closes are done, the file is probed at its next mapping. */
-static void no_probes_while_closes_wait(void **state)
+ * placing one waits for it. While closes are pending, a file of root's is
+ * probed all the same: the closer waits between two closes while its
+ * probes go in (after the close in flight). Another owner's gets none
+ * (the loop would wait; a user who makes probes come and go would stall
+ * it): its process is still found, by the rechecks, and once the closes
+ * are done the file is probed at its next mapping. */
+static void others_probes_wait_for_closes_roots_do_not(void **state)
 {
 	struct procctl_hello_stats st0, st1, st;
 	struct world w;
-	char path[128], cmd[320];
-	char *argv_copy[] = {path, "--consumer", consumer, NULL};
-	pid_t mapper, pid;
-	int go;
+	char root_path[128], user_path[128], cmd[640];
+	char *argv_root[] = {root_path, "--consumer", consumer, NULL};
+	char *argv_user[] = {user_path, "--consumer", consumer, NULL};
+	pid_t mapper, root_pid, user_pid;
+	int go_root, go_user;
+	long pending;
+	uint64_t t0, t1;
 	(void)state;
-	snprintf(path, sizeof path, "%s/echo-client", lockdir);
-	snprintf(cmd, sizeof cmd, "cp %s %s", ECHO_CLIENT_PATH, path);
+	snprintf(root_path, sizeof root_path, "%s/echo-client", lockdir);
+	snprintf(user_path, sizeof user_path, "%s/echo-client-65534", lockdir);
+	snprintf(cmd, sizeof cmd, "cp %s %s && cp %s %s && chown 65534:65534 %s", ECHO_CLIENT_PATH, root_path,
+		 ECHO_CLIENT_PATH, user_path, user_path);
 	assert_int_equal(system(cmd), 0);
-	pid = spawn_later(argv_copy, &go);
+	root_pid = spawn_later(argv_root, &go_root);
+	user_pid = spawn_later(argv_user, &go_user);
 	mapper = libs_mapped(&w, &st0, 12, 0, 12);
 	end_child(mapper);
 	if (!pump(&w, files_cond, (long)st0.files)) /* idle: their probes go to the closer */
 		fail_msg("the probes of files nobody maps stayed");
 	assert_true(procctl_close_pending() > 0);
 	procctl_hello_stats(w.h, &st1, sizeof st1);
-	assert_int_equal(write(go, "x", 1), 1);
-	close(go);
-	if (!pump(&w, attached_cond, pid))
+
+	t0 = th_now_ns();
+	assert_int_equal(write(go_root, "x", 1), 1);
+	close(go_root);
+	if (!pump(&w, probed_cond, (long)st1.files_probed + 1))
+		fail_msg("a file of root's was not probed while others' probes were closing");
+	t1 = th_now_ns();
+	pending = procctl_close_pending();
+	if (!pump(&w, attached_cond, root_pid))
 		fail_msg("a client seen while closes were pending was not attached (rescans are an hour apart)");
 	procctl_hello_stats(w.h, &st, sizeof st);
-	assert_true(st.files_skipped > st1.files_skipped);
+	assert_true(pending > 0); /* probed before the closes were done */
+	assert_true(st.placed_past_closes > st1.placed_past_closes);
+
+	assert_int_equal(write(go_user, "x", 1), 1);
+	close(go_user);
+	if (!pump(&w, attached_cond, user_pid))
+		fail_msg("a client of uid 65534's file seen while closes were pending was not attached");
+	procctl_hello_stats(w.h, &st, sizeof st);
+	assert_true(st.skipped_closing > st1.skipped_closing);
+	assert_int_equal(st.files_probed, st1.files_probed + 1); /* root's alone */
 	if (!closes_done(&w))
 		fail_msg("the closes did not end");
-	print_message("closes were pending while the client was found: %llu files skipped\n",
-		      (unsigned long long)(st.files_skipped - st1.files_skipped));
-	spawn(argv_copy);
-	if (!pump(&w, probed_cond, (long)st1.files_probed + 1))
-		fail_msg("the client's file was not probed once the closes were done");
+	print_message("root's file probed %.1f ms after its exec, %ld probes still closing; uid 65534's skipped: %llu\n",
+		      (double)(t1 - t0) / MS, pending, (unsigned long long)(st.skipped_closing - st1.skipped_closing));
+	spawn(argv_user);
+	if (!pump(&w, probed_cond, (long)st1.files_probed + 2))
+		fail_msg("uid 65534's file was not probed once the closes were done");
 	world_stop(&w);
 }
 
@@ -756,6 +780,103 @@ static void one_owner_gets_32_files(void **state)
 	assert_true(st.files_skipped >= st0.files_skipped + 2);
 	end_child(mapper);
 	assert_true(pump(&w, files_cond, (long)st0.files));
+	assert_true(closes_done(&w));
+	world_stop(&w);
+}
+
+/* A child of uid 65534 that maps copies [from, from + n) (its own) and,
+ * every 20 ms, writes a byte of each in place (the byte it holds) and maps
+ * them again: a user who makes probes come and go, each rewrite a close
+ * of a file's probes. */
+static pid_t churner(int from, int n)
+{
+	pid_t pid;
+	assert_true(n <= 16);
+	assert_int_equal(chmod(lockdir, 0711), 0);
+	assert_true((pid = fork()) >= 0);
+	if (pid == 0) {
+		void *map[16] = {0};
+		size_t len[16];
+		int fd[16], i;
+		if (setgid(65534) < 0 || setuid(65534) < 0)
+			_exit(3);
+		for (i = 0; i < n; i++) {
+			char path[128];
+			struct stat sb;
+			snprintf(path, sizeof path, "%s/lib%d.so", lockdir, from + i);
+			if ((fd[i] = open(path, O_RDWR)) < 0 || fstat(fd[i], &sb) < 0)
+				_exit(1);
+			len[i] = (size_t)sb.st_size;
+		}
+		for (;;) {
+			for (i = 0; i < n; i++) {
+				void *p;
+				if (pwrite(fd[i], "\x7f", 1, 0) != 1)
+					_exit(1);
+				if ((p = mmap(NULL, len[i], PROT_READ | PROT_EXEC, MAP_PRIVATE, fd[i], 0)) == MAP_FAILED)
+					_exit(1);
+				if (map[i])
+					munmap(map[i], len[i]);
+				map[i] = p;
+			}
+			usleep(20000);
+		}
+	}
+	children[nchildren++] = pid;
+	return pid;
+}
+
+static int pending_cond(struct world *w, long unused)
+{
+	(void)w, (void)unused;
+	return procctl_close_pending() > 0;
+}
+
+/* A user who rewrites its probed libraries and maps them again every
+ * 20 ms keeps closes pending, each holding the kernel's event_mutex for
+ * grace periods. A library of root's mapped then still gets its probes
+ * (the closer waits between two closes while they are placed), and the
+ * user's files get none for a minute after a rewrite of one. The program
+ * loading root's library calls procctl_init 10.5 s later, past the last
+ * recheck, with rescans an hour apart: only its hello finds it. */
+static void churning_owner_does_not_starve_root(void **state)
+{
+	char path[128], delay[] = "10500";
+	char *argv[] = {HELLOLIB_CLIENT_PATH, path, consumer, delay, NULL};
+	struct procctl_hello_stats st0, st;
+	struct world w;
+	pid_t pid;
+	int go, i;
+	(void)state;
+	snprintf(path, sizeof path, "%s/lib8.so", lockdir);
+	lib_copies(0, 8, 65534);
+	lib_copies(8, 1, 0);
+	pid = spawn_later(argv, &go);
+	world_open(&w, HOUR, NULL, HOUR, 0);
+	assert_true(pump(&w, ready_cond, 0));
+	procctl_hello_stats(w.h, &st0, sizeof st0);
+	churner(0, 8);
+	if (!pump(&w, rewritten_cond, (long)st0.files_rewritten) || !pump(&w, pending_cond, 0))
+		fail_msg("the churning user's files were not probed, rewritten and closing");
+	assert_int_equal(write(go, "x", 1), 1);
+	close(go);
+	for (i = 0; i < 3 && !pump(&w, attached_cond, pid); i++)
+		;
+	procctl_hello_stats(w.h, &st, sizeof st);
+	print_message("rewritten %llu, probed %llu (%llu past closes), skipped %llu (%llu for churn), hits %llu\n",
+		      (unsigned long long)(st.files_rewritten - st0.files_rewritten),
+		      (unsigned long long)(st.files_probed - st0.files_probed),
+		      (unsigned long long)(st.placed_past_closes - st0.placed_past_closes),
+		      (unsigned long long)(st.files_skipped - st0.files_skipped),
+		      (unsigned long long)(st.skipped_churn - st0.skipped_churn),
+		      (unsigned long long)(st.hits - st0.hits));
+	if (!was_attached(&w, pid))
+		fail_msg("a late initializer of root's library was not found while another user churned probes");
+	assert_true(st.hits > st0.hits);
+	assert_true(st.files_rewritten - st0.files_rewritten <= 8); /* the user's files: probed once each */
+	assert_true(st.owners_cooled > st0.owners_cooled && st.owners_cooling == 1);
+	assert_true(st.skipped_churn > st0.skipped_churn);
+	end_child(children[nchildren - 1]); /* the churner */
 	assert_true(closes_done(&w));
 	world_stop(&w);
 }
@@ -789,8 +910,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(uprobes_refused_mappings_still_find, setup, teardown),
 		cmocka_unit_test_setup_teardown(without_the_probe_rescans_still_find, setup, teardown),
 		cmocka_unit_test_setup_teardown(without_permission_it_says_so, setup, teardown),
-		cmocka_unit_test_setup_teardown(no_probes_while_closes_wait, setup, teardown),
+		cmocka_unit_test_setup_teardown(others_probes_wait_for_closes_roots_do_not, setup, teardown),
 		cmocka_unit_test_setup_teardown(one_owner_gets_32_files, setup, teardown),
+		cmocka_unit_test_setup_teardown(churning_owner_does_not_starve_root, setup, teardown),
 	};
 	return TH_RUN(tests);
 }
