@@ -36,8 +36,9 @@
  * is read again at its next mapping (hello_probe.c).
  * The agent's own mappings are not probed (it does not discover itself). Files without sites are remembered
  * in a direct-mapped cache so they are read once, mostly. Everything is
- * bounded: HELLO_FILES_MAX probed files (HELLO_FILES_PER_OWNER of one
- * owner's but root's), HELLO_SITES_MAX sites each, HELLO_PIDS_MAX
+ * bounded: HELLO_FILES_MAX probed files (of the owners but root,
+ * HELLO_OTHERS_FILES_MAX and a quarter of the fds together,
+ * HELLO_FILES_PER_OWNER each), HELLO_SITES_MAX sites each, HELLO_PIDS_MAX
  * pids each (a file with more is kept until the agent stops),
  * HELLO_DELAYED_MAX pending rechecks (more: on_pid at once),
  * HELLO_DEFER_MAX deferred files, HELLO_COOL_MAX cooling owners (more:
@@ -127,6 +128,8 @@ void hello_count(struct procctl_hello *h, struct file *f, int placed)
 		fds = -fds;
 	h->st.probes += (uint64_t)(placed ? f->nsites : -f->nsites);
 	h->fds_left -= fds;
+	if (f->owner)
+		h->others_fds += fds;
 }
 
 /* Forget f; its uprobes (ncpu * nsites fds, malloc'd) are the caller's to
@@ -175,6 +178,7 @@ static void unprobe(struct procctl_hello *h, struct file **pp)
 	if (f->idle_since)
 		h->nidle--;
 	h->seen[hello_key_slot(&f->k)] = (struct hello_key){0, 0, 0};
+	h->others_files -= f->owner != 0;
 	hello_file_close(h, f);
 	h->nfiles--;
 	h->st.files_dropped++;
@@ -490,6 +494,7 @@ procctl_hello_t *procctl_hello_new(const struct procctl_hello_opts *opts)
 		/* Probes use at most half of the fds the agent may open. */
 		h->fds_left = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY ? (long)(rl.rlim_cur / 2)
 											      : 65536;
+		h->fds_max = h->fds_left;
 	}
 	snprintf(h->proc, sizeof h->proc, "%s", o->proc_root ? o->proc_root : "/proc");
 	h->self = getpid();

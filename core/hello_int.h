@@ -30,6 +30,7 @@
 
 #define HELLO_FILES_MAX 1024
 #define HELLO_FILES_PER_OWNER 32 /* probed files owned by one uid but root's */
+#define HELLO_OTHERS_FILES_MAX 64 /* probed files of every owner but root, together (and a quarter of the fds) */
 #define HELLO_COOL_NS 60000000000ll /* an owner but root gets no probes this long after a rewrite of one */
 #define HELLO_COOL_MAX 64 /* owners cooling at once; past that, every owner but root cools */
 #define HELLO_DEFER_MAX 16 /* root's files waiting for the close in flight */
@@ -99,6 +100,9 @@ struct procctl_hello {
 	struct task { pid_t pid, parent; } tasks[HELLO_TASKS_MAX]; /* parent 0: an exit */
 	size_t ntasks;
 	long fds_left;    /* perf fds the probes may still use (a share of RLIMIT_NOFILE) */
+	long fds_max;     /* ... and all they may use */
+	long others_fds;  /* perf fds of files owned by others than root */
+	size_t others_files;
 	struct cooling { uid_t uid; int64_t until; } cool[HELLO_COOL_MAX]; /* owners who rewrote a probed file */
 	int64_t all_cool_until; /* cool[] was full: every owner but root cools until then */
 	struct deferred defer[HELLO_DEFER_MAX];
@@ -122,8 +126,8 @@ void hello_recheck_stages(struct procctl_hello *h, pid_t pid, int stages);
 void hello_recheck(struct procctl_hello *h, pid_t pid);
 /* The timer at the first thing due (idle_due: the next idle drop, or 0). */
 void hello_arm(struct procctl_hello *h, int64_t idle_due);
-/* f's uprobes (nsites on every CPU) counted as placed, or not: the probes
- * and the fds left. */
+/* f's uprobes (nsites on every CPU) counted as placed, or not: the probes,
+ * the fds left, and others' fds when f is not root's. */
 void hello_count(struct procctl_hello *h, struct file *f, int placed);
 /* uid's files get no probes for HELLO_COOL_NS: it rewrote a probed one. */
 void hello_cool(struct procctl_hello *h, uid_t uid);

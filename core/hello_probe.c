@@ -2,7 +2,7 @@
 /* hello_probe.c - a mapped file's reading and its uprobes, for the
  * procctl:hello probe (hello.c, hello_int.h): its sites from the ELF
  * note, the limits on files and fds, and when probes may go in while
- * earlier ones are still closing (root's files ahead of the rest). */
+ * earlier ones are still closing (root's files ahead of the rest in both). */
 #define _GNU_SOURCE 1
 #include <errno.h>
 #include <linux/perf_event.h>
@@ -68,9 +68,11 @@ static int dedupe(uint64_t *off, int n)
 }
 
 /* Room for a file of n sites owned by uid: HELLO_FILES_MAX files and the
- * fds left (those still closing count as used) for all;
- * HELLO_FILES_PER_OWNER of one owner's but root's (a user's copies of a
- * library with sites would take them all). */
+ * fds left (those still closing count as used) for all; for the owners
+ * but root together, HELLO_OTHERS_FILES_MAX files and a quarter of the
+ * fds (root's files, the node's own programs and libraries, keep the rest
+ * whatever users map); HELLO_FILES_PER_OWNER of one owner's (a user's
+ * copies of a library with sites would take them all). */
 static int room(struct procctl_hello *h, int n, uid_t uid)
 {
 	long fds = (long)n * h->rings.n;
@@ -82,6 +84,10 @@ static int room(struct procctl_hello *h, int n, uid_t uid)
 	}
 	if (!uid)
 		return 1;
+	if (h->others_files >= HELLO_OTHERS_FILES_MAX || h->others_fds + fds > h->fds_max / 4) {
+		h->st.skipped_others++;
+		return 0;
+	}
 	for (f = h->files; f; f = f->next)
 		mine += f->owner == uid;
 	if (mine >= HELLO_FILES_PER_OWNER) {
@@ -259,6 +265,7 @@ static void file_add(struct procctl_hello *h, int fd, const uint64_t *off, int n
 	f->probed_ns = procctl_now_ns();
 	h->files = f;
 	h->nfiles++;
+	h->others_files += uid != 0;
 	h->st.files_probed++;
 	hello_pid_add(h, f, pid);
 	if (live)

@@ -547,6 +547,8 @@ struct procctl_hello_stats {
 	uint64_t owners_cooling;  /* owners off probes now (of the last 64 to rewrite one; past 64, all) */
 	uint64_t placed_past_closes; /* root's files probed while others' probes were closing (the closer
 					waited) */
+	uint64_t skipped_others;  /* a file with the probe got none: the owners but root together hold 64
+				     files, or a quarter of the probe fds */
 };
 
 procctl_hello_t *procctl_hello_new(const struct procctl_hello_opts *opts);

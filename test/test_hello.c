@@ -19,6 +19,7 @@
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <linux/capability.h>
@@ -784,6 +785,86 @@ static void one_owner_gets_32_files(void **state)
 	world_stop(&w);
 }
 
+/* Past the others' bound, root's copy of the library (copy root) is
+ * probed; then every mapper ends, and every probe closes. */
+static void root_probed_past_others(struct world *w, const struct procctl_hello_stats *st0, pid_t mapper, int root)
+{
+	struct procctl_hello_stats st;
+	pid_t root_mapper;
+	procctl_hello_stats(w->h, &st, sizeof st);
+	root_mapper = lib_mapper(root, 1);
+	if (!pump(w, probed_cond, (long)st.files_probed + 1))
+		fail_msg("root's library was not probed past the others' bound");
+	end_child(root_mapper);
+	end_child(mapper);
+	assert_true(pump(w, files_cond, (long)st0->files));
+	assert_true(closes_done(w));
+	world_stop(w);
+}
+
+/* The owners but root together get HELLO_OTHERS_FILES_MAX (64) probed
+ * files (and a quarter of the probe fds): a user with subordinate uids (a
+ * container runtime's 65,536) takes no more; root's files are probed
+ * past that. */
+static void others_together_get_64_files(void **state)
+{
+	struct procctl_hello_stats st0, st;
+	struct world w;
+	pid_t mapper;
+	(void)state;
+	lib_copies(0, 30, 65534); /* before the probe: 69 cps' execs would fill its rings */
+	lib_copies(30, 30, 65533);
+	lib_copies(60, 8, 65532);
+	lib_copies(68, 1, 0);
+	world_start(&w, HOUR, NULL);
+	assert_true(pump(&w, ready_cond, 0));
+	procctl_hello_stats(w.h, &st0, sizeof st0);
+	mapper = lib_mapper(0, 68);
+	if (!pump(&w, probed_cond, (long)st0.files_probed + 64))
+		fail_msg("64 of 68 libraries of three users were not probed");
+	pump(&w, time_cond, (long)(th_now_ns() + 200 * MS)); /* 200 ms more for any 65th */
+	procctl_hello_stats(w.h, &st, sizeof st);
+	assert_int_equal(st.files, st0.files + 64);
+	assert_true(st.skipped_others >= st0.skipped_others + 4);
+	assert_int_equal(st.skipped_owner, st0.skipped_owner);
+	root_probed_past_others(&w, &st0, mapper, 68);
+}
+
+/* ... and a quarter of the probe fds (half of RLIMIT_NOFILE, here made
+ * small: room for 16 files of one site each). */
+static void others_together_get_a_quarter_of_the_fds(void **state)
+{
+	struct procctl_hello_stats st0, st;
+	struct world w;
+	struct rlimit rl, small;
+	long ncpu = sysconf(_SC_NPROCESSORS_CONF), quarter, per_file;
+	pid_t mapper;
+	(void)state;
+	lib_copies(0, 20, 65534);
+	lib_copies(20, 20, 65533);
+	lib_copies(40, 1, 0);
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl), 0);
+	small = rl;
+	small.rlim_cur = (rlim_t)(2 * 4 * 16 * ncpu);
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &small), 0);
+	world_start(&w, HOUR, NULL); /* the probe's fds: half of that */
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &rl), 0);
+	assert_true(pump(&w, ready_cond, 0));
+	procctl_hello_stats(w.h, &st0, sizeof st0);
+	mapper = lib_mapper(0, 40);
+	if (!pump(&w, probed_cond, (long)st0.files_probed + 8))
+		fail_msg("the users' libraries were not probed");
+	pump(&w, time_cond, (long)(th_now_ns() + 300 * MS)); /* 300 ms more for the rest */
+	procctl_hello_stats(w.h, &st, sizeof st);
+	per_file = (long)(st.uprobes / (st.files - st0.files));
+	quarter = (long)small.rlim_cur / 2 / 4;
+	print_message("%llu of 40 files probed: %llu uprobes of %ld\n", (unsigned long long)(st.files - st0.files),
+		      (unsigned long long)st.uprobes, quarter);
+	assert_true((long)st.uprobes <= quarter && (long)st.uprobes + per_file > quarter);
+	assert_true(st.skipped_others > st0.skipped_others);
+	root_probed_past_others(&w, &st0, mapper, 40);
+}
+
 /* A child of uid 65534 that maps copies [from, from + n) (its own) and,
  * every 20 ms, writes a byte of each in place (the byte it holds) and maps
  * them again: a user who makes probes come and go, each rewrite a close
@@ -912,7 +993,16 @@ int main(void)
 		cmocka_unit_test_setup_teardown(without_permission_it_says_so, setup, teardown),
 		cmocka_unit_test_setup_teardown(others_probes_wait_for_closes_roots_do_not, setup, teardown),
 		cmocka_unit_test_setup_teardown(one_owner_gets_32_files, setup, teardown),
+		cmocka_unit_test_setup_teardown(others_together_get_64_files, setup, teardown),
+		cmocka_unit_test_setup_teardown(others_together_get_a_quarter_of_the_fds, setup, teardown),
 		cmocka_unit_test_setup_teardown(churning_owner_does_not_starve_root, setup, teardown),
 	};
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 65536 && rl.rlim_cur < rl.rlim_max) {
+		/* The probe's fds are half of it: room for the owners' bounds, not
+		 * the fds, to be what the tests reach, whatever the CPUs. */
+		rl.rlim_cur = rl.rlim_max < 65536 ? rl.rlim_max : 65536;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
 	return TH_RUN(tests);
 }

@@ -62,7 +62,7 @@ test('a process started after the daemon is attached without a rescan, and its h
   const last = await metrics(port);
   assert.ok(value(last, 'procctl_hello_hits_total') > value(mid, 'procctl_hello_hits_total'), last);
   // Nothing was refused: every bound is said, at 0 (test_hello reaches them).
-  for (const limit of ['all', 'owner', 'closing', 'churn'])
+  for (const limit of ['all', 'others', 'owner', 'closing', 'churn'])
     assert.equal(value(last, `procctl_hello_files_refused_total\\{limit="${limit}"\\}`), 0, last);
   assert.equal(value(last, 'procctl_hello_owners_cooling'), 0, last);
   // A config reaches it as to any process.
