@@ -693,10 +693,10 @@ static int closes_done(struct world *w)
 static pid_t libs_mapped(struct world *w, struct procctl_hello_stats *st0, int n, uid_t uid, int want)
 {
 	pid_t mapper;
+	lib_copies(0, n, uid); /* before the probe: n cps' execs could fill its rings, and lose the mapper's */
 	world_start(w, HOUR, NULL);
 	assert_true(pump(w, ready_cond, 0));
 	procctl_hello_stats(w->h, st0, sizeof *st0);
-	lib_copies(0, n, uid);
 	mapper = lib_mapper(0, n);
 	if (!pump(w, probed_cond, (long)st0->files_probed + want))
 		fail_msg("%d of %d libraries with the probe were not probed", want, n);
