@@ -63,7 +63,7 @@ static int cfg_number(const struct where *w, const char *v, uint64_t lo, uint64_
 
 int cfg_millis(const struct where *w, const char *v, uint64_t lo_ns, uint64_t hi_ns, uint64_t *out_ns)
 {
-	uint64_t ms;
+	uint64_t ms = 0; /* gcc 12 -O3 cannot see that r != 0 leaves it unused */
 	int r = cfg_number(w, v, lo_ns / MS, hi_ns / MS, &ms);
 	if (!r)
 		*out_ns = ms * MS;
@@ -72,7 +72,7 @@ int cfg_millis(const struct where *w, const char *v, uint64_t lo_ns, uint64_t hi
 
 int cfg_u32(const struct where *w, const char *v, uint32_t lo, uint32_t hi, uint32_t *out)
 {
-	uint64_t n;
+	uint64_t n = 0; /* the same */
 	int r = cfg_number(w, v, lo, hi, &n);
 	if (!r)
 		*out = (uint32_t)n;

@@ -50,7 +50,7 @@ static void ident_x509(struct rpc *c, const char *subject)
 	uint64_t h = 0xcbf29ce484222325ull;
 	const char *s;
 	if (strlen(subject) + 5 < sizeof c->ident) {
-		snprintf(c->ident, sizeof c->ident, "x509:%s", subject);
+		snprintf(c->ident, sizeof c->ident, "x509:%.*s", (int)(sizeof c->ident - 6), subject);
 		return;
 	}
 	for (s = subject; *s; s++)
