@@ -494,6 +494,19 @@ void procctl_registry_close(procctl_registry_t *r, unsigned flags);
  * call procctl_hello_dispatch when it is readable (on_pid runs there). All
  * calls on one hello from one thread at a time.
  *
+ * Its readiness is used up by the first poll that reports it: the fd is an
+ * epoll set of perf rings, and a perf ring's readiness is cleared by the
+ * poll that reads it (the kernel's perf_poll), whoever asks: poll, select,
+ * or an epoll_wait of a set that holds the fd (or holds a set that does).
+ * A second poll, with no new record in between, says nothing is ready. So
+ * call procctl_hello_dispatch once for every wake that reported the fd,
+ * and do not poll it again first to learn whether it was the one (an
+ * epoll_wait with timeout 0 after a poll of the same fds is told none). A
+ * dispatch reads every ring, whatever readiness said, and costs little
+ * when nothing waits: a loop that cannot tell which of its fds woke it may
+ * dispatch on every wake. Its timers (rechecks, the end of a batch) are a
+ * timerfd in that set: readable until dispatched.
+ *
  * Needs system-wide perf events (CAP_PERFMON or CAP_SYS_ADMIN, or
  * perf_event_paranoid <= 0) and the uprobe PMU; without them new returns
  * NULL with errno (EACCES or EPERM: no permission; ENOENT: no uprobe

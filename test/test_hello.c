@@ -17,6 +17,7 @@
 #include <string.h>
 #include <dlfcn.h>
 #include <sched.h>
+#include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
@@ -962,6 +963,45 @@ static void churning_owner_does_not_starve_root(void **state)
 	world_stop(&w);
 }
 
+/* procctl_hello_fd's readiness is used up by the first poll that reports
+ * it (a perf ring's, cleared by perf_poll): the rule is a dispatch for
+ * every wake that reported it, and a dispatch reads every ring whatever
+ * readiness said. Here a loop polls the fd, asks again (as one asking an
+ * epoll set which fd woke it), and dispatches once: the exec's mapping is
+ * read and its file probed in that one dispatch. */
+static void one_dispatch_per_wake_reads_everything(void **state)
+{
+	struct procctl_hello_stats st0, st;
+	struct world w;
+	struct epoll_event ev;
+	int ep, again;
+	pid_t pid;
+	(void)state;
+	world_start(&w, HOUR, NULL);
+	assert_true(pump(&w, ready_cond, 0));
+	pump(&w, time_cond, (long)(th_now_ns() + 100 * MS));
+	procctl_hello_stats(w.h, &st0, sizeof st0);
+	assert_true((ep = epoll_create1(EPOLL_CLOEXEC)) >= 0);
+	ev = (struct epoll_event){.events = EPOLLIN};
+	assert_int_equal(epoll_ctl(ep, EPOLL_CTL_ADD, procctl_hello_fd(w.h), &ev), 0);
+	pid = echo_client_copy();
+	th_sleep_ms(50); /* the exec's mappings are in the rings by now */
+	{
+		struct pollfd p = {procctl_hello_fd(w.h), POLLIN, 0};
+		assert_int_equal(poll(&p, 1, 10000), 1);
+	}
+	again = epoll_wait(ep, &ev, 1, 0);
+	close(ep);
+	assert_int_equal(procctl_hello_dispatch(w.h), 0);
+	procctl_hello_stats(w.h, &st, sizeof st);
+	print_message("a second poll said %d ready (the timer may be); one dispatch read %llu mappings\n", again,
+		      (unsigned long long)(st.mmaps - st0.mmaps));
+	assert_true(st.files_probed > st0.files_probed); /* echo-client's copy, read in that dispatch */
+	if (!pump(&w, attached_cond, pid))
+		fail_msg("the client was not attached");
+	world_stop(&w);
+}
+
 static void bad_options(void **state)
 {
 	struct procctl_hello_opts ho;
@@ -996,6 +1036,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(others_together_get_64_files, setup, teardown),
 		cmocka_unit_test_setup_teardown(others_together_get_a_quarter_of_the_fds, setup, teardown),
 		cmocka_unit_test_setup_teardown(churning_owner_does_not_starve_root, setup, teardown),
+		cmocka_unit_test_setup_teardown(one_dispatch_per_wake_reads_everything, setup, teardown),
 	};
 	struct rlimit rl;
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 65536 && rl.rlim_cur < rl.rlim_max) {
