@@ -86,7 +86,7 @@ test-builds:
 
 bench: build
 	scripts/install-peers.sh
-	{ build/bench/bench_process && build/bench/bench_agent && build/bench/bench_arbiter && build/bench/bench_node && build/bench/bench_hello && build/bench/bench_stop && build/bench/bench_bells && build/bench/bench_scale && build/bench/bench_many && \
+	{ build/bench/bench_process && build/bench/bench_agent && build/bench/bench_arbiter && build/bench/bench_node && build/bench/bench_hello && build/bench/bench_forks && build/bench/bench_stop && build/bench/bench_bells && build/bench/bench_scale && build/bench/bench_many && \
 	  { PROCCTL_NODE=$(CURDIR)/build/procctl-node ECHO_CLIENT=$(CURDIR)/build/clients/echo-client \
 	    TOKEN_CLIENT=$(CURDIR)/build/clients/token-client PROTO_DIR=$(CURDIR)/proto \
 	    BUF=$(CURDIR)/test/peers/node_modules/.bin/buf NODE_PATH=$(CURDIR)/test/peers/node_modules \

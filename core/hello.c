@@ -4,9 +4,11 @@
  * On every CPU a software dummy perf event reports executable mappings
  * (MMAP2), forks, exits and execs into a ring (hellorings.h): that is the
  * whole host's churn, so after a wake that read some, those rings are
- * muted for batch_ns (20 ms) and read together at its end, or with the
- * next hit; 1,000 execs woke procctl-node 4,860 times without this, 46
- * with it. A file mapped for the first
+ * muted for a batch (batch_ns, 20 ms, doubling to 1 s while the host keeps
+ * at it) and read together at its end; 1,000 execs woke procctl-node
+ * 4,860 times without this, 46 with it, and /bin/true run 20 times a
+ * second woke it 60 times a second with fixed 20 ms batches, once with
+ * growing ones (bench_forks). A file mapped for the first
  * time (by device and inode) is opened through /proc/<pid>/map_files (the
  * exact mapping, in any mount namespace; /proc/<pid>/root/<path>, checked
  * against the record's device and inode, when that is refused) and its
@@ -488,6 +490,8 @@ procctl_hello_t *procctl_hello_new(const struct procctl_hello_opts *opts)
 	h->o = *o;
 	h->epfd = h->tfd = h->ifd = h->rings.rfd = -1;
 	h->batch_ns = h->o.batch_ns ? (int64_t)h->o.batch_ns : HELLO_BATCH_NS;
+	h->batch_max_ns = h->batch_ns > HELLO_BATCH_MAX_NS ? h->batch_ns : HELLO_BATCH_MAX_NS;
+	h->batch_cur = h->batch_ns;
 	h->idle_ns = o->idle_ns ? (int64_t)o->idle_ns : HELLO_IDLE_NS;
 	{
 		struct rlimit rl;
@@ -541,26 +545,52 @@ static void on_record(void *arg, const unsigned char *r, size_t len)
 }
 
 /* The host's records (every exec, mapping, fork and exit) wake the loop
- * once a batch_ns at most: after a drain that found any, the record rings
+ * once a batch at most: after a drain that found any, the record rings
  * are muted until a drain finds none after quiet_due. A hello's hit is
- * heard at once, and read with whatever records wait. */
+ * heard at once, and read with whatever records wait. A batch starts at
+ * batch_ns and doubles at each end that found records, up to
+ * batch_max_ns: a host that forks and execs steadily then costs one wake
+ * a batch, not three a fork (the first record, the batch's end with the
+ * fork's last records, the end that found none). It halves instead when
+ * a record ring was a quarter full (lost records cost a full scan), and
+ * starts over after a quiet of batch_max_ns. */
+/* A batch's end found records: the next batch is longer, unless a ring
+ * filled a quarter (or lost records). */
+static void batch_adapt(struct procctl_hello *h)
+{
+	if (h->rings.fill > 64 || h->lost)
+		h->batch_cur = h->batch_cur / 2 > h->batch_ns ? h->batch_cur / 2 : h->batch_ns;
+	else
+		h->batch_cur = h->batch_cur * 2 < h->batch_max_ns ? h->batch_cur * 2 : h->batch_max_ns;
+}
+
 static int batch(struct procctl_hello *h, size_t records, int64_t now)
 {
 	size_t n;
 	int err = 0;
+	if (h->quiet_due && now < h->quiet_due)
+		return 0; /* muted: what a hit's wake read is the batch's, which ends at quiet_due */
 	if (records) {
-		h->quiet_due = now + h->batch_ns;
+		if (h->quiet_due)
+			batch_adapt(h);
+		else if (now - h->unmuted_ns > h->batch_max_ns)
+			h->batch_cur = h->batch_ns; /* the first records after a quiet */
+		h->quiet_due = now + h->batch_cur;
 		return hello_rings_mute(&h->rings, 1);
 	}
-	if (!h->quiet_due || now < h->quiet_due)
+	if (!h->quiet_due)
 		return 0;
 	h->quiet_due = 0;
 	if ((err = hello_rings_mute(&h->rings, 0)) < 0)
 		return err;
 	n = hello_rings_drain(&h->rings, on_record, h); /* came before the unmute */
 	tasks_done(h);
-	if (n)
-		return batch(h, 1, now);
+	if (n) {
+		batch_adapt(h);
+		h->quiet_due = now + h->batch_cur;
+		return hello_rings_mute(&h->rings, 1);
+	}
+	h->unmuted_ns = now;
 	return 0;
 }
 

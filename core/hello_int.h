@@ -45,6 +45,7 @@
 #define HELLO_RING_PAGES 16
 #define HELLO_IDLE_NS 30000000000ll
 #define HELLO_BATCH_NS 20000000ll
+#define HELLO_BATCH_MAX_NS 1000000000ll /* a busy host's batches grow to this */
 
 struct file {
 	struct hello_key k;
@@ -87,6 +88,8 @@ struct procctl_hello {
 	int epfd, tfd, ifd, uprobe_type;
 	struct hello_rings rings;
 	int64_t batch_ns, quiet_due; /* records muted until quiet_due; 0: not muted */
+	int64_t batch_cur, batch_max_ns; /* this batch's length: batch_ns .. batch_max_ns */
+	int64_t unmuted_ns;              /* when the rings were last unmuted */
 	pid_t self; /* the agent's own pid: its mappings are not probed */
 	struct file *files;
 	size_t nfiles;

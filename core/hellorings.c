@@ -185,8 +185,14 @@ size_t hello_rings_drain(struct hello_rings *rs, hello_record_fn fn, void *arg)
 	hello_epoll_consume(rs->rfd);
 	for (c = 0; c < rs->n; c++)
 		n += drain(rs, &rs->hit[c], fn, arg);
-	for (c = 0; c < rs->n; c++)
-		n += drain(rs, &rs->rec[c], fn, arg);
+	rs->fill = 0;
+	for (c = 0; c < rs->n; c++) {
+		struct hello_ring *rg = &rs->rec[c];
+		uint64_t held = __atomic_load_n(&rg->meta->data_head, __ATOMIC_ACQUIRE) - rg->meta->data_tail;
+		if (held * 256 / rg->size > rs->fill)
+			rs->fill = held * 256 / rg->size;
+		n += drain(rs, rg, fn, arg);
+	}
 	return n;
 }
 

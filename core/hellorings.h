@@ -34,6 +34,7 @@ struct hello_rings {
 	int rfd;    /* the record rings' epoll, in outer while not muted */
 	int muted;
 	int n;      /* CPUs with both rings */
+	uint64_t fill; /* the most bytes a record ring held at the last drain, in 1/256ths of its size */
 	struct hello_ring *rec, *hit;
 	unsigned char scratch[65536]; /* a record that wraps a ring's end */
 };
@@ -58,7 +59,8 @@ void hello_rings_close(struct hello_rings *rs);
 void hello_epoll_consume(int epfd);
 
 /* Clears the rings' readiness (outer's is the caller's), then reads every
- * record of every ring into fn, hits first: how many records there were. */
+ * record of every ring into fn, hits first: how many records there were
+ * (and in fill, how full the fullest record ring was). */
 size_t hello_rings_drain(struct hello_rings *rs, hello_record_fn fn, void *arg);
 
 /* Muted: records no longer make outer readable (hits still do); they wait

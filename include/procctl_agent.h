@@ -527,8 +527,9 @@ struct procctl_hello_opts {
 	void (*on_exec)(pid_t pid, void *arg); /* optional: pid exec'd (any process: pass it to
 						  procctl_registry_exec, which ignores the rest) */
 	uint64_t batch_ns;                    /* the host's execs, mappings, forks and exits wake the
-						 caller once this long at most (read together then); a
-						 hello is heard at once; 0: 20 ms */
+						 caller once this long at most (read together then),
+						 doubling while they keep coming, to 1 s (or batch_ns
+						 when longer); a hello is heard at once; 0: 20 ms */
 };
 
 struct procctl_hello_stats {
