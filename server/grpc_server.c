@@ -177,8 +177,11 @@ static char *slurp(const char *key, const char *path, char *err, size_t errlen)
 }
 
 /* Make a Unix socket's directory (an absolute path's), one nobody else
- * can swap the socket in: whoever may connect has the daemon's write
- * authority, so a socket of another's there would be served as ours. */
+ * can write: whoever may connect has the daemon's write authority, so a
+ * socket of another's there would be served as ours. Sticky is not
+ * enough (as /tmp): there another user can make the socket's name first,
+ * listen on it and take the clients' calls for the daemon's (the daemon
+ * then refuses to start, but a client does not know). */
 static int unix_dir(const char *path, char *err, size_t errlen)
 {
 	char dir[NODE_PATH_MAX], why[NODE_PATH_MAX + 128];
@@ -189,9 +192,10 @@ static int unix_dir(const char *path, char *err, size_t errlen)
 	if (dir[0] != '/' || !(slash = strrchr(dir, '/')))
 		return 0; /* relative: the working directory, the operator's */
 	slash[slash == dir] = 0; /* "/x.sock": "/" */
-	if ((fd = procctl_trusted_parent(dir, why, sizeof why)) < 0) {
-		snprintf(err, errlen, "unix:%s: %s (the socket's directory must be root's or this daemon's, and "
-				      "writable by nobody else unless sticky)", path, why);
+	if ((fd = procctl_trusted_dir(dir, why, sizeof why)) < 0) {
+		snprintf(err, errlen, "unix:%s: %s (the socket's directory must be this daemon's user's and "
+				      "writable by nobody else, not even when sticky: another user could make the "
+				      "socket's name there first and answer its clients)", path, why);
 		return fd;
 	}
 	close(fd);

@@ -339,7 +339,7 @@ static int dirs_checked(const struct node_cfg *cfg, char *err, size_t errlen)
 		snprintf(dir, sizeof dir, "%s", cfg->grpc_listen[i] + 5);
 		if ((slash = strrchr(dir, '/')))
 			slash[slash == dir] = 0;
-		if ((r = dir_checked("grpc_listen", dir, 0, err, errlen)) < 0)
+		if ((r = dir_checked("grpc_listen", dir, 1, err, errlen)) < 0)
 			return r;
 	}
 	return 0;

@@ -92,7 +92,7 @@ test('a lock or state directory someone else controls is refused, naming it; not
   assert.equal(fs.readFileSync(v, 'utf8'), 'root only secret');
 });
 
-test('a socket directory someone else controls is refused, naming it; a sticky one (as /tmp) is not', async () => {
+test('a socket directory someone else controls or may write is refused, naming it, even sticky (as /tmp)', async () => {
   const base = h.scratch('procctl-sockdir-');
   const args = (dir) => ['--grpc-listen', `unix:${path.join(dir, 'node.sock')}`, '--http-listen', '',
     '--lock-dir', path.join(base, 'locks'), '--state-dir', path.join(base, 'state'), '--consumers', h.CONSUMER];
@@ -111,11 +111,21 @@ test('a socket directory someone else controls is refused, naming it; a sticky o
   r = spawnSync(h.NODE_BIN, args(open), { encoding: 'utf8', timeout: 20000 });
   assert.equal(r.status, 1, r.stderr);
   assert.match(r.stderr, /open is writable by others \(mode 0777\)/);
-  // Sticky: nobody else can remove or rename the daemon's socket there.
+  // Sticky: nobody else can remove the daemon's socket there, but anyone
+  // can make its name first (the squatter test below).
   const sticky = path.join(base, 'sticky');
   fs.mkdirSync(sticky);
   fs.chmodSync(sticky, 0o1777);
-  const d = await new h.Daemon({ dir: base, sock: path.join(sticky, 'node.sock') }).ready(); // it serves
+  r = spawnSync(h.NODE_BIN, args(sticky), { encoding: 'utf8', timeout: 20000 });
+  assert.equal(r.status, 1, r.stderr);
+  assert.match(r.stderr, /sticky is writable by others \(mode 01777\) \(the socket's directory must be this daemon's user's/);
+  r = spawnSync(h.NODE_BIN, ['--check-config', ...args(sticky)], { encoding: 'utf8', timeout: 20000 });
+  assert.equal(r.status, 2, r.stderr);
+  assert.match(r.stderr, /^procctl-node: grpc_listen: .*sticky is writable by others \(mode 01777\)/);
+  // A directory of the daemon's own, writable by nobody else: it serves.
+  const mine = path.join(base, 'mine');
+  fs.mkdirSync(mine, { mode: 0o755 });
+  const d = await new h.Daemon({ dir: base, sock: path.join(mine, 'node.sock') }).ready();
   await d.stop();
 });
 
