@@ -110,6 +110,7 @@ const struct opt_program cli_program = {"procctl", "option", cli_cmds, NCMD + 1,
 
 const struct opt_def cli_options[NOPT] = {
 	[O_SOCKET] = {"socket", 0, "PATH", CMD_ALL},
+	[O_SOCKET_UID] = {"socket-uid", 0, "UID", CMD_ALL},
 	[O_SERVER] = {"server", 0, "HOST:PORT", CMD_ALL},
 	[O_TLS_CA] = {"tls-ca", 0, "FILE", CMD_ALL},
 	[O_TLS_CERT] = {"tls-cert", 0, "FILE", CMD_ALL},
@@ -146,7 +147,9 @@ static const char global_help[] =
 	"DATA: --data STRING | --file PATH | - (standard input)\n"
 	"DUR: seconds, or with a unit: 500ms, 5s, 2m, 1h (--timeout: how long a call may take,\n"
 	"default 10s, and how long --wait waits; the daemon refuses more than its max_wait_ms)\n"
-	"The daemon: its Unix socket (--socket, else $PROCCTL_SOCKET, else " CLI_DEFAULT_SOCKET "), or\n"
+	"The daemon: its Unix socket (--socket, else $PROCCTL_SOCKET, else " CLI_DEFAULT_SOCKET "), whose\n"
+	"listener must run as root or this user (or --socket-uid UID, else $PROCCTL_SOCKET_UID: a daemon\n"
+	"run as another user) before anything is sent to it; or\n"
 	"--server HOST:PORT, its TCP listener, with TLS: --tls-ca FILE (the CA its certificate is of;\n"
 	"default: the system's), --tls-cert FILE --tls-key FILE (this client's, for mTLS) and\n"
 	"--tls-server-name NAME (a name its certificate carries, when HOST is not one: a pod IP);\n"
@@ -268,6 +271,10 @@ static int take(int id, int short_name, const char *v, struct opts *o)
 		if (!*v)
 			return bad_value(as, v, "a value");
 		*str[id] = v;
+		break;
+	case O_SOCKET_UID:
+		if (parse_int(v, 0, 0x7fffffff, &cli_to.socket_uid) < 0)
+			return bad_value(as, v, "a uid (0 to 2147483647)");
 		break;
 	case O_PLAINTEXT: cli_to.plaintext = 1; break;
 	case O_TIMEOUT:

@@ -30,7 +30,7 @@ enum cli_cmd { CMD_PS, CMD_GET, CMD_STATE, CMD_PUBLISH, CMD_CLEAR, CMD_WATCH, CM
 #define CMD_ALL ((1u << NCMD) - 1)
 
 /* The options, each its index in cli_options. */
-enum cli_opt { O_SOCKET, O_SERVER, O_TLS_CA, O_TLS_CERT, O_TLS_KEY, O_TLS_SERVER_NAME, O_PLAINTEXT, O_TIMEOUT,
+enum cli_opt { O_SOCKET, O_SOCKET_UID, O_SERVER, O_TLS_CA, O_TLS_CERT, O_TLS_KEY, O_TLS_SERVER_NAME, O_PLAINTEXT, O_TIMEOUT,
 	       O_OUTPUT, O_HELP, O_PID, O_CONSUMER, O_SCHEMA, O_POD, O_CONTAINER, O_NAMESPACE, O_LABELS, O_DATA, O_FILE, O_WAIT,
 	       O_ALLOW_NONE, O_CLEAR, O_FROM, O_COUNT, O_FOR, O_INTERVAL, NOPT };
 
@@ -66,6 +66,7 @@ struct opts {
 struct cli_target {
 	const char *socket, *server, *ca, *cert, *key, *server_name;
 	int plaintext;
+	long socket_uid; /* a uid the socket's listener may run as besides root and this user; -1: none */
 };
 
 extern struct cli_target cli_to;
@@ -82,7 +83,14 @@ const char *target_name(void); /* the socket's path or the server's HOST:PORT */
  * again: nobody listening, no permission; what TLS's details say about
  * the options): 1 with why set, or 0 when there is nothing to add. */
 int unavailable_why(const char *details, char *why, size_t len);
-int connect_once(void); /* 0, or -1 after saying why */
+/* The channel: 0; -1 after saying why; -2 the Unix socket takes no
+ * connection now (not said: say_failure's UNAVAILABLE says why). */
+int connect_once(void);
+/* connect_once, and -2 said: 0 or -1. */
+int connected(void);
+/* A Unix socket's channel given up (the daemon went away: a channel made
+ * on a socket fd never dials again), to be made anew. */
+void connect_reset(void);
 /* Read fd to its end: 0 and *out (malloc'd, NUL after its *len bytes);
  * -EFBIG over max bytes, -ENOMEM, or read's -errno (*out NULL). */
 int read_all(int fd, size_t max, uint8_t **out, size_t *len);

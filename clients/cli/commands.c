@@ -234,11 +234,14 @@ static int health_once(int64_t ms, int *status, grpc_status_code *st, char **det
 {
 	Grpc__Health__V1__HealthCheckRequest rq = GRPC__HEALTH__V1__HEALTH_CHECK_REQUEST__INIT;
 	Grpc__Health__V1__HealthCheckResponse *r;
+	int c;
 	*details = NULL;
 	*st = GRPC_STATUS_UNAVAILABLE;
 	if (!cli_to.server && access(cli_to.socket, F_OK) < 0)
 		return -1;
-	if (connect_once() < 0)
+	if ((c = connect_once()) == -2)
+		return -1; /* no connection yet */
+	if (c < 0)
 		return -2;
 	if (!(r = (void *)call_for("/grpc.health.v1.Health/Check", &rq.base,
 				   &grpc__health__v1__health_check_response__descriptor, ms, st, details)))
@@ -268,6 +271,8 @@ int cmd_health(const struct opts *o)
 				&d);
 		if (r > 0 || r == -2 || !o->wait || now_ms() >= end)
 			break;
+		if (r < 0)
+			connect_reset(); /* the next question on a new connection, checked again */
 		usleep(100000);
 	}
 	reply.status = (Grpc__Health__V1__HealthCheckResponse__ServingStatus)status;

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* connect.c - the channel to the daemon: its Unix socket, or TCP with
- * TLS (mTLS with a client certificate; a server name to verify other than
- * the address dialed, as a controller dialing a pod IP needs), or plain
- * TCP when asked for by name. */
+/* connect.c - the channel to the daemon: its Unix socket (whose listener
+ * must be root, this user or --socket-uid before anything is sent), or TCP
+ * with TLS (mTLS with a client certificate; a server name to verify other
+ * than the address dialed, as a controller dialing a pod IP needs), or
+ * plain TCP when asked for by name. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include <grpc/grpc.h>
+#include <grpc/grpc_posix.h>
 #include <grpc/grpc_security.h>
 #include <grpc/support/log.h>
 
@@ -215,6 +217,55 @@ static void quiet(gpr_log_func_args *args)
 	(void)args;
 }
 
+/* The daemon's Unix socket, connected, its listener's uid checked before
+ * a byte goes to it: root, this user, or --socket-uid. In a directory
+ * others may write (sticky or not, as /tmp) anyone can listen at the
+ * daemon's path before it does. The fd; -2 no connection (not said);
+ * -1 refused (said). */
+static int socket_checked(void)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct ucred cr;
+	socklen_t crlen = sizeof cr;
+	struct passwd *pw;
+	int fd;
+	if (strlen(cli_to.socket) >= sizeof sa.sun_path) {
+		fprintf(stderr, "procctl: %s: longer than a Unix socket's path (%zu bytes)\n", cli_to.socket,
+			sizeof sa.sun_path - 1);
+		return -1;
+	}
+	memcpy(sa.sun_path, cli_to.socket, strlen(cli_to.socket));
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
+		return -2;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0 ||
+	    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crlen) < 0) {
+		close(fd);
+		return -2;
+	}
+	if (cr.uid == 0 || cr.uid == geteuid() || (cli_to.socket_uid >= 0 && cr.uid == (uid_t)cli_to.socket_uid))
+		return fd;
+	close(fd);
+	pw = getpwuid(cr.uid);
+	fprintf(stderr, "procctl: %s: the process listening there (pid %d) runs as uid %u%s%s%s, neither root nor "
+		"this user: not procctl-node, or one run by that user (anyone who can write the socket's "
+		"directory, sticky or not, can listen at its path); nothing was sent. A daemon of that user's: "
+		"--socket-uid %u (or PROCCTL_SOCKET_UID=%u)\n", cli_to.socket, (int)cr.pid, (unsigned)cr.uid,
+		pw ? " (" : "", pw ? pw->pw_name : "", pw ? ")" : "", (unsigned)cr.uid, (unsigned)cr.uid);
+	return -1;
+}
+
+void connect_reset(void)
+{
+	if (cli_ch && !cli_to.server) {
+		grpc_channel_destroy(cli_ch);
+		cli_ch = NULL;
+		grpc_completion_queue_shutdown(cli_cq);
+		grpc_completion_queue_destroy(cli_cq);
+		cli_cq = NULL;
+		grpc_shutdown_blocking();
+	}
+}
+
 int connect_once(void)
 {
 	char target[300];
@@ -222,6 +273,7 @@ int connect_once(void)
 	grpc_arg arg[5];
 	grpc_channel_args args = {4, arg};
 	grpc_resource_quota *q;
+	int fd = -1;
 	if (cli_ch)
 		return 0;
 	if (!cli_to.server && access(cli_to.socket, F_OK) < 0) {
@@ -231,9 +283,13 @@ int connect_once(void)
 		fprintf(stderr, "procctl: %s: %s\n", cli_to.socket, why);
 		return -1;
 	}
+	if (!cli_to.server && (fd = socket_checked()) < 0)
+		return fd;
 	if ((size_t)snprintf(target, sizeof target, "%s%s", cli_to.server ? "dns:///" : "unix:", target_name()) >=
 	    sizeof target) {
 		fprintf(stderr, "procctl: %s: too long\n", target_name());
+		if (fd >= 0)
+			close(fd);
 		return -1;
 	}
 	gpr_set_log_verbosity(GPR_LOG_SEVERITY_ERROR);
@@ -278,7 +334,9 @@ int connect_once(void)
 		arg[4].value.string = (char *)cli_to.server_name;
 		args.num_args = 5;
 	}
-	cli_ch = grpc_channel_create(target, cr, &args);
+	/* The socket checked above is the one used: gRPC never dials the
+	 * path again (a reconnect is this program's, checked again). */
+	cli_ch = fd >= 0 ? grpc_channel_create_from_fd(target, fd, cr, &args) : grpc_channel_create(target, cr, &args);
 	grpc_resource_quota_unref(q); /* the channel holds its own */
 	grpc_channel_credentials_release(cr);
 	cli_cq = grpc_completion_queue_create_for_pluck(NULL);

@@ -65,12 +65,22 @@ void say_failure(grpc_status_code st, const char *details)
 		fprintf(stderr, "procctl: (at %s)\n", target_name());
 }
 
+int connected(void)
+{
+	int r = connect_once();
+	if (r == -2) {
+		cli_last_status = GRPC_STATUS_UNAVAILABLE;
+		say_failure(GRPC_STATUS_UNAVAILABLE, NULL);
+	}
+	return r < 0 ? -1 : 0;
+}
+
 ProtobufCMessage *call(const char *method, const ProtobufCMessage *req, const ProtobufCMessageDescriptor *rd)
 {
 	ProtobufCMessage *resp;
 	grpc_status_code st;
 	char *d;
-	if (connect_once() < 0)
+	if (connected() < 0)
 		return NULL;
 	/* --timeout is what the daemon is asked to wait (wait_ms); its answer
 	 * that the time is up needs a moment to come back */
@@ -147,6 +157,11 @@ static int run(struct opts *o)
 	if (!cli_to.server && !cli_to.socket)
 		cli_to.socket = getenv("PROCCTL_SOCKET") && *getenv("PROCCTL_SOCKET") ? getenv("PROCCTL_SOCKET")
 										    : CLI_DEFAULT_SOCKET;
+	if (cli_to.socket_uid < 0 && getenv("PROCCTL_SOCKET_UID") && *getenv("PROCCTL_SOCKET_UID") &&
+	    parse_int(getenv("PROCCTL_SOCKET_UID"), 0, 0x7fffffff, &cli_to.socket_uid) < 0) {
+		fprintf(stderr, "procctl: PROCCTL_SOCKET_UID: '%s' is not a uid\n", getenv("PROCCTL_SOCKET_UID"));
+		return 2;
+	}
 	switch (o->cmd) {
 	case CMD_GET: return cmd_get(o);
 	case CMD_STATE: return cmd_state(o);
@@ -166,6 +181,7 @@ int main(int argc, char **argv)
 	struct opts o;
 	int e, done;
 
+	cli_to.socket_uid = -1;
 	if (cli_escape_output() < 0) {
 		perror("procctl: escaping output");
 		return 1;

@@ -404,7 +404,7 @@ int cmd_top(const struct opts *o)
 		t.width = ws.ws_col;
 		t.rows = ws.ws_row;
 	}
-	if (connect_once() < 0)
+	if (connected() < 0)
 		return 1;
 	rq.filter = (Procctl__V1__Selector *)&o->sel;
 	if (pb_stream_start(&s, cli_ch, cli_cq, "/procctl.v1.NodeService/WatchEvents", gpr_inf_future(GPR_CLOCK_REALTIME),

@@ -64,7 +64,7 @@ int cmd_watch(const struct opts *o)
 	}
 	if (ms || by_timeout)
 		deadline = gpr_time_add(gpr_now(GPR_CLOCK_REALTIME), gpr_time_from_millis(ms, GPR_TIMESPAN));
-	if (connect_once() < 0)
+	if (connected() < 0)
 		return 1;
 	rq.filter = (Procctl__V1__Selector *)&o->sel;
 	rq.resume_token = (char *)(o->from ? o->from : "");

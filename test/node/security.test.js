@@ -10,6 +10,7 @@ const os = require('node:os');
 const path = require('node:path');
 const { spawnSync } = require('node:child_process');
 const h = require('./harness');
+const { run, said, exits } = require('./clirun');
 
 after(async () => {
   await h.killAll();
@@ -128,6 +129,53 @@ test('a socket directory someone else controls or may write is refused, naming i
   const d = await new h.Daemon({ dir: base, sock: path.join(mine, 'node.sock') }).ready();
   await d.stop();
 });
+
+// uid 65534 listens at the daemon's path in a sticky directory before any
+// daemon: it records every byte it is sent and answers nothing.
+const SQUATTER = `const fs = require('fs'); const net = require('net'); let n = 0;
+const s = net.createServer((c) => c.on('data', (b) => { n += b.length; console.log('bytes ' + n); }));
+s.listen(process.argv[1], () => { fs.chmodSync(process.argv[1], 0o777); console.log('listening'); });`;
+
+test('a squatter at the socket path in a sticky directory gets nothing from the CLI; the daemon will not start there',
+  async () => {
+    const base = h.scratch('procctl-squat-');
+    fs.chmodSync(base, 0o711);
+    const sticky = path.join(base, 'sticky');
+    fs.mkdirSync(sticky);
+    fs.chmodSync(sticky, 0o1777);
+    const sock = path.join(sticky, 'node.sock');
+    const sq = new h.Child(process.execPath, ['-e', SQUATTER, sock], { uid: 65534, gid: 65534 });
+    try {
+      await sq.line(/^listening$/, { out: true });
+      assert.equal(fs.statSync(sock).uid, 65534);
+      // The operator publishes a secret to what it takes for the daemon.
+      let r = await run(['--socket', sock, 'publish', '--consumer', 'hecho', '--data', 'db_password=hunter2']);
+      exits(r, 1);
+      assert.match(r.stderr, new RegExp(`^procctl: ${sock}: the process listening there \\(pid \\d+\\) runs as uid ` +
+        '65534 \\(nobody\\), neither root nor this user: .*nothing was sent\\. A daemon of that user\'s: ' +
+        '--socket-uid 65534 \\(or PROCCTL_SOCKET_UID=65534\\)\n$'), said(r));
+      for (const cmd of [['health'], ['health', '--wait', '--timeout', '1s'], ['ps'], ['watch', '--for', '1s']]) {
+        r = await run(['--socket', sock, ...cmd]);
+        assert.equal(r.code, 1, said(r));
+        assert.match(r.stderr, /runs as uid 65534 \(nobody\)/, said(r));
+      }
+      await h.sleep(200);
+      assert.deepEqual(sq.out.filter((l) => /^bytes/.test(l)), [], 'the squatter was sent bytes');
+      // Named as the daemon's user, it is talked to: the check was what kept the bytes.
+      r = await run(['--socket', sock, '--timeout', '1s', 'health'], { env: { PROCCTL_SOCKET_UID: '65534' } });
+      assert.equal(r.code, 1, said(r));
+      await sq.line(/^bytes [1-9]/, { out: true });
+      // The daemon refuses to start there, naming the directory.
+      const d = spawnSync(h.NODE_BIN, ['--grpc-listen', `unix:${sock}`, '--http-listen', '',
+        '--lock-dir', path.join(base, 'locks'), '--state-dir', path.join(base, 'state'), '--consumers', h.CONSUMER],
+      { encoding: 'utf8', timeout: 20000 });
+      assert.equal(d.status, 1, d.stderr);
+      assert.match(d.stderr, /sticky is writable by others \(mode 01777\)/);
+    } finally {
+      sq.proc.kill('SIGKILL');
+      await sq.exited;
+    }
+  });
 
 test('files in the directories are never opened through a symlink, and others cannot open the locks', async () => {
   const v = victim();
