@@ -70,6 +70,9 @@
  *                                   used now (now_ns 0: CLOCK_MONOTONIC)
  *   procctl_resource_report(ctx, kind, id, state, flags, &g, mode)
  *                                   report a resource's state and wish
+ *   procctl_event_fd(ctx)           (PROCCTL_EVENT_FD) an fd for the program's
+ *                                   own epoll set, readable after agent writes
+ *   procctl_event_read(ctx)         read its notifications (then procctl_poll)
  *   procctl_reinit(ctx)             a forked child's own, new region
  *   procctl_close(ctx)              unmap and close
  *
@@ -135,7 +138,7 @@ extern "C" {
  * ---------------------------------------------------------------------- */
 
 #define PROCCTL_VERSION_MAJOR 1
-#define PROCCTL_VERSION_MINOR 0
+#define PROCCTL_VERSION_MINOR 1
 
 #define PROCCTL_MAGIC       0x004c5443434f5250ull /* "PROCCTL\0" */
 #define PROCCTL_STATE_MAGIC 0x54415453434f5250ull /* "PROCSTAT" */
@@ -186,10 +189,15 @@ struct procctl_hdr {
 	uint64_t lease_max_ns;   /* 136 lease clamp, upper bound */
 	uint32_t resource_cap;   /* 144 resource entries in the state block */
 	uint32_t state_data_cap; /* 148 consumer bytes in the state block */
-	uint32_t flags;          /* 152 0 in 1.0 */
-	uint8_t reserved[96];    /* 156 0 */
+	uint32_t flags;          /* 152 PROCCTL_HDR_* (1.1); 0 in 1.0 */
+	int32_t event_fd;        /* 156 with PROCCTL_HDR_EVENT_FD: the creator's fd of its event socket's
+				  *     agent end (1.1); else 0 */
+	uint8_t reserved[92];    /* 160 0 */
 	uint32_t header_crc;     /* 252 CRC32C of [0, header_size), this field 0 */
 };
+
+/* Header flags (procctl_hdr.flags). */
+#define PROCCTL_HDR_EVENT_FD 0x1u /* 1.1: event_fd names an AF_UNIX SOCK_SEQPACKET socketpair end (6.6) */
 
 /* Owner word (procctl_ctrl.owner): domain, epoch and flags in one word,
  * changed by the lock holder with CAS only. 0: never claimed. */
@@ -323,6 +331,7 @@ PROCCTL__STATIC_ASSERT(offsetof(struct procctl_hdr, canary_addr) == 120, "SPEC 3
 PROCCTL__STATIC_ASSERT(offsetof(struct procctl_hdr, lease_min_ns) == 128, "SPEC 3.1");
 PROCCTL__STATIC_ASSERT(offsetof(struct procctl_hdr, resource_cap) == 144, "SPEC 3.1");
 PROCCTL__STATIC_ASSERT(offsetof(struct procctl_hdr, flags) == 152, "SPEC 3.1");
+PROCCTL__STATIC_ASSERT(offsetof(struct procctl_hdr, event_fd) == 156, "SPEC 3.1");
 PROCCTL__STATIC_ASSERT(offsetof(struct procctl_hdr, header_crc) == 252, "SPEC 3.1");
 PROCCTL__STATIC_ASSERT(sizeof(struct procctl_ctrl) == 64, "SPEC 3.2: control block is 64 bytes");
 PROCCTL__STATIC_ASSERT(offsetof(struct procctl_ctrl, owner) == 8, "SPEC 3.2");
@@ -355,6 +364,10 @@ PROCCTL__STATIC_ASSERT(offsetof(struct procctl_state_hdr, ack_status) == 56, "SP
 /* Flags of the state writers. */
 #define PROCCTL_TRY 0x1u /* -EBUSY instead of waiting for another writer */
 
+/* procctl_config_t.flags. */
+#define PROCCTL_EVENT_FD 0x1u /* an fd for the program's own event loop, readable after each write of the
+			       * agent (procctl_event_fd, procctl_event_read) */
+
 /* Configuration of procctl_init. Zero-initialise it and set the fields you
  * need; the mission's snippet sets the first five. */
 /* In C++ the optional fields default to 0 (member initializers): a
@@ -375,7 +388,7 @@ typedef struct procctl_config {
 	                                       * state_capacity) bytes, any alignment, alive
 	                                       * and untouched until procctl_close */
 	uint32_t resource_capacity PROCCTL__OPT; /* resources reported and granted, 0 .. 64 */
-	uint32_t reserved PROCCTL__OPT;          /* 0 */
+	uint32_t flags PROCCTL__OPT;             /* PROCCTL_EVENT_FD, or 0 */
 	uint64_t lease_min_ns PROCCTL__OPT;      /* lease clamp; 0: PROCCTL_LEASE_MIN_DEFAULT_NS */
 	uint64_t lease_max_ns PROCCTL__OPT;      /* lease clamp; 0: PROCCTL_LEASE_MAX_DEFAULT_NS */
 } procctl_config_t;
@@ -439,7 +452,8 @@ typedef struct procctl {
 	uint64_t lease_epoch_, stale_gen_;
 	/* state writers */
 	uint32_t state_waiters_;
-	uint32_t reserved2_;
+	int32_t event_fd_; /* the program's end of the event socket; -1 not asked for; -2 asked for, none now
+			    * (the agent's end is kept beside the canary cell: this struct's size is an ABI) */
 } procctl_t;
 
 /* Each call returns 0 or a count on success and a negative errno on
@@ -450,9 +464,10 @@ typedef struct procctl {
  * state block, ctx taken as raw memory (a context holding a region is
  * procctl_close'd first, or that region stays open). 0; -EINVAL a bad
  * config (name, schema 0, capacities out of range, no storage, lease
- * bounds outside 10 ms .. 1 h or unordered, reserved fields nonzero);
+ * bounds outside 10 ms .. 1 h or unordered, unknown flags);
  * -EMFILE 512 live contexts, or the fd limit; -ENOMEM, -ENOSYS or another
- * errno of memfd_create, ftruncate, fcntl, mmap, madvise or getrandom.
+ * errno of memfd_create, ftruncate, fcntl, mmap, madvise, getrandom or
+ * (PROCCTL_EVENT_FD) socketpair.
  * On failure ctx holds no region: its calls return -ECHILD. */
 PROCCTL_API int procctl_init(procctl_t *ctx, const procctl_config_t *cfg);
 /* A new region and instance id for ctx, with its config (in a forked
@@ -519,6 +534,16 @@ PROCCTL_API int procctl_resource_report(procctl_t *ctx, uint32_t kind, const voi
 /* The region's memfd, -1 when ctx holds none; its instance id. No errors. */
 PROCCTL_API int procctl_fd(const procctl_t *ctx);
 PROCCTL_API uint64_t procctl_instance_id(const procctl_t *ctx);
+/* With PROCCTL_EVENT_FD: an fd for the program's epoll (or poll) set that
+ * becomes readable after each write the agent makes (a config, a clear, a
+ * grant or revocation, a claim), for a program that waits in its own
+ * event loop rather than in procctl_wait; -1 without it, or closed. */
+PROCCTL_API int procctl_event_fd(const procctl_t *ctx);
+/* Read the event fd's pending notifications (the program's sign that it
+ * looked): their count (64 at most a call), 0 none. Then procctl_poll (and procctl_grant_get)
+ * say what changed; a notification is a hint, never the config.
+ * -ENOENT no PROCCTL_EVENT_FD; -ECHILD forked or closed. */
+PROCCTL_API int procctl_event_read(procctl_t *ctx);
 
 /* CRC32C (Castagnoli), zlib-style chaining: start with 0, feed the result
  * back in. procctl_crc32c(0, "123456789", 9) == 0xe3069283. */
@@ -563,6 +588,7 @@ PROCCTL_API int procctl_slot_valid(const struct procctl_slot *s, uint32_t payloa
 #include <linux/futex.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -1506,6 +1532,52 @@ static int procctl__getrandom64(uint64_t *v)
 	return 0;
 }
 
+/* The agent's end of each context's event socket (SPEC.md 6.6), beside
+ * its canary cell, as fd + 1 (0: none): not in procctl_t, whose size is
+ * part of libprocctl-agent's ABI. A forked child's copy names the fds it
+ * inherited, which its procctl_reinit closes. */
+static int32_t procctl__event_peers[PROCCTL__CANARY_CELLS];
+
+static int32_t *procctl__event_peer(const procctl_t *c)
+{
+	uint64_t *page = procctl__smp_load_acquire(&procctl__canary_page);
+	if (!page || c->canary_ < page || c->canary_ >= page + PROCCTL__CANARY_CELLS)
+		return NULL;
+	return &procctl__event_peers[c->canary_ - page];
+}
+
+/* Close c's event socket, both ends, if it has one (it is asked for
+ * again at the next region). */
+static void procctl__event_close(procctl_t *c)
+{
+	int32_t *peer = procctl__event_peer(c);
+	if (peer && *peer) {
+		close(*peer - 1);
+		*peer = 0;
+	}
+	if (c->event_fd_ >= 0) {
+		close(c->event_fd_);
+		c->event_fd_ = -2;
+	}
+}
+
+/* c's event socket (its canary cell taken): a socketpair, not an eventfd.
+ * An eventfd's write blocks when its counter would pass 2^64 - 2 unless
+ * the file is O_NONBLOCK, a flag of the open file this process shares
+ * with the agent and may clear; a send with MSG_DONTWAIT never blocks. */
+static int procctl__event_open(procctl_t *c)
+{
+	int32_t *peer = procctl__event_peer(c);
+	int sv[2];
+	if (!peer)
+		return -EINVAL;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) < 0)
+		return -errno;
+	c->event_fd_ = sv[0];
+	*peer = sv[1] + 1;
+	return 0;
+}
+
 /* The region's header, for instance id and the sizes c asked for. */
 static void procctl__hdr_fill(const procctl_t *c, struct procctl_hdr *h, uint64_t id)
 {
@@ -1541,6 +1613,10 @@ static void procctl__hdr_fill(const procctl_t *c, struct procctl_hdr *h, uint64_
 	h->lease_max_ns = c->lease_max_ns_;
 	h->resource_cap = c->res_cap_;
 	h->state_data_cap = c->data_cap_;
+	if (c->event_fd_ >= 0) {
+		h->flags = PROCCTL_HDR_EVENT_FD;
+		h->event_fd = *procctl__event_peer(c) - 1;
+	}
 	h->header_crc = procctl_crc32c(0, h, sizeof *h);
 }
 
@@ -1606,6 +1682,10 @@ static int procctl__make(procctl_t *c)
 	c->canary_ = procctl__canary_take(id);
 	if (!c->canary_)
 		return -errno;
+	if (c->event_fd_ != -1 && (r = procctl__event_open(c)) < 0) {
+		procctl__canary_put(c);
+		return r;
+	}
 	c->instance_id_ = id;
 	procctl__hdr_fill(c, &h, id);
 	procctl__state_fill(c, id, h.creator_pid);
@@ -1613,6 +1693,7 @@ static int procctl__make(procctl_t *c)
 	fd = (int)syscall(SYS_memfd_create, name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd < 0) {
 		r = -errno;
+		procctl__event_close(c);
 		procctl__canary_put(c);
 		return r;
 	}
@@ -1647,6 +1728,7 @@ static int procctl__make(procctl_t *c)
 fail:
 	r = -errno;
 	close(fd);
+	procctl__event_close(c);
 	procctl__canary_put(c);
 	return r;
 }
@@ -1666,12 +1748,15 @@ PROCCTL_API int procctl_init(procctl_t *ctx, const procctl_config_t *cfg)
 	if (!ctx)
 		return -EINVAL;
 	memset(ctx, 0, sizeof *ctx);
+	ctx->event_fd_ = -1;
 	procctl__no_region(ctx);
 	if (!cfg || procctl_name_valid(cfg->consumer, PROCCTL_CONSUMER_MAX) < 0 || cfg->schema_version == 0 ||
 	    cfg->payload_capacity == 0 || cfg->payload_capacity > PROCCTL_PAYLOAD_MAX ||
 	    cfg->state_capacity > PROCCTL_STATE_DATA_MAX || cfg->resource_capacity > PROCCTL_RES_MAX ||
-	    !cfg->state_storage || cfg->reserved)
+	    !cfg->state_storage || (cfg->flags & ~PROCCTL_EVENT_FD))
 		return -EINVAL;
+	if (cfg->flags & PROCCTL_EVENT_FD)
+		ctx->event_fd_ = -2; /* asked for: made with the region */
 	ctx->lease_min_ns_ = cfg->lease_min_ns ? cfg->lease_min_ns : PROCCTL_LEASE_MIN_DEFAULT_NS;
 	ctx->lease_max_ns_ = cfg->lease_max_ns ? cfg->lease_max_ns : PROCCTL_LEASE_MAX_DEFAULT_NS;
 	if (ctx->lease_min_ns_ < PROCCTL_LEASE_FLOOR_NS || ctx->lease_max_ns_ > PROCCTL_LEASE_CEIL_NS ||
@@ -1693,6 +1778,7 @@ PROCCTL_API int procctl_reinit(procctl_t *ctx)
 {
 	if (!ctx || !ctx->consumer_[0]) /* never initialised, or closed */
 		return -EINVAL;
+	procctl__event_close(ctx); /* in a child, its copies: the parent keeps its socket */
 	procctl__canary_put(ctx);
 	/* In a child these are its own copies: the parent keeps its region. */
 	if (ctx->map_)
@@ -1711,8 +1797,10 @@ PROCCTL_API void procctl_close(procctl_t *ctx)
 		munmap(ctx->map_, ctx->map_size_);
 	if (ctx->fd_ >= 0)
 		close(ctx->fd_);
+	procctl__event_close(ctx);
 	procctl__canary_put(ctx);
 	memset(ctx, 0, sizeof *ctx);
+	ctx->event_fd_ = -1;
 	procctl__no_region(ctx);
 }
 
@@ -1724,6 +1812,24 @@ PROCCTL_API int procctl_fd(const procctl_t *ctx)
 PROCCTL_API uint64_t procctl_instance_id(const procctl_t *ctx)
 {
 	return ctx->instance_id_;
+}
+
+PROCCTL_API int procctl_event_fd(const procctl_t *ctx)
+{
+	return ctx->map_ && ctx->event_fd_ >= 0 ? ctx->event_fd_ : -1;
+}
+
+PROCCTL_API int procctl_event_read(procctl_t *ctx)
+{
+	uint64_t gen;
+	int n = 0;
+	if (procctl__forked(ctx))
+		return -ECHILD; /* a child's copy of the fd is its parent's socket */
+	if (ctx->event_fd_ < 0)
+		return -ENOENT;
+	while (n < 64 && recv(ctx->event_fd_, &gen, sizeof gen, MSG_DONTWAIT) >= 0)
+		n++; /* a bound: a sender as fast as this reader would keep it here */
+	return n;
 }
 
 #ifdef __cplusplus

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/vfs.h>
@@ -219,6 +220,47 @@ static void close_fetched(int fd)
 	}
 }
 
+/* The process's event socket (SPEC.md 6.6, 13.2), fetched once: kept
+ * only when it is an AF_UNIX SOCK_SEQPACKET socket whose peer is the
+ * process itself (a socketpair it made; such a socket cannot be connected
+ * elsewhere), so a send reaches nobody else. Else none is used, said
+ * once; the region is attached all the same. */
+static void event_fetch(procctl_client_t *c, int getfd)
+{
+	struct ucred cr;
+	socklen_t len = sizeof(int), crlen = sizeof cr;
+	int fd, domain = 0, type = 0;
+	const char *why;
+	if (!getfd) { /* a socket is not opened through /proc */
+		why = "no pidfd_getfd";
+		goto refused;
+	}
+	if ((fd = (int)syscall(SYS_pidfd_getfd, c->remote->pidfd, c->r.hdr.event_fd, 0)) < 0) {
+		why = "not fetched";
+		goto refused;
+	}
+	/* First a socket-only call: no filesystem is asked (a FUSE file
+	 * named here would wait on its server). */
+	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) < 0) {
+		close_fetched(fd);
+		why = "not a socket";
+		goto refused;
+	}
+	len = sizeof type;
+	if (domain != AF_UNIX || getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0 || type != SOCK_SEQPACKET)
+		why = "not an AF_UNIX SOCK_SEQPACKET socket";
+	else if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crlen) < 0 || cr.pid != c->info.pid)
+		why = "its peer is not the process";
+	else {
+		c->r.event_fd = fd;
+		return;
+	}
+	close(fd);
+refused:
+	procctl_log_limited(PROCCTL_LOG_WARN, "event_fd_refused", "pid=%d fd=%d reason=\"%s\"", (int)c->info.pid,
+			    (int)c->r.hdr.event_fd, why);
+}
+
 void procctl_remote_put(struct procctl_remote *rm)
 {
 	if (__atomic_sub_fetch(&rm->refs, 1, __ATOMIC_ACQ_REL) == 0) {
@@ -348,9 +390,12 @@ procctl_client_t *procctl_client_attach(const struct procctl_scan_entry *e, cons
 	 * not exited meanwhile. */
 	if (procctl_process_exited(c->remote->pidfd))
 		return attach_fail(c, ESRCH);
+	if (c->r.hdr.flags & PROCCTL_HDR_EVENT_FD)
+		event_fetch(c, have_getfd() && !(o.flags & PROCCTL_ATTACH_NO_GETFD));
 	c->info.dev = st.st_dev;
 	c->info.ino = st.st_ino;
 	c->info.hdr = c->r.hdr;
+	c->info.event_socket = c->r.event_fd >= 0;
 	return c;
 }
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -126,6 +127,7 @@ int procctl_region_map(struct procctl_region *r, int fd, uint64_t size, enum pro
 	void *map;
 
 	memset(r, 0, sizeof *r);
+	r->event_fd = -1;
 	*why = PROCCTL_REJECT_NONE;
 	if (size < sizeof r->hdr || size > PROCCTL_REGION_MAX) {
 		*why = PROCCTL_REJECT_BAD_SIZE;
@@ -157,9 +159,12 @@ void procctl_region_unmap(struct procctl_region *r)
 {
 	if (r->map)
 		munmap(r->map, r->size);
+	if (r->event_fd >= 0)
+		close(r->event_fd);
 	free(r->payload);
 	free(r->grants);
 	memset(r, 0, sizeof *r);
+	r->event_fd = -1;
 }
 
 /* Room for a payload of len bytes in the agent's copy: 0 or -ENOMEM. */
@@ -191,9 +196,13 @@ static int writable(const struct procctl_region *r)
 	return 0;
 }
 
+/* After a write section: the futex, and the event socket (SPEC.md 6.6),
+ * which never blocks (a full queue: the process has unread ones). */
 static void wake(struct procctl_region *r)
 {
 	syscall(SYS_futex, &r->ctrl->seq, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+	if (r->event_fd >= 0)
+		(void)send(r->event_fd, &r->gen, sizeof r->gen, MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
 /* Enter the write section by CAS even -> odd from the seq this agent left;

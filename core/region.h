@@ -48,6 +48,7 @@ struct procctl_region {
 	uint32_t payload_room;
 	struct procctl_grant_entry *grants; /* grant_cap entries */
 	int broken;                 /* a write section failed: never write again */
+	int event_fd;               /* the process's event socket (SPEC.md 6.6), checked; -1: none */
 };
 
 /* Map fd, a memfd of size bytes already checked to be a sealed tmpfs

@@ -130,6 +130,9 @@ struct procctl_client_info {
 	dev_t dev;                      /* with hdr.instance_id, the region's identity */
 	ino_t ino;
 	struct procctl_hdr hdr;         /* the validated private copy */
+	int event_socket;               /* 1: the process's event socket (hdr.flags PROCCTL_HDR_EVENT_FD) is
+					   used, a message sent after each write (SPEC.md 6.6); 0: none, or
+					   refused (logged: event_fd_refused) */
 };
 
 #define PROCCTL_ATTACH_NO_GETFD 0x1u /* use the O_PATH fallback, not pidfd_getfd */

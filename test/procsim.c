@@ -4,6 +4,13 @@
  *
  *   init CONSUMER [MAX_LEASE_MS] procctl_init (optionally clamping leases to
  *                                at most MAX_LEASE_MS); prints "ok FD"
+ *   initev CONSUMER              the same with PROCCTL_EVENT_FD
+ *   evwait MS                    epoll_wait on procctl_event_fd up to MS,
+ *                                then procctl_event_read: "ok N" (N read)
+ *   evbad KIND                   name another fd as the event socket in the
+ *                                header (CRC fixed): pipe, file (/dev/null),
+ *                                dgram (a SOCK_DGRAM socketpair), unconnected
+ *                                (a SOCK_SEQPACKET socket), closed (fd 999)
  *   hostile MODE                 a region an agent must refuse (see below);
  *                                prints "ok FD"
  *   poll                         "ok N GEN PAYLOAD" | "ok 0" | "err E"
@@ -57,6 +64,7 @@
 #include <linux/falloc.h>
 #include <linux/futex.h>
 #include <linux/userfaultfd.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -64,6 +72,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -86,6 +95,8 @@ static procctl_t ctx;
 static unsigned char *storage; /* page aligned, so stall can drop it whole */
 static int region_fd = -1;
 
+static unsigned init_flags; /* procctl_config_t.flags of the next init */
+
 static int do_init(const char *consumer)
 {
 	procctl_config_t cfg;
@@ -102,6 +113,7 @@ static int do_init(const char *consumer)
 	cfg.state_capacity = 256;
 	cfg.resource_capacity = 4;
 	cfg.state_storage = storage;
+	cfg.flags = init_flags;
 	err = procctl_init(&ctx, &cfg);
 	region_fd = err ? -1 : procctl_fd(&ctx);
 	return err;
@@ -282,8 +294,9 @@ static void done(int err)
 
 static void cmd_init(const char *cmd, char *arg)
 {
-	int err = do_init(arg);
-	(void)cmd;
+	int err;
+	init_flags = !strcmp(cmd, "initev") ? PROCCTL_EVENT_FD : 0;
+	err = do_init(arg);
 	if (err)
 		reply("err %d init", -err);
 	else
@@ -440,6 +453,47 @@ static void cmd_stall(const char *cmd, char *arg)
 	do_stall();
 }
 
+static void cmd_evwait(const char *cmd, char *arg)
+{
+	struct pollfd p = {procctl_event_fd(&ctx), POLLIN, 0};
+	int n;
+	(void)cmd;
+	if ((n = poll(&p, 1, atoi(arg))) <= 0) {
+		done(n < 0 ? -errno : -ETIMEDOUT);
+		return;
+	}
+	n = procctl_event_read(&ctx);
+	if (n < 0)
+		done(n);
+	else
+		reply("ok %d", n);
+}
+
+/* The header names fd, an fd of the kind given, as the event socket. */
+static void cmd_evbad(const char *cmd, char *arg)
+{
+	int32_t fd = -1, sv[2];
+	uint32_t flags = PROCCTL_HDR_EVENT_FD;
+	(void)cmd;
+	if (!strcmp(arg, "pipe") && pipe(sv) == 0)
+		fd = sv[1];
+	else if (!strcmp(arg, "file"))
+		fd = open("/dev/null", O_WRONLY);
+	else if (!strcmp(arg, "dgram") && socketpair(AF_UNIX, SOCK_DGRAM, 0, sv) == 0)
+		fd = sv[1];
+	else if (!strcmp(arg, "unconnected"))
+		fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+	else if (!strcmp(arg, "closed"))
+		fd = 999;
+	if (fd < 0) {
+		done(-EINVAL);
+		return;
+	}
+	patch_header(offsetof(struct procctl_hdr, flags), &flags, 4, 0);
+	patch_header(offsetof(struct procctl_hdr, event_fd), &fd, 4, 1);
+	reply("ok %d", (int)fd);
+}
+
 /* The child prints its reply; the parent prints none. */
 static void cmd_fork(const char *cmd, char *arg)
 {
@@ -481,7 +535,7 @@ static const struct command {
 	const char *name;
 	void (*run)(const char *cmd, char *arg);
 } commands[] = {
-	{"init", cmd_init}, {"hostile", cmd_hostile}, {"poll", cmd_poll}, {"ack", cmd_ack},
+	{"init", cmd_init}, {"initev", cmd_init}, {"evwait", cmd_evwait}, {"evbad", cmd_evbad}, {"hostile", cmd_hostile}, {"poll", cmd_poll}, {"ack", cmd_ack},
 	{"nack", cmd_ack}, {"state", cmd_state}, {"report", cmd_report}, {"forgeack", cmd_forgeack}, {"forgeres", cmd_forgeres},
 	{"ring", cmd_ring}, {"bellword", cmd_bellword}, {"scribble", cmd_scribble}, {"seal", cmd_seal},
 	{"sealfuture", cmd_seal}, {"swapfd", cmd_swapfd}, {"punch", cmd_punch}, {"stall", cmd_stall},

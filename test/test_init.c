@@ -54,7 +54,7 @@ static void bad_config(void **state)
 	BAD(lease_min_ns, PROCCTL_LEASE_FLOOR_NS - 1);
 	BAD(lease_max_ns, PROCCTL_LEASE_CEIL_NS + 1);
 	BAD(lease_min_ns, PROCCTL_LEASE_MAX_DEFAULT_NS + 1);
-	BAD(reserved, 1);
+	BAD(flags, 2); /* unknown flags */
 	assert_int_equal(procctl_init(&ctx, NULL), -EINVAL);
 	/* The longest legal name works. */
 	c = good();

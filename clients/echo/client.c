@@ -12,7 +12,12 @@
  *   event=cleared gen=G            (back to defaults)
  *   event=lease state=expired|live (defaults | the config again)
  *
- * Usage: echo-client [--consumer NAME] [--schema N]
+ * It waits in procctl_wait; with --epoll, in epoll_wait on its event
+ * socket (PROCCTL_EVENT_FD: a program with an event loop of its own), and
+ * each applied line then says what woke it (woken=event|timeout; the
+ * lease is looked at every second either way).
+ *
+ * Usage: echo-client [--consumer NAME] [--schema N] [--epoll]
  * (procctl:NAME-vN; default echo, 1)
  */
 #define PROCCTL_IMPLEMENTATION
@@ -24,6 +29,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
 
 static volatile sig_atomic_t stop;
 
@@ -68,7 +75,8 @@ int main(int argc, char **argv)
 	procctl_t ctx;
 	uint64_t gen = 0, applied = 0;
 	uint32_t hash = 0, count = 0;
-	int i, err, expired = -1, have_config = 0;
+	int i, err, expired = -1, have_config = 0, ep = -1, use_epoll = 0;
+	const char *woken = "";
 	const char *why = NULL; /* why the last config was refused */
 
 	memset(&cfg, 0, sizeof cfg);
@@ -77,9 +85,16 @@ int main(int argc, char **argv)
 	cfg.payload_capacity = 4096;
 	cfg.state_capacity = 256;
 	cfg.state_storage = storage;
-	for (i = 1; i + 1 < argc; i += 2) {
+	for (i = 1; i < argc; i += 2) {
 		char *end;
 		unsigned long v;
+		if (!strcmp(argv[i], "--epoll")) {
+			use_epoll = 1;
+			i--;
+			continue;
+		}
+		if (i + 1 == argc)
+			break;
 		if (!strcmp(argv[i], "--consumer")) {
 			cfg.consumer = argv[i + 1];
 			continue;
@@ -90,7 +105,7 @@ int main(int argc, char **argv)
 		cfg.schema_version = (uint32_t)v;
 	}
 	if (i != argc) {
-		fprintf(stderr, "usage: %s [--consumer NAME] [--schema N (1 or more; default 1)]\n", argv[0]);
+		fprintf(stderr, "usage: %s [--consumer NAME] [--schema N (1 or more; default 1)] [--epoll]\n", argv[0]);
 		return 2;
 	}
 	if (procctl_name_valid(cfg.consumer, PROCCTL_CONSUMER_MAX) < 0) {
@@ -98,10 +113,19 @@ int main(int argc, char **argv)
 			cfg.consumer, PROCCTL_CONSUMER_MAX);
 		return 2;
 	}
+	cfg.flags = use_epoll ? PROCCTL_EVENT_FD : 0;
 	err = procctl_init(&ctx, &cfg);
 	if (err < 0) {
 		fprintf(stderr, "echo-client: procctl_init: %s\n", strerror(-err));
 		return 1;
+	}
+	if (use_epoll) {
+		struct epoll_event ev = {.events = EPOLLIN};
+		if ((ep = epoll_create1(EPOLL_CLOEXEC)) < 0 ||
+		    epoll_ctl(ep, EPOLL_CTL_ADD, procctl_event_fd(&ctx), &ev) < 0) {
+			perror("echo-client: epoll");
+			return 1;
+		}
 	}
 	signal(SIGTERM, on_signal);
 	signal(SIGINT, on_signal);
@@ -122,7 +146,8 @@ int main(int argc, char **argv)
 			hash = procctl_crc32c(0, buf, (size_t)n);
 			count++;
 			have_config = 1;
-			printf("event=applied gen=%llu bytes=%d hash=%08x payload=%s\n", (unsigned long long)gen, n, hash, buf);
+			printf("event=applied gen=%llu bytes=%d hash=%08x%s%s payload=%s\n", (unsigned long long)gen, n, hash,
+			       *woken ? " woken=" : "", woken, buf);
 			why = NULL;
 			/* the status first: whoever sees the ack sees what it applied */
 			report(&ctx, applied, hash, count, !procctl_lease_expired(&ctx, 0), why);
@@ -140,8 +165,18 @@ int main(int argc, char **argv)
 		}
 		expired = now_expired;
 		report(&ctx, applied, hash, count, have_config && !expired, why);
-		procctl_wait(&ctx, 1000000000);
+		if (ep >= 0) { /* the program's own loop: its fds, and procctl's */
+			struct epoll_event ev;
+			int r = epoll_wait(ep, &ev, 1, 1000);
+			woken = r > 0 ? "event" : "timeout";
+			if (r > 0)
+				procctl_event_read(&ctx); /* looked: then procctl_poll above */
+		} else {
+			procctl_wait(&ctx, 1000000000);
+		}
 	}
+	if (ep >= 0)
+		close(ep);
 	printf("event=stopped\n");
 	procctl_close(&ctx);
 	return 0;

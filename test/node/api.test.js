@@ -97,6 +97,22 @@ test('Publish to a pid waits for the ack: APPLIED, and the process has it', asyn
   assert.equal(p.ackResult, 'ACK_RESULT_APPLIED');
 });
 
+test('Publish to a process in its own epoll loop: its event socket wakes it (SPEC 6.6)', async () => {
+  const e = await h.echo(h.CONSUMER, ['--epoll']);
+  await h.attached(d, e.pid);
+  // Its loop times out every second too: a publish landing just then is
+  // applied on the timeout; of three, one at least is woken by the socket.
+  let woken = '';
+  for (let i = 0; i < 3 && woken !== 'event'; i++) {
+    const r = await h.call(c, 'Publish', { selector: { pid: e.pid }, payload: Buffer.from(`epoll ${i}`), waitMs: 5000 });
+    assert.equal(r.results[0].status, 'PUBLISH_STATUS_APPLIED');
+    const line = await e.line(new RegExp(`event=applied gen=${r.results[0].generation} `), { out: true });
+    woken = (line.match(/ woken=(\w+)/) || [])[1];
+  }
+  assert.equal(woken, 'event');
+  await e.kill('SIGKILL');
+});
+
 test('Publish a config the process refuses: REJECTED with its status', async () => {
   const e = await h.echo();
   await h.attached(d, e.pid);

@@ -295,9 +295,10 @@ function health(addr, service = '') {
 const echoes = [];
 const killAll = () => Promise.all(echoes.map((k) => k.kill('SIGKILL')));
 
-// An echo client (this file's consumer, schema 1) that has said it started.
-async function echo(consumer = CONSUMER) {
-  const c = new Child(ECHO_CLIENT, ['--consumer', consumer]);
+// An echo client (this file's consumer, schema 1) that has said it started;
+// more: its further arguments (--epoll).
+async function echo(consumer = CONSUMER, more = []) {
+  const c = new Child(ECHO_CLIENT, ['--consumer', consumer, ...more]);
   echoes.push(c);
   await c.line(/event=started/, { out: true });
   return c;
