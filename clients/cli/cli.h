@@ -75,6 +75,7 @@ extern grpc_completion_queue *cli_cq; /* ... a pluck queue */
 extern int64_t cli_timeout_ms;        /* --timeout */
 extern int cli_json;                  /* -o json */
 extern unsigned cli_last_status;      /* the gRPC status of the last call() */
+int64_t cli_now_ms(void);             /* CLOCK_MONOTONIC, in ms */
 
 /* connect.c */
 int target_check(void); /* the options of cli_to agree: 0, or 2 (said) */

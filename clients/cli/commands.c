@@ -220,13 +220,6 @@ int cmd_resources(const struct opts *o)
 	return 0;
 }
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* One health check within ms: 1 SERVING, 0 another status (in *status),
  * -1 failed (*st, *details: why; for a socket not there yet, *st is
  * UNAVAILABLE with no details), -2 no channel (said: the TLS files). */
@@ -257,26 +250,28 @@ static int health_once(int64_t ms, int *status, grpc_status_code *st, char **det
 int cmd_health(const struct opts *o)
 {
 	Grpc__Health__V1__HealthCheckResponse reply = GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__INIT;
-	int64_t end = now_ms() + cli_timeout_ms;
+	int64_t end = cli_now_ms() + cli_timeout_ms;
 	grpc_status_code st;
 	char *d = NULL;
 	int r, status = 0;
 	if (no_operands(o))
 		return 2;
 	for (;;) {
-		int64_t left = end - now_ms();
+		int64_t left = end - cli_now_ms();
 		gpr_free(d);
 		/* each question within what is left of --timeout (and a second, waiting) */
 		r = health_once(!o->wait ? cli_timeout_ms + 2000 : left > 1000 ? 1000 : left > 0 ? left : 0, &status, &st,
 				&d);
-		if (r > 0 || r == -2 || !o->wait || now_ms() >= end)
+		if (r > 0 || r == -2 || !o->wait || cli_now_ms() >= end)
 			break;
 		if (r < 0)
 			connect_reset(); /* the next question on a new connection, checked again */
 		usleep(100000);
 	}
 	reply.status = (Grpc__Health__V1__HealthCheckResponse__ServingStatus)status;
-	if (r == -1 && !cli_to.server && access(cli_to.socket, F_OK) < 0)
+	if (r == -2)
+		; /* said: no channel (the TLS files, the socket's listener refused) */
+	else if (r == -1 && !cli_to.server && access(cli_to.socket, F_OK) < 0)
 		connect_once(); /* says the socket is not there */
 	else if (r == -1)
 		say_failure(st, d);

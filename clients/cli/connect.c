@@ -228,6 +228,7 @@ static int socket_checked(void)
 	struct ucred cr;
 	socklen_t crlen = sizeof cr;
 	struct passwd *pw;
+	int64_t end = cli_now_ms() + cli_timeout_ms;
 	int fd;
 	if (strlen(cli_to.socket) >= sizeof sa.sun_path) {
 		fprintf(stderr, "procctl: %s: longer than a Unix socket's path (%zu bytes)\n", cli_to.socket,
@@ -235,10 +236,19 @@ static int socket_checked(void)
 		return -1;
 	}
 	memcpy(sa.sun_path, cli_to.socket, strlen(cli_to.socket));
-	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)) < 0)
 		return -2;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0 ||
-	    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crlen) < 0) {
+	/* A listener whose backlog is full (a squatter's, or a stopped
+	 * daemon's) makes a blocking connect wait for ever: EAGAIN is tried
+	 * again until --timeout. */
+	while (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
+		if (errno != EAGAIN || cli_now_ms() >= end) {
+			close(fd);
+			return -2;
+		}
+		usleep(10000);
+	}
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crlen) < 0) {
 		close(fd);
 		return -2;
 	}
@@ -318,8 +328,9 @@ int connect_once(void)
 	arg[1].value.pointer.vtable = grpc_resource_quota_arg_vtable();
 	/* Reconnect soon: a daemon restarted serves again within about a
 	 * second, and `health --wait` must not sit out gRPC's default backoff
-	 * (1 s, growing to 120 s) meanwhile. On the Unix socket every 100 ms
-	 * at first, at most 1 s apart; over TCP 250 ms, at most 5 s. (Not
+	 * (1 s, growing to 120 s) meanwhile: over TCP 250 ms at first, at
+	 * most 5 s apart. (A Unix socket's channel, made on a checked fd,
+	 * never redials: health --wait makes a new one. Not
 	 * GRPC_ARG_MIN_RECONNECT_BACKOFF_MS: the C core takes it as the
 	 * time a connection has to come up, and 100 ms cut connections that
 	 * had just been accepted.) */

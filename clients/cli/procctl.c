@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <grpc/grpc.h>
@@ -63,6 +64,13 @@ void say_failure(grpc_status_code st, const char *details)
 			CLI_REPLY_MAX >> 20, target_name());
 	if (st == GRPC_STATUS_UNAVAILABLE)
 		fprintf(stderr, "procctl: (at %s)\n", target_name());
+}
+
+int64_t cli_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 int connected(void)

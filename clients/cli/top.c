@@ -50,13 +50,6 @@ struct top {
 	int width, rows;
 };
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void copy(char *dst, size_t n, const char *src)
 {
 	snprintf(dst, n, "%s", src ? src : "");
@@ -176,12 +169,12 @@ static void on_event(struct top *t, const Procctl__V1__WatchEventsResponse *e)
 		break;
 	case PROCCTL__V1__WATCH_EVENTS_RESPONSE__EVENT_RESOURCE_GRANTED:
 		if ((h = hist_of(t, e->resource_granted->kind, e->resource_granted->id)))
-			hist_hold(h, e->resource_granted->holder ? e->resource_granted->holder->pid : 0, now_ms());
+			hist_hold(h, e->resource_granted->holder ? e->resource_granted->holder->pid : 0, cli_now_ms());
 		break;
 	case PROCCTL__V1__WATCH_EVENTS_RESPONSE__EVENT_RESOURCE_RELEASED:
 		if ((h = hist_of(t, e->resource_released->kind, e->resource_released->id)) && newest(h) &&
 		    e->resource_released->holder && newest(h)->pid == e->resource_released->holder->pid)
-			hist_hold(h, 0, now_ms());
+			hist_hold(h, 0, cli_now_ms());
 		break;
 	default:
 		break;
@@ -212,9 +205,9 @@ static void refresh_arbiters(struct top *t)
 			int32_t pid = x->holder ? x->holder->pid : 0;
 			struct seg *s = h ? newest(h) : NULL;
 			if (h && pid && !(s && !s->to && s->pid == pid))
-				hist_hold(h, pid, now_ms() - (int64_t)(x->held_ns / 1000000));
+				hist_hold(h, pid, cli_now_ms() - (int64_t)(x->held_ns / 1000000));
 			else if (h && !pid && s && !s->to)
-				hist_hold(h, 0, now_ms());
+				hist_hold(h, 0, cli_now_ms());
 		}
 }
 
@@ -392,7 +385,7 @@ int cmd_top(const struct opts *o)
 	struct top t;
 	struct pb_stream s;
 	struct winsize ws;
-	int64_t end = o->for_ms ? now_ms() + o->for_ms : 0, next;
+	int64_t end = o->for_ms ? cli_now_ms() + o->for_ms : 0, next;
 	long frames = 0;
 	int r = 0, rc = 0;
 
@@ -424,21 +417,21 @@ int cmd_top(const struct opts *o)
 			protobuf_c_message_free_unpacked(m, NULL);
 		}
 	}
-	for (next = now_ms(); r >= 0;) {
+	for (next = cli_now_ms(); r >= 0;) {
 		ProtobufCMessage *m;
-		if (now_ms() >= next) {
+		if (cli_now_ms() >= next) {
 			refresh_arbiters(&t);
 			if (cli_json)
-				frame_json(&t, now_ms());
+				frame_json(&t, cli_now_ms());
 			else
-				frame_table(&t, now_ms());
+				frame_table(&t, cli_now_ms());
 			next += o->interval_ms;
-			if ((o->count && ++frames >= o->count) || (end && now_ms() >= end))
+			if ((o->count && ++frames >= o->count) || (end && cli_now_ms() >= end))
 				break;
 		}
 		r = pb_stream_wait(&s, &procctl__v1__watch_events_response__descriptor,
 				   gpr_time_add(gpr_now(GPR_CLOCK_REALTIME),
-						gpr_time_from_millis(next - now_ms() > 0 ? next - now_ms() : 0, GPR_TIMESPAN)),
+						gpr_time_from_millis(next - cli_now_ms() > 0 ? next - cli_now_ms() : 0, GPR_TIMESPAN)),
 				   &m);
 		if (r == 1 && m) {
 			on_event(&t, (const Procctl__V1__WatchEventsResponse *)m);

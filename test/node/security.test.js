@@ -158,6 +158,7 @@ test('a squatter at the socket path in a sticky directory gets nothing from the 
         r = await run(['--socket', sock, ...cmd]);
         assert.equal(r.code, 1, said(r));
         assert.match(r.stderr, /runs as uid 65534 \(nobody\)/, said(r));
+        assert.equal(r.stdout, '', said(r)); /* no answer printed: none came */
       }
       await h.sleep(200);
       assert.deepEqual(sq.out.filter((l) => /^bytes/.test(l)), [], 'the squatter was sent bytes');
