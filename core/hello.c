@@ -445,8 +445,7 @@ void procctl_hello_free(procctl_hello_t *h)
 		return;
 	/* Here, not detached: a stopping agent's uprobes are gone when it
 	 * returns. Its caller hands off first (procctl-node does). */
-	if (h->paused)
-		procctl_close_resume();
+	hello_unpause(h);
 	while (h->files) {
 		struct file *f = h->files;
 		size_t k = (size_t)(h->rings.n * f->nsites);
@@ -525,7 +524,10 @@ procctl_hello_t *procctl_hello_new(const struct procctl_hello_opts *opts)
 	if ((err = hello_rings_open(&h->rings, h->epfd, ncpu, pages)) < 0)
 		goto fail;
 	hello_sweep(h->proc, on_mapping, h);
-	if (hello_retry(h)) /* files of root's deferred behind a close in flight; or the closer resumed */
+	/* Not paused between calls outside a dispatch: a file of root's the
+	 * sweep deferred is tried at the first dispatch (its timer is set). */
+	hello_unpause(h);
+	if (h->ndefer)
 		hello_arm(h, 0);
 	return h;
 fail:
@@ -568,6 +570,8 @@ static int batch(struct procctl_hello *h, size_t records, int64_t now)
 {
 	size_t n;
 	int err = 0;
+	if (h->lost)
+		h->batch_cur = h->batch_ns; /* a ring filled: batches short again */
 	if (h->quiet_due && now < h->quiet_due)
 		return 0; /* muted: what a hit's wake read is the batch's, which ends at quiet_due */
 	if (records) {

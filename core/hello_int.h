@@ -19,6 +19,7 @@
 #define hello_cool procctl__hello_cool
 #define hello_count procctl__hello_count
 #define hello_retry procctl__hello_retry
+#define hello_unpause procctl__hello_unpause
 
 #include <stddef.h>
 #include <stdint.h>
@@ -134,9 +135,12 @@ void hello_arm(struct procctl_hello *h, int64_t idle_due);
 void hello_count(struct procctl_hello *h, struct file *f, int placed);
 /* uid's files get no probes for HELLO_COOL_NS: it rewrote a probed one. */
 void hello_cool(struct procctl_hello *h, uid_t uid);
-/* Probe the deferred files of root's when no close is in flight; resume
- * the closer when none waits. 1: some still wait (the timer is wanted). */
+/* Probe the deferred files of root's when no close is in flight (the
+ * closer paused for it); resume the closer when none waits. 1: some still
+ * wait (the timer is wanted). */
 int hello_retry(struct procctl_hello *h);
+/* Let the closer go on, if this probe paused it. */
+void hello_unpause(struct procctl_hello *h);
 /* pid maps [start, end) of file k (path as the process named it); live:
  * a record of now, not the first scan's. */
 void hello_mapped(struct procctl_hello *h, pid_t pid, uint64_t start, uint64_t end, const struct hello_key *k,

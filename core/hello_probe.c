@@ -128,6 +128,14 @@ void hello_cool(struct procctl_hello *h, uid_t uid)
 }
 
 /* The closer paused for this probe: 1 when no close is in flight. */
+void hello_unpause(struct procctl_hello *h)
+{
+	if (h->paused) {
+		procctl_close_resume();
+		h->paused = 0;
+	}
+}
+
 static int pause_closes(struct procctl_hello *h)
 {
 	if (h->paused)
@@ -151,7 +159,8 @@ static int defer(struct procctl_hello *h, pid_t pid, uint64_t start, uint64_t en
 	return 1;
 }
 
-/* May a file of uid's get probes now? Each close of a probe holds the
+/* May a file of uid's get probes now (1), later (-1: deferred), or not
+ * (0: read again at its next mapping)? Each close of a probe holds the
  * kernel's event_mutex for grace periods (about 90 ms), and placing one
  * waits for it. A file of root's pauses the closer: its probes go in at
  * once when no close is in flight, else after it (deferred to the next
@@ -170,8 +179,9 @@ static int may_probe(struct procctl_hello *h, uid_t uid, pid_t pid, uint64_t sta
 			h->st.placed_past_closes++;
 			return 1;
 		}
-		if (!defer(h, pid, start, end, k, path, live))
-			h->st.skipped_closing++;
+		if (defer(h, pid, start, end, k, path, live))
+			return -1;
+		h->st.skipped_closing++;
 		return 0;
 	}
 	if (cooling(h, uid, procctl_now_ns())) {
@@ -188,7 +198,7 @@ static int may_probe(struct procctl_hello *h, uid_t uid, pid_t pid, uint64_t sta
 int hello_retry(struct procctl_hello *h)
 {
 	size_t i;
-	if (h->ndefer && procctl_close_quiet()) {
+	if (h->ndefer && pause_closes(h)) {
 		h->retrying = 1;
 		for (i = 0; i < h->ndefer; i++) {
 			struct deferred *d = &h->defer[i];
@@ -197,10 +207,8 @@ int hello_retry(struct procctl_hello *h)
 		h->ndefer = 0;
 		h->retrying = 0;
 	}
-	if (h->paused && !h->ndefer) {
-		procctl_close_resume();
-		h->paused = 0;
-	}
+	if (!h->ndefer)
+		hello_unpause(h);
 	return h->ndefer > 0;
 }
 
@@ -280,7 +288,7 @@ void hello_mapped(struct procctl_hello *h, pid_t pid, uint64_t start, uint64_t e
 	struct stat sb;
 	struct file *f;
 	uint32_t slot = hello_key_slot(k);
-	int fd, n;
+	int fd, n, may;
 	if (pid == h->self)
 		return; /* the agent does not discover itself: a program linking the process side (its
 			   helpers) would get probes nobody hits, each slow to close */
@@ -310,10 +318,12 @@ void hello_mapped(struct procctl_hello *h, pid_t pid, uint64_t start, uint64_t e
 			h->seen[slot] = *k; /* what it is will not change: not read again */
 	} else if (fstat(fd, &sb) < 0 || !room(h, n, sb.st_uid)) {
 		h->st.files_skipped++; /* over the limits: not remembered, tried again when mapped again */
-	} else if (!h->uprobes_denied && !may_probe(h, sb.st_uid, pid, start, end, k, path, live)) {
-		h->st.files_skipped++; /* read again at its next mapping (or its deferral's end) */
-		if (live)
-			hello_recheck_stages(h, pid, HELLO_STAGES);
+	} else if (!h->uprobes_denied && (may = may_probe(h, sb.st_uid, pid, start, end, k, path, live)) <= 0) {
+		if (!may) {
+			h->st.files_skipped++; /* read again at its next mapping */
+			if (live)
+				hello_recheck_stages(h, pid, HELLO_STAGES);
+		} /* deferred: probed after the close in flight, its process rechecked then */
 	} else {
 		file_add(h, fd, off, n, sb.st_uid, k, pid, live);
 	}

@@ -558,7 +558,8 @@ struct procctl_hello_stats {
 	/* Why files with the probe got none (each also in files_skipped): */
 	uint64_t skipped_all;     /* all owners hold 1,024 files, or every probe fd (half of RLIMIT_NOFILE) */
 	uint64_t skipped_owner;   /* its owner (not root) holds 32 */
-	uint64_t skipped_closing; /* not root's, while earlier probes were closing */
+	uint64_t skipped_closing; /* while earlier probes were closing: not root's (root's wait for the close in
+				     flight, 16 at a time; past them, this) */
 	uint64_t skipped_churn;   /* its owner rewrote a probed file in the last 60 s */
 	uint64_t owners_cooled;   /* rewrites of probed files that put their owner off probes for 60 s */
 	uint64_t owners_cooling;  /* owners off probes now (of the last 64 to rewrite one; past 64, all) */

@@ -165,8 +165,8 @@ static void hello(struct prom *p, const struct node *n)
 	prom_family(p, COUNTER("procctl_hello_files_refused_total", NULL,
 			       "Mappings of files with the probe that got none, by the bound reached: all (1,024 files or "
 			       "the probe fds, half the fd limit), others (the owners but root together: 64 files or a "
-			       "quarter of the fds), owner (32 files of one owner but root), closing (not root's, while "
-			       "probes were closing), churn (its owner rewrote a probed file in the last minute). Their "
+			       "quarter of the fds), owner (32 files of one owner but root), closing (while probes were "
+			       "closing: not root's, unless 16 of root's wait already), churn (its owner rewrote a probed file in the last minute). Their "
 			       "processes are found by rechecks (5 in 10 s) and rescans."));
 	prom_int(p, PROM_LABELS({"limit", "all"}), hs.skipped_all);
 	prom_int(p, PROM_LABELS({"limit", "others"}), hs.skipped_others);

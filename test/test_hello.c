@@ -155,7 +155,7 @@ static void world_open(struct world *w, uint64_t rescan_ns, const char *sysfs_ro
 	ho.on_exec = on_exec;
 	w->h = procctl_hello_new(&ho);
 	for (i = 0; i < 6000 && procctl_close_pending(); i++)
-		th_sleep_ms(10); /* an earlier test's probes closing: none is placed meanwhile (slow on a busy host) */
+		th_sleep_ms(10); /* an earlier test's probes closing: each test starts with none (slow on a busy host) */
 	if (procctl_close_pending())
 		fail_msg("%ld probes of an earlier test still closing after 60 s", procctl_close_pending());
 	if (!w->h && !sysfs_root && (errno == EACCES || errno == EPERM || errno == ENOENT))
