@@ -17,7 +17,6 @@
 #include <unistd.h>
 
 #include <grpc/grpc.h>
-#include <grpc/grpc_posix.h>
 #include <grpc/grpc_security.h>
 #include <grpc/support/log.h>
 
@@ -293,13 +292,20 @@ int connect_once(void)
 		fprintf(stderr, "procctl: %s: %s\n", cli_to.socket, why);
 		return -1;
 	}
-	if (!cli_to.server && (fd = socket_checked()) < 0)
-		return fd;
+	/* The listener checked on a connection of its own, just before
+	 * gRPC's: in a directory nobody else may write (procctl-node's
+	 * rule) nobody can put another in its place between the two. Not
+	 * gRPC's channel on this very fd (grpc_channel_create_from_fd): its
+	 * transport ignores the memory quota below, and a reply of 2 GiB
+	 * was taken in whole. */
+	if (!cli_to.server) {
+		if ((fd = socket_checked()) < 0)
+			return fd;
+		close(fd);
+	}
 	if ((size_t)snprintf(target, sizeof target, "%s%s", cli_to.server ? "dns:///" : "unix:", target_name()) >=
 	    sizeof target) {
 		fprintf(stderr, "procctl: %s: too long\n", target_name());
-		if (fd >= 0)
-			close(fd);
 		return -1;
 	}
 	gpr_set_log_verbosity(GPR_LOG_SEVERITY_ERROR);
@@ -329,8 +335,9 @@ int connect_once(void)
 	/* Reconnect soon: a daemon restarted serves again within about a
 	 * second, and `health --wait` must not sit out gRPC's default backoff
 	 * (1 s, growing to 120 s) meanwhile: over TCP 250 ms at first, at
-	 * most 5 s apart. (A Unix socket's channel, made on a checked fd,
-	 * never redials: health --wait makes a new one. Not
+	 * most 5 s apart; on the Unix socket 100 ms, at most 1 s (health
+	 * --wait makes a new channel, checked again, after each failed
+	 * question). (Not
 	 * GRPC_ARG_MIN_RECONNECT_BACKOFF_MS: the C core takes it as the
 	 * time a connection has to come up, and 100 ms cut connections that
 	 * had just been accepted.) */
@@ -345,9 +352,7 @@ int connect_once(void)
 		arg[4].value.string = (char *)cli_to.server_name;
 		args.num_args = 5;
 	}
-	/* The socket checked above is the one used: gRPC never dials the
-	 * path again (a reconnect is this program's, checked again). */
-	cli_ch = fd >= 0 ? grpc_channel_create_from_fd(target, fd, cr, &args) : grpc_channel_create(target, cr, &args);
+	cli_ch = grpc_channel_create(target, cr, &args);
 	grpc_resource_quota_unref(q); /* the channel holds its own */
 	grpc_channel_credentials_release(cr);
 	cli_cq = grpc_completion_queue_create_for_pluck(NULL);
