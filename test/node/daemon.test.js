@@ -16,7 +16,7 @@ const scratch = () => h.scratch('procctl-node-');
 test('--version, --help, --check-config', () => {
   let r = run(['--version']);
   assert.equal(r.status, 0);
-  assert.match(r.stdout, /^procctl-node \d+\.\d+\.\d+ \(API procctl\.v1, wire 1\.0\)\n$/);
+  assert.match(r.stdout, /^procctl-node \d+\.\d+\.\d+ \(API procctl\.v1, wire 1\.1\)\n$/);
   r = run(['--help']);
   assert.equal(r.status, 0);
   assert.match(r.stdout, /--grpc-listen ADDR/);

@@ -77,7 +77,7 @@ test('/: the version and links to what the listener serves, nothing secret', asy
     const r = await get(`${where}/`);
     assert.equal(r.status, 200);
     assert.equal(r.headers.get('content-type'), 'text/html; charset=utf-8');
-    assert.match(r.text, new RegExp(`^<!DOCTYPE html>\n[^]*<p>version ${version.replaceAll('.', '\\.')}, API procctl\\.v1, wire 1\\.0</p>`));
+    assert.match(r.text, new RegExp(`^<!DOCTYPE html>\n[^]*<p>version ${version.replaceAll('.', '\\.')}, API procctl\\.v1, wire 1\\.1</p>`));
     const links = [...r.text.matchAll(/href="([^"]+)"/g)].map((m) => m[1]);
     assert.deepEqual(links, ['/metrics', '/healthz', '/readyz', ...(views ? ['/v1/processes', '/v1/arbiters'] : [])]);
     for (const l of links) assert.notEqual((await get(`${where}${l}`)).status, 404, l);
