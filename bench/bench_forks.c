@@ -141,7 +141,7 @@ int main(void)
 	const char *s = getenv("BENCH_FORK_SECONDS");
 	int seconds = s && atoi(s) > 0 ? atoi(s) : 10, i;
 	double loop[NRATES], all[NRATES];
-	char target[112], locks[80], state[80], consumer[32], sock[96];
+	char target[96], consumer[32];
 	struct stat sb;
 
 	snprintf(dir, sizeof dir, "/tmp/bench_forks.XXXXXX");
@@ -150,17 +150,9 @@ int main(void)
 		die("mkdtemp");
 	}
 	snprintf(consumer, sizeof consumer, "bf%d", (int)getpid());
-	snprintf(sock, sizeof sock, "%s/node.sock", dir);
-	snprintf(target, sizeof target, "unix:%s", sock);
-	snprintf(locks, sizeof locks, "%s/locks", dir);
-	snprintf(state, sizeof state, "%s/state", dir);
-	{
-		char *argv[] = {PROCCTL_NODE_PATH, "--grpc-listen", target, "--lock-dir", locks, "--state-dir", state,
-				"--consumers", consumer, "--http-listen", "", NULL};
-		if ((node_pid = bench_spawn(argv, -1, -1, -1)) < 0)
-			die("fork");
-	}
-	for (i = 0; i < 100 && stat(sock, &sb) < 0; i++)
+	if ((node_pid = bench_node_spawn(PROCCTL_NODE_PATH, dir, consumer, target, sizeof target)) < 0)
+		die("fork");
+	for (i = 0; i < 100 && stat(target + 5, &sb) < 0; i++) /* its socket, "unix:" after */
 		usleep(100000);
 	if (i == 100)
 		die("the daemon did not listen within 10 s");

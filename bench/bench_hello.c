@@ -385,16 +385,9 @@ static double hit_cost(void)
 /* Start procctl-node for the consumer, in dir, and wait until it serves. */
 static void node_start(void)
 {
-	char target[96], locks[80], state[80];
-	snprintf(target, sizeof target, "unix:%s/node.sock", dir);
-	snprintf(locks, sizeof locks, "%s/locks", dir);
-	snprintf(state, sizeof state, "%s/state", dir);
-	{
-		char *argv[] = {PROCCTL_NODE_PATH, "--grpc-listen", target, "--lock-dir", locks, "--state-dir", state,
-				"--consumers", consumer, "--http-listen", "", NULL};
-		if ((node_pid = bench_spawn(argv, -1, -1, -1)) < 0)
-			die("fork");
-	}
+	char target[96];
+	if ((node_pid = bench_node_spawn(PROCCTL_NODE_PATH, dir, consumer, target, sizeof target)) < 0)
+		die("fork");
 	grpc_init();
 	if (bench_node_connect(target, consumer, &ch, &cq) < 0)
 		die("the daemon did not serve within 10 s");

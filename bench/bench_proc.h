@@ -7,6 +7,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +35,23 @@ static inline pid_t bench_spawn(char *const argv[], int in, int out, int err)
 		_exit(127);
 	}
 	return pid;
+}
+
+/* procctl-node (at path) serving consumer, its socket (dir/node.sock),
+ * locks and state in dir, no HTTP: its pid (bench_spawn's), or -1; its
+ * gRPC target, "unix:dir/node.sock", in target. */
+static inline pid_t bench_node_spawn(const char *path, const char *dir, const char *consumer, char *target,
+				     size_t len)
+{
+	char locks[PATH_MAX], state[PATH_MAX];
+	snprintf(target, len, "unix:%s/node.sock", dir);
+	snprintf(locks, sizeof locks, "%s/locks", dir);
+	snprintf(state, sizeof state, "%s/state", dir);
+	{
+		char *argv[] = {(char *)path, "--grpc-listen", target, "--lock-dir", locks, "--state-dir", state,
+				"--consumers", (char *)consumer, "--http-listen", "", NULL};
+		return bench_spawn(argv, -1, -1, -1);
+	}
 }
 
 /* A farm (test/farm.c) of procs processes of regions regions of consumer
