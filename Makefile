@@ -34,9 +34,11 @@ all: build
 deps:
 	@scripts/install-deps.sh
 
+# One build of this tree at a time (flock): two demos started together
+# would configure build/ at once, and CMake's configure does not survive it.
 build: deps
-	cmake -S . -B build $(CMAKE_FLAGS)
-	cmake --build build -j$(JOBS)
+	mkdir -p build
+	flock build/.make.lock sh -c 'cmake -S . -B build $(CMAKE_FLAGS) && cmake --build build -j$(JOBS)'
 
 install: build
 	DESTDIR=$(DESTDIR) cmake --install build --prefix $(PREFIX)
