@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "gpu.h"
+#include "pcs.h"
 #include "pcsamp.h"
 
 struct backend {
@@ -30,7 +31,7 @@ struct backend *backend_open(struct pcsamp_opts *o, char *err, size_t errlen)
 		return NULL;
 	}
 	memcpy(o->uuid, b->g.uuid, sizeof o->uuid);
-	pcs_init(&b->p, &b->g, 1, 0);
+	pcs_init(&b->p, &cupti_linked, b->g.ctx, 1, 0);
 	return b;
 }
 
@@ -38,9 +39,9 @@ struct backend *backend_open(struct pcsamp_opts *o, char *err, size_t errlen)
 static int step(struct backend *b, enum pcs_call c, uint64_t *got, char *why, size_t len)
 {
 	CUptiResult r = pcs_call(&b->p, c, got);
-	printf("event=cupti call=%s result=%s ms=%.3f\n", pcs_call_name(c), pcs_result_name(r), b->p.ms[c]);
+	printf("event=cupti call=%s result=%s ms=%.3f\n", pcs_call_name(c), pcs_result_name(&b->p, r), b->p.ms[c]);
 	if (r != CUPTI_SUCCESS && len && !why[0])
-		snprintf(why, len, "%s: %s", pcs_call_name(c), pcs_result_name(r));
+		snprintf(why, len, "%s: %s", pcs_call_name(c), pcs_result_name(&b->p, r));
 	return r == CUPTI_SUCCESS;
 }
 

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "gpu.h"
+#include "pcs.h"
 #include "procctl_agent.h"
 
 #define LINE_MS 200
@@ -82,7 +83,7 @@ static void run_call(struct pcs *p, enum pcs_call c)
 		enabled = c == PCS_ENABLE ? 1 : c == PCS_DISABLE ? 0 : enabled;
 		started = c == PCS_START ? 1 : c == PCS_STOP || c == PCS_DISABLE ? 0 : started;
 	}
-	printf("t_ms=%.0f name=%s call=%s result=%s ms=%.3f", now_ms(), name, pcs_call_name(c), pcs_result_name(r),
+	printf("t_ms=%.0f name=%s call=%s result=%s ms=%.3f", now_ms(), name, pcs_call_name(c), pcs_result_name(p, r),
 	       p->ms[c]);
 	if (c == PCS_GETDATA || c == PCS_DISABLE)
 		printf(" samples=%llu", (unsigned long long)got);
@@ -205,7 +206,7 @@ int main(int argc, char **argv)
 	printf("t_ms=%.0f name=%s event=started pid=%d gpu=\"%s\" uuid=%s sms=%u iters=%u\n", now_ms(), name,
 	       (int)getpid(), g.name, uuid, g.blocks, g.iters);
 	fflush(stdout);
-	pcs_init(&p, &g, start_stop, period);
+	pcs_init(&p, &cupti_linked, g.ctx, start_stop, period);
 	line_at = now_ms() + LINE_MS; /* lines from here, not from before gpu_open */
 	while (!stop && (run_ms < 0 || now_ms() < run_ms)) {
 		CUresult kr;
@@ -226,7 +227,7 @@ int main(int argc, char **argv)
 			CUptiResult r = get ? pcs_call(&p, PCS_GETDATA, &got) : CUPTI_SUCCESS;
 			interval += got;
 			printf("t_ms=%.0f name=%s phase=%s get=%s samples=%llu total=%llu dropped=%llu kernels=%llu\n",
-			       now_ms(), name, phase(&p), get ? pcs_result_name(r) : "-",
+			       now_ms(), name, phase(&p), get ? pcs_result_name(&p, r) : "-",
 			       (unsigned long long)interval, (unsigned long long)p.samples, (unsigned long long)p.dropped,
 			       (unsigned long long)g.kernels);
 			fflush(stdout);

@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* pcs.h - CUPTI's PC Sampling API on one context, each call timed and its
+ * result kept by name; the calls go through a cupti_calls table (the
+ * linked one, or the injection library's). Shared by spike/pcsampling,
+ * clients/pcsamp and libprocctl-cupti. Not thread-safe: one thread at a
+ * time calls on a struct pcs. */
+#ifndef PROCCTL_PCS_H
+#define PROCCTL_PCS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cupti_calls.h"
+
+enum pcs_call { PCS_ENABLE, PCS_CONFIGURE, PCS_START, PCS_STOP, PCS_GETDATA, PCS_DISABLE, PCS_NCALLS };
+
+/* Each PC record's function and samples, as a drain or Disable takes it
+ * (name NULL where CUPTI gave none). */
+typedef void pcs_record_fn(void *arg, const char *function, uint64_t samples);
+
+struct pcs {
+	const struct cupti_calls *c;
+	CUcontext ctx;
+	size_t nstall;            /* stall reasons (0 until enabled) */
+	CUpti_PCSamplingData cfg; /* the configured buffer (Disable flushes into it) */
+	CUpti_PCSamplingData get; /* GetData's */
+	int start_stop;           /* configured with start/stop control */
+	unsigned period;          /* 2^period cycles between samples; 0: CUPTI's default */
+	pcs_record_fn *record;    /* may be NULL */
+	void *record_arg;
+	CUptiResult last[PCS_NCALLS];
+	double ms[PCS_NCALLS];    /* the last call's duration */
+	uint64_t samples;         /* attributed to PCs, in all */
+	uint64_t total, dropped;  /* totalSamples and droppedSamples, summed over GetData */
+	char **names;             /* the records' functionName strings, each once: CUPTI may */
+	size_t nnames, cap;       /* hand one out again later, so they are freed by pcs_free */
+};
+
+/* pcs_call: run one call (PCS_GETDATA drains: GetData until nothing is
+ * left); its CUptiResult, also in p->last[call] with its time in p->ms.
+ * PCS_CONFIGURE sets the sampling data buffer, start/stop control
+ * (start_stop) and period 2^period (0: CUPTI's default). New samples of a
+ * drain are added to p->samples and returned in *got (may be NULL). */
+void pcs_init(struct pcs *p, const struct cupti_calls *c, CUcontext ctx, int start_stop, unsigned period);
+CUptiResult pcs_call(struct pcs *p, enum pcs_call call, uint64_t *got);
+/* The buffers and the function names, and enabling's state: after
+ * Disable, or after the context is gone (a context destroyed while
+ * sampling is enabled flushes into p->cfg). The counts stay. */
+void pcs_free(struct pcs *p);
+const char *pcs_call_name(enum pcs_call call);
+const char *pcs_result_name(const struct pcs *p, CUptiResult r);
+
+#endif
