@@ -16,6 +16,8 @@
  *   poll                         "ok N GEN PAYLOAD" | "ok 0" | "err E"
  *   ack GEN | nack GEN ERR       acks
  *   state TEXT                   procctl_state_set
+ *   statehex HEX                 procctl_state_set of the bytes HEX spells
+ *                                (up to 1024: a schema's struct, forged)
  *   report KIND BYTE STATE FLAGS procctl_resource_report of resource (KIND,
  *                                id BYTE then zeros), no grant snapshot
  *   forgeres KIND BYTE STATE FLAGS  resource entry 0 as report's, written
@@ -92,6 +94,8 @@
 #endif
 
 static procctl_t ctx;
+#define STATE_CAP 1024u /* the state bytes: a forged schema struct fits */
+
 static unsigned char *storage; /* page aligned, so stall can drop it whole */
 static int region_fd = -1;
 
@@ -110,7 +114,7 @@ static int do_init(const char *consumer)
 	cfg.consumer = consumer;
 	cfg.schema_version = 1;
 	cfg.payload_capacity = 4096;
-	cfg.state_capacity = 256;
+	cfg.state_capacity = STATE_CAP;
 	cfg.resource_capacity = 4;
 	cfg.state_storage = storage;
 	cfg.flags = init_flags;
@@ -335,8 +339,20 @@ static void cmd_ack(const char *cmd, char *arg)
 
 static void cmd_state(const char *cmd, char *arg)
 {
-	(void)cmd;
-	done(procctl_state_set(&ctx, arg, strlen(arg), 0));
+	static uint8_t buf[STATE_CAP];
+	size_t n = 0, len = strlen(arg);
+	unsigned b;
+	if (strcmp(cmd, "statehex")) {
+		done(procctl_state_set(&ctx, arg, len, 0));
+		return;
+	}
+	if (len % 2 || len / 2 > sizeof buf || strspn(arg, "0123456789abcdefABCDEF") != len) {
+		done(-EINVAL);
+		return;
+	}
+	for (; n < len / 2 && sscanf(arg + 2 * n, "%2x", &b) == 1; n++)
+		buf[n] = (uint8_t)b;
+	done(procctl_state_set(&ctx, buf, n, 0));
 }
 
 static void cmd_report(const char *cmd, char *arg)
@@ -536,7 +552,7 @@ static const struct command {
 	void (*run)(const char *cmd, char *arg);
 } commands[] = {
 	{"init", cmd_init}, {"initev", cmd_init}, {"evwait", cmd_evwait}, {"evbad", cmd_evbad}, {"hostile", cmd_hostile}, {"poll", cmd_poll}, {"ack", cmd_ack},
-	{"nack", cmd_ack}, {"state", cmd_state}, {"report", cmd_report}, {"forgeack", cmd_forgeack}, {"forgeres", cmd_forgeres},
+	{"nack", cmd_ack}, {"state", cmd_state}, {"statehex", cmd_state}, {"report", cmd_report}, {"forgeack", cmd_forgeack}, {"forgeres", cmd_forgeres},
 	{"ring", cmd_ring}, {"bellword", cmd_bellword}, {"scribble", cmd_scribble}, {"seal", cmd_seal},
 	{"sealfuture", cmd_seal}, {"swapfd", cmd_swapfd}, {"punch", cmd_punch}, {"stall", cmd_stall},
 	{"fork", cmd_fork}, {"forkreinit", cmd_fork}, {"lease", cmd_lease}, {"exec", cmd_exec},

@@ -134,7 +134,6 @@ int results(Procctl__V1__PublishResult **r, size_t n, int wait);
 const char *selector_words(const struct opts *o);
 void show_process(const Procctl__V1__Process *p);
 void process_header(void);
-int printable(const uint8_t *p, size_t n);
 
 /* commands.c, watch.c: the exit status */
 int cmd_ps(const struct opts *o);

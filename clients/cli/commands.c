@@ -10,6 +10,7 @@
 #include <grpc/support/alloc.h>
 
 #include "cli.h"
+#include "statedata.h"
 #include "grpc/health/v1/health.pb-c.h"
 
 int cmd_ps(const struct opts *o)
@@ -104,10 +105,7 @@ int cmd_state(const struct opts *o)
 			       x->wants ? " wants" : "", x->grant_id[0] ? x->grant_id : "-",
 			       (unsigned long long)x->seen_generation);
 		}
-		if (printable(r->data.data, r->data.len))
-			printf("data:      %.*s\n", (int)r->data.len, (const char *)r->data.data);
-		else
-			printf("data:      %zu bytes (not text: -o json shows them in base64)\n", r->data.len);
+		show_state_data(stdout, r->data.data, r->data.len);
 	}
 	protobuf_c_message_free_unpacked(&r->base, NULL);
 	return 0;

@@ -111,12 +111,3 @@ void process_header(void)
 	printf("%-8s %-16s %-3s %-36s %-12s %-7s %-6s %-6s %-8s %s\n", "PID", "CONSUMER", "VER", "POD", "CONTAINER",
 	       "OWNER", "GEN", "ACKED", "ACK", "NAMESPACE/POD/CONTAINER");
 }
-
-int printable(const uint8_t *p, size_t n)
-{
-	size_t i;
-	for (i = 0; i < n; i++)
-		if (p[i] < 0x20 || p[i] > 0x7e)
-			return 0;
-	return 1;
-}

@@ -510,6 +510,61 @@ test('resources: the [arbiter gpu], then a token client holding it: its pid in t
   }, { what: 'state -o json equal to ReadState' });
 });
 
+// A GPU PC sampling status (clients/cupti/pcsampling_schema.h, 592 bytes):
+// counts, then nfunctions and that many { samples, name[56] }.
+function pcsStatus({ nfunctions, names, errors = 0n, lastCall = 0 }) {
+  const b = Buffer.alloc(592);
+  b.writeUInt32LE(0x32534350, 0);
+  b.writeUInt32LE(1, 4);
+  b.writeBigUInt64LE(3n, 8);
+  b.writeBigUInt64LE(1500000000n, 16);
+  b.writeBigUInt64LE(1200n, 24);
+  b.writeBigUInt64LE(errors, 48);
+  b.writeInt32LE(errors ? -7 : 0, 56);
+  b.writeUInt32LE(lastCall, 60);
+  b.writeUInt32LE(nfunctions, 76);
+  names.forEach((n, i) => {
+    b.writeBigUInt64LE(BigInt(800 - 100 * i), 80 + 64 * i);
+    n.copy(b, 80 + 64 * i + 8, 0, 56);
+  });
+  return b;
+}
+
+test('state: GPU PC sampling\'s status decoded; forged by a hostile process, bounded and escaped', async () => {
+  const p = new h.Child(process.env.PROCSIM, [], { stdio: ['pipe', 'pipe', 'pipe'] });
+  p.proc.stdin.write(`init ${h.CONSUMER}\n`);
+  await p.line(/^ok /, { out: true });
+  await h.attached(d, p.pid);
+  const set = async (b) => {
+    p.proc.stdin.write(`statehex ${b.toString('hex')}\n`);
+    await p.line(/^ok$/, { out: true });
+    p.out.length = 0;
+  };
+  await set(pcsStatus({ nfunctions: 2, names: [Buffer.from('_Z4busyPyj'), Buffer.from('busy_tail')] }));
+  let r = exits(await cli(['state', String(p.pid)]), 0);
+  assert.match(r.stdout, /^sampling: {2}turns=3 held=1\.500s samples=1200 dropped=0 other=0 gpus=1 period=default\n/m, said(r));
+  assert.match(r.stdout, /^cupti: {5}errors=0\nfunction: {2}800 _Z4busyPyj\nfunction: {2}700 busy_tail\n$/m, said(r));
+  // Every count at its worst: 2^32-1 functions (8 shown), names with no
+  // NUL, a newline, a terminal escape, a space; a call number past the last.
+  const names = [Buffer.alloc(56, 'A'), Buffer.from('x\n\x1b[2Jy'), Buffer.from('sp ace\\')];
+  for (let i = 3; i < 8; i++) names.push(Buffer.alloc(56, 0xff));
+  await set(pcsStatus({ nfunctions: 0xffffffff, names, errors: 5n, lastCall: 99 }));
+  r = exits(await cli(['state', String(p.pid)]), 0);
+  const fn = r.stdout.split('\n').filter((l) => l.startsWith('function:'));
+  assert.equal(fn.length, 8, said(r));
+  assert.equal(fn[0], `function:  800 ${'A'.repeat(56)}`);
+  assert.equal(fn[1], 'function:  700 x\\x0a\\x1b[2Jy');
+  assert.equal(fn[2], 'function:  600 sp\\x20ace\\x5c');
+  assert.equal(fn[7], `function:  100 ${'\\xff'.repeat(56)}`);
+  assert.match(r.stdout, /^cupti: {5}errors=5 last=-7 in \?$/m);
+  assert.doesNotMatch(r.stdout, /\x1b/);
+  // The same bytes one short: not the schema, shown as bytes.
+  await set(pcsStatus({ nfunctions: 1, names: [Buffer.from('busy')] }).subarray(0, 591));
+  r = exits(await cli(['state', String(p.pid)]), 0);
+  assert.match(r.stdout, /^data: {6}591 bytes \(not text/m, said(r));
+  await p.kill('SIGKILL');
+});
+
 test('resources KIND: that kind alone (GetArbiter), NOT_FOUND for a kind without an arbiter', async () => {
   exits(await cli(['-o', 'json', 'resources', 'fpga']), 1);
   const g = doc(exits(await cli(['-o', 'json', 'resources', 'gpu']), 0));
