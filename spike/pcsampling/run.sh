@@ -1,9 +1,10 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
 # run.sh - every PC sampling experiment, on a machine with a GPU, in one
-# go (about two minutes; every program under a time limit, so under six
-# even if each hangs): the spike's (sampler) and procctl's (pcsamp under
-# token-agent). Each run's log goes to OUT/NAME.log, and OUT/summary.txt
+# go (about three and a half minutes; every program under a time limit,
+# so under eight even if each hangs): the spike's (sampler), procctl's
+# (pcsamp under token-agent and procctl-node) and libprocctl-cupti's in
+# unmodified programs (node.sh). Each run's log goes to OUT/NAME.log, and OUT/summary.txt
 # has the figures FINDINGS.md quotes, computed from the logs here.
 #
 #   1 alone            one sampler, 5 s: samples per second (the baseline)
@@ -17,9 +18,15 @@
 #   6 procctl-2, -3    two, then three pcsamp under token-agent (hold 2 s),
 #                      with a witness: turns, samples per hold, CUPTI errors,
 #                      the hand-off gap against release + acquire
+#   7 start/stop       the sampler with start/stop control alone
+#   8-10               node.sh: pcsamp under procctl-node; libprocctl-cupti
+#                      in three gpu-busy; gpu-busy with it never granted
 #
 # Usage: run.sh BUILD_DIR OUT_DIR   (BUILD_DIR: a cmake build with the GPU
-# programs, e.g. -DPROCCTL_NODE=OFF)
+# programs, or bundle.sh's folder of them for a machine without gRPC and
+# the rest; without procctl-node built, 8-10 are skipped). Off a GPU
+# machine, test/cudastub's stand-ins first on LD_LIBRARY_PATH (and
+# STANDIN_DIR a folder for their locks) run it all, as a rehearsal.
 set -u
 B=${1:?usage: run.sh BUILD_DIR OUT_DIR}
 OUT=${2:?usage: run.sh BUILD_DIR OUT_DIR}
@@ -160,4 +167,9 @@ say "== 7 start/stop mode alone (sampler --start-stop: Start and Stop ranges, dr
 timeout -k 10 30 "$S" --name A --start-stop --at 0:sample --at 2000:stop --at 2000:getdata --at 2500:start --at 4500:unsample \
 	>"$OUT/7-startstop.log" 2>&1
 calls "$OUT/7-startstop.log" A >&3
+if [ -z "$uuid" ] || [ ! -x "$B/procctl-node" ]; then
+	say "== 8-10 skipped: $([ -z "$uuid" ] && echo "no GPU uuid from the sampler" || echo "no procctl-node in $B")"
+else
+	sh "$(dirname "$0")/node.sh" "$B" "$OUT" "$uuid"
+fi
 say "== done $(date -u +%FT%TZ)"
