@@ -8,7 +8,8 @@
 # an agent (agent.c: a real region, attach, publish, ack)
 # built against the installed package with pkg-config and with CMake's
 # find_package(procctl), and the seed's process-side snippet with
-# pkg-config's procctl (the header alone), each built and run.
+# pkg-config's procctl (the header alone), each built and run; and
+# libprocctl-cupti where it was built.
 # Usage: run.sh BUILD_DIR SOURCE_DIR
 set -eu
 build=$1
@@ -32,6 +33,13 @@ for f in bin/procctl sbin/procctl-node include/procctl.h include/procctl_agent.h
 	[ -f "$p/$f" ] || fail "$f was not installed"
 done
 ! grep -rlF -e "$src" -e "$build" "$p/lib/pkgconfig" "$p/lib/cmake" || fail "an installed file names the source or build tree"
+# libprocctl-cupti, where the CUDA toolkit was found: InitializeInjection
+# its only export.
+if [ -f "$build/clients/cupti/libprocctl-cupti.so" ]; then
+	[ -f "$p/lib/procctl/libprocctl-cupti.so" ] || fail "lib/procctl/libprocctl-cupti.so was not installed"
+	[ "$(nm -D --defined-only "$p/lib/procctl/libprocctl-cupti.so" | awk '{ print $3 }')" = InitializeInjection ] ||
+		fail "libprocctl-cupti.so exports more than InitializeInjection"
+fi
 
 # The programs, from where they were installed.
 "$p/bin/procctl" version | grep -q '^procctl [0-9]' || fail "procctl version"
