@@ -107,6 +107,12 @@ docs/procctl.1.md)
 	EOT
 	;;
 esac
+# docs/gpu.md's commands run libprocctl-cupti and gpu-busy, built where
+# the CUDA toolkit is found: elsewhere there is nothing to run them with.
+if [ "$PAGE" = docs/gpu.md ] && [ ! -f "$BUILD/clients/cupti/libprocctl-cupti.so" ]; then
+	echo "docs: $PAGE: this build has no libprocctl-cupti (no CUDA toolkit): skipped"
+	exit 77
+fi
 cat "$W"/doc/*.sh >"$W/doc/session"
 echo 'echo "## the end of the session"' >>"$W/doc/session"
 # The npm peers are fetched here, where the network is: a page's own
@@ -201,6 +207,11 @@ docs/alerts.md)
 	;;
 docs/kubernetes.md)
 	saw '^    data = level=debug$' "the chart did not render the desired config"
+	;;
+docs/gpu.md)
+	saw '^sampling: +turns=[1-9][0-9]* held=[0-9.]+s samples=[1-9][0-9]* ' "procctl state showed no hold with samples"
+	saw '^cupti: +errors=0$' "procctl state showed CUPTI errors"
+	saw '^function: +[1-9][0-9]* busy$' "procctl state did not show the busy kernel as a top function"
 	;;
 docs/procctl.1.md)
 	saw '^[0-9]+ +echo +1 ' "procctl ps did not list the echo client"
