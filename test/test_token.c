@@ -14,6 +14,7 @@
  * once the schedule ends every holder left gets the resource again.
  * PROCCTL_TEST_SEED=N replays schedules from seed N.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -21,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -220,6 +222,93 @@ static void rotation_with_real_holders(void **state)
 	procctl_arbiter_free(a);
 	procctl_registry_close(r, 0);
 	procctl_arbiter_registry_source_free(&src);
+	unlink(witness);
+	snprintf(cmd, sizeof cmd, "rm -rf %s", lockdir);
+	assert_int_equal(system(cmd), 0);
+}
+
+/* The control block's seq of pid's region of our consumer, made odd: a
+ * write begun that never ends, as an agent that died in one leaves it. */
+static void stick_seq_odd(pid_t pid)
+{
+	char dir[64], path[600], link[256], want[64];
+	struct procctl_hdr h;
+	struct dirent *e;
+	uint32_t *seq = NULL;
+	void *m;
+	DIR *d;
+	int fd = -1;
+	snprintf(dir, sizeof dir, "/proc/%d/fd", (int)pid);
+	snprintf(want, sizeof want, "/memfd:procctl:%s-v1 (deleted)", consumer);
+	assert_non_null(d = opendir(dir));
+	while (fd < 0 && (e = readdir(d))) {
+		ssize_t n;
+		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+		if ((n = readlink(path, link, sizeof link - 1)) > 0 && (link[n] = 0, !strcmp(link, want)))
+			fd = open(path, O_RDWR);
+	}
+	closedir(d);
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, &h, sizeof h, 0), (ssize_t)sizeof h);
+	m = mmap(NULL, h.ctrl_off + 64, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	assert_true(m != MAP_FAILED);
+	seq = (uint32_t *)((char *)m + h.ctrl_off);
+	__atomic_fetch_or(seq, 1u, __ATOMIC_SEQ_CST);
+	munmap(m, h.ctrl_off + 64);
+	close(fd);
+}
+
+/* A holder whose agent died in a write: its grant reads say busy from
+ * then on, and the hold still ends when the lease does (SPEC.md 9.3). */
+static void holder_lets_go_when_its_agent_died_in_a_write(void **state)
+{
+	char lockdir[] = "/tmp/procctl-locks.XXXXXX", witness[] = "/tmp/procctl-witness.XXXXXX", cmd[128];
+	struct procctl_registry_opts o;
+	struct procctl_arbiter_source src;
+	struct procctl_arbiter_opts ao;
+	procctl_registry_t *r;
+	procctl_arbiter_t *a;
+	uint64_t end;
+	pid_t p;
+	int fd, st;
+	(void)state;
+
+	assert_non_null(mkdtemp(lockdir));
+	fd = mkstemp(witness);
+	close(fd);
+	p = holder(witness);
+	memset(&o, 0, sizeof o);
+	o.sz = sizeof o;
+	o.consumer = consumer;
+	o.lock_dir = lockdir;
+	o.lease_ns = 500 * MS;
+	o.rescan_ns = 100 * MS;
+	assert_non_null(r = procctl_registry_new(&o));
+	assert_int_equal(procctl_arbiter_registry_source(&src, r, consumer, 500 * MS), 0);
+	memset(&ao, 0, sizeof ao);
+	ao.sz = sizeof ao;
+	ao.kind = 1;
+	ao.hold_ns = 50 * MS;
+	assert_non_null(a = procctl_arbiter_new(&ao, &src));
+	end = th_now_ns() + 5000 * MS;
+	while (count_events(witness, 'S') == 0 && th_now_ns() < end) {
+		struct pollfd pf = {procctl_registry_fd(r), POLLIN, 0};
+		poll(&pf, 1, 2);
+		assert_int_equal(procctl_registry_dispatch(r), 0);
+		assert_int_equal(procctl_arbiter_tick(a), 0);
+	}
+	assert_int_equal(count_events(witness, 'S'), 1); /* it holds */
+	procctl_arbiter_free(a);
+	procctl_arbiter_registry_source_free(&src);
+	/* The agent goes (its heartbeats stop), and its last write never ends. */
+	procctl_registry_close(r, 0);
+	stick_seq_odd(p);
+	end = th_now_ns() + 5000 * MS;
+	while (count_events(witness, 'E') == 0 && th_now_ns() < end)
+		th_sleep_ms(20);
+	assert_int_equal(count_events(witness, 'E'), 1);
+	kill(p, SIGTERM);
+	waitpid(p, &st, 0);
 	unlink(witness);
 	snprintf(cmd, sizeof cmd, "rm -rf %s", lockdir);
 	assert_int_equal(system(cmd), 0);
@@ -732,6 +821,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(rotation_with_real_holders, teardown),
 		cmocka_unit_test_teardown(ready_event_wakes_the_arbiter, teardown),
+		cmocka_unit_test_teardown(holder_lets_go_when_its_agent_died_in_a_write, teardown),
 		cmocka_unit_test_teardown(zombie_holder_frees, teardown),
 		cmocka_unit_test_teardown(late_holder_found_by_hello, teardown),
 		cmocka_unit_test_teardown(random_schedules, teardown),

@@ -150,15 +150,25 @@ void *holder_control(void *unused)
 {
 	int holding = 0;
 	uint64_t since = 0;
+	procctl_grant_t held; /* the grant it holds under */
 	(void)unused;
+	memset(&held, 0, sizeof held);
 	while (!holder_stopping()) {
 		procctl_grant_t g;
 		int r, usable;
 		procctl_wait(ctx, use.wake_ns);
 		take_config();
 		r = procctl_grant_get(ctx, key.kind, key.id, &g);
-		if (r < 0)
-			continue; /* busy or torn: the next write wakes us */
+		if (r < 0) {
+			/* Busy or torn: the next write wakes us. But an agent that
+			 * died in a write leaves it busy: a hold ends with its lease. */
+			if (holding && !procctl_grant_usable(ctx, &held, 0)) {
+				let_go(&held, since);
+				holding = 0;
+				report(PROCCTL_RES_RELEASED, &held);
+			}
+			continue;
+		}
 		usable = r == 1 && procctl_grant_usable(ctx, &g, 0) && !procctl_lease_expired(ctx, 0);
 		if (holding && !usable) {
 			let_go(&g, since);
@@ -166,6 +176,7 @@ void *holder_control(void *unused)
 			report(PROCCTL_RES_RELEASED, &g);
 		} else if (!holding && usable) {
 			holding = take(&g, &since);
+			held = g;
 		} else {
 			report(holding ? PROCCTL_RES_HOLDING : r == 1 ? PROCCTL_RES_RELEASED : PROCCTL_RES_IDLE, &g);
 		}
