@@ -54,24 +54,34 @@ static void free_buf(CUpti_PCSamplingData *d)
 /* Keep name to free in pcs_free, once: CUPTI may share one string among
  * records, also those of later GetData calls (CUpti_PCSamplingPCData:
  * "should not be modified or freed until post processing of all the
- * records is done"). */
+ * records is done"). The names are a set of pointers (open addressing,
+ * at most half full): a drain of thousands of records stays linear. */
 static void keep_name(struct pcs *p, char *name)
 {
 	size_t i;
 	if (!name)
 		return;
-	for (i = p->nnames; i > 0; i--)
-		if (p->names[i - 1] == name)
-			return;
-	if (p->nnames == p->cap) {
-		size_t cap = p->cap ? 2 * p->cap : 16;
-		char **n = realloc(p->names, cap * sizeof *n);
+	if (2 * (p->nnames + 1) > p->cap) {
+		size_t cap = p->cap ? 2 * p->cap : 64, k;
+		char **n = calloc(cap, sizeof *n);
 		if (!n)
 			return; /* left to CUPTI: a leak, never a double free */
+		for (k = 0; k < p->cap; k++) {
+			if (!p->names[k])
+				continue;
+			for (i = ((uintptr_t)p->names[k] >> 4) & (cap - 1); n[i]; i = (i + 1) & (cap - 1))
+				;
+			n[i] = p->names[k];
+		}
+		free(p->names);
 		p->names = n;
 		p->cap = cap;
 	}
-	p->names[p->nnames++] = name;
+	for (i = ((uintptr_t)name >> 4) & (p->cap - 1); p->names[i]; i = (i + 1) & (p->cap - 1))
+		if (p->names[i] == name)
+			return;
+	p->names[i] = name;
+	p->nnames++;
 }
 
 /* The samples of d's records (attributed to PCs); their function names
@@ -130,15 +140,17 @@ static CUptiResult enable(struct pcs *p)
 	np.size = CUpti_PCSamplingGetNumStallReasonsParamsSize;
 	np.ctx = p->ctx;
 	np.numStallReasons = &p->nstall;
-	if ((r = p->c->cuptiPCSamplingGetNumStallReasons(&np)) != CUPTI_SUCCESS)
-		return r;
-	if (alloc_buf(&p->cfg, p->nstall) < 0 || alloc_buf(&p->get, p->nstall) < 0) {
+	if ((r = p->c->cuptiPCSamplingGetNumStallReasons(&np)) == CUPTI_SUCCESS &&
+	    (alloc_buf(&p->cfg, p->nstall) < 0 || alloc_buf(&p->get, p->nstall) < 0))
+		r = CUPTI_ERROR_OUT_OF_MEMORY;
+	if (r != CUPTI_SUCCESS) { /* enabled, and nothing to sample with: disabled again */
+		CUpti_PCSamplingDisableParams dp = {CUpti_PCSamplingDisableParamsSize, NULL, p->ctx};
 		free_buf(&p->cfg);
 		free_buf(&p->get);
 		p->nstall = 0;
-		return CUPTI_ERROR_OUT_OF_MEMORY;
+		p->c->cuptiPCSamplingDisable(&dp);
 	}
-	return CUPTI_SUCCESS;
+	return r;
 }
 
 /* GetData until CUPTI holds nothing more: the samples it brought. */
@@ -204,17 +216,22 @@ CUptiResult pcs_call(struct pcs *p, enum pcs_call call, uint64_t *got)
 	return r;
 }
 
+void pcs_drop(struct pcs *p)
+{
+	free_buf(&p->cfg);
+	free_buf(&p->get);
+	p->nstall = 0; /* the buffers are sized again at the next Enable */
+}
+
 void pcs_free(struct pcs *p)
 {
 	size_t i;
-	free_buf(&p->cfg);
-	free_buf(&p->get);
-	for (i = 0; i < p->nnames; i++)
+	pcs_drop(p);
+	for (i = 0; i < p->cap; i++)
 		free(p->names[i]);
 	free(p->names);
 	p->names = NULL;
 	p->nnames = p->cap = 0;
-	p->nstall = 0; /* the buffers are sized again at the next Enable */
 }
 
 const char *pcs_call_name(enum pcs_call call)

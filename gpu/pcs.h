@@ -32,20 +32,24 @@ struct pcs {
 	double ms[PCS_NCALLS];    /* the last call's duration */
 	uint64_t samples;         /* attributed to PCs, in all */
 	uint64_t total, dropped;  /* totalSamples and droppedSamples, summed over GetData */
-	char **names;             /* the records' functionName strings, each once: CUPTI may */
-	size_t nnames, cap;       /* hand one out again later, so they are freed by pcs_free */
+	char **names;             /* the records' functionName strings, a set of pointers: CUPTI */
+	size_t nnames, cap;       /* may hand one out again later, so they are freed by pcs_free */
 };
 
 /* pcs_call: run one call (PCS_GETDATA drains: GetData until nothing is
- * left); its CUptiResult, also in p->last[call] with its time in p->ms.
+ * left; PCS_ENABLE disables again when it cannot size its buffers); its
+ * CUptiResult, also in p->last[call] with its time in p->ms.
  * PCS_CONFIGURE sets the sampling data buffer, start/stop control
  * (start_stop) and period 2^period (0: CUPTI's default). New samples of a
  * drain are added to p->samples and returned in *got (may be NULL). */
 void pcs_init(struct pcs *p, const struct cupti_calls *c, CUcontext ctx, int start_stop, unsigned period);
 CUptiResult pcs_call(struct pcs *p, enum pcs_call call, uint64_t *got);
-/* The buffers and the function names, and enabling's state: after
- * Disable, or after the context is gone (a context destroyed while
- * sampling is enabled flushes into p->cfg). The counts stay. */
+/* The buffers (sized again at the next Enable): after a Disable that
+ * succeeded. The function names stay: CUPTI may hand one out again. */
+void pcs_drop(struct pcs *p);
+/* The buffers and the function names: once the context is gone (a
+ * context destroyed while sampling is enabled flushes into p->cfg). The
+ * counts stay. */
 void pcs_free(struct pcs *p);
 const char *pcs_call_name(enum pcs_call call);
 const char *pcs_result_name(const struct pcs *p, CUptiResult r);
