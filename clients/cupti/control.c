@@ -6,8 +6,12 @@
  *
  *   a GPU with a context: WANT. Granted (usable) and not sampling:
  *   ACQUIRING, enable + configure + start on each of its contexts,
- *   HOLDING. Sampling and the grant no longer usable (revoked, lease
- *   expired) or its last context gone: stop + drain + disable, RELEASED.
+ *   HOLDING (a failure: stopped again, RELEASED, no WANT for a second).
+ *   Holding: contexts created since sample too, and each second a range
+ *   ends and another starts (stop, drain, start: CUPTI's flush point).
+ *   The grant no longer usable (revoked, replaced, its lease expired,
+ *   also while the agent's write is in progress) or its last context
+ *   gone: RELEASING, stop + drain + disable, RELEASED.
  *
  * It wakes on the event socket (an agent's write), on the library's
  * eventfd (a context came or went) or after 100 ms (a lease's expiry).
@@ -30,12 +34,16 @@
 
 #define WAKE_MS 100
 
+#define RETRY_NS 1000000000ull /* after a failed acquire, no WANT for this long */
+#define RANGE_NS 1000000000ull /* a hold's Start/Stop ranges: drained this often */
+
 struct gpu_turn {
 	int holding;
-	uint64_t since;
-	uint64_t grant_id;
+	procctl_grant_t basis; /* the grant it holds under */
+	uint64_t since, range; /* the hold's start, its range's */
+	uint64_t retry;        /* no WANT before this (a failed acquire) */
 	uint32_t state, flags; /* the last report, to skip repeats */
-	uint64_t seen;
+	uint64_t grant_id, seen;
 	int reported;
 };
 
@@ -58,20 +66,24 @@ void control_wake(void)
 		return; /* a full counter wakes it all the same */
 }
 
-/* The status block from the counts (under mu). */
+/* The status block from the counts. */
 static void status_put(void)
 {
-	status.magic = PCSAMPLING_MAGIC;
+	pthread_mutex_lock(&inj.mu);
 	status.gpus = inj.ngpus;
+	status.period = inj.period;
+	pthread_mutex_unlock(&inj.mu);
+	pthread_mutex_lock(&inj.stats_mu);
+	status.magic = PCSAMPLING_MAGIC;
 	status.samples = inj.samples;
 	status.dropped = inj.dropped;
 	status.other_samples = inj.top.other;
 	status.cupti_errors = inj.errors;
 	status.last_error = inj.last_error;
 	status.last_call = inj.last_call;
-	status.period = inj.period;
 	memset(status.top, 0, sizeof status.top);
 	status.nfunctions = top_best(&inj.top, status.top, PCSAMPLING_TOP);
+	pthread_mutex_unlock(&inj.stats_mu);
 	procctl_state_set(&ctx, &status, sizeof status, 0);
 }
 
@@ -100,6 +112,7 @@ static void take_config(void)
 		pthread_mutex_lock(&inj.mu);
 		inj.period = 0;
 		pthread_mutex_unlock(&inj.mu);
+		status_put();
 		procctl_ack(&ctx, gen, 0);
 	} else if (n > 0 && n != (int)sizeof pc) {
 		procctl_nack(&ctx, gen, -EINVAL, 0);
@@ -111,34 +124,119 @@ static void take_config(void)
 		pthread_mutex_lock(&inj.mu);
 		inj.period = pc.period;
 		pthread_mutex_unlock(&inj.mu);
+		status_put();
 		procctl_ack(&ctx, gen, 0);
 	}
 }
 
-/* Start or stop sampling on GPU i's contexts (under mu): 1 all started. */
-static int gpu_sample(unsigned i, int on)
+/* What a turn does to one context. */
+enum act { START, STOP, SPLIT };
+
+/* act on each context of GPU i that it applies to, one at a time, busy
+ * and without mu: how many are sampling after, and whether one failed. */
+static int gpu_act(unsigned i, enum act a, int *fail)
 {
-	int k, ok = 1;
+	int k, n = 0;
+	*fail = 0;
 	for (k = 0; k < INJECT_CTXS; k++) {
 		struct inject_ctx *x = &inj.ctxs[k];
-		if (!x->ctx || x->gpu != (int)i)
+		int r = 0;
+		pthread_mutex_lock(&inj.mu);
+		if (!x->ctx || x->gpu != (int)i || x->busy || x->dying || (a == START ? x->sampling || x->broken ||
+		    inj.exiting : !x->sampling)) {
+			n += x->ctx && x->gpu == (int)i && !x->dying && x->sampling;
+			pthread_mutex_unlock(&inj.mu);
 			continue;
-		if (!on)
+		}
+		x->busy = 1;
+		pthread_mutex_unlock(&inj.mu);
+		if (a == START)
+			r = ctx_sample(x);
+		else if (a == SPLIT)
+			r = ctx_split(x);
+		else
 			ctx_unsample(x);
-		else if (!x->sampling && ctx_sample(x) < 0)
-			ok = 0;
+		pthread_mutex_lock(&inj.mu);
+		x->busy = 0;
+		if (x->dying == 2) /* its destroy went on without us: forget it (its buffers too) */
+			memset(x, 0, sizeof *x);
+		n += x->ctx && x->sampling;
+		pthread_cond_broadcast(&inj.idle);
+		pthread_mutex_unlock(&inj.mu);
+		*fail |= r < 0;
 	}
-	if (on && !ok)
-		gpu_sample(i, 0);
-	return ok;
+	return n;
 }
 
+static void gpu_stop(unsigned i)
+{
+	int fail;
+	gpu_act(i, STOP, &fail);
+}
+
+/* A context of GPU i the program still has (the program not exiting). */
 static int gpu_live(unsigned i)
 {
-	int k;
-	for (k = 0; k < INJECT_CTXS; k++)
-		if (inj.ctxs[k].ctx && inj.ctxs[k].gpu == (int)i)
-			return 1;
+	int k, live = 0;
+	pthread_mutex_lock(&inj.mu);
+	for (k = 0; k < INJECT_CTXS && !inj.exiting; k++)
+		live |= inj.ctxs[k].ctx && inj.ctxs[k].gpu == (int)i && !inj.ctxs[k].dying;
+	pthread_mutex_unlock(&inj.mu);
+	return live;
+}
+
+/* Stop sampling GPU i and report it released (basis: the grant seen). */
+static void release(unsigned i, const procctl_grant_t *basis, uint32_t want)
+{
+	struct gpu_turn *t = &turn[i];
+	report(i, PROCCTL_RES_RELEASING, want, basis);
+	gpu_stop(i);
+	status.held_ns += now_ns() - t->since;
+	status_put();
+	t->holding = 0;
+	report(i, PROCCTL_RES_RELEASED, want, basis);
+}
+
+/* Start sampling GPU i under grant g: HOLDING once every context of it
+ * samples; else stopped again, RELEASED, and no WANT for a while. */
+static void acquire(unsigned i, const procctl_grant_t *g, uint32_t want)
+{
+	struct gpu_turn *t = &turn[i];
+	int fail;
+	if (procctl_resource_report(&ctx, inj.kind, inj.uuid[i], PROCCTL_RES_ACQUIRING, want, g, 0) != 0)
+		return;
+	t->reported = 0;
+	if (gpu_act(i, START, &fail) == 0 || fail) {
+		gpu_stop(i);
+		t->retry = now_ns() + RETRY_NS;
+		status_put();
+		report(i, PROCCTL_RES_RELEASED, 0, g);
+		return;
+	}
+	t->holding = 1;
+	t->basis = *g;
+	t->since = t->range = now_ns();
+	status.turns++;
+	status.last_grant_id = g->grant_id;
+	status_put();
+	report(i, PROCCTL_RES_HOLDING, want, g);
+}
+
+/* While holding: contexts created since start sampling, and a range that
+ * ran RANGE_NS ends and another starts. 0, or -1 (released). */
+static int keep(unsigned i, const procctl_grant_t *g, uint32_t want)
+{
+	struct gpu_turn *t = &turn[i];
+	int fail, n = gpu_act(i, START, &fail);
+	if (!fail && now_ns() - t->range >= RANGE_NS) {
+		n = gpu_act(i, SPLIT, &fail);
+		t->range = now_ns();
+		status_put();
+	}
+	if (fail || n == 0) {
+		release(i, g, want);
+		return -1;
+	}
 	return 0;
 }
 
@@ -147,40 +245,25 @@ static void step(unsigned i)
 {
 	struct gpu_turn *t = &turn[i];
 	procctl_grant_t g;
-	int r, usable, live;
-	uint32_t want;
-	pthread_mutex_lock(&inj.mu);
-	live = gpu_live(i);
-	pthread_mutex_unlock(&inj.mu);
-	want = live ? PROCCTL_RES_F_WANT : 0;
-	if ((r = procctl_grant_get(&ctx, inj.kind, inj.uuid[i], &g)) < 0)
-		return; /* a write in progress: the next one wakes us */
+	int r, usable, live = gpu_live(i);
+	uint32_t want = live && now_ns() >= t->retry ? PROCCTL_RES_F_WANT : 0;
+	if ((r = procctl_grant_get(&ctx, inj.kind, inj.uuid[i], &g)) < 0) {
+		/* A write in progress (the next one wakes us), or an agent that
+		 * died in one: a hold still ends with its lease. */
+		if (t->holding && (!live || !procctl_grant_usable(&ctx, &t->basis, 0) || procctl_lease_expired(&ctx, 0)))
+			release(i, &t->basis, want);
+		return;
+	}
 	usable = r == 1 && procctl_grant_usable(&ctx, &g, 0) && !procctl_lease_expired(&ctx, 0);
-	if (t->holding && (!usable || !live)) {
-		report(i, PROCCTL_RES_RELEASING, want, &g);
-		pthread_mutex_lock(&inj.mu);
-		gpu_sample(i, 0);
-		status.held_ns += now_ns() - t->since;
-		status_put();
-		pthread_mutex_unlock(&inj.mu);
-		t->holding = 0;
-		report(i, PROCCTL_RES_RELEASED, want, &g);
-	} else if (!t->holding && usable && live) {
-		if (procctl_resource_report(&ctx, inj.kind, inj.uuid[i], PROCCTL_RES_ACQUIRING, want, &g, 0) != 0)
-			return;
-		t->reported = 0;
-		pthread_mutex_lock(&inj.mu);
-		t->holding = gpu_sample(i, 1);
-		if (t->holding) {
-			t->since = now_ns();
-			status.turns++;
-			status.last_grant_id = g.grant_id;
-		}
-		status_put();
-		pthread_mutex_unlock(&inj.mu);
-		report(i, t->holding ? PROCCTL_RES_HOLDING : PROCCTL_RES_RELEASED, want, &g);
+	if (t->holding) {
+		if (!usable || !live || g.grant_id != t->basis.grant_id)
+			release(i, &g, want);
+		else if (keep(i, &g, want) == 0)
+			report(i, PROCCTL_RES_HOLDING, want, &g);
+	} else if (usable && live && want) {
+		acquire(i, &g, want);
 	} else {
-		report(i, t->holding ? PROCCTL_RES_HOLDING : r == 1 ? PROCCTL_RES_RELEASED : PROCCTL_RES_IDLE, want, &g);
+		report(i, r == 1 ? PROCCTL_RES_RELEASED : PROCCTL_RES_IDLE, want, &g);
 	}
 }
 
@@ -234,9 +317,7 @@ int control_start(const char *consumer, char *err, size_t errlen)
 		snprintf(err, errlen, "procctl_init (consumer %.31s): %s", consumer, strerror(-r));
 		goto fail;
 	}
-	pthread_mutex_lock(&inj.mu);
 	status_put();
-	pthread_mutex_unlock(&inj.mu);
 	/* The program's signals go to its own threads, never to this one. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);

@@ -16,13 +16,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "inject.h"
 
 #define STR_(x) #x
 #define STR(x) STR_(x) /* a call's symbol: cuda.h's mapping (cuCtxPushCurrent_v2) applied */
 
-struct inject inj = {.mu = PTHREAD_MUTEX_INITIALIZER, .wake_fd = -1};
+#define DESTROY_WAIT_S 5 /* a context's destroy waits this long for the control thread */
+
+struct inject inj = {.mu = PTHREAD_MUTEX_INITIALIZER, .idle = PTHREAD_COND_INITIALIZER,
+		     .stats_mu = PTHREAD_MUTEX_INITIALIZER, .wake_fd = -1};
 
 static void say(const char *what, const char *why)
 {
@@ -93,10 +97,14 @@ static void ctx_created(CUcontext ctx)
 	if (gpu < 0)
 		return;
 	for (i = 0; i < INJECT_CTXS; i++) {
-		if (!inj.ctxs[i].ctx) {
-			memset(&inj.ctxs[i], 0, sizeof inj.ctxs[i]);
-			inj.ctxs[i].ctx = ctx;
-			inj.ctxs[i].gpu = gpu;
+		struct inject_ctx *x = &inj.ctxs[i];
+		if (!x->ctx && !x->busy) {
+			memset(x, 0, sizeof *x);
+			x->ctx = ctx;
+			x->gpu = gpu;
+			pcs_init(&x->p, &inj.c, ctx, 1, 0);
+			x->p.record = top_add;
+			x->p.record_arg = &inj.top;
 			return;
 		}
 	}
@@ -104,15 +112,42 @@ static void ctx_created(CUcontext ctx)
 }
 
 /* A context going away is let go of here, on the program's thread, while
- * it still exists; the control thread reports the release. */
+ * it still exists (under mu), once the control thread is out of it; the
+ * control thread reports the release. */
 static void ctx_destroying(CUcontext ctx)
+{
+	struct timespec until;
+	int i, r = 0;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += DESTROY_WAIT_S;
+	for (i = 0; i < INJECT_CTXS; i++) {
+		struct inject_ctx *x = &inj.ctxs[i];
+		if (x->ctx != ctx || x->dying)
+			continue;
+		x->dying = 1;
+		while (x->busy && r != ETIMEDOUT)
+			r = pthread_cond_timedwait(&inj.idle, &inj.mu, &until);
+		if (x->busy) {
+			x->dying = 2; /* what it sampled into stays allocated for CUPTI */
+			say("a context's destroy", "the control thread was in CUPTI for 5 s; going on without it");
+			continue;
+		}
+		ctx_unsample(x);
+		if (!x->broken)
+			pcs_free(&x->p);
+		memset(x, 0, sizeof *x);
+	}
+}
+
+/* A module unloading: the range of each context sampling ends here and
+ * another starts (CUPTI's flush point after a module load-unload-load). */
+static void module_unloading(CUcontext ctx)
 {
 	int i;
 	for (i = 0; i < INJECT_CTXS; i++) {
-		if (inj.ctxs[i].ctx == ctx) {
-			ctx_unsample(&inj.ctxs[i]);
-			inj.ctxs[i].ctx = NULL;
-		}
+		struct inject_ctx *x = &inj.ctxs[i];
+		if (x->ctx == ctx && x->sampling && !x->busy && !x->dying && ctx_split(x) < 0)
+			ctx_unsample(x); /* the control thread sees it not sampling: released */
 	}
 }
 
@@ -122,76 +157,132 @@ static void CUPTIAPI on_resource(void *arg, CUpti_CallbackDomain domain, CUpti_C
 	(void)arg;
 	if (domain != CUPTI_CB_DOMAIN_RESOURCE || !rd || !rd->context)
 		return;
-	if (cbid != CUPTI_CBID_RESOURCE_CONTEXT_CREATED && cbid != CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING)
-		return;
 	pthread_mutex_lock(&inj.mu);
 	if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED)
 		ctx_created(rd->context);
-	else
+	else if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING)
 		ctx_destroying(rd->context);
+	else if (cbid == CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING)
+		module_unloading(rd->context);
 	pthread_mutex_unlock(&inj.mu);
 	control_wake();
 }
 
-/* One PC sampling call on x, its failure counted. */
+/* The program exits: every context sampling stops and disables (CUPTI's
+ * teardown for contexts never destroyed), and nothing starts again. */
+static void at_exit(void)
+{
+	int i;
+	pthread_mutex_lock(&inj.mu);
+	inj.exiting = 1;
+	for (i = 0; i < INJECT_CTXS; i++)
+		if (inj.ctxs[i].ctx && !inj.ctxs[i].busy && !inj.ctxs[i].dying)
+			ctx_unsample(&inj.ctxs[i]);
+	pthread_mutex_unlock(&inj.mu);
+	control_wake();
+}
+
+static void failed(int32_t r, uint32_t call)
+{
+	pthread_mutex_lock(&inj.stats_mu);
+	inj.errors++;
+	inj.last_error = r;
+	inj.last_call = call;
+	pthread_mutex_unlock(&inj.stats_mu);
+}
+
+/* One PC sampling call on x, its failure counted: 1 it succeeded. */
 static int call(struct inject_ctx *x, enum pcs_call c)
 {
 	uint64_t got = 0;
 	CUptiResult r = pcs_call(&x->p, c, &got);
-	if (r != CUPTI_SUCCESS) {
-		inj.errors++;
-		inj.last_error = (int32_t)r;
-		inj.last_call = (uint32_t)c + 1;
-	}
+	if (r != CUPTI_SUCCESS)
+		failed((int32_t)r, (uint32_t)c + 1);
 	return r == CUPTI_SUCCESS;
 }
 
+/* x's samples since the last account, into the counts. */
 static void account(struct inject_ctx *x)
 {
+	pthread_mutex_lock(&inj.stats_mu);
 	inj.samples += x->p.samples;
 	inj.dropped += x->p.dropped;
+	pthread_mutex_unlock(&inj.stats_mu);
 	x->p.samples = x->p.dropped = 0;
+}
+
+/* Make x's context current on this thread: 1, or 0 counted. */
+static int push(struct inject_ctx *x)
+{
+	CUresult r = inj.c.cuCtxPushCurrent(x->ctx);
+	if (r != CUDA_SUCCESS)
+		failed((int32_t)r, 0);
+	return r == CUDA_SUCCESS;
+}
+
+static void pop(void)
+{
+	CUcontext prev;
+	inj.c.cuCtxPopCurrent(&prev);
+}
+
+/* Disable x (enabled): its buffers dropped, or kept when Disable failed
+ * (CUPTI may still write into them), and then x is never sampled again. */
+static void disable(struct inject_ctx *x)
+{
+	if (call(x, PCS_DISABLE))
+		pcs_drop(&x->p);
+	else
+		x->broken = 1;
+	account(x);
+	x->sampling = x->started = 0;
 }
 
 int ctx_sample(struct inject_ctx *x)
 {
-	CUcontext prev;
-	int ok;
-	pcs_init(&x->p, &inj.c, x->ctx, 1, inj.period);
-	x->p.record = top_add;
-	x->p.record_arg = &inj.top;
-	if (inj.c.cuCtxPushCurrent(x->ctx) != CUDA_SUCCESS) {
-		inj.errors++;
+	if (x->broken || !push(x))
 		return -EIO;
-	}
-	ok = call(x, PCS_ENABLE) && call(x, PCS_CONFIGURE) && call(x, PCS_START);
-	if (!ok && x->p.nstall)
-		call(x, PCS_DISABLE);
-	inj.c.cuCtxPopCurrent(&prev);
-	if (!ok) {
-		account(x);
-		pcs_free(&x->p);
+	x->p.period = inj.period;
+	if (!call(x, PCS_ENABLE)) { /* PCS_ENABLE disables again when it fails past Enable */
+		pop();
 		return -EIO;
 	}
 	x->sampling = 1;
+	if (!call(x, PCS_CONFIGURE) || !call(x, PCS_START)) {
+		disable(x);
+		pop();
+		return -EIO;
+	}
+	x->started = 1;
+	pop();
 	return 0;
 }
 
 void ctx_unsample(struct inject_ctx *x)
 {
-	CUcontext prev;
 	int pushed;
 	if (!x->sampling)
 		return;
-	pushed = inj.c.cuCtxPushCurrent(x->ctx) == CUDA_SUCCESS;
-	call(x, PCS_STOP);
+	pushed = push(x);
+	if (x->started)
+		call(x, PCS_STOP);
 	call(x, PCS_GETDATA);
-	call(x, PCS_DISABLE);
+	disable(x);
 	if (pushed)
-		inj.c.cuCtxPopCurrent(&prev);
+		pop();
+}
+
+int ctx_split(struct inject_ctx *x)
+{
+	int ok;
+	if (!x->sampling || !x->started || !push(x))
+		return -EIO;
+	x->started = 0;
+	ok = call(x, PCS_STOP) && call(x, PCS_GETDATA) && call(x, PCS_START);
+	x->started = ok;
 	account(x);
-	pcs_free(&x->p);
-	x->sampling = 0;
+	pop();
+	return ok ? 0 : -EIO;
 }
 
 static int number(const char *s, unsigned long max, unsigned long dflt, unsigned long *out)
@@ -234,5 +325,7 @@ int InitializeInjection(void)
 	if (inj.c.cuptiSubscribe(&sub, on_resource, NULL) != CUPTI_SUCCESS ||
 	    inj.c.cuptiEnableDomain(1, sub, CUPTI_CB_DOMAIN_RESOURCE) != CUPTI_SUCCESS)
 		say("cuptiSubscribe", "CUPTI's callbacks are taken (another tool subscribed first)");
+	else
+		atexit(at_exit);
 	return 1;
 }
