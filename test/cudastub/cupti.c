@@ -96,16 +96,6 @@ CUptiResult cuptiGetDeviceId(CUcontext ctx, uint32_t *id)
 	return CUPTI_SUCCESS;
 }
 
-/* The context's state, locked (standin_unlock after), or NULL. */
-static struct standin_pcs *pcs_of(CUcontext ctx, int *ord)
-{
-	struct standin_pcs *p;
-	standin_lock();
-	if (!(p = standin_ctx(ctx, ord)))
-		standin_unlock();
-	return p;
-}
-
 /* The GPU's exclusivity: an flock on $STANDIN_DIR/<uuid>. */
 static int gpu_lock(int ord)
 {
@@ -128,158 +118,183 @@ static int gpu_lock(int ord)
 	return fd;
 }
 
+/* A PC sampling call on ctx: op on its state (ord, its GPU; arg, the
+ * call's parameters), under the driver's lock; logged when call is named. */
+typedef CUptiResult pcs_op(struct standin_pcs *p, int ord, void *arg);
+
+static CUptiResult step(const char *call, CUcontext ctx, pcs_op *op, void *arg)
+{
+	struct standin_pcs *p;
+	CUptiResult r = CUPTI_ERROR_INVALID_CONTEXT;
+	int ord;
+	standin_lock();
+	if ((p = standin_ctx(ctx, &ord)))
+		r = op(p, ord, arg);
+	standin_unlock();
+	return call ? logged(call, ctx, r) : r;
+}
+
+static CUptiResult enable(struct standin_pcs *p, int ord, void *arg)
+{
+	(void)arg;
+	if (p->enabled)
+		return CUPTI_ERROR_INVALID_OPERATION;
+	if ((p->lock_fd = gpu_lock(ord)) < 0)
+		return CUPTI_ERROR_NOT_SUPPORTED; /* another process samples this GPU */
+	p->enabled = 1;
+	return CUPTI_SUCCESS;
+}
+
+static CUptiResult stall_reasons(struct standin_pcs *p, int ord, void *arg)
+{
+	(void)ord;
+	if (!p->enabled)
+		return CUPTI_ERROR_INVALID_OPERATION;
+	*(size_t *)arg = NSTALL;
+	return CUPTI_SUCCESS;
+}
+
+static CUptiResult attribute(struct standin_pcs *p, CUpti_PCSamplingConfigurationInfo *a)
+{
+	switch (a->attributeType) {
+	case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_DATA_BUFFER:
+		p->buffer = a->attributeData.samplingDataBufferData.samplingDataBuffer;
+		return CUPTI_SUCCESS;
+	case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL:
+		p->start_stop = (int)a->attributeData.enableStartStopControlData.enableStartStopControl;
+		return CUPTI_SUCCESS;
+	case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD:
+		p->period = a->attributeData.samplingPeriodData.samplingPeriod;
+		return p->period < 5 || p->period > 31 ? CUPTI_ERROR_INVALID_PARAMETER : CUPTI_SUCCESS;
+	case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE:
+		return CUPTI_SUCCESS;
+	default:
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	}
+}
+
+static CUptiResult configure(struct standin_pcs *p, int ord, void *arg)
+{
+	CUpti_PCSamplingConfigurationInfoParams *cp = arg;
+	CUptiResult r = CUPTI_SUCCESS;
+	size_t i;
+	(void)ord;
+	if (!p->enabled || p->started)
+		return CUPTI_ERROR_INVALID_OPERATION;
+	for (i = 0; r == CUPTI_SUCCESS && i < cp->numAttributes; i++)
+		r = attribute(p, &cp->pPCSamplingConfigurationInfo[i]);
+	p->configured = r == CUPTI_SUCCESS;
+	return r;
+}
+
+static CUptiResult start(struct standin_pcs *p, int ord, void *arg)
+{
+	const char *fail = getenv("STANDIN_FAIL");
+	(void)ord, (void)arg;
+	if (!p->configured || !p->start_stop || p->started)
+		return CUPTI_ERROR_INVALID_OPERATION;
+	if (fail && !strcmp(fail, "start") && starts++ % 2 == 0)
+		return CUPTI_ERROR_UNKNOWN;
+	p->started = 1;
+	return CUPTI_SUCCESS;
+}
+
+static CUptiResult stop(struct standin_pcs *p, int ord, void *arg)
+{
+	(void)ord, (void)arg;
+	if (!p->started)
+		return CUPTI_ERROR_INVALID_OPERATION;
+	p->started = 0;
+	return CUPTI_SUCCESS;
+}
+
+/* A function's name as CUPTI hands it out: one string per name for the
+ * process, the same pointer in every record (CUPTI may share one; the
+ * caller frees it once, when it is done with every record). */
+static char *name_of(int which)
+{
+	static char *names[2];
+	const char *tail = getenv("STANDIN_FUNC2");
+	if (!names[which])
+		names[which] = strdup(which ? tail ? tail : "busy_tail" : "busy");
+	return names[which];
+}
+
+/* The pending samples into d: one PC record a call (so a drain takes
+ * several), the rest counted in remainingNumPcs. */
+static void fill(struct standin_pcs *p, CUpti_PCSamplingData *d)
+{
+	uint64_t *n = p->pending_busy ? &p->pending_busy : &p->pending_tail;
+	CUpti_PCSamplingPCData *pc = &d->pPcData[0];
+	d->totalNumPcs = d->remainingNumPcs = 0;
+	d->totalSamples = d->droppedSamples = 0;
+	if (!*n || !d->collectNumPcs)
+		return;
+	pc->pcOffset = n == &p->pending_busy ? 0 : 0x40;
+	pc->functionName = name_of(n != &p->pending_busy);
+	pc->stallReasonCount = 1;
+	pc->stallReason[0].pcSamplingStallReasonIndex = 0;
+	pc->stallReason[0].samples = (uint32_t)*n;
+	d->totalSamples = *n;
+	d->totalNumPcs = 1;
+	*n = 0;
+	d->remainingNumPcs = p->pending_tail ? 1 : 0;
+}
+
+static CUptiResult getdata(struct standin_pcs *p, int ord, void *arg)
+{
+	(void)ord;
+	if (!p->enabled || !p->configured)
+		return CUPTI_ERROR_INVALID_OPERATION;
+	fill(p, arg);
+	return CUPTI_SUCCESS;
+}
+
+static CUptiResult disable(struct standin_pcs *p, int ord, void *arg)
+{
+	(void)ord, (void)arg;
+	if (!p->enabled)
+		return CUPTI_ERROR_INVALID_OPERATION;
+	if (p->buffer)
+		fill(p, p->buffer); /* what was left, flushed into the configured buffer */
+	close(p->lock_fd);
+	p->lock_fd = -1;
+	p->enabled = p->configured = p->started = 0;
+	p->buffer = NULL;
+	return CUPTI_SUCCESS;
+}
+
 CUptiResult cuptiPCSamplingEnable(CUpti_PCSamplingEnableParams *ep)
 {
-	int ord;
-	struct standin_pcs *p = pcs_of(ep->ctx, &ord);
-	CUptiResult r = CUPTI_SUCCESS;
-	if (!p)
-		return logged("enable", ep->ctx, CUPTI_ERROR_INVALID_CONTEXT);
-	if (p->enabled)
-		r = CUPTI_ERROR_INVALID_OPERATION;
-	else if ((p->lock_fd = gpu_lock(ord)) < 0)
-		r = CUPTI_ERROR_NOT_SUPPORTED; /* another process samples this GPU */
-	else
-		p->enabled = 1;
-	standin_unlock();
-	return logged("enable", ep->ctx, r);
+	return step("enable", ep->ctx, enable, NULL);
 }
 
 CUptiResult cuptiPCSamplingGetNumStallReasons(CUpti_PCSamplingGetNumStallReasonsParams *np)
 {
-	struct standin_pcs *p = pcs_of(np->ctx, NULL);
-	CUptiResult r = CUPTI_SUCCESS;
-	if (!p)
-		return CUPTI_ERROR_INVALID_CONTEXT;
-	if (!p->enabled)
-		r = CUPTI_ERROR_INVALID_OPERATION;
-	else
-		*np->numStallReasons = NSTALL;
-	standin_unlock();
-	return r;
+	return step(NULL, np->ctx, stall_reasons, np->numStallReasons);
 }
 
 CUptiResult cuptiPCSamplingSetConfigurationAttribute(CUpti_PCSamplingConfigurationInfoParams *cp)
 {
-	struct standin_pcs *p = pcs_of(cp->ctx, NULL);
-	CUptiResult r = CUPTI_SUCCESS;
-	size_t i;
-	if (!p)
-		return logged("configure", cp->ctx, CUPTI_ERROR_INVALID_CONTEXT);
-	if (!p->enabled || p->started)
-		r = CUPTI_ERROR_INVALID_OPERATION;
-	for (i = 0; r == CUPTI_SUCCESS && i < cp->numAttributes; i++) {
-		CUpti_PCSamplingConfigurationInfo *a = &cp->pPCSamplingConfigurationInfo[i];
-		switch (a->attributeType) {
-		case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_DATA_BUFFER:
-			p->buffer = a->attributeData.samplingDataBufferData.samplingDataBuffer;
-			break;
-		case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL:
-			p->start_stop = (int)a->attributeData.enableStartStopControlData.enableStartStopControl;
-			break;
-		case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD:
-			p->period = a->attributeData.samplingPeriodData.samplingPeriod;
-			if (p->period < 5 || p->period > 31)
-				r = CUPTI_ERROR_INVALID_PARAMETER;
-			break;
-		case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE:
-			break;
-		default:
-			r = CUPTI_ERROR_INVALID_PARAMETER;
-		}
-	}
-	if (r == CUPTI_SUCCESS)
-		p->configured = 1;
-	standin_unlock();
-	return logged("configure", cp->ctx, r);
+	return step("configure", cp->ctx, configure, cp);
 }
 
 CUptiResult cuptiPCSamplingStart(CUpti_PCSamplingStartParams *sp)
 {
-	struct standin_pcs *p = pcs_of(sp->ctx, NULL);
-	const char *fail = getenv("STANDIN_FAIL");
-	CUptiResult r = CUPTI_SUCCESS;
-	if (!p)
-		return logged("start", sp->ctx, CUPTI_ERROR_INVALID_CONTEXT);
-	if (!p->configured || !p->start_stop || p->started)
-		r = CUPTI_ERROR_INVALID_OPERATION;
-	else if (fail && !strcmp(fail, "start") && starts++ % 2 == 0)
-		r = CUPTI_ERROR_UNKNOWN;
-	else
-		p->started = 1;
-	standin_unlock();
-	return logged("start", sp->ctx, r);
+	return step("start", sp->ctx, start, NULL);
 }
 
 CUptiResult cuptiPCSamplingStop(CUpti_PCSamplingStopParams *tp)
 {
-	struct standin_pcs *p = pcs_of(tp->ctx, NULL);
-	CUptiResult r = CUPTI_SUCCESS;
-	if (!p)
-		return logged("stop", tp->ctx, CUPTI_ERROR_INVALID_CONTEXT);
-	if (!p->started)
-		r = CUPTI_ERROR_INVALID_OPERATION;
-	p->started = 0;
-	standin_unlock();
-	return logged("stop", tp->ctx, r);
-}
-
-/* The pending samples into d, as two PC records (CUPTI hands out the
- * function names; the caller frees them). */
-static void fill(struct standin_pcs *p, CUpti_PCSamplingData *d)
-{
-	const char *tail = getenv("STANDIN_FUNC2");
-	uint64_t n[2] = {p->pending_busy, p->pending_tail};
-	const char *names[2] = {"busy", tail ? tail : "busy_tail"};
-	size_t i, k = 0;
-	d->totalNumPcs = d->remainingNumPcs = 0;
-	d->totalSamples = d->droppedSamples = 0;
-	for (i = 0; i < 2 && k < d->collectNumPcs; i++) {
-		CUpti_PCSamplingPCData *pc = &d->pPcData[k];
-		if (!n[i])
-			continue;
-		pc->pcOffset = 0x40 * i;
-		pc->functionName = strdup(names[i]);
-		pc->stallReasonCount = 1;
-		pc->stallReason[0].pcSamplingStallReasonIndex = 0;
-		pc->stallReason[0].samples = (uint32_t)n[i];
-		d->totalSamples += n[i];
-		k++;
-	}
-	d->totalNumPcs = k;
-	p->pending_busy = p->pending_tail = 0;
+	return step("stop", tp->ctx, stop, NULL);
 }
 
 CUptiResult cuptiPCSamplingGetData(CUpti_PCSamplingGetDataParams *gp)
 {
-	struct standin_pcs *p = pcs_of(gp->ctx, NULL);
-	CUptiResult r = CUPTI_SUCCESS;
-	if (!p)
-		return logged("getdata", gp->ctx, CUPTI_ERROR_INVALID_CONTEXT);
-	if (!p->enabled || !p->configured)
-		r = CUPTI_ERROR_INVALID_OPERATION;
-	else
-		fill(p, gp->pcSamplingData);
-	standin_unlock();
-	return logged("getdata", gp->ctx, r);
+	return step("getdata", gp->ctx, getdata, gp->pcSamplingData);
 }
 
 CUptiResult cuptiPCSamplingDisable(CUpti_PCSamplingDisableParams *dp)
 {
-	struct standin_pcs *p = pcs_of(dp->ctx, NULL);
-	CUptiResult r = CUPTI_SUCCESS;
-	if (!p)
-		return logged("disable", dp->ctx, CUPTI_ERROR_INVALID_CONTEXT);
-	if (!p->enabled) {
-		r = CUPTI_ERROR_INVALID_OPERATION;
-	} else {
-		if (p->buffer)
-			fill(p, p->buffer); /* what was left, flushed into the configured buffer */
-		close(p->lock_fd);
-		p->lock_fd = -1;
-		p->enabled = p->configured = p->started = 0;
-		p->buffer = NULL;
-	}
-	standin_unlock();
-	return logged("disable", dp->ctx, r);
+	return step("disable", dp->ctx, disable, NULL);
 }

@@ -51,6 +51,7 @@ void standin_subscribe(CUpti_CallbackFunc fn, void *arg)
 	standin_unlock();
 }
 
+/* Under the lock. */
 struct standin_pcs *standin_ctx(CUcontext ctx, int *ordinal)
 {
 	if (!ctx || ctx < ctxs || ctx >= ctxs + GPUS_MAX || !ctx->refs)
@@ -171,9 +172,15 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev)
 
 CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
 {
-	if (dev < 0 || dev >= ngpus || !ctxs[dev].refs)
+	int refs;
+	if (dev < 0 || dev >= ngpus)
+		return CUDA_ERROR_INVALID_DEVICE;
+	standin_lock();
+	refs = ctxs[dev].refs;
+	standin_unlock();
+	if (!refs)
 		return CUDA_ERROR_INVALID_CONTEXT;
-	if (ctxs[dev].refs == 1)
+	if (refs == 1) /* as CUDA does: the callback while the context exists */
 		resource_event(CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING, &ctxs[dev]);
 	standin_lock();
 	ctxs[dev].refs--;
@@ -189,7 +196,11 @@ CUresult cuCtxSetCurrent(CUcontext ctx)
 
 CUresult cuCtxPushCurrent_v2(CUcontext ctx)
 {
-	if (depth == 8 || !standin_ctx(ctx, NULL))
+	int ok;
+	standin_lock();
+	ok = standin_ctx(ctx, NULL) != NULL;
+	standin_unlock();
+	if (depth == 8 || !ok)
 		return CUDA_ERROR_INVALID_CONTEXT;
 	stack[depth++] = current;
 	current = ctx;
@@ -245,12 +256,16 @@ CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, uns
 			unsigned shared, CUstream s, void **params, void **extra)
 {
 	struct timespec ms = {0, 1000000};
-	struct standin_pcs *p = standin_ctx(current, NULL);
+	struct standin_pcs *p;
 	(void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)shared, (void)s, (void)params, (void)extra;
-	if (f != &busy || !p)
+	if (f != &busy)
 		return CUDA_ERROR_INVALID_HANDLE;
 	nanosleep(&ms, NULL);
 	standin_lock();
+	if (!(p = standin_ctx(current, NULL))) {
+		standin_unlock();
+		return CUDA_ERROR_INVALID_CONTEXT;
+	}
 	if (p->started || (p->configured && !p->start_stop)) {
 		p->pending_busy += STANDIN_SAMPLES * 3 / 4;
 		p->pending_tail += STANDIN_SAMPLES / 4;

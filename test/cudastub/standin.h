@@ -41,7 +41,7 @@ struct standin_pcs {
 
 /* The driver's, for the CUPTI stand-in: the resource callback; a
  * context's device ordinal and PC sampling state (NULL: no such
- * context); a GPU's UUID. */
+ * context; under standin_lock); a GPU's UUID. */
 void standin_subscribe(CUpti_CallbackFunc fn, void *arg);
 struct standin_pcs *standin_ctx(CUcontext ctx, int *ordinal);
 void standin_uuid(int ordinal, uint8_t out[16]);
