@@ -27,6 +27,7 @@ P=$B/clients
 NL=$B/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} # the daemon's and the CLI's libraries
 exec 3>>"$OUT/summary.txt"
 say() { printf '%s\n' "$*" | tee -a /dev/fd/3; }
+. "$(dirname "$0")/holds.sh"
 port=19591
 
 # procctl-node in folder $1 with the GPU's arbiter, for 50 s at most:
@@ -76,27 +77,15 @@ for n in 2 3; do
 	say "== 8 node-$n (procctl-node [arbiter], hold 2 s, $n pcsamp, 14 s)"
 	d=$OUT/node-$n
 	start_node "$d"
-	pids=
-	i=0
-	while [ $i -lt $n ]; do
-		timeout -k 10 35 "$P/pcsamp" --witness "$d/witness" >"$d/pcsamp-$i.log" 2>&1 &
-		pids="$pids $!"
-		i=$((i + 1))
-	done
+	pcsamp_start $n "$d"
 	sleep 14
 	metrics "$d/metrics.txt"
 	kill -TERM $pids 2>/dev/null
 	sleep 2
 	kill -TERM $node 2>/dev/null
 	wait
-	for f in "$d"/pcsamp-*.log; do
-		say "$(basename "$f"): holds $(grep -c '^event=hold ' "$f"), samples per hold: $(grep '^event=hold ' "$f" | grep -o 'samples=[0-9]*' | cut -d= -f2 | tr '\n' ' '), CUPTI errors: $(grep -c 'result=CUPTI_ERROR' "$f")"
-	done
-	say "witness overlaps (X): $(grep -c '^X' "$d/witness" 2>/dev/null)"
-	say "hand-off gaps, E to next S (ms): $(awk '$1 == "E" { e = $3 } $1 == "S" && e { printf "%.1f ", ($3 - e) / 1e6; e = 0 }' "$d/witness" 2>/dev/null)"
+	pcsamp_said "$d"
 	say "daemon released to granted (ms): $(gaps "$d/node.log")"
-	say "acquire_ms: $(grep -ho 'acquire_ms=[0-9.]*' "$d"/pcsamp-*.log | cut -d= -f2 | tr '\n' ' ')"
-	say "release_ms: $(grep -ho 'release_ms=[0-9.]*' "$d"/pcsamp-*.log | cut -d= -f2 | tr '\n' ' ')"
 done
 
 say "== 9 inject (three gpu-busy with libprocctl-cupti under procctl-node, 14 s)"

@@ -36,6 +36,7 @@ mkdir -p "$OUT"
 : >"$OUT/summary.txt"
 exec 3>>"$OUT/summary.txt" # appending, as tee -a does: ">&3" writes must not overwrite its lines
 say() { printf '%s\n' "$*" | tee -a /dev/fd/3; }
+. "$(dirname "$0")/holds.sh"
 # Every program runs under "timeout -k 10 SECONDS" (TERM, then KILL 10 s
 # later): a hung CUPTI call costs its limit, not the run. Run directly, never
 # in a shell function: "cmd &" then has $! = timeout's pid, and timeout
@@ -141,26 +142,13 @@ for n in 2 3; do
 	ag=$! # --rescan 500: a pcsamp reaches procctl_init after its CUDA set-up, past the
 	      # agent's first scan; its hello finds it at once where perf uprobes work,
 	      # and where they do not (gVisor has no perf) a rescan (default 60 s) does
-	pids=
-	i=0
-	while [ $i -lt $n ]; do
-		timeout -k 10 35 "$P/pcsamp" --witness "$d/witness" >"$d/pcsamp-$i.log" 2>&1 &
-		pids="$pids $!"
-		i=$((i + 1))
-	done
+	pcsamp_start $n "$d"
 	sleep 14
 	kill -TERM $pids 2>/dev/null
 	sleep 2
 	kill -TERM $ag 2>/dev/null
 	wait
-	for f in "$d"/pcsamp-*.log; do
-		say "$(basename "$f"): holds $(grep -c '^event=hold ' "$f"), samples per hold: $(grep '^event=hold ' "$f" | grep -o 'samples=[0-9]*' | cut -d= -f2 | tr '\n' ' '), CUPTI errors: $(grep -c 'result=CUPTI_ERROR' "$f")"
-	done
-	say "witness overlaps (X): $(grep -c '^X' "$d/witness" 2>/dev/null)"
-	awk '$1 == "E" { e = $3 } $1 == "S" && e { printf "%.1f\n", ($3 - e) / 1e6; e = 0 }' "$d/witness" >"$d/gaps.txt" 2>/dev/null
-	say "hand-off gaps, E to next S (ms): $(tr '\n' ' ' <"$d/gaps.txt")"
-	say "acquire_ms: $(grep -ho 'acquire_ms=[0-9.]*' "$d"/pcsamp-*.log | cut -d= -f2 | tr '\n' ' ')"
-	say "release_ms: $(grep -ho 'release_ms=[0-9.]*' "$d"/pcsamp-*.log | cut -d= -f2 | tr '\n' ' ')"
+	pcsamp_said "$d"
 	grep '^event=summary' "$d/agent.log" >&3
 done
 say "== 7 start/stop mode alone (sampler --start-stop: Start and Stop ranges, drained at each Stop)"
