@@ -91,6 +91,16 @@ static int gpu_of(CUcontext ctx)
 	return (int)inj.ngpus++;
 }
 
+/* A PC record's samples, by function (pcs_record_fn): drains run on
+ * either side. */
+static void record(void *arg, const char *function, uint64_t samples)
+{
+	(void)arg;
+	pthread_mutex_lock(&inj.stats_mu);
+	top_add(&inj.top, function, samples);
+	pthread_mutex_unlock(&inj.stats_mu);
+}
+
 static void ctx_created(CUcontext ctx)
 {
 	int i, gpu = gpu_of(ctx);
@@ -103,8 +113,7 @@ static void ctx_created(CUcontext ctx)
 			x->ctx = ctx;
 			x->gpu = gpu;
 			pcs_init(&x->p, &inj.c, ctx, 1, 0);
-			x->p.record = top_add;
-			x->p.record_arg = &inj.top;
+			x->p.record = record;
 			return;
 		}
 	}

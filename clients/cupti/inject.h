@@ -86,9 +86,9 @@ int ctx_sample(struct inject_ctx *x);
 void ctx_unsample(struct inject_ctx *x);
 int ctx_split(struct inject_ctx *x);
 
-/* top.c, under stats_mu: a PC record's samples (pcs_record_fn), and the
- * functions with the most samples into out (at most n): how many. */
-void top_add(void *top, const char *function, uint64_t samples);
+/* top.c, under stats_mu: a PC record's samples, and the functions with
+ * the most samples into out (at most n): how many. */
+void top_add(struct top *t, const char *function, uint64_t samples);
 unsigned top_best(const struct top *t, struct pcsampling_function *out, unsigned n);
 
 #endif

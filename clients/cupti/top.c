@@ -16,9 +16,8 @@ static uint32_t hash(const char *s)
 	return h;
 }
 
-void top_add(void *arg, const char *function, uint64_t samples)
+void top_add(struct top *t, const char *function, uint64_t samples)
 {
-	struct top *t = arg;
 	char name[PCSAMPLING_NAME];
 	uint32_t i;
 	strncpy(name, function && *function ? function : "(unknown)", sizeof name - 1);

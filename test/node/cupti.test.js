@@ -12,7 +12,8 @@
 // `procctl state` (escaped); a program never granted makes no PC sampling
 // call; a program that exits while sampling stops, drains and disables
 // first; a failed Start is counted and released, and the rotation goes on;
-// without CUPTI the program runs as it would, told why once.
+// a lone holder's ranges; its release when its lease lapses; without CUPTI
+// the program runs as it would, told why once.
 'use strict';
 
 const { test, before, after } = require('node:test');
@@ -82,7 +83,7 @@ const stateOf = async (p) => status((await h.call(c, 'ReadState', { process: { p
 before(async () => {
   const conf = path.join(scratch, 'node.conf');
   fs.writeFileSync(conf, `[arbiter gpu-pc-sampling]\nkind = 2\nconsumer = ${CONSUMER}\nhold_ms = 200\nprocess_bound = true\n`);
-  d = await new h.Daemon({ consumers: `${CONSUMER},${IDLE}`, args: ['--config', conf] }).ready();
+  d = await new h.Daemon({ consumers: `${CONSUMER},${IDLE}`, args: ['--config', conf, '--lease-ms', '1000'] }).ready();
   c = d.client();
 });
 
@@ -104,7 +105,7 @@ test('three unmodified CUDA programs sample the GPU in turn: CUPTI\'s order, no 
   // Each program's calls: (enable configure start stop getdata+ disable)*.
   for (const p of three) {
     const mine = seq.filter((x) => x.pid === p.pid).map((x) => x.call).join(' ');
-    assert.match(`${mine} `, /^(enable configure start stop (getdata )+disable )*(enable configure start )?$/, mine);
+    assert.match(`${mine} `, /^(enable configure start (stop (getdata )+start )*stop (getdata )+disable )*(enable configure start (stop (getdata )+start )*)?$/, mine);
   }
   // One holder at a time: an Enable only when every earlier Enable has its Disable.
   let holder = null;
@@ -181,6 +182,24 @@ test('a Start that fails is counted, the GPU released, and the rotation goes on'
   const next = seq.slice(fail + 1).find((x) => x.pid === p.pid);
   assert.equal(`${next.call} ${next.result}`, 'disable CUPTI_SUCCESS');
   assert.deepEqual(seq.filter((x) => x.pid !== p.pid && x.result !== 'CUPTI_SUCCESS'), []);
+});
+
+test('a lone holder keeps sampling in ranges of a second; when its lease lapses (the agent stopped) it lets go', async () => {
+  await Promise.all(progs.map((p) => p.kill('SIGTERM')));
+  const p = await started(busy(CONSUMER));
+  await h.until(async () => (await h.call(c, 'ReadState', { process: { pid: p.pid } })).resources
+    .some((x) => x.state === 'RESOURCE_STATE_HOLDING'), { timeout: 20000, what: 'it to hold' });
+  const mine = () => calls().filter((x) => x.pid === p.pid).map((x) => x.call).join(' ');
+  // Nobody else wants it: a hold of over a second, its range ended and another started.
+  await h.until(() => / start stop (getdata )+start/.test(mine()), { timeout: 5000, what: `a range split (${mine()})` });
+  assert.doesNotMatch(mine(), /disable/);
+  process.kill(d.pid, 'SIGSTOP'); // no heartbeat: its lease (1 s) lapses
+  try {
+    await h.until(() => mine().endsWith('disable'), { timeout: 5000, what: `its release at the lease's end (${mine()})` });
+  } finally {
+    process.kill(d.pid, 'SIGCONT');
+  }
+  assert.match(mine(), /stop (getdata )+disable$/);
 });
 
 test('without CUPTI, or with a bad kind, a program runs unchanged: one line on stderr, no region', async () => {
