@@ -16,7 +16,7 @@
 #define CUPTI_CALLS_DRIVER(X)                                                                                  \
 	X(cuDeviceGet) X(cuDeviceGetUuid) X(cuCtxPushCurrent) X(cuCtxPopCurrent)
 #define CUPTI_CALLS_CUPTI(X)                                                                                   \
-	X(cuptiSubscribe) X(cuptiUnsubscribe) X(cuptiEnableDomain) X(cuptiGetDeviceId) X(cuptiGetResultString)   \
+	X(cuptiSubscribe_v2) X(cuptiUnsubscribe) X(cuptiEnableDomain) X(cuptiGetDeviceId) X(cuptiGetResultString)   \
 	X(cuptiPCSamplingEnable) X(cuptiPCSamplingDisable) X(cuptiPCSamplingSetConfigurationAttribute)          \
 	X(cuptiPCSamplingGetNumStallReasons) X(cuptiPCSamplingStart) X(cuptiPCSamplingStop)                     \
 	X(cuptiPCSamplingGetData)

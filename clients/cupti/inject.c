@@ -308,6 +308,35 @@ static int number(const char *s, unsigned long max, unsigned long dflt, unsigned
 
 __attribute__((visibility("default"))) int InitializeInjection(void);
 
+/* CUPTI's callbacks, as subscriber "procctl" (CUPTI has one per process):
+ * 0, or -1 said (with the subscriber that has them). */
+static int subscribe(CUpti_SubscriberHandle *sub)
+{
+	char old[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 1], why[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 80];
+	CUpti_SubscriberParams sp;
+	CUptiResult r;
+	memset(&sp, 0, sizeof sp);
+	memset(old, 0, sizeof old);
+	sp.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
+	sp.subscriberName = "procctl";
+	sp.oldSubscriberName = old;
+	sp.oldSubscriberSize = sizeof old - 1;
+	if ((r = inj.c.cuptiSubscribe_v2(sub, on_resource, NULL, &sp)) != CUPTI_SUCCESS) {
+		const char *name = NULL;
+		inj.c.cuptiGetResultString(r, &name);
+		snprintf(why, sizeof why, "%s%s%s%s", name ? name : "CUPTI_ERROR_?", old[0] ? " (held by " : "", old,
+			 old[0] ? ")" : "");
+		say("cuptiSubscribe", why);
+		return -1;
+	}
+	if (inj.c.cuptiEnableDomain(1, *sub, CUPTI_CB_DOMAIN_RESOURCE) != CUPTI_SUCCESS) {
+		inj.c.cuptiUnsubscribe(*sub);
+		say("cuptiEnableDomain", "CUPTI refused its resource callbacks");
+		return -1;
+	}
+	return 0;
+}
+
 int InitializeInjection(void)
 {
 	static int once;
@@ -315,7 +344,6 @@ int InitializeInjection(void)
 	unsigned long kind;
 	CUpti_SubscriberHandle sub;
 	char err[200];
-	int r;
 	if (__atomic_exchange_n(&once, 1, __ATOMIC_ACQ_REL))
 		return 1;
 	if (number(getenv("PROCCTL_CUPTI_KIND"), UINT32_MAX, 2, &kind) < 0) {
@@ -323,18 +351,15 @@ int InitializeInjection(void)
 		return 1;
 	}
 	inj.kind = (uint32_t)kind;
-	if (resolve() < 0)
+	/* Subscribed before the region and its thread exist: no context is
+	 * created before cuInit returns, and none is missed. */
+	if (resolve() < 0 || subscribe(&sub) < 0)
 		return 1;
-	if ((r = control_start(consumer && *consumer ? consumer : "pcsamp", err, sizeof err)) < 0) {
+	if (control_start(consumer && *consumer ? consumer : "pcsamp", err, sizeof err) < 0) {
+		inj.c.cuptiUnsubscribe(sub);
 		say("procctl", err);
 		return 1;
 	}
-	/* From here the control thread runs: contexts are followed from the
-	 * first one on (cuInit creates none). */
-	if (inj.c.cuptiSubscribe(&sub, on_resource, NULL) != CUPTI_SUCCESS ||
-	    inj.c.cuptiEnableDomain(1, sub, CUPTI_CB_DOMAIN_RESOURCE) != CUPTI_SUCCESS)
-		say("cuptiSubscribe", "CUPTI's callbacks are taken (another tool subscribed first)");
-	else
-		atexit(at_exit);
+	atexit(at_exit);
 	return 1;
 }

@@ -58,10 +58,18 @@ CUptiResult cuptiGetResultString(CUptiResult r, const char **s)
 	return CUPTI_SUCCESS;
 }
 
-CUptiResult cuptiSubscribe(CUpti_SubscriberHandle *sub, CUpti_CallbackFunc fn, void *arg)
+/* One subscriber a process, as CUPTI has; STANDIN_SUBSCRIBER: another
+ * tool's, there first. */
+CUptiResult cuptiSubscribe_v2(CUpti_SubscriberHandle *sub, CUpti_CallbackFunc fn, void *arg, CUpti_SubscriberParams *sp)
 {
-	if (sub_fn)
+	const char *other = getenv("STANDIN_SUBSCRIBER");
+	if (!sp || sp->structSize < CUpti_SubscriberParams_STRUCT_SIZE)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	if (sub_fn || (other && *other)) {
+		if (sp->oldSubscriberName && sp->oldSubscriberSize)
+			snprintf(sp->oldSubscriberName, sp->oldSubscriberSize, "CUPTI for %s", sub_fn ? "procctl" : other);
 		return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+	}
 	sub_fn = fn;
 	sub_arg = arg;
 	subscriber = (CUpti_SubscriberHandle)&sub_fn;

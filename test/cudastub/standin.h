@@ -19,7 +19,8 @@
  * $STANDIN_DIR/<uuid> and fails (CUPTI_ERROR_NOT_SUPPORTED) while another
  * process holds it. Every PC sampling call is a line appended to
  * STANDIN_LOG: "<pid> <call> <result name> <ctx> <ns>". STANDIN_FAIL=start
- * fails every other Start (CUPTI_ERROR_UNKNOWN). */
+ * fails every other Start (CUPTI_ERROR_UNKNOWN); STANDIN_SUBSCRIBER=NAME
+ * is another tool, subscribed first (CUPTI has one subscriber a process). */
 #ifndef CUDA_STANDIN_H
 #define CUDA_STANDIN_H
 

@@ -202,10 +202,11 @@ test('a lone holder keeps sampling in ranges of a second; when its lease lapses 
   assert.match(mine(), /stop (getdata )+disable$/);
 });
 
-test('without CUPTI, or with a bad kind, a program runs unchanged: one line on stderr, no region', async () => {
+test('without CUPTI, with a bad kind, or with another CUPTI tool there first, a program runs unchanged: one line on stderr, no region', async () => {
   for (const [more, said] of [
     [{ PROCCTL_CUPTI_LIBRARY: path.join(scratch, 'no-libcupti.so') }, /^procctl-cupti: loading CUPTI \(PROCCTL_CUPTI_LIBRARY names another\): .*no-libcupti\.so.*; PC sampling is off in this process$/],
     [{ PROCCTL_CUPTI_KIND: '0' }, /^procctl-cupti: PROCCTL_CUPTI_KIND: not a number from 1 to 4294967295; PC sampling is off in this process$/],
+    [{ STANDIN_SUBSCRIBER: 'nsys' }, /^procctl-cupti: cuptiSubscribe: CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED \(held by CUPTI for nsys\); PC sampling is off in this process$/],
   ]) {
     const p = busy(CONSUMER, more);
     progs.pop(); // its stderr is checked here
