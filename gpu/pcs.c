@@ -51,41 +51,50 @@ static void free_buf(CUpti_PCSamplingData *d)
 	memset(d, 0, sizeof *d);
 }
 
-/* Keep name to free in pcs_free, once: CUPTI may share one string among
- * records, also those of later GetData calls (CUpti_PCSamplingPCData:
- * "should not be modified or freed until post processing of all the
- * records is done"). The names are a set of pointers (open addressing,
- * at most half full): a drain of thousands of records stays linear. */
-static void keep_name(struct pcs *p, char *name)
+static size_t slot(const char *name, size_t cap)
+{
+	return ((uintptr_t)name >> 4) & (cap - 1);
+}
+
+void pcs_names_keep(struct pcs_names *s, char *name)
 {
 	size_t i;
 	if (!name)
 		return;
-	if (2 * (p->nnames + 1) > p->cap) {
-		size_t cap = p->cap ? 2 * p->cap : 64, k;
+	if (2 * (s->n + 1) > s->cap) {
+		size_t cap = s->cap ? 2 * s->cap : 64, k;
 		char **n = calloc(cap, sizeof *n);
 		if (!n)
 			return; /* left to CUPTI: a leak, never a double free */
-		for (k = 0; k < p->cap; k++) {
-			if (!p->names[k])
+		for (k = 0; k < s->cap; k++) {
+			if (!s->set[k])
 				continue;
-			for (i = ((uintptr_t)p->names[k] >> 4) & (cap - 1); n[i]; i = (i + 1) & (cap - 1))
+			for (i = slot(s->set[k], cap); n[i]; i = (i + 1) & (cap - 1))
 				;
-			n[i] = p->names[k];
+			n[i] = s->set[k];
 		}
-		free(p->names);
-		p->names = n;
-		p->cap = cap;
+		free(s->set);
+		s->set = n;
+		s->cap = cap;
 	}
-	for (i = ((uintptr_t)name >> 4) & (p->cap - 1); p->names[i]; i = (i + 1) & (p->cap - 1))
-		if (p->names[i] == name)
+	for (i = slot(name, s->cap); s->set[i]; i = (i + 1) & (s->cap - 1))
+		if (s->set[i] == name)
 			return;
-	p->names[i] = name;
-	p->nnames++;
+	s->set[i] = name;
+	s->n++;
+}
+
+void pcs_names_free(struct pcs_names *s)
+{
+	size_t i;
+	for (i = 0; i < s->cap; i++)
+		free(s->set[i]);
+	free(s->set);
+	memset(s, 0, sizeof *s);
 }
 
 /* The samples of d's records (attributed to PCs); their function names
- * kept for pcs_free. */
+ * to the record hook, or kept for pcs_free. */
 static uint64_t take(struct pcs *p, CUpti_PCSamplingData *d)
 {
 	size_t i, j, n = d->totalNumPcs < COLLECT_PCS ? d->totalNumPcs : COLLECT_PCS;
@@ -97,8 +106,9 @@ static uint64_t take(struct pcs *p, CUpti_PCSamplingData *d)
 			k += d->pPcData[i].stallReason[j].samples;
 		if (p->record)
 			p->record(p->record_arg, d->pPcData[i].functionName, k);
+		else
+			pcs_names_keep(&p->names, d->pPcData[i].functionName);
 		s += k;
-		keep_name(p, d->pPcData[i].functionName);
 		d->pPcData[i].functionName = NULL;
 	}
 	return s;
@@ -148,7 +158,7 @@ static CUptiResult enable(struct pcs *p)
 		free_buf(&p->cfg);
 		free_buf(&p->get);
 		p->nstall = 0;
-		p->c->cuptiPCSamplingDisable(&dp);
+		p->stuck = p->c->cuptiPCSamplingDisable(&dp) != CUPTI_SUCCESS;
 	}
 	return r;
 }
@@ -225,13 +235,8 @@ void pcs_drop(struct pcs *p)
 
 void pcs_free(struct pcs *p)
 {
-	size_t i;
 	pcs_drop(p);
-	for (i = 0; i < p->cap; i++)
-		free(p->names[i]);
-	free(p->names);
-	p->names = NULL;
-	p->nnames = p->cap = 0;
+	pcs_names_free(&p->names);
 }
 
 const char *pcs_call_name(enum pcs_call call)

@@ -15,8 +15,21 @@
 enum pcs_call { PCS_ENABLE, PCS_CONFIGURE, PCS_START, PCS_STOP, PCS_GETDATA, PCS_DISABLE, PCS_NCALLS };
 
 /* Each PC record's function and samples, as a drain or Disable takes it
- * (name NULL where CUPTI gave none). */
-typedef void pcs_record_fn(void *arg, const char *function, uint64_t samples);
+ * (name NULL where CUPTI gave none). The name is the hook's to keep: a
+ * string of CUPTI's, freed once, when no record can name it again. */
+typedef void pcs_record_fn(void *arg, char *function, uint64_t samples);
+
+/* CUPTI's function name strings, each once: a set of pointers (open
+ * addressing, at most half full). CUPTI may share one string among
+ * records, also those of later GetData calls (CUpti_PCSamplingPCData:
+ * "should not be modified or freed until post processing of all the
+ * records is done"), so they are freed together, at the end. */
+struct pcs_names {
+	char **set;
+	size_t n, cap;
+};
+void pcs_names_keep(struct pcs_names *s, char *name);
+void pcs_names_free(struct pcs_names *s);
 
 struct pcs {
 	const struct cupti_calls *c;
@@ -26,14 +39,14 @@ struct pcs {
 	CUpti_PCSamplingData get; /* GetData's */
 	int start_stop;           /* configured with start/stop control */
 	unsigned period;          /* 2^period cycles between samples; 0: CUPTI's default */
-	pcs_record_fn *record;    /* may be NULL */
+	pcs_record_fn *record;    /* may be NULL: the names are kept in names */
 	void *record_arg;
+	int stuck;                /* a Disable after a failed Enable failed too: CUPTI may be enabled */
 	CUptiResult last[PCS_NCALLS];
 	double ms[PCS_NCALLS];    /* the last call's duration */
 	uint64_t samples;         /* attributed to PCs, in all */
 	uint64_t total, dropped;  /* totalSamples and droppedSamples, summed over GetData */
-	char **names;             /* the records' functionName strings, a set of pointers: CUPTI */
-	size_t nnames, cap;       /* may hand one out again later, so they are freed by pcs_free */
+	struct pcs_names names;   /* the records' names without a record hook, until pcs_free */
 };
 
 /* pcs_call: run one call (PCS_GETDATA drains: GetData until nothing is
