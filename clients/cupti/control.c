@@ -132,8 +132,10 @@ static void take_config(void)
 /* What a turn does to one context. */
 enum act { START, STOP, SPLIT };
 
-/* act on each context of GPU i that it applies to, one at a time, busy
- * and without mu: how many are sampling after, and whether one failed. */
+/* act on each context of GPU i that it applies to, one at a time,
+ * claimed and without mu (a context another thread claimed is passed
+ * over, and counted as sampling): how many are sampling after, and
+ * whether one failed. */
 static int gpu_act(unsigned i, enum act a, int *fail)
 {
 	int k, n = 0;
@@ -142,13 +144,13 @@ static int gpu_act(unsigned i, enum act a, int *fail)
 		struct inject_ctx *x = &inj.ctxs[k];
 		int r = 0;
 		pthread_mutex_lock(&inj.mu);
-		if (!x->ctx || x->gpu != (int)i || x->busy || x->dying || (a == START ? x->sampling || x->broken ||
-		    inj.exiting : !x->sampling)) {
-			n += x->ctx && x->gpu == (int)i && !x->dying && x->sampling;
+		if (!x->ctx || x->gpu != (int)i || x->dying || x->busy ||
+		    (a == START ? x->sampling || x->broken || inj.exiting : !x->sampling)) {
+			n += x->ctx && x->gpu == (int)i && !x->dying && (x->busy || x->sampling);
 			pthread_mutex_unlock(&inj.mu);
 			continue;
 		}
-		x->busy = 1;
+		ctx_claim(x, NULL);
 		pthread_mutex_unlock(&inj.mu);
 		if (a == START)
 			r = ctx_sample(x);
@@ -157,11 +159,8 @@ static int gpu_act(unsigned i, enum act a, int *fail)
 		else
 			ctx_unsample(x);
 		pthread_mutex_lock(&inj.mu);
-		x->busy = 0;
-		if (x->dying == 2) /* its destroy went on without us: forget it (its buffers too) */
-			memset(x, 0, sizeof *x);
-		n += x->ctx && x->sampling;
-		pthread_cond_broadcast(&inj.idle);
+		n += !x->dying && x->sampling;
+		ctx_unclaim(x);
 		pthread_mutex_unlock(&inj.mu);
 		*fail |= r < 0;
 	}
@@ -174,13 +173,14 @@ static void gpu_stop(unsigned i)
 	gpu_act(i, STOP, &fail);
 }
 
-/* A context of GPU i the program still has (the program not exiting). */
+/* A context of GPU i the program still has, which may sample (the
+ * program not exiting). */
 static int gpu_live(unsigned i)
 {
 	int k, live = 0;
 	pthread_mutex_lock(&inj.mu);
 	for (k = 0; k < INJECT_CTXS && !inj.exiting; k++)
-		live |= inj.ctxs[k].ctx && inj.ctxs[k].gpu == (int)i && !inj.ctxs[k].dying;
+		live |= inj.ctxs[k].ctx && inj.ctxs[k].gpu == (int)i && !inj.ctxs[k].dying && !inj.ctxs[k].broken;
 	pthread_mutex_unlock(&inj.mu);
 	return live;
 }
@@ -224,7 +224,7 @@ static void acquire(unsigned i, const procctl_grant_t *g, uint32_t want)
 
 /* While holding: contexts created since start sampling, and a range that
  * ran RANGE_NS ends and another starts. 0, or -1 (released). */
-static int keep(unsigned i, const procctl_grant_t *g, uint32_t want)
+static int keep(unsigned i, const procctl_grant_t *g)
 {
 	struct gpu_turn *t = &turn[i];
 	int fail, n = gpu_act(i, START, &fail);
@@ -233,8 +233,9 @@ static int keep(unsigned i, const procctl_grant_t *g, uint32_t want)
 		t->range = now_ns();
 		status_put();
 	}
-	if (fail || n == 0) {
-		release(i, g, want);
+	if (fail || n == 0) { /* as a failed acquire: released, no WANT for a while */
+		t->retry = now_ns() + RETRY_NS;
+		release(i, g, 0);
 		return -1;
 	}
 	return 0;
@@ -255,10 +256,14 @@ static void step(unsigned i)
 		return;
 	}
 	usable = r == 1 && procctl_grant_usable(&ctx, &g, 0) && !procctl_lease_expired(&ctx, 0);
-	if (t->holding) {
-		if (!usable || !live || g.grant_id != t->basis.grant_id)
+	if (t->holding && usable && g.grant_id != t->basis.grant_id) {
+		release(i, &t->basis, want); /* another grant in its place: the old one let go */
+		if (live && want)
+			acquire(i, &g, want);
+	} else if (t->holding) {
+		if (!usable || !live)
 			release(i, &g, want);
-		else if (keep(i, &g, want) == 0)
+		else if (keep(i, &g) == 0)
 			report(i, PROCCTL_RES_HOLDING, want, &g);
 	} else if (usable && live && want) {
 		acquire(i, &g, want);

@@ -23,7 +23,7 @@
 #define STR_(x) #x
 #define STR(x) STR_(x) /* a call's symbol: cuda.h's mapping (cuCtxPushCurrent_v2) applied */
 
-#define DESTROY_WAIT_S 5 /* a context's destroy waits this long for the control thread */
+#define DESTROY_WAIT_S 5 /* a context's destroy, and the exit, wait this long for a claimer */
 
 struct inject inj = {.mu = PTHREAD_MUTEX_INITIALIZER, .idle = PTHREAD_COND_INITIALIZER,
 		     .stats_mu = PTHREAD_MUTEX_INITIALIZER, .wake_fd = -1};
@@ -69,95 +69,143 @@ static int resolve(void)
 	return 0;
 }
 
-/* The GPU of ctx, by UUID, its index in inj.uuid: -1 past INJECT_GPUS or
- * when the driver cannot say. Under mu. */
-static int gpu_of(CUcontext ctx)
+/* The UUID of ctx's GPU: 0, or -1 when the driver cannot say. */
+static int uuid_of(CUcontext ctx, uint8_t out[16])
 {
 	uint32_t ord;
 	CUdevice dev;
 	CUuuid u;
-	unsigned i;
 	if (inj.c.cuptiGetDeviceId(ctx, &ord) != CUPTI_SUCCESS || inj.c.cuDeviceGet(&dev, (int)ord) != CUDA_SUCCESS ||
 	    inj.c.cuDeviceGetUuid(&u, dev) != CUDA_SUCCESS)
 		return -1;
+	memcpy(out, u.bytes, 16);
+	return 0;
+}
+
+/* The GPU u's index in inj.uuid, added if new: -1 past INJECT_GPUS. Under mu. */
+static int gpu_index(const uint8_t u[16])
+{
+	unsigned i;
 	for (i = 0; i < inj.ngpus; i++)
-		if (!memcmp(inj.uuid[i], u.bytes, 16))
+		if (!memcmp(inj.uuid[i], u, 16))
 			return (int)i;
 	if (inj.ngpus == INJECT_GPUS) {
 		inj.lost_gpus++;
 		return -1;
 	}
-	memcpy(inj.uuid[inj.ngpus], u.bytes, 16);
+	memcpy(inj.uuid[inj.ngpus], u, 16);
 	return (int)inj.ngpus++;
 }
 
 /* A PC record's samples, by function (pcs_record_fn): drains run on
- * either side. */
-static void record(void *arg, const char *function, uint64_t samples)
+ * either side. Its name is kept for the process's life: CUPTI may hand
+ * the same string out in any later record, of any context. */
+static void record(void *arg, char *function, uint64_t samples)
 {
 	(void)arg;
 	pthread_mutex_lock(&inj.stats_mu);
 	top_add(&inj.top, function, samples);
+	pcs_names_keep(&inj.names, function);
 	pthread_mutex_unlock(&inj.stats_mu);
+}
+
+/* The entry of ctx not being destroyed, or NULL. Under mu. */
+static struct inject_ctx *find(CUcontext ctx)
+{
+	int i;
+	for (i = 0; i < INJECT_CTXS; i++)
+		if (inj.ctxs[i].ctx == ctx && !inj.ctxs[i].dying)
+			return &inj.ctxs[i];
+	return NULL;
+}
+
+/* Now plus DESTROY_WAIT_S, on the clock of inj.idle. */
+static void deadline(struct timespec *until)
+{
+	clock_gettime(CLOCK_MONOTONIC, until);
+	until->tv_sec += DESTROY_WAIT_S;
+}
+
+int ctx_claim(struct inject_ctx *x, const struct timespec *until)
+{
+	int r = 0;
+	while (x->busy && until && r != ETIMEDOUT)
+		r = pthread_cond_timedwait(&inj.idle, &inj.mu, until);
+	if (x->busy)
+		return 0;
+	x->busy = 1;
+	return 1;
+}
+
+void ctx_unclaim(struct inject_ctx *x)
+{
+	x->busy = 0;
+	if (x->dying == 2) /* its destroy went on without it: forgotten, its buffers left to CUPTI */
+		memset(x, 0, sizeof *x);
+	pthread_cond_broadcast(&inj.idle);
 }
 
 static void ctx_created(CUcontext ctx)
 {
-	int i, gpu = gpu_of(ctx);
-	if (gpu < 0)
+	uint8_t u[16];
+	int i, gpu;
+	if (uuid_of(ctx, u) < 0)
 		return;
-	for (i = 0; i < INJECT_CTXS; i++) {
+	pthread_mutex_lock(&inj.mu);
+	for (i = 0, gpu = gpu_index(u); gpu >= 0 && i < INJECT_CTXS; i++) {
 		struct inject_ctx *x = &inj.ctxs[i];
-		if (!x->ctx && !x->busy) {
+		if (!x->ctx) {
 			memset(x, 0, sizeof *x);
 			x->ctx = ctx;
 			x->gpu = gpu;
 			pcs_init(&x->p, &inj.c, ctx, 1, 0);
 			x->p.record = record;
-			return;
+			break;
 		}
 	}
-	inj.lost_ctxs++;
+	inj.lost_ctxs += gpu >= 0 && i == INJECT_CTXS;
+	pthread_mutex_unlock(&inj.mu);
 }
 
 /* A context going away is let go of here, on the program's thread, while
- * it still exists (under mu), once the control thread is out of it; the
+ * it still exists, once no other thread is in it (5 s at most); the
  * control thread reports the release. */
 static void ctx_destroying(CUcontext ctx)
 {
 	struct timespec until;
-	int i, r = 0;
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += DESTROY_WAIT_S;
-	for (i = 0; i < INJECT_CTXS; i++) {
-		struct inject_ctx *x = &inj.ctxs[i];
-		if (x->ctx != ctx || x->dying)
-			continue;
-		x->dying = 1;
-		while (x->busy && r != ETIMEDOUT)
-			r = pthread_cond_timedwait(&inj.idle, &inj.mu, &until);
-		if (x->busy) {
-			x->dying = 2; /* what it sampled into stays allocated for CUPTI */
-			say("a context's destroy", "the control thread was in CUPTI for 5 s; going on without it");
-			continue;
+	struct inject_ctx *x;
+	deadline(&until);
+	pthread_mutex_lock(&inj.mu);
+	if ((x = find(ctx))) {
+		x->dying = 1; /* nothing starts on it: find and the control thread pass it over */
+		if (ctx_claim(x, &until)) {
+			pthread_mutex_unlock(&inj.mu);
+			ctx_unsample(x);
+			pthread_mutex_lock(&inj.mu);
+			memset(x, 0, sizeof *x); /* its buffers, if a Disable failed, left to CUPTI */
+			pthread_cond_broadcast(&inj.idle);
+		} else {
+			x->dying = 2; /* its claimer forgets it when done */
+			say("a context's destroy", "another thread was in CUPTI for it for 5 s; going on without it");
 		}
-		ctx_unsample(x);
-		if (!x->broken)
-			pcs_free(&x->p);
-		memset(x, 0, sizeof *x);
 	}
+	pthread_mutex_unlock(&inj.mu);
 }
 
-/* A module unloading: the range of each context sampling ends here and
+/* A module unloading: the range of its context, sampling, ends here and
  * another starts (CUPTI's flush point after a module load-unload-load). */
 static void module_unloading(CUcontext ctx)
 {
-	int i;
-	for (i = 0; i < INJECT_CTXS; i++) {
-		struct inject_ctx *x = &inj.ctxs[i];
-		if (x->ctx == ctx && x->sampling && !x->busy && !x->dying && ctx_split(x) < 0)
-			ctx_unsample(x); /* the control thread sees it not sampling: released */
+	struct inject_ctx *x;
+	pthread_mutex_lock(&inj.mu);
+	if ((x = find(ctx)) && !x->busy && x->sampling && ctx_claim(x, NULL)) {
+		pthread_mutex_unlock(&inj.mu);
+		if (ctx_split(x) < 0)
+			ctx_unsample(x); /* the control thread finds it not sampling: released */
+		pthread_mutex_lock(&inj.mu);
+		ctx_unclaim(x);
 	}
+	pthread_mutex_unlock(&inj.mu);
 }
 
 static void CUPTIAPI on_resource(void *arg, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *data)
@@ -166,27 +214,36 @@ static void CUPTIAPI on_resource(void *arg, CUpti_CallbackDomain domain, CUpti_C
 	(void)arg;
 	if (domain != CUPTI_CB_DOMAIN_RESOURCE || !rd || !rd->context)
 		return;
-	pthread_mutex_lock(&inj.mu);
 	if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED)
 		ctx_created(rd->context);
 	else if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING)
 		ctx_destroying(rd->context);
 	else if (cbid == CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING)
 		module_unloading(rd->context);
-	pthread_mutex_unlock(&inj.mu);
+	else
+		return;
 	control_wake();
 }
 
 /* The program exits: every context sampling stops and disables (CUPTI's
- * teardown for contexts never destroyed), and nothing starts again. */
+ * teardown for contexts never destroyed; 5 s at most for another thread
+ * in one), and nothing starts again. */
 static void at_exit(void)
 {
+	struct timespec until;
 	int i;
+	deadline(&until);
 	pthread_mutex_lock(&inj.mu);
 	inj.exiting = 1;
-	for (i = 0; i < INJECT_CTXS; i++)
-		if (inj.ctxs[i].ctx && !inj.ctxs[i].busy && !inj.ctxs[i].dying)
-			ctx_unsample(&inj.ctxs[i]);
+	for (i = 0; i < INJECT_CTXS; i++) {
+		struct inject_ctx *x = &inj.ctxs[i];
+		if (!x->ctx || x->dying || !ctx_claim(x, &until))
+			continue;
+		pthread_mutex_unlock(&inj.mu);
+		ctx_unsample(x);
+		pthread_mutex_lock(&inj.mu);
+		ctx_unclaim(x);
+	}
 	pthread_mutex_unlock(&inj.mu);
 	control_wake();
 }
@@ -253,6 +310,7 @@ int ctx_sample(struct inject_ctx *x)
 		return -EIO;
 	x->p.period = inj.period;
 	if (!call(x, PCS_ENABLE)) { /* PCS_ENABLE disables again when it fails past Enable */
+		x->broken = x->p.stuck; /* ... unless that Disable failed */
 		pop();
 		return -EIO;
 	}
@@ -308,6 +366,18 @@ static int number(const char *s, unsigned long max, unsigned long dflt, unsigned
 
 __attribute__((visibility("default"))) int InitializeInjection(void);
 
+/* inj.idle on CLOCK_MONOTONIC: a wait's bound is not moved by the wall
+ * clock. Before any thread waits on it. */
+static void idle_on_monotonic(void)
+{
+	pthread_condattr_t a;
+	pthread_condattr_init(&a);
+	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+	pthread_cond_destroy(&inj.idle);
+	pthread_cond_init(&inj.idle, &a);
+	pthread_condattr_destroy(&a);
+}
+
 /* CUPTI's callbacks, as subscriber "procctl" (CUPTI has one per process):
  * 0, or -1 said (with the subscriber that has them). */
 static int subscribe(CUpti_SubscriberHandle *sub)
@@ -351,6 +421,7 @@ int InitializeInjection(void)
 		return 1;
 	}
 	inj.kind = (uint32_t)kind;
+	idle_on_monotonic();
 	/* Subscribed before the region and its thread exist: no context is
 	 * created before cuInit returns, and none is missed. */
 	if (resolve() < 0 || subscribe(&sub) < 0)

@@ -3,19 +3,20 @@
  * the program's threads (inject.c), the control thread and the procctl
  * region (control.c), the functions' counts (top.c).
  *
- * Locks. mu guards the contexts and GPUs. The program's threads may call
- * CUDA and CUPTI holding it (in CUPTI's callbacks, where the driver may
- * hold locks of its own); the control thread never does: it marks a
- * context busy, lets mu go, makes its calls, and takes mu again to clear
- * busy. A callback waits on the control thread only for busy to clear,
- * and 5 s at most: never on a lock held across a call into the driver.
- * stats_mu guards the counts and the functions' table, which drains fill
- * on either side; nothing else is taken under it. */
+ * Locks. mu guards the contexts and GPUs, and no thread holds it across
+ * a call into CUDA or CUPTI: a thread claims a context (busy), lets mu
+ * go, makes its calls, and takes mu again to unclaim it. The control
+ * thread passes over a busy context; the program's threads (CUPTI's
+ * callbacks, the exit) wait for it, 5 s at most. So nothing that waits
+ * for mu can hold up a thread inside the driver. stats_mu guards the
+ * counts, the functions' table and the names, which drains fill on
+ * either side; nothing else is taken under it. */
 #ifndef PROCCTL_INJECT_H
 #define PROCCTL_INJECT_H
 
 #include <pthread.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "pcs.h"
 #include "pcsampling_schema.h"
@@ -29,11 +30,11 @@ struct inject_ctx {
 	int gpu;        /* its index in uuid */
 	int sampling;   /* enabled under a hold (and started, unless a start failed) */
 	int started;    /* within a Start/Stop range */
-	int busy;       /* the control thread is in CUDA or CUPTI for it, without mu */
-	int dying;      /* 1 its destroy began (nothing new starts on it); 2 that destroy gave
-			 * up waiting for busy: the control thread forgets it */
+	int busy;       /* claimed: a thread is in CUDA or CUPTI for it, without mu */
+	int dying;      /* 1 its destroy began: nothing new starts on it; 2 that destroy
+			 * went on without it: its claimer forgets it when done */
 	int broken;     /* a Disable failed: never sampled again, its buffers kept for CUPTI */
-	struct pcs p;   /* from its creation; its names freed once it is gone */
+	struct pcs p;   /* from its creation; its buffers from Enable to Disable */
 };
 
 struct top_fn {
@@ -67,6 +68,7 @@ struct inject {
 	uint32_t last_call;
 	uint64_t samples, dropped;
 	struct top top;
+	struct pcs_names names; /* CUPTI's function names: the process's, never freed */
 };
 
 extern struct inject inj;
@@ -77,11 +79,15 @@ int control_start(const char *consumer, char *err, size_t errlen);
 /* A context came or went: wake the control thread. */
 void control_wake(void);
 
-/* inject.c, on a context x that the caller alone uses (busy set, or mu
- * held and x not busy): start sampling (enable, configure, start: 0, or
- * -EIO with it disabled again); stop, drain and disable it (nothing when
- * it is not sampling); end the range and start another (stop, drain,
- * start: 0, or -EIO with it disabled). */
+/* inject.c, under mu: claim x (busy) for calls without mu, waiting for
+ * its claimer until *until (CLOCK_MONOTONIC; NULL: not at all): 1
+ * claimed, 0 not; and give it back (forgotten if its destroy went on). */
+int ctx_claim(struct inject_ctx *x, const struct timespec *until);
+void ctx_unclaim(struct inject_ctx *x);
+/* inject.c, on a context the caller claimed: start sampling (enable,
+ * configure, start: 0, or -EIO with it disabled again); stop, drain and
+ * disable it (nothing when it is not sampling); end the range and start
+ * another (stop, drain, start: 0, or -EIO). */
 int ctx_sample(struct inject_ctx *x);
 void ctx_unsample(struct inject_ctx *x);
 int ctx_split(struct inject_ctx *x);
