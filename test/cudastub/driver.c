@@ -236,6 +236,9 @@ CUresult cuModuleGetFunction(CUfunction *f, CUmodule mod, const char *name)
 CUresult cuModuleUnload(CUmodule mod)
 {
 	(void)mod;
+	if (!current)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	resource_event(CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING, current);
 	return CUDA_SUCCESS;
 }
 

@@ -6,8 +6,9 @@
  *
  * The driver (driver.c): STANDIN_GPUS GPUs (1), whose UUIDs are
  * STANDIN_UUID (8e2f7a4c-51d3-4b9e-a0c6-3d1f9b2e7c45) with the last byte
- * plus the ordinal; primary contexts, whose creation and destruction
- * call the subscribed resource callback, as CUDA does; cuInit loads
+ * plus the ordinal; primary contexts, whose creation and destruction, and
+ * a module's unloading, call the subscribed resource callback, as CUDA
+ * does; cuInit loads
  * CUDA_INJECTION64_PATH and calls its InitializeInjection; a kernel
  * sleeps a millisecond, and while PC sampling is started on its context
  * leaves 64 samples: 48 in function "busy", 16 in STANDIN_FUNC2

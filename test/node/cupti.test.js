@@ -184,7 +184,7 @@ test('a Start that fails is counted, the GPU released, and the rotation goes on'
   assert.deepEqual(seq.filter((x) => x.pid !== p.pid && x.result !== 'CUPTI_SUCCESS'), []);
 });
 
-test('a lone holder keeps sampling in ranges of a second; when its lease lapses (the agent stopped) it lets go', async () => {
+test('a lone holder samples in ranges of a second and one at a module\'s unload; when its lease lapses (the agent stopped) it lets go', async () => {
   await Promise.all(progs.map((p) => p.kill('SIGTERM')));
   const p = await started(busy(CONSUMER));
   await h.until(async () => (await h.call(c, 'ReadState', { process: { pid: p.pid } })).resources
@@ -200,6 +200,12 @@ test('a lone holder keeps sampling in ranges of a second; when its lease lapses 
     process.kill(d.pid, 'SIGCONT');
   }
   assert.match(mine(), /stop (getdata )+disable$/);
+  // The daemon back, it holds again, alone; at its exit its module unloads
+  // while it samples: that range ends and another begins, then the release.
+  await h.until(async () => (await h.call(c, 'ReadState', { process: { pid: p.pid } })).resources
+    .some((x) => x.state === 'RESOURCE_STATE_HOLDING'), { timeout: 20000, what: 'it to hold again' });
+  assert.equal((await p.kill('SIGTERM')).code, 0);
+  assert.match(mine(), /start stop (getdata )+start stop (getdata )+disable$/);
 });
 
 test('without CUPTI, with a bad kind, or with another CUPTI tool there first, a program runs unchanged: one line on stderr, no region', async () => {
