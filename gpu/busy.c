@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* gpu-busy - a CUDA program with no procctl and no CUPTI in it: the busy
- * kernel of kernel.cu, launched and waited for again and again on one GPU
- * until SIGTERM or SIGINT (or --seconds), then its context released. For
- * what attaches to programs it was not built with (libprocctl-cupti, by
- * CUDA_INJECTION64_PATH). Lines:
+ * kernel of kernel.cu, launched and waited for again and again on each of
+ * its GPUs in turn until SIGTERM or SIGINT (or --seconds), then their
+ * contexts released. For what attaches to programs it was not built with
+ * (libprocctl-cupti, by CUDA_INJECTION64_PATH). Lines:
  *
- *   event=started pid=P device=NAME
- *   event=done pid=P kernels=K
+ *   event=started pid=P device=NAME[,NAME...]
+ *   event=done pid=P kernels=K   (on all its GPUs)
  *
- * Usage: gpu-busy [--device N] [--seconds S]   (S 0: until a signal) */
+ * Usage: gpu-busy [--device N]... [--seconds S]   (up to 8 devices, none:
+ * device 0; S 0: until a signal) */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,8 @@
 #include <unistd.h>
 
 #include "gpu.h"
+
+#define DEVICES_MAX 8
 
 static volatile sig_atomic_t stop;
 
@@ -36,44 +39,72 @@ static int number(const char *s, long max, long *out)
 	return 0;
 }
 
+/* Close g[0..n), each with its context current (its module and memory
+ * are its context's). */
+static void close_all(struct gpu *g, int n)
+{
+	while (n-- > 0) {
+		gpu_current(&g[n]);
+		gpu_close(&g[n]);
+	}
+}
+
 int main(int argc, char **argv)
 {
-	struct gpu g;
+	static struct gpu g[DEVICES_MAX];
+	long devices[DEVICES_MAX], seconds = 0;
+	unsigned long long kernels = 0;
 	char err[256];
-	long device = 0, seconds = 0;
 	time_t until;
-	int i;
+	int i, n = 0, k;
 	for (i = 1; i + 1 < argc; i += 2) {
-		if (!strcmp(argv[i], "--device") && number(argv[i + 1], 1024, &device) == 0)
+		if (!strcmp(argv[i], "--device") && n < DEVICES_MAX && number(argv[i + 1], 1024, &devices[n]) == 0) {
+			n++;
 			continue;
+		}
 		if (!strcmp(argv[i], "--seconds") && number(argv[i + 1], 86400 * 365, &seconds) == 0)
 			continue;
 		break;
 	}
 	if (i != argc) {
-		fprintf(stderr, "usage: %s [--device N] [--seconds S]\n", argv[0]);
+		fprintf(stderr, "usage: %s [--device N]... [--seconds S]   (up to %d devices; none: 0)\n", argv[0],
+			DEVICES_MAX);
 		return 2;
 	}
+	if (!n)
+		devices[n++] = 0;
 	signal(SIGTERM, on_signal);
 	signal(SIGINT, on_signal);
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (gpu_open(&g, (int)device, err, sizeof err) < 0) {
-		fprintf(stderr, "gpu-busy: %s\n", err);
-		return 1;
-	}
-	printf("event=started pid=%d device=%s\n", (int)getpid(), g.name);
-	until = seconds ? time(NULL) + seconds : 0;
-	while (!stop && (!until || time(NULL) < until)) {
-		CUresult r = gpu_run(&g);
-		if (r != CUDA_SUCCESS) {
-			const char *name = NULL;
-			cuGetErrorName(r, &name);
-			fprintf(stderr, "gpu-busy: kernel: %s\n", name ? name : "CUDA_ERROR_?");
-			gpu_close(&g);
+	for (k = 0; k < n; k++) {
+		if (gpu_open(&g[k], (int)devices[k], err, sizeof err) < 0) {
+			fprintf(stderr, "gpu-busy: device %ld: %s\n", devices[k], err);
+			close_all(g, k);
 			return 1;
 		}
 	}
-	printf("event=done pid=%d kernels=%llu\n", (int)getpid(), (unsigned long long)g.kernels);
-	gpu_close(&g);
+	printf("event=started pid=%d device=%s", (int)getpid(), g[0].name);
+	for (k = 1; k < n; k++)
+		printf(",%s", g[k].name);
+	printf("\n");
+	until = seconds ? time(NULL) + seconds : 0;
+	while (!stop && (!until || time(NULL) < until)) {
+		for (k = 0; k < n; k++) {
+			CUresult r = gpu_current(&g[k]);
+			if (r == CUDA_SUCCESS)
+				r = gpu_run(&g[k]);
+			if (r != CUDA_SUCCESS) {
+				const char *name = NULL;
+				cuGetErrorName(r, &name);
+				fprintf(stderr, "gpu-busy: kernel: %s\n", name ? name : "CUDA_ERROR_?");
+				close_all(g, n);
+				return 1;
+			}
+		}
+	}
+	for (k = 0; k < n; k++)
+		kernels += g[k].kernels;
+	printf("event=done pid=%d kernels=%llu\n", (int)getpid(), kernels);
+	close_all(g, n);
 	return 0;
 }

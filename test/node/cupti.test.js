@@ -12,8 +12,8 @@
 // `procctl state` (escaped); a program never granted makes no PC sampling
 // call; a program that exits while sampling stops, drains and disables
 // first; a failed Start is counted and released, and the rotation goes on;
-// a lone holder's ranges; its release when its lease lapses; without CUPTI
-// the program runs as it would, told why once.
+// a lone holder's ranges; its release when its lease lapses; a program on
+// two GPUs; without CUPTI the program runs as it would, told why once.
 'use strict';
 
 const { test, before, after } = require('node:test');
@@ -39,12 +39,12 @@ const log = path.join(scratch, 'cupti.log');
 let d, c;
 const progs = [];
 
-function busy(consumer, more = {}) {
+function busy(consumer, more = {}, args = []) {
   const env = {
     ...process.env, LD_LIBRARY_PATH: STANDIN, CUDA_INJECTION64_PATH: INJECT, PROCCTL_CUPTI_CONSUMER: consumer,
     STANDIN_DIR: scratch, STANDIN_LOG: log, STANDIN_FUNC2: FUNC2, ...more,
   };
-  const p = new h.Child(BUSY, [], { env });
+  const p = new h.Child(BUSY, args, { env });
   progs.push(p);
   return p;
 }
@@ -57,8 +57,8 @@ async function started(p) {
 
 // The log's lines: { pid, call, result, ns }.
 const calls = () => fs.readFileSync(log, 'utf8').split('\n').filter(Boolean).map((l) => {
-  const [pid, call, result, , ns] = l.split(' ');
-  return { pid: Number(pid), call, result, ns: BigInt(ns) };
+  const [pid, call, result, ctx, ns] = l.split(' ');
+  return { pid: Number(pid), call, result, ctx, ns: BigInt(ns) };
 });
 
 // A status block (pcsampling_schema.h), decoded.
@@ -206,6 +206,33 @@ test('a lone holder samples in ranges of a second and one at a module\'s unload;
     .some((x) => x.state === 'RESOURCE_STATE_HOLDING'), { timeout: 20000, what: 'it to hold again' });
   assert.equal((await p.kill('SIGTERM')).code, 0);
   assert.match(mine(), /start stop (getdata )+start stop (getdata )+disable$/);
+});
+
+test('a program on two GPUs asks for each: both granted, each context sampled on its own', async () => {
+  const p = busy(CONSUMER, { STANDIN_GPUS: '2' }, ['--device', '0', '--device', '1']);
+  await p.line(new RegExp(`^event=started pid=${p.pid} device=stand-in GPU 0,stand-in GPU 1$`), { out: true });
+  await h.attached(d, p.pid);
+  const UUID1 = UUID.replace(/45$/, '46'); // the stand-in's GPU 1
+  await h.until(async () => {
+    const st = await h.call(c, 'ReadState', { process: { pid: p.pid } });
+    return st.resources.filter((x) => x.state === 'RESOURCE_STATE_HOLDING').length === 2;
+  }, { timeout: 20000, what: 'both GPUs held' });
+  const st = await h.call(c, 'ReadState', { process: { pid: p.pid } });
+  assert.deepEqual(st.resources.map((x) => x.id).sort(), [UUID, UUID1]);
+  const r = (await h.call(c, 'GetArbiter', { kind: 'gpu-pc-sampling' })).arbiter;
+  for (const id of [UUID, UUID1]) assert.equal(r.resources.find((x) => x.id === id).holder.pid, p.pid);
+  // Its exit: each context's range ended at its module's unload, then released;
+  // CUPTI's one string per function named by both contexts' records.
+  assert.equal((await p.kill('SIGTERM')).code, 0);
+  const mine = calls().filter((x) => x.pid === p.pid);
+  const ctxs = [...new Set(mine.map((x) => x.ctx))];
+  assert.equal(ctxs.length, 2);
+  for (const x of ctxs) {
+    assert.match(`${mine.filter((y) => y.ctx === x).map((y) => y.call).join(' ')} `,
+      /^enable configure start (stop (getdata )+start )*stop (getdata )+disable $/);
+  }
+  assert.deepEqual(mine.filter((x) => x.result !== 'CUPTI_SUCCESS'), []);
+  assert.deepEqual(p.lines, []);
 });
 
 test('without CUPTI, with a bad kind, or with another CUPTI tool there first, a program runs unchanged: one line on stderr, no region', async () => {
