@@ -426,7 +426,17 @@ test("the daemon's own figures, as every Prometheus client exports them, agree w
       Math.abs(sample(x, 'process_resident_memory_bytes') / 1024 - status(pid, 'VmRSS')) < status(pid, 'VmRSS') / 4 &&
       Math.abs(sample(x, 'process_virtual_memory_bytes') / 1024 - status(pid, 'VmSize')) < status(pid, 'VmSize') / 4;
   }, { what: 'process_threads, _open_fds, _resident_memory_bytes and _virtual_memory_bytes to agree with /proc' });
-  // 40 more descriptors (connections): process_open_fds counts them.
+  // 40 more descriptors (connections): process_open_fds counts them. Counted
+  // from a still point: a connection of the test before (Prometheus's
+  // scrapes) may close after a count taken at once, and the 40 never show.
+  let last = -1;
+  await h.until(async () => {
+    const n = fs.readdirSync(`/proc/${pid}/fd`).length;
+    const still = n === last;
+    last = n;
+    if (!still) await h.sleep(300);
+    return still;
+  }, { what: 'the daemon\'s descriptors to stop changing' });
   const sockets = h.sockets(pid);
   const before = sample(await scrape(), 'process_open_fds');
   const held = await Promise.all(Array.from({ length: 40 }, () => new Promise((resolve, reject) => {
