@@ -8,7 +8,7 @@
 #   the unit:   UNIT_DIR/procctl-node.service, naming PREFIX/SBINDIR/procctl-node
 #               and its config, ETC/procctl/procctl-node.conf (ETC: /etc for
 #               the prefix /usr, else PREFIX/etc, as GNUInstallDirs has it)
-#   the config: the example (server/procctl-node.conf) with HTTP off, as the
+#   the config: the example (server/config/procctl-node.conf) with HTTP off, as the
 #               unit's sandbox wants (Unix sockets only); installed only when
 #               there is none: an operator's file is never replaced
 set(prefix "${CMAKE_INSTALL_PREFIX}")
@@ -27,11 +27,11 @@ set(out "${PROCCTL_BIN}/systemd")
 configure_file("${PROCCTL_SRC}/deploy/systemd/procctl-node.service.in" "${out}/procctl-node.service" @ONLY)
 file(INSTALL "${out}/procctl-node.service" DESTINATION "${unit_dir}")
 
-file(READ "${PROCCTL_SRC}/server/procctl-node.conf" conf)
+file(READ "${PROCCTL_SRC}/server/config/procctl-node.conf" conf)
 set(http "# http_listen = 127.0.0.1:9464\n")
 string(FIND "${conf}" "${http}" at)
 if(at LESS 0)
-  message(FATAL_ERROR "server/procctl-node.conf has no line '# http_listen = 127.0.0.1:9464'")
+  message(FATAL_ERROR "server/config/procctl-node.conf has no line '# http_listen = 127.0.0.1:9464'")
 endif()
 string(REPLACE "${http}" "${http}# As installed for procctl-node.service, whose sandbox allows Unix sockets
 # only: off. Serving it takes the drop-in the unit describes as well.

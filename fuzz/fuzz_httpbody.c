@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "httpbody.h"
+#include "http/httpbody.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

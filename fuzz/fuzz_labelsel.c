@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "labelsel.h"
+#include "kube/labelsel.h"
 
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "labelsel.h"
-#include "podmeta.h"
+#include "kube/labelsel.h"
+#include "kube/podmeta.h"
 
 /* Abort unless m is what podmeta.h promises: every name as Kubernetes
  * validates it (a UID, DNS names), every label a valid key and value that

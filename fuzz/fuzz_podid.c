@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "admission.h"
-#include "podid.h"
-#include "procstat.h"
+#include "match/admission.h"
+#include "sys/podid.h"
+#include "sys/procstat.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "grpc/reflection/v1/reflection.pb-c.h"
-#include "reflect.h"
+#include "grpc/reflect.h"
 
 extern const unsigned char node_descriptors[];
 extern const size_t node_descriptors_len;

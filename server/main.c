@@ -6,7 +6,7 @@
  * Usage: procctl-node [--config FILE] [--KEY VALUE]... [--uninstall]
  *                     [--check-config] [--version] [--help] [--completion SHELL]
  *
- * With no arguments it runs on the embedded defaults (server/config.h).
+ * With no arguments it runs on the embedded defaults (server/config/config.h).
  * Exit status: 0 stopped cleanly, 1 failed while running, 2 bad usage or
  * configuration (nothing was started). */
 #include <errno.h>
@@ -22,19 +22,19 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cmdline.h"
-#include "config.h"
-#include "kubewatch.h"
-#include "grpc_server.h"
-#include "http.h"
-#include "httpbody.h"
-#include "node.h"
-#include "nodelock.h"
+#include "config/cmdline.h"
+#include "config/config.h"
+#include "kube/kubewatch.h"
+#include "grpc/grpc_server.h"
+#include "http/http.h"
+#include "http/httpbody.h"
+#include "node/node.h"
+#include "sys/nodelock.h"
 #include "procctl_agent.h"
-#include "procself.h"
-#include "prom.h"
-#include "selfprobe.h"
-#include "sdnotify.h"
+#include "sys/procself.h"
+#include "sys/prom.h"
+#include "grpc/selfprobe.h"
+#include "sys/sdnotify.h"
 
 #define GRACE_MS 2000 /* calls in flight at shutdown get this long */
 

@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "desired.h"
+#include "desired/desired.h"
 #include "th.h"
 
 #define C "billing"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* procctl-node's configuration: the embedded defaults, the commented
- * example (server/procctl-node.conf) which must say exactly the defaults,
+ * example (server/config/procctl-node.conf) which must say exactly the defaults,
  * every key, flags over the file, and an error naming file, line and key
  * for each kind of mistake. */
 #include <errno.h>
@@ -11,11 +11,11 @@
 #include <sys/mount.h>
 #include <unistd.h>
 
-#include "config.h"
+#include "config/config.h"
 #include "th.h"
 
 #ifndef EXAMPLE_CONF
-#error "EXAMPLE_CONF must name server/procctl-node.conf"
+#error "EXAMPLE_CONF must name server/config/procctl-node.conf"
 #endif
 
 #define MS 1000000ull

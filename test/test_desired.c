@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Desired configs (server/desired.c) against the real store in a scratch
+/* Desired configs (server/desired/desired.c) against the real store in a scratch
  * directory: precedence, replacement, overlap refusal, selector and
  * payload checks, matching and limits. test_desired_files has the file:
  * persistence, corrupt and old files, a write that fails. */
@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "desired_th.h"
-#include "podmeta.h"
+#include "kube/podmeta.h"
 
 static const struct podsel nopod; /* no namespace, no label selector */
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The desired configs' file (server/desired.c) in a scratch directory:
+/* The desired configs' file (server/desired/desired.c) in a scratch directory:
  * persistence across a fresh store, corrupt files refused whole and set
  * aside, the older formats converted once, pid configs bound to their
  * process, revisions that only grow, and a failed write that leaves the

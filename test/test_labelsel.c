@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Kubernetes label selectors (server/labelsel.c) as kubectl -l takes
+/* Kubernetes label selectors (server/kube/labelsel.c) as kubectl -l takes
  * them: each form and its canonical text, kubectl's refusals with the
  * token or name at fault (escaped), the bounds, and matching, absent
  * keys included. */
@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "labelsel.h"
+#include "kube/labelsel.h"
 #include "th.h"
 
 static char canon[LABELSEL_MAX + 1], err[512];

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* procctl-node's loop, its parts on their own (server/node_int.h): a
+/* procctl-node's loop, its parts on their own (server/node/node_int.h): a
  * Selector of the API taken as a filter, the processes a filter matches
  * and their order, /metrics rendered from a fixed state, and waits ended
  * by their timers (wait_ms, or the call's deadline first). */
@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "node_int.h"
-#include "prom.h"
+#include "node/node_int.h"
+#include "sys/prom.h"
 #include "th.h"
 
 static void selectors(void **state)

@@ -13,8 +13,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "podid.h"
-#include "procstat.h"
+#include "sys/podid.h"
+#include "sys/procstat.h"
 #include "th.h"
 
 #ifndef FIXTURES

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Pods as the Kubernetes API server sends them (server/podmeta.c): a
+/* Pods as the Kubernetes API server sends them (server/kube/podmeta.c): a
  * watch's events (a pod added, a bookmark, a 410 Gone) and a list's
  * pages, each field
  * checked as Kubernetes validates it, the bounds on what one pod may hold,
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "podmeta.h"
+#include "kube/podmeta.h"
 #include "th.h"
 
 #define UID "0b6d7a2e-5c1f-4c1a-9f3e-2d7b8c9a1e4f"

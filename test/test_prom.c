@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* test_prom.c - the one writer of /metrics (server/prom.c): its bytes,
+/* test_prom.c - the one writer of /metrics (server/sys/prom.c): its bytes,
  * label values and HELP text escaped as the text format requires (and
  * what a hostile name makes of them accepted by Debian's promtool), and
  * the mistakes it refuses: a family twice, a bad name or unit, a sample
@@ -12,7 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "prom.h"
+#include "sys/prom.h"
 #include "th.h"
 
 /* p's text, which must finish without a mistake. */

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "grpc/reflection/v1/reflection.pb-c.h"
-#include "reflect.h"
+#include "grpc/reflect.h"
 #include "th.h"
 
 extern const unsigned char node_descriptors[];

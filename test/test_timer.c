@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* procctl-node's timers (server/timer.h): earliest first, moved and
+/* procctl-node's timers (server/node/timer.h): earliest first, moved and
  * disarmed anywhere in the heap, periodic timers that re-arm from their
  * function, functions that free other timers, and the heap against a
  * plain array under a long random sequence. */
@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "th.h"
-#include "timer.h"
+#include "node/timer.h"
 
 #define container_of(p, type, member) ((type *)(void *)((char *)(p)-offsetof(type, member)))
 

@@ -9,10 +9,10 @@
 #define _GNU_SOURCE 1
 #include "config.h"
 #include "config_int.h"
-#include "desired.h"
-#include "httpbody.h"
-#include "kubewatch.h"
-#include "labelsel.h"
+#include "desired/desired.h"
+#include "http/httpbody.h"
+#include "kube/kubewatch.h"
+#include "kube/labelsel.h"
 #include "procctl_arbiter.h"
 
 #include <errno.h>

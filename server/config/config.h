@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* config.h - procctl-node's configuration: the embedded defaults, a
- * config file (server/procctl-node.conf is the commented example) and
+ * config file (server/config/procctl-node.conf is the commented example) and
  * flags, each later source overriding the earlier. Errors name the file,
  * the line and the key. */
 #ifndef PROCCTL_NODE_CONFIG_H
@@ -11,8 +11,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "admission.h"
-#include "selector.h"
+#include "match/admission.h"
+#include "match/selector.h"
 #include "procctl.h"
 
 #define NODE_LISTEN_MAX 8

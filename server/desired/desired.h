@@ -40,7 +40,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "selector.h"
+#include "match/selector.h"
 
 #define DESIRED_PATH_MAX 300
 

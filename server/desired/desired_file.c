@@ -15,7 +15,7 @@
 
 #include "procctl/v1/node.pb-c.h"
 #include "desired_int.h"
-#include "nodelock.h"
+#include "sys/nodelock.h"
 #include "procctl_agent.h"
 
 #define FILE_NAME "desired.store"

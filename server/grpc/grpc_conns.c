@@ -30,9 +30,9 @@
 #include <grpc/grpc_posix.h>
 #include <grpc/grpc_security.h>
 
-#include "fdlimit.h"
-#include "log.h"
-#include "prom.h"
+#include "sys/fdlimit.h"
+#include "sys/log.h"
+#include "sys/prom.h"
 
 enum { TCP, UNIX_ };
 

@@ -28,7 +28,7 @@
 
 #include <grpc/grpc.h>
 
-#include "config.h"
+#include "config/config.h"
 
 struct grpc_conns;
 

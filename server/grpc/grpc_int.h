@@ -15,7 +15,7 @@
 
 #include "grpc_conns.h"
 #include "grpc_server.h"
-#include "selector.h"
+#include "match/selector.h"
 
 #define SLOTS 8            /* requests posted per method */
 #define WATCH_SLOTS 32     /* ... for WatchEvents: many streams open at once */

@@ -35,7 +35,7 @@
 #include "pb_grpc.h"
 #include "procctl/v1/node.pb-c.h"
 #include "procctl_agent.h"
-#include "prom.h"
+#include "sys/prom.h"
 #include "reflect.h"
 
 extern const unsigned char node_descriptors[];

@@ -11,9 +11,9 @@
 
 #include <protobuf-c/protobuf-c.h>
 
-#include "config.h"
-#include "events.h"
-#include "node.h"
+#include "config/config.h"
+#include "node/events.h"
+#include "node/node.h"
 
 struct grpc_srv;
 

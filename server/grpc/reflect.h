@@ -2,7 +2,7 @@
 /* reflect.h - gRPC server reflection (grpc.reflection.v1 and v1alpha, one
  * wire format) answered from a FileDescriptorSet embedded at build time,
  * so grpcurl and `buf curl` need no .proto files. Pure: no gRPC here;
- * server/grpc.c feeds it each request of a ServerReflectionInfo stream. */
+ * grpc/grpc_call.c feeds it each request of a ServerReflectionInfo stream. */
 #ifndef PROCCTL_NODE_REFLECT_H
 #define PROCCTL_NODE_REFLECT_H
 

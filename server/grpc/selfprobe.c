@@ -12,7 +12,7 @@
 #include <grpc/grpc_security.h>
 
 #include "grpc/health/v1/health.pb-c.h"
-#include "log.h"
+#include "sys/log.h"
 #include "pb_grpc.h"
 #include "procctl_agent.h"
 

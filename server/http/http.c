@@ -39,12 +39,12 @@
 #include <jansson.h>
 #include <microhttpd.h>
 
-#include "fdlimit.h"
+#include "sys/fdlimit.h"
 #include "httpbody.h"
 #include "httpindex.h"
-#include "log.h"
+#include "sys/log.h"
 #include "pbjson.h"
-#include "prom.h"
+#include "sys/prom.h"
 #include "rpc_status.h"
 #include "procctl/v1/node.pb-c.h"
 

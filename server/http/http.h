@@ -18,8 +18,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "config.h"
-#include "node.h"
+#include "config/config.h"
+#include "node/node.h"
 
 #define HTTP_MAX_CONNECTIONS 2048
 #define HTTP_SPARE_CONNECTIONS 32 /* room for newcomers while the connections they evict close */

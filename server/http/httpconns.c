@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <sys/socket.h>
 
-#include "log.h"
-#include "prom.h"
+#include "sys/log.h"
+#include "sys/prom.h"
 
 void hconn_wait_end(struct hconn *c)
 {

@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "sys/log.h"
 
 #define QUEUE_MAX 1024      /* changes queued for the loop (a list's pods count too) */
 #define LIMIT 100           /* pods a page of a list, at first */

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
+#include "sys/log.h"
 
 enum tok { T_END, T_IDENT, T_IN, T_NOTIN, T_NOT, T_NE, T_EQ, T_EQEQ, T_GT, T_LT, T_LPAREN, T_RPAREN, T_COMMA };
 enum op { OP_EXISTS, OP_NOT_EXISTS, OP_EQ, OP_NE, OP_IN, OP_NOTIN, OP_GT, OP_LT };

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
+#include "sys/log.h"
 
 _Static_assert(PODMETA_TEXT_MAX <= 65536, "podmeta's offsets are 16 bits");
 

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
-#include "podid.h"
+#include "sys/log.h"
+#include "sys/podid.h"
 #include "procctl.h"
 
 static int number(const char *s, uint32_t *out)

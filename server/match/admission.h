@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "podid.h"
+#include "sys/podid.h"
 
 #define ADMIT_MAX 16       /* entries in each list */
 #define ADMIT_CGROUP_MAX 8 /* cgroup prefixes */

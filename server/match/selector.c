@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "podmeta.h"
+#include "kube/podmeta.h"
 
 int selector_match(const struct selector *f, const struct selector *k)
 {

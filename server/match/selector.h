@@ -9,8 +9,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "labelsel.h"
-#include "podid.h"
+#include "kube/labelsel.h"
+#include "sys/podid.h"
 #include "procctl.h"
 
 /* What selects a process: a Selector's fields, a process's identity.

@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "selector.h"
+#include "match/selector.h"
 
 struct events;
 

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
+#include "sys/log.h"
 
 #define SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount/"
 

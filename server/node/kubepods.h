@@ -9,8 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "config.h"
-#include "kubewatch.h"
+#include "config/config.h"
+#include "kube/kubewatch.h"
 
 struct kubepods {
 	struct kubewatch *kw; /* NULL: off (no kubernetes_api) */

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "node_int.h"
-#include "prom.h"
+#include "sys/prom.h"
 
 const double ack_buckets[NBUCKETS] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
 				      0.05,   0.1,     0.25,   0.5,   1,      2.5,   5,    10};

@@ -13,7 +13,7 @@
  * (procctl_loop_turn_seconds; one over slow_turn_ms is logged with its
  * longest step) and serves at most TURN_JOBS requests. */
 #include "node_int.h"
-#include "nodelock.h"
+#include "sys/nodelock.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -30,12 +30,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "desired.h"
-#include "podid.h"
-#include "procstat.h"
+#include "desired/desired.h"
+#include "sys/podid.h"
+#include "sys/procstat.h"
 #include "procctl/v1/node.pb-c.h"
 #include "procctl_arbiter.h"
-#include "prom.h"
+#include "sys/prom.h"
 
 static void on_tick(struct timer *t, int64_t now)
 {

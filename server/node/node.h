@@ -14,9 +14,9 @@
 
 #include <protobuf-c/protobuf-c.h>
 
-#include "config.h"
+#include "config/config.h"
 #include "events.h"
-#include "log.h"
+#include "sys/log.h"
 #include "procctl_agent.h"
 
 /* gRPC status codes, by the protocol's numbers. */

@@ -10,11 +10,11 @@
 #include <stdint.h>
 #include <time.h>
 
-#include "admission.h"
-#include "desired.h"
+#include "match/admission.h"
+#include "desired/desired.h"
 #include "kubepods.h"
 #include "node.h"
-#include "podid.h"
+#include "sys/podid.h"
 #include "procctl/v1/node.pb-c.h"
 #include "procctl_arbiter.h"
 #include "timer.h"

@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "node_int.h"
-#include "prom.h"
-#include "procstat.h"
+#include "sys/prom.h"
+#include "sys/procstat.h"
 
 /* A config write (or clear) that made generation g of p. */
 void proc_wrote(struct node *n, struct proc *p, int64_t g, uint64_t rev)

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "node_int.h"
-#include "prom.h"
+#include "sys/prom.h"
 
 void *ar_alloc(struct arena *a, size_t size)
 {

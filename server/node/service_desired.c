@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "node_int.h"
-#include "procstat.h"
+#include "sys/procstat.h"
 
 /* Write d (NULL: a clear) to p, when its region is this daemon's to
  * write and d fits; no one waits for the ack. The generation written, or

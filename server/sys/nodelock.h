@@ -6,14 +6,13 @@
 #ifndef PROCCTL_NODELOCK_H
 #define PROCCTL_NODELOCK_H
 
+#include <limits.h>
 #include <signal.h>
 #include <stddef.h>
 
-#include "config.h" /* NODE_PATH_MAX */
-
 struct nodelock {
 	int fd, dirfd;               /* the locked file; its (trusted) directory */
-	char path[NODE_PATH_MAX + 16];
+	char path[PATH_MAX];
 };
 
 /* Take NODE.lock in dir (which must be one the daemon can trust, else

@@ -57,7 +57,7 @@ test('--check-config judges the directories and files as the start would, making
 test('--help lists every key of the config file with its default; a bad flag is named, with or without a value', () => {
   let r = run(['--help']);
   assert.equal(r.status, 0);
-  const example = fs.readFileSync(path.join(h.PROTO_DIR, '..', 'server', 'procctl-node.conf'), 'utf8');
+  const example = fs.readFileSync(path.join(h.PROTO_DIR, '..', 'server', 'config', 'procctl-node.conf'), 'utf8');
   const keys = [...example.matchAll(/^# ([a-z0-9_]+) = /gm)].map((m) => m[1]);
   assert.ok(keys.length > 25, example);
   for (const k of keys) assert.match(r.stdout, new RegExp(`(--${k.replace(/_/g, '-')}|  ${k} =) `), k);

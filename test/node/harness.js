@@ -264,7 +264,7 @@ async function code(p) {
 }
 
 const healthPkg = grpc.loadPackageDefinition(protoLoader.loadSync('grpc/health/v1/health.proto', {
-  includeDirs: [path.join(PROTO_DIR, '..', 'server', 'proto')], enums: String,
+  includeDirs: [path.join(PROTO_DIR, '..', 'server', 'grpc', 'proto')], enums: String,
 })).grpc.health.v1;
 
 // A health Watch stream: its statuses as they come.
