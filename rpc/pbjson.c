@@ -2,6 +2,8 @@
 /* pbjson.c - protobuf-c messages as proto3 JSON (pbjson.h). */
 #include "pbjson.h"
 
+#include "base64.h"
+
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,27 +11,11 @@
 
 static json_t *base64(const uint8_t *p, size_t n)
 {
-	static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-	size_t i, o = 0, len = (n + 2) / 3 * 4;
-	char *out = malloc(len + 1);
+	char *out = malloc(BASE64_LEN(n) + 1);
 	json_t *j;
 	if (!out)
 		return NULL;
-	for (i = 0; i + 2 < n; i += 3) {
-		uint32_t v = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8 | p[i + 2];
-		out[o++] = tab[v >> 18];
-		out[o++] = tab[v >> 12 & 63];
-		out[o++] = tab[v >> 6 & 63];
-		out[o++] = tab[v & 63];
-	}
-	if (i < n) {
-		uint32_t v = (uint32_t)p[i] << 16 | (i + 1 < n ? (uint32_t)p[i + 1] << 8 : 0);
-		out[o++] = tab[v >> 18];
-		out[o++] = tab[v >> 12 & 63];
-		out[o++] = i + 1 < n ? tab[v >> 6 & 63] : '=';
-		out[o++] = '=';
-	}
-	j = json_stringn(out, o);
+	j = json_stringn(out, base64_encode(p, n, out));
 	free(out);
 	return j;
 }

@@ -227,8 +227,11 @@ static void errors(void **state)
 		{"kubernetes_node = -node\n", "t.conf:1: kubernetes_node: '-node' is not a node's name (a DNS subdomain: "
 		 "lowercase letters, digits, '-' and '.')"},
 		{"[desired a]\nconsumer = echo\ndata =\n", "t.conf:3: data: empty: a desired config has 1 to 3000 bytes"},
-		{"[desired a]\nconsumer = echo\ndata_base64 = ====\n",
+		{"[desired a]\nconsumer = echo\ndata_base64 =\n",
 		 "t.conf:3: data_base64: empty: a desired config has 1 to 3000 bytes"},
+		/* base64 is strict: padding alone, or bits past the last byte */
+		{"[desired a]\nconsumer = echo\ndata_base64 = ====\n", "t.conf:3: data_base64: not base64 of at most 3000 bytes"},
+		{"[desired a]\nconsumer = echo\ndata_base64 = eB==\n", "t.conf:3: data_base64: not base64 of at most 3000 bytes"},
 		{"[desired a]\nconsumer = echo\npod = 8c9b4f3e\ndata = x\n",
 		 "t.conf:1: [desired a]: selector.pod_uid: not a pod UID (8-4-4-4-12 hex, or 32 hex)"},
 		{"[desired a]\nconsumer = echo\ndata = x\n[desired b]\nconsumer = echo\ndata = y\n",

@@ -10,9 +10,9 @@
 #include "config.h"
 #include "config_int.h"
 #include "desired/desired.h"
-#include "http/httpbody.h"
 #include "kube/kubewatch.h"
 #include "kube/labelsel.h"
+#include "base64.h"
 #include "procctl_arbiter.h"
 
 #include <errno.h>
@@ -259,7 +259,7 @@ static int set_data(const struct key *k, void *obj, const struct where *w, const
 	if (d->has_data)
 		return cfg_fail(w, "give the config once: data or data_base64");
 	if (k->name[4]) {
-		if (n * 3 / 4 > sizeof d->data || (len = http_unbase64(v, n, d->data)) < 0)
+		if ((len = base64_decode(v, n, d->data, sizeof d->data)) < 0)
 			return cfg_fail(w, "not base64 of at most %d bytes", NODE_DESIRED_DATA_MAX);
 	} else {
 		if (n > sizeof d->data)

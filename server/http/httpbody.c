@@ -14,6 +14,8 @@
 
 #include <jansson.h>
 
+#include "base64.h"
+
 int http_parse_pid(const char *s, size_t n, int32_t *pid)
 {
 	long v = 0;
@@ -127,36 +129,6 @@ static int json_too_deep(const char *s, size_t n)
 	return 0;
 }
 
-static int b64val(int ch)
-{
-	return ch >= 'A' && ch <= 'Z' ? ch - 'A'
-	       : ch >= 'a' && ch <= 'z' ? ch - 'a' + 26
-	       : ch >= '0' && ch <= '9' ? ch - '0' + 52
-	       : ch == '+' || ch == '-' ? 62
-	       : ch == '/' || ch == '_' ? 63
-					 : -1;
-}
-
-ssize_t http_unbase64(const char *s, size_t n, uint8_t *out)
-{
-	uint32_t acc = 0;
-	size_t i, bits = 0, o = 0;
-	while (n && s[n - 1] == '=')
-		n--;
-	for (i = 0; i < n; i++) {
-		int v = b64val((unsigned char)s[i]);
-		if (v < 0)
-			return -1;
-		acc = acc << 6 | (uint32_t)v;
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			out[o++] = (uint8_t)(acc >> bits);
-		}
-	}
-	return (ssize_t)o;
-}
-
 /* The wait of a config's JSON object j: "waitMs" or its proto field name
  * "wait_ms" (not both), a number or a decimal string (proto3 JSON writes
  * 64-bit integers as strings, and takes either), 0 to HTTP_MAX_WAIT_MS;
@@ -195,6 +167,7 @@ int http_parse_config(const char *type, const char *body, size_t n, const char *
 		      size_t *len, uint32_t *wait_ms, char *why, size_t whylen)
 {
 	ssize_t got;
+	size_t cap;
 	*payload = NULL;
 	*len = 0;
 	*wait_ms = 0;
@@ -225,12 +198,13 @@ int http_parse_config(const char *type, const char *body, size_t n, const char *
 				 "and no other field", HTTP_MAX_WAIT_MS);
 			return -EINVAL;
 		}
-		if (!(*payload = malloc(json_string_length(p) / 4 * 3 + 3))) {
+		cap = json_string_length(p) / 4 * 3 + 3;
+		if (!(*payload = malloc(cap))) {
 			json_decref(j);
 			snprintf(why, whylen, "out of memory");
 			return -ENOMEM;
 		}
-		got = http_unbase64(json_string_value(p), json_string_length(p), *payload);
+		got = base64_decode(json_string_value(p), json_string_length(p), *payload, cap);
 		json_decref(j);
 		if (got < 0) {
 			free(*payload);

@@ -43,8 +43,5 @@ int http_bearer_ok(const char *header, const char *key, size_t keylen);
 int http_parse_config(const char *type, const char *body, size_t n, const char *wait_arg, uint8_t **payload,
 		      size_t *len, uint32_t *wait_ms, char *why, size_t whylen);
 
-/* n characters of standard or URL-safe base64, padding optional, into
- * out (room for n * 3 / 4 bytes): the length, or -1. */
-ssize_t http_unbase64(const char *s, size_t n, uint8_t *out);
 
 #endif
