@@ -10,11 +10,16 @@
 #define COLLECT_PCS 4096     /* PC records per buffer */
 #define DRAIN_MAX 64         /* GetData calls per drain at most */
 
-static double now_ms(void)
+uint64_t pcs_now_ns(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static double now_ms(void)
+{
+	return (double)pcs_now_ns() / 1e6;
 }
 
 void pcs_init(struct pcs *p, const struct cupti_calls *c, CUcontext ctx, int start_stop, unsigned period)

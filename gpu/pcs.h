@@ -56,6 +56,9 @@ struct pcs {
  * (start_stop) and period 2^period (0: CUPTI's default). New samples of a
  * drain are added to p->samples and returned in *got (may be NULL). */
 void pcs_init(struct pcs *p, const struct cupti_calls *c, CUcontext ctx, int start_stop, unsigned period);
+/* CLOCK_MONOTONIC in ns: the GPU line's clock (what links no
+ * libprocctl-agent, whose procctl_now_ns the rest uses). */
+uint64_t pcs_now_ns(void);
 CUptiResult pcs_call(struct pcs *p, enum pcs_call call, uint64_t *got);
 /* The buffers (sized again at the next Enable): after a Disable that
  * succeeded. The function names stay: CUPTI may hand one out again. */

@@ -27,7 +27,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "inject.h"
@@ -51,13 +50,6 @@ static procctl_t ctx;
 static char storage[PROCCTL_STATE_STORAGE(INJECT_GPUS, sizeof(struct pcsampling_status))];
 static struct gpu_turn turn[INJECT_GPUS];
 static struct pcsampling_status status;
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 void control_wake(void)
 {
@@ -191,7 +183,7 @@ static void release(unsigned i, const procctl_grant_t *basis, uint32_t want)
 	struct gpu_turn *t = &turn[i];
 	report(i, PROCCTL_RES_RELEASING, want, basis);
 	gpu_stop(i);
-	status.held_ns += now_ns() - t->since;
+	status.held_ns += pcs_now_ns() - t->since;
 	status_put();
 	t->holding = 0;
 	report(i, PROCCTL_RES_RELEASED, want, basis);
@@ -208,14 +200,14 @@ static void acquire(unsigned i, const procctl_grant_t *g, uint32_t want)
 	t->reported = 0;
 	if (gpu_act(i, START, &fail) == 0 || fail) {
 		gpu_stop(i);
-		t->retry = now_ns() + RETRY_NS;
+		t->retry = pcs_now_ns() + RETRY_NS;
 		status_put();
 		report(i, PROCCTL_RES_RELEASED, 0, g);
 		return;
 	}
 	t->holding = 1;
 	t->basis = *g;
-	t->since = t->range = now_ns();
+	t->since = t->range = pcs_now_ns();
 	status.turns++;
 	status.last_grant_id = g->grant_id;
 	status_put();
@@ -228,13 +220,13 @@ static int keep(unsigned i, const procctl_grant_t *g)
 {
 	struct gpu_turn *t = &turn[i];
 	int fail, n = gpu_act(i, START, &fail);
-	if (!fail && now_ns() - t->range >= RANGE_NS) {
+	if (!fail && pcs_now_ns() - t->range >= RANGE_NS) {
 		n = gpu_act(i, SPLIT, &fail);
-		t->range = now_ns();
+		t->range = pcs_now_ns();
 		status_put();
 	}
 	if (fail || n == 0) { /* as a failed acquire: released, no WANT for a while */
-		t->retry = now_ns() + RETRY_NS;
+		t->retry = pcs_now_ns() + RETRY_NS;
 		release(i, g, 0);
 		return -1;
 	}
@@ -247,7 +239,7 @@ static void step(unsigned i)
 	struct gpu_turn *t = &turn[i];
 	procctl_grant_t g;
 	int r, usable, live = gpu_live(i);
-	uint32_t want = live && now_ns() >= t->retry ? PROCCTL_RES_F_WANT : 0;
+	uint32_t want = live && pcs_now_ns() >= t->retry ? PROCCTL_RES_F_WANT : 0;
 	if ((r = procctl_grant_get(&ctx, inj.kind, inj.uuid[i], &g)) < 0) {
 		/* A write in progress (the next one wakes us), or an agent that
 		 * died in one: a hold still ends with its lease. */

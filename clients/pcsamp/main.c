@@ -22,6 +22,7 @@
  * SIGTERM/SIGINT: release and exit. */
 #define PROCCTL_IMPLEMENTATION
 #include "procctl.h"
+#include "procctl_agent.h" /* procctl_now_ns */
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -29,7 +30,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "holder.h"
 #include "pcsamp.h"
@@ -45,9 +45,7 @@ static double t_acquire, t_release;
 
 static double now_ms(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+	return (double)procctl_now_ns() / 1e6;
 }
 
 static int on_acquire(void *arg)

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* holder.c - the holder loop (holder.h). */
 #include "holder.h"
+#include "procctl_agent.h" /* procctl_now_ns */
 
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 static procctl_t *ctx;
@@ -26,13 +26,6 @@ static struct {
 	uint64_t grant_id, seen_gen;
 } last;
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 void holder_say(int fd, const char *line, int n)
 {
 	if (fd >= 0 && write(fd, line, (size_t)n) != n)
@@ -43,7 +36,7 @@ void holder_note(char what)
 {
 	static const char *const names[] = {"acquired", "released", "overlap", "forked"};
 	char line[80];
-	int n = snprintf(line, sizeof line, "%c %d %llu\n", what, (int)getpid(), (unsigned long long)now_ns());
+	int n = snprintf(line, sizeof line, "%c %d %llu\n", what, (int)getpid(), (unsigned long long)(uint64_t)procctl_now_ns());
 	holder_say(witness, line, n);
 	n = snprintf(line, sizeof line, "event=%s pid=%d\n", names[strchr("SEXF", what) - "SEXF"], (int)getpid());
 	holder_say(1, line, n);
@@ -122,7 +115,7 @@ static void let_go(const procctl_grant_t *g, uint64_t since)
 	holder_note('E');
 	if (use.release)
 		use.release(use.arg);
-	status.held_ns += now_ns() - since;
+	status.held_ns += (uint64_t)procctl_now_ns() - since;
 	procctl_state_set(ctx, &status, sizeof status, 0);
 }
 
@@ -137,7 +130,7 @@ static int take(const procctl_grant_t *g, uint64_t *since)
 	}
 	if (!witness_lock(F_WRLCK))
 		holder_note('X');
-	*since = now_ns();
+	*since = (uint64_t)procctl_now_ns();
 	status.turns++;
 	status.last_grant_id = g->grant_id;
 	procctl_state_set(ctx, &status, sizeof status, 0);

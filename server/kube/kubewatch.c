@@ -61,13 +61,6 @@ struct kubewatch {
 	char why[600];             /* why the last request failed */
 };
 
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
-}
-
 static int stopping(struct kubewatch *kw)
 {
 	return __atomic_load_n(&kw->stop, __ATOMIC_ACQUIRE);
@@ -77,7 +70,7 @@ static uint32_t rnd(void)
 {
 	uint32_t v = 0;
 	if (getrandom(&v, sizeof v, GRND_NONBLOCK) != sizeof v)
-		v = (uint32_t)now_ns();
+		v = (uint32_t)procctl_now_ns();
 	return v;
 }
 
@@ -222,7 +215,7 @@ static int line(struct kubewatch *kw, const char *s, size_t n)
 		/* What a list would do: without it. A pod whose UID cannot be
 		 * told: a list, at most once a minute. */
 		int has_uid = kube_event_uid(s, n, ev->pod.uid) == 0;
-		int64_t now = now_ns();
+		int64_t now = procctl_now_ns();
 		count(kw, &kw->st.rejected, 1);
 		node_log_limited(PROCCTL_LOG_WARN, "kube_rejected", "what=watch_event reason=\"%s\" action=%s",
 				 node_log_quote(q, sizeof q, err), has_uid ? "forget" : "list");
@@ -480,7 +473,7 @@ static int watch(struct kubewatch *kw)
 	char url[KUBEWATCH_URL_MAX + 600 + 3 * PODMETA_RV_MAX];
 	uint32_t t = kw->cfg.watch_s + rnd() % kw->cfg.watch_s;
 	char *rv = curl_easy_escape(kw->h, kw->rv, 0);
-	int64_t t0 = now_ns();
+	int64_t t0 = procctl_now_ns();
 	int r;
 	if (!rv)
 		return fail(kw, "out of memory");
@@ -490,7 +483,7 @@ static int watch(struct kubewatch *kw)
 		r = get(kw, url, WATCH, (long)t + 30);
 	flush(kw);
 	if (kw->relist || (r && kw->code == 410)) {
-		int again = kw->relist_again && now_ns() - t0 < BRIEF_NS; /* at once, after a list */
+		int again = kw->relist_again && procctl_now_ns() - t0 < BRIEF_NS; /* at once, after a list */
 		if (kw->gone || kw->code == 410) {
 			count(kw, &kw->st.gone, 1);
 			node_log_limited(PROCCTL_LOG_INFO, "kube_gone", "resource_version=%s action=list", kw->rv);
@@ -506,7 +499,7 @@ static int watch(struct kubewatch *kw)
 	kw->relist_again = 0;
 	/* However it ended, a watch made again at once is a new connection:
 	 * a server that ends each at once is followed no faster than this. */
-	if (!r && now_ns() - t0 < BRIEF_NS)
+	if (!r && procctl_now_ns() - t0 < BRIEF_NS)
 		return fail(kw, "the watch ended within a second");
 	return r;
 }
