@@ -4,7 +4,9 @@
 # libprocctl-agent.so with (abidw, Debian's abigail-tools): the public
 # headers' types only, without locations, the build's paths made relative.
 # Run it only with the SONAME bumped in the same change (an incompatible
-# change), or for a compatible one (functions added) that abi.sh reports.
+# change), or for a compatible one (functions added, in their release's
+# version node of core/libprocctl-agent.map) that abi.sh reports. It
+# records each function's node: abi.sh then keeps them there.
 # Usage: abi-baseline.sh [BUILD_DIR]   (default build, a gcc build)
 set -eu
 repo=$(cd "$(dirname "$0")/.." && pwd)
