@@ -89,8 +89,8 @@ test-builds:
 bench: build
 	scripts/install-peers.sh
 	{ build/bench/bench_process && build/bench/bench_agent && build/bench/bench_arbiter && build/bench/bench_node && build/bench/bench_hello && build/bench/bench_forks && build/bench/bench_stop && build/bench/bench_bells && build/bench/bench_scale && build/bench/bench_many && \
-	  { PROCCTL_NODE=$(CURDIR)/build/procctl-node ECHO_CLIENT=$(CURDIR)/build/clients/echo-client \
-	    TOKEN_CLIENT=$(CURDIR)/build/clients/token-client PROTO_DIR=$(CURDIR)/proto \
+	  { PROCCTL_NODE=$(CURDIR)/build/procctl-node ECHO_CLIENT=$(CURDIR)/build/examples/echo-client \
+	    TOKEN_CLIENT=$(CURDIR)/build/examples/token-client PROTO_DIR=$(CURDIR)/proto \
 	    BUF=$(CURDIR)/test/peers/node_modules/.bin/buf NODE_PATH=$(CURDIR)/test/peers/node_modules \
 	    node bench/kube_churn.js | grep '^{'; }; } | paste -sd, | sed 's/^/[/; s/$$/]/' > build/bench.json
 	@cat build/bench.json
@@ -102,8 +102,8 @@ SOAK_SECONDS ?= 600
 soak: build
 	scripts/install-peers.sh
 	PROCCTL_NODE=$(CURDIR)/build/procctl-node PROCCTL_CLI=$(CURDIR)/build/clients/procctl \
-	ECHO_CLIENT=$(CURDIR)/build/clients/echo-client \
-	TOKEN_CLIENT=$(CURDIR)/build/clients/token-client PROCSIM=$(CURDIR)/build/test/procsim SOAK_SECONDS=$(SOAK_SECONDS) \
+	ECHO_CLIENT=$(CURDIR)/build/examples/echo-client \
+	TOKEN_CLIENT=$(CURDIR)/build/examples/token-client PROCSIM=$(CURDIR)/build/test/procsim SOAK_SECONDS=$(SOAK_SECONDS) \
 	SOAK_OUT=$(CURDIR)/build/soak.json PROCCTL_TEST_TIMEOUT_MS=$$(( ($(SOAK_SECONDS) + 900) * 1000 )) \
 	sh test/node/run.sh $(CURDIR) $(CURDIR)/test/node/soak.js
 

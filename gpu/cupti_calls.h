@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* cupti_calls.h - every CUDA driver and CUPTI call the PC sampling code
- * (pcs.h) and the injection library (clients/cupti) make, as one table of
+ * (pcs.h) and the injection library (gpu/cupti) make, as one table of
  * function pointers: programs linked with CUPTI use cupti_linked; the
  * injection library fills one with dlsym, so a stand-in (test/cudastub)
  * can take the place of the driver and of CUPTI. */

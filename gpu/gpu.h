@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* gpu.h - what the GPU programs (spike/pcsampling, clients/pcsamp,
+/* gpu.h - what the GPU programs (spike/pcsampling, examples/pcsamp,
  * gpu-busy) share: a context on one GPU running a steady stream of short
  * busy kernels. C on the driver API alone; the kernel is gpu/kernel.cu,
  * embedded. Not thread-safe: one thread uses a struct gpu (or its context

@@ -2,7 +2,7 @@
 /* pcs.h - CUPTI's PC Sampling API on one context, each call timed and its
  * result kept by name; the calls go through a cupti_calls table (the
  * linked one, or the injection library's). Shared by spike/pcsampling,
- * clients/pcsamp and libprocctl-cupti. Not thread-safe: one thread at a
+ * examples/pcsamp and libprocctl-cupti. Not thread-safe: one thread at a
  * time calls on a struct pcs. */
 #ifndef PROCCTL_PCS_H
 #define PROCCTL_PCS_H

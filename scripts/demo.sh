@@ -13,7 +13,8 @@
 # blocking it (in `procctl resources` and /metrics), a hand-off at the end.
 # Every step is checked; exit 0 only if all of them did what they said.
 set -eu
-BIN=${BIN:-build/clients}
+BIN=${BIN:-build/examples}
+CLI=${CLI:-build/clients/procctl}
 NODE=${NODE:-build/procctl-node}
 work=$(mktemp -d /tmp/procctl-demo.XXXXXX)
 pids=""
@@ -131,7 +132,7 @@ kill -TERM "$t"
 wait "$t" || true
 grep "event=summary" "$work/t.log" | sed 's/^/    /'
 grep -q "event=summary .*blocked_ms=[1-9]" "$work/t.log" || fail "the stop was not accounted as blocked"
-echo "    each client's own account (its status bytes: clients/token/token_schema.h, read back by the agent):"
+echo "    each client's own account (its status bytes: examples/token/token_schema.h, read back by the agent):"
 grep "event=client_status" "$work/t.log" | sed 's/^/    /'
 [ "$(grep -c "event=client_status .*turns=[1-9].* hold_ms=200$" "$work/t.log")" -eq 3 ] ||
 	fail "not every client applied the agent's config and reported its turns"
@@ -150,7 +151,7 @@ sort -k3,3n "$work/witness" | awk '
 
 # ---- procctl-node and the procctl command line --------------------------
 
-P="$BIN/procctl --socket $work/node.sock"
+P="$CLI --socket $work/node.sock"
 # HTTP on DEMO_HTTP_PORT, or the first of 19464.. that nothing listens on
 # (another demo may run beside this one: its daemon holds its port).
 port=${DEMO_HTTP_PORT:-19464}

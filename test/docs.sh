@@ -69,7 +69,7 @@ if [ -z "$has_sh$has_c" ]; then
 fi
 
 # The C blocks: a program is linked, anything else compiled alone.
-CFLAGS="-std=c11 -O1 -Wall -Wextra -Werror -I$ROOT -I$ROOT/include -I$ROOT/clients/token"
+CFLAGS="-std=c11 -O1 -Wall -Wextra -Werror -I$ROOT -I$ROOT/include -I$ROOT/examples/token"
 if [ -n "$has_c" ]; then
 	for c in "$W"/doc/*.c; do
 		echo "## compiling $(basename "$c") of $PAGE"
@@ -102,14 +102,14 @@ case $PAGE in
 docs/procctl.1.md)
 	cat >"$W/doc/00.sh" <<-'EOT'
 	echo "## the premise of the EXAMPLES: procctl-node running, a process of consumer echo"
-	build/clients/echo-client --consumer echo >/dev/null &
+	build/examples/echo-client --consumer echo >/dev/null &
 	procctl-node 2>/dev/null &
 	EOT
 	;;
 esac
 # docs/gpu.md's commands run libprocctl-cupti and gpu-busy, built where
 # the CUDA toolkit is found: elsewhere there is nothing to run them with.
-if [ "$PAGE" = docs/gpu.md ] && [ ! -f "$BUILD/clients/cupti/libprocctl-cupti.so" ]; then
+if [ "$PAGE" = docs/gpu.md ] && [ ! -f "$BUILD/gpu/cupti/libprocctl-cupti.so" ]; then
 	echo "docs: $PAGE: this build has no libprocctl-cupti (no CUDA toolkit): skipped"
 	exit 77
 fi

@@ -18,7 +18,7 @@ B=${1:?usage: bundle.sh BUILD_DIR OUT_DIR}
 O=${2:?usage: bundle.sh BUILD_DIR OUT_DIR}
 rm -rf "$O"
 mkdir -p "$O/lib"
-for f in spike/pcsampling/pcs-sampler clients/pcsamp clients/token-agent clients/procctl clients/cupti/libprocctl-cupti.so \
+for f in spike/pcsampling/pcs-sampler examples/pcsamp examples/token-agent clients/procctl gpu/cupti/libprocctl-cupti.so \
 	gpu/gpu-busy procctl-node; do
 	[ -e "$B/$f" ] || { echo "bundle.sh: $B/$f is not built (the CUDA toolkit and PROCCTL_NODE=ON are needed)" >&2; exit 1; }
 	mkdir -p "$O/$(dirname "$f")"

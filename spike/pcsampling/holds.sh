@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 # holds.sh - what run.sh and node.sh both do with pcsamp holders, sourced
-# by them (P: the programs' folder; say: a line to the terminal and the
+# by them (E: the example programs' folder; say: a line to the terminal and the
 # summary).
 #
 # pcsamp_start N DIR: N pcsamp (35 s at most) with DIR/witness, logs in
@@ -9,7 +9,7 @@ pcsamp_start() {
 	pids=
 	_i=0
 	while [ $_i -lt "$1" ]; do
-		timeout -k 10 35 "$P/pcsamp" --witness "$2/witness" >"$2/pcsamp-$_i.log" 2>&1 &
+		timeout -k 10 35 "$E/pcsamp" --witness "$2/witness" >"$2/pcsamp-$_i.log" 2>&1 &
 		pids="$pids $!"
 		_i=$((_i + 1))
 	done

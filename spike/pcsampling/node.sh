@@ -24,6 +24,7 @@ B=${1:?usage: node.sh BUILD_DIR OUT_DIR UUID}
 OUT=${2:?usage: node.sh BUILD_DIR OUT_DIR UUID}
 UUID=${3:?usage: node.sh BUILD_DIR OUT_DIR UUID}
 P=$B/clients
+E=$B/examples
 NL=$B/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} # the daemon's and the CLI's libraries
 exec 3>>"$OUT/summary.txt"
 say() { printf '%s\n' "$*" | tee -a /dev/fd/3; }
@@ -93,7 +94,7 @@ d=$OUT/inject
 start_node "$d"
 pids=
 for i in 0 1 2; do
-	CUDA_INJECTION64_PATH=$P/cupti/libprocctl-cupti.so timeout -k 10 35 "$B/gpu/gpu-busy" >"$d/busy-$i.log" 2>&1 &
+	CUDA_INJECTION64_PATH=$B/gpu/cupti/libprocctl-cupti.so timeout -k 10 35 "$B/gpu/gpu-busy" >"$d/busy-$i.log" 2>&1 &
 	pids="$pids $!"
 done
 sleep 13
@@ -117,6 +118,6 @@ say "== 10 idle (gpu-busy alone, then with the library never granted, 5 s each)"
 d=$OUT/idle
 mkdir -p "$d"
 timeout -k 10 30 "$B/gpu/gpu-busy" --seconds 5 >"$d/alone.log" 2>&1
-CUDA_INJECTION64_PATH=$P/cupti/libprocctl-cupti.so PROCCTL_CUPTI_CONSUMER=pcsidle \
+CUDA_INJECTION64_PATH=$B/gpu/cupti/libprocctl-cupti.so PROCCTL_CUPTI_CONSUMER=pcsidle \
 	timeout -k 10 30 "$B/gpu/gpu-busy" --seconds 5 >"$d/library.log" 2>&1
 say "kernels in 5 s: alone $(grep -o 'kernels=[0-9]*' "$d/alone.log"), with the library $(grep -o 'kernels=[0-9]*' "$d/library.log")"

@@ -31,7 +31,7 @@ set -u
 B=${1:?usage: run.sh BUILD_DIR OUT_DIR}
 OUT=${2:?usage: run.sh BUILD_DIR OUT_DIR}
 S=$B/spike/pcsampling/pcs-sampler
-P=$B/clients
+E=$B/examples
 mkdir -p "$OUT"
 : >"$OUT/summary.txt"
 exec 3>>"$OUT/summary.txt" # appending, as tee -a does: ">&3" writes must not overwrite its lines
@@ -137,7 +137,7 @@ for n in 2 3; do
 	fi
 	d=$OUT/procctl-$n
 	mkdir -p "$d"
-	timeout -k 10 40 "$P/token-agent" --consumer pcsamp --kind 2 --id "$uuid" --hold 2000 --rescan 500 --lock-dir "$d/locks" \
+	timeout -k 10 40 "$E/token-agent" --consumer pcsamp --kind 2 --id "$uuid" --hold 2000 --rescan 500 --lock-dir "$d/locks" \
 		>"$d/agent.log" 2>&1 &
 	ag=$! # --rescan 500: a pcsamp reaches procctl_init after its CUDA set-up, past the
 	      # agent's first scan; its hello finds it at once where perf uprobes work,

@@ -35,7 +35,7 @@ done
 ! grep -rlF -e "$src" -e "$build" "$p/lib/pkgconfig" "$p/lib/cmake" || fail "an installed file names the source or build tree"
 # libprocctl-cupti, where the CUDA toolkit was found: InitializeInjection
 # its only export.
-if [ -f "$build/clients/cupti/libprocctl-cupti.so" ]; then
+if [ -f "$build/gpu/cupti/libprocctl-cupti.so" ]; then
 	[ -f "$p/lib/procctl/libprocctl-cupti.so" ] || fail "lib/procctl/libprocctl-cupti.so was not installed"
 	[ "$(nm -D --defined-only "$p/lib/procctl/libprocctl-cupti.so" | awk '{ print $3 }')" = InitializeInjection ] ||
 		fail "libprocctl-cupti.so exports more than InitializeInjection"

@@ -510,7 +510,7 @@ test('resources: the [arbiter gpu], then a token client holding it: its pid in t
   }, { what: 'state -o json equal to ReadState' });
 });
 
-// A GPU PC sampling status (clients/cupti/pcsampling_schema.h, 592 bytes):
+// A GPU PC sampling status (gpu/cupti/pcsampling_schema.h, 592 bytes):
 // counts, then nfunctions and that many { samples, name[56] }.
 function pcsStatus({ nfunctions, names, errors = 0n, lastCall = 0 }) {
   const b = Buffer.alloc(592);

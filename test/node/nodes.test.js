@@ -4,7 +4,7 @@
 // mount namespaces, its own address and processes) run a procctl-node each,
 // with the same serving certificate (one DNS name, the chart's headless
 // Service's, and no address). Pods are kubelet-named cgroups. The
-// controller (clients/controller/push-pod.js) and the CLI run in a third
+// controller (examples/controller/push-pod.js) and the CLI run in a third
 // namespace, the cluster's network, and learn where each pod runs as a
 // controller does: its Pod and the Service's EndpointSlices from an API
 // server (kubeapi.js, answering from objects validated against the
@@ -30,7 +30,7 @@ const scratch = h.scratch('procctl-nodes-');
 const { file, ca, leaf } = require('./certs').certs(scratch);
 const SERVICE = 'procctl-node-nodes';
 const NAME = `${SERVICE}.procctl.svc`; // what the controller checks; every node's certificate carries it
-const PUSH = path.join(__dirname, '..', '..', 'clients', 'controller', 'push-pod.js');
+const PUSH = path.join(__dirname, '..', '..', 'examples', 'controller', 'push-pod.js');
 const KUBE_PORT = 6443;
 const TOKEN = 'controller-token';
 const C = h.CONSUMER;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // pcsamp.test.js - GPU PC sampling as an exclusive resource, the daemon's
 // side, on a machine without a GPU: procctl-node with an [arbiter] for the
-// kind, and pcsamp's holder (clients/pcsamp, the same holder loop as on the
+// kind, and pcsamp's holder (examples/pcsamp, the same holder loop as on the
 // GPU) with its stand-in: acquiring and releasing sleep what CUPTI's enable
 // + configure + start and stop + drain + disable take. The resource's id is
 // the GPU's UUID. Checked: every holder gets turns, the witness never sees

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* pcsamp - a CUDA program whose PC sampling is an exclusive resource: it
  * samples only while procctl grants it "GPU PC sampling" on its GPU. The
- * holder loop (clients/token/holder.c, on a control thread of its own)
+ * holder loop (examples/token/holder.c, on a control thread of its own)
  * reports ACQUIRING, HOLDING, RELEASING and RELEASED; acquiring is
  * enable + configure + start, releasing stop + drain + disable
  * (cupti.c), and the main thread runs the application's kernels all along.
