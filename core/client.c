@@ -314,6 +314,75 @@ static procctl_client_t *attach_fail(procctl_client_t *c, int err)
 	return NULL;
 }
 
+/* The region's fd, fetched from e's process (pidfd_getfd unless o says
+ * not, else through /proc under root), checked and mapped into c->r; st
+ * is the fd's. 0 or an errno (*why says what was refused). */
+static int region_fetch(procctl_client_t *c, const struct procctl_scan_entry *e, const struct procctl_attach_opts *o,
+			const char *root, struct stat *st, enum procctl_reject *why)
+{
+	int fd, err;
+
+	/* Not on the memfd mount when the scan looked (or gone): a link's
+	 * name proves nothing, and a fetched FUSE file's close waits on its
+	 * server. */
+	if (!e->ino) {
+		*why = PROCCTL_REJECT_NOT_MEMFD;
+		return EPROTO;
+	}
+	if (have_getfd() && !(o->flags & PROCCTL_ATTACH_NO_GETFD))
+		fd = (int)syscall(SYS_pidfd_getfd, c->remote->pidfd, e->fd, 0);
+	else
+		fd = fetch_fallback(root, e->pid, e->fd);
+	if (fd < 0) {
+		err = fd == -1 ? errno : -fd;
+		if (err == EPROTO || err == EBADF)
+			*why = err == EPROTO ? PROCCTL_REJECT_NOT_MEMFD : PROCCTL_REJECT_FD_SWAPPED;
+		return err == EBADF ? EPROTO : err;
+	}
+	*why = check_fd(fd, e, st);
+	if (*why == PROCCTL_REJECT_NONE) {
+		err = procctl_region_map(&c->r, fd, (uint64_t)st->st_size, why);
+	} else {
+		err = -EPROTO;
+	}
+	close_fetched(fd);
+	return -err;
+}
+
+/* The mapped region is the one the scan named (consumer, schema), made by
+ * the pinned process itself (c->info.nspid filled on the way), which has
+ * not exited: 0 or an errno (*why says what was refused). */
+static int creator_check(procctl_client_t *c, const struct procctl_scan_entry *e, const char *root,
+			 enum procctl_reject *why)
+{
+	int n;
+
+	if (strncmp(c->r.hdr.consumer, e->consumer, sizeof c->r.hdr.consumer) ||
+	    c->r.hdr.schema_version != e->schema_version) {
+		*why = PROCCTL_REJECT_CONSUMER_MISMATCH;
+		return EPROTO;
+	}
+	/* Only through the creator: a forked child holds the same fd. */
+	if (same_pidns(root, e->pid)) {
+		c->info.nspid[0] = e->pid;
+		n = 1;
+	} else {
+		n = procctl_read_nspid(root, e->pid, c->info.nspid, PROCCTL_NSPID_MAX);
+		if (n < 0)
+			return -n;
+	}
+	c->info.nspid_count = n;
+	if (c->info.nspid[n - 1] != c->r.hdr.creator_pid) {
+		*why = PROCCTL_REJECT_NOT_CREATOR;
+		return EPROTO;
+	}
+	/* The pid read through /proc was the pinned process only if it has
+	 * not exited meanwhile. */
+	if (procctl_process_exited(c->remote->pidfd))
+		return ESRCH;
+	return 0;
+}
+
 _Static_assert(sizeof(struct procctl_attach_opts) == PROCCTL_OPTS_END(struct procctl_attach_opts, sibling),
 	       "no trailing padding (opts.h)");
 
@@ -324,7 +393,7 @@ procctl_client_t *procctl_client_attach(const struct procctl_scan_entry *e, cons
 	const char *root;
 	procctl_client_t *c;
 	struct stat st;
-	int fd, err, n;
+	int err;
 
 	*why = PROCCTL_REJECT_NONE;
 	if (procctl_opts_take(&o, sizeof o, opts) < 0 || (o.flags & ~PROCCTL_ATTACH_NO_GETFD)) {
@@ -340,56 +409,8 @@ procctl_client_t *procctl_client_attach(const struct procctl_scan_entry *e, cons
 	c->info.pid = e->pid;
 	if (!(c->remote = remote_shared(o.sibling, e->pid)) && (err = remote_open(c, root, e->pid)))
 		return attach_fail(c, err);
-
-	/* Not on the memfd mount when the scan looked (or gone): a link's
-	 * name proves nothing, and a fetched FUSE file's close waits on its
-	 * server. */
-	if (!e->ino) {
-		*why = PROCCTL_REJECT_NOT_MEMFD;
-		return attach_fail(c, EPROTO);
-	}
-	if (have_getfd() && !(o.flags & PROCCTL_ATTACH_NO_GETFD))
-		fd = (int)syscall(SYS_pidfd_getfd, c->remote->pidfd, e->fd, 0);
-	else
-		fd = fetch_fallback(root, e->pid, e->fd);
-	if (fd < 0) {
-		err = fd == -1 ? errno : -fd;
-		if (err == EPROTO || err == EBADF)
-			*why = err == EPROTO ? PROCCTL_REJECT_NOT_MEMFD : PROCCTL_REJECT_FD_SWAPPED;
-		return attach_fail(c, err == EBADF ? EPROTO : err);
-	}
-	*why = check_fd(fd, e, &st);
-	if (*why == PROCCTL_REJECT_NONE) {
-		err = procctl_region_map(&c->r, fd, (uint64_t)st.st_size, why);
-	} else {
-		err = -EPROTO;
-	}
-	close_fetched(fd);
-	if (err)
-		return attach_fail(c, -err);
-	if (strncmp(c->r.hdr.consumer, e->consumer, sizeof c->r.hdr.consumer) ||
-	    c->r.hdr.schema_version != e->schema_version) {
-		*why = PROCCTL_REJECT_CONSUMER_MISMATCH;
-		return attach_fail(c, EPROTO);
-	}
-	/* Only through the creator: a forked child holds the same fd. */
-	if (same_pidns(root, e->pid)) {
-		c->info.nspid[0] = e->pid;
-		n = 1;
-	} else {
-		n = procctl_read_nspid(root, e->pid, c->info.nspid, PROCCTL_NSPID_MAX);
-		if (n < 0)
-			return attach_fail(c, -n);
-	}
-	c->info.nspid_count = n;
-	if (c->info.nspid[n - 1] != c->r.hdr.creator_pid) {
-		*why = PROCCTL_REJECT_NOT_CREATOR;
-		return attach_fail(c, EPROTO);
-	}
-	/* The pid read through /proc was the pinned process only if it has
-	 * not exited meanwhile. */
-	if (procctl_process_exited(c->remote->pidfd))
-		return attach_fail(c, ESRCH);
+	if ((err = region_fetch(c, e, &o, root, &st, why)) || (err = creator_check(c, e, root, why)))
+		return attach_fail(c, err);
 	if (c->r.hdr.flags & PROCCTL_HDR_EVENT_FD)
 		event_fetch(c, have_getfd() && !(o.flags & PROCCTL_ATTACH_NO_GETFD));
 	c->info.dev = st.st_dev;

@@ -90,13 +90,11 @@ static void attach_refused(procctl_registry_t *r, const struct procctl_scan_entr
 	}
 }
 
-int reg_on_found(const struct procctl_scan_entry *s, void *arg)
+/* 1 when the region s is passed over before an attach: attached already,
+ * refused before, or past a limit (counted, logged). */
+static int found_skipped(procctl_registry_t *r, const struct procctl_scan_entry *s)
 {
-	procctl_registry_t *r = arg;
-	struct procctl_attach_opts ao = {sizeof ao, r->proc_root, 0, NULL};
 	enum procctl_reject why;
-	struct epoll_event ee;
-	procctl_client_t *c;
 	struct entry *e;
 
 	if ((e = reg_by_region(r, s->dev, s->ino))) {
@@ -108,39 +106,42 @@ int reg_on_found(const struct procctl_scan_entry *s, void *arg)
 			r->stats.held_elsewhere++;
 			pthread_mutex_unlock(&r->mu);
 		}
-		return 0;
+		return 1;
 	}
 	if (reg_rejected_was(r, s->pid, s->dev, s->ino))
-		return 0;
+		return 1;
 	if (!reg_lock_find(r, s->consumer) && r->nlocks >= r->o.max_consumers) {
 		count_reject(r, PROCCTL_REJECT_CONSUMER_LIMIT);
 		procctl_log_limited(PROCCTL_LOG_WARN, "attach_rejected", "pid=%d fd=%d consumer=%s reason=%s max_consumers=%u",
 				    (int)s->pid, s->fd, s->consumer, procctl_reject_name(PROCCTL_REJECT_CONSUMER_LIMIT),
 				    r->o.max_consumers);
-		return 0;
+		return 1;
 	}
 	if ((why = over_limit(r, s->pid))) {
 		count_reject(r, why);
 		r->scan_over_cap += r->in_full_step; /* the full scan's count: a gauge, warned once */
 		procctl_log(PROCCTL_LOG_DEBUG, "attach_rejected", "pid=%d fd=%d consumer=%s reason=%s", (int)s->pid,
 			    s->fd, s->consumer, procctl_reject_name(why));
-		return 0;
+		return 1;
 	}
-	pthread_mutex_lock(&r->mu);
-	r->stats.attach_attempts += !r->reprobing; /* a probe of a region mid-init is not a new attempt */
-	pthread_mutex_unlock(&r->mu);
-	if ((e = reg_by_pid(r, s->pid, NULL)))
-		ao.sibling = e->c; /* one pidfd and mem fd a process */
-	c = procctl_client_attach(s, &ao, &why);
-	if (!c) {
-		attach_refused(r, s, why, errno);
-		return 0;
-	}
+	return 0;
+}
+
+/* The entry for c, attached (sibling: the client whose remote it shares,
+ * or NULL), with its consumer's lock record and its pidfd watched; not
+ * linked yet. NULL when there is none: c closed, a watch refused counted
+ * and logged. */
+static struct entry *entry_new(procctl_registry_t *r, const struct procctl_scan_entry *s, procctl_client_t *c,
+			       const procctl_client_t *sibling)
+{
+	struct epoll_event ee;
+	struct entry *e;
+
 	e = calloc(1, sizeof *e);
 	if (!e || !(e->lk = reg_lock_for(r, s->consumer))) {
 		free(e);
 		procctl_client_close(c);
-		return 0;
+		return NULL;
 	}
 	e->c = c;
 	e->id = TAG_FIRST_ID + r->next_id++;
@@ -148,7 +149,7 @@ int reg_on_found(const struct procctl_scan_entry *s, void *arg)
 	ee.events = EPOLLIN;
 	ee.data.u64 = e->id;
 	/* A sibling's pidfd is watched already; without a watch no exit would be heard. */
-	if (!(ao.sibling && procctl_client_pidfd(ao.sibling) == procctl_client_pidfd(c)) &&
+	if (!(sibling && procctl_client_pidfd(sibling) == procctl_client_pidfd(c)) &&
 	    epoll_ctl(r->epfd, EPOLL_CTL_ADD, procctl_client_pidfd(c), &ee) < 0) {
 		struct lock_rec *l = e->lk;
 		int err = errno;
@@ -156,8 +157,14 @@ int reg_on_found(const struct procctl_scan_entry *s, void *arg)
 		procctl_client_close(c);
 		reg_lock_put(r, l); /* a consumer new with it goes again */
 		attach_refused(r, s, PROCCTL_REJECT_NONE, err); /* found again at the next scan */
-		return 0;
+		return NULL;
 	}
+	return e;
+}
+
+/* e into the registry's entries, its consumer's and the index, counted. */
+static void entry_link(procctl_registry_t *r, struct entry *e)
+{
 	pthread_mutex_lock(&r->mu);
 	if ((e->next = r->entries))
 		e->next->pprev = &e->next;
@@ -172,6 +179,31 @@ int reg_on_found(const struct procctl_scan_entry *s, void *arg)
 	r->stats.attached++;
 	r->stats.clients++;
 	pthread_mutex_unlock(&r->mu);
+}
+
+int reg_on_found(const struct procctl_scan_entry *s, void *arg)
+{
+	procctl_registry_t *r = arg;
+	struct procctl_attach_opts ao = {sizeof ao, r->proc_root, 0, NULL};
+	enum procctl_reject why;
+	procctl_client_t *c;
+	struct entry *e;
+
+	if (found_skipped(r, s))
+		return 0;
+	pthread_mutex_lock(&r->mu);
+	r->stats.attach_attempts += !r->reprobing; /* a probe of a region mid-init is not a new attempt */
+	pthread_mutex_unlock(&r->mu);
+	if ((e = reg_by_pid(r, s->pid, NULL)))
+		ao.sibling = e->c; /* one pidfd and mem fd a process */
+	c = procctl_client_attach(s, &ao, &why);
+	if (!c) {
+		attach_refused(r, s, why, errno);
+		return 0;
+	}
+	if (!(e = entry_new(r, s, c, ao.sibling)))
+		return 0;
+	entry_link(r, e);
 	reg_bells_attach(r, e);
 	if (e->lk->held)
 		reg_claim(r, e);

@@ -275,16 +275,12 @@ void connect_reset(void)
 	}
 }
 
-int connect_once(void)
+/* The Unix socket, before gRPC's channel to it: there, and its listener
+ * checked (socket_checked). 0, or what connect_once returns: -1 refused
+ * (said), -2 no connection (not said). Nothing to do over TCP. */
+static int socket_first(void)
 {
-	char target[300];
-	grpc_channel_credentials *cr;
-	grpc_arg arg[5];
-	grpc_channel_args args = {4, arg};
-	grpc_resource_quota *q;
 	int fd = -1;
-	if (cli_ch)
-		return 0;
 	if (!cli_to.server && access(cli_to.socket, F_OK) < 0) {
 		char why[256];
 		if (!socket_why(cli_to.socket, why, sizeof why))
@@ -303,20 +299,16 @@ int connect_once(void)
 			return fd;
 		close(fd);
 	}
-	if ((size_t)snprintf(target, sizeof target, "%s%s", cli_to.server ? "dns:///" : "unix:", target_name()) >=
-	    sizeof target) {
-		fprintf(stderr, "procctl: %s: too long\n", target_name());
-		return -1;
-	}
-	gpr_set_log_verbosity(GPR_LOG_SEVERITY_ERROR);
-	if (!getenv("GRPC_VERBOSITY"))
-		gpr_set_log_function(quiet); /* a failure's status says what its log line would */
-	grpc_init();
-	cr = cli_to.server && !cli_to.plaintext ? tls_credentials() : grpc_insecure_credentials_create();
-	if (!cr) {
-		grpc_shutdown_blocking();
-		return -1;
-	}
+	return 0;
+}
+
+/* The channel's arguments, into args (arg: room for 5): the reply's
+ * limits, the reconnect backoff and the server name to verify. The
+ * memory quota is returned, for the caller to let go once the channel
+ * holds it. */
+static grpc_resource_quota *channel_args(grpc_channel_args *args, grpc_arg *arg)
+{
+	grpc_resource_quota *q;
 	/* No reply larger than the daemon may send (its max_message_bytes is
 	 * at most 64 MiB). gRPC checks that only once a message is whole, and
 	 * takes it all in first (a reply that says 2 GiB grew procctl to
@@ -350,8 +342,38 @@ int connect_once(void)
 		arg[4].type = GRPC_ARG_STRING;
 		arg[4].key = (char *)GRPC_SSL_TARGET_NAME_OVERRIDE_ARG;
 		arg[4].value.string = (char *)cli_to.server_name;
-		args.num_args = 5;
+		args->num_args = 5;
 	}
+	return q;
+}
+
+int connect_once(void)
+{
+	char target[300];
+	grpc_channel_credentials *cr;
+	grpc_arg arg[5];
+	grpc_channel_args args = {4, arg};
+	grpc_resource_quota *q;
+	int err;
+	if (cli_ch)
+		return 0;
+	if ((err = socket_first()) < 0)
+		return err;
+	if ((size_t)snprintf(target, sizeof target, "%s%s", cli_to.server ? "dns:///" : "unix:", target_name()) >=
+	    sizeof target) {
+		fprintf(stderr, "procctl: %s: too long\n", target_name());
+		return -1;
+	}
+	gpr_set_log_verbosity(GPR_LOG_SEVERITY_ERROR);
+	if (!getenv("GRPC_VERBOSITY"))
+		gpr_set_log_function(quiet); /* a failure's status says what its log line would */
+	grpc_init();
+	cr = cli_to.server && !cli_to.plaintext ? tls_credentials() : grpc_insecure_credentials_create();
+	if (!cr) {
+		grpc_shutdown_blocking();
+		return -1;
+	}
+	q = channel_args(&args, arg);
 	cli_ch = grpc_channel_create(target, cr, &args);
 	grpc_resource_quota_unref(q); /* the channel holds its own */
 	grpc_channel_credentials_release(cr);

@@ -67,17 +67,130 @@ static void report(procctl_t *ctx, uint64_t applied, uint32_t hash, uint32_t cou
 	}
 }
 
+/* What the loop keeps between turns: the config applied, the lease as last
+ * seen, and what woke it. */
+struct seen {
+	uint64_t gen, applied;
+	uint32_t hash, count;
+	int expired, have_config;
+	const char *woken;
+	const char *why; /* why the last config was refused */
+};
+
+/* The flags into cfg and use_epoll: 0, or 2 (said why). */
+static int parse(int argc, char **argv, procctl_config_t *cfg, int *use_epoll)
+{
+	int i;
+
+	for (i = 1; i < argc; i += 2) {
+		char *end;
+		unsigned long v;
+		if (!strcmp(argv[i], "--epoll")) {
+			*use_epoll = 1;
+			i--;
+			continue;
+		}
+		if (i + 1 == argc)
+			break;
+		if (!strcmp(argv[i], "--consumer")) {
+			cfg->consumer = argv[i + 1];
+			continue;
+		}
+		v = strtoul(argv[i + 1], &end, 10);
+		if (strcmp(argv[i], "--schema") || !*argv[i + 1] || *end || !v || v > UINT32_MAX)
+			break;
+		cfg->schema_version = (uint32_t)v;
+	}
+	if (i != argc) {
+		fprintf(stderr, "usage: %s [--consumer NAME] [--schema N (1 or more; default 1)] [--epoll]\n", argv[0]);
+		return 2;
+	}
+	if (procctl_name_valid(cfg->consumer, PROCCTL_CONSUMER_MAX) < 0) {
+		fprintf(stderr, "echo-client: --consumer: '%s' is not a consumer name ([a-z0-9_.-], 1 to %u)\n",
+			cfg->consumer, PROCCTL_CONSUMER_MAX);
+		return 2;
+	}
+	return 0;
+}
+
+/* The region made, and with --epoll the loop's epoll set watching its event
+ * socket (*ep): 0, or 1 (said why). */
+static int start(procctl_t *ctx, procctl_config_t *cfg, int use_epoll, int *ep)
+{
+	int err;
+
+	cfg->flags = use_epoll ? PROCCTL_EVENT_FD : 0;
+	err = procctl_init(ctx, cfg);
+	if (err < 0) {
+		fprintf(stderr, "echo-client: procctl_init: %s\n", strerror(-err));
+		return 1;
+	}
+	if (use_epoll) {
+		struct epoll_event ev = {.events = EPOLLIN};
+		if ((*ep = epoll_create1(EPOLL_CLOEXEC)) < 0 ||
+		    epoll_ctl(*ep, EPOLL_CTL_ADD, procctl_event_fd(ctx), &ev) < 0) {
+			perror("echo-client: epoll");
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* The config's turn: polled, then applied, rejected or cleared (a line
+ * each), the status written before the ack or nack. */
+static void take(procctl_t *ctx, struct seen *s)
+{
+	static char buf[4097];
+	int n = procctl_poll(ctx, buf, sizeof buf - 1, &s->gen);
+
+	if (n > 0 && !is_text(buf, (size_t)n)) {
+		printf("event=rejected gen=%llu error=EINVAL\n", (unsigned long long)s->gen);
+		s->why = "not-text";
+		report(ctx, s->applied, s->hash, s->count, s->have_config && !s->expired, s->why); /* read with the nack */
+		procctl_nack(ctx, s->gen, -EINVAL, 0);
+	} else if (n > 0) {
+		buf[n] = 0;
+		s->applied = s->gen;
+		s->hash = procctl_crc32c(0, buf, (size_t)n);
+		s->count++;
+		s->have_config = 1;
+		printf("event=applied gen=%llu bytes=%d hash=%08x%s%s payload=%s\n", (unsigned long long)s->gen, n,
+		       s->hash, *s->woken ? " woken=" : "", s->woken, buf);
+		s->why = NULL;
+		/* the status first: whoever sees the ack sees what it applied */
+		report(ctx, s->applied, s->hash, s->count, !procctl_lease_expired(ctx, 0), s->why);
+		procctl_ack(ctx, s->gen, 0);
+	} else if (n == -ENODATA) {
+		s->have_config = 0;
+		s->why = NULL;
+		printf("event=cleared gen=%llu\n", (unsigned long long)s->gen);
+		report(ctx, s->applied, s->hash, s->count, 0, s->why);
+		procctl_ack(ctx, s->gen, 0);
+	}
+}
+
+/* Until the next turn: a second at most, in the program's epoll_wait (ep)
+ * or in procctl_wait. */
+static void wait_turn(procctl_t *ctx, int ep, const char **woken)
+{
+	if (ep >= 0) { /* the program's own loop: its fds, and procctl's */
+		struct epoll_event ev;
+		int r = epoll_wait(ep, &ev, 1, 1000);
+		*woken = r > 0 ? "event" : "timeout";
+		if (r > 0)
+			procctl_event_read(ctx); /* looked: then procctl_poll in take() */
+	} else {
+		procctl_wait(ctx, 1000000000);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	static char storage[PROCCTL_STATE_STORAGE(0, 256)];
-	static char buf[4097];
 	procctl_config_t cfg;
 	procctl_t ctx;
-	uint64_t gen = 0, applied = 0;
-	uint32_t hash = 0, count = 0;
-	int i, err, expired = -1, have_config = 0, ep = -1, use_epoll = 0;
-	const char *woken = "";
-	const char *why = NULL; /* why the last config was refused */
+	struct seen s = {0, 0, 0, 0, -1, 0, "", NULL};
+	int err, ep = -1, use_epoll = 0;
 
 	memset(&cfg, 0, sizeof cfg);
 	cfg.consumer = "echo";
@@ -85,95 +198,24 @@ int main(int argc, char **argv)
 	cfg.payload_capacity = 4096;
 	cfg.state_capacity = 256;
 	cfg.state_storage = storage;
-	for (i = 1; i < argc; i += 2) {
-		char *end;
-		unsigned long v;
-		if (!strcmp(argv[i], "--epoll")) {
-			use_epoll = 1;
-			i--;
-			continue;
-		}
-		if (i + 1 == argc)
-			break;
-		if (!strcmp(argv[i], "--consumer")) {
-			cfg.consumer = argv[i + 1];
-			continue;
-		}
-		v = strtoul(argv[i + 1], &end, 10);
-		if (strcmp(argv[i], "--schema") || !*argv[i + 1] || *end || !v || v > UINT32_MAX)
-			break;
-		cfg.schema_version = (uint32_t)v;
-	}
-	if (i != argc) {
-		fprintf(stderr, "usage: %s [--consumer NAME] [--schema N (1 or more; default 1)] [--epoll]\n", argv[0]);
-		return 2;
-	}
-	if (procctl_name_valid(cfg.consumer, PROCCTL_CONSUMER_MAX) < 0) {
-		fprintf(stderr, "echo-client: --consumer: '%s' is not a consumer name ([a-z0-9_.-], 1 to %u)\n",
-			cfg.consumer, PROCCTL_CONSUMER_MAX);
-		return 2;
-	}
-	cfg.flags = use_epoll ? PROCCTL_EVENT_FD : 0;
-	err = procctl_init(&ctx, &cfg);
-	if (err < 0) {
-		fprintf(stderr, "echo-client: procctl_init: %s\n", strerror(-err));
-		return 1;
-	}
-	if (use_epoll) {
-		struct epoll_event ev = {.events = EPOLLIN};
-		if ((ep = epoll_create1(EPOLL_CLOEXEC)) < 0 ||
-		    epoll_ctl(ep, EPOLL_CTL_ADD, procctl_event_fd(&ctx), &ev) < 0) {
-			perror("echo-client: epoll");
-			return 1;
-		}
-	}
+	if ((err = parse(argc, argv, &cfg, &use_epoll)) || (err = start(&ctx, &cfg, use_epoll, &ep)))
+		return err;
 	signal(SIGTERM, on_signal);
 	signal(SIGINT, on_signal);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	printf("event=started pid=%d consumer=%s schema=%u\n", (int)getpid(), cfg.consumer, cfg.schema_version);
 
 	while (!stop) {
-		int n = procctl_poll(&ctx, buf, sizeof buf - 1, &gen), now_expired;
+		int now_expired;
 
-		if (n > 0 && !is_text(buf, (size_t)n)) {
-			printf("event=rejected gen=%llu error=EINVAL\n", (unsigned long long)gen);
-			why = "not-text";
-			report(&ctx, applied, hash, count, have_config && !expired, why); /* read with the nack */
-			procctl_nack(&ctx, gen, -EINVAL, 0);
-		} else if (n > 0) {
-			buf[n] = 0;
-			applied = gen;
-			hash = procctl_crc32c(0, buf, (size_t)n);
-			count++;
-			have_config = 1;
-			printf("event=applied gen=%llu bytes=%d hash=%08x%s%s payload=%s\n", (unsigned long long)gen, n, hash,
-			       *woken ? " woken=" : "", woken, buf);
-			why = NULL;
-			/* the status first: whoever sees the ack sees what it applied */
-			report(&ctx, applied, hash, count, !procctl_lease_expired(&ctx, 0), why);
-			procctl_ack(&ctx, gen, 0);
-		} else if (n == -ENODATA) {
-			have_config = 0;
-			why = NULL;
-			printf("event=cleared gen=%llu\n", (unsigned long long)gen);
-			report(&ctx, applied, hash, count, 0, why);
-			procctl_ack(&ctx, gen, 0);
-		}
+		take(&ctx, &s);
 		now_expired = procctl_lease_expired(&ctx, 0);
-		if (now_expired != expired && (expired != -1 || have_config)) {
+		if (now_expired != s.expired && (s.expired != -1 || s.have_config)) {
 			printf("event=lease state=%s\n", now_expired ? "expired" : "live");
 		}
-		expired = now_expired;
-		report(&ctx, applied, hash, count, have_config && !expired, why);
-		if (ep >= 0) { /* the program's own loop: its fds, and procctl's */
-			struct epoll_event ev;
-			int r = epoll_wait(ep, &ev, 1, 1000);
-			woken = r > 0 ? "event" : "timeout";
-			if (r > 0)
-				procctl_event_read(&ctx); /* looked: then procctl_poll above */
-		} else {
-			procctl_wait(&ctx, 1000000000);
-		}
+		s.expired = now_expired;
+		report(&ctx, s.applied, s.hash, s.count, s.have_config && !s.expired, s.why);
+		wait_turn(&ctx, ep, &s.woken);
 	}
 	if (ep >= 0)
 		close(ep);

@@ -237,6 +237,97 @@ static int parse(int argc, char **argv, struct procctl_registry_opts *o, struct 
 	return 0;
 }
 
+/* The registry (reg), with doorbells where the kernel has futex_waitv
+ * (o->flags says which): 0, or 1 (said why). */
+static int registry_start(struct procctl_registry_opts *o)
+{
+	o->flags = PROCCTL_REGISTRY_DOORBELLS; /* react to each report at once */
+	reg = procctl_registry_new(o);
+	if (!reg && errno == ENOSYS) {
+		fprintf(stderr, "token-agent: no futex_waitv (Linux < 5.16): reports are seen at %d ms ticks\n", TICK_MS);
+		o->flags = 0;
+		reg = procctl_registry_new(o);
+	}
+	if (!reg) {
+		fprintf(stderr, "token-agent: %s\n", strerror(errno));
+		return 1;
+	}
+	return 0;
+}
+
+/* The arbiter of the resources res, on the registry's source src: NULL
+ * (said why) when there is none. */
+static procctl_arbiter_t *arbiter_start(struct procctl_arbiter_source *src, const char *consumer, const struct args *ar,
+					procctl_resource_t *res)
+{
+	struct procctl_arbiter_opts ao;
+	procctl_arbiter_t *a;
+	int err;
+
+	if ((err = procctl_arbiter_registry_source(src, reg, consumer, 100 * MS)) < 0) {
+		fprintf(stderr, "token-agent: %s\n", strerror(-err));
+		return NULL;
+	}
+	memset(&ao, 0, sizeof ao);
+	ao.sz = sizeof ao;
+	ao.kind = (uint32_t)ar->kind;
+	ao.hold_ns = ar->hold_ms * MS;
+	ao.flags = PROCCTL_ARB_READY_EVENTS; /* every registry dispatch is followed by a tick */
+	ao.resources = res;
+	ao.nresources = ar->nres;
+	a = procctl_arbiter_new(&ao, src);
+	if (!a) {
+		fprintf(stderr, "token-agent: %s\n", strerror(errno));
+		return NULL;
+	}
+	return a;
+}
+
+/* The loop until a signal or a registry failure: the hello probe's news,
+ * the registry's, the arbiter's tick, a line per change of holder (snap,
+ * last: its nres resources). 0, or the registry's error. A hello probe
+ * that fails is let go (*hello NULL). */
+static int serve(procctl_arbiter_t *a, procctl_hello_t **hello, int bells, struct procctl_arbiter_snapshot *snap,
+		 size_t nres, pid_t *last)
+{
+	int err = 0, tick_err, last_err = 0;
+
+	while (!stop && !err) {
+		struct pollfd p[2] = {{procctl_registry_fd(reg), POLLIN, 0},
+				      {*hello ? procctl_hello_fd(*hello) : -1, POLLIN, 0}};
+		if (poll(p, 2, timeout_ms(a, bells)) < 0 && errno != EINTR)
+			break;
+		if (*hello && (p[1].revents & POLLIN) && (err = procctl_hello_dispatch(*hello)) < 0) {
+			fprintf(stderr, "token-agent: hello: %s (found at rescans from here)\n", strerror(-err));
+			procctl_hello_free(*hello);
+			*hello = NULL;
+			err = 0;
+		}
+		err = procctl_registry_dispatch(reg);
+		if (err) {
+			fprintf(stderr, "token-agent: registry: %s\n", strerror(-err));
+			break;
+		}
+		tick_err = procctl_arbiter_tick(a); /* a write to one holder failed: the next tick retries */
+		if (tick_err && tick_err != last_err)
+			fprintf(stderr, "token-agent: arbiter: %s\n", strerror(-tick_err));
+		last_err = tick_err;
+		show(snap, procctl_arbiter_snapshot(a, snap, nres, sizeof *snap), last);
+	}
+	return err;
+}
+
+/* A summary line per resource, at the end. */
+static void summary(procctl_arbiter_t *a, struct procctl_arbiter_snapshot *snap, size_t nres)
+{
+	size_t i, n = procctl_arbiter_snapshot(a, snap, nres, sizeof *snap);
+	for (i = 0; i < n; i++)
+		printf("event=summary resource=%u:%s handoffs=%llu held_ms=%llu pending_ms=%llu blocked_ms=%llu\n",
+		       snap[i].res.kind, id_str(&snap[i].res), (unsigned long long)snap[i].handoffs,
+		       (unsigned long long)(snap[i].hold_ns_total / MS), (unsigned long long)(snap[i].pending_ns / MS),
+		       (unsigned long long)(snap[i].blocked_ns / MS));
+}
+
 int main(int argc, char **argv)
 {
 	static procctl_resource_t res[PROCCTL_ARB_MAX_RESOURCES];
@@ -244,12 +335,11 @@ int main(int argc, char **argv)
 	static pid_t last[PROCCTL_ARB_MAX_RESOURCES];
 	struct procctl_registry_opts o;
 	struct procctl_arbiter_source src;
-	struct procctl_arbiter_opts ao;
 	struct args ar = {1, 1, 1000, 1};
 	procctl_hello_t *hello = NULL;
 	procctl_arbiter_t *a;
-	size_t i, n;
-	int err = 0, tick_err, last_err = 0;
+	size_t i;
+	int err = 0;
 
 	memset(&o, 0, sizeof o);
 	o.sz = sizeof o;
@@ -266,66 +356,18 @@ int main(int argc, char **argv)
 	config.resources = (uint32_t)ar.nres;
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	procctl_set_log(on_log, NULL);
-	o.flags = PROCCTL_REGISTRY_DOORBELLS; /* react to each report at once */
-	reg = procctl_registry_new(&o);
-	if (!reg && errno == ENOSYS) {
-		fprintf(stderr, "token-agent: no futex_waitv (Linux < 5.16): reports are seen at %d ms ticks\n", TICK_MS);
-		o.flags = 0;
-		reg = procctl_registry_new(&o);
-	}
-	if (!reg) {
-		fprintf(stderr, "token-agent: %s\n", strerror(errno));
+	if ((err = registry_start(&o)))
+		return err;
+	if (!(a = arbiter_start(&src, o.consumer, &ar, res)))
 		return 1;
-	}
-	if ((err = procctl_arbiter_registry_source(&src, reg, o.consumer, 100 * MS)) < 0) {
-		fprintf(stderr, "token-agent: %s\n", strerror(-err));
-		return 1;
-	}
-	memset(&ao, 0, sizeof ao);
-	ao.sz = sizeof ao;
-	ao.kind = (uint32_t)ar.kind;
-	ao.hold_ns = ar.hold_ms * MS;
-	ao.flags = PROCCTL_ARB_READY_EVENTS; /* every registry dispatch is followed by a tick */
-	ao.resources = res;
-	ao.nresources = ar.nres;
-	a = procctl_arbiter_new(&ao, &src);
-	if (!a) {
-		fprintf(stderr, "token-agent: %s\n", strerror(errno));
-		return 1;
-	}
 	if (ar.hello)
 		hello = hello_start(o.rescan_ns);
 	signal(SIGTERM, on_signal);
 	signal(SIGINT, on_signal);
 	printf("event=started pid=%d kind=%lu resources=%lu hold_ms=%lu hello=%d\n", (int)getpid(), ar.kind, ar.nres,
 	       ar.hold_ms, hello != NULL);
-	while (!stop && !err) {
-		struct pollfd p[2] = {{procctl_registry_fd(reg), POLLIN, 0}, {hello ? procctl_hello_fd(hello) : -1, POLLIN, 0}};
-		if (poll(p, 2, timeout_ms(a, o.flags != 0)) < 0 && errno != EINTR)
-			break;
-		if (hello && (p[1].revents & POLLIN) && (err = procctl_hello_dispatch(hello)) < 0) {
-			fprintf(stderr, "token-agent: hello: %s (found at rescans from here)\n", strerror(-err));
-			procctl_hello_free(hello);
-			hello = NULL;
-			err = 0;
-		}
-		err = procctl_registry_dispatch(reg);
-		if (err) {
-			fprintf(stderr, "token-agent: registry: %s\n", strerror(-err));
-			break;
-		}
-		tick_err = procctl_arbiter_tick(a); /* a write to one holder failed: the next tick retries */
-		if (tick_err && tick_err != last_err)
-			fprintf(stderr, "token-agent: arbiter: %s\n", strerror(-tick_err));
-		last_err = tick_err;
-		show(snap, procctl_arbiter_snapshot(a, snap, ar.nres, sizeof *snap), last);
-	}
-	n = procctl_arbiter_snapshot(a, snap, ar.nres, sizeof *snap);
-	for (i = 0; i < n; i++)
-		printf("event=summary resource=%u:%s handoffs=%llu held_ms=%llu pending_ms=%llu blocked_ms=%llu\n",
-		       snap[i].res.kind, id_str(&snap[i].res), (unsigned long long)snap[i].handoffs,
-		       (unsigned long long)(snap[i].hold_ns_total / MS), (unsigned long long)(snap[i].pending_ns / MS),
-		       (unsigned long long)(snap[i].blocked_ns / MS));
+	err = serve(a, &hello, o.flags != 0, snap, ar.nres, last);
+	summary(a, snap, ar.nres);
 	statuses();
 	printf("event=stopping mode=hand-off\n");
 	if (hello)
