@@ -345,105 +345,165 @@ static struct node_job *take_jobs(struct node *n, int close, size_t max, int *mo
 	return k ? first : NULL;
 }
 
-int node_run(struct node *n)
+/* The loop's descriptors: each registry's, efd, hello's, the config
+ * file's directories', NODE.lock's (-1: none, poll skips it). */
+static void loop_fds(struct node *n, struct pollfd *pfd)
 {
-	struct pollfd pfd[NODE_CONSUMERS_MAX + 4];
-	struct turn t;
-	int err = 0;
 	size_t i;
-
 	for (i = 0; i < n->nreg; i++)
 		pfd[i] = (struct pollfd){procctl_registry_fd(n->reg[i]), POLLIN, 0};
 	pfd[n->nreg] = (struct pollfd){n->efd, POLLIN, 0};
 	pfd[n->nreg + 1] = (struct pollfd){n->hello ? procctl_hello_fd(n->hello) : -1, POLLIN, 0};
 	pfd[n->nreg + 2] = (struct pollfd){n->cfg_ifd, POLLIN, 0};
 	pfd[n->nreg + 3] = (struct pollfd){n->lock_ifd, POLLIN, 0};
-	if (n->narb && (err = timer_arm(&n->timers, &n->t_tick, now_ns())) < 0)
-		goto out;
-	if (n->hooks.alive && n->hooks.alive_ns > 0 && (err = timer_arm(&n->timers, &n->t_alive, now_ns())) < 0)
-		goto out;
-	turn_start(n, &t, 0);
-	while (!n->stop) {
-		struct node_job *j, *next;
-		int64_t now, timeout;
-		uint64_t v;
-		int ready = 1, writing, nready, more;
+}
 
-		if (lock_check(n)) /* before any request is served */
-			break;
-		for (j = take_jobs(n, 0, TURN_JOBS, &more); j; j = next) {
-			enum node_method m = j->method;
-			next = j->next;
-			node_handle(n, j);
-			turn_step(&t, "job", method_names[m]);
-			t.jobs++;
+/* A turn's steps, in order (turn_steps): each does its part and ends
+ * its time (turn_step), leaving in *l what the later steps and the
+ * turn's wait need. 0, or -errno: the loop ends. */
+struct turn_left {
+	int more;    /* requests left for the next turn */
+	int writing; /* writes left to go out */
+	int ready;   /* every registry's first scan is done */
+};
+
+/* Up to TURN_JOBS requests, each a step named by its method. */
+static int step_jobs(struct node *n, struct turn *t, struct turn_left *l)
+{
+	struct node_job *j, *next;
+	for (j = take_jobs(n, 0, TURN_JOBS, &l->more); j; j = next) {
+		enum node_method m = j->method;
+		next = j->next;
+		node_handle(n, j);
+		turn_step(t, "job", method_names[m]);
+		t->jobs++;
+	}
+	return 0;
+}
+
+static int step_writes(struct node *n, struct turn *t, struct turn_left *l)
+{
+	l->writing = waits_write(n);
+	node_reads_done(n);
+	turn_step(t, "writes", "");
+	return 0;
+}
+
+static int step_pods(struct node *n, struct turn *t, struct turn_left *l)
+{
+	(void)l;
+	if (kubepods_drain(&n->kube, desired_pod_changed, n))
+		desired_pods_synced(n);
+	turn_step(t, "pods", "");
+	return 0;
+}
+
+static int step_hello(struct node *n, struct turn *t, struct turn_left *l)
+{
+	int err;
+	(void)l;
+	if (n->hello && (err = procctl_hello_dispatch(n->hello)) < 0) {
+		node_log(PROCCTL_LOG_ERROR, "hello_failed", "error=%s", strerror(-err));
+		return err;
+	}
+	turn_step(t, "hello", "");
+	return 0;
+}
+
+/* Each registry, a step named by its consumer. */
+static int step_registries(struct node *n, struct turn *t, struct turn_left *l)
+{
+	size_t i;
+	int err;
+	for (i = 0; i < n->nreg; i++) {
+		if ((err = procctl_registry_dispatch(n->reg[i])) < 0) {
+			node_log(PROCCTL_LOG_ERROR, "registry_failed", "error=%s", strerror(-err));
+			return err;
 		}
-		writing = waits_write(n);
-		node_reads_done(n);
-		turn_step(&t, "writes", "");
-		if (kubepods_drain(&n->kube, desired_pod_changed, n))
-			desired_pods_synced(n);
-		turn_step(&t, "pods", "");
-		if (n->hello && (err = procctl_hello_dispatch(n->hello)) < 0) {
-			node_log(PROCCTL_LOG_ERROR, "hello_failed", "error=%s", strerror(-err));
-			goto out;
-		}
-		turn_step(&t, "hello", "");
-		for (i = 0; i < n->nreg; i++) {
-			if ((err = procctl_registry_dispatch(n->reg[i])) < 0) {
-				node_log(PROCCTL_LOG_ERROR, "registry_failed", "error=%s", strerror(-err));
-				goto out;
-			}
-			ready &= procctl_registry_first_scan_done(n->reg[i]);
-			turn_step(&t, "registry", i < n->cfg.nconsumers ? n->cfg.consumers[i] : "");
-		}
-		if (n->cfg_ifd >= 0)
-			cfg_events(n, now_ns());
-		if (__atomic_exchange_n(&n->reload_asked, 0, __ATOMIC_RELAXED))
-			cfg_asked(n);
-		turn_step(&t, "config", "");
-		/* The timers poll the processes waits expect acks of, tick the
-		 * arbiters, reload the config and end the waits whose time is
-		 * up; the settled and ended waits are answered. */
-		waits_sweep(n, 0);
-		timers_run(&n->timers, now_ns());
-		waits_sweep(n, 0);
-		turn_step(&t, "timers", "");
-		if (ready != node_ready(n)) {
-			__atomic_store_n(&n->ready, ready, __ATOMIC_RELEASE);
-			node_log(PROCCTL_LOG_INFO, "ready", "processes=%zu", n->nprocs);
-			n->kick = 1;
-		}
-		if (ready && !n->ready_said && n->hooks.ready) {
-			n->ready_said = 1;
-			n->hooks.ready(n->hooks.arg);
-		}
-		if (n->kick && n->hooks.changed) {
-			n->kick = 0;
-			n->hooks.changed(n->hooks.arg);
-		}
-		turn_step(&t, "events", "");
-		/* Asleep until a timer is due or an fd has work: every other
-		 * thread's news (a request, a read done, a stop) comes through
-		 * efd, so an idle node never wakes for nothing. */
-		now = now_ns();
-		timeout = writing || more			     ? 0
-			  : timers_next(&n->timers) == INT64_MAX ? -1
-			  : timers_next(&n->timers) <= now    ? 0
-							       : (timers_next(&n->timers) - now + MS - 1) / MS;
-		turn_end(n, &t);
-		if ((nready = poll(pfd, n->nreg + 4, (int)(timeout > INT_MAX ? INT_MAX : timeout))) < 0 && errno != EINTR) {
-			err = -errno;
-			break;
-		}
-		turn_start(n, &t, nready > 0 ? (unsigned)nready : 0);
-		if (pfd[n->nreg].revents & POLLIN) {
-			if (read(n->efd, &v, sizeof v) < 0) {
-				/* EAGAIN: another wake consumed it */
-			}
+		l->ready &= procctl_registry_first_scan_done(n->reg[i]);
+		turn_step(t, "registry", i < n->cfg.nconsumers ? n->cfg.consumers[i] : "");
+	}
+	return 0;
+}
+
+static int step_config(struct node *n, struct turn *t, struct turn_left *l)
+{
+	(void)l;
+	if (n->cfg_ifd >= 0)
+		cfg_events(n, now_ns());
+	if (__atomic_exchange_n(&n->reload_asked, 0, __ATOMIC_RELAXED))
+		cfg_asked(n);
+	turn_step(t, "config", "");
+	return 0;
+}
+
+static int step_timers(struct node *n, struct turn *t, struct turn_left *l)
+{
+	(void)l;
+	/* The timers poll the processes waits expect acks of, tick the
+	 * arbiters, reload the config and end the waits whose time is
+	 * up; the settled and ended waits are answered. */
+	waits_sweep(n, 0);
+	timers_run(&n->timers, now_ns());
+	waits_sweep(n, 0);
+	turn_step(t, "timers", "");
+	return 0;
+}
+
+static int step_events(struct node *n, struct turn *t, struct turn_left *l)
+{
+	if (l->ready != node_ready(n)) {
+		__atomic_store_n(&n->ready, l->ready, __ATOMIC_RELEASE);
+		node_log(PROCCTL_LOG_INFO, "ready", "processes=%zu", n->nprocs);
+		n->kick = 1;
+	}
+	if (l->ready && !n->ready_said && n->hooks.ready) {
+		n->ready_said = 1;
+		n->hooks.ready(n->hooks.arg);
+	}
+	if (n->kick && n->hooks.changed) {
+		n->kick = 0;
+		n->hooks.changed(n->hooks.arg);
+	}
+	turn_step(t, "events", "");
+	return 0;
+}
+
+static int (*const turn_steps[])(struct node *n, struct turn *t, struct turn_left *l) = {
+	step_jobs, step_writes, step_pods, step_hello, step_registries, step_config, step_timers, step_events,
+};
+
+/* The turn ends, and the next starts at the wake. 0, or -errno: poll
+ * failed. */
+static int turn_wait(struct node *n, struct turn *t, const struct turn_left *l, struct pollfd *pfd)
+{
+	int64_t now, timeout;
+	uint64_t v;
+	int nready;
+	/* Asleep until a timer is due or an fd has work: every other
+	 * thread's news (a request, a read done, a stop) comes through
+	 * efd, so an idle node never wakes for nothing. */
+	now = now_ns();
+	timeout = l->writing || l->more                  ? 0
+		  : timers_next(&n->timers) == INT64_MAX ? -1
+		  : timers_next(&n->timers) <= now    ? 0
+						       : (timers_next(&n->timers) - now + MS - 1) / MS;
+	turn_end(n, t);
+	if ((nready = poll(pfd, n->nreg + 4, (int)(timeout > INT_MAX ? INT_MAX : timeout))) < 0 && errno != EINTR)
+		return -errno;
+	turn_start(n, t, nready > 0 ? (unsigned)nready : 0);
+	if (pfd[n->nreg].revents & POLLIN) {
+		if (read(n->efd, &v, sizeof v) < 0) {
+			/* EAGAIN: another wake consumed it */
 		}
 	}
-out:
+	return 0;
+}
+
+/* The loop ended (err: why, 0 a stop): err. */
+static int loop_end(struct node *n, int err)
+{
+	size_t i;
 	__atomic_store_n(&n->busy_since, 0, __ATOMIC_RELAXED);
 	/* Everything still held is answered: the daemon is going away. */
 	waits_sweep(n, 1);
@@ -458,6 +518,33 @@ out:
 		}
 	}
 	return err;
+}
+
+int node_run(struct node *n)
+{
+	struct pollfd pfd[NODE_CONSUMERS_MAX + 4];
+	struct turn t;
+	int err = 0;
+	size_t k;
+
+	loop_fds(n, pfd);
+	if (n->narb && (err = timer_arm(&n->timers, &n->t_tick, now_ns())) < 0)
+		return loop_end(n, err);
+	if (n->hooks.alive && n->hooks.alive_ns > 0 && (err = timer_arm(&n->timers, &n->t_alive, now_ns())) < 0)
+		return loop_end(n, err);
+	turn_start(n, &t, 0);
+	while (!n->stop) {
+		struct turn_left l = {.ready = 1};
+
+		if (lock_check(n)) /* before any request is served */
+			break;
+		for (k = 0; k < sizeof turn_steps / sizeof turn_steps[0]; k++)
+			if ((err = turn_steps[k](n, &t, &l)) < 0)
+				return loop_end(n, err);
+		if ((err = turn_wait(n, &t, &l, pfd)) < 0)
+			break;
+	}
+	return loop_end(n, err);
 }
 
 void node_release(struct node *n, unsigned flags)
