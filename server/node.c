@@ -105,40 +105,31 @@ static void pod_identity_said(void)
 		 k ? list : "unknown: /proc/1/cgroup unreadable", k);
 }
 
-struct node *node_new(const struct node_cfg *cfg, const struct nodelock *lock, char *err, size_t errlen)
+/* The loop's own: its eventfd, the event history, the incarnation, the
+ * reads' queue, the watch on NODE.lock. 0, or -1 and a message. */
+static int loop_open(struct node *n, const struct node_cfg *cfg, const struct nodelock *lock, char *err, size_t errlen)
 {
-	struct node *n = calloc(1, sizeof *n);
-	size_t i;
-	if (!n) {
-		snprintf(err, errlen, "out of memory");
-		return NULL;
-	}
-	n->cfg = *cfg;
-	pthread_mutex_init(&n->mu, NULL);
-	n->tail = &n->head;
-	n->writing_tail = &n->writing;
-	n->cfg_ifd = -1;
-	n->lock_ifd = -1;
-	n->lock = lock;
-	n->t_tick = TIMER_INIT(on_tick);
-	n->t_cfg = TIMER_INIT(cfg_on_due);
-	n->t_alive = TIMER_INIT(on_alive);
 	n->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	n->ev = events_new(cfg->watch_history);
 	if (n->efd < 0 || !n->ev || getrandom(&n->incarnation, sizeof n->incarnation, 0) != sizeof n->incarnation ||
 	    reads_open(n) < 0) {
 		snprintf(err, errlen, "setting up the loop: %s", strerror(errno));
-		goto fail;
+		return -1;
 	}
 	if (lock_watch(n) < 0) {
 		snprintf(err, errlen, "watching %s: %s", lock->path, strerror(errno));
-		goto fail;
+		return -1;
 	}
-	pod_identity_said();
-	if (kubepods_open(&n->kube, cfg, n->efd, err, errlen) < 0)
-		goto fail;
+	return 0;
+}
+
+/* The desired store, loaded (and said), fenced on NODE.lock, pruned,
+ * and the config file's sections set in it. 0, or -1 and a message. */
+static int desired_open(struct node *n, const struct node_cfg *cfg, const struct nodelock *lock, char *err,
+			size_t errlen)
+{
 	if (desired_load(&n->desired, cfg->state_dir, err, errlen) < 0)
-		goto fail;
+		return -1;
 	n->desired.fence = lock;
 	desired_limits(&n->desired, cfg->desired_max, cfg->desired_bytes_max);
 	if (n->desired.set_aside[0]) {
@@ -155,6 +146,14 @@ struct node *node_new(const struct node_cfg *cfg, const struct nodelock *lock, c
 	n->rev_at_start = n->desired.revision;
 	desired_prune(n);
 	desired_from_file(n, &n->cfg);
+	return 0;
+}
+
+/* A registry per configured consumer (one for all when none is named).
+ * 0, or -1 and a message (those made so far are n's). */
+static int registries_open(struct node *n, const struct node_cfg *cfg, char *err, size_t errlen)
+{
+	size_t i;
 	n->nreg = cfg->nconsumers ? cfg->nconsumers : 1;
 	for (i = 0; i < n->nreg; i++) {
 		struct procctl_registry_opts o;
@@ -180,27 +179,69 @@ struct node *node_new(const struct node_cfg *cfg, const struct nodelock *lock, c
 		if (!n->reg[i]) {
 			snprintf(err, errlen, "registry for %s: %s", o.consumer ? o.consumer : "every consumer",
 				 strerror(errno));
-			goto fail;
+			return -1;
 		}
 		n->args[i].reg = n->reg[i];
 	}
-	if (cfg->hello) {
-		struct procctl_hello_opts ho;
-		memset(&ho, 0, sizeof ho);
-		ho.sz = sizeof ho;
-		ho.on_pid = node_on_hello;
-		ho.on_exec = node_on_exec;
-		ho.arg = n;
-		if (!(n->hello = procctl_hello_new(&ho)))
-			node_log(PROCCTL_LOG_WARN, "hello_unavailable", "reason=\"%s\" error=\"%s\" rescan_ms=%llu",
-				 procctl_hello_error(-errno), strerror(errno), (unsigned long long)(cfg->rescan_ns / MS));
+	return 0;
+}
+
+/* hello, when configured: unavailable is said, not fatal (the rescans
+ * find the processes). */
+static void hello_open(struct node *n, const struct node_cfg *cfg)
+{
+	struct procctl_hello_opts ho;
+	if (!cfg->hello)
+		return;
+	memset(&ho, 0, sizeof ho);
+	ho.sz = sizeof ho;
+	ho.on_pid = node_on_hello;
+	ho.on_exec = node_on_exec;
+	ho.arg = n;
+	if (!(n->hello = procctl_hello_new(&ho)))
+		node_log(PROCCTL_LOG_WARN, "hello_unavailable", "reason=\"%s\" error=\"%s\" rescan_ms=%llu",
+			 procctl_hello_error(-errno), strerror(errno), (unsigned long long)(cfg->rescan_ns / MS));
+}
+
+/* n's parts, phase by phase, in the order each needs the ones before:
+ * 0, or -1 and a message, n left part built. */
+static int node_build(struct node *n, const struct node_cfg *cfg, const struct nodelock *lock, char *err,
+		      size_t errlen)
+{
+	if (loop_open(n, cfg, lock, err, errlen) < 0)
+		return -1;
+	pod_identity_said();
+	if (kubepods_open(&n->kube, cfg, n->efd, err, errlen) < 0 || desired_open(n, cfg, lock, err, errlen) < 0 ||
+	    registries_open(n, cfg, err, errlen) < 0)
+		return -1;
+	hello_open(n, cfg);
+	return arbiters_new(n, err, errlen);
+}
+
+struct node *node_new(const struct node_cfg *cfg, const struct nodelock *lock, char *err, size_t errlen)
+{
+	struct node *n = calloc(1, sizeof *n);
+	if (!n) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
 	}
-	if (arbiters_new(n, err, errlen) < 0)
-		goto fail;
+	n->cfg = *cfg;
+	pthread_mutex_init(&n->mu, NULL);
+	n->tail = &n->head;
+	n->writing_tail = &n->writing;
+	n->cfg_ifd = -1;
+	n->lock_ifd = -1;
+	n->lock = lock;
+	n->t_tick = TIMER_INIT(on_tick);
+	n->t_cfg = TIMER_INIT(cfg_on_due);
+	n->t_alive = TIMER_INIT(on_alive);
+	if (node_build(n, cfg, lock, err, errlen) < 0) {
+		/* node_close undoes whatever a phase made: descriptors of -1,
+		 * NULL pointers and parts still zeroed are skipped. */
+		node_close(n, 0);
+		return NULL;
+	}
 	return n;
-fail:
-	node_close(n, 0);
-	return NULL;
 }
 
 void node_set_hooks(struct node *n, const struct node_hooks *h)
