@@ -606,11 +606,11 @@ static int serve(struct httpsrv *h)
 	return 0;
 }
 
-int httpsrv_start(const struct node_cfg *cfg, struct node *n, const struct metrics_source *more, size_t nmore,
-		  const struct http_liveness *live, struct httpsrv **out, char *err, size_t errlen)
+/* http_listen's HOST:PORT ([V6]:PORT; HOST empty: every address),
+ * resolved in *ai. 0, or -EINVAL and a message. */
+static int listen_addr(const struct node_cfg *cfg, struct addrinfo **ai, char *err, size_t errlen)
 {
-	struct httpsrv *h;
-	struct addrinfo hints, *ai = NULL;
+	struct addrinfo hints;
 	char host[NODE_PATH_MAX], *colon;
 	const char *port;
 	int r;
@@ -630,15 +630,21 @@ int httpsrv_start(const struct node_cfg *cfg, struct node *n, const struct metri
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;
 	hints.ai_flags = AI_PASSIVE;
-	if ((r = getaddrinfo(host[0] ? host : NULL, port, &hints, &ai)) != 0) {
+	if ((r = getaddrinfo(host[0] ? host : NULL, port, &hints, ai)) != 0) {
 		snprintf(err, errlen, "http_listen %s: %s", cfg->http_listen, gai_strerror(r));
 		return -EINVAL;
 	}
-	if (!(h = calloc(1, sizeof *h))) {
-		freeaddrinfo(ai);
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
+	return 0;
+}
+
+/* The server's state, its connections bounded by the descriptors the
+ * daemon may open. NULL: out of memory. */
+static struct httpsrv *http_new(const struct node_cfg *cfg, struct node *n, const struct metrics_source *more,
+				size_t nmore, const struct http_liveness *live)
+{
+	struct httpsrv *h;
+	if (!(h = calloc(1, sizeof *h)))
+		return NULL;
 	h->cfg = cfg;
 	h->node = n;
 	h->max_conns = (unsigned)(fd_budget()->room / 4);
@@ -649,26 +655,36 @@ int httpsrv_start(const struct node_cfg *cfg, struct node *n, const struct metri
 	memcpy(h->more, more, h->nmore * sizeof *more);
 	if (live)
 		h->live = *live;
+	return h;
+}
+
+/* Who may see the JSON views: a loopback listener's callers with the
+ * key, loaded now. 0, or -errno and a message. */
+static int http_access(struct httpsrv *h, const struct addrinfo *ai, char *err, size_t errlen)
+{
+	const struct node_cfg *cfg = h->cfg;
+	int r;
 	if (ai->ai_family == AF_INET)
 		h->loopback = (ntohl(((struct sockaddr_in *)ai->ai_addr)->sin_addr.s_addr) >> 24) == 127;
 	else if (ai->ai_family == AF_INET6)
 		h->loopback = IN6_IS_ADDR_LOOPBACK(&((struct sockaddr_in6 *)ai->ai_addr)->sin6_addr);
 	if ((cfg->http_writes || cfg->http_api_key_file[0]) && !h->loopback) {
-		freeaddrinfo(ai);
-		free(h);
 		snprintf(err, errlen, "http_listen %s: the JSON views (http_api_key_file, http_writes) are served on "
 			 "loopback only (HTTP has no mTLS): use gRPC over mTLS", cfg->http_listen);
 		return -EINVAL;
 	}
 	if (cfg->http_api_key_file[0] &&
-	    (r = http_key_load(cfg->http_api_key_file, h->key, sizeof h->key, &h->keylen, err, errlen)) < 0) {
-		freeaddrinfo(ai);
-		free(h);
+	    (r = http_key_load(cfg->http_api_key_file, h->key, sizeof h->key, &h->keylen, err, errlen)) < 0)
 		return r;
-	}
-	h->waiting.prev = h->waiting.next = &h->waiting;
+	return 0;
+}
+
+/* libmicrohttpd's daemon for h on ai, its callbacks h's. NULL: it
+ * cannot listen there. */
+static struct MHD_Daemon *http_daemon(struct httpsrv *h, const struct addrinfo *ai)
+{
 	/* no MHD_USE_INTERNAL_POLLING_THREAD: http_thread runs it */
-	h->d = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG |
+	return MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG |
 					(ai->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0),
 				/* the logger first: libmicrohttpd warns when it is not */
 				0, NULL, NULL, on_request, h, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, h,
@@ -678,6 +694,29 @@ int httpsrv_start(const struct node_cfg *cfg, struct node *n, const struct metri
 				(unsigned)HTTP_TIMEOUT_S, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
 				MHD_OPTION_NOTIFY_CONNECTION, hconn_notify, h, MHD_OPTION_UNESCAPE_CALLBACK, on_unescape,
 				NULL, MHD_OPTION_END);
+}
+
+int httpsrv_start(const struct node_cfg *cfg, struct node *n, const struct metrics_source *more, size_t nmore,
+		  const struct http_liveness *live, struct httpsrv **out, char *err, size_t errlen)
+{
+	struct httpsrv *h;
+	struct addrinfo *ai = NULL;
+	int r;
+
+	if ((r = listen_addr(cfg, &ai, err, errlen)) < 0)
+		return r;
+	if (!(h = http_new(cfg, n, more, nmore, live))) {
+		freeaddrinfo(ai);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	if ((r = http_access(h, ai, err, errlen)) < 0) {
+		freeaddrinfo(ai);
+		free(h);
+		return r;
+	}
+	h->waiting.prev = h->waiting.next = &h->waiting;
+	h->d = http_daemon(h, ai);
 	freeaddrinfo(ai);
 	if (!h->d) {
 		free(h);
