@@ -388,18 +388,10 @@ static int rebuild_cfg(struct node_cfg *cfg, char *err, size_t errlen, void *arg
 	return build_cfg(cfg, err, errlen);
 }
 
-/* Serve the node while holding lock: the loop, gRPC, HTTP; then hand
- * off (or uninstall). *lost: it stopped because NODE.lock was deleted or
- * replaced (another daemon may serve now): it handed off and the caller
- * stands by again. The exit status. */
-static int serve(struct node_cfg *cfg, const struct nodelock *lock, int uninstall, int *lost)
+/* serve's config: 0, or 2 (logged) when the file no longer builds one. */
+static int serve_cfg(struct node_cfg *cfg, char *err, size_t errlen)
 {
-	char err[512], q[2100];
-	struct grpc_srv *srv = NULL;
-	struct httpsrv *http = NULL;
-	struct node *n;
-	int failed = 0, r;
-	double t0;
+	char q[2100];
 
 	/* The file may have changed while this daemon stood by: read it again
 	 * (the lock directory stays the one it waited on). */
@@ -407,16 +399,26 @@ static int serve(struct node_cfg *cfg, const struct nodelock *lock, int uninstal
 		static struct node_cfg now;
 		char lock_dir[sizeof cfg->lock_dir];
 		memcpy(lock_dir, cfg->lock_dir, sizeof lock_dir);
-		if (rebuild_cfg(&now, err, sizeof err, NULL) < 0) {
+		if (rebuild_cfg(&now, err, errlen, NULL) < 0) {
 			node_log(PROCCTL_LOG_ERROR, "start_failed", "error=\"%s\"", node_log_quote(q, sizeof q, err));
 			return 2;
 		}
 		*cfg = now;
 		memcpy(cfg->lock_dir, lock_dir, sizeof lock_dir);
 	}
-	if (!(n = node_new(cfg, lock, err, sizeof err))) {
+	return 0;
+}
+
+/* The loop made, for the signal handlers, its config file followed.
+ * NULL: it could not be (logged). */
+static struct node *serve_node(struct node_cfg *cfg, const struct nodelock *lock, char *err, size_t errlen)
+{
+	char q[2100];
+	struct node *n;
+	int r;
+	if (!(n = node_new(cfg, lock, err, errlen))) {
 		node_log(PROCCTL_LOG_ERROR, "start_failed", "error=\"%s\"", node_log_quote(q, sizeof q, err));
-		return 1;
+		return NULL;
 	}
 	the_node = n;
 	if (cl.config && (r = node_watch_config(n, cl.config, rebuild_cfg, NULL)) < 0)
@@ -424,7 +426,16 @@ static int serve(struct node_cfg *cfg, const struct nodelock *lock, int uninstal
 			 cl.config, strerror(-r));
 	if (stopping)
 		node_stop(n);
-	if ((r = grpcsrv_start(cfg, n, &srv, err, sizeof err)) < 0) {
+	return n;
+}
+
+/* gRPC started for n, and n's hooks set (gRPC's kick, systemd's READY
+ * and watchdog). 0, or the exit status (logged, n closed). */
+static int serve_grpc(struct node_cfg *cfg, struct node *n, struct grpc_srv **srv, char *err, size_t errlen)
+{
+	char q[2100];
+	int r;
+	if ((r = grpcsrv_start(cfg, n, srv, err, errlen)) < 0) {
 		gid_t gid;
 		char why[256];
 		node_log(PROCCTL_LOG_ERROR, "start_failed", "error=\"%s\"", node_log_quote(q, sizeof q, err));
@@ -436,27 +447,37 @@ static int serve(struct node_cfg *cfg, const struct nodelock *lock, int uninstal
 	}
 	{
 		struct node_hooks hooks = {.changed = grpc_changed, .ready = notify_ready, .alive = notify_alive,
-					   .alive_ns = pinger.every_ns, .arg = srv};
+					   .alive_ns = pinger.every_ns, .arg = *srv};
 		node_set_hooks(n, &hooks);
 	}
-	probe_start(cfg);
+	return 0;
+}
+
+/* HTTP, when configured. 1 when it could not start (logged, n stopped),
+ * else 0. */
+static int serve_http(struct node_cfg *cfg, struct node *n, struct grpc_srv *srv, struct httpsrv **http, char *err,
+		      size_t errlen)
+{
+	char q[2100];
 	if (cfg->http_listen[0] &&
 	    httpsrv_start(cfg, n,
 			  (const struct metrics_source[]){{grpc_metrics, srv}, {procself_metrics, NULL}, {probe_metrics, NULL}},
-			  3, &(struct http_liveness){api_alive, n}, &http, err, sizeof err) < 0) {
+			  3, &(struct http_liveness){api_alive, n}, http, err, errlen) < 0) {
 		node_log(PROCCTL_LOG_ERROR, "start_failed", "error=\"%s\"", node_log_quote(q, sizeof q, err));
 		node_stop(n); /* the loop answers what came meanwhile, then all is undone */
-		failed = 1;
+		return 1;
 	}
-	r = node_run(n);
-	*lost = node_lock_lost(n);
-	if (*lost)
-		pinger_start(); /* through the hand-off and the standby after it (a stop's STOPPING=1 ends the watchdog) */
-	if (*lost)
-		uninstall = 0; /* the processes may have another daemon now: hand them off */
+	return 0;
+}
+
+/* The loop ended (r): gRPC and HTTP stopped, the processes handed off
+ * (or uninstalled), the rest freed. */
+static void serve_end(struct node *n, struct grpc_srv *srv, struct httpsrv *http, int uninstall, int lost, int r)
+{
+	double t0;
 	t0 = ((double)procctl_now_ns() / 1e6);
 	node_log(PROCCTL_LOG_INFO, "stopping", "mode=%s", uninstall ? "uninstall" : "hand-off");
-	notify(*lost ? "STATUS=NODE.lock lost: handing off, then standing by" : "STOPPING=1\nSTATUS=handing off");
+	notify(lost ? "STATUS=NODE.lock lost: handing off, then standing by" : "STOPPING=1\nSTATUS=handing off");
 	httpsrv_stop(http);
 	grpcsrv_stop(srv, GRACE_MS);
 	/* The hand-off first: RELEASED, every lock dropped; a successor takes
@@ -472,6 +493,35 @@ static int serve(struct node_cfg *cfg, const struct nodelock *lock, int uninstal
 	node_close(n, 0);
 	node_log(PROCCTL_LOG_INFO, "stopped", "error=%s ms=%.1f", r < 0 ? strerror(-r) : "none",
 		 ((double)procctl_now_ns() / 1e6) - t0);
+}
+
+/* Serve the node while holding lock: the loop, gRPC, HTTP; then hand
+ * off (or uninstall). *lost: it stopped because NODE.lock was deleted or
+ * replaced (another daemon may serve now): it handed off and the caller
+ * stands by again. The exit status. */
+static int serve(struct node_cfg *cfg, const struct nodelock *lock, int uninstall, int *lost)
+{
+	char err[512];
+	struct grpc_srv *srv = NULL;
+	struct httpsrv *http = NULL;
+	struct node *n;
+	int failed, r;
+
+	if ((r = serve_cfg(cfg, err, sizeof err)))
+		return r;
+	if (!(n = serve_node(cfg, lock, err, sizeof err)))
+		return 1;
+	if ((r = serve_grpc(cfg, n, &srv, err, sizeof err)))
+		return r;
+	probe_start(cfg);
+	failed = serve_http(cfg, n, srv, &http, err, sizeof err);
+	r = node_run(n);
+	*lost = node_lock_lost(n);
+	if (*lost)
+		pinger_start(); /* through the hand-off and the standby after it (a stop's STOPPING=1 ends the watchdog) */
+	if (*lost)
+		uninstall = 0; /* the processes may have another daemon now: hand them off */
+	serve_end(n, srv, http, uninstall, *lost, r);
 	return r < 0 || failed ? 1 : 0;
 }
 
