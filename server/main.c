@@ -525,22 +525,10 @@ static int serve(struct node_cfg *cfg, const struct nodelock *lock, int uninstal
 	return r < 0 || failed ? 1 : 0;
 }
 
-int main(int argc, char **argv)
+/* --help, --version, --completion and --check-config, done here: the
+ * exit status; -1 for a run. */
+static int one_shot(const struct node_cfg *cfg, char *err, size_t errlen)
 {
-	static struct node_cfg cfg;
-	char err[512] = "", q[2100];
-	struct sigaction sa;
-	int r;
-
-	if ((r = cmdline_parse(&cl, argc, argv, err, sizeof err)) == 0 && cl.action == CMDLINE_RUN)
-		r = build_cfg(&cfg, err, sizeof err);
-	if (r < 0) {
-		fprintf(stderr, "procctl-node: %s\n", r == -ENOMEM ? strerror(ENOMEM) : err);
-		if (strstr(err, "no such flag") || strstr(err, "not a flag") || strstr(err, "needs a value") ||
-		    strstr(err, "ambiguous") || strstr(err, "takes no value"))
-			fprintf(stderr, "procctl-node --help lists every flag\n");
-		return 2;
-	}
 	switch (cl.action) {
 	case CMDLINE_HELP:
 		usage(stdout);
@@ -558,14 +546,78 @@ int main(int argc, char **argv)
 		gid_t gid;
 		/* Judged for whoever runs this: as root, as the daemon runs
 		 * (another user's view of root's directories says nothing). */
-		if (node_cfg_socket_gid(&cfg, &gid, err, sizeof err) < 0 ||
-		    (geteuid() == 0 && (dirs_checked(&cfg, err, sizeof err) < 0 || files_checked(&cfg, err, sizeof err) < 0))) {
+		if (node_cfg_socket_gid(cfg, &gid, err, errlen) < 0 ||
+		    (geteuid() == 0 && (dirs_checked(cfg, err, errlen) < 0 || files_checked(cfg, err, errlen) < 0))) {
 			fprintf(stderr, "procctl-node: %s\n", err);
 			return 2;
 		}
 		printf("procctl-node: configuration valid\n");
 		return 0;
 	}
+	return -1;
+}
+
+/* SIGTERM and SIGINT stop, SIGHUP reloads, SIGPIPE is ignored. */
+static void signals_catch(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_signal; /* no SA_RESTART: a standby's flock returns */
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sa.sa_handler = on_hup; /* not the default (exit, with no hand-off): read the config file again */
+	sa.sa_flags = SA_RESTART; /* any thread may take it: no library call of theirs fails with EINTR */
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+/* NODE.lock taken (standing by while another daemon holds it), then the
+ * node served; again when it lost the lock, unless stopping. The exit
+ * status. */
+static int serve_locked(struct node_cfg *cfg, char *err, size_t errlen)
+{
+	char q[2100];
+	int r;
+	for (;;) {
+		struct nodelock lock;
+		int lost = 0;
+		notify("STATUS=taking NODE.lock (another procctl-node may hold it)");
+		pinger_start();
+		r = nodelock_take(&lock, cfg->lock_dir, &stopping, err, errlen);
+		pinger_stop();
+		if (r != 0) {
+			if (r > 0)
+				return 0;
+			node_log(PROCCTL_LOG_ERROR, "lock_failed", "dir=%s error=\"%s\"", cfg->lock_dir,
+				 node_log_quote(q, sizeof q, err));
+			return 1;
+		}
+		r = serve(cfg, &lock, cl.uninstall, &lost);
+		nodelock_release(&lock);
+		if (!lost || stopping) {
+			pinger_stop();
+			return r;
+		}
+	}
+}
+
+int main(int argc, char **argv)
+{
+	static struct node_cfg cfg;
+	char err[512] = "";
+	int r;
+
+	if ((r = cmdline_parse(&cl, argc, argv, err, sizeof err)) == 0 && cl.action == CMDLINE_RUN)
+		r = build_cfg(&cfg, err, sizeof err);
+	if (r < 0) {
+		fprintf(stderr, "procctl-node: %s\n", r == -ENOMEM ? strerror(ENOMEM) : err);
+		if (strstr(err, "no such flag") || strstr(err, "not a flag") || strstr(err, "needs a value") ||
+		    strstr(err, "ambiguous") || strstr(err, "takes no value"))
+			fprintf(stderr, "procctl-node --help lists every flag\n");
+		return 2;
+	}
+	if ((r = one_shot(&cfg, err, sizeof err)) >= 0)
+		return r;
 	if (!strcmp(cfg.kube_api, "in-cluster")) { /* not judged by --check-config: it runs outside the pod */
 		char url[KUBEWATCH_URL_MAX];
 		if (kubewatch_in_cluster_url(url, sizeof url, err, sizeof err) < 0) {
@@ -575,37 +627,10 @@ int main(int argc, char **argv)
 	}
 	node_log_level(cfg.log_debug ? PROCCTL_LOG_DEBUG : PROCCTL_LOG_INFO);
 	procctl_set_log(on_lib_log, NULL);
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_signal; /* no SA_RESTART: a standby's flock returns */
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	sa.sa_handler = on_hup; /* not the default (exit, with no hand-off): read the config file again */
-	sa.sa_flags = SA_RESTART; /* any thread may take it: no library call of theirs fails with EINTR */
-	sigaction(SIGHUP, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	signals_catch();
 
 	node_log(PROCCTL_LOG_INFO, "starting", "version=%s pid=%d", PROCCTL_NODE_VERSION, (int)getpid());
 	pinger_init();
 	raise_fd_limit(&cfg);
-	for (;;) {
-		struct nodelock lock;
-		int lost = 0;
-		notify("STATUS=taking NODE.lock (another procctl-node may hold it)");
-		pinger_start();
-		r = nodelock_take(&lock, cfg.lock_dir, &stopping, err, sizeof err);
-		pinger_stop();
-		if (r != 0) {
-			if (r > 0)
-				return 0;
-			node_log(PROCCTL_LOG_ERROR, "lock_failed", "dir=%s error=\"%s\"", cfg.lock_dir,
-				 node_log_quote(q, sizeof q, err));
-			return 1;
-		}
-		r = serve(&cfg, &lock, cl.uninstall, &lost);
-		nodelock_release(&lock);
-		if (!lost || stopping) {
-			pinger_stop();
-			return r;
-		}
-	}
+	return serve_locked(&cfg, err, sizeof err);
 }
