@@ -388,18 +388,10 @@ static int rebuild_cfg(struct node_cfg *cfg, char *err, size_t errlen, void *arg
 	return build_cfg(cfg, err, errlen);
 }
 
-/* Serve the node while holding lock: the loop, gRPC, HTTP; then hand
- * off (or uninstall). *lost: it stopped because NODE.lock was deleted or
- * replaced (another daemon may serve now): it handed off and the caller
- * stands by again. The exit status. */
-static int serve(struct node_cfg *cfg, const struct nodelock *lock, int uninstall, int *lost)
+/* serve's config: 0, or 2 (logged) when the file no longer builds one. */
+static int serve_cfg(struct node_cfg *cfg, char *err, size_t errlen)
 {
-	char err[512], q[2100];
-	struct grpc_srv *srv = NULL;
-	struct httpsrv *http = NULL;
-	struct node *n;
-	int failed = 0, r;
-	double t0;
+	char q[2100];
 
 	/* The file may have changed while this daemon stood by: read it again
 	 * (the lock directory stays the one it waited on). */
@@ -407,16 +399,26 @@ static int serve(struct node_cfg *cfg, const struct nodelock *lock, int uninstal
 		static struct node_cfg now;
 		char lock_dir[sizeof cfg->lock_dir];
 		memcpy(lock_dir, cfg->lock_dir, sizeof lock_dir);
-		if (rebuild_cfg(&now, err, sizeof err, NULL) < 0) {
+		if (rebuild_cfg(&now, err, errlen, NULL) < 0) {
 			node_log(PROCCTL_LOG_ERROR, "start_failed", "error=\"%s\"", node_log_quote(q, sizeof q, err));
 			return 2;
 		}
 		*cfg = now;
 		memcpy(cfg->lock_dir, lock_dir, sizeof lock_dir);
 	}
-	if (!(n = node_new(cfg, lock, err, sizeof err))) {
+	return 0;
+}
+
+/* The loop made, for the signal handlers, its config file followed.
+ * NULL: it could not be (logged). */
+static struct node *serve_node(struct node_cfg *cfg, const struct nodelock *lock, char *err, size_t errlen)
+{
+	char q[2100];
+	struct node *n;
+	int r;
+	if (!(n = node_new(cfg, lock, err, errlen))) {
 		node_log(PROCCTL_LOG_ERROR, "start_failed", "error=\"%s\"", node_log_quote(q, sizeof q, err));
-		return 1;
+		return NULL;
 	}
 	the_node = n;
 	if (cl.config && (r = node_watch_config(n, cl.config, rebuild_cfg, NULL)) < 0)
@@ -424,7 +426,16 @@ static int serve(struct node_cfg *cfg, const struct nodelock *lock, int uninstal
 			 cl.config, strerror(-r));
 	if (stopping)
 		node_stop(n);
-	if ((r = grpcsrv_start(cfg, n, &srv, err, sizeof err)) < 0) {
+	return n;
+}
+
+/* gRPC started for n, and n's hooks set (gRPC's kick, systemd's READY
+ * and watchdog). 0, or the exit status (logged, n closed). */
+static int serve_grpc(struct node_cfg *cfg, struct node *n, struct grpc_srv **srv, char *err, size_t errlen)
+{
+	char q[2100];
+	int r;
+	if ((r = grpcsrv_start(cfg, n, srv, err, errlen)) < 0) {
 		gid_t gid;
 		char why[256];
 		node_log(PROCCTL_LOG_ERROR, "start_failed", "error=\"%s\"", node_log_quote(q, sizeof q, err));
@@ -436,27 +447,37 @@ static int serve(struct node_cfg *cfg, const struct nodelock *lock, int uninstal
 	}
 	{
 		struct node_hooks hooks = {.changed = grpc_changed, .ready = notify_ready, .alive = notify_alive,
-					   .alive_ns = pinger.every_ns, .arg = srv};
+					   .alive_ns = pinger.every_ns, .arg = *srv};
 		node_set_hooks(n, &hooks);
 	}
-	probe_start(cfg);
+	return 0;
+}
+
+/* HTTP, when configured. 1 when it could not start (logged, n stopped),
+ * else 0. */
+static int serve_http(struct node_cfg *cfg, struct node *n, struct grpc_srv *srv, struct httpsrv **http, char *err,
+		      size_t errlen)
+{
+	char q[2100];
 	if (cfg->http_listen[0] &&
 	    httpsrv_start(cfg, n,
 			  (const struct metrics_source[]){{grpc_metrics, srv}, {procself_metrics, NULL}, {probe_metrics, NULL}},
-			  3, &(struct http_liveness){api_alive, n}, &http, err, sizeof err) < 0) {
+			  3, &(struct http_liveness){api_alive, n}, http, err, errlen) < 0) {
 		node_log(PROCCTL_LOG_ERROR, "start_failed", "error=\"%s\"", node_log_quote(q, sizeof q, err));
 		node_stop(n); /* the loop answers what came meanwhile, then all is undone */
-		failed = 1;
+		return 1;
 	}
-	r = node_run(n);
-	*lost = node_lock_lost(n);
-	if (*lost)
-		pinger_start(); /* through the hand-off and the standby after it (a stop's STOPPING=1 ends the watchdog) */
-	if (*lost)
-		uninstall = 0; /* the processes may have another daemon now: hand them off */
+	return 0;
+}
+
+/* The loop ended (r): gRPC and HTTP stopped, the processes handed off
+ * (or uninstalled), the rest freed. */
+static void serve_end(struct node *n, struct grpc_srv *srv, struct httpsrv *http, int uninstall, int lost, int r)
+{
+	double t0;
 	t0 = ((double)procctl_now_ns() / 1e6);
 	node_log(PROCCTL_LOG_INFO, "stopping", "mode=%s", uninstall ? "uninstall" : "hand-off");
-	notify(*lost ? "STATUS=NODE.lock lost: handing off, then standing by" : "STOPPING=1\nSTATUS=handing off");
+	notify(lost ? "STATUS=NODE.lock lost: handing off, then standing by" : "STOPPING=1\nSTATUS=handing off");
 	httpsrv_stop(http);
 	grpcsrv_stop(srv, GRACE_MS);
 	/* The hand-off first: RELEASED, every lock dropped; a successor takes
@@ -472,25 +493,42 @@ static int serve(struct node_cfg *cfg, const struct nodelock *lock, int uninstal
 	node_close(n, 0);
 	node_log(PROCCTL_LOG_INFO, "stopped", "error=%s ms=%.1f", r < 0 ? strerror(-r) : "none",
 		 ((double)procctl_now_ns() / 1e6) - t0);
+}
+
+/* Serve the node while holding lock: the loop, gRPC, HTTP; then hand
+ * off (or uninstall). *lost: it stopped because NODE.lock was deleted or
+ * replaced (another daemon may serve now): it handed off and the caller
+ * stands by again. The exit status. */
+static int serve(struct node_cfg *cfg, const struct nodelock *lock, int uninstall, int *lost)
+{
+	char err[512];
+	struct grpc_srv *srv = NULL;
+	struct httpsrv *http = NULL;
+	struct node *n;
+	int failed, r;
+
+	if ((r = serve_cfg(cfg, err, sizeof err)))
+		return r;
+	if (!(n = serve_node(cfg, lock, err, sizeof err)))
+		return 1;
+	if ((r = serve_grpc(cfg, n, &srv, err, sizeof err)))
+		return r;
+	probe_start(cfg);
+	failed = serve_http(cfg, n, srv, &http, err, sizeof err);
+	r = node_run(n);
+	*lost = node_lock_lost(n);
+	if (*lost)
+		pinger_start(); /* through the hand-off and the standby after it (a stop's STOPPING=1 ends the watchdog) */
+	if (*lost)
+		uninstall = 0; /* the processes may have another daemon now: hand them off */
+	serve_end(n, srv, http, uninstall, *lost, r);
 	return r < 0 || failed ? 1 : 0;
 }
 
-int main(int argc, char **argv)
+/* --help, --version, --completion and --check-config, done here: the
+ * exit status; -1 for a run. */
+static int one_shot(const struct node_cfg *cfg, char *err, size_t errlen)
 {
-	static struct node_cfg cfg;
-	char err[512] = "", q[2100];
-	struct sigaction sa;
-	int r;
-
-	if ((r = cmdline_parse(&cl, argc, argv, err, sizeof err)) == 0 && cl.action == CMDLINE_RUN)
-		r = build_cfg(&cfg, err, sizeof err);
-	if (r < 0) {
-		fprintf(stderr, "procctl-node: %s\n", r == -ENOMEM ? strerror(ENOMEM) : err);
-		if (strstr(err, "no such flag") || strstr(err, "not a flag") || strstr(err, "needs a value") ||
-		    strstr(err, "ambiguous") || strstr(err, "takes no value"))
-			fprintf(stderr, "procctl-node --help lists every flag\n");
-		return 2;
-	}
 	switch (cl.action) {
 	case CMDLINE_HELP:
 		usage(stdout);
@@ -508,14 +546,78 @@ int main(int argc, char **argv)
 		gid_t gid;
 		/* Judged for whoever runs this: as root, as the daemon runs
 		 * (another user's view of root's directories says nothing). */
-		if (node_cfg_socket_gid(&cfg, &gid, err, sizeof err) < 0 ||
-		    (geteuid() == 0 && (dirs_checked(&cfg, err, sizeof err) < 0 || files_checked(&cfg, err, sizeof err) < 0))) {
+		if (node_cfg_socket_gid(cfg, &gid, err, errlen) < 0 ||
+		    (geteuid() == 0 && (dirs_checked(cfg, err, errlen) < 0 || files_checked(cfg, err, errlen) < 0))) {
 			fprintf(stderr, "procctl-node: %s\n", err);
 			return 2;
 		}
 		printf("procctl-node: configuration valid\n");
 		return 0;
 	}
+	return -1;
+}
+
+/* SIGTERM and SIGINT stop, SIGHUP reloads, SIGPIPE is ignored. */
+static void signals_catch(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_signal; /* no SA_RESTART: a standby's flock returns */
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sa.sa_handler = on_hup; /* not the default (exit, with no hand-off): read the config file again */
+	sa.sa_flags = SA_RESTART; /* any thread may take it: no library call of theirs fails with EINTR */
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+/* NODE.lock taken (standing by while another daemon holds it), then the
+ * node served; again when it lost the lock, unless stopping. The exit
+ * status. */
+static int serve_locked(struct node_cfg *cfg, char *err, size_t errlen)
+{
+	char q[2100];
+	int r;
+	for (;;) {
+		struct nodelock lock;
+		int lost = 0;
+		notify("STATUS=taking NODE.lock (another procctl-node may hold it)");
+		pinger_start();
+		r = nodelock_take(&lock, cfg->lock_dir, &stopping, err, errlen);
+		pinger_stop();
+		if (r != 0) {
+			if (r > 0)
+				return 0;
+			node_log(PROCCTL_LOG_ERROR, "lock_failed", "dir=%s error=\"%s\"", cfg->lock_dir,
+				 node_log_quote(q, sizeof q, err));
+			return 1;
+		}
+		r = serve(cfg, &lock, cl.uninstall, &lost);
+		nodelock_release(&lock);
+		if (!lost || stopping) {
+			pinger_stop();
+			return r;
+		}
+	}
+}
+
+int main(int argc, char **argv)
+{
+	static struct node_cfg cfg;
+	char err[512] = "";
+	int r;
+
+	if ((r = cmdline_parse(&cl, argc, argv, err, sizeof err)) == 0 && cl.action == CMDLINE_RUN)
+		r = build_cfg(&cfg, err, sizeof err);
+	if (r < 0) {
+		fprintf(stderr, "procctl-node: %s\n", r == -ENOMEM ? strerror(ENOMEM) : err);
+		if (strstr(err, "no such flag") || strstr(err, "not a flag") || strstr(err, "needs a value") ||
+		    strstr(err, "ambiguous") || strstr(err, "takes no value"))
+			fprintf(stderr, "procctl-node --help lists every flag\n");
+		return 2;
+	}
+	if ((r = one_shot(&cfg, err, sizeof err)) >= 0)
+		return r;
 	if (!strcmp(cfg.kube_api, "in-cluster")) { /* not judged by --check-config: it runs outside the pod */
 		char url[KUBEWATCH_URL_MAX];
 		if (kubewatch_in_cluster_url(url, sizeof url, err, sizeof err) < 0) {
@@ -525,37 +627,10 @@ int main(int argc, char **argv)
 	}
 	node_log_level(cfg.log_debug ? PROCCTL_LOG_DEBUG : PROCCTL_LOG_INFO);
 	procctl_set_log(on_lib_log, NULL);
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_signal; /* no SA_RESTART: a standby's flock returns */
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	sa.sa_handler = on_hup; /* not the default (exit, with no hand-off): read the config file again */
-	sa.sa_flags = SA_RESTART; /* any thread may take it: no library call of theirs fails with EINTR */
-	sigaction(SIGHUP, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	signals_catch();
 
 	node_log(PROCCTL_LOG_INFO, "starting", "version=%s pid=%d", PROCCTL_NODE_VERSION, (int)getpid());
 	pinger_init();
 	raise_fd_limit(&cfg);
-	for (;;) {
-		struct nodelock lock;
-		int lost = 0;
-		notify("STATUS=taking NODE.lock (another procctl-node may hold it)");
-		pinger_start();
-		r = nodelock_take(&lock, cfg.lock_dir, &stopping, err, sizeof err);
-		pinger_stop();
-		if (r != 0) {
-			if (r > 0)
-				return 0;
-			node_log(PROCCTL_LOG_ERROR, "lock_failed", "dir=%s error=\"%s\"", cfg.lock_dir,
-				 node_log_quote(q, sizeof q, err));
-			return 1;
-		}
-		r = serve(&cfg, &lock, cl.uninstall, &lost);
-		nodelock_release(&lock);
-		if (!lost || stopping) {
-			pinger_stop();
-			return r;
-		}
-	}
+	return serve_locked(&cfg, err, sizeof err);
 }

@@ -348,10 +348,94 @@ static grpc_server *server_new(const struct node_cfg *cfg)
 	return server;
 }
 
+/* gRPC started, and s's server made on it with its two queues: the
+ * loop's (cq) and the I/O thread's. */
+static void server_open(struct grpc_srv *s)
+{
+	gpr_set_log_function(on_grpc_log);
+	grpc_init();
+	s->server = server_new(s->cfg);
+	s->cq = events_cq();
+	s->io_cq = grpc_completion_queue_create_for_next(NULL);
+	grpc_server_register_completion_queue(s->server, s->cq, NULL);
+	grpc_server_register_completion_queue(s->server, s->io_cq, NULL);
+}
+
+/* The I/O thread, then the methods registered. 0, or -errno and a
+ * message in err. */
+static int io_start(struct grpc_srv *s, char *err, size_t errlen)
+{
+	size_t i;
+	int r;
+	if ((r = pthread_create(&s->io, NULL, io_thread, s))) {
+		snprintf(err, errlen, "the gRPC I/O thread: %s", strerror(r));
+		return -r;
+	}
+	s->io_started = 1;
+	for (i = 0; i < NMETHODS; i++)
+		s->handle[i] = grpc_server_register_method(s->server, methods[i].path, NULL, GRPC_SRM_PAYLOAD_NONE, 0);
+	return 0;
+}
+
+/* Every grpc_listen address added, TCP's with the TLS credentials when
+ * configured (released here either way). 0, or -errno and a message. */
+static int listen_start(struct grpc_srv *s, char *err, size_t errlen)
+{
+	const struct node_cfg *cfg = s->cfg;
+	grpc_server_credentials *tls = NULL;
+	int r;
+	if (cfg->tls_cert[0] && !(tls = tls_credentials(cfg, err, errlen)))
+		return -EINVAL;
+	r = listen_all(s, tls, err, errlen);
+	if (tls)
+		grpc_server_credentials_release(tls);
+	return r;
+}
+
+/* The accept thread and the gRPC thread, on the started server. 0, or
+ * -errno and a message. */
+static int threads_start(struct grpc_srv *s, char *err, size_t errlen)
+{
+	int r;
+	if ((r = conns_serve(s->conns, s->server)) < 0) {
+		snprintf(err, errlen, "the accept thread: %s", strerror(-r));
+		return r;
+	}
+	if ((r = pthread_create(&s->thread, NULL, cq_thread, s))) {
+		snprintf(err, errlen, "the gRPC thread: %s", strerror(r));
+		return -r;
+	}
+	s->started = 1;
+	return 0;
+}
+
+/* A start that failed once the server was made (and started: shutdown
+ * wants a started server) is undone, s freed and gRPC shut down: r. */
+static int start_undo(struct grpc_srv *s, int r)
+{
+	size_t i;
+	conns_stop(s->conns);
+	s->shutting_down = 1;
+	grpc_server_shutdown_and_notify(s->server, s->cq, &s->t_shutdown);
+	grpc_server_cancel_all_calls(s->server);
+	grpc_completion_queue_shutdown(s->cq);
+	while (grpc_completion_queue_next(s->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL).type != GRPC_QUEUE_SHUTDOWN)
+		;
+	grpc_server_destroy(s->server);
+	grpc_completion_queue_destroy(s->cq);
+	io_stop(s);
+	for (i = 0; i < s->nunix; i++)
+		unlink(s->unix_paths[i]);
+	conns_free(s->conns);
+	reflect_free(s->reflect);
+	free(s);
+	grpc_shutdown_blocking();
+	return r;
+}
+
 int grpcsrv_start(const struct node_cfg *cfg, struct node *n, struct grpc_srv **out, char *err, size_t errlen)
 {
 	struct grpc_srv *s = calloc(1, sizeof *s);
-	grpc_server_credentials *tls = NULL;
 	size_t i;
 	int r;
 
@@ -375,42 +459,15 @@ int grpcsrv_start(const struct node_cfg *cfg, struct node *n, struct grpc_srv **
 		free(s);
 		return r;
 	}
-	gpr_set_log_function(on_grpc_log);
-	grpc_init();
-	s->server = server_new(cfg);
-	s->cq = events_cq();
-	s->io_cq = grpc_completion_queue_create_for_next(NULL);
-	grpc_server_register_completion_queue(s->server, s->cq, NULL);
-	grpc_server_register_completion_queue(s->server, s->io_cq, NULL);
-	if ((r = pthread_create(&s->io, NULL, io_thread, s))) {
-		snprintf(err, errlen, "the gRPC I/O thread: %s", strerror(r));
-		r = -r;
-		goto fail;
+	server_open(s);
+	if ((r = io_start(s, err, errlen)) < 0 || (r = listen_start(s, err, errlen)) < 0) {
+		grpc_server_start(s->server); /* shutdown wants a started server */
+		return start_undo(s, r);
 	}
-	s->io_started = 1;
-	for (i = 0; i < NMETHODS; i++)
-		s->handle[i] = grpc_server_register_method(s->server, methods[i].path, NULL, GRPC_SRM_PAYLOAD_NONE, 0);
-	if (cfg->tls_cert[0] && !(tls = tls_credentials(cfg, err, errlen))) {
-		r = -EINVAL;
-		goto fail;
-	}
-	if ((r = listen_all(s, tls, err, errlen)) < 0)
-		goto fail;
-	if (tls)
-		grpc_server_credentials_release(tls);
-	tls = NULL;
 	grpc_server_start(s->server);
 	s->t_shutdown.c = NULL;
-	if ((r = conns_serve(s->conns, s->server)) < 0) {
-		snprintf(err, errlen, "the accept thread: %s", strerror(-r));
-		goto fail_started;
-	}
-	if ((r = pthread_create(&s->thread, NULL, cq_thread, s))) {
-		snprintf(err, errlen, "the gRPC thread: %s", strerror(r));
-		r = -r;
-		goto fail_started;
-	}
-	s->started = 1;
+	if ((r = threads_start(s, err, errlen)) < 0)
+		return start_undo(s, r);
 	for (i = 0; i < NMETHODS; i++) {
 		int k, slots = methods[i].nm == NODE_WATCH_EVENTS && methods[i].h == H_NODE ? WATCH_SLOTS : SLOTS;
 		for (k = 0; k < slots; k++)
@@ -420,28 +477,6 @@ int grpcsrv_start(const struct node_cfg *cfg, struct node *n, struct grpc_srv **
 		grpcsrv_post(s, NULL);
 	*out = s;
 	return 0;
-fail:
-	if (tls)
-		grpc_server_credentials_release(tls);
-	grpc_server_start(s->server); /* shutdown wants a started server */
-fail_started:
-	conns_stop(s->conns);
-	s->shutting_down = 1;
-	grpc_server_shutdown_and_notify(s->server, s->cq, &s->t_shutdown);
-	grpc_server_cancel_all_calls(s->server);
-	grpc_completion_queue_shutdown(s->cq);
-	while (grpc_completion_queue_next(s->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL).type != GRPC_QUEUE_SHUTDOWN)
-		;
-	grpc_server_destroy(s->server);
-	grpc_completion_queue_destroy(s->cq);
-	io_stop(s);
-	for (i = 0; i < s->nunix; i++)
-		unlink(s->unix_paths[i]);
-	conns_free(s->conns);
-	reflect_free(s->reflect);
-	free(s);
-	grpc_shutdown_blocking();
-	return r;
 }
 
 void grpcsrv_stop(struct grpc_srv *s, unsigned grace_ms)

@@ -353,13 +353,10 @@ static void answer_index(struct hreq *r)
 	__atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
 }
 
-/* Route a whole request. */
-static enum MHD_Result route(struct hreq *r, const char *url, const char *method)
+/* A request whose body was not kept whole: over 2 MiB, no memory, or
+ * the bodies of all requests over 16 MiB. */
+static enum MHD_Result route_too_big(struct hreq *r)
 {
-	int get = !strcmp(method, "GET") || !strcmp(method, "HEAD"), post = !strcmp(method, "POST");
-	size_t n = strlen(url);
-	int32_t pid;
-
 	if (r->too_big == 1) {
 		answer_error(r, NODE_RESOURCE_EXHAUSTED, "request body over 2 MiB");
 		r->status = 413;
@@ -367,71 +364,103 @@ static enum MHD_Result route(struct hreq *r, const char *url, const char *method
 	}
 	if (r->too_big == 3)
 		return answer_error(r, NODE_RESOURCE_EXHAUSTED, "out of memory"), MHD_YES;
+	return answer_error(r, NODE_UNAVAILABLE, "other requests' bodies fill the HTTP side's 16 MiB: try again"),
+	       MHD_YES;
+}
+
+/* GET /healthz: is the loop alive (http_liveness)? */
+static enum MHD_Result route_healthz(struct hreq *r, int get)
+{
+	char why[200];
+	if (!get)
+		return not_allowed(r, "GET");
+	if (r->h->live.alive && !r->h->live.alive(r->h->live.arg, why, sizeof why))
+		answer_json(r, 503, json_pack("{s:s, s:s}", "status", "unresponsive", "reason", why));
+	else
+		answer_json(r, 200, json_pack("{s:s}", "status", "alive"));
+	return MHD_YES;
+}
+
+/* GET /readyz: does the node serve? */
+static enum MHD_Result route_readyz(struct hreq *r, int get)
+{
+	int ready = node_serving(r->h->node);
+	if (!get)
+		return not_allowed(r, "GET");
+	answer_json(r, ready ? 200 : 503, json_pack("{s:s}", "status", ready ? "ready" : "not ready"));
+	return MHD_YES;
+}
+
+/* GET /v1/processes: ListProcesses, filtered by the query's arguments. */
+static enum MHD_Result route_list_processes(struct hreq *r, int get)
+{
+	Procctl__V1__ListProcessesRequest rq = PROCCTL__V1__LIST_PROCESSES_REQUEST__INIT;
+	Procctl__V1__Selector f = PROCCTL__V1__SELECTOR__INIT;
+	const char *consumer = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "consumer");
+	const char *pod = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "pod_uid");
+	const char *ctr = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "container_id");
+	if (!get)
+		return not_allowed(r, "GET");
+	f.consumer = (char *)(consumer ? consumer : "");
+	f.pod_uid = (char *)(pod ? pod : "");
+	f.container_id = (char *)(ctr ? ctr : "");
+	rq.filter = &f;
+	return submit_msg(r, NODE_LIST_PROCESSES, &rq.base, 10000);
+}
+
+/* /v1/processes/PID[/state|/config]: GetProcess, ReadState, Publish. */
+static enum MHD_Result route_process(struct hreq *r, const char *url, int get, int post)
+{
+	const char *p = url + 14, *slash = strchr(p, '/');
+	size_t plen = slash ? (size_t)(slash - p) : strlen(p);
+	Procctl__V1__ProcessRef ref = PROCCTL__V1__PROCESS_REF__INIT;
+	int32_t pid;
+	if (http_parse_pid(p, plen, &pid) < 0)
+		return answer_error(r, slash || plen ? NODE_INVALID_ARGUMENT : NODE_NOT_FOUND,
+				    "not a pid (1 to 2147483647)"), MHD_YES;
+	ref.pid = pid;
+	if (!slash) {
+		Procctl__V1__GetProcessRequest rq = PROCCTL__V1__GET_PROCESS_REQUEST__INIT;
+		if (!get)
+			return not_allowed(r, "GET");
+		rq.process = &ref;
+		return submit_msg(r, NODE_GET_PROCESS, &rq.base, 10000);
+	}
+	if (!strcmp(slash, "/state")) {
+		Procctl__V1__ReadStateRequest rq = PROCCTL__V1__READ_STATE_REQUEST__INIT;
+		if (!get)
+			return not_allowed(r, "GET");
+		rq.process = &ref;
+		return submit_msg(r, NODE_READ_STATE, &rq.base, 10000);
+	}
+	if (!strcmp(slash, "/config"))
+		return post ? post_config(r, pid) : not_allowed(r, "POST");
+	answer_error(r, NODE_NOT_FOUND, "no such path");
+	return MHD_YES;
+}
+
+/* Route a whole request. */
+static enum MHD_Result route(struct hreq *r, const char *url, const char *method)
+{
+	int get = !strcmp(method, "GET") || !strcmp(method, "HEAD"), post = !strcmp(method, "POST");
+	size_t n = strlen(url);
+
 	if (r->too_big)
-		return answer_error(r, NODE_UNAVAILABLE, "other requests' bodies fill the HTTP side's 16 MiB: try again"),
-		       MHD_YES;
+		return route_too_big(r);
 	if (!strcmp(url, "/"))
 		return get ? (answer_index(r), MHD_YES) : not_allowed(r, "GET");
-	if (!strcmp(url, "/healthz")) {
-		char why[200];
-		if (!get)
-			return not_allowed(r, "GET");
-		if (r->h->live.alive && !r->h->live.alive(r->h->live.arg, why, sizeof why))
-			answer_json(r, 503, json_pack("{s:s, s:s}", "status", "unresponsive", "reason", why));
-		else
-			answer_json(r, 200, json_pack("{s:s}", "status", "alive"));
-		return MHD_YES;
-	}
-	if (!strcmp(url, "/readyz")) {
-		int ready = node_serving(r->h->node);
-		if (!get)
-			return not_allowed(r, "GET");
-		answer_json(r, ready ? 200 : 503, json_pack("{s:s}", "status", ready ? "ready" : "not ready"));
-		return MHD_YES;
-	}
+	if (!strcmp(url, "/healthz"))
+		return route_healthz(r, get);
+	if (!strcmp(url, "/readyz"))
+		return route_readyz(r, get);
 	if (!strcmp(url, "/metrics"))
 		return get ? submit(r, NODE_METRICS, NULL, 10000) : not_allowed(r, "GET");
 	if (!strncmp(url, "/v1/", 4) && !views_allowed(r))
 		return MHD_YES;
-	if (!strcmp(url, "/v1/processes")) {
-		Procctl__V1__ListProcessesRequest rq = PROCCTL__V1__LIST_PROCESSES_REQUEST__INIT;
-		Procctl__V1__Selector f = PROCCTL__V1__SELECTOR__INIT;
-		const char *consumer = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "consumer");
-		const char *pod = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "pod_uid");
-		const char *ctr = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "container_id");
-		if (!get)
-			return not_allowed(r, "GET");
-		f.consumer = (char *)(consumer ? consumer : "");
-		f.pod_uid = (char *)(pod ? pod : "");
-		f.container_id = (char *)(ctr ? ctr : "");
-		rq.filter = &f;
-		return submit_msg(r, NODE_LIST_PROCESSES, &rq.base, 10000);
-	}
-	if (!strncmp(url, "/v1/processes/", 14)) {
-		const char *p = url + 14, *slash = strchr(p, '/');
-		size_t plen = slash ? (size_t)(slash - p) : strlen(p);
-		Procctl__V1__ProcessRef ref = PROCCTL__V1__PROCESS_REF__INIT;
-		if (http_parse_pid(p, plen, &pid) < 0)
-			return answer_error(r, slash || plen ? NODE_INVALID_ARGUMENT : NODE_NOT_FOUND,
-					    "not a pid (1 to 2147483647)"), MHD_YES;
-		ref.pid = pid;
-		if (!slash) {
-			Procctl__V1__GetProcessRequest rq = PROCCTL__V1__GET_PROCESS_REQUEST__INIT;
-			if (!get)
-				return not_allowed(r, "GET");
-			rq.process = &ref;
-			return submit_msg(r, NODE_GET_PROCESS, &rq.base, 10000);
-		}
-		if (!strcmp(slash, "/state")) {
-			Procctl__V1__ReadStateRequest rq = PROCCTL__V1__READ_STATE_REQUEST__INIT;
-			if (!get)
-				return not_allowed(r, "GET");
-			rq.process = &ref;
-			return submit_msg(r, NODE_READ_STATE, &rq.base, 10000);
-		}
-		if (!strcmp(slash, "/config"))
-			return post ? post_config(r, pid) : not_allowed(r, "POST");
-	}
+	if (!strcmp(url, "/v1/processes"))
+		return route_list_processes(r, get);
+	if (!strncmp(url, "/v1/processes/", 14))
+		return route_process(r, url, get, post);
 	if (!strcmp(url, "/v1/arbiters")) {
 		Procctl__V1__ListArbitersRequest rq = PROCCTL__V1__LIST_ARBITERS_REQUEST__INIT;
 		if (!get)
@@ -577,11 +606,11 @@ static int serve(struct httpsrv *h)
 	return 0;
 }
 
-int httpsrv_start(const struct node_cfg *cfg, struct node *n, const struct metrics_source *more, size_t nmore,
-		  const struct http_liveness *live, struct httpsrv **out, char *err, size_t errlen)
+/* http_listen's HOST:PORT ([V6]:PORT; HOST empty: every address),
+ * resolved in *ai. 0, or -EINVAL and a message. */
+static int listen_addr(const struct node_cfg *cfg, struct addrinfo **ai, char *err, size_t errlen)
 {
-	struct httpsrv *h;
-	struct addrinfo hints, *ai = NULL;
+	struct addrinfo hints;
 	char host[NODE_PATH_MAX], *colon;
 	const char *port;
 	int r;
@@ -601,15 +630,21 @@ int httpsrv_start(const struct node_cfg *cfg, struct node *n, const struct metri
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;
 	hints.ai_flags = AI_PASSIVE;
-	if ((r = getaddrinfo(host[0] ? host : NULL, port, &hints, &ai)) != 0) {
+	if ((r = getaddrinfo(host[0] ? host : NULL, port, &hints, ai)) != 0) {
 		snprintf(err, errlen, "http_listen %s: %s", cfg->http_listen, gai_strerror(r));
 		return -EINVAL;
 	}
-	if (!(h = calloc(1, sizeof *h))) {
-		freeaddrinfo(ai);
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
+	return 0;
+}
+
+/* The server's state, its connections bounded by the descriptors the
+ * daemon may open. NULL: out of memory. */
+static struct httpsrv *http_new(const struct node_cfg *cfg, struct node *n, const struct metrics_source *more,
+				size_t nmore, const struct http_liveness *live)
+{
+	struct httpsrv *h;
+	if (!(h = calloc(1, sizeof *h)))
+		return NULL;
 	h->cfg = cfg;
 	h->node = n;
 	h->max_conns = (unsigned)(fd_budget()->room / 4);
@@ -620,26 +655,36 @@ int httpsrv_start(const struct node_cfg *cfg, struct node *n, const struct metri
 	memcpy(h->more, more, h->nmore * sizeof *more);
 	if (live)
 		h->live = *live;
+	return h;
+}
+
+/* Who may see the JSON views: a loopback listener's callers with the
+ * key, loaded now. 0, or -errno and a message. */
+static int http_access(struct httpsrv *h, const struct addrinfo *ai, char *err, size_t errlen)
+{
+	const struct node_cfg *cfg = h->cfg;
+	int r;
 	if (ai->ai_family == AF_INET)
 		h->loopback = (ntohl(((struct sockaddr_in *)ai->ai_addr)->sin_addr.s_addr) >> 24) == 127;
 	else if (ai->ai_family == AF_INET6)
 		h->loopback = IN6_IS_ADDR_LOOPBACK(&((struct sockaddr_in6 *)ai->ai_addr)->sin6_addr);
 	if ((cfg->http_writes || cfg->http_api_key_file[0]) && !h->loopback) {
-		freeaddrinfo(ai);
-		free(h);
 		snprintf(err, errlen, "http_listen %s: the JSON views (http_api_key_file, http_writes) are served on "
 			 "loopback only (HTTP has no mTLS): use gRPC over mTLS", cfg->http_listen);
 		return -EINVAL;
 	}
 	if (cfg->http_api_key_file[0] &&
-	    (r = http_key_load(cfg->http_api_key_file, h->key, sizeof h->key, &h->keylen, err, errlen)) < 0) {
-		freeaddrinfo(ai);
-		free(h);
+	    (r = http_key_load(cfg->http_api_key_file, h->key, sizeof h->key, &h->keylen, err, errlen)) < 0)
 		return r;
-	}
-	h->waiting.prev = h->waiting.next = &h->waiting;
+	return 0;
+}
+
+/* libmicrohttpd's daemon for h on ai, its callbacks h's. NULL: it
+ * cannot listen there. */
+static struct MHD_Daemon *http_daemon(struct httpsrv *h, const struct addrinfo *ai)
+{
 	/* no MHD_USE_INTERNAL_POLLING_THREAD: http_thread runs it */
-	h->d = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG |
+	return MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG |
 					(ai->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0),
 				/* the logger first: libmicrohttpd warns when it is not */
 				0, NULL, NULL, on_request, h, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, h,
@@ -649,6 +694,29 @@ int httpsrv_start(const struct node_cfg *cfg, struct node *n, const struct metri
 				(unsigned)HTTP_TIMEOUT_S, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
 				MHD_OPTION_NOTIFY_CONNECTION, hconn_notify, h, MHD_OPTION_UNESCAPE_CALLBACK, on_unescape,
 				NULL, MHD_OPTION_END);
+}
+
+int httpsrv_start(const struct node_cfg *cfg, struct node *n, const struct metrics_source *more, size_t nmore,
+		  const struct http_liveness *live, struct httpsrv **out, char *err, size_t errlen)
+{
+	struct httpsrv *h;
+	struct addrinfo *ai = NULL;
+	int r;
+
+	if ((r = listen_addr(cfg, &ai, err, errlen)) < 0)
+		return r;
+	if (!(h = http_new(cfg, n, more, nmore, live))) {
+		freeaddrinfo(ai);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	if ((r = http_access(h, ai, err, errlen)) < 0) {
+		freeaddrinfo(ai);
+		free(h);
+		return r;
+	}
+	h->waiting.prev = h->waiting.next = &h->waiting;
+	h->d = http_daemon(h, ai);
 	freeaddrinfo(ai);
 	if (!h->d) {
 		free(h);

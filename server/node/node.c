@@ -105,40 +105,31 @@ static void pod_identity_said(void)
 		 k ? list : "unknown: /proc/1/cgroup unreadable", k);
 }
 
-struct node *node_new(const struct node_cfg *cfg, const struct nodelock *lock, char *err, size_t errlen)
+/* The loop's own: its eventfd, the event history, the incarnation, the
+ * reads' queue, the watch on NODE.lock. 0, or -1 and a message. */
+static int loop_open(struct node *n, const struct node_cfg *cfg, const struct nodelock *lock, char *err, size_t errlen)
 {
-	struct node *n = calloc(1, sizeof *n);
-	size_t i;
-	if (!n) {
-		snprintf(err, errlen, "out of memory");
-		return NULL;
-	}
-	n->cfg = *cfg;
-	pthread_mutex_init(&n->mu, NULL);
-	n->tail = &n->head;
-	n->writing_tail = &n->writing;
-	n->cfg_ifd = -1;
-	n->lock_ifd = -1;
-	n->lock = lock;
-	n->t_tick = TIMER_INIT(on_tick);
-	n->t_cfg = TIMER_INIT(cfg_on_due);
-	n->t_alive = TIMER_INIT(on_alive);
 	n->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	n->ev = events_new(cfg->watch_history);
 	if (n->efd < 0 || !n->ev || getrandom(&n->incarnation, sizeof n->incarnation, 0) != sizeof n->incarnation ||
 	    reads_open(n) < 0) {
 		snprintf(err, errlen, "setting up the loop: %s", strerror(errno));
-		goto fail;
+		return -1;
 	}
 	if (lock_watch(n) < 0) {
 		snprintf(err, errlen, "watching %s: %s", lock->path, strerror(errno));
-		goto fail;
+		return -1;
 	}
-	pod_identity_said();
-	if (kubepods_open(&n->kube, cfg, n->efd, err, errlen) < 0)
-		goto fail;
+	return 0;
+}
+
+/* The desired store, loaded (and said), fenced on NODE.lock, pruned,
+ * and the config file's sections set in it. 0, or -1 and a message. */
+static int desired_open(struct node *n, const struct node_cfg *cfg, const struct nodelock *lock, char *err,
+			size_t errlen)
+{
 	if (desired_load(&n->desired, cfg->state_dir, err, errlen) < 0)
-		goto fail;
+		return -1;
 	n->desired.fence = lock;
 	desired_limits(&n->desired, cfg->desired_max, cfg->desired_bytes_max);
 	if (n->desired.set_aside[0]) {
@@ -155,6 +146,14 @@ struct node *node_new(const struct node_cfg *cfg, const struct nodelock *lock, c
 	n->rev_at_start = n->desired.revision;
 	desired_prune(n);
 	desired_from_file(n, &n->cfg);
+	return 0;
+}
+
+/* A registry per configured consumer (one for all when none is named).
+ * 0, or -1 and a message (those made so far are n's). */
+static int registries_open(struct node *n, const struct node_cfg *cfg, char *err, size_t errlen)
+{
+	size_t i;
 	n->nreg = cfg->nconsumers ? cfg->nconsumers : 1;
 	for (i = 0; i < n->nreg; i++) {
 		struct procctl_registry_opts o;
@@ -180,27 +179,69 @@ struct node *node_new(const struct node_cfg *cfg, const struct nodelock *lock, c
 		if (!n->reg[i]) {
 			snprintf(err, errlen, "registry for %s: %s", o.consumer ? o.consumer : "every consumer",
 				 strerror(errno));
-			goto fail;
+			return -1;
 		}
 		n->args[i].reg = n->reg[i];
 	}
-	if (cfg->hello) {
-		struct procctl_hello_opts ho;
-		memset(&ho, 0, sizeof ho);
-		ho.sz = sizeof ho;
-		ho.on_pid = node_on_hello;
-		ho.on_exec = node_on_exec;
-		ho.arg = n;
-		if (!(n->hello = procctl_hello_new(&ho)))
-			node_log(PROCCTL_LOG_WARN, "hello_unavailable", "reason=\"%s\" error=\"%s\" rescan_ms=%llu",
-				 procctl_hello_error(-errno), strerror(errno), (unsigned long long)(cfg->rescan_ns / MS));
+	return 0;
+}
+
+/* hello, when configured: unavailable is said, not fatal (the rescans
+ * find the processes). */
+static void hello_open(struct node *n, const struct node_cfg *cfg)
+{
+	struct procctl_hello_opts ho;
+	if (!cfg->hello)
+		return;
+	memset(&ho, 0, sizeof ho);
+	ho.sz = sizeof ho;
+	ho.on_pid = node_on_hello;
+	ho.on_exec = node_on_exec;
+	ho.arg = n;
+	if (!(n->hello = procctl_hello_new(&ho)))
+		node_log(PROCCTL_LOG_WARN, "hello_unavailable", "reason=\"%s\" error=\"%s\" rescan_ms=%llu",
+			 procctl_hello_error(-errno), strerror(errno), (unsigned long long)(cfg->rescan_ns / MS));
+}
+
+/* n's parts, phase by phase, in the order each needs the ones before:
+ * 0, or -1 and a message, n left part built. */
+static int node_build(struct node *n, const struct node_cfg *cfg, const struct nodelock *lock, char *err,
+		      size_t errlen)
+{
+	if (loop_open(n, cfg, lock, err, errlen) < 0)
+		return -1;
+	pod_identity_said();
+	if (kubepods_open(&n->kube, cfg, n->efd, err, errlen) < 0 || desired_open(n, cfg, lock, err, errlen) < 0 ||
+	    registries_open(n, cfg, err, errlen) < 0)
+		return -1;
+	hello_open(n, cfg);
+	return arbiters_new(n, err, errlen);
+}
+
+struct node *node_new(const struct node_cfg *cfg, const struct nodelock *lock, char *err, size_t errlen)
+{
+	struct node *n = calloc(1, sizeof *n);
+	if (!n) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
 	}
-	if (arbiters_new(n, err, errlen) < 0)
-		goto fail;
+	n->cfg = *cfg;
+	pthread_mutex_init(&n->mu, NULL);
+	n->tail = &n->head;
+	n->writing_tail = &n->writing;
+	n->cfg_ifd = -1;
+	n->lock_ifd = -1;
+	n->lock = lock;
+	n->t_tick = TIMER_INIT(on_tick);
+	n->t_cfg = TIMER_INIT(cfg_on_due);
+	n->t_alive = TIMER_INIT(on_alive);
+	if (node_build(n, cfg, lock, err, errlen) < 0) {
+		/* node_close undoes whatever a phase made: descriptors of -1,
+		 * NULL pointers and parts still zeroed are skipped. */
+		node_close(n, 0);
+		return NULL;
+	}
 	return n;
-fail:
-	node_close(n, 0);
-	return NULL;
 }
 
 void node_set_hooks(struct node *n, const struct node_hooks *h)
@@ -345,105 +386,165 @@ static struct node_job *take_jobs(struct node *n, int close, size_t max, int *mo
 	return k ? first : NULL;
 }
 
-int node_run(struct node *n)
+/* The loop's descriptors: each registry's, efd, hello's, the config
+ * file's directories', NODE.lock's (-1: none, poll skips it). */
+static void loop_fds(struct node *n, struct pollfd *pfd)
 {
-	struct pollfd pfd[NODE_CONSUMERS_MAX + 4];
-	struct turn t;
-	int err = 0;
 	size_t i;
-
 	for (i = 0; i < n->nreg; i++)
 		pfd[i] = (struct pollfd){procctl_registry_fd(n->reg[i]), POLLIN, 0};
 	pfd[n->nreg] = (struct pollfd){n->efd, POLLIN, 0};
 	pfd[n->nreg + 1] = (struct pollfd){n->hello ? procctl_hello_fd(n->hello) : -1, POLLIN, 0};
 	pfd[n->nreg + 2] = (struct pollfd){n->cfg_ifd, POLLIN, 0};
 	pfd[n->nreg + 3] = (struct pollfd){n->lock_ifd, POLLIN, 0};
-	if (n->narb && (err = timer_arm(&n->timers, &n->t_tick, now_ns())) < 0)
-		goto out;
-	if (n->hooks.alive && n->hooks.alive_ns > 0 && (err = timer_arm(&n->timers, &n->t_alive, now_ns())) < 0)
-		goto out;
-	turn_start(n, &t, 0);
-	while (!n->stop) {
-		struct node_job *j, *next;
-		int64_t now, timeout;
-		uint64_t v;
-		int ready = 1, writing, nready, more;
+}
 
-		if (lock_check(n)) /* before any request is served */
-			break;
-		for (j = take_jobs(n, 0, TURN_JOBS, &more); j; j = next) {
-			enum node_method m = j->method;
-			next = j->next;
-			node_handle(n, j);
-			turn_step(&t, "job", method_names[m]);
-			t.jobs++;
+/* A turn's steps, in order (turn_steps): each does its part and ends
+ * its time (turn_step), leaving in *l what the later steps and the
+ * turn's wait need. 0, or -errno: the loop ends. */
+struct turn_left {
+	int more;    /* requests left for the next turn */
+	int writing; /* writes left to go out */
+	int ready;   /* every registry's first scan is done */
+};
+
+/* Up to TURN_JOBS requests, each a step named by its method. */
+static int step_jobs(struct node *n, struct turn *t, struct turn_left *l)
+{
+	struct node_job *j, *next;
+	for (j = take_jobs(n, 0, TURN_JOBS, &l->more); j; j = next) {
+		enum node_method m = j->method;
+		next = j->next;
+		node_handle(n, j);
+		turn_step(t, "job", method_names[m]);
+		t->jobs++;
+	}
+	return 0;
+}
+
+static int step_writes(struct node *n, struct turn *t, struct turn_left *l)
+{
+	l->writing = waits_write(n);
+	node_reads_done(n);
+	turn_step(t, "writes", "");
+	return 0;
+}
+
+static int step_pods(struct node *n, struct turn *t, struct turn_left *l)
+{
+	(void)l;
+	if (kubepods_drain(&n->kube, desired_pod_changed, n))
+		desired_pods_synced(n);
+	turn_step(t, "pods", "");
+	return 0;
+}
+
+static int step_hello(struct node *n, struct turn *t, struct turn_left *l)
+{
+	int err;
+	(void)l;
+	if (n->hello && (err = procctl_hello_dispatch(n->hello)) < 0) {
+		node_log(PROCCTL_LOG_ERROR, "hello_failed", "error=%s", strerror(-err));
+		return err;
+	}
+	turn_step(t, "hello", "");
+	return 0;
+}
+
+/* Each registry, a step named by its consumer. */
+static int step_registries(struct node *n, struct turn *t, struct turn_left *l)
+{
+	size_t i;
+	int err;
+	for (i = 0; i < n->nreg; i++) {
+		if ((err = procctl_registry_dispatch(n->reg[i])) < 0) {
+			node_log(PROCCTL_LOG_ERROR, "registry_failed", "error=%s", strerror(-err));
+			return err;
 		}
-		writing = waits_write(n);
-		node_reads_done(n);
-		turn_step(&t, "writes", "");
-		if (kubepods_drain(&n->kube, desired_pod_changed, n))
-			desired_pods_synced(n);
-		turn_step(&t, "pods", "");
-		if (n->hello && (err = procctl_hello_dispatch(n->hello)) < 0) {
-			node_log(PROCCTL_LOG_ERROR, "hello_failed", "error=%s", strerror(-err));
-			goto out;
-		}
-		turn_step(&t, "hello", "");
-		for (i = 0; i < n->nreg; i++) {
-			if ((err = procctl_registry_dispatch(n->reg[i])) < 0) {
-				node_log(PROCCTL_LOG_ERROR, "registry_failed", "error=%s", strerror(-err));
-				goto out;
-			}
-			ready &= procctl_registry_first_scan_done(n->reg[i]);
-			turn_step(&t, "registry", i < n->cfg.nconsumers ? n->cfg.consumers[i] : "");
-		}
-		if (n->cfg_ifd >= 0)
-			cfg_events(n, now_ns());
-		if (__atomic_exchange_n(&n->reload_asked, 0, __ATOMIC_RELAXED))
-			cfg_asked(n);
-		turn_step(&t, "config", "");
-		/* The timers poll the processes waits expect acks of, tick the
-		 * arbiters, reload the config and end the waits whose time is
-		 * up; the settled and ended waits are answered. */
-		waits_sweep(n, 0);
-		timers_run(&n->timers, now_ns());
-		waits_sweep(n, 0);
-		turn_step(&t, "timers", "");
-		if (ready != node_ready(n)) {
-			__atomic_store_n(&n->ready, ready, __ATOMIC_RELEASE);
-			node_log(PROCCTL_LOG_INFO, "ready", "processes=%zu", n->nprocs);
-			n->kick = 1;
-		}
-		if (ready && !n->ready_said && n->hooks.ready) {
-			n->ready_said = 1;
-			n->hooks.ready(n->hooks.arg);
-		}
-		if (n->kick && n->hooks.changed) {
-			n->kick = 0;
-			n->hooks.changed(n->hooks.arg);
-		}
-		turn_step(&t, "events", "");
-		/* Asleep until a timer is due or an fd has work: every other
-		 * thread's news (a request, a read done, a stop) comes through
-		 * efd, so an idle node never wakes for nothing. */
-		now = now_ns();
-		timeout = writing || more			     ? 0
-			  : timers_next(&n->timers) == INT64_MAX ? -1
-			  : timers_next(&n->timers) <= now    ? 0
-							       : (timers_next(&n->timers) - now + MS - 1) / MS;
-		turn_end(n, &t);
-		if ((nready = poll(pfd, n->nreg + 4, (int)(timeout > INT_MAX ? INT_MAX : timeout))) < 0 && errno != EINTR) {
-			err = -errno;
-			break;
-		}
-		turn_start(n, &t, nready > 0 ? (unsigned)nready : 0);
-		if (pfd[n->nreg].revents & POLLIN) {
-			if (read(n->efd, &v, sizeof v) < 0) {
-				/* EAGAIN: another wake consumed it */
-			}
+		l->ready &= procctl_registry_first_scan_done(n->reg[i]);
+		turn_step(t, "registry", i < n->cfg.nconsumers ? n->cfg.consumers[i] : "");
+	}
+	return 0;
+}
+
+static int step_config(struct node *n, struct turn *t, struct turn_left *l)
+{
+	(void)l;
+	if (n->cfg_ifd >= 0)
+		cfg_events(n, now_ns());
+	if (__atomic_exchange_n(&n->reload_asked, 0, __ATOMIC_RELAXED))
+		cfg_asked(n);
+	turn_step(t, "config", "");
+	return 0;
+}
+
+static int step_timers(struct node *n, struct turn *t, struct turn_left *l)
+{
+	(void)l;
+	/* The timers poll the processes waits expect acks of, tick the
+	 * arbiters, reload the config and end the waits whose time is
+	 * up; the settled and ended waits are answered. */
+	waits_sweep(n, 0);
+	timers_run(&n->timers, now_ns());
+	waits_sweep(n, 0);
+	turn_step(t, "timers", "");
+	return 0;
+}
+
+static int step_events(struct node *n, struct turn *t, struct turn_left *l)
+{
+	if (l->ready != node_ready(n)) {
+		__atomic_store_n(&n->ready, l->ready, __ATOMIC_RELEASE);
+		node_log(PROCCTL_LOG_INFO, "ready", "processes=%zu", n->nprocs);
+		n->kick = 1;
+	}
+	if (l->ready && !n->ready_said && n->hooks.ready) {
+		n->ready_said = 1;
+		n->hooks.ready(n->hooks.arg);
+	}
+	if (n->kick && n->hooks.changed) {
+		n->kick = 0;
+		n->hooks.changed(n->hooks.arg);
+	}
+	turn_step(t, "events", "");
+	return 0;
+}
+
+static int (*const turn_steps[])(struct node *n, struct turn *t, struct turn_left *l) = {
+	step_jobs, step_writes, step_pods, step_hello, step_registries, step_config, step_timers, step_events,
+};
+
+/* The turn ends, and the next starts at the wake. 0, or -errno: poll
+ * failed. */
+static int turn_wait(struct node *n, struct turn *t, const struct turn_left *l, struct pollfd *pfd)
+{
+	int64_t now, timeout;
+	uint64_t v;
+	int nready;
+	/* Asleep until a timer is due or an fd has work: every other
+	 * thread's news (a request, a read done, a stop) comes through
+	 * efd, so an idle node never wakes for nothing. */
+	now = now_ns();
+	timeout = l->writing || l->more                  ? 0
+		  : timers_next(&n->timers) == INT64_MAX ? -1
+		  : timers_next(&n->timers) <= now    ? 0
+						       : (timers_next(&n->timers) - now + MS - 1) / MS;
+	turn_end(n, t);
+	if ((nready = poll(pfd, n->nreg + 4, (int)(timeout > INT_MAX ? INT_MAX : timeout))) < 0 && errno != EINTR)
+		return -errno;
+	turn_start(n, t, nready > 0 ? (unsigned)nready : 0);
+	if (pfd[n->nreg].revents & POLLIN) {
+		if (read(n->efd, &v, sizeof v) < 0) {
+			/* EAGAIN: another wake consumed it */
 		}
 	}
-out:
+	return 0;
+}
+
+/* The loop ended (err: why, 0 a stop): err. */
+static int loop_end(struct node *n, int err)
+{
+	size_t i;
 	__atomic_store_n(&n->busy_since, 0, __ATOMIC_RELAXED);
 	/* Everything still held is answered: the daemon is going away. */
 	waits_sweep(n, 1);
@@ -458,6 +559,33 @@ out:
 		}
 	}
 	return err;
+}
+
+int node_run(struct node *n)
+{
+	struct pollfd pfd[NODE_CONSUMERS_MAX + 4];
+	struct turn t;
+	int err = 0;
+	size_t k;
+
+	loop_fds(n, pfd);
+	if (n->narb && (err = timer_arm(&n->timers, &n->t_tick, now_ns())) < 0)
+		return loop_end(n, err);
+	if (n->hooks.alive && n->hooks.alive_ns > 0 && (err = timer_arm(&n->timers, &n->t_alive, now_ns())) < 0)
+		return loop_end(n, err);
+	turn_start(n, &t, 0);
+	while (!n->stop) {
+		struct turn_left l = {.ready = 1};
+
+		if (lock_check(n)) /* before any request is served */
+			break;
+		for (k = 0; k < sizeof turn_steps / sizeof turn_steps[0]; k++)
+			if ((err = turn_steps[k](n, &t, &l)) < 0)
+				return loop_end(n, err);
+		if ((err = turn_wait(n, &t, &l, pfd)) < 0)
+			break;
+	}
+	return loop_end(n, err);
 }
 
 void node_release(struct node *n, unsigned flags)

@@ -180,47 +180,55 @@ void desired_from_file(struct node *n, const struct node_cfg *cfg)
 	}
 }
 
-void do_set_desired(struct node *n, struct node_job *job)
+/* SetDesiredConfig's checks, before anything is set: the config, its
+ * selector as a filter (*f, *ps), a pid's process, a selector of the
+ * config file's, the wait. 0, or -1 and the job answered. */
+static int set_desired_check(struct node *n, struct node_job *job, struct selector *f, struct podsel *ps)
 {
 	Procctl__V1__SetDesiredConfigRequest *rq = (void *)job->req;
-	const struct desired *d = NULL, *other = NULL;
-	struct selector f;
-	struct podsel ps;
-	struct proc **v = NULL, **eff;
-	struct wait *w;
-	const char *why = NULL;
-	uint8_t *copy;
-	char err[LABELSEL_MAX + 600], msg[4 * LABELSEL_MAX + 8];
-	ssize_t c, i, k = 0;
+	const struct desired *d;
+	char err[LABELSEL_MAX + 600];
 	enum node_code code;
-	int r;
 	if (!rq->config) {
 		job_finish(job, NODE_INVALID_ARGUMENT, "config: required", NULL);
-		return;
+		return -1;
 	}
-	if ((code = filter_from_pb(n, rq->config->selector, &f, &ps, err, sizeof err))) {
+	if ((code = filter_from_pb(n, rq->config->selector, f, ps, err, sizeof err))) {
 		job_finish(job, code, err, NULL);
-		return;
+		return -1;
 	}
-	if (f.pid && !(f.pid_start = procs_start_of(n, f.pid, &f.pid_image))) {
+	if (f->pid && !(f->pid_start = procs_start_of(n, f->pid, &f->pid_image))) {
 		snprintf(err, sizeof err, "selector.pid: %d is no attached process (a pid's config binds to its process, "
-			 "and goes when it does)", (int)f.pid);
+			 "and goes when it does)", (int)f->pid);
 		job_finish(job, NODE_FAILED_PRECONDITION, err, NULL);
-		return;
+		return -1;
 	}
-	if ((d = desired_find(&n->desired, &f, &ps)) && d->source[0]) {
+	if ((d = desired_find(&n->desired, f, ps)) && d->source[0]) {
 		snprintf(err, sizeof err, "the selector belongs to [desired %s] of the config file: change it there",
 			 d->source);
 		job_finish(job, NODE_FAILED_PRECONDITION, err, NULL);
-		return;
+		return -1;
 	}
 	if (wait_admit(n, job, rq->wait_ms) < 0)
-		return; /* refused before anything is set */
-	r = desired_set(&n->desired, &f, &ps, rq->config->payload.data, rq->config->payload.len, NULL, &d, &other, &why,
+		return -1; /* refused before anything is set */
+	return 0;
+}
+
+/* SetDesiredConfig's config stored, and said: it, or NULL and the job
+ * answered. */
+static const struct desired *set_desired_store(struct node *n, struct node_job *job, const struct selector *f,
+					       const struct podsel *ps)
+{
+	Procctl__V1__SetDesiredConfigRequest *rq = (void *)job->req;
+	const struct desired *d = NULL, *other = NULL;
+	const char *why = NULL;
+	char err[LABELSEL_MAX + 600], msg[4 * LABELSEL_MAX + 8];
+	int r;
+	r = desired_set(&n->desired, f, ps, rq->config->payload.data, rq->config->payload.len, NULL, &d, &other, &why,
 			err, sizeof err);
 	if (r == -EINVAL) {
 		job_finish(job, NODE_INVALID_ARGUMENT, why, NULL);
-		return;
+		return NULL;
 	}
 	if (r == -EEXIST) {
 		snprintf(err, sizeof err,
@@ -229,28 +237,40 @@ void do_set_desired(struct node *n, struct node_job *job)
 			 (int)other->sel.pid, other->sel.consumer, other->sel.version, other->sel.pod_uid,
 			 other->sel.container_id, other->pod.ns, (unsigned long long)other->revision);
 		job_finish(job, NODE_ALREADY_EXISTS, err, NULL);
-		return;
+		return NULL;
 	}
 	if (r == -ENOSPC) {
 		job_finish(job, NODE_RESOURCE_EXHAUSTED, err, NULL);
-		return;
+		return NULL;
 	}
 	if (r == -EIO) {
 		char msg[sizeof err + 64];
 		snprintf(msg, sizeof msg, "could not keep it on the host (%s): nothing changed", err);
 		job_finish(job, NODE_UNAVAILABLE, msg, NULL);
-		return;
+		return NULL;
 	}
 	if (r < 0) {
 		job_finish(job, NODE_RESOURCE_EXHAUSTED, "out of memory", NULL);
-		return;
+		return NULL;
 	}
 	node_log(PROCCTL_LOG_INFO, "desired_set", "revision=%llu consumer=%s version=%u pid=%d pod=%s container=%.12s "
 		 "namespace=%s labels=\"%s\" bytes=%zu", (unsigned long long)d->revision, d->sel.consumer, d->sel.version,
 		 (int)d->sel.pid, d->sel.pod_uid[0] ? d->sel.pod_uid : "-", d->sel.container_id[0] ? d->sel.container_id : "-",
 		 d->pod.ns[0] ? d->pod.ns : "-", node_log_quote(msg, sizeof msg, d->pod.labels), d->len);
-	/* The processes it is the config for now get it. */
-	if ((c = procs_matching(n, &f, &ps, &v)) < 0)
+	return d;
+}
+
+/* The processes the stored d is the config for now get it, as one wait
+ * of job's (which keeps a copy of d). */
+static void set_desired_give(struct node *n, struct node_job *job, const struct selector *f, const struct podsel *ps,
+			     const struct desired *d)
+{
+	Procctl__V1__SetDesiredConfigRequest *rq = (void *)job->req;
+	struct proc **v = NULL, **eff;
+	struct wait *w;
+	uint8_t *copy;
+	ssize_t c, i, k = 0;
+	if ((c = procs_matching(n, f, ps, &v)) < 0)
 		c = 0;
 	eff = v;
 	for (i = 0; i < c; i++) /* one whose pods are not listed yet gets it then */
@@ -273,6 +293,17 @@ void do_set_desired(struct node *n, struct node_job *job)
 	}
 	w->desired = *d;
 	w->desired.payload = copy;
+}
+
+void do_set_desired(struct node *n, struct node_job *job)
+{
+	const struct desired *d;
+	struct selector f;
+	struct podsel ps;
+	if (set_desired_check(n, job, &f, &ps) < 0 || !(d = set_desired_store(n, job, &f, &ps)))
+		return;
+	/* The processes it is the config for now get it. */
+	set_desired_give(n, job, &f, &ps, d);
 }
 
 /* A copy of d (its payload malloc'd) and its rollout now: 0, or -ENOMEM. */
@@ -361,57 +392,94 @@ nomem:
 	w->open = 0;
 }
 
-void do_delete_desired(struct node *n, struct node_job *job)
+/* DeleteDesiredConfig's checks: the request, its selector (*f, *ps)
+ * and the config it names, one set through the API. It, or NULL and the
+ * job answered. */
+static const struct desired *delete_desired_find(struct node *n, struct node_job *job, struct selector *f,
+						 struct podsel *ps)
 {
 	Procctl__V1__DeleteDesiredConfigRequest *rq = (void *)job->req;
-	Procctl__V1__DeleteDesiredConfigResponse m = PROCCTL__V1__DELETE_DESIRED_CONFIG_RESPONSE__INIT;
 	const Procctl__V1__Selector *s = rq->selector;
 	const struct desired *d;
-	struct desired old;
-	struct desired_rollout ro;
-	struct selector f;
-	struct podsel ps;
 	const char *why = NULL;
 	char err[LABELSEL_MAX + 600], msg[LABELSEL_MAX + 700];
 	enum node_code code;
-	struct arena a = {0};
-	struct proc **v = NULL;
-	ssize_t k = 0;
 
 	if (rq->wait_ms && !rq->clear) {
 		job_finish(job, NODE_INVALID_ARGUMENT, "wait_ms: waits for the processes clear writes to; "
 			   "without clear it writes to none", NULL);
-		return;
+		return NULL;
 	}
-	if (s && podsel_from(&ps, s->namespace_, s->label_selector, err, sizeof err) < 0) {
+	if (s && podsel_from(ps, s->namespace_, s->label_selector, err, sizeof err) < 0) {
 		job_finish(job, NODE_INVALID_ARGUMENT, err, NULL);
-		return;
+		return NULL;
 	}
 	if (!s)
-		memset(&ps, 0, sizeof ps);
-	if ((code = selector_from_pb(s, &f, &why))) {
+		memset(ps, 0, sizeof *ps);
+	if ((code = selector_from_pb(s, f, &why))) {
 		/* A pod UID an older procctl-node stored unchecked: deleted as it is
 		 * written, and only that (else the selector is refused). */
 		const char *bad = why;
-		if (!s || selector_from_stored(&f, s->pid, s->consumer, s->schema_version, s->pod_uid, s->container_id,
-					       &why) < 0 || desired_check(&f, &why) < 0 || !desired_find(&n->desired, &f, &ps)) {
+		if (!s || selector_from_stored(f, s->pid, s->consumer, s->schema_version, s->pod_uid, s->container_id,
+					       &why) < 0 || desired_check(f, &why) < 0 || !desired_find(&n->desired, f, ps)) {
 			job_finish(job, code, bad, NULL);
-			return;
+			return NULL;
 		}
-	} else if (desired_check(&f, &why) < 0) {
+	} else if (desired_check(f, &why) < 0) {
 		job_finish(job, NODE_INVALID_ARGUMENT, why, NULL);
-		return;
+		return NULL;
 	}
-	if (!(d = desired_find(&n->desired, &f, &ps))) {
+	if (!(d = desired_find(&n->desired, f, ps))) {
 		job_finish(job, NODE_NOT_FOUND, "no desired config for that selector", NULL);
-		return;
+		return NULL;
 	}
 	if (d->source[0]) {
 		snprintf(msg, sizeof msg, "the selector belongs to [desired %s] of the config file: remove it there",
 			 d->source);
 		job_finish(job, NODE_FAILED_PRECONDITION, msg, NULL);
-		return;
+		return NULL;
 	}
+	return d;
+}
+
+/* d deleted, a copy of it and its rollout kept in *old and *ro, and
+ * said. 0, or -1 and the job answered. */
+static int delete_desired_store(struct node *n, struct node_job *job, const struct desired *d, const struct selector *f,
+				const struct podsel *ps, struct desired *old, struct desired_rollout *ro)
+{
+	Procctl__V1__DeleteDesiredConfigRequest *rq = (void *)job->req;
+	char err[LABELSEL_MAX + 600], msg[LABELSEL_MAX + 700];
+	if (desired_snapshot(n, d, old, ro) < 0) {
+		job_finish(job, NODE_RESOURCE_EXHAUSTED, "out of memory", NULL);
+		return -1;
+	}
+	if (desired_delete(&n->desired, f, ps, err, sizeof err) < 0) {
+		free(old->payload);
+		snprintf(msg, sizeof msg, "could not keep the change on the host (%s): nothing changed", err);
+		job_finish(job, NODE_UNAVAILABLE, msg, NULL);
+		return -1;
+	}
+	node_log(PROCCTL_LOG_INFO, "desired_deleted", "revision=%llu consumer=%s version=%u pid=%d pod=%s container=%.12s "
+		 "clear=%d", (unsigned long long)old->revision, f->consumer, f->version, (int)f->pid,
+		 f->pod_uid[0] ? f->pod_uid : "-", f->container_id[0] ? f->container_id : "-", rq->clear);
+	return 0;
+}
+
+void do_delete_desired(struct node *n, struct node_job *job)
+{
+	Procctl__V1__DeleteDesiredConfigRequest *rq = (void *)job->req;
+	Procctl__V1__DeleteDesiredConfigResponse m = PROCCTL__V1__DELETE_DESIRED_CONFIG_RESPONSE__INIT;
+	const struct desired *d;
+	struct desired old;
+	struct desired_rollout ro;
+	struct selector f;
+	struct podsel ps;
+	struct arena a = {0};
+	struct proc **v = NULL;
+	ssize_t k = 0;
+
+	if (!(d = delete_desired_find(n, job, &f, &ps)))
+		return;
 	/* Whatever can refuse the call, before the delete. */
 	if (rq->clear && wait_admit(n, job, rq->wait_ms) < 0)
 		return;
@@ -419,21 +487,10 @@ void do_delete_desired(struct node *n, struct node_job *job)
 		job_finish(job, NODE_RESOURCE_EXHAUSTED, "out of memory", NULL);
 		return;
 	}
-	if (desired_snapshot(n, d, &old, &ro) < 0) {
+	if (delete_desired_store(n, job, d, &f, &ps, &old, &ro) < 0) {
 		free(v);
-		job_finish(job, NODE_RESOURCE_EXHAUSTED, "out of memory", NULL);
 		return;
 	}
-	if (desired_delete(&n->desired, &f, &ps, err, sizeof err) < 0) {
-		free(v);
-		free(old.payload);
-		snprintf(msg, sizeof msg, "could not keep the change on the host (%s): nothing changed", err);
-		job_finish(job, NODE_UNAVAILABLE, msg, NULL);
-		return;
-	}
-	node_log(PROCCTL_LOG_INFO, "desired_deleted", "revision=%llu consumer=%s version=%u pid=%d pod=%s container=%.12s "
-		 "clear=%d", (unsigned long long)old.revision, f.consumer, f.version, (int)f.pid,
-		 f.pod_uid[0] ? f.pod_uid : "-", f.container_id[0] ? f.container_id : "-", rq->clear);
 	if (rq->clear) {
 		take_back(n, job, &old, &ro, rq->wait_ms, v, (size_t)k);
 		free(v);
