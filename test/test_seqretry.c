@@ -84,43 +84,24 @@ static void watch(pid_t pid, uintptr_t addr, int on)
 	assert_int_equal(ptrace(PTRACE_POKEUSER, pid, offsetof(struct user, u_debugreg[7]), dr7), 0);
 }
 
-/* Continue pid to its next stop; each watchpoint trap on the way moves
- * *seq by 2. The moves made. */
-static int run_moving(pid_t pid, uint32_t *seq)
+/* Run pid to its next stop, moving *seq by 2 at each trap on the way:
+ * each watchpoint trap (continued), or, stepping, each instruction
+ * (single-stepped). The moves made. */
+static int run_moving(pid_t pid, uint32_t *seq, int stepping)
 {
-	int st, moves = 0;
-	assert_int_equal(ptrace(PTRACE_CONT, pid, NULL, NULL), 0);
+	int st, moves = 0, max = stepping ? STEPS_MAX : MOVES_MAX;
 	for (;;) {
+		assert_int_equal(ptrace(stepping ? PTRACE_SINGLESTEP : PTRACE_CONT, pid, NULL, NULL), 0);
 		assert_int_equal(waitpid(pid, &st, 0), pid);
 		assert_true(WIFSTOPPED(st));
 		if (WSTOPSIG(st) != SIGTRAP)
 			return moves; /* its own SIGSTOP: the poll returned */
 		__atomic_fetch_add(seq, 2u, __ATOMIC_RELEASE);
-		if (++moves > MOVES_MAX) {
+		if (++moves > max) {
 			kill(pid, SIGKILL);
 			waitpid(pid, &st, 0);
-			fail_msg("a poll read seq %d times: it does not give up", moves);
-		}
-		assert_int_equal(ptrace(PTRACE_CONT, pid, NULL, NULL), 0);
-	}
-}
-
-/* Single-step pid to its next stop, moving *seq by 2 after every
- * instruction. The instructions run. */
-static int run_stepping(pid_t pid, uint32_t *seq)
-{
-	int st, steps = 0;
-	for (;;) {
-		assert_int_equal(ptrace(PTRACE_SINGLESTEP, pid, NULL, NULL), 0);
-		assert_int_equal(waitpid(pid, &st, 0), pid);
-		assert_true(WIFSTOPPED(st));
-		if (WSTOPSIG(st) != SIGTRAP)
-			return steps; /* its own SIGSTOP: the poll returned */
-		__atomic_fetch_add(seq, 2u, __ATOMIC_RELEASE);
-		if (++steps > STEPS_MAX) {
-			kill(pid, SIGKILL);
-			waitpid(pid, &st, 0);
-			fail_msg("a poll ran %d instructions under a moving seq: it does not give up", steps);
+			fail_msg("a poll %s %d times under a moving seq: it does not give up",
+				 stepping ? "ran instructions" : "read seq", moves);
 		}
 	}
 }
@@ -162,19 +143,19 @@ static void every_look_moved(void **state)
 	seq = (uint32_t *)(void *)(map + h.ctrl_off);
 	sl = (struct procctl_slot *)(void *)(map + h.slot_off[((struct procctl_ctrl *)(void *)seq)->active & 1u]);
 	watch(pid, seq_addr, 1);
-	per_load = run_moving(pid, seq);
+	per_load = run_moving(pid, seq, 0);
 	stepping = per_load == 0; /* the watchpoint never traps here */
 	if (stepping)
 		watch(pid, 0, 0);
 	/* 1: gen 0, nothing new (step 5). */
-	moves[0] = stepping ? run_stepping(pid, seq) : run_moving(pid, seq);
+	moves[0] = run_moving(pid, seq, stepping);
 	/* 2: a new generation whose slot is not consistent (step 6). */
 	sl->gen = sl->config_gen = 1;
 	sl->length = 1u << 30;
-	moves[1] = stepping ? run_stepping(pid, seq) : run_moving(pid, seq);
+	moves[1] = run_moving(pid, seq, stepping);
 	/* 3: a consistent one of 8 bytes, polled into 4 (step 7). */
 	sl->length = 8;
-	moves[2] = stepping ? run_stepping(pid, seq) : run_moving(pid, seq);
+	moves[2] = run_moving(pid, seq, stepping);
 	if (!stepping)
 		watch(pid, 0, 0);
 	assert_int_equal(ptrace(PTRACE_CONT, pid, NULL, NULL), 0);
