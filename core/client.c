@@ -314,9 +314,10 @@ static procctl_client_t *attach_fail(procctl_client_t *c, int err)
 	return NULL;
 }
 
-/* The region's fd, fetched from e's process (pidfd_getfd unless o says
- * not, else through /proc under root), checked and mapped into c->r; st
- * is the fd's. 0 or an errno (*why says what was refused). */
+/* The region's fd, fetched from e's process (pidfd_getfd where the kernel
+ * has it and o allows it, else through /proc under root), checked and
+ * mapped into c->r; st is the fd's. 0 or an errno (*why says what was
+ * refused). */
 static int region_fetch(procctl_client_t *c, const struct procctl_scan_entry *e, const struct procctl_attach_opts *o,
 			const char *root, struct stat *st, enum procctl_reject *why)
 {
