@@ -7,7 +7,7 @@
 // TOKEN_CLIENT, PROTO_DIR, BUF.
 'use strict';
 
-const { after } = require('node:test');
+const { after, afterEach, beforeEach } = require('node:test');
 const { spawn, spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const http = require('node:http');
@@ -83,6 +83,24 @@ process.on('exit', reap);
 after(() => {
   setTimeout(reap, 30000).unref();
 });
+// A failed test's children go at its end, not at the file's: a farm of
+// 2,000 processes left running took the CPU from every test after it.
+let born = 0;
+let testFirst = 0;
+beforeEach(() => {
+  testFirst = born;
+});
+afterEach((t) => {
+  if (t.passed) return;
+  for (const c of running) {
+    if (c.born < testFirst) continue;
+    try {
+      process.kill(c.pid, 'SIGKILL');
+    } catch {
+      // gone already
+    }
+  }
+});
 
 // A daemon's /metrics on 127.0.0.1:port, scraped once: a function that
 // gives a sample by its whole name with labels (NaN: not there).
@@ -146,6 +164,7 @@ class Child {
     this.proc = spawn(argv[0], argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'], ...opts });
     this.pid = this.proc.pid;
     this.prefixed = prefix.length > 0;
+    this.born = born++;
     running.add(this);
     this.exited = new Promise((resolve) => this.proc.on('exit', (code, sig) => resolve({ code, sig })));
     this.exit = null;
