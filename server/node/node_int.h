@@ -262,7 +262,7 @@ void rollout_count(const struct node *n, struct desired_rollout *out);
 /* reply.c: a rollout as the API says it */
 Procctl__V1__DesiredRollout *mk_rollout(struct arena *a, const struct desired_rollout *r);
 
-/* procs.c: the process table (attach, detach, state reads) and its events.
+/* table.c: the process table as the services see it.
  * proc_wrote: generation g (<= 0: the write failed) was written to p,
  * carrying desired config revision rev (0: a Publish or Clear). */
 void proc_wrote(struct node *n, struct proc *p, int64_t g, uint64_t rev);
@@ -270,12 +270,27 @@ void proc_wrote(struct node *n, struct proc *p, int64_t g, uint64_t rev);
  * known, or kubernetes_api off), and the desired config p should have. */
 const struct podmeta *proc_pod(const struct node *n, const struct proc *p);
 const struct desired *proc_desired(const struct node *n, const struct proc *p);
+void node_emit(struct node *n, const struct selector *k, PbEvent *ev);
+enum node_code selector_from_pb(const PbSelector *s, struct selector *k, const char **why);
+/* A Selector as a filter, with its namespace and label selector: OK,
+ * INVALID_ARGUMENT, or FAILED_PRECONDITION (those two without
+ * kubernetes_api), with why in err. */
+enum node_code filter_from_pb(const struct node *n, const PbSelector *s, struct selector *k, struct podsel *ps, char *err,
+			      size_t errlen);
+/* The processes that match f and ps (NULL: any pod), in (pid, instance)
+ * order: their count (*out malloc'd), or -ENOMEM. */
+ssize_t procs_matching(struct node *n, const struct selector *f, const struct podsel *ps, struct proc ***out);
+/* The start time of the attached process pid (any of its regions), and
+ * its image in *image; 0 none attached, or unknown. */
+uint64_t procs_start_of(const struct node *n, pid_t pid, uint64_t *image);
+
+/* procs.c: the processes' lives (a registry's attach and detach, what
+ * their state reads found) and the events they emit. */
 /* The node's pods were listed for the first time: each process of a pod
  * gets its desired config now, as at attach (a config by namespace or
  * labels can only be told then; a successor finds what its predecessor
  * wrote, and keeps it). */
 void desired_pods_synced(struct node *n);
-void node_emit(struct node *n, const struct selector *k, PbEvent *ev);
 /* reads.c: state reads off the loop */
 int reads_open(struct node *n);
 void reads_close(struct node *n);
@@ -326,18 +341,6 @@ void wait_item_pending(struct node *n, struct wait *w, size_t i, struct proc *p,
 void wait_start(struct node *n, struct wait *w);
 
 /* service.c: the NodeService requests */
-enum node_code selector_from_pb(const PbSelector *s, struct selector *k, const char **why);
-/* A Selector as a filter, with its namespace and label selector: OK,
- * INVALID_ARGUMENT, or FAILED_PRECONDITION (those two without
- * kubernetes_api), with why in err. */
-enum node_code filter_from_pb(const struct node *n, const PbSelector *s, struct selector *k, struct podsel *ps, char *err,
-			      size_t errlen);
-/* The processes that match f and ps (NULL: any pod), in (pid, instance)
- * order: their count (*out malloc'd), or -ENOMEM. */
-ssize_t procs_matching(struct node *n, const struct selector *f, const struct podsel *ps, struct proc ***out);
-/* The start time of the attached process pid (any of its regions), and
- * its image in *image; 0 none attached, or unknown. */
-uint64_t procs_start_of(const struct node *n, pid_t pid, uint64_t *image);
 void node_handle(struct node *n, struct node_job *job);
 
 /* service_desired.c: desired configs (the API's and the config file's) */

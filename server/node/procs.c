@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* procs.c - the process table: a registry's attach and detach, the
- * state reads that notice acks and state changes, and the events they
- * emit. */
+/* procs.c - the processes' lives: a registry's attach and detach, what
+ * their state reads found (acks and state changes), the desired config
+ * each is given, and the events they emit. The table's lookups, which the
+ * services call, are table.c's. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,28 +11,6 @@
 #include "node_int.h"
 #include "sys/prom.h"
 #include "sys/procstat.h"
-
-/* A config write (or clear) that made generation g of p. */
-void proc_wrote(struct node *n, struct proc *p, int64_t g, uint64_t rev)
-{
-	if (g <= 0)
-		return;
-	n->stats.writes++;
-	p->written_gen = p->desired_gen = (uint64_t)g;
-	p->written_ns = now_ns();
-	p->desired_rev = rev;
-	p->write_rev = n->desired.revision;
-}
-
-const struct podmeta *proc_pod(const struct node *n, const struct proc *p)
-{
-	return p->key.pod_uid[0] ? kubepods_find(&n->kube, p->key.pod_uid) : NULL;
-}
-
-const struct desired *proc_desired(const struct node *n, const struct proc *p)
-{
-	return desired_match(&n->desired, &p->key, proc_pod(n, p));
-}
 
 /* Give p, just attached, the desired config it should have: if it has
  * none yet, or if the config was set since this daemon started (a process
@@ -81,29 +60,6 @@ void desired_pods_synced(struct node *n)
 			k++;
 		}
 	node_log(PROCCTL_LOG_INFO, "desired_pods_known", "processes=%zu pods=%zu", k, n->kube.n);
-}
-
-/* Number, pack and keep one event (ev's oneof set by the caller). */
-void node_emit(struct node *n, const struct selector *k, PbEvent *ev)
-{
-	char token[48];
-	uint8_t stack[512], *buf = stack;
-	size_t len;
-	uint64_t seq = events_last(n->ev) + 1;
-	ev->sequence = seq;
-	snprintf(token, sizeof token, "%016llx.%llu", (unsigned long long)n->incarnation, (unsigned long long)seq);
-	ev->resume_token = token;
-	len = protobuf_c_message_get_packed_size(&ev->base);
-	if (len > sizeof stack && !(buf = malloc(len))) {
-		node_log(PROCCTL_LOG_ERROR, "event_lost", "seq=%llu error=ENOMEM", (unsigned long long)seq);
-		return;
-	}
-	protobuf_c_message_pack(&ev->base, buf);
-	if (events_append(n->ev, k, buf, len) < 0)
-		node_log(PROCCTL_LOG_ERROR, "event_lost", "seq=%llu error=ENOMEM", (unsigned long long)seq);
-	if (buf != stack)
-		free(buf);
-	n->kick = 1;
 }
 
 static void emit_acked(struct node *n, const struct proc *p)
@@ -390,15 +346,4 @@ void node_on_event(const struct procctl_event *e, void *arg)
 	case PROCCTL_EV_READY: /* its arbiters, kicked above, may grant now */
 		break;
 	}
-}
-
-uint64_t procs_start_of(const struct node *n, pid_t pid, uint64_t *image)
-{
-	size_t i;
-	for (i = 0; i < n->nprocs; i++)
-		if (n->procs[i]->key.pid == pid) {
-			*image = n->procs[i]->key.pid_image;
-			return n->procs[i]->key.pid_start;
-		}
-	return 0;
 }

@@ -8,58 +8,6 @@
 
 #include "node_int.h"
 
-/* A Selector as a filter: 0, or INVALID_ARGUMENT and a reason. */
-enum node_code selector_from_pb(const PbSelector *s, struct selector *k, const char **why)
-{
-	memset(k, 0, sizeof *k);
-	if (s && selector_from(k, s->pid, s->consumer, s->schema_version, s->pod_uid, s->container_id, why) < 0)
-		return NODE_INVALID_ARGUMENT;
-	return NODE_OK;
-}
-
-enum node_code filter_from_pb(const struct node *n, const PbSelector *s, struct selector *k, struct podsel *ps, char *err,
-			      size_t errlen)
-{
-	const char *why = NULL;
-	memset(ps, 0, sizeof *ps);
-	if (selector_from_pb(s, k, &why)) {
-		snprintf(err, errlen, "%s", why);
-		return NODE_INVALID_ARGUMENT;
-	}
-	if (!s)
-		return NODE_OK;
-	if (podsel_from(ps, s->namespace_, s->label_selector, err, errlen) < 0)
-		return NODE_INVALID_ARGUMENT;
-	if (!podsel_empty(ps) && !n->kube.kw) {
-		snprintf(err, errlen, "selector.namespace, selector.label_selector: this procctl-node follows no Kubernetes "
-				      "API server (kubernetes_api), so it knows no pod's namespace or labels");
-		return NODE_FAILED_PRECONDITION;
-	}
-	return NODE_OK;
-}
-
-static int by_ref(const void *a, const void *b)
-{
-	const struct proc *x = *(struct proc *const *)a, *y = *(struct proc *const *)b;
-	if (x->key.pid != y->key.pid)
-		return x->key.pid < y->key.pid ? -1 : 1;
-	return x->instance < y->instance ? -1 : x->instance > y->instance;
-}
-
-ssize_t procs_matching(struct node *n, const struct selector *f, const struct podsel *ps, struct proc ***out)
-{
-	struct proc **v = malloc(sizeof *v * (n->nprocs ? n->nprocs : 1));
-	size_t i, c = 0;
-	if (!v)
-		return -ENOMEM;
-	for (i = 0; i < n->nprocs; i++)
-		if (selector_match(f, &n->procs[i]->key) && (!ps || podsel_match(ps, proc_pod(n, n->procs[i]))))
-			v[c++] = n->procs[i];
-	qsort(v, c, sizeof *v, by_ref);
-	*out = v;
-	return (ssize_t)c;
-}
-
 /* The process a ProcessRef names. */
 static enum node_code resolve_ref(struct node *n, const PbRef *r, struct proc **out, const char **why)
 {
