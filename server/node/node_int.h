@@ -237,7 +237,7 @@ struct arena {
 	int failed;
 };
 
-/* reply.c: answers built in an arena, the API's forms of ids and processes */
+/* arena.c: answers built in an arena, the API's forms of ids */
 void *ar_alloc(struct arena *a, size_t size);
 char *ar_str(struct arena *a, const char *s);
 void ar_free(struct arena *a);
@@ -248,8 +248,9 @@ int hexid_parse(const char *s, uint64_t *v);
 char *ar_hexid(struct arena *a, uint64_t v);
 /* A resource id in the UUID form (procctl_resource_id_format), in a. */
 char *ar_resid(struct arena *a, const uint8_t id[16]);
-const char *node_kind_name(const struct node *n, uint32_t kind, char buf[16]);
 PbRef *mk_ref(struct arena *a, pid_t pid, uint64_t instance);
+/* reply.c: the API's forms of processes, desired configs, state blocks */
+const char *node_kind_name(const struct node *n, uint32_t kind, char buf[16]);
 Procctl__V1__AckResult proc_ack_result(const struct proc *p);
 PbProcess *mk_process(struct arena *a, const struct proc *p);
 Procctl__V1__DesiredConfig *mk_desired(struct arena *a, const struct desired *d);
