@@ -398,7 +398,9 @@ void node_render_metrics(struct node *n, struct prom *p)
 	snprintf(version, sizeof version, "%u.%u", (unsigned)PROCCTL_VERSION_MAJOR, (unsigned)PROCCTL_VERSION_MINOR);
 	prom_family(p, GAUGE("procctl_build_info", NULL, "procctl-node's version and API; always 1."));
 	prom_int(p, PROM_LABELS({"version", PROCCTL_NODE_VERSION}, {"api", "procctl.v1"}, {"wire", version}), 1);
-	prom_one(p, GAUGE("procctl_ready", NULL, "1 once every registry finished its first full scan."), (uint64_t)node_ready(n));
+	/* n->ready as node_ready reads it: the loop (node.c) calls this file, not the other way. */
+	prom_one(p, GAUGE("procctl_ready", NULL, "1 once every registry finished its first full scan."),
+		 (uint64_t)__atomic_load_n(&n->ready, __ATOMIC_ACQUIRE));
 	processes(p, n);
 	registries(p, n);
 	hello(p, n);
