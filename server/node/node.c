@@ -112,7 +112,7 @@ static int loop_open(struct node *n, const struct node_cfg *cfg, const struct no
 	n->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	n->ev = events_new(cfg->watch_history);
 	if (n->efd < 0 || !n->ev || getrandom(&n->incarnation, sizeof n->incarnation, 0) != sizeof n->incarnation ||
-	    reads_open(n) < 0) {
+	    reads_open(n, &procs_read_sink) < 0) {
 		snprintf(err, errlen, "setting up the loop: %s", strerror(errno));
 		return -1;
 	}

@@ -75,7 +75,7 @@ struct proc {
 	uint64_t config_at;
 	struct node *n;
 	size_t at;            /* its index in n->procs */
-	struct timer t_poll;  /* its next state poll (procs.c) */
+	struct timer t_poll;  /* its next state poll (reads.c) */
 };
 
 /* How far a desired config got (rollout.c counts it). */
@@ -292,24 +292,31 @@ uint64_t procs_start_of(const struct node *n, pid_t pid, uint64_t *image);
  * labels can only be told then; a successor finds what its predecessor
  * wrote, and keeps it). */
 void desired_pods_synced(struct node *n);
-/* reads.c: state reads off the loop */
-int reads_open(struct node *n);
+void node_on_hello(pid_t pid, void *arg);
+void node_on_exec(pid_t pid, void *arg);
+void node_on_event(const struct procctl_event *e, void *arg);
+/* What a state read found goes to the processes' lives (procs.c), which
+ * reads.c does not call: the loop hands this table to reads_open. */
+struct read_sink {
+	/* A read of p returned st (quiet: the first, at attach: no events). */
+	void (*seen)(struct node *n, struct proc *p, const struct procctl_state *st, int quiet);
+	/* p's first read returned, or is late: p is announced (Attached). */
+	void (*announce)(struct node *n, struct proc *p);
+};
+extern const struct read_sink procs_read_sink;
+
+/* reads.c: state reads off the loop, and the polls that start them */
+int reads_open(struct node *n, const struct read_sink *sink);
 void reads_close(struct node *n);
 void node_reads_done(struct node *n);
 void proc_reads_init(struct proc *p);
 void proc_read_state(struct node *n, struct proc *p, int quiet);
 void proc_read_for(struct node *n, struct proc *p, struct node_job *job);
 void proc_reads_gone(struct node *n, struct proc *p, int r);
-/* procs.c: what a read found, and the Attached that waits for the first */
-void proc_state_seen(struct node *n, struct proc *p, const struct procctl_state *st, int quiet);
-void proc_announce(struct node *n, struct proc *p);
-/* reply.c: a ReadState call's answer from a read's result (n->st) */
-void state_reply(struct node *n, struct node_job *job, int r);
 /* Poll p's state by its interval from now, unless a poll is due sooner. */
 void proc_poll_soon(struct node *n, struct proc *p, int64_t now);
-void node_on_hello(pid_t pid, void *arg);
-void node_on_exec(pid_t pid, void *arg);
-void node_on_event(const struct procctl_event *e, void *arg);
+/* reply.c: a ReadState call's answer from a read's result (n->st) */
+void state_reply(struct node *n, struct node_job *job, int r);
 
 /* waits.c: writes that wait for acks, settled as the acks are read */
 void waits_update(struct node *n, struct proc *p, const struct procctl_state *st);

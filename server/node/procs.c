@@ -99,7 +99,7 @@ static struct proc *find_client(const procctl_client_t *c)
 
 /* What a read of p found: a new ack (Acked) and a changed block
  * (StateChanged, unless quiet), and the waits on p settled. */
-void proc_state_seen(struct node *n, struct proc *p, const struct procctl_state *st, int quiet)
+static void proc_state_seen(struct node *n, struct proc *p, const struct procctl_state *st, int quiet)
 {
 	uint32_t h;
 	int first = !p->have_state;
@@ -133,34 +133,6 @@ void proc_state_seen(struct node *n, struct proc *p, const struct procctl_state 
 	waits_update(n, p, st);
 }
 
-/* How often p's state is polled: often while waits name it (a doorbell
- * is a hint: a wake can be lost), each second while its doorbell is not
- * heard, never otherwise (SPEC.md 6.5: every write to its state block
- * rings, so an idle node reads nobody). */
-static int64_t poll_every(const struct proc *p)
-{
-	if (p->waiting)
-		return p->rings ? POLL_RUNG_NS : POLL_WAITING_NS;
-	return procctl_registry_doorbell_heard(p->reg, p->c) > 0 ? 0 : POLL_IDLE_NS;
-}
-
-static void on_poll(struct timer *t, int64_t now)
-{
-	struct proc *p = container_of(t, struct proc, t_poll);
-	int64_t every;
-	proc_read_state(p->n, p, 0);
-	/* Re-armed in the slot it just left: the heap has room. */
-	if ((every = poll_every(p)))
-		timer_arm(&p->n->timers, t, now + every);
-}
-
-void proc_poll_soon(struct node *n, struct proc *p, int64_t now)
-{
-	int64_t every = poll_every(p);
-	if (every)
-		timer_arm_by(&n->timers, &p->t_poll, now + every); /* -ENOMEM: left to its doorbell */
-}
-
 static void emit_attached(struct node *n, struct proc *p)
 {
 	struct arena a = {0};
@@ -176,7 +148,7 @@ static void emit_attached(struct node *n, struct proc *p)
 }
 
 /* After p's first read: its desired config, its identity, Attached. */
-void proc_announce(struct node *n, struct proc *p)
+static void proc_announce(struct node *n, struct proc *p)
 {
 	desired_apply(n, p);
 	node_log(PROCCTL_LOG_INFO, "process_identity", "pid=%d consumer=%s version=%u instance=%016llx pod=%s container=%.12s",
@@ -184,6 +156,8 @@ void proc_announce(struct node *n, struct proc *p)
 		 p->key.pod_uid[0] ? p->key.pod_uid : "-", p->key.container_id[0] ? p->key.container_id : "-");
 	emit_attached(n, p);
 }
+
+const struct read_sink procs_read_sink = {proc_state_seen, proc_announce};
 
 static void on_attached(struct node *n, const struct procctl_event *e, procctl_registry_t *reg)
 {
@@ -203,7 +177,6 @@ static void on_attached(struct node *n, const struct procctl_event *e, procctl_r
 	if (!(p = calloc(1, sizeof *p)))
 		goto nomem;
 	p->n = n;
-	p->t_poll = TIMER_INIT(on_poll);
 	proc_reads_init(p);
 	if (timer_arm(&n->timers, &p->t_poll, now_ns() + POLL_IDLE_NS) < 0) {
 		free(p);

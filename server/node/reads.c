@@ -5,8 +5,10 @@
  * drains. The loop never waits on a process's memory: a read that is
  * still out after STATE_READ_NS is late, which makes its process stalled
  * (SPEC.md 7.2; said once, counted) until it returns. What a read finds
- * becomes Acked and StateChanged events, settles waits, and answers the
- * ReadState calls that waited for it. */
+ * answers the ReadState calls that waited for it, and goes to the sink
+ * the loop gave reads_open (procs.c's: Acked and StateChanged events,
+ * waits settled), which this file does not call by name. Each process's
+ * poll, a read by a timer, is here too. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +23,7 @@ struct read_q {
 	pthread_mutex_t mu;
 	struct proc_read *done; /* under mu */
 	int efd;                /* the loop's wake; -1 once the node is gone */
+	struct read_sink sink;  /* where what a read found goes */
 	int refs;               /* under mu: the node's, and each read's */
 };
 
@@ -44,13 +47,14 @@ static void q_put(struct read_q *q)
 	}
 }
 
-int reads_open(struct node *n)
+int reads_open(struct node *n, const struct read_sink *sink)
 {
 	struct read_q *q = calloc(1, sizeof *q);
 	if (!q)
 		return -ENOMEM;
 	pthread_mutex_init(&q->mu, NULL);
 	q->efd = n->efd;
+	q->sink = *sink;
 	q->refs = 1;
 	n->reads = q;
 	return 0;
@@ -133,13 +137,13 @@ static void result(struct node *n, struct proc *p, int r, int quiet)
 {
 	stalled(p, r == -ETIMEDOUT);
 	if (r == 0)
-		proc_state_seen(n, p, &n->st, quiet);
+		n->reads->sink.seen(n, p, &n->st, quiet);
 	else if (r != -ESRCH && r != -ESTALE && r != -ETIMEDOUT)
 		node_log(PROCCTL_LOG_DEBUG, "state_unreadable", "pid=%d error=%s reason=%s", (int)p->key.pid,
 			 strerror(-r), r == -EPROTO ? procctl_reject_name(n->st.why) : "-");
 	answer(n, p, r);
 	if (!p->announced)
-		proc_announce(n, p);
+		n->reads->sink.announce(n, p);
 }
 
 static void on_late(struct timer *t, int64_t now)
@@ -156,11 +160,41 @@ static void on_late(struct timer *t, int64_t now)
 	stalled(p, 1);
 	answer(p->n, p, -ETIMEDOUT);
 	if (!p->announced)
-		proc_announce(p->n, p);
+		p->n->reads->sink.announce(p->n, p);
+}
+
+
+/* How often p's state is polled: often while waits name it (a doorbell
+ * is a hint: a wake can be lost), each second while its doorbell is not
+ * heard, never otherwise (SPEC.md 6.5: every write to its state block
+ * rings, so an idle node reads nobody). */
+static int64_t poll_every(const struct proc *p)
+{
+	if (p->waiting)
+		return p->rings ? POLL_RUNG_NS : POLL_WAITING_NS;
+	return procctl_registry_doorbell_heard(p->reg, p->c) > 0 ? 0 : POLL_IDLE_NS;
+}
+
+static void on_poll(struct timer *t, int64_t now)
+{
+	struct proc *p = container_of(t, struct proc, t_poll);
+	int64_t every;
+	proc_read_state(p->n, p, 0);
+	/* Re-armed in the slot it just left: the heap has room. */
+	if ((every = poll_every(p)))
+		timer_arm(&p->n->timers, t, now + every);
+}
+
+void proc_poll_soon(struct node *n, struct proc *p, int64_t now)
+{
+	int64_t every = poll_every(p);
+	if (every)
+		timer_arm_by(&n->timers, &p->t_poll, now + every); /* -ENOMEM: left to its doorbell */
 }
 
 void proc_reads_init(struct proc *p)
 {
+	p->t_poll = TIMER_INIT(on_poll);
 	p->t_late = TIMER_INIT(on_late);
 }
 
