@@ -115,6 +115,12 @@ void desired_forget(struct desired_store *s)
 	s->changes++;
 }
 
+/* The store written where it is kept (s->save: desired_file.c's), if anywhere. */
+static int store_save(const struct desired_store *s, char *err, size_t errlen)
+{
+	return s->save ? s->save(s, err, errlen) : 0;
+}
+
 void desired_free(struct desired_store *s)
 {
 	desired_forget(s);
@@ -230,7 +236,7 @@ int desired_set(struct desired_store *s, const struct selector *sel, const struc
 		s->v[at].len = len;
 		s->v[at].revision = s->revision;
 		snprintf(s->v[at].source, sizeof s->v[at].source, "%s", source ? source : "");
-		if ((r = desired_save(s, err, errlen)) < 0) {
+		if ((r = store_save(s, err, errlen)) < 0) {
 			free(p);
 			s->v[at] = old;
 			s->revision--;
@@ -242,7 +248,7 @@ int desired_set(struct desired_store *s, const struct selector *sel, const struc
 			s->revision--;
 			return r;
 		}
-		if ((r = desired_save(s, err, errlen)) < 0) {
+		if ((r = store_save(s, err, errlen)) < 0) {
 			free(s->v[--s->n].payload);
 			s->revision--;
 			return r;
@@ -266,7 +272,7 @@ int desired_delete(struct desired_store *s, const struct selector *sel, const st
 	s->changes++;
 	memmove(&s->v[i], &s->v[i + 1], (s->n - i - 1) * sizeof s->v[0]);
 	s->n--;
-	if ((r = desired_save(s, err, errlen)) < 0) { /* put it back */
+	if ((r = store_save(s, err, errlen)) < 0) { /* put it back */
 		memmove(&s->v[i + 1], &s->v[i], (s->n - i) * sizeof s->v[0]);
 		s->v[i] = gone;
 		s->n++;
@@ -282,7 +288,7 @@ int desired_bind_image(struct desired_store *s, size_t i, uint64_t image, char *
 	if (i >= s->n || !s->v[i].sel.pid || s->v[i].sel.pid_image || !image)
 		return -EINVAL;
 	s->v[i].sel.pid_image = image;
-	if ((r = desired_save(s, err, errlen)) < 0)
+	if ((r = store_save(s, err, errlen)) < 0)
 		s->v[i].sel.pid_image = 0;
 	return r;
 }
@@ -300,7 +306,7 @@ int desired_forget_process(struct desired_store *s, pid_t pid, uint64_t start, c
 		return 0;
 	s->n = k;
 	s->changes++;
-	if ((r = desired_save(s, err, errlen)) < 0)
+	if ((r = store_save(s, err, errlen)) < 0)
 		return r;
 	return (int)(n0 - k);
 }

@@ -66,6 +66,9 @@ struct desired_store {
 	uint64_t changes;  /* counts the changes of v (sets, deletes, loads): what is cached on it is stale */
 	size_t max_n, max_bytes; /* limits on sets (desired_limits); 0: none */
 	char path[DESIRED_PATH_MAX]; /* "" : not kept (no state_dir) */
+	/* Writes the whole store to where it is kept: desired_file.c's, set by
+	 * desired_load with a path (NULL: kept nowhere). 0, or -errno and err. */
+	int (*save)(const struct desired_store *s, char *err, size_t errlen);
 	int dirfd;         /* with path: the state directory (procctl_trusted_dir) */
 	const struct nodelock *fence; /* written only while this is current (NULL: always) */
 	int converted;     /* desired_load converted a desired.pb (format 0) */

@@ -134,7 +134,9 @@ fail:
 	return -EIO;
 }
 
-int desired_save(const struct desired_store *s, char *err, size_t errlen)
+/* Write the whole store to its file (none kept: nothing): s->save. 0;
+ * -ENOMEM; -EIO (err says which path and why). */
+static int desired_save(const struct desired_store *s, char *err, size_t errlen)
 {
 	uint8_t *buf;
 	size_t len;
@@ -482,6 +484,7 @@ int desired_load(struct desired_store *s, const char *dir, char *err, size_t err
 		return r;
 	}
 	snprintf(s->path, sizeof s->path, "%s/" FILE_NAME, dir);
+	s->save = desired_save;
 	r = load_file(s, FILE_NAME, desired_parse, err, errlen);
 	if (r == -EINVAL)
 		return set_aside(s, FILE_NAME, err, errlen);

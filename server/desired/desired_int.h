@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* desired_int.h - what desired.c (the store in memory) and desired_file.c
- * (its file) share. Internal to procctl-node's desired configs. */
+ * (its file) share. Internal to procctl-node's desired configs. The file
+ * calls the store; the store saves through s->save, which the file sets. */
 #ifndef PROCCTL_NODE_DESIRED_INT_H
 #define PROCCTL_NODE_DESIRED_INT_H
 
@@ -15,8 +16,5 @@ int desired_append(struct desired_store *s, const struct selector *sel, const st
 		   size_t len, uint64_t rev, const char *source);
 /* Forget every config (the store stays open). */
 void desired_forget(struct desired_store *s);
-/* Write the whole store to its file (none kept: nothing). 0; -ENOMEM;
- * -EIO (err says which path and why). */
-int desired_save(const struct desired_store *s, char *err, size_t errlen);
 
 #endif
