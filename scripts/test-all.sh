@@ -1,8 +1,10 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
 # make test: the three builds, then every build type (test-builds), each
-# run whatever the others did, and a summary of each at the end (its
-# ctest result line and failed tests). Exit 0 only if all passed.
+# run whatever the others did, and a summary of each at the end: its tests
+# passed, failed and skipped, and each one that did not pass. Exit 0 only
+# if all passed; under CI=true, a skip anywhere fails (what was not run
+# was not checked).
 # Usage: scripts/test-all.sh [MAKE]
 set -u
 MAKE=${1:-make}
@@ -16,11 +18,26 @@ for b in gcc asan tsan builds; do
 	[ "$(cat "$logs/$b.rc")" -eq 0 ] || status=1
 done
 printf '\n==== make test: summary\n'
+# A test's line: " 12/116 Test  #12: name ....   Passed  0.1 sec" (or
+# ***Failed, ***Skipped, ***Timeout, ..., Not Run).
+result='^ *[0-9]+/[0-9]+ +Test +#[0-9]+: '
 for b in gcc asan tsan builds; do
 	rc=$(cat "$logs/$b.rc")
-	line=$(grep -E '^[0-9]+% tests passed' "$logs/$b.log" | tail -1)
-	[ -n "$line" ] || line="no test ran (the build failed: see its output above)"
-	printf 'test-%s: %s (%s)\n' "$b" "$([ "$rc" -eq 0 ] && echo passed || echo FAILED)" "$line"
-	sed -n '/^The following tests FAILED:/,/^[^	 ]/p' "$logs/$b.log" | grep -E '^[[:space:]]+[0-9]+ - ' | sed 's/^[[:space:]]*/    /'
+	passed=$(grep -cE "$result.* Passed" "$logs/$b.log" || true)
+	skipped=$(grep -cE "$result.*\*\*\*Skipped" "$logs/$b.log" || true)
+	failed=$(($(grep -cE "$result" "$logs/$b.log" || true) - passed - skipped))
+	verdict=passed
+	[ "$rc" -eq 0 ] || verdict=FAILED
+	# Under CI a skip is a failure: what was not run was not checked.
+	if [ "$skipped" -gt 0 ] && [ "${CI:-}" = true ]; then
+		verdict="FAILED (a skip fails under CI=true)"
+		status=1
+	fi
+	if [ $((passed + failed + skipped)) -eq 0 ]; then
+		printf 'test-%s: %s (no test ran: the build failed, see its output above)\n' "$b" "$verdict"
+	else
+		printf 'test-%s: %s (%d passed, %d failed, %d skipped)\n' "$b" "$verdict" "$passed" "$failed" "$skipped"
+	fi
+	grep -E "$result" "$logs/$b.log" | grep -vE ' Passed' | sed -E "s|$result|    |; s| \.+ *|: |; s| +[0-9.]+ sec\$||"
 done
 exit $status
