@@ -505,7 +505,7 @@ static void socket_group_large(void **state)
 	int fd, i;
 	(void)state;
 	if (geteuid() != 0 || unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
-		skip();
+		TH_SKIP_OR_FAIL("root, for a mount namespace of its own");
 	assert_true((fd = mkstemp(path)) >= 0);
 	assert_non_null(f = fdopen(fd, "w"));
 	fprintf(f, "root:x:0:\nbig:x:4343:");

@@ -493,5 +493,5 @@ int main(void)
 		cmocka_unit_test(header_not_reread),
 		cmocka_unit_test(hard_limits_never_shrink),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return TH_RUN(tests);
 }

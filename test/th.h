@@ -23,13 +23,20 @@
 		if (th_in_ci())                                          \
 			fail_msg("required in CI, missing here: %s", why); \
 		print_message("SKIP: %s\n", why);                        \
+		th_skipped++;                                            \
 		skip();                                                  \
 	} while (0)
+extern int th_skipped; /* tests skipped so far (TH_SKIP_OR_FAIL) */
+
+/* A test program's exit status: its failures' count, else 77 (ctest's
+ * SKIP_RETURN_CODE: the program shows as skipped, not passed) when a test
+ * skipped, else 0. */
+int th_result(int failed);
 
 /* Run a cmocka group; PROCCTL_TEST_FILTER=pattern runs only matching tests. */
 #define TH_RUN_WITH(tests, setup, teardown)                                                        \
 	(getenv("PROCCTL_TEST_FILTER") ? cmocka_set_test_filter(getenv("PROCCTL_TEST_FILTER")) : (void)0, \
-	 cmocka_run_group_tests(tests, setup, teardown))
+	 th_result(cmocka_run_group_tests(tests, setup, teardown)))
 #define TH_RUN(tests) TH_RUN_WITH(tests, NULL, NULL)
 
 int th_in_ci(void);
