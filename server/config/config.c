@@ -96,6 +96,13 @@ static int set_group(const struct key *k, void *obj, const struct where *w, cons
 	return set_str(k, obj, w, v);
 }
 
+char *node_cfg_bound_addr(const char *addr, unsigned port, char *buf, size_t len)
+{
+	const char *colon = strrchr(addr, ':');
+	snprintf(buf, len, "%.*s:%u", colon ? (int)(colon - addr) : (int)strlen(addr), addr, port);
+	return buf;
+}
+
 int node_cfg_socket_gid(const struct node_cfg *c, gid_t *gid, char *err, size_t errlen)
 {
 	const char *g = c->socket_group;
@@ -282,9 +289,9 @@ static int set_data(const struct key *k, void *obj, const struct where *w, const
 /* The file's global part; each is also a flag (--KEY, '-' for '_'). */
 static const struct key global_keys[] = {
 	{"grpc_listen", set_grpc_listen, NONE, "unix:" NODE_DEFAULT_SOCKET, "ADDR",
-	 "gRPC listener, unix:/PATH or HOST:PORT; repeatable"},
+	 "gRPC listener, unix:/PATH or HOST:PORT (PORT 0: one the kernel picks, named in the listening line); repeatable"},
 	{"http_listen", set_http_listen, STR(struct node_cfg, http_listen), "127.0.0.1:9464", "ADDR",
-	 "HTTP (health, /metrics, JSON): HOST:PORT, PORT (loopback) or empty: off"},
+	 "HTTP (health, /metrics, JSON): HOST:PORT, PORT (loopback) or empty: off; PORT 0: one the kernel picks"},
 	{"http_api_key_file", set_optpath, STR(struct node_cfg, http_api_key_file), "", "FILE",
 	 "the JSON views (/v1/...) need this file's key (Authorization: Bearer KEY), on loopback only; "
 	 "none: they are off"},

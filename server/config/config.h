@@ -122,6 +122,11 @@ const char *node_cfg_key(size_t i, const char **form);
  * flags, then the keys of [arbiter] and [desired] sections. */
 void node_cfg_usage(FILE *f);
 
+/* A HOST:PORT listen address (a grpc_listen or http_listen) as bound to
+ * port, into buf: the port the kernel picked for PORT 0 is said as the
+ * address's. buf. */
+char *node_cfg_bound_addr(const char *addr, unsigned port, char *buf, size_t len);
+
 /* socket_group's gid in *gid ((gid_t)-1 when it is empty: the daemon's
  * own). 0, or -errno with "socket_group NAME: why" in err (-ENOENT: no
  * such group). */

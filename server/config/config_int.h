@@ -30,7 +30,7 @@ int cfg_boolean(const struct where *w, const char *v, int *out);
 /* Milliseconds in [lo_ns, hi_ns] (given in ns), into *out_ns. */
 int cfg_millis(const struct where *w, const char *v, uint64_t lo_ns, uint64_t hi_ns, uint64_t *out_ns);
 int cfg_u32(const struct where *w, const char *v, uint32_t lo, uint32_t hi, uint32_t *out);
-/* HOST:PORT (or unix:/PATH for gRPC): 0, or -EINVAL. */
+/* HOST:PORT (or unix:/PATH for gRPC), PORT 0 (the kernel picks) to 65535: 0, or -EINVAL. */
 int cfg_listen_addr(const struct where *w, const char *v);
 /* s without its leading and trailing blanks (in place). */
 char *cfg_trim(char *s);

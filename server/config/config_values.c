@@ -92,8 +92,8 @@ int cfg_listen_addr(const struct where *w, const char *v)
 	if (*v == '[' && (colon[-1] != ']' || colon - v < 3))
 		return cfg_fail(w, "'%s': an IPv6 host goes in brackets", v);
 	if (!colon[1] || strspn(colon + 1, "0123456789") != strlen(colon + 1) || strlen(colon + 1) > 5)
-		return cfg_fail(w, "'%s' is neither unix:PATH nor HOST:PORT (PORT 1 to 65535)", v);
-	return cfg_number(w, colon + 1, 1, 65535, &port);
+		return cfg_fail(w, "'%s' is neither unix:PATH nor HOST:PORT (PORT 0 to 65535)", v);
+	return cfg_number(w, colon + 1, 0, 65535, &port); /* 0: one the kernel picks, said when listening */
 }
 
 char *cfg_trim(char *s)

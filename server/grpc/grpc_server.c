@@ -260,6 +260,7 @@ static int listen_all(struct grpc_srv *s, grpc_server_credentials *tls, char *er
 	for (i = 0; i < cfg->ngrpc_listen; i++) {
 		const char *a = cfg->grpc_listen[i];
 		int is_unix = !strncmp(a, "unix:", 5);
+		char bound[NODE_PATH_MAX + 8];
 		grpc_server_credentials *cr;
 		if (is_unix) {
 			if ((r = unix_prepare(a + 5, err, errlen)) < 0 || (r = conns_listen_unix(s->conns, a + 5, gid, err, errlen)) < 0)
@@ -277,9 +278,10 @@ static int listen_all(struct grpc_srv *s, grpc_server_credentials *tls, char *er
 			snprintf(err, errlen, "grpc_listen %s: cannot listen there (in use, or not an address)", a);
 			return -EADDRNOTAVAIL;
 		}
+		node_cfg_bound_addr(a, (unsigned)r, bound, sizeof bound); /* PORT 0: the one picked */
 		if ((r = conns_watch_tcp(s->conns, r, err, errlen)) < 0)
 			return r;
-		node_log(PROCCTL_LOG_INFO, "listening", "addr=%s%s", a, tls ? " tls=mtls" : " tls=none");
+		node_log(PROCCTL_LOG_INFO, "listening", "addr=%s%s", bound, tls ? " tls=mtls" : " tls=none");
 	}
 	return 0;
 }

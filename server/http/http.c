@@ -699,6 +699,8 @@ static struct MHD_Daemon *http_daemon(struct httpsrv *h, const struct addrinfo *
 int httpsrv_start(const struct node_cfg *cfg, struct node *n, const struct metrics_source *more, size_t nmore,
 		  const struct http_liveness *live, struct httpsrv **out, char *err, size_t errlen)
 {
+	const union MHD_DaemonInfo *di;
+	char bound[NODE_PATH_MAX + 8];
 	struct httpsrv *h;
 	struct addrinfo *ai = NULL;
 	int r;
@@ -729,7 +731,9 @@ int httpsrv_start(const struct node_cfg *cfg, struct node *n, const struct metri
 		snprintf(err, errlen, "http_listen %s: no thread to serve it: %s", cfg->http_listen, strerror(-r));
 		return r;
 	}
-	node_log(PROCCTL_LOG_INFO, "listening", "addr=http://%s writes=%s", cfg->http_listen,
+	di = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT); /* PORT 0: the one picked */
+	node_log(PROCCTL_LOG_INFO, "listening", "addr=http://%s writes=%s",
+		 node_cfg_bound_addr(cfg->http_listen, di ? di->port : 0, bound, sizeof bound),
 		 cfg->http_writes ? "on" : "off");
 	*out = h;
 	return 0;

@@ -158,8 +158,23 @@ test('health: Check and Watch; an unknown service', async () => {
   unknown.close();
 });
 
+test('port 0: HTTP and TCP gRPC listen on ports the kernel picks, and the listening lines say them', async () => {
+  const d = await new h.Daemon({ args: ['--http-listen', '127.0.0.1:0', '--grpc-listen', '127.0.0.1:0', '--insecure-tcp', 'true'] })
+    .ready();
+  const http = await d.bound('http');
+  const tcp = await d.bound('tcp');
+  assert.match(http, /^127\.0\.0\.1:[1-9]\d*$/);
+  assert.match(tcp, /^127\.0\.0\.1:[1-9]\d*$/);
+  assert.notEqual(http, tcp);
+  // Each answers where its line says.
+  const r = await fetch(`http://${http}/healthz`);
+  assert.equal(r.status, 200);
+  assert.equal(await h.health(tcp), 'SERVING');
+  await d.stop();
+});
+
 test('SIGTERM: open streams end UNAVAILABLE, the process exits 0 and hands off', async () => {
-  const d = await new h.Daemon({ args: ['--http-listen', `127.0.0.1:${await h.freePort()}`] }).ready();
+  const d = await new h.Daemon({ args: ['--http-listen', '127.0.0.1:0'] }).ready();
   const e = await h.echo();
   await h.attached(d, e.pid);
   const c = d.client();

@@ -249,6 +249,19 @@ class Daemon extends Child {
     return client(this.addr, opts);
   }
 
+  // Where it listens, as its listening line says (the port the kernel
+  // picked, for PORT 0): 'http' gives HTTP's HOST:PORT, 'tcp' the first
+  // gRPC TCP listener's.
+  async bound(kind) {
+    const re = kind === 'http' ? /event=listening addr=http:\/\/(\S+)/ : /event=listening addr=([^u\s][^\s]*:\d+) tls=/;
+    return re.exec(await this.line(re))[1];
+  }
+
+  // Its HTTP port (given --http-listen 127.0.0.1:0).
+  async httpPort() {
+    return Number((await this.bound('http')).split(':').pop());
+  }
+
   // SIGTERM, and check it went cleanly: exit 0, no sanitizer report.
   async stop() {
     const e = await this.kill('SIGTERM');
