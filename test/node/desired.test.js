@@ -193,8 +193,8 @@ test('rollout: ListDesiredConfigs and /metrics count each config\'s processes ap
   const consumer = `${h.CONSUMER}.roll`;
   const conf = path.join(h.scratch('procctl-roll-'), 'procctl-node.conf');
   fs.writeFileSync(conf, `[desired roll]\nconsumer = ${consumer}\ndata = good\n`);
-  const port = await h.freePort();
-  const rd = await new h.Daemon({ consumers: consumer, args: ['--config', conf, '--http-listen', `127.0.0.1:${port}`] }).ready();
+  const rd = await new h.Daemon({ consumers: consumer, args: ['--config', conf, '--http-listen', '127.0.0.1:0'] }).ready();
+  const port = await rd.httpPort();
   const rc = rd.client();
   const es = [];
   try {
@@ -266,8 +266,8 @@ test('rollout: ListDesiredConfigs and /metrics count each config\'s processes ap
 
     // Another daemon with the same section, in another lock domain: the
     // regions are rd's, so it counts all four not owned, in both views.
-    const port2 = await h.freePort();
-    const od = await new h.Daemon({ consumers: consumer, args: ['--config', conf, '--http-listen', `127.0.0.1:${port2}`] }).ready();
+    const od = await new h.Daemon({ consumers: consumer, args: ['--config', conf, '--http-listen', '127.0.0.1:0'] }).ready();
+    const port2 = await od.httpPort();
     const oc = od.client();
     try {
       await settle('roll', counts(0, 0, 0, 0, 4), port2);

@@ -108,8 +108,8 @@ test('procctl-node: --flag=VALUE is --flag VALUE; a flag refused by name; -- and
     assert.match(r.stderr, re, args.join(' '));
   }
   // A daemon started with them takes them: its HTTP listener where said.
-  const port = await h.freePort();
-  const e = await new h.Daemon({ args: [`--http-listen=127.0.0.1:${port}`, '--lease-ms=1500'], consumers: `eq${process.pid}` }).ready();
+  const e = await new h.Daemon({ args: ['--http-listen=127.0.0.1:0', '--lease-ms=1500'], consumers: `eq${process.pid}` }).ready();
+  const port = await e.httpPort();
   try {
     assert.equal(await h.metric(port, 'procctl_ready'), 1);
   } finally {

@@ -257,9 +257,14 @@ class Daemon extends Child {
     return re.exec(await this.line(re))[1];
   }
 
-  // Its HTTP port (given --http-listen 127.0.0.1:0).
+  // Its HTTP port (given --http-listen 127.0.0.1:0), and its first gRPC
+  // TCP listener's (given --grpc-listen 127.0.0.1:0).
   async httpPort() {
     return Number((await this.bound('http')).split(':').pop());
+  }
+
+  async tcpPort() {
+    return Number((await this.bound('tcp')).split(':').pop());
   }
 
   // SIGTERM, and check it went cleanly: exit 0, no sanitizer report.

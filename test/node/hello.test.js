@@ -45,8 +45,8 @@ const value = (text, name) => {
 };
 
 test('a process started after the daemon is attached without a rescan, and its hello is counted', async () => {
-  const port = await h.freePort();
-  const d = await daemon({ args: [...HOUR, '--http-listen', `127.0.0.1:${port}`] });
+  const d = await daemon({ args: [...HOUR, '--http-listen', '127.0.0.1:0'] });
+  const port = await d.httpPort();
   const before = await metrics(port);
   assert.equal(value(before, 'procctl_hello_available'), 1, before);
   const e = await h.echo();
@@ -116,8 +116,8 @@ test('a client that execs into another program is detached at once (its exec rec
 });
 
 test('--hello false: new processes wait for the rescan; the metric says it is off', async () => {
-  const port = await h.freePort();
-  const d = await daemon({ args: ['--rescan-ms', '1000', '--hello', 'false', '--http-listen', `127.0.0.1:${port}`] });
+  const d = await daemon({ args: ['--rescan-ms', '1000', '--hello', 'false', '--http-listen', '127.0.0.1:0'] });
+  const port = await d.httpPort();
   assert.equal(value(await metrics(port), 'procctl_hello_available'), 0);
   const e = await h.echo();
   await h.attached(d, e.pid); // at the next rescan
@@ -129,9 +129,9 @@ test('--hello false: new processes wait for the rescan; the metric says it is of
 test('without perf permission (as nobody): said once in the log and /metrics, and it serves', async () => {
   const dir = h.scratch('procctl-node-');
   fs.chownSync(dir, 65534, 65534); // its own: a directory others could write is refused
-  const port = await h.freePort();
   const d = await daemon({ dir, spawn: { uid: 65534, gid: 65534 },
-    args: ['--http-listen', `127.0.0.1:${port}`] });
+    args: ['--http-listen', '127.0.0.1:0'] });
+  const port = await d.httpPort();
   const said = d.lines.filter((l) => /event=hello_unavailable/.test(l));
   assert.equal(said.length, 1, d.lines.join('\n'));
   assert.match(said[0], /reason="no permission/);

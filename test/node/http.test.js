@@ -42,14 +42,14 @@ before(async () => {
     'resources = GPU-5a8e2b0c-3f1d-4e6a-9b7c-1d2e3f4a5b6c\n');
   const keyFile = path.join(scratch, 'http.key');
   fs.writeFileSync(keyFile, `${KEY}\n`, { mode: 0o600 });
-  const port = await h.freePort();
-  d = await new h.Daemon({ args: ['--config', conf, '--http-listen', `127.0.0.1:${port}`, '--http-api-key-file', keyFile,
+  d = await new h.Daemon({ args: ['--config', conf, '--http-listen', '127.0.0.1:0', '--http-api-key-file', keyFile,
     '--http-writes', 'true'] }).ready();
+  const port = await d.httpPort();
   c = d.client();
   base = `http://127.0.0.1:${port}`;
-  const port2 = await h.freePort();
   ro = await new h.Daemon({ consumers: `${h.CONSUMER}ro`,
-    args: ['--http-listen', `127.0.0.1:${port2}`, '--http-api-key-file', keyFile] }).ready();
+    args: ['--http-listen', '127.0.0.1:0', '--http-api-key-file', keyFile] }).ready();
+  const port2 = await ro.httpPort();
   roBase = `http://127.0.0.1:${port2}`;
 });
 
@@ -89,8 +89,8 @@ test('/: the version and links to what the listener serves, nothing secret', asy
   const post = await get(`${base}/`, { method: 'POST' });
   assert.equal(post.status, 405);
   // Without a key the views are off, and the page says so without links.
-  const port = await h.freePort();
-  const bare = await new h.Daemon({ consumers: `${h.CONSUMER}bare`, args: ['--http-listen', `127.0.0.1:${port}`] }).ready();
+  const bare = await new h.Daemon({ consumers: `${h.CONSUMER}bare`, args: ['--http-listen', '127.0.0.1:0'] }).ready();
+  const port = await bare.httpPort();
   try {
     const r = await get(`http://127.0.0.1:${port}/`);
     assert.equal(r.status, 200);
@@ -266,7 +266,6 @@ test('bodies: none held for a request that takes none; all writes together hold 
 });
 
 test('the JSON views and writes are for loopback and a key: refused off loopback, writes need the key', async () => {
-  const port = await h.freePort();
   const run = (args) => require('node:child_process').spawnSync(h.NODE_BIN, ['--check-config', ...args],
     { encoding: 'utf8' });
   let r = run(['--http-writes-remote', 'true']);
@@ -277,17 +276,17 @@ test('the JSON views and writes are for loopback and a key: refused off loopback
   assert.match(r.stderr, /http_writes needs http_api_key_file/);
   const keyFile = path.join(scratch, 'http.key');
   const dd = new h.Daemon({ consumers: `${h.CONSUMER}x`,
-    args: ['--http-listen', `0.0.0.0:${port}`, '--http-api-key-file', keyFile] });
+    args: ['--http-listen', '0.0.0.0:0', '--http-api-key-file', keyFile] });
   const exit = await dd.exited;
   assert.equal(exit.code, 1);
   assert.ok(dd.lines.some((l) => /served on loopback only/.test(l)), dd.lines.join('\n'));
 });
 
 test('a daemon stopped past the lease: the client sees it expire, /metrics counts the lapse', async () => {
-  const port = await h.freePort();
   const consumer = `${h.CONSUMER}l`;
-  const dd = await new h.Daemon({ consumers: consumer, args: ['--lease-ms', '200', '--http-listen', `127.0.0.1:${port}`] })
+  const dd = await new h.Daemon({ consumers: consumer, args: ['--lease-ms', '200', '--http-listen', '127.0.0.1:0'] })
     .ready();
+  const port = await dd.httpPort();
   const lapses = async () => {
     const r = await get(`http://127.0.0.1:${port}/metrics`);
     return Number(/^procctl_lease_lapses_total (\d+)$/m.exec(r.text)[1]);

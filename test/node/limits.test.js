@@ -20,8 +20,8 @@ after(async () => {
 const waits = (port) => h.metric(port, 'procctl_waits');
 
 test('waits end with their calls: cancelled by the client, or the client killed', async (t) => {
-  const port = await h.freePort();
-  const d = await new h.Daemon({ args: ['--http-listen', `127.0.0.1:${port}`] }).ready();
+  const d = await new h.Daemon({ args: ['--http-listen', '127.0.0.1:0'] }).ready();
+  const port = await d.httpPort();
   const c = d.client();
   t.after(() => d.kill('SIGKILL'));
   const { e, gen } = await h.stoppedEcho(d, c);
@@ -49,12 +49,12 @@ test('waits end with their calls: cancelled by the client, or the client killed'
 });
 
 test('waits are capped in all, per caller (whatever its connections) and in time; the last eighth is root\'s', async (t) => {
-  const tcp = await h.freePort();
-  const port = await h.freePort();
   const d = await new h.Daemon({
-    args: ['--grpc-listen', `127.0.0.1:${tcp}`, '--http-listen', `127.0.0.1:${port}`, '--insecure-tcp', 'true',
+    args: ['--grpc-listen', '127.0.0.1:0', '--http-listen', '127.0.0.1:0', '--insecure-tcp', 'true',
       '--insecure-tcp-writes', 'true', '--max-waits', '8', '--max-waits-per-peer', '3', '--max-wait-ms', '20000'],
   }).ready();
+  const tcp = await d.tcpPort();
+  const port = await d.httpPort();
   const c = d.client();
   t.after(() => d.kill('SIGKILL'));
   const { e, gen } = await h.stoppedEcho(d, c);
@@ -92,8 +92,8 @@ test('waits are capped in all, per caller (whatever its connections) and in time
 });
 
 test('warnings a peer can cause are one a second, then "suppressed=N"', async (t) => {
-  const port = await h.freePort();
-  const d = await new h.Daemon({ consumers: 'test', args: ['--http-listen', `127.0.0.1:${port}`] }).ready();
+  const d = await new h.Daemon({ consumers: 'test', args: ['--http-listen', '127.0.0.1:0'] }).ready();
+  const port = await d.httpPort();
   t.after(() => d.kill('SIGKILL'));
   const rejected = () => d.lines.filter((l) => /level=warn event=attach_rejected /.test(l));
   // Each line stands for itself and the ones dropped before it.
@@ -136,9 +136,9 @@ test('warnings a peer can cause are one a second, then "suppressed=N"', async (t
 });
 
 test('made-up consumer names cost a lock and an fd while their processes live, and are capped', async (t) => {
-  const port = await h.freePort();
-  const d = await new h.Daemon({ consumers: null, args: ['--http-listen', `127.0.0.1:${port}`, '--max-consumers', '20'] })
+  const d = await new h.Daemon({ consumers: null, args: ['--http-listen', '127.0.0.1:0', '--max-consumers', '20'] })
     .ready();
+  const port = await d.httpPort();
   t.after(() => d.kill('SIGKILL'));
   const locks = () => fs.readdirSync(`${d.dir}/locks`).filter((f) => /^made\d+\.lock$/.test(f)).length;
   // The daemon's fds on what the processes cost: lock files, pidfds, /proc/PID/mem.

@@ -124,10 +124,10 @@ test('a publish to 2,000 processes: requests served meanwhile, a process added a
 });
 
 test('at a cap: refused with a named reason, counted, a gauge, one warning while it lasts', async () => {
-  const port = await h.freePort();
   const consumer = `${CONSUMER}c`.slice(0, 31);
   const d = await new h.Daemon({ consumers: consumer,
-    args: ['--max-per-process', '3', '--max-regions', '25', '--http-listen', `127.0.0.1:${port}`] }).ready();
+    args: ['--max-per-process', '3', '--max-regions', '25', '--http-listen', '127.0.0.1:0'] }).ready();
+  const port = await d.httpPort();
   const c = d.client();
   const farm = new h.Child(process.env.FARM, ['--procs', '10', '--regions', '4', '--consumer', consumer],
     { stdio: ['pipe', 'pipe', 'pipe'] });
