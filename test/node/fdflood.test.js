@@ -81,11 +81,11 @@ async function metric(port, name) {
 const fds = (pid) => fs.readdirSync(`/proc/${pid}/fd`).length;
 
 async function daemon(extra = []) {
-  const port = await h.freePort();
-  const grpcPort = await h.freePort();
   const d = await new h.Daemon({ prefix: ['prlimit', `--nofile=${LIMIT}:${LIMIT}`, '--'],
-    args: ['--grpc-listen', `127.0.0.1:${grpcPort}`, '--insecure-tcp', 'true', '--http-listen', `127.0.0.1:${port}`,
+    args: ['--grpc-listen', '127.0.0.1:0', '--insecure-tcp', 'true', '--http-listen', '127.0.0.1:0',
       ...extra] }).ready();
+  const port = await d.httpPort();
+  const grpcPort = await d.tcpPort();
   return { d, port, grpcPort };
 }
 

@@ -46,14 +46,14 @@ after(async () => {
 
 // A daemon with a Unix socket, an mTLS TCP listener and /metrics.
 async function start(t, args = [], opts = {}) {
-  const tcp = await h.freePort();
-  const http = await h.freePort();
   const d = await new h.Daemon({
     ...opts,
     spawn: { ...opts.spawn, env: { ...process.env, ...(opts.spawn && opts.spawn.env), ASAN_OPTIONS } },
-    args: ['--grpc-listen', `127.0.0.1:${tcp}`, '--tls-cert', file('server.crt'), '--tls-key', file('server.key'),
-      '--tls-client-ca', file('ca.crt'), '--http-listen', `127.0.0.1:${http}`, ...args],
+    args: ['--grpc-listen', '127.0.0.1:0', '--tls-cert', file('server.crt'), '--tls-key', file('server.key'),
+      '--tls-client-ca', file('ca.crt'), '--http-listen', '127.0.0.1:0', ...args],
   }).ready();
+  const tcp = await d.tcpPort();
+  const http = await d.httpPort();
   t.after(() => d.kill('SIGKILL'));
   return { d, tcp, http, metric: (name) => h.metric(http, name) };
 }
@@ -194,10 +194,10 @@ test('calls past grpc_max_calls are RESOURCE_EXHAUSTED; the last eighth is root\
 });
 
 test('a read-only client\'s waits, over 17 connections, leave room for the writers\' (issue 36\'s attack)', async (t) => {
-  const tcp = await h.freePort();
-  const http = await h.freePort();
-  const d = await new h.Daemon({ args: ['--grpc-listen', `127.0.0.1:${tcp}`, '--insecure-tcp', 'true',
-    '--http-listen', `127.0.0.1:${http}`] }).ready();
+  const d = await new h.Daemon({ args: ['--grpc-listen', '127.0.0.1:0', '--insecure-tcp', 'true',
+    '--http-listen', '127.0.0.1:0'] }).ready();
+  const tcp = await d.tcpPort();
+  const http = await d.httpPort();
   t.after(() => d.kill('SIGKILL'));
   const c = d.client();
   const { e, gen } = await h.stoppedEcho(d, c);
@@ -229,9 +229,9 @@ test('a read-only client\'s waits, over 17 connections, leave room for the write
 });
 
 test('streams are capped per caller, over all its connections; root on the Unix socket is not', async (t) => {
-  const tcp = await h.freePort();
-  const d = await new h.Daemon({ args: ['--grpc-listen', `127.0.0.1:${tcp}`, '--insecure-tcp', 'true',
+  const d = await new h.Daemon({ args: ['--grpc-listen', '127.0.0.1:0', '--insecure-tcp', 'true',
     '--max-watchers-per-peer', '5'] }).ready();
+  const tcp = await d.tcpPort();
   t.after(() => d.kill('SIGKILL'));
   const conns = Array.from({ length: 2 }, () => new h.api.NodeService(`127.0.0.1:${tcp}`,
     h.grpc.credentials.createInsecure(), { 'grpc.use_local_subchannel_pool': 1 }));
@@ -252,10 +252,10 @@ test('streams are capped per caller, over all its connections; root on the Unix 
 });
 
 test('streams refused at grpc_max_calls are not taken off the streams open (max_watchers holds)', async (t) => {
-  const tcp = await h.freePort();
-  const http = await h.freePort();
-  const d = await new h.Daemon({ args: ['--grpc-listen', `127.0.0.1:${tcp}`, '--insecure-tcp', 'true',
-    '--http-listen', `127.0.0.1:${http}`, '--grpc-max-calls', '64'] }).ready();
+  const d = await new h.Daemon({ args: ['--grpc-listen', '127.0.0.1:0', '--insecure-tcp', 'true',
+    '--http-listen', '127.0.0.1:0', '--grpc-max-calls', '64'] }).ready();
+  const tcp = await d.tcpPort();
+  const http = await d.httpPort();
   t.after(() => d.kill('SIGKILL'));
   // A read-only client: 16 calls (a quarter of 64), the rest refused.
   const x = new h.api.NodeService(`127.0.0.1:${tcp}`, h.grpc.credentials.createInsecure());

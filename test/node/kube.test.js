@@ -407,12 +407,12 @@ test('a hostile API server: an object that is no Pod is refused, counted, and th
 
 test('an API server down at the start: it serves, and its pods\' processes get their configs by labels once it is up', async () => {
   const port = await h.freePort();
-  const hp = await h.freePort();
   const D = `late${process.pid}`.slice(0, 31); // this daemon's alone: the nodes' processes are not its
   const conf = file('late.conf');
   fs.writeFileSync(conf, `[desired late]\nconsumer = ${D}\nlabel_selector = app=late\ndata = late\n`);
-  const d = await new h.Daemon({ consumers: D, args: ['--http-listen', `127.0.0.1:${hp}`, '--config', conf,
+  const d = await new h.Daemon({ consumers: D, args: ['--http-listen', '127.0.0.1:0', '--config', conf,
     ...kubeArgs(`https://127.0.0.1:${port}`)] }).ready();
+  const hp = await d.httpPort();
   const p = cluster.pod('late-1');
   const container = p.container();
   const e = new h.Child('sh', ['-c', 'echo $$ > "$1/cgroup.procs" && exec "$2" --consumer "$3"', 'sh', container.cgroup,
@@ -446,9 +446,9 @@ test('a node of more pods than kubernetes_pods_max: a paged list, the rest count
   const port = await h.freePort();
   const many = Array.from({ length: 600 }, (_, i) => pod(`p-${i}`));
   const big = await apiServer(many, { port, host: '127.0.0.1' });
-  const hp = await h.freePort();
-  const d = await new h.Daemon({ consumers: `big${process.pid}`.slice(0, 31), args: ['--http-listen', `127.0.0.1:${hp}`,
+  const d = await new h.Daemon({ consumers: `big${process.pid}`.slice(0, 31), args: ['--http-listen', '127.0.0.1:0',
     ...kubeArgs(`https://127.0.0.1:${port}`, ['--kubernetes-pods-max', '550'])] }).ready();
+  const hp = await d.httpPort();
   try {
     await h.until(async () => (await h.metric(hp, 'procctl_kube_synced')) === 1, { what: 'listed' });
     assert.equal(await h.metric(hp, 'procctl_kube_pods'), 550);

@@ -185,14 +185,14 @@ async function query(q) {
 }
 
 before(async () => {
-  port = await h.freePort();
   promPort = await h.freePort();
   const conf = path.join(scratch, 'node.conf');
   fs.writeFileSync(conf, `[arbiter gpu]\nkind = 1\nconsumer = ${CONSUMER_T}\nhold_ms = 200\n` +
     'resources = 00000000-0000-0000-0000-000000000000\n' +
     `[desired m]\nconsumer = ${h.CONSUMER}\ndata = from the file\n`);
   d = await new h.Daemon({ consumers: `${CONSUMER_T},${h.CONSUMER},${CONSUMER_NONE}`,
-    args: ['--config', conf, '--http-listen', `127.0.0.1:${port}`] }).ready();
+    args: ['--config', conf, '--http-listen', '127.0.0.1:0'] }).ready();
+  port = await d.httpPort();
   c = d.client();
   await h.until(async () => (await get('/healthz')).status === 200, { what: 'the HTTP side to answer' });
 

@@ -66,13 +66,13 @@ async function token() {
 const holder = async () => (await h.call(c, 'GetArbiter', { kind: 'gpu' })).arbiter.resources[0].holder.pid;
 
 before(async () => {
-  port = await h.freePort();
   promPort = await h.freePort();
   const conf = path.join(scratch, 'node.conf');
   fs.writeFileSync(conf, `[arbiter gpu]\nkind = 1\nconsumer = ${CONSUMER_T}\nhold_ms = 200\nresources = ${GPU}\n` +
     `[desired m]\nconsumer = ${h.CONSUMER}\ndata = monitored\n`);
   d = await new h.Daemon({ consumers: `${CONSUMER_T},${h.CONSUMER}`,
-    args: ['--config', conf, '--http-listen', `127.0.0.1:${port}`] }).ready();
+    args: ['--config', conf, '--http-listen', '127.0.0.1:0'] }).ready();
+  port = await d.httpPort();
   c = d.client();
   if (!HAVE_PROMETHEUS) return;
   // The chart's rules, their thresholds in seconds.

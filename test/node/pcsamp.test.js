@@ -34,8 +34,8 @@ before(async () => {
   const conf = path.join(scratch, 'node.conf');
   fs.writeFileSync(conf, `[arbiter ${KIND}]\nkind = 2\nconsumer = ${CONSUMER}\nhold_ms = 300\nprocess_bound = true\n` +
     `resources = ${UUID}\n`);
-  port = await h.freePort();
-  d = await new h.Daemon({ consumers: CONSUMER, args: ['--config', conf, '--http-listen', `127.0.0.1:${port}`] }).ready();
+  d = await new h.Daemon({ consumers: CONSUMER, args: ['--config', conf, '--http-listen', '127.0.0.1:0'] }).ready();
+  port = await d.httpPort();
   c = d.client();
   for (let i = 0; i < 3; i++) {
     const p = new h.Child(STANDIN, ['--consumer', CONSUMER, '--uuid', UUID, '--witness', witness,

@@ -290,9 +290,9 @@ function viewsKey() {
 }
 
 test('strings are read whole: a NUL inside one is refused, paths parse strictly', async () => {
-  const port = await h.freePort();
   const key = viewsKey();
-  const d = await new h.Daemon({ args: ['--http-listen', `127.0.0.1:${port}`, '--http-api-key-file', key.file] }).ready();
+  const d = await new h.Daemon({ args: ['--http-listen', '127.0.0.1:0', '--http-api-key-file', key.file] }).ready();
+  const port = await d.httpPort();
   const c = d.client();
   const e = await h.echo();
   await h.attached(d, e.pid);
@@ -343,15 +343,16 @@ const ownership = async (port) => (await (await fetch(`http://127.0.0.1:${port}/
   .split('\n').filter((l) => l.startsWith(`procctl_processes{consumer="${h.CONSUMER}"`)).sort();
 
 test('ownership is shown as the daemon holds it: owned, passive, conflict, broken; each refusal named', async () => {
-  const [pa, pb] = [await h.freePort(), await h.freePort()];
-  const a = await new h.Daemon({ args: ['--http-listen', `127.0.0.1:${pa}`] }).ready();
+  const a = await new h.Daemon({ args: ['--http-listen', '127.0.0.1:0'] }).ready();
+  const pa = await a.httpPort();
   const p = await procsim([`init ${h.CONSUMER}`]);
   const ca = a.client();
   const state = async (c) => (await h.call(c, 'GetProcess', { process: { pid: p.pid } })).process.leaseState;
   await h.until(async () => (await state(ca).catch(() => '')) === 'LEASE_STATE_LIVE', { what: 'a owns it' });
   // Another daemon with another lock directory (another lock domain):
   // it holds its own consumer lock, but the region is a's.
-  const b = await new h.Daemon({ args: ['--http-listen', `127.0.0.1:${pb}`] }).ready();
+  const b = await new h.Daemon({ args: ['--http-listen', '127.0.0.1:0'] }).ready();
+  const pb = await b.httpPort();
   const cb = b.client();
   await h.until(async () => (await state(cb).catch(() => '')) === 'LEASE_STATE_CONFLICT', { what: 'b sees a conflict' });
   await b.line(/event=owner_conflict/);
@@ -475,8 +476,8 @@ test('a pid config is bound to the image its process runs: an exec while no daem
 test('HTTP serves health and /metrics to anyone; the JSON views only with the key, on loopback', async () => {
   const e = await h.echo();
   // No key: the views are off, metrics are not.
-  let port = await h.freePort();
-  let d = await new h.Daemon({ args: ['--http-listen', `127.0.0.1:${port}`] }).ready();
+  let d = await new h.Daemon({ args: ['--http-listen', '127.0.0.1:0'] }).ready();
+  let port = await d.httpPort();
   await h.attached(d, e.pid);
   const at = (p, headers = {}) => fetch(`http://127.0.0.1:${port}${p}`, { headers });
   assert.equal((await at('/healthz')).status, 200);
@@ -491,13 +492,13 @@ test('HTTP serves health and /metrics to anyone; the JSON views only with the ke
   const key = 'k'.repeat(40);
   fs.writeFileSync(keyFile, `${key}\n`, { mode: 0o644 });
   fs.chmodSync(keyFile, 0o644);
-  const bad = new h.Daemon({ args: ['--http-listen', `127.0.0.1:${await h.freePort()}`, '--http-api-key-file', keyFile] });
+  const bad = new h.Daemon({ args: ['--http-listen', '127.0.0.1:0', '--http-api-key-file', keyFile] });
   assert.equal((await bad.exited).code, 1);
   assert.ok(bad.lines.some((l) => /others cannot read/.test(l)), bad.lines.join('\n'));
   // With the key: 401 (and how to authenticate) without it or with another.
   fs.chmodSync(keyFile, 0o600);
-  port = await h.freePort();
-  d = await new h.Daemon({ args: ['--http-listen', `127.0.0.1:${port}`, '--http-api-key-file', keyFile] }).ready();
+  d = await new h.Daemon({ args: ['--http-listen', '127.0.0.1:0', '--http-api-key-file', keyFile] }).ready();
+  port = await d.httpPort();
   await h.attached(d, e.pid);
   r = await at(`/v1/processes/${e.pid}/state`);
   assert.equal(r.status, 401);
@@ -562,9 +563,9 @@ test('a process that says it uses the gpu with no grant blocks nobody, refused o
 test('an arbiter grants only to whom its admission admits; what a refused process asks for is not learned', async () => {
   const consumer = `tok${process.pid}`.slice(0, 31);
   const conf = rootOnlyGpu(consumer);
-  const port = await h.freePort();
-  const d = await new h.Daemon({ consumers: consumer, args: ['--config', conf, '--http-listen', `127.0.0.1:${port}`] })
+  const d = await new h.Daemon({ consumers: consumer, args: ['--config', conf, '--http-listen', '127.0.0.1:0'] })
     .ready();
+  const port = await d.httpPort();
   const c = d.client();
   const token = async (spawnOpts = {}) => {
     const t = new h.Child(h.TOKEN_CLIENT, ['--consumer', consumer, '--kind', '1', '--id', '0'], spawnOpts);

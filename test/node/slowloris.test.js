@@ -57,8 +57,8 @@ const sample = (body, name) => {
 
 before(async () => {
   ensureNofile(NOFILE);
-  port = await h.freePort();
-  d = await new h.Daemon({ args: ['--http-listen', `127.0.0.1:${port}`] }).ready();
+  d = await new h.Daemon({ args: ['--http-listen', '127.0.0.1:0'] }).ready();
+  port = await d.httpPort();
 });
 
 after(async () => {

@@ -59,13 +59,13 @@ async function staller(d) {
 }
 
 test(`${N} stalled processes: one reader each, marked, and the rest of the node served`, async (t) => {
-  const port = await h.freePort();
   // slow_turn_ms: a turn that waited on a stalled read would last until
   // the staller dies, 1.5 s or more after its last doorbell here; the
   // turns' own work stays far under it in every build (the sanitizers'
   // too: TSan's slowest, attaching 50 processes at once, was 57 ms).
   const d = await new h.Daemon({ consumers: `${h.CONSUMER},test`,
-    args: ['--http-listen', `127.0.0.1:${port}`, '--slow-turn-ms', '1000'] }).ready();
+    args: ['--http-listen', '127.0.0.1:0', '--slow-turn-ms', '1000'] }).ready();
+  const port = await d.httpPort();
   t.after(() => d.kill('SIGKILL'));
   const c = d.client();
   const e = await h.echo();

@@ -61,9 +61,9 @@ after(async () => {
 
 test('mTLS: a client with a certificate of tls_client_ca reads and writes, its CN logged', async () => {
   const consumer = h.CONSUMER;
-  const port = await h.freePort();
-  const d = await start(consumer, ['--grpc-listen', `127.0.0.1:${port}`, '--tls-cert', file('server.crt'),
+  const d = await start(consumer, ['--grpc-listen', '127.0.0.1:0', '--tls-cert', file('server.crt'),
     '--tls-key', file('server.key'), '--tls-client-ca', file('ca.crt')]);
+  const port = await d.tcpPort();
   assert.ok(d.lines.some((l) => l.includes(`event=listening addr=127.0.0.1:${port} tls=mtls`)), d.lines.join('\n'));
   const e = await spawnEcho(d, consumer);
 
@@ -103,10 +103,10 @@ test('mTLS: a client with a certificate of tls_client_ca reads and writes, its C
 test('a renewed certificate and CA are served without a restart (tls_refresh_s)', async () => {
   // The daemon's own copies, rewritten in place as cert-manager rewrites a Secret.
   for (const f of ['server.crt', 'server.key', 'ca.crt']) fs.copyFileSync(file(f), file(`live-${f}`));
-  const port = await h.freePort();
-  const d = await start(`${h.CONSUMER}r`.slice(0, 31), ['--grpc-listen', `127.0.0.1:${port}`,
+  const d = await start(`${h.CONSUMER}r`.slice(0, 31), ['--grpc-listen', '127.0.0.1:0',
     '--tls-cert', file('live-server.crt'), '--tls-key', file('live-server.key'),
     '--tls-client-ca', file('live-ca.crt'), '--tls-refresh-s', '1']);
+  const port = await d.tcpPort();
   const asClient = (trust, key, cert) => tcpClient(port, h.grpc.credentials.createSsl(read(trust), read(key), read(cert)));
   await h.call(asClient('ca.crt', 'client.key', 'client.crt'), 'ListProcesses', {});
   // Renewed: a server certificate of otherca, and clients of otherca trusted.
@@ -130,8 +130,8 @@ test('a renewed certificate and CA are served without a restart (tls_refresh_s)'
 
 test('plain TCP (insecure_tcp): reads served, writes PERMISSION_DENIED', async () => {
   const consumer = `${h.CONSUMER}.ro`;
-  const port = await h.freePort();
-  const d = await start(consumer, ['--grpc-listen', `127.0.0.1:${port}`, '--insecure-tcp', 'true']);
+  const d = await start(consumer, ['--grpc-listen', '127.0.0.1:0', '--insecure-tcp', 'true']);
+  const port = await d.tcpPort();
   assert.ok(d.lines.some((l) => l.includes(`event=listening addr=127.0.0.1:${port} tls=none`)), d.lines.join('\n'));
   const e = await spawnEcho(d, consumer);
 
@@ -150,8 +150,8 @@ test('plain TCP (insecure_tcp): reads served, writes PERMISSION_DENIED', async (
 });
 
 test('procctl with TLS to a plain TCP listener: what to do, not only what failed', async () => {
-  const port = await h.freePort();
-  await start(`plain${process.pid}`.slice(0, 31), ['--grpc-listen', `127.0.0.1:${port}`, '--insecure-tcp', 'true']);
+  const d = await start(`plain${process.pid}`.slice(0, 31), ['--grpc-listen', '127.0.0.1:0', '--insecure-tcp', 'true']);
+  const port = await d.tcpPort();
   const r = exits(await run(['--server', `127.0.0.1:${port}`, '--tls-ca', file('ca.crt'), 'health']), 1);
   assert.match(r.stderr, new RegExp(`^procctl: UNAVAILABLE: 127\\.0\\.0\\.1:${port}: the TLS handshake got no TLS back: ` +
     'a listener without TLS \\(--plaintext, where the daemon has insecure_tcp\\), or not the daemon\'s gRPC port '), said(r));
@@ -160,9 +160,9 @@ test('procctl with TLS to a plain TCP listener: what to do, not only what failed
 
 test('plain TCP with insecure_tcp_writes: writes served', async () => {
   const consumer = `${h.CONSUMER}.rw`;
-  const port = await h.freePort();
-  const d = await start(consumer, ['--grpc-listen', `127.0.0.1:${port}`, '--insecure-tcp', 'true',
+  const d = await start(consumer, ['--grpc-listen', '127.0.0.1:0', '--insecure-tcp', 'true',
     '--insecure-tcp-writes', 'true']);
+  const port = await d.tcpPort();
   const e = await spawnEcho(d, consumer);
   const c = tcpClient(port, h.grpc.credentials.createInsecure());
   const r = await publish(c, e.pid, 'over plain tcp');
@@ -174,9 +174,9 @@ test('plain TCP with insecure_tcp_writes: writes served', async () => {
 
 test('procctl --server: mTLS to an address its certificate does not carry, checked against --tls-server-name', async () => {
   const consumer = `${h.CONSUMER}.cli`;
-  const port = await h.freePort();
-  const d = await start(consumer, ['--grpc-listen', `127.0.0.1:${port}`, '--tls-cert', file('nodes.crt'),
+  const d = await start(consumer, ['--grpc-listen', '127.0.0.1:0', '--tls-cert', file('nodes.crt'),
     '--tls-key', file('nodes.key'), '--tls-client-ca', file('ca.crt')]);
+  const port = await d.tcpPort();
   const e = await spawnEcho(d, consumer);
   const to = ['--server', `127.0.0.1:${port}`];
   const mine = ['--tls-cert', file('client.crt'), '--tls-key', file('client.key')];
