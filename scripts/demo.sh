@@ -152,12 +152,9 @@ sort -k3,3n "$work/witness" | awk '
 # ---- procctl-node and the procctl command line --------------------------
 
 P="$CLI --socket $work/node.sock"
-# HTTP on DEMO_HTTP_PORT, or the first of 19464.. that nothing listens on
-# (another demo may run beside this one: its daemon holds its port).
-port=${DEMO_HTTP_PORT:-19464}
-while [ -z "${DEMO_HTTP_PORT:-}" ] && grep -qi "^ *[0-9]*: [0-9A-F]*:$(printf '%04X' "$port") [0-9A-F:]* 0A " /proc/net/tcp; do
-	port=$((port + 1))
-done
+# HTTP on DEMO_HTTP_PORT, or on a port the kernel picks (0): the daemon's
+# listening line names it, so a demo beside this one never takes it.
+port=${DEMO_HTTP_PORT:-0}
 metric() { curl -s "http://$HTTP/metrics" | grep "^$1" || true; }
 # ps_count N: until procctl ps lists N processes (10 s)
 ps_count() {
@@ -168,34 +165,23 @@ ps_count() {
 		sleep 0.05
 	done
 }
-# node_start: the daemon, serving (10 s), on $port; a demo started beside
-# this one may take that port between the look above and the bind (both
-# saw it free): then on the next (20 tries).
+# node_start: the daemon, serving (10 s), HTTP on $port; HTTP is where
+# its listening line says it listens.
 node_start() {
-	tries=0
-	while :; do
-		HTTP=127.0.0.1:$port
-		"$NODE" --config "$work/node.conf" --grpc-listen "unix:$work/node.sock" --lock-dir "$work/nlocks" \
-			--state-dir "$work/state" --rescan-ms 200 --http-listen "$HTTP" >"$work/node.log" 2>&1 & node=$!
-		i=0
-		while kill -0 "$node" 2>/dev/null && ! $P health >/dev/null 2>&1; do
-			i=$((i + 1))
-			[ $i -le 200 ] || fail "procctl-node did not serve within 10 s"
-			sleep 0.05
-		done
-		kill -0 "$node" 2>/dev/null && break
-		wait "$node" || true
-		if [ -n "${DEMO_HTTP_PORT:-}" ] || [ $tries -ge 20 ] ||
-			! grep -q "http_listen .*cannot listen there" "$work/node.log"; then
-			fail "procctl-node did not start: $(tail -n 3 "$work/node.log")"
-		fi
-		tries=$((tries + 1))
-		port=$((port + 1))
-	done
+	"$NODE" --config "$work/node.conf" --grpc-listen "unix:$work/node.sock" --lock-dir "$work/nlocks" \
+		--state-dir "$work/state" --rescan-ms 200 --http-listen "127.0.0.1:$port" >"$work/node.log" 2>&1 & node=$!
 	pids="$pids $node"
+	i=0
+	while ! $P health >/dev/null 2>&1 || ! grep -q "event=listening addr=http://" "$work/node.log"; do
+		kill -0 "$node" 2>/dev/null || fail "procctl-node did not start: $(tail -n 3 "$work/node.log")"
+		i=$((i + 1))
+		[ $i -le 200 ] || fail "procctl-node did not serve within 10 s"
+		sleep 0.05
+	done
+	HTTP=$(sed -n 's/.*event=listening addr=http:\/\/\([^ ]*\) .*/\1/p' "$work/node.log" | head -n 1)
 }
 
-step "procctl-node: the node daemon (gRPC on $work/node.sock, HTTP on 127.0.0.1, from port $port), one [arbiter gpu] for the token clients"
+step "procctl-node: the node daemon (gRPC on $work/node.sock, HTTP on 127.0.0.1), one [arbiter gpu] for the token clients"
 printf '[arbiter gpu]\nkind = 1\nconsumer = token\nhold_ms = 200\nresources = 00000000-0000-0000-0000-000000000000\n' >"$work/node.conf"
 node_start
 echo "    serving; HTTP on $HTTP"
