@@ -179,17 +179,33 @@ static void found_in_another_mount_namespace(void **state)
 	world_stop(&w);
 }
 
+/* Wait (10 s at most) until pid has made its region of consumer. */
+static void region_made(pid_t pid)
+{
+	struct procctl_scan_entry e;
+	int i;
+	for (i = 0; i < 2000 && !th_region(pid, -1, consumer, &e); i++)
+		th_sleep_ms(5);
+	if (i == 2000)
+		fail_msg("pid %d made no region of %s in 10 s", (int)pid, consumer);
+}
+
 static void found_by_the_first_scan(void **state)
 {
+	struct procctl_registry_stats st;
 	struct world w;
 	pid_t pid;
 	(void)state;
 
 	pid = echo_client();
-	th_sleep_ms(200); /* it has said hello before any agent ran */
+	region_made(pid); /* its hello went before any agent ran */
 	world_start(&w, HOUR, NULL);
 	if (!pump(&w, attached_cond, pid))
 		fail_msg("a process from before the agent was not found by the first scan");
+	/* Found by that scan: no notify (the probe's) was asked for. */
+	procctl_registry_stats(w.r, &st, sizeof st);
+	assert_int_equal(st.scans, 1);
+	assert_int_equal(st.targeted_scans, 0);
 	world_stop(&w);
 }
 
@@ -403,6 +419,29 @@ static void without_permission_it_says_so(void **state)
 	assert_int_equal(WEXITSTATUS(st), 0);
 }
 
+/* Wait (10 s at most) until pid maps file: the exec is done, and the
+ * perf records of its mappings are written. */
+static void mapped(pid_t pid, const char *file)
+{
+	char path[64], line[512];
+	size_t t = strlen(file);
+	int i, hit = 0;
+	snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
+	for (i = 0; i < 2000 && !hit; i++) {
+		FILE *f = fopen(path, "r");
+		while (f && !hit && fgets(line, sizeof line, f)) {
+			size_t n = strcspn(line, "\n");
+			hit = n >= t && !strncmp(line + n - t, file, t);
+		}
+		if (f)
+			fclose(f);
+		if (!hit)
+			th_sleep_ms(5);
+	}
+	if (!hit)
+		fail_msg("pid %d did not map %s in 10 s", (int)pid, file);
+}
+
 /* procctl_hello_fd's readiness is used up by the first poll that reports
  * it (a perf ring's, cleared by perf_poll): the rule is a dispatch for
  * every wake that reported it, and a dispatch reads every ring whatever
@@ -425,7 +464,11 @@ static void one_dispatch_per_wake_reads_everything(void **state)
 	ev = (struct epoll_event){.events = EPOLLIN};
 	assert_int_equal(epoll_ctl(ep, EPOLL_CTL_ADD, procctl_hello_fd(w.h), &ev), 0);
 	pid = echo_client_copy();
-	th_sleep_ms(50); /* the exec's mappings are in the rings by now */
+	{
+		char copy[128];
+		snprintf(copy, sizeof copy, "%s/echo-client", lockdir); /* echo_client_copy's */
+		mapped(pid, copy); /* its mappings made: their records are in the rings */
+	}
 	{
 		struct pollfd p = {procctl_hello_fd(w.h), POLLIN, 0};
 		assert_int_equal(poll(&p, 1, 10000), 1);

@@ -426,7 +426,11 @@ static void late_holder_found_by_hello(void **state)
 		th_sleep_ms(10);
 	if (!file_has(log, "hello=1"))
 		fail_msg("token-agent has no hello probe here (root, perf uprobes): %s", log);
-	th_sleep_ms(200); /* its first scan is over */
+	for (i = 0; i < 1000 && !file_has(log, "event=scanned"); i++)
+		th_sleep_ms(10);
+	if (!file_has(log, "event=scanned"))
+		fail_msg("token-agent's first scan did not end in 10 s: %s", log);
+	/* Its scans are an hour apart now: only the hello can find h. */
 	h = holder(witness);
 	for (i = 0; i < 1000 && last_event(witness, h, 0) != 'S'; i++)
 		th_sleep_ms(10);

@@ -287,6 +287,21 @@ static procctl_arbiter_t *arbiter_start(struct procctl_arbiter_source *src, cons
  * the registry's, the arbiter's tick, a line per change of holder (snap,
  * last: its nres resources). 0, or the registry's error. A hello probe
  * that fails is let go (*hello NULL). */
+/* Said once: the first full scan of /proc is done (what ran before this
+ * agent is attached; what starts later is found by the hello, or by a rescan). */
+static void scanned_once(void)
+{
+	static int said;
+	struct procctl_registry_stats st;
+	if (said)
+		return;
+	procctl_registry_stats(reg, &st, sizeof st);
+	if (st.scans) {
+		printf("event=scanned clients=%u\n", st.clients);
+		said = 1;
+	}
+}
+
 static int serve(procctl_arbiter_t *a, procctl_hello_t **hello, int bells, struct procctl_arbiter_snapshot *snap,
 		 size_t nres, pid_t *last)
 {
@@ -308,6 +323,7 @@ static int serve(procctl_arbiter_t *a, procctl_hello_t **hello, int bells, struc
 			fprintf(stderr, "token-agent: registry: %s\n", strerror(-err));
 			break;
 		}
+		scanned_once();
 		tick_err = procctl_arbiter_tick(a); /* a write to one holder failed: the next tick retries */
 		if (tick_err && tick_err != last_err)
 			fprintf(stderr, "token-agent: arbiter: %s\n", strerror(-tick_err));
