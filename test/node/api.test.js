@@ -273,8 +273,11 @@ test('a process that exited: NOT_FOUND once detached, GONE while a wait was on i
   const e = await h.echo();
   await h.attached(d, e.pid);
   process.kill(e.pid, 'SIGSTOP');
+  const gen = async () => Number((await h.call(c, 'GetProcess', { process: { pid: e.pid } })).process.generation);
+  const before = await gen();
   const p = h.call(c, 'Publish', { selector: { pid: e.pid }, payload: Buffer.from('never'), waitMs: 10000 });
-  await h.sleep(100);
+  // Written (its wait is on the process), then the process dies under it.
+  await h.until(async () => (await gen()) > before, { what: 'the Publish written' });
   process.kill(e.pid, 'SIGKILL');
   const r = await p;
   assert.equal(r.results[0].status, 'PUBLISH_STATUS_GONE');
