@@ -12,6 +12,7 @@ const { test, after } = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
+const { spawnSync } = require('node:child_process');
 const h = require('./harness');
 const { run, said, exits } = require('./clirun');
 
@@ -31,6 +32,21 @@ const said_ = (n) => n.out.slice(1); // the datagrams, "pid=N STATE"
 const pings = (n) => said_(n).filter((l) => / WATCHDOG=1$/.test(l)).length;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
+// Until pid is stopped (its state T in /proc).
+const stopped = (pid) => h.until(() => fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1][0] === 'T',
+  { what: `${pid} stopped` });
+
+// A datagram of the test's own to addr (perl-base's Socket: node has no
+// Unix datagrams), and its line from n: the socket's queue is in order, so
+// every datagram sent before it was read first.
+async function marked(addr, n) {
+  const tag = `MARK${Date.now()}`;
+  const r = spawnSync('perl', ['-MSocket', '-e', 'socket(my $s, PF_UNIX, SOCK_DGRAM, 0) or die "socket: $!"; ' +
+    'send($s, $ARGV[1], 0, pack_sockaddr_un($ARGV[0])) or die "send: $!"', addr, tag], { encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  await n.line(new RegExp(` ${tag}$`), { out: true });
+}
+
 test('READY=1 when it serves, from its own pid; WATCHDOG=1 from the loop, none while stopped; STOPPING=1', async () => {
   const addr = path.join(h.scratch('procctl-notify-'), 'notify');
   const n = await notifySocket(addr);
@@ -47,7 +63,8 @@ test('READY=1 when it serves, from its own pid; WATCHDOG=1 from the loop, none w
 
   // Stopped (a hung daemon, as the watchdog sees it): no ping comes.
   process.kill(d.pid, 'SIGSTOP');
-  await sleep(100); // a datagram sent just before the stop is in
+  await stopped(d.pid);
+  await marked(addr, n); // every datagram sent before the stop is in
   const before = pings(n);
   await sleep(6 * WATCHDOG_USEC / 1000);
   assert.equal(pings(n), before, 'WATCHDOG=1 while the daemon was stopped');
