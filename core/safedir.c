@@ -81,9 +81,10 @@ static int trusted(const char *dir, int strict, char *why, size_t whylen)
 	}
 	/* Down from /, never through a symlink: what realpath saw is what
 	 * is opened, or the walk fails. */
-	if ((fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 || fstat(fd, &st) < 0)
+	if ((fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 || fstat(fd, &st) < 0) {
 		r = -errno;
-	else
+		snprintf(why, whylen, "/: %s", strerror(errno)); /* out of descriptors, say */
+	} else
 		r = judge(&st, "/", strict && !real[1], why, whylen);
 	for (start = 1; !r && real[start]; start = end + (real[end] != 0)) {
 		for (end = start; real[end] && real[end] != '/'; end++)

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -67,6 +68,27 @@ static int trusted(const char *path, char *why, size_t whylen)
 	if (fd >= 0)
 		close(fd);
 	return fd >= 0 ? 0 : fd;
+}
+
+/* Out of descriptors at its first open (/): refused with the reason,
+ * not with whatever why held before. */
+static void trusted_dir_without_fds(void **state)
+{
+	char why[512];
+	struct rlimit rl, none;
+	int next = dup(0);
+	(void)state;
+	assert_true(next >= 0);
+	close(next);
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl), 0);
+	none = rl;
+	none.rlim_cur = (rlim_t)next; /* no descriptor past those open now */
+	memset(why, 0xb8, sizeof why);
+	why[sizeof why - 1] = 0;
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &none), 0);
+	assert_int_equal(trusted(dir, why, sizeof why), -EMFILE);
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &rl), 0);
+	assert_string_equal(why, "/: Too many open files");
 }
 
 static void trusted_dirs(void **state)
@@ -250,6 +272,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(trusted_dirs, setup, teardown),
+		cmocka_unit_test_setup_teardown(trusted_dir_without_fds, setup, teardown),
 		cmocka_unit_test_setup_teardown(domain_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(lock_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(planted_files, setup, teardown),
