@@ -8,8 +8,9 @@
 # ../isolate.sh): its daemons see only its own processes, and whatever it
 # started dies with it, even when a test fails or times out. Its scratch directories live
 # under a TMPDIR of its own, removed at the end. A test that hangs fails
-# at --test-timeout (the harness then kills what is left), well before
-# ctest's TIMEOUT (PROCCTL_TEST_TIMEOUT_MS: 300000; make soak sets more).
+# at --test-timeout (the harness then kills what is left): 10 s before
+# isolate.sh's PROCCTL_TEST_TIMEOUT for the file (ctest's measured timeout
+# less 15 s), or PROCCTL_TEST_TIMEOUT_MS (make soak sets it), else 300 s.
 # Usage: run.sh REPO FILE
 set -eu
 repo=$1
@@ -24,7 +25,9 @@ TMPDIR=$(mktemp -d "${TMPDIR:-/tmp}/procctl-nodetest.XXXXXX")
 chmod 755 "$TMPDIR" # the tests that run a daemon as nobody make their directories 0777
 export TMPDIR
 trap 'rm -rf "$TMPDIR"' EXIT
-set -- node --test --test-reporter=spec --test-timeout="${PROCCTL_TEST_TIMEOUT_MS:-300000}" "$2"
+ms=300000
+[ -z "${PROCCTL_TEST_TIMEOUT:-}" ] || ms=$(((PROCCTL_TEST_TIMEOUT - 10) * 1000))
+set -- node --test --test-reporter=spec --test-timeout="${PROCCTL_TEST_TIMEOUT_MS:-$ms}" "$2"
 status=0
 sh "$repo/test/isolate.sh" "$@" || status=$?
 exit $status
