@@ -21,7 +21,8 @@ fi
 export PROCCTL_TEST_TIMEOUT="${PROCCTL_TEST_TIMEOUT:-}"
 exec unshare --pid --fork --kill-child --mount-proc --propagation private sh -c '
 	[ -n "$PROCCTL_TEST_TIMEOUT" ] || { "$@"; exit $?; }
-	timeout -k 5 "$PROCCTL_TEST_TIMEOUT" "$@"
+	timeout --foreground -k 5 "$PROCCTL_TEST_TIMEOUT" "$@"
 	r=$?
 	[ $r -ne 124 ] || echo "isolate.sh: $1 killed after its $PROCCTL_TEST_TIMEOUT s (PROCCTL_TEST_TIMEOUT)" >&2
+	[ $r -ne 137 ] || echo "isolate.sh: $1 killed by SIGKILL (past its $PROCCTL_TEST_TIMEOUT s and 5 more?)" >&2
 	exit $r' sh "$@"
