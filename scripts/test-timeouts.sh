@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
 # ctest's timeout of each test, measured: from the output of a make test
-# (every tree), each test's slowest run times five, at least 60 s, as
+# (every tree), each test's slowest run times five, at least 120 s, as
 # test/timeouts.cmake (which each folder that registers tests includes
 # last). Run it
 # after a make test on the 2-core machine, when a test is added or grows.
@@ -12,7 +12,7 @@ log=$1
 cat <<EOT
 # SPDX-License-Identifier: Apache-2.0
 # Each test's ctest timeout: its slowest run in a make test (the gcc, ASan,
-# TSan and build-type trees) times five, at least 60 s. Measured, not
+# TSan and build-type trees) times five, at least 120 s. Measured, not
 # guessed: made by scripts/test-timeouts.sh from a make test's output
 # ($(date -u +%Y-%m-%d), $(nproc) cores). Included by each folder that
 # registers tests, after them; a test not here keeps the timeout it was
@@ -28,4 +28,4 @@ endmacro()
 EOT
 grep -E '^ *[0-9]+/[0-9]+ +Test +#[0-9]+: [^ ]+ \.* *Passed +[0-9.]+ sec$' "$log" |
 	sed -E 's/^.*Test +#[0-9]+: ([^ ]+) .* ([0-9.]+) sec$/\1 \2/' |
-	sort -k1,1 -k2,2nr | awk '!seen[$1]++ { t = int($2 * 5 + 0.999); if (t < 60) t = 60; printf "procctl_timeout(%s %d) # slowest: %s s\n", $1, t, $2 }'
+	sort -k1,1 -k2,2nr | awk '!seen[$1]++ { t = int($2 * 5 + 0.999); if (t < 120) t = 120; printf "procctl_timeout(%s %d) # slowest: %s s\n", $1, t, $2 }'
