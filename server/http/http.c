@@ -54,7 +54,7 @@ struct hreq {
 	struct MHD_Connection *conn;
 	struct hconn *c; /* its connection's */
 	char *body;
-	size_t len;
+	size_t len, cap; /* cap: body's size, counted in body_bytes */
 	int keep_body; /* a write that may be served: its body is kept; any other is dropped unread */
 	int too_big;   /* 1: over HTTP_MAX_BODY; 2: over HTTP_MAX_BODIES, all requests' together; 3: no memory */
 	int submitted;
@@ -309,32 +309,41 @@ static int body_wanted(const struct hreq *r, const char *url, const char *method
 }
 
 /* Keep a write's body bytes, bounded by HTTP_MAX_BODY for one request and
- * HTTP_MAX_BODIES for all of them together. */
+ * HTTP_MAX_BODIES for all of them together, counted as the memory held:
+ * the buffer doubles from a turn's size (a realloc each 16 KiB turn would
+ * copy a 2 MiB body 128 times over), and its capacity is what counts. */
 static void body_add(struct hreq *r, const char *data, size_t n)
 {
 	struct httpsrv *h = r->h;
 	size_t held = __atomic_load_n(&h->body_bytes, __ATOMIC_RELAXED); /* only this thread writes it */
-	char *b = NULL;
+	size_t cap = r->cap ? r->cap : HTTP_CONN_MEMORY;
+	char *b;
 	if (r->too_big)
 		return;
+	while (cap < r->len + n && cap < HTTP_MAX_BODY)
+		cap = cap * 2 < HTTP_MAX_BODY ? cap * 2 : HTTP_MAX_BODY;
 	if (r->len + n > HTTP_MAX_BODY)
 		r->too_big = 1;
-	else if (held + n > HTTP_MAX_BODIES)
+	else if (cap > r->cap && held - r->cap + cap > HTTP_MAX_BODIES)
 		r->too_big = 2;
-	else if ((b = realloc(r->body, r->len + n)))
-		memcpy(b + r->len, data, n);
-	else
-		r->too_big = 3;
+	else if (cap > r->cap) {
+		if ((b = realloc(r->body, cap))) {
+			r->body = b;
+			held += cap - r->cap;
+			r->cap = cap;
+		} else
+			r->too_big = 3;
+	}
 	if (r->too_big) {
-		__atomic_store_n(&h->body_bytes, held - r->len, __ATOMIC_RELAXED);
+		__atomic_store_n(&h->body_bytes, held - r->cap, __ATOMIC_RELAXED);
 		free(r->body);
 		r->body = NULL;
-		r->len = 0;
+		r->len = r->cap = 0;
 		return;
 	}
-	r->body = b;
+	memcpy(r->body + r->len, data, n);
 	r->len += n;
-	__atomic_store_n(&h->body_bytes, held + n, __ATOMIC_RELAXED);
+	__atomic_store_n(&h->body_bytes, held, __ATOMIC_RELAXED);
 }
 
 /* GET /: the landing page (httpindex.c). */
@@ -545,7 +554,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		return;
 	if (why == MHD_REQUEST_TERMINATED_COMPLETED_OK)
 		hconn_wait_start(r->h, r->c); /* kept alive: its next request's time starts */
-	__atomic_sub_fetch(&r->h->body_bytes, r->len, __ATOMIC_RELAXED);
+	__atomic_sub_fetch(&r->h->body_bytes, r->cap, __ATOMIC_RELAXED);
 	free(r->body);
 	free(r->out);
 	prom_free(r->metrics);

@@ -105,7 +105,7 @@ void httpsrv_metrics(const struct httpsrv *h, struct prom *p)
 		if (v)
 			prom_int(p, PROM_LABELS({"code", code_s}), v);
 	}
-	snprintf(help, sizeof help, "Bytes of request bodies held: the writes' (at most %u).", HTTP_MAX_BODIES);
+	snprintf(help, sizeof help, "Bytes of request bodies held (their buffers' sizes): the writes' (at most %u).", HTTP_MAX_BODIES);
 	prom_family(p, &(const struct prom_family){"procctl_http_body_bytes", PROM_GAUGE, "bytes", help});
 	prom_int(p, PROM_NOLABELS, __atomic_load_n(&h->body_bytes, __ATOMIC_RELAXED));
 	snprintf(help, sizeof help, "HTTP connections open (at most %u).", h->max_conns);
