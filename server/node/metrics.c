@@ -67,6 +67,13 @@ static void processes(struct prom *p, const struct node *n)
 	prom_one(p, GAUGE("procctl_processes_stalled", NULL,
 		     "Attached processes a read of whose state block is stuck (not read again until it returns)."),
 	    j);
+	for (i = j = 0; i < n->nprocs; i++)
+		j += timer_armed(&n->procs[i]->t_poll) || n->procs[i]->rd;
+	prom_one(p, GAUGE("procctl_processes_polled", NULL,
+		     "Attached processes whose state block is read on a timer, not on their doorbell (the first "
+		     "read after attach, a waiting call's, a doorbell not heard: each second), or is being read: 0 "
+		     "on an idle node."),
+	    j);
 }
 
 /* A counter summed over the registries' stats (a field of them, by

@@ -41,6 +41,7 @@ const FAMILIES = {
   procctl_build_info: 'gauge',
   procctl_ready: 'gauge',
   procctl_processes: 'gauge',
+  procctl_processes_polled: 'gauge',
   procctl_scans_total: 'counter',
   procctl_scan_seconds_total: 'counter',
   procctl_attach_attempts_total: 'counter',

@@ -140,7 +140,9 @@ test('at a cap: refused with a named reason, counted, a gauge, one warning while
   const perProcess = await h.metric(port, 'procctl_attach_rejections_total{reason="limit"}');
   const inAll = await h.metric(port, 'procctl_attach_rejections_total{reason="region_limit"}');
   assert.ok(perProcess >= 1 && inAll >= 1 && perProcess + inAll >= 15, `limit ${perProcess}, region_limit ${inAll}`);
-  await h.sleep(500); // several full scans (every 100 ms here): still one warning
+  // Five more full scans (every 100 ms here), each finding them over: still one warning.
+  const scans = await h.metric(port, 'procctl_scans_total');
+  await h.until(async () => (await h.metric(port, 'procctl_scans_total')) >= scans + 5, { what: 'five more scans' });
   // Its count is the first full scan's that found any over: a scan begun
   // while the farm was still starting saw fewer.
   const warned = d.lines.filter((l) => /level=warn event=regions_over_cap count=(\d+) max_per_process=3 max_regions=25/.test(l));
@@ -155,7 +157,16 @@ test('at a cap: refused with a named reason, counted, a gauge, one warning while
   await d.stop();
 });
 
-const IDLE_ARGS = ['--rescan-ms', '60000', '--hello', 'false'];
+// HTTP on too: /metrics says when the adoption's tail is over.
+const IDLE_ARGS = ['--rescan-ms', '60000', '--hello', 'false', '--http-listen', '127.0.0.1:0'];
+
+// The adoption's tail: each region's first read, a second after its
+// attach; then none is read on a timer (their doorbells are heard).
+async function settled(d) {
+  const port = await d.httpPort();
+  await h.until(async () => (await h.metric(port, 'procctl_processes_polled')) === 0,
+    { what: 'every region read once, none left on a timer' });
+}
 
 test('an idle daemon sleeps: its threads wake only for the heartbeats', async () => {
   const consumer = `${CONSUMER}i`.slice(0, 31);
@@ -171,7 +182,7 @@ test('an idle daemon sleeps: its threads wake only for the heartbeats', async ()
   await h.until(async () => (await h.call(c, 'ListProcesses', { filter: { consumer } })).processes.length === 100,
     { what: '100 regions attached' });
   c.close();
-  await h.sleep(1500); // the adoption's tail: first reads, the ready scan
+  await settled(idle);
   const a = h.switches(idle.proc.pid);
   await h.sleep(SECONDS * 1000);
   const b = h.switches(idle.proc.pid);
@@ -199,7 +210,7 @@ test('an idle daemon with an arbiter and a lone holder sleeps too', async () => 
   const c = d.client();
   await h.until(async () => (await h.call(c, 'GetArbiter', { kind: 'gpu' })).arbiter.resources[0].holder?.pid === t.pid,
     { what: 'the token client holding the gpu' });
-  await h.sleep(1500);
+  await settled(d);
   const a = h.switches(d.proc.pid);
   await h.sleep(SECONDS * 1000);
   const b = h.switches(d.proc.pid);
