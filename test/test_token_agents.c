@@ -99,11 +99,39 @@ static void learn_forks(struct chaos *c)
 	}
 }
 
+/* The last processes reaped, with how they ended: said of a holder that
+ * lags (say_holder). */
+static struct {
+	pid_t pid;
+	int status;
+} reaped[256];
+static unsigned nreaped;
+
 /* Reap whatever died: our children, and orphans we are subreaper for. */
 static void reap_any(void)
 {
-	while (waitpid(-1, NULL, WNOHANG) > 0)
-		;
+	pid_t pid;
+	int status;
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		reaped[nreaped % 256].pid = pid;
+		reaped[nreaped++ % 256].status = status;
+	}
+}
+
+/* How pid ended, as reaped: "exited N", "killed by SIGX", or "not reaped". */
+static const char *ended(pid_t pid, char *buf, size_t len)
+{
+	unsigned k;
+	for (k = nreaped; k-- > 0 && k + 256 >= nreaped;) {
+		if (reaped[k % 256].pid != pid)
+			continue;
+		if (WIFEXITED(reaped[k % 256].status))
+			snprintf(buf, len, "exited %d", WEXITSTATUS(reaped[k % 256].status));
+		else
+			snprintf(buf, len, "killed by %s", sigabbrev_np(WTERMSIG(reaped[k % 256].status)));
+		return buf;
+	}
+	return "not reaped";
 }
 
 static pid_t token_agent_every(const char *lockdir, const char *log, const char *rescan_ms)
@@ -166,6 +194,24 @@ static void cont_due(struct chaos *c, uint64_t now)
 		}
 }
 
+/* Whether pid has its SIGUSR1 handler in place (SigCgt in its status): a
+ * holder just spawned is still starting, and the signal's default would
+ * kill it. */
+static int catches_usr1(pid_t pid)
+{
+	char path[64], line[128];
+	unsigned long long caught = 0;
+	FILE *f;
+	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+	if (!(f = fopen(path, "r")))
+		return 0;
+	while (fgets(line, sizeof line, f))
+		if (sscanf(line, "SigCgt: %llx", &caught) == 1)
+			break;
+	fclose(f);
+	return (caught >> (SIGUSR1 - 1)) & 1;
+}
+
 /* One random act against one random holder: stop, kill, fork or leave it. */
 static void disturb(struct chaos *c, uint64_t now)
 {
@@ -186,8 +232,8 @@ static void disturb(struct chaos *c, uint64_t now)
 		c->kills++;
 		add_holder(c, holder(c->witness));
 		break;
-	case 2: /* fork it: the child is a holder of its own */
-		if (!c->cont_at[i] && live_holders(c) < MAXH - 1) {
+	case 2: /* fork it: the child is a holder of its own (one just started may not catch the signal yet) */
+		if (!c->cont_at[i] && live_holders(c) < MAXH - 1 && catches_usr1(c->pid[i])) {
 			kill(c->pid[i], SIGUSR1);
 			c->forks++;
 		}
@@ -197,15 +243,40 @@ static void disturb(struct chaos *c, uint64_t now)
 	}
 }
 
-/* Wait up to 60 s for every holder left to start a turn after now; the
- * number that did not. (20 s was once too short under TSan, 24 holders
- * in turn after a hand-off; 3 reruns of that schedule passed.) */
+/* What a holder is (its state in /proc) and did (its witness events
+ * before and after settle), said when one lags: why it had no turn. */
+static void say_holder(pid_t pid, const struct wev *evs, int n, uint64_t settle)
+{
+	char path[64], stat[256] = "gone", *state, how[32];
+	int k, before = 0, after = 0;
+	char last = '-';
+	FILE *f;
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	if ((f = fopen(path, "r"))) {
+		if (!fgets(stat, sizeof stat, f))
+			snprintf(stat, sizeof stat, "unreadable");
+		fclose(f);
+	}
+	if ((state = strrchr(stat, ')')) && state[1])
+		state[3] = 0; /* "pid (comm) S ...": the state letter alone */
+	for (k = 0; k < n; k++)
+		if (evs[k].pid == pid) {
+			(uint64_t)evs[k].ns > settle ? after++ : before++;
+			last = evs[k].what;
+		}
+	print_message("holder %d: state %s (%s), witness events %d before the settle, %d after, the last %c\n",
+		      (int)pid, state ? state + 2 : stat, ended(pid, how, sizeof how), before, after, last);
+}
+
+/* Wait up to 20 s for every holder left to start a turn after now; the
+ * number that did not, each said (say_holder). */
 static int wait_turns(const struct chaos *c)
 {
 	static struct wev evs[MAXEV];
-	uint64_t settle = th_now_ns(), deadline = settle + 60000 * MS;
+	uint64_t settle = th_now_ns(), deadline = settle + 20000 * MS;
 	for (;;) {
 		int i, n = read_witness(c->witness, evs), lagging = 0;
+		int late = th_now_ns() > deadline;
 		for (i = 0; i < MAXH; i++) {
 			int k, got = 0;
 			if (!c->pid[i])
@@ -213,8 +284,10 @@ static int wait_turns(const struct chaos *c)
 			for (k = 0; k < n && !got; k++)
 				got = evs[k].what == 'S' && evs[k].pid == c->pid[i] && (uint64_t)evs[k].ns > settle;
 			lagging += !got;
+			if (!got && late)
+				say_holder(c->pid[i], evs, n, settle);
 		}
-		if (!lagging || th_now_ns() > deadline)
+		if (!lagging || late)
 			return lagging;
 		th_sleep_ms(20);
 		reap_any();
