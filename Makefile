@@ -5,7 +5,8 @@
 #                gcc -O2; clang with ASan+UBSan (and libFuzzer); clang TSan;
 #                then every build type (Release, Debug, MinSizeRel) with gcc
 #                and clang, the unit tests in gcc's Release and Debug; each
-#                runs whatever the others did, with a summary at the end
+#                runs whatever the others did, with a summary at the end;
+#                tests side by side, TEST_JOBS (cores + 1) at once
 #   make bench   build and write build/bench.json (with the test peers: the
 #                churn of the Kubernetes API beside a client, bench/kube_churn.js)
 #   make fuzz    the open-ended fuzzing (FUZZ_SECONDS, 60, a target) that
@@ -23,6 +24,9 @@
 #                a Debian base made here, no registry needed; its size
 #   make clean
 JOBS ?= $(shell nproc)
+# Tests side by side: most wait on processes, sockets and the kernel more
+# than they compute (each in namespaces of its own, see test/isolate.sh).
+TEST_JOBS ?= $(shell expr $$(nproc) + 1)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
 PREFIX ?= /usr/local
@@ -58,7 +62,7 @@ test: deps
 test-gcc:
 	CC=gcc CXX=g++ cmake -S . -B build $(CMAKE_FLAGS)
 	cmake --build build -j$(JOBS)
-	ctest --test-dir build --output-on-failure
+	ctest --test-dir build --output-on-failure -j$(TEST_JOBS)
 
 # The header matrix, the SPIN model and the proto lint are compiler-independent:
 # they run in test-gcc only. The demo runs in the gcc and ASan builds (under
@@ -66,12 +70,12 @@ test-gcc:
 test-asan:
 	CC=clang CXX=clang++ cmake -S . -B build-asan $(CMAKE_FLAGS) -DPROCCTL_SANITIZE=address
 	cmake --build build-asan -j$(JOBS)
-	ctest --test-dir build-asan --output-on-failure -E 'header_matrix|model_|proto_|readme|chart|image|install|spdx|seed|^debs$$'
+	ctest --test-dir build-asan --output-on-failure -j$(TEST_JOBS) -E 'header_matrix|model_|proto_|readme|chart|image|install|spdx|seed|^debs$$'
 
 test-tsan:
 	CC=clang CXX=clang++ cmake -S . -B build-tsan $(CMAKE_FLAGS) -DPROCCTL_SANITIZE=thread
 	cmake --build build-tsan -j$(JOBS)
-	ctest --test-dir build-tsan --output-on-failure -E 'header_matrix|model_|proto_|fuzz_|demo|readme|chart|image|install|spdx|seed|^debs$$'
+	ctest --test-dir build-tsan --output-on-failure -j$(TEST_JOBS) -E 'header_matrix|model_|proto_|fuzz_|demo|readme|chart|image|install|spdx|seed|^debs$$'
 
 # Every build type a packager or user may pick stays -Werror clean with
 # both compilers (gcc 12 warns at -O2 -O3 -Os in places -O2 -g does not),
@@ -84,7 +88,7 @@ test-builds:
 	  CC=$${cc%%:*} CXX=$${cc##*:} cmake -S . -B $$d -DCMAKE_BUILD_TYPE=$$t >/dev/null && \
 	  cmake --build $$d -j$(JOBS) >$$d.log 2>&1 || { cat $$d.log; exit 1; }; done; done
 	for t in Release Debug; do \
-	  ctest --test-dir build-types/gcc-$$t --output-on-failure -R '^test_' -E '^test_hello$$' || exit 1; done
+	  ctest --test-dir build-types/gcc-$$t --output-on-failure -j$(TEST_JOBS) -R '^test_' -E '^test_hello$$' || exit 1; done
 
 bench: build
 	scripts/install-peers.sh

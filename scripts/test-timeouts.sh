@@ -1,8 +1,9 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
-# ctest's timeout of each test, measured: from the output of a make test
-# (every tree), each test's slowest run times five, at least 120 s, as
-# test/timeouts.cmake (which each folder that registers tests includes
+# ctest's timeout and cost of each test, measured: from the output of a
+# make test (every tree), each test's slowest run times five, at least
+# 120 s, and that slowest run as its COST (ctest -j starts the costliest
+# first, on a fresh clone too), as test/timeouts.cmake (which each folder that registers tests includes
 # last). Run it
 # after a make test on the 2-core machine, when a test is added or grows.
 # Usage: scripts/test-timeouts.sh MAKE_TEST_LOG >test/timeouts.cmake
@@ -12,20 +13,22 @@ log=$1
 cat <<EOT
 # SPDX-License-Identifier: Apache-2.0
 # Each test's ctest timeout: its slowest run in a make test (the gcc, ASan,
-# TSan and build-type trees) times five, at least 120 s. Measured, not
+# TSan and build-type trees, tests side by side) times five, at least
+# 120 s; and its COST, that slowest run's seconds, so that ctest -j starts
+# the longest first even without a past run's times. Measured, not
 # guessed: made by scripts/test-timeouts.sh from a make test's output
 # ($(date -u +%Y-%m-%d), $(nproc) cores). Included by each folder that
 # registers tests, after them; a test not here keeps the timeout it was
 # registered with.
 # isolate.sh kills a test 15 s before ctest would (PROCCTL_TEST_TIMEOUT).
-macro(procctl_timeout name seconds)
+macro(procctl_timeout name seconds slowest)
   if(TEST \${name})
     math(EXPR _inside "\${seconds} - 15")
-    set_tests_properties(\${name} PROPERTIES TIMEOUT \${seconds})
+    set_tests_properties(\${name} PROPERTIES TIMEOUT \${seconds} COST \${slowest})
     set_property(TEST \${name} APPEND PROPERTY ENVIRONMENT "PROCCTL_TEST_TIMEOUT=\${_inside}")
   endif()
 endmacro()
 EOT
 grep -E '^ *[0-9]+/[0-9]+ +Test +#[0-9]+: [^ ]+ \.* *Passed +[0-9.]+ sec$' "$log" |
 	sed -E 's/^.*Test +#[0-9]+: ([^ ]+) .* ([0-9.]+) sec$/\1 \2/' |
-	sort -k1,1 -k2,2nr | awk '!seen[$1]++ { t = int($2 * 5 + 0.999); if (t < 120) t = 120; printf "procctl_timeout(%s %d) # slowest: %s s\n", $1, t, $2 }'
+	sort -k1,1 -k2,2nr | awk '!seen[$1]++ { t = int($2 * 5 + 0.999); if (t < 120) t = 120; printf "procctl_timeout(%s %d %s)\n", $1, t, $2 }'

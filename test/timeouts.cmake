@@ -6,128 +6,134 @@
 # registers tests, after them; a test not here keeps the timeout it was
 # registered with.
 # isolate.sh kills a test 15 s before ctest would (PROCCTL_TEST_TIMEOUT).
-macro(procctl_timeout name seconds)
+macro(procctl_timeout name seconds slowest)
   if(TEST ${name})
     math(EXPR _inside "${seconds} - 15")
-    set_tests_properties(${name} PROPERTIES TIMEOUT ${seconds})
+    set_tests_properties(${name} PROPERTIES TIMEOUT ${seconds} COST ${slowest})
     set_property(TEST ${name} APPEND PROPERTY ENVIRONMENT "PROCCTL_TEST_TIMEOUT=${_inside}")
   endif()
 endmacro()
-procctl_timeout(abi 120) # slowest: 0.75 s
-procctl_timeout(agent_only 120) # slowest: 16.07 s
-procctl_timeout(calls 120) # slowest: 10.80 s
-procctl_timeout(chart 120) # slowest: 19.44 s
-procctl_timeout(debs 580) # slowest: 115.91 s
-procctl_timeout(demo 120) # slowest: 14.17 s
-procctl_timeout(doc_agent_library 120) # slowest: 0.38 s
-procctl_timeout(doc_alerts 120) # slowest: 5.40 s
-procctl_timeout(doc_api 120) # slowest: 3.34 s
-procctl_timeout(doc_building 261) # slowest: 52.01 s
-procctl_timeout(doc_consumer_schemas 120) # slowest: 0.19 s
-procctl_timeout(doc_daemon 120) # slowest: 2.86 s
-procctl_timeout(doc_gpu 120) # slowest: 3.83 s
-procctl_timeout(doc_hosts 120) # slowest: 0.04 s
-procctl_timeout(doc_internals 120) # slowest: 0.04 s
-procctl_timeout(doc_kubernetes 120) # slowest: 0.57 s
-procctl_timeout(doc_links 120) # slowest: 0.49 s
-procctl_timeout(doc_procctl_1 120) # slowest: 4.08 s
-procctl_timeout(doc_procctl_node_8 120) # slowest: 0.98 s
-procctl_timeout(doc_process_side 120) # slowest: 6.46 s
-procctl_timeout(doc_security 120) # slowest: 0.04 s
-procctl_timeout(fuzz_agent 120) # slowest: 0.69 s
-procctl_timeout(fuzz_base64 120) # slowest: 0.56 s
-procctl_timeout(fuzz_desired 120) # slowest: 1.47 s
-procctl_timeout(fuzz_elfnote 120) # slowest: 1.91 s
-procctl_timeout(fuzz_httpbody 120) # slowest: 0.68 s
-procctl_timeout(fuzz_kubeevent 120) # slowest: 1.69 s
-procctl_timeout(fuzz_kubelist 120) # slowest: 1.83 s
-procctl_timeout(fuzz_labelsel 120) # slowest: 0.83 s
-procctl_timeout(fuzz_link 120) # slowest: 0.54 s
-procctl_timeout(fuzz_pbwire 120) # slowest: 0.60 s
-procctl_timeout(fuzz_podid 120) # slowest: 2.17 s
-procctl_timeout(fuzz_process 120) # slowest: 1.15 s
-procctl_timeout(fuzz_reflect 120) # slowest: 1.66 s
-procctl_timeout(fuzz_statedata 120) # slowest: 2.03 s
-procctl_timeout(header_docs 120) # slowest: 0.05 s
-procctl_timeout(header_matrix 120) # slowest: 18.42 s
-procctl_timeout(image 373) # slowest: 74.49 s
-procctl_timeout(install 120) # slowest: 6.95 s
-procctl_timeout(layering 120) # slowest: 1.92 s
-procctl_timeout(make_test_summary 120) # slowest: 1.57 s
-procctl_timeout(model_arbiter 1226) # slowest: 245.14 s
-procctl_timeout(node_api 120) # slowest: 6.55 s
-procctl_timeout(node_arbiter 120) # slowest: 3.57 s
-procctl_timeout(node_cli 190) # slowest: 37.90 s
-procctl_timeout(node_cupti 120) # slowest: 12.89 s
-procctl_timeout(node_daemon 120) # slowest: 20.79 s
-procctl_timeout(node_desired 120) # slowest: 15.67 s
-procctl_timeout(node_fdflood 120) # slowest: 5.83 s
-procctl_timeout(node_firsthour 120) # slowest: 18.48 s
-procctl_timeout(node_grpclimits 120) # slowest: 21.26 s
-procctl_timeout(node_hello 120) # slowest: 10.52 s
-procctl_timeout(node_hostileserver 120) # slowest: 8.84 s
-procctl_timeout(node_http 120) # slowest: 15.79 s
-procctl_timeout(node_kube 172) # slowest: 34.40 s
-procctl_timeout(node_limits 120) # slowest: 14.79 s
-procctl_timeout(node_metrics 120) # slowest: 12.00 s
-procctl_timeout(node_monitoring 125) # slowest: 24.93 s
-procctl_timeout(node_nodes 120) # slowest: 17.52 s
-procctl_timeout(node_pcsamp 120) # slowest: 9.02 s
-procctl_timeout(node_reflection 120) # slowest: 6.22 s
-procctl_timeout(node_reload 120) # slowest: 13.92 s
-procctl_timeout(node_scale 567) # slowest: 113.26 s
-procctl_timeout(node_security 246) # slowest: 49.18 s
-procctl_timeout(node_slowloris 120) # slowest: 15.62 s
-procctl_timeout(node_stall 120) # slowest: 10.05 s
-procctl_timeout(node_systemd 120) # slowest: 7.53 s
-procctl_timeout(node_tls 120) # slowest: 18.17 s
-procctl_timeout(node_top 120) # slowest: 6.10 s
-procctl_timeout(node_watch 120) # slowest: 14.24 s
-procctl_timeout(prometheus_rules 120) # slowest: 1.07 s
-procctl_timeout(proto_lint 120) # slowest: 1.37 s
-procctl_timeout(readme 120) # slowest: 1.41 s
-procctl_timeout(seed 120) # slowest: 17.22 s
-procctl_timeout(spdx 120) # slowest: 6.12 s
-procctl_timeout(test_arbiter 120) # slowest: 0.66 s
-procctl_timeout(test_arbiter_ticks 120) # slowest: 0.10 s
-procctl_timeout(test_attach 120) # slowest: 2.98 s
-procctl_timeout(test_base64 120) # slowest: 0.08 s
-procctl_timeout(test_channel 120) # slowest: 4.72 s
-procctl_timeout(test_client 120) # slowest: 1.74 s
-procctl_timeout(test_config 120) # slowest: 0.14 s
-procctl_timeout(test_crc 120) # slowest: 0.18 s
-procctl_timeout(test_desired 120) # slowest: 0.20 s
-procctl_timeout(test_desired_files 120) # slowest: 0.15 s
-procctl_timeout(test_elfnote 120) # slowest: 0.19 s
-procctl_timeout(test_event 120) # slowest: 0.88 s
-procctl_timeout(test_fork 120) # slowest: 0.28 s
-procctl_timeout(test_fusefd 120) # slowest: 0.36 s
-procctl_timeout(test_grants 120) # slowest: 0.53 s
-procctl_timeout(test_hello 120) # slowest: 3.29 s
-procctl_timeout(test_hello_limits 138) # slowest: 27.59 s
-procctl_timeout(test_init 120) # slowest: 0.10 s
-procctl_timeout(test_labelsel 120) # slowest: 0.10 s
-procctl_timeout(test_lease 120) # slowest: 7.14 s
-procctl_timeout(test_lock 120) # slowest: 0.14 s
-procctl_timeout(test_loop 120) # slowest: 0.13 s
-procctl_timeout(test_opts 120) # slowest: 0.11 s
-procctl_timeout(test_podid 120) # slowest: 0.13 s
-procctl_timeout(test_podmeta 120) # slowest: 0.12 s
-procctl_timeout(test_prom 120) # slowest: 0.27 s
-procctl_timeout(test_reflect 120) # slowest: 0.70 s
-procctl_timeout(test_region 120) # slowest: 0.08 s
-procctl_timeout(test_registry 120) # slowest: 8.14 s
-procctl_timeout(test_registry_bells 120) # slowest: 9.05 s
-procctl_timeout(test_registry_owner 120) # slowest: 10.61 s
-procctl_timeout(test_rules 120) # slowest: 3.43 s
-procctl_timeout(test_scale 120) # slowest: 19.95 s
-procctl_timeout(test_scan 120) # slowest: 0.14 s
-procctl_timeout(test_seqretry 120) # slowest: 1.20 s
-procctl_timeout(test_state 120) # slowest: 1.64 s
-procctl_timeout(test_timer 120) # slowest: 0.39 s
-procctl_timeout(test_token 120) # slowest: 3.83 s
-procctl_timeout(test_token_agents 120) # slowest: 18.90 s
-procctl_timeout(test_usdt 120) # slowest: 0.16 s
-procctl_timeout(test_writer 120) # slowest: 0.44 s
-procctl_timeout(tree_table 120) # slowest: 4.64 s
-procctl_timeout(usdt_readelf 120) # slowest: 0.04 s
+procctl_timeout(abi 120 0.75)
+procctl_timeout(agent_only 120 16.07)
+procctl_timeout(calls 120 10.80)
+procctl_timeout(chart 120 19.44)
+procctl_timeout(debs 580 115.91)
+procctl_timeout(demo 120 14.17)
+procctl_timeout(doc_agent_library 120 0.38)
+procctl_timeout(doc_alerts 120 5.40)
+procctl_timeout(doc_api 120 3.34)
+procctl_timeout(doc_building 261 52.01)
+procctl_timeout(doc_consumer_schemas 120 0.19)
+procctl_timeout(doc_daemon 120 2.86)
+procctl_timeout(doc_gpu 120 3.83)
+procctl_timeout(doc_hosts 120 0.04)
+procctl_timeout(doc_internals 120 0.04)
+procctl_timeout(doc_kubernetes 120 0.57)
+procctl_timeout(doc_links 120 0.49)
+procctl_timeout(doc_procctl_1 120 4.08)
+procctl_timeout(doc_procctl_node_8 120 0.98)
+procctl_timeout(doc_process_side 120 6.46)
+procctl_timeout(doc_security 120 0.04)
+procctl_timeout(fuzz_agent 120 0.69)
+procctl_timeout(fuzz_base64 120 0.56)
+procctl_timeout(fuzz_desired 120 1.47)
+procctl_timeout(fuzz_elfnote 120 1.91)
+procctl_timeout(fuzz_httpbody 120 0.68)
+procctl_timeout(fuzz_kubeevent 120 1.69)
+procctl_timeout(fuzz_kubelist 120 1.83)
+procctl_timeout(fuzz_labelsel 120 0.83)
+procctl_timeout(fuzz_link 120 0.54)
+procctl_timeout(fuzz_pbwire 120 0.60)
+procctl_timeout(fuzz_podid 120 2.17)
+procctl_timeout(fuzz_process 120 1.15)
+procctl_timeout(fuzz_reflect 120 1.66)
+procctl_timeout(fuzz_statedata 120 2.03)
+procctl_timeout(header_docs 120 0.05)
+procctl_timeout(header_matrix 120 18.42)
+procctl_timeout(image 373 74.49)
+procctl_timeout(install 120 6.95)
+procctl_timeout(layering 120 1.92)
+procctl_timeout(make_test_summary 120 1.57)
+procctl_timeout(model_safety 120 31)
+procctl_timeout(model_live0 600 110)
+procctl_timeout(model_live1 600 110)
+procctl_timeout(model_live2 600 110)
+procctl_timeout(model_broken_regrant 120 8)
+procctl_timeout(model_broken_stale 120 8)
+procctl_timeout(model_unfair_starves 120 8)
+procctl_timeout(node_api 120 6.55)
+procctl_timeout(node_arbiter 120 3.57)
+procctl_timeout(node_cli 190 37.90)
+procctl_timeout(node_cupti 120 12.89)
+procctl_timeout(node_daemon 120 20.79)
+procctl_timeout(node_desired 120 15.67)
+procctl_timeout(node_fdflood 120 5.83)
+procctl_timeout(node_firsthour 120 18.48)
+procctl_timeout(node_grpclimits 120 21.26)
+procctl_timeout(node_hello 120 10.52)
+procctl_timeout(node_hostileserver 120 8.84)
+procctl_timeout(node_http 120 15.79)
+procctl_timeout(node_kube 172 34.40)
+procctl_timeout(node_limits 120 14.79)
+procctl_timeout(node_metrics 120 12.00)
+procctl_timeout(node_monitoring 125 24.93)
+procctl_timeout(node_nodes 120 17.52)
+procctl_timeout(node_pcsamp 120 9.02)
+procctl_timeout(node_reflection 120 6.22)
+procctl_timeout(node_reload 120 13.92)
+procctl_timeout(node_scale 567 113.26)
+procctl_timeout(node_security 246 49.18)
+procctl_timeout(node_slowloris 120 15.62)
+procctl_timeout(node_stall 120 10.05)
+procctl_timeout(node_systemd 120 7.53)
+procctl_timeout(node_tls 120 18.17)
+procctl_timeout(node_top 120 6.10)
+procctl_timeout(node_watch 120 14.24)
+procctl_timeout(prometheus_rules 120 1.07)
+procctl_timeout(proto_lint 120 1.37)
+procctl_timeout(readme 120 1.41)
+procctl_timeout(seed 120 17.22)
+procctl_timeout(spdx 120 6.12)
+procctl_timeout(test_arbiter 120 0.66)
+procctl_timeout(test_arbiter_ticks 120 0.10)
+procctl_timeout(test_attach 120 2.98)
+procctl_timeout(test_base64 120 0.08)
+procctl_timeout(test_channel 120 4.72)
+procctl_timeout(test_client 120 1.74)
+procctl_timeout(test_config 120 0.14)
+procctl_timeout(test_crc 120 0.18)
+procctl_timeout(test_desired 120 0.20)
+procctl_timeout(test_desired_files 120 0.15)
+procctl_timeout(test_elfnote 120 0.19)
+procctl_timeout(test_event 120 0.88)
+procctl_timeout(test_fork 120 0.28)
+procctl_timeout(test_fusefd 120 0.36)
+procctl_timeout(test_grants 120 0.53)
+procctl_timeout(test_hello 120 3.29)
+procctl_timeout(test_hello_limits 138 27.59)
+procctl_timeout(test_init 120 0.10)
+procctl_timeout(test_labelsel 120 0.10)
+procctl_timeout(test_lease 120 7.14)
+procctl_timeout(test_lock 120 0.14)
+procctl_timeout(test_loop 120 0.13)
+procctl_timeout(test_opts 120 0.11)
+procctl_timeout(test_podid 120 0.13)
+procctl_timeout(test_podmeta 120 0.12)
+procctl_timeout(test_prom 120 0.27)
+procctl_timeout(test_reflect 120 0.70)
+procctl_timeout(test_region 120 0.08)
+procctl_timeout(test_registry 120 8.14)
+procctl_timeout(test_registry_bells 120 9.05)
+procctl_timeout(test_registry_owner 120 10.61)
+procctl_timeout(test_rules 120 3.43)
+procctl_timeout(test_scale 120 19.95)
+procctl_timeout(test_scan 120 0.14)
+procctl_timeout(test_seqretry 120 1.20)
+procctl_timeout(test_state 120 1.64)
+procctl_timeout(test_timer 120 0.39)
+procctl_timeout(test_token 120 3.83)
+procctl_timeout(test_token_agents 120 18.90)
+procctl_timeout(test_usdt 120 0.16)
+procctl_timeout(test_writer 120 0.44)
+procctl_timeout(tree_table 120 4.64)
+procctl_timeout(usdt_readelf 120 0.04)
