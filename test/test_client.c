@@ -26,14 +26,14 @@ static int64_t in_ns(int64_t ns)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec + ns;
 }
 
-/* Attach to the region fd (or any, fd -1) of pid, waiting for it to exist. */
+/* Attach to the region fd (or any, fd -1) of pid, waiting for it to be made (sealed). */
 static procctl_client_t *attach(pid_t pid, int fd)
 {
 	struct procctl_scan_entry e;
 	enum procctl_reject why;
 	procctl_client_t *c;
 	int tries = 0;
-	while (!th_region(pid, fd, "test", &e) && !th_region(pid, fd, "echo", &e)) {
+	while (!th_region_made(pid, fd, "test", &e) && !th_region_made(pid, fd, "echo", &e)) {
 		assert_true(++tries < 500);
 		th_sleep_ms(10);
 	}

@@ -181,7 +181,7 @@ static void an_epoll_loop_applies_a_publish(void **state)
 	}
 	close(pfd[1]);
 	assert_non_null(out = fdopen(pfd[0], "r"));
-	while (!th_region(pid, -1, "test", &e)) {
+	while (!th_region_made(pid, -1, "test", &e)) {
 		assert_true(++tries < 500);
 		th_sleep_ms(10);
 	}

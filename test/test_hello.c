@@ -184,7 +184,7 @@ static void region_made(pid_t pid)
 {
 	struct procctl_scan_entry e;
 	int i;
-	for (i = 0; i < 2000 && !th_region(pid, -1, consumer, &e); i++)
+	for (i = 0; i < 2000 && !th_region_made(pid, -1, consumer, &e); i++)
 		th_sleep_ms(5);
 	if (i == 2000)
 		fail_msg("pid %d made no region of %s in 10 s", (int)pid, consumer);

@@ -275,6 +275,22 @@ struct th_found {
 	struct procctl_scan_entry *out;
 };
 
+/* Whether pid's fd is sealed as a region's creator leaves it: found
+ * before, it is still being made (an attach would refuse it unsealed).
+ * Opened through /proc: for memfds only (a FUSE file would ask its
+ * server). */
+static int th_sealed(pid_t pid, int fd)
+{
+	char path[64];
+	int rfd, seals;
+	snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)pid, fd);
+	if ((rfd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return 0;
+	seals = fcntl(rfd, F_GET_SEALS);
+	close(rfd);
+	return seals >= 0 && (seals & F_SEAL_SEAL);
+}
+
 static int th_keep(const struct procctl_scan_entry *e, void *arg)
 {
 	struct th_found *f = arg;
@@ -290,4 +306,9 @@ int th_region(pid_t pid, int fd, const char *consumer, struct procctl_scan_entry
 	struct th_found f = {fd, 0, out};
 	procctl_scan_pid(NULL, pid, consumer, th_keep, &f);
 	return f.hit;
+}
+
+int th_region_made(pid_t pid, int fd, const char *consumer, struct procctl_scan_entry *out)
+{
+	return th_region(pid, fd, consumer, out) && th_sealed(out->pid, out->fd);
 }

@@ -73,6 +73,10 @@ void th_agent_kill(struct th_agent *a);
 /* pid's region at fd (any, fd -1) of consumer as a scan sees it: 1 found
  * (*out), 0 not (yet). */
 int th_region(pid_t pid, int fd, const char *consumer, struct procctl_scan_entry *out);
+/* ... a memfd its creator has sealed, as procctl_init leaves it: a client
+ * started by the test has made its region (found before, an attach would
+ * refuse it unsealed). */
+int th_region_made(pid_t pid, int fd, const char *consumer, struct procctl_scan_entry *out);
 /* Ask it to exit and reap it. */
 void th_agent_stop(struct th_agent *a);
 
