@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # make test: the three builds, then every build type (test-builds), each
 # run whatever the others did, and a summary of each at the end: its tests
-# passed, failed and skipped, and each one that did not pass. Exit 0 only
+# passed, failed and skipped, each one that did not pass, and how long the
+# tree took (its build and its tests). Exit 0 only
 # if all passed; under CI=true, a skip anywhere fails (what was not run
 # was not checked).
 # Usage: scripts/test-all.sh [MAKE]
@@ -16,7 +17,9 @@ for b in gcc asan tsan builds; do
 	# The output goes on as it comes; a copy is kept for the summary. No
 	# test reads the terminal: run in the background, one that did would be
 	# stopped (SIGTTIN) with ctest, its timeout never firing.
+	start=$(date +%s)
 	{ $MAKE --no-print-directory test-$b </dev/null 2>&1; echo $? >"$logs/$b.rc"; } | tee "$logs/$b.log"
+	echo $(($(date +%s) - start)) >"$logs/$b.secs"
 	[ "$(cat "$logs/$b.rc")" -eq 0 ] || status=1
 done
 printf '\n==== make test: summary\n'
@@ -35,10 +38,12 @@ for b in gcc asan tsan builds; do
 		verdict="FAILED (a skip fails under CI=true)"
 		status=1
 	fi
+	secs=$(cat "$logs/$b.secs")
 	if [ $((passed + failed + skipped)) -eq 0 ]; then
-		printf 'test-%s: %s (no test ran: the build failed, see its output above)\n' "$b" "$verdict"
+		printf 'test-%s: %s (no test ran: the build failed, see its output above), %d s\n' "$b" "$verdict" "$secs"
 	else
-		printf 'test-%s: %s (%d passed, %d failed, %d skipped)\n' "$b" "$verdict" "$passed" "$failed" "$skipped"
+		printf 'test-%s: %s (%d passed, %d failed, %d skipped), %d s\n' "$b" "$verdict" "$passed" "$failed" \
+			"$skipped" "$secs"
 	fi
 	grep -E "$result" "$logs/$b.log" | grep -vE ' Passed' | sed -E "s|$result|    |; s| \.+ *|: |; s| +[0-9.]+ sec\$||"
 done

@@ -45,7 +45,10 @@ chmod +x "$tmp/make"
 run() {
 	rc=0
 	env "$@" sh "$src/scripts/test-all.sh" "$tmp/make" >"$tmp/out" 2>&1 || rc=$?
-	sed -n '/^==== make test: summary/,$p' "$tmp/out" >"$tmp/summary"
+	sed -n '/^==== make test: summary/,$p' "$tmp/out" >"$tmp/summary.timed"
+	# Each tree's line ends with its seconds: there, then set aside.
+	grep -E '^test-' "$tmp/summary.timed" | grep -vqE ', [0-9]+ s$' && fail "a tree's line without its time"
+	sed -E 's/, [0-9]+ s$//' "$tmp/summary.timed" >"$tmp/summary"
 }
 want() {
 	grep -qxF -- "$1" "$tmp/summary" || fail "no line '$1' in the summary"
