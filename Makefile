@@ -31,7 +31,7 @@ CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
 PREFIX ?= /usr/local
 
-.PHONY: all deps build demo test test-gcc test-asan test-tsan test-builds bench fuzz soak install image clean
+.PHONY: all deps build demo test test-gcc test-asan test-tsan build-types test-builds bench fuzz soak install image clean
 
 all: build
 
@@ -82,11 +82,13 @@ test-tsan:
 # and the unit tests pass optimized and not (test_hello, kernel-bound, runs
 # in the builds above).
 BUILD_TYPES = Release Debug MinSizeRel
-test-builds:
+build-types:
 	@for cc in gcc:g++ clang:clang++; do for t in $(BUILD_TYPES); do \
 	  d=build-types/$${cc%%:*}-$$t; echo "== $$d"; \
 	  CC=$${cc%%:*} CXX=$${cc##*:} cmake -S . -B $$d -DCMAKE_BUILD_TYPE=$$t >/dev/null && \
 	  cmake --build $$d -j$(JOBS) >$$d.log 2>&1 || { cat $$d.log; exit 1; }; done; done
+
+test-builds: build-types
 	for t in Release Debug; do \
 	  ctest --test-dir build-types/gcc-$$t --output-on-failure -j$(TEST_JOBS) -R '^test_' -E '^test_hello$$' || exit 1; done
 

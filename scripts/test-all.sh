@@ -13,7 +13,14 @@ cd "$(dirname "$0")/.."
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
 status=0
+# The build types' builds (compiling, no test) go on beside the three
+# trees at the lowest priority: they take the time the cores would idle
+# while the trees' tests wait on processes, not the tests' own. Their
+# tests run last (test-builds, its builds done by then).
+nice -n 19 $MAKE --no-print-directory build-types </dev/null >"$logs/build-types.log" 2>&1 &
+types=$!
 for b in gcc asan tsan builds; do
+	[ "$b" != builds ] || wait "$types" || true # a failed build fails again in test-builds, said there
 	# The output goes on as it comes; a copy is kept for the summary. No
 	# test reads the terminal: run in the background, one that did would be
 	# stopped (SIGTTIN) with ctest, its timeout never firing.
