@@ -6,10 +6,14 @@
 # first, on a fresh clone too), as test/timeouts.cmake (which each folder that registers tests includes
 # last). Run it
 # after a make test on the 2-core machine, when a test is added or grows.
-# Usage: scripts/test-timeouts.sh MAKE_TEST_LOG >test/timeouts.cmake
+# PREVIOUS (the file as it was) keeps each test's slowest run of before
+# where that was slower, and the tests this log has no pass of.
+# Usage: scripts/test-timeouts.sh MAKE_TEST_LOG [PREVIOUS] >test/timeouts.new
 set -eu
 log=$1
-[ -r "$log" ] || { echo "usage: scripts/test-timeouts.sh MAKE_TEST_LOG" >&2; exit 2; }
+prev=${2:-}
+[ -r "$log" ] && { [ -z "$prev" ] || [ -r "$prev" ]; } ||
+	{ echo "usage: scripts/test-timeouts.sh MAKE_TEST_LOG [PREVIOUS]" >&2; exit 2; }
 cat <<EOT
 # SPDX-License-Identifier: Apache-2.0
 # Each test's ctest timeout: its slowest run in a make test (the gcc, ASan,
@@ -29,6 +33,9 @@ macro(procctl_timeout name seconds slowest)
   endif()
 endmacro()
 EOT
-grep -E '^ *[0-9]+/[0-9]+ +Test +#[0-9]+: [^ ]+ \.* *Passed +[0-9.]+ sec$' "$log" |
-	sed -E 's/^.*Test +#[0-9]+: ([^ ]+) .* ([0-9.]+) sec$/\1 \2/' |
-	sort -k1,1 -k2,2nr | awk '!seen[$1]++ { t = int($2 * 5 + 0.999); if (t < 120) t = 120; printf "procctl_timeout(%s %d %s)\n", $1, t, $2 }'
+{
+	grep -E '^ *[0-9]+/[0-9]+ +Test +#[0-9]+: [^ ]+ \.* *Passed +[0-9.]+ sec$' "$log" |
+		sed -E 's/^.*Test +#[0-9]+: ([^ ]+) .* ([0-9.]+) sec$/\1 \2/'
+	# The slowest runs an earlier file kept, where slower than this log's.
+	[ -z "$prev" ] || sed -nE 's/^procctl_timeout\(([^ ]+) [0-9]+ ([0-9.]+)\)$/\1 \2/p' "$prev"
+} | sort -k1,1 -k2,2nr | awk '!seen[$1]++ { t = int($2 * 5 + 0.999); if (t < 120) t = 120; printf "procctl_timeout(%s %d %s)\n", $1, t, $2 }'
