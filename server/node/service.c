@@ -14,6 +14,7 @@ static enum node_code resolve_ref(struct node *n, const PbRef *r, struct proc **
 	struct proc *hit = NULL;
 	size_t i, found = 0;
 	uint64_t instance;
+	int named; /* an id given, all zeros included: only that region is meant */
 	if (!r || r->pid <= 0) {
 		*why = "process.pid: required (a pid in the daemon's namespace)";
 		return NODE_INVALID_ARGUMENT;
@@ -22,9 +23,10 @@ static enum node_code resolve_ref(struct node *n, const PbRef *r, struct proc **
 		*why = "process.instance_id: 16 hex digits, or empty for the pid's only region";
 		return NODE_INVALID_ARGUMENT;
 	}
+	named = r->instance_id && *r->instance_id;
 	for (i = 0; i < n->nprocs; i++) {
 		struct proc *p = n->procs[i];
-		if (p->key.pid == r->pid && (!instance || instance == p->instance)) {
+		if (p->key.pid == r->pid && (!named || instance == p->instance)) {
 			hit = p;
 			found++;
 		}

@@ -52,13 +52,19 @@ test('ListProcesses and GetProcess describe an attached echo client', async () =
   assert.deepEqual(pids, [...pids].sort((a, b) => a - b));
 });
 
-test('GetProcess: unknown pid NOT_FOUND, no pid or a bad instance INVALID_ARGUMENT / NOT_FOUND', async () => {
+test('GetProcess: unknown pid NOT_FOUND, no pid or a bad instance INVALID_ARGUMENT, an instance not the pid\'s (all zeros too) NOT_FOUND', async () => {
   assert.equal(await h.code(h.call(c, 'GetProcess', { process: { pid: 0x3fffffff } })), 'NOT_FOUND');
   assert.equal(await h.code(h.call(c, 'GetProcess', {})), 'INVALID_ARGUMENT');
   assert.equal(await h.code(h.call(c, 'GetProcess', { process: { pid: -5 } })), 'INVALID_ARGUMENT');
   const e = await h.echo();
   await h.attached(d, e.pid);
-  assert.equal(await h.code(h.call(c, 'GetProcess', { process: { pid: e.pid, instanceId: 'ffffffffffffffff' } })), 'NOT_FOUND');
+  // An id the pid does not have, all zeros too (only an empty id means its only region).
+  for (const other of ['ffffffffffffffff', '0000000000000000']) {
+    for (const m of ['GetProcess', 'ReadState'])
+      assert.equal(await h.code(h.call(c, m, { process: { pid: e.pid, instanceId: other } })), 'NOT_FOUND', `${m} ${other}`);
+    assert.equal(await h.code(h.call(c, 'WaitAck', { process: { pid: e.pid, instanceId: other }, generation: 1 })),
+      'NOT_FOUND', `WaitAck ${other}`);
+  }
   for (const bad of ['12345', '0x1234567890abcde', 'ffffffffffffffff0', 'fffffffffffffffg'])
     assert.equal(await h.code(h.call(c, 'GetProcess', { process: { pid: e.pid, instanceId: bad } })), 'INVALID_ARGUMENT', bad);
   const p = (await h.call(c, 'GetProcess', { process: { pid: e.pid } })).process;
