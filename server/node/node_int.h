@@ -50,6 +50,8 @@ struct proc {
 	int reread;           /* asked for again while one was out */
 	struct timer t_late;  /* the read out is late then: stalled */
 	struct node_job *state_jobs; /* ReadState calls waiting for the next read */
+	uint64_t first_gen;   /* the first config generation known here (found at attach, or this
+	                       * daemon's first write): WaitAck takes none below it */
 	uint64_t acked_gen;   /* from the last read */
 	int32_t ack_status;
 	uint32_t state_hash;  /* of its resources and bytes */

@@ -209,6 +209,7 @@ static void on_attached(struct node *n, const struct procctl_event *e, procctl_r
 	} else if (r != -ENOENT && r != -ESRCH) {
 		node_log(PROCCTL_LOG_WARN, "podid_unreadable", "pid=%d error=%s", (int)info.pid, strerror(-r));
 	}
+	p->first_gen = procctl_client_config_gen(p->c); /* a predecessor's config, or 0 */
 	p->at = n->nprocs;
 	n->procs[n->nprocs++] = p;
 	procctl_client_set_data(p->c, p);

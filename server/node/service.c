@@ -181,7 +181,7 @@ static void do_wait_ack(struct node *n, struct node_job *job)
 		job_finish(job, code, why, NULL);
 		return;
 	}
-	if (!rq->generation || rq->generation > procctl_client_config_gen(p->c)) {
+	if (!p->first_gen || rq->generation < p->first_gen || rq->generation > procctl_client_config_gen(p->c)) {
 		job_finish(job, NODE_INVALID_ARGUMENT, "generation: not one published to this process", NULL);
 		return;
 	}

@@ -16,6 +16,8 @@ void proc_wrote(struct node *n, struct proc *p, int64_t g, uint64_t rev)
 	if (g <= 0)
 		return;
 	n->stats.writes++;
+	if (!p->first_gen)
+		p->first_gen = (uint64_t)g;
 	p->written_gen = p->desired_gen = (uint64_t)g;
 	p->written_ns = now_ns();
 	p->desired_rev = rev;

@@ -350,6 +350,7 @@ void wait_item_pending(struct node *n, struct wait *w, size_t i, struct proc *p,
 	it->gen = gen;
 	it->status = PROCCTL__V1__PUBLISH_STATUS__PUBLISH_STATUS_PENDING;
 	p->waiting++;
+	wait_settle(it, p, NULL); /* already acked or superseded, as last read: answered so, whatever the wait */
 	proc_poll_soon(n, p, now_ns());
 }
 

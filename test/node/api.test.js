@@ -141,10 +141,17 @@ test('Publish without a wait is WRITTEN; WaitAck then sees it APPLIED', async ()
   const w = await h.call(c, 'WaitAck', { process: { pid: e.pid }, generation: r.results[0].generation, waitMs: 5000 });
   assert.equal(w.result.status, 'PUBLISH_STATUS_APPLIED');
   assert.equal(w.result.generation, r.results[0].generation);
-  // A generation never published to it.
-  const bad = String(Number(r.results[0].generation) + 100);
-  assert.equal(await h.code(h.call(c, 'WaitAck', { process: { pid: e.pid }, generation: bad })), 'INVALID_ARGUMENT');
-  assert.equal(await h.code(h.call(c, 'WaitAck', { process: { pid: e.pid }, generation: '0' })), 'INVALID_ARGUMENT');
+  // Known acked: without a wait too, APPLIED (not PENDING), every time.
+  for (let i = 0; i < 25; i++) {
+    const now = await h.call(c, 'WaitAck', { process: { pid: e.pid }, generation: r.results[0].generation, waitMs: 0 });
+    assert.equal(now.result.status, 'PUBLISH_STATUS_APPLIED', `round ${i}`);
+  }
+  // Generations never published to it: 0, above the last, and below the
+  // first (the region's own writes before it: its claim).
+  const first = Number(r.results[0].generation);
+  assert.ok(first > 1, `the first Publish's generation ${first}`);
+  for (const bad of ['0', String(first + 100), ...Array.from({ length: first - 1 }, (_, i) => String(i + 1))])
+    assert.equal(await h.code(h.call(c, 'WaitAck', { process: { pid: e.pid }, generation: bad })), 'INVALID_ARGUMENT', bad);
 });
 
 test('an older generation acked after a newer one was written is SUPERSEDED', async () => {
