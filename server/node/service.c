@@ -290,16 +290,18 @@ static void do_watch(struct node *n, struct node_job *job)
 	struct selector f;
 	struct podsel ps;
 	char err[LABELSEL_MAX + 600];
-	enum node_code code = filter_from_pb(n, rq->filter, &f, &ps, err, sizeof err);
+	enum node_code code;
 	uint64_t seq;
-	if (code) {
-		job_finish(job, code, err, NULL);
-		return;
-	}
-	if (!podsel_empty(&ps)) {
+	/* Never for a watch, with kubernetes_api or without: refused first. */
+	if (rq->filter && ((rq->filter->namespace_ && *rq->filter->namespace_) ||
+			   (rq->filter->label_selector && *rq->filter->label_selector))) {
 		job_finish(job, NODE_INVALID_ARGUMENT,
 			   "filter.namespace, filter.label_selector: not for WatchEvents (events are matched where pods "
 			   "are not known): filter by pod_uid, or ListProcesses by namespace and labels", NULL);
+		return;
+	}
+	if ((code = filter_from_pb(n, rq->filter, &f, &ps, err, sizeof err))) {
+		job_finish(job, code, err, NULL);
 		return;
 	}
 	if (rq->resume_token[0]) {

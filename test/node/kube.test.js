@@ -233,6 +233,13 @@ test('SetDesiredConfig by namespace and labels: canonical, and refused where it 
     try {
       await assert.rejects(h.call(c, 'ListProcesses', { filter: { namespace: 'shop' } }),
         (e) => h.grpc.status[e.code] === 'FAILED_PRECONDITION' && /follows no Kubernetes API server/.test(e.details));
+      // A watch by namespace or labels is never served: INVALID_ARGUMENT without Kubernetes too.
+      for (const filter of [{ namespace: 'shop' }, { labelSelector: 'app=web' }]) {
+        const w = c.WatchEvents({ filter });
+        const e = await new Promise((resolve) => { w.on('error', resolve); w.on('data', () => {}); });
+        assert.equal(h.grpc.status[e.code], 'INVALID_ARGUMENT', JSON.stringify(filter));
+        assert.match(e.details, /not for WatchEvents/);
+      }
     } finally {
       c.close();
     }
