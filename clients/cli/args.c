@@ -87,8 +87,11 @@ static const struct {
 	[CMD_DESIRED] = {"desired ls | set DSELECTOR DATA [--wait] | rm DSELECTOR [--clear [--wait]]",
 			 "desired configs (kept by the daemon, given on attach)",
 			 "Desired configs: stated once, given to the processes that match now and to every\n"
-			 "process that attaches later (pid over container over pod over consumer). DSELECTOR:\n"
-			 "--consumer NAME [--schema N], narrowed by --pod UID, --container ID or --pid PID. ls lists\n"
+			 "process that attaches later (pid over container over pod over a label selector over a\n"
+			 "namespace over consumer; among label selectors that match one process, the one with a\n"
+			 "namespace, then the one with more requirements, then the one set first). DSELECTOR:\n"
+			 "--consumer NAME [--schema N], narrowed by --pod UID, --container ID, --pid PID,\n"
+			 "--namespace NS or --selector LABELS. ls lists\n"
 			 "them (SOURCE: the [desired] section of the daemon's config file it comes from, or\n"
 			 "api), set states one (--wait and the rows as for publish; a selector that matches\n"
 			 "no process now is fine: it is for those to come), rm withdraws one and says how far\n"
