@@ -409,6 +409,19 @@ static int serve_cfg(struct node_cfg *cfg, char *err, size_t errlen)
 	return 0;
 }
 
+/* HTTP's key file judged before anything starts (HTTP loads it again as
+ * it starts): 0, or 2 (logged), a configuration no restart mends. */
+static int serve_key(const struct node_cfg *cfg, char *err, size_t errlen)
+{
+	char key[HTTP_KEY_MAX + 2], q[2100];
+	size_t len;
+	if (!cfg->http_listen[0] || !cfg->http_api_key_file[0] ||
+	    http_key_load(cfg->http_api_key_file, key, sizeof key, &len, err, errlen) >= 0)
+		return 0;
+	node_log(PROCCTL_LOG_ERROR, "start_failed", "error=\"%s\"", node_log_quote(q, sizeof q, err));
+	return 2;
+}
+
 /* The loop made, for the signal handlers, its config file followed.
  * NULL: it could not be (logged). */
 static struct node *serve_node(struct node_cfg *cfg, const struct nodelock *lock, char *err, size_t errlen)
@@ -507,7 +520,7 @@ static int serve(struct node_cfg *cfg, const struct nodelock *lock, int uninstal
 	struct node *n;
 	int failed, r;
 
-	if ((r = serve_cfg(cfg, err, sizeof err)))
+	if ((r = serve_cfg(cfg, err, sizeof err)) || (r = serve_key(cfg, err, sizeof err)))
 		return r;
 	if (!(n = serve_node(cfg, lock, err, sizeof err)))
 		return 1;

@@ -486,15 +486,17 @@ test('HTTP serves health and /metrics to anyone; the JSON views only with the ke
   assert.equal(r.status, 403);
   assert.match((await r.json()).error, /JSON views are off/);
   await d.stop();
-  // A key others can read is no key: the daemon does not start.
+  // A key others can read is no key: the daemon does not start, a
+  // configuration error (exit 2) said before anything listens or attaches.
   const dir = h.scratch('procctl-key-');
   const keyFile = path.join(dir, 'http.key');
   const key = 'k'.repeat(40);
   fs.writeFileSync(keyFile, `${key}\n`, { mode: 0o644 });
   fs.chmodSync(keyFile, 0o644);
   const bad = new h.Daemon({ args: ['--http-listen', '127.0.0.1:0', '--http-api-key-file', keyFile] });
-  assert.equal((await bad.exited).code, 1);
-  assert.ok(bad.lines.some((l) => /others cannot read/.test(l)), bad.lines.join('\n'));
+  assert.equal((await bad.exited).code, 2);
+  assert.ok(bad.lines.some((l) => /event=start_failed .*others cannot read/.test(l)), bad.lines.join('\n'));
+  assert.ok(!bad.lines.some((l) => /event=(listening|attached|lock_taken)/.test(l)), bad.lines.join('\n'));
   // With the key: 401 (and how to authenticate) without it or with another.
   fs.chmodSync(keyFile, 0o600);
   d = await new h.Daemon({ args: ['--http-listen', '127.0.0.1:0', '--http-api-key-file', keyFile] }).ready();
