@@ -449,11 +449,21 @@ static void apply_defaults(const struct key *keys, size_t n, void *obj)
 	}
 }
 
+/* A key's default as --help says it: a number's with the range it takes
+ * ("4096; 64 to 1048576"). */
+static void key_default(const struct key *k, char *buf, size_t len)
+{
+	if (k->def && (k->set == set_u32 || k->set == set_ms))
+		snprintf(buf, len, "%s; %llu to %llu", k->def, (unsigned long long)k->lo, (unsigned long long)k->hi);
+	else
+		snprintf(buf, len, "%s", k->def ? k->def : "");
+}
+
 static void usage_keys(FILE *f, const struct key *keys, size_t n, int flags)
 {
 	size_t i, k;
 	for (i = 0; i < n; i++) {
-		char head[64];
+		char head[64], def[64];
 		if (keys[i].set == set_removed) /* refused with its reason, not offered */
 			continue;
 		if (flags) {
@@ -465,12 +475,13 @@ static void usage_keys(FILE *f, const struct key *keys, size_t n, int flags)
 			snprintf(head, sizeof head, "%s = %s", keys[i].name, keys[i].form);
 		}
 		/* one line, or two when the default does not fit on the first */
+		key_default(&keys[i], def, sizeof def);
 		if (!keys[i].def)
 			fprintf(f, "  %-26s %s\n", head, keys[i].help);
-		else if (29 + strlen(keys[i].help) + strlen(keys[i].def) + 12 <= 100)
-			fprintf(f, "  %-26s %s (default: %s)\n", head, keys[i].help, keys[i].def);
+		else if (29 + strlen(keys[i].help) + strlen(def) + 12 <= 100)
+			fprintf(f, "  %-26s %s (default: %s)\n", head, keys[i].help, def);
 		else
-			fprintf(f, "  %-26s %s\n  %-26s (default: %s)\n", head, keys[i].help, "", keys[i].def);
+			fprintf(f, "  %-26s %s\n  %-26s (default: %s)\n", head, keys[i].help, "", def);
 	}
 }
 

@@ -61,8 +61,18 @@ test('--help lists every key of the config file with its default; a bad flag is 
   const keys = [...example.matchAll(/^# ([a-z0-9_]+) = /gm)].map((m) => m[1]);
   assert.ok(keys.length > 25, example);
   for (const k of keys) assert.match(r.stdout, new RegExp(`(--${k.replace(/_/g, '-')}|  ${k} =) `), k);
-  assert.match(r.stdout, /--lease-ms MS +the lease given to processes \(default: 10000\)/);
-  assert.match(r.stdout, /--max-per-process N +.* \(default: 16\)/);
+  assert.match(r.stdout, /--lease-ms MS +the lease given to processes \(default: 10000; 10 to 3600000\)/);
+  assert.match(r.stdout, /--max-per-process N +.* \(default: 16; 1 to 512\)/);
+  // Every number's range, as --help says it, is the one the daemon holds to.
+  const ranges = [...r.stdout.matchAll(/^  (--[a-z0-9-]+) (?:N|MS|S) .*(?:\n +)?\(default: \d+; (\d+) to (\d+)\)$/gm)];
+  assert.ok(ranges.length > 25, r.stdout);
+  for (const [, flag, lo, hi] of ranges) {
+    for (const bad of [BigInt(lo) - 1n, BigInt(hi) + 1n].filter((x) => x >= 0n)) {
+      const c = run(['--check-config', flag, String(bad)]);
+      assert.equal(c.status, 2, `${flag} ${bad}`);
+      assert.match(c.stderr, new RegExp(`${flag}: ${bad} is outside ${lo}\\.\\.${hi}`), `${flag} ${bad}`);
+    }
+  }
   for (const args of [['--bogus'], ['--bogus', '1'], ['--lease-ms', '1000', '--bogus']]) {
     r = run(args);
     assert.equal(r.status, 2, args.join(' '));
