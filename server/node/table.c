@@ -66,10 +66,37 @@ enum node_code selector_from_pb(const PbSelector *s, struct selector *k, const c
 	return NODE_OK;
 }
 
+/* A container ID none attached has, as docker ps and crictl print them
+ * (the first 12 digits): the ID of the one attached container it begins;
+ * INVALID_ARGUMENT when it begins two. */
+static enum node_code container_prefix(const struct node *n, struct selector *k, char *err, size_t errlen)
+{
+	size_t i, len = strlen(k->container_id);
+	const char *full = NULL;
+	for (i = 0; len && i < n->nprocs; i++)
+		if (!strcmp(n->procs[i]->key.container_id, k->container_id))
+			return NODE_OK;
+	for (i = 0; len && i < n->nprocs; i++) {
+		const char *id = n->procs[i]->key.container_id;
+		if (strncmp(id, k->container_id, len))
+			continue;
+		if (full && strcmp(full, id)) {
+			snprintf(err, errlen, "selector.container_id: %s begins the IDs of more than one container (%s, %s): "
+					      "give more of it", k->container_id, full, id);
+			return NODE_INVALID_ARGUMENT;
+		}
+		full = id;
+	}
+	if (full)
+		memcpy(k->container_id, full, sizeof k->container_id);
+	return NODE_OK;
+}
+
 enum node_code filter_from_pb(const struct node *n, const PbSelector *s, struct selector *k, struct podsel *ps, char *err,
 			      size_t errlen)
 {
 	const char *why = NULL;
+	enum node_code code;
 	memset(ps, 0, sizeof *ps);
 	if (selector_from_pb(s, k, &why)) {
 		snprintf(err, errlen, "%s", why);
@@ -77,6 +104,8 @@ enum node_code filter_from_pb(const struct node *n, const PbSelector *s, struct 
 	}
 	if (!s)
 		return NODE_OK;
+	if ((code = container_prefix(n, k, err, errlen)))
+		return code;
 	if (podsel_from(ps, s->namespace_, s->label_selector, err, errlen) < 0)
 		return NODE_INVALID_ARGUMENT;
 	if (!podsel_empty(ps) && !n->kube.kw) {

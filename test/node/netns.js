@@ -108,14 +108,14 @@ class Cluster {
     return n;
   }
 
-  // A pod: its UID, and the cgroup of each container (by its 64-hex ID).
+  // A pod: its UID, and the cgroup of each container (by its 64-hex ID:
+  // random, or one given).
   pod(name) {
     const uid = crypto.randomUUID();
     const dir = path.join(cgroup2(), 'kubepods.slice', 'kubepods-besteffort.slice',
       `kubepods-besteffort-pod${uid.replace(/-/g, '_')}.slice`);
     const pod = { name, uid, containers: [] };
-    pod.container = () => {
-      const id = crypto.randomBytes(32).toString('hex');
+    pod.container = (id = crypto.randomBytes(32).toString('hex')) => {
       const cg = path.join(dir, `cri-containerd-${id}.scope`);
       // Each level this makes is this cluster's to remove (kubepods.slice
       // too, when the host had none); a level that was there stays.

@@ -17,6 +17,7 @@ const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
+const crypto = require('node:crypto');
 const { pathToFileURL } = require('node:url');
 const h = require('./harness');
 const { run, said, exits } = require('./clirun');
@@ -255,6 +256,40 @@ test('the ConfigMap path: one [desired] section on both nodes; its rollout from 
   }
   await h.until(() => rollout('node-b').applied === 2, { what: 'node-b to count its processes applied' });
   assert.deepEqual(rollout('node-b'), { applied: 2, rejected: 0, pending: 0, superseded: 0, not_owned: 0 });
+});
+
+test('a container ID\'s beginning, as docker ps prints it: that container; one two IDs begin: INVALID_ARGUMENT', async () => {
+  const c = nodes['node-a'].daemon.client();
+  try {
+    const web = pods['web-a'].container.id;
+    const listed = (containerId) => h.call(c, 'ListProcesses', { filter: { containerId } });
+    let got = (await listed(web.slice(0, 12))).processes;
+    assert.deepEqual(got.map((x) => x.containerId), [web, web]);
+    // Two containers whose IDs begin alike, in a pod of their own.
+    const twins = cluster.pod('twins');
+    const same = crypto.randomBytes(8).toString('hex');
+    const ids = ['0', '1'].map((d) => same + d + crypto.randomBytes(32).toString('hex').slice(17));
+    const echoes = [];
+    for (const id of ids) echoes.push(await nodes['node-a'].node.echo(C, twins.container(id)));
+    await h.until(async () => (await h.call(c, 'ListProcesses', { filter: { podUid: twins.uid } })).processes.length === 2,
+      { what: 'the twins attached' });
+    for (const [m, req] of [['ListProcesses', { filter: { containerId: same } }],
+      ['Publish', { selector: { consumer: C, schemaVersion: 1, containerId: same }, payload: Buffer.from('x') }]]) {
+      await assert.rejects(h.call(c, m, req), (e) => h.grpc.status[e.code] === 'INVALID_ARGUMENT' &&
+        e.details.includes(`${same} begins the IDs of more than one container`) && ids.every((id) => e.details.includes(id)), m);
+    }
+    got = (await listed(ids[1].slice(0, 17))).processes;
+    assert.deepEqual(got.map((x) => x.containerId), [ids[1]]);
+    // A desired config by the beginning keeps the whole ID.
+    const set = await h.call(c, 'SetDesiredConfig', { config: { selector: { consumer: C, schemaVersion: 1,
+      containerId: ids[0].slice(0, 17) }, payload: Buffer.from('twin0') }, waitMs: 5000 });
+    assert.equal(set.config.selector.containerId, ids[0]);
+    await echoes[0].line(/event=applied .*payload=twin0$/, { out: true });
+    await h.call(c, 'DeleteDesiredConfig', { selector: { consumer: C, schemaVersion: 1, containerId: ids[0] } });
+    for (const e of echoes) await e.kill('SIGKILL');
+  } finally {
+    c.close();
+  }
 });
 
 test('it leaves nothing behind: every cgroup directory it made goes, kubepods levels included', async () => {
