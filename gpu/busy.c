@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* gpu-busy - a CUDA program with no procctl and no CUPTI in it: the busy
  * kernel of kernel.cu, launched and waited for again and again on each of
- * its GPUs in turn until SIGTERM or SIGINT (or --seconds), then their
- * contexts released. For what attaches to programs it was not built with
+ * its GPUs in turn (once at least) until SIGTERM or SIGINT (or --seconds),
+ * then their contexts released. For what attaches to programs it was not built with
  * (libprocctl-cupti, by CUDA_INJECTION64_PATH). Lines:
  *
  *   event=started pid=P device=NAME[,NAME...]
@@ -88,7 +88,7 @@ int main(int argc, char **argv)
 		printf(",%s", g[k].name);
 	printf("\n");
 	until = seconds ? time(NULL) + seconds : 0;
-	while (!stop && (!until || time(NULL) < until)) {
+	do {
 		for (k = 0; k < n; k++) {
 			CUresult r = gpu_current(&g[k]);
 			if (r == CUDA_SUCCESS)
@@ -101,7 +101,7 @@ int main(int argc, char **argv)
 				return 1;
 			}
 		}
-	}
+	} while (!stop && (!until || time(NULL) < until));
 	for (k = 0; k < n; k++)
 		kernels += g[k].kernels;
 	printf("event=done pid=%d kernels=%llu\n", (int)getpid(), kernels);
