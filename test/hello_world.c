@@ -156,10 +156,12 @@ int was_attached(const struct world *w, pid_t pid)
 	return 0;
 }
 
-/* Dispatch both until cond(w, arg) or 10 s; its last value. */
+/* Dispatch both until cond(w, arg) or 30 s (a bound for a host loaded
+ * with sanitizers and tests side by side: each wait ends at its event);
+ * its last value. */
 int pump(struct world *w, int (*cond)(struct world *, long), long arg)
 {
-	uint64_t end = th_now_ns() + 10000 * MS;
+	uint64_t end = th_now_ns() + 30000 * MS;
 	while (!cond(w, arg) && th_now_ns() < end) {
 		struct pollfd p[2] = {{procctl_registry_fd(w->r), POLLIN, 0}, {w->h ? procctl_hello_fd(w->h) : -1, POLLIN, 0}};
 		poll(p, 2, 10);
@@ -284,7 +286,7 @@ int closed_cond(struct world *w, long unused)
 int closes_done(struct world *w)
 {
 	int i;
-	for (i = 0; i < 6 && !pump(w, closed_cond, 0); i++)
+	for (i = 0; i < 2 && !pump(w, closed_cond, 0); i++)
 		;
 	return closed_cond(w, 0);
 }

@@ -52,7 +52,7 @@ void world_open(struct world *w, uint64_t rescan_ns, const char *sysfs_root, uin
 void world_start(struct world *w, uint64_t rescan_ns, const char *sysfs_root);
 void world_stop(struct world *w);
 int was_attached(const struct world *w, pid_t pid);
-/* Dispatch both until cond(w, arg) or 10 s; its last value. */
+/* Dispatch both until cond(w, arg) or 30 s; its last value. */
 int pump(struct world *w, int (*cond)(struct world *, long), long arg);
 int attached_cond(struct world *w, long pid);
 int ready_cond(struct world *w, long unused);
