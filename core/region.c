@@ -219,7 +219,7 @@ static int write_begin(struct procctl_region *r)
 }
 
 /* Leave by CAS odd -> odd + 1 (release: the data before the even seq;
- * pairs with the reader's acquire load), then wake every waiter. */
+ * pairs with the reader's acquire load); the caller then wakes. */
 static int write_end(struct procctl_region *r)
 {
 	uint32_t odd = r->seq + 1u;
@@ -228,7 +228,6 @@ static int write_end(struct procctl_region *r)
 		return -EBUSY;
 	}
 	r->seq += 2u;
-	wake(r);
 	return 0;
 }
 
@@ -292,9 +291,12 @@ static void fill_slot(struct procctl_region *r, uint64_t gen)
 }
 
 /* The body of a write section entered by the caller: set the owner word
- * and lease, optionally a new slot from the agent's copies, and leave.
- * Returns the new generation, 0 when no slot was written, or -EBUSY. */
-static int64_t write_body(struct procctl_region *r, uint64_t owner, uint64_t lease_ns, int slot)
+ * and lease, optionally a new slot from the agent's copies, leave, and
+ * wake. A claim (claim: 1) moves the heartbeat before the wake (SPEC.md
+ * 8.3), so that no process woken by it sees the lease it has not yet
+ * begun. Returns the new generation, 0 when no slot was written, or
+ * -EBUSY. */
+static int64_t write_body(struct procctl_region *r, uint64_t owner, uint64_t lease_ns, int slot, int claim)
 {
 	uint64_t cur = procctl__load_relaxed(&r->ctrl->owner);
 	int err;
@@ -306,8 +308,15 @@ static int64_t write_body(struct procctl_region *r, uint64_t owner, uint64_t lea
 	procctl__store_relaxed(&r->ctrl->lease_ns, lease_ns);
 	if (slot)
 		fill_slot(r, r->gen + 1u);
-	err = write_end(r);
-	return err ? err : slot ? (int64_t)r->gen : 0;
+	if ((err = write_end(r)))
+		return err;
+	if (claim) {
+		/* A successor continues the count: its first beat is a move. */
+		r->heartbeat = procctl__load_relaxed(&r->ctrl->heartbeat);
+		procctl_region_heartbeat(r);
+	}
+	wake(r);
+	return slot ? (int64_t)r->gen : 0;
 }
 
 static int64_t write_section(struct procctl_region *r, uint64_t owner, int slot)
@@ -315,7 +324,7 @@ static int64_t write_section(struct procctl_region *r, uint64_t owner, int slot)
 	int err = writable(r);
 	if (!err)
 		err = write_begin(r);
-	return err ? err : write_body(r, owner, r->lease_ns, slot);
+	return err ? err : write_body(r, owner, r->lease_ns, slot, 0);
 }
 
 /* One write section that carries a slot built from the agent's copies. */
@@ -399,7 +408,6 @@ int64_t procctl_region_claim(struct procctl_region *r, uint32_t domain, uint32_t
 	uint64_t old = procctl__smp_load_acquire(&r->ctrl->owner);
 	uint64_t mine = PROCCTL_OWNER(domain, epoch, 0);
 	uint32_t s = procctl__load_relaxed(&r->ctrl->seq);
-	int64_t gen;
 
 	if (domain == 0 || domain > PROCCTL_DOMAIN_MAX || epoch == 0)
 		return -EINVAL;
@@ -442,12 +450,7 @@ int64_t procctl_region_claim(struct procctl_region *r, uint32_t domain, uint32_t
 		return -EBADMSG;
 	}
 	r->owner = old; /* the word write_body replaces by CAS */
-	gen = write_body(r, mine, lease_ns, 1);
-	if (gen < 0)
-		return gen;
-	r->heartbeat = procctl__load_relaxed(&r->ctrl->heartbeat);
-	procctl_region_heartbeat(r);
-	return gen;
+	return write_body(r, mine, lease_ns, 1, 1);
 }
 
 int64_t procctl_region_publish(struct procctl_region *r, const void *payload, uint32_t len)
@@ -547,7 +550,7 @@ int procctl_region_set_lease(struct procctl_region *r, uint64_t lease_ns)
 	int err = writable(r);
 	if (!err)
 		err = write_begin(r);
-	return err ? err : (int)write_body(r, r->owner, lease_ns, 0);
+	return err ? err : (int)write_body(r, r->owner, lease_ns, 0, 0);
 }
 
 int procctl_region_release(struct procctl_region *r)

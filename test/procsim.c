@@ -7,6 +7,8 @@
  *   initev CONSUMER              the same with PROCCTL_EVENT_FD
  *   evwait MS                    epoll_wait on procctl_event_fd up to MS,
  *                                then procctl_event_read: "ok N" (N read)
+ *   evlease MS                   evwait, with procctl_lease_expired the
+ *                                moment it woke: "ok N EXPIRED"
  *   evbad KIND                   name another fd as the event socket in the
  *                                header (CRC fixed): pipe, file (/dev/null),
  *                                dgram (a SOCK_DGRAM socketpair), unconnected
@@ -485,6 +487,24 @@ static void cmd_evwait(const char *cmd, char *arg)
 		reply("ok %d", n);
 }
 
+/* evwait, and the lease the moment it woke: "ok N EXPIRED". */
+static void cmd_evlease(const char *cmd, char *arg)
+{
+	struct pollfd p = {procctl_event_fd(&ctx), POLLIN, 0};
+	int n, expired;
+	(void)cmd;
+	if ((n = poll(&p, 1, atoi(arg))) <= 0) {
+		done(n < 0 ? -errno : -ETIMEDOUT);
+		return;
+	}
+	expired = procctl_lease_expired(&ctx, 0);
+	n = procctl_event_read(&ctx);
+	if (n < 0)
+		done(n);
+	else
+		reply("ok %d %d", n, expired);
+}
+
 /* The header names fd, an fd of the kind given, as the event socket. */
 static void cmd_evbad(const char *cmd, char *arg)
 {
@@ -551,7 +571,8 @@ static const struct command {
 	const char *name;
 	void (*run)(const char *cmd, char *arg);
 } commands[] = {
-	{"init", cmd_init}, {"initev", cmd_init}, {"evwait", cmd_evwait}, {"evbad", cmd_evbad}, {"hostile", cmd_hostile}, {"poll", cmd_poll}, {"ack", cmd_ack},
+	{"init", cmd_init}, {"initev", cmd_init}, {"evwait", cmd_evwait}, {"evlease", cmd_evlease},
+	{"evbad", cmd_evbad}, {"hostile", cmd_hostile}, {"poll", cmd_poll}, {"ack", cmd_ack},
 	{"nack", cmd_ack}, {"state", cmd_state}, {"statehex", cmd_state}, {"report", cmd_report}, {"forgeack", cmd_forgeack}, {"forgeres", cmd_forgeres},
 	{"ring", cmd_ring}, {"bellword", cmd_bellword}, {"scribble", cmd_scribble}, {"seal", cmd_seal},
 	{"sealfuture", cmd_seal}, {"swapfd", cmd_swapfd}, {"punch", cmd_punch}, {"stall", cmd_stall},

@@ -105,21 +105,25 @@ void th_procsim_start(struct th_agent *a)
 	th_peer_start(a, PROCSIM_PATH);
 }
 
-static const char *vcmd(struct th_agent *a, const char *fmt, va_list ap)
+static void vsend(struct th_agent *a, const char *fmt, va_list ap)
 {
 	char line[70000];
-	size_t n = 0;
 	int len = vsnprintf(line, sizeof line - 1, fmt, ap);
 	assert_true(len > 0 && (size_t)len < sizeof line - 1);
 	line[len++] = '\n';
 	assert_int_equal(write(a->in, line, (size_t)len), len);
+}
+
+const char *th_agent_reply(struct th_agent *a)
+{
+	size_t n = 0;
 	for (;;) {
 		char ch;
 		ssize_t r = read(a->out, &ch, 1);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0)
-			fail_msg("agentsim died during: %.*s", len - 1, line);
+			fail_msg("pid %d died before its reply", (int)a->pid);
 		if (ch == '\n')
 			break;
 		if (n < sizeof a->reply - 1)
@@ -127,6 +131,20 @@ static const char *vcmd(struct th_agent *a, const char *fmt, va_list ap)
 	}
 	a->reply[n] = 0;
 	return a->reply;
+}
+
+void th_agent_send(struct th_agent *a, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsend(a, fmt, ap);
+	va_end(ap);
+}
+
+static const char *vcmd(struct th_agent *a, const char *fmt, va_list ap)
+{
+	vsend(a, fmt, ap);
+	return th_agent_reply(a);
 }
 
 const char *th_agent_cmd(struct th_agent *a, const char *fmt, ...)

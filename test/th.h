@@ -68,6 +68,10 @@ const char *th_agent_ok(struct th_agent *a, const char *fmt, ...) __attribute__(
 /* Send one command; return the whole reply line, "ok ..." or "err ...". */
 const char *th_agent_cmd(struct th_agent *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int64_t th_agent_gen(struct th_agent *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The two halves of th_agent_cmd, for commands that answer later: send
+ * one command; read one reply line. */
+void th_agent_send(struct th_agent *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+const char *th_agent_reply(struct th_agent *a);
 /* Kill it (SIGKILL) and reap it. */
 void th_agent_kill(struct th_agent *a);
 /* pid's region at fd (any, fd -1) of consumer as a scan sees it: 1 found
