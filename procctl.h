@@ -61,6 +61,8 @@
  *   procctl_nack(ctx, g, err, fl)   report generation g rejected with -err
  *   procctl_state_set(ctx, p, n, f) publish n consumer status bytes
  *   procctl_lease_expired(ctx, now) 1 when no live agent lease holds
+ *   procctl_lease_get(ctx, now, &l) the lease, and how long an event loop
+ *                                   may sleep before it looks again
  *   procctl_agent_attached(ctx)     1 when an agent has claimed the region
  *   procctl_wait(ctx, timeout_ns)   sleep until the agent writes
  *   procctl_grant_get(ctx, kind, id, &g)  snapshot the grant for a
@@ -80,8 +82,8 @@
  *   Every call may be made from any thread. procctl_poll is the hot path:
  *   when nothing changed, one acquire load of the shared sequence word and
  *   one load of the context's private poll cell to compare it with (a
- *   fork clears that cell), no frame, never a syscall, never a wait. procctl_grant_get, procctl_grant_usable, procctl_lease_expired
- *   and procctl_agent_attached never block either. The state writers
+ *   fork clears that cell), no frame, never a syscall, never a wait. procctl_grant_get, procctl_grant_usable, procctl_lease_expired,
+ *   procctl_lease_get and procctl_agent_attached never block either. The state writers
  *   (procctl_ack, procctl_nack, procctl_state_set, procctl_resource_report)
  *   exclude each other with a seqlock in the process's own memory and wait
  *   for a concurrent writer unless PROCCTL_TRY is given (then -EBUSY).
@@ -415,6 +417,23 @@ typedef struct procctl_grant {
 	uint32_t reserved_;    /* private */
 } procctl_grant_t;
 
+/* The lease as the process sees it, filled by procctl_lease_get (SPEC.md
+ * 8.4): for a program that sleeps in its own event loop (epoll_wait,
+ * poll) rather than in procctl_wait, how long it may sleep. */
+typedef struct procctl_lease {
+	uint64_t lease_ns; /* the lease in force (clamped; during a change, the longer) */
+	uint64_t left_ns;  /* until it runs out unless the heartbeat moves; 0: expired */
+	uint64_t look_ns;  /* look again (procctl_lease_get, procctl_lease_expired,
+	                    * procctl_grant_get or _usable) within this, or a lease
+	                    * may pass between two looks and count as a lapse;
+	                    * UINT64_MAX: no deadline (expired: a claim wakes) */
+	uint64_t lapses;   /* lapses counted since procctl_init (each voids the
+	                    * grants read before it, 9.3) */
+	int32_t look_ms;   /* look_ns for epoll_wait or poll: in ms, rounded down;
+	                    * -1 no deadline */
+	uint32_t reserved_; /* 0 */
+} procctl_lease_t;
+
 /* Private: contexts per process (fork-canary cells), and the tag of a
  * seq in a poll cell (the implementation says more). */
 #define PROCCTL__CANARY_CELLS 512u
@@ -501,6 +520,10 @@ PROCCTL_API int procctl_state_set(procctl_t *ctx, const void *data, size_t len, 
 /* 1 when the agent's lease has run out (a forked child's always has), 0
  * while it is live. now_ns 0: read CLOCK_MONOTONIC. No errors. */
 PROCCTL_API int procctl_lease_expired(procctl_t *ctx, uint64_t now_ns);
+/* The lease at now_ns (0: read CLOCK_MONOTONIC) into *out, a look at it
+ * as procctl_lease_expired is: 0. -EINVAL no out; -ECHILD forked or
+ * closed (*out then expired, with no deadline). */
+PROCCTL_API int procctl_lease_get(procctl_t *ctx, uint64_t now_ns, procctl_lease_t *out);
 /* 1 when an owner claimed the region and has neither released nor
  * uninstalled it, else 0 (0 in a forked child). No errors. */
 PROCCTL_API int procctl_agent_attached(procctl_t *ctx);
@@ -1066,6 +1089,43 @@ PROCCTL_API int procctl_lease_expired(procctl_t *ctx, uint64_t now_ns)
 	return left == 0;
 }
 
+/* Under lease_lock_, after procctl__lease_update: the lease in force. */
+static uint64_t procctl__lease_now(const procctl_t *c)
+{
+	return c->lease_val_ns_ > c->lease_next_ns_ ? c->lease_val_ns_ : c->lease_next_ns_;
+}
+
+/* How long until the next look, left of a live lease (0: expired,
+ * UINT64_MAX): look again while a quarter of it is left (the agent beats
+ * every quarter, and a lease between two looks is a lapse); within the
+ * last quarter, when it would run out. */
+static uint64_t procctl__lease_look(uint64_t left, uint64_t lease)
+{
+	if (!left)
+		return UINT64_MAX;
+	return left > lease / 4u ? left - lease / 4u : left;
+}
+
+PROCCTL_API int procctl_lease_get(procctl_t *ctx, uint64_t now_ns, procctl_lease_t *out)
+{
+	if (!out)
+		return -EINVAL;
+	memset(out, 0, sizeof *out);
+	out->look_ns = UINT64_MAX;
+	out->look_ms = -1;
+	if (procctl__forked(ctx))
+		return -ECHILD;
+	procctl__lease_lock(ctx);
+	out->left_ns = procctl__lease_update(ctx, now_ns ? now_ns : procctl__now_ns());
+	out->lease_ns = procctl__lease_now(ctx);
+	out->lapses = ctx->lease_epoch_;
+	procctl__lease_unlock(ctx);
+	out->look_ns = procctl__lease_look(out->left_ns, out->lease_ns);
+	if (out->look_ns != UINT64_MAX)
+		out->look_ms = out->look_ns / 1000000u > INT32_MAX ? INT32_MAX : (int32_t)(out->look_ns / 1000000u);
+	return 0;
+}
+
 PROCCTL_API int procctl_agent_attached(procctl_t *ctx)
 {
 	uint64_t owner;
@@ -1329,27 +1389,23 @@ PROCCTL_API int procctl_wait(procctl_t *ctx, int64_t timeout_ns)
 	end = timeout_ns < 0 || (uint64_t)timeout_ns > UINT64_MAX - now ? UINT64_MAX : now + (uint64_t)timeout_ns;
 	for (;;) {
 		uint32_t seq = procctl__smp_load_acquire(&ctx->ctrl_->seq);
-		uint64_t left, lease, wait_ns;
+		uint64_t left, look, wait_ns;
 		struct timespec ts;
 
 		if (procctl__unread(ctx, seq))
 			return 0;
 		procctl__lease_lock(ctx);
 		left = procctl__lease_update(ctx, now);
-		lease = ctx->lease_val_ns_ > ctx->lease_next_ns_ ? ctx->lease_val_ns_ : ctx->lease_next_ns_;
+		look = procctl__lease_look(left, procctl__lease_now(ctx));
 		procctl__lease_unlock(ctx);
 		if (live && !left)
 			return -ETIMEDOUT; /* the live lease ran out while this slept */
 		live = left != 0;
-		/* Look again while a quarter of a live lease is left: a lease
-		 * between two looks is a lapse, and an agent beats every
-		 * quarter. Then wake when it would run out, so the caller sees
-		 * it. */
-		if (left > lease / 4u)
-			left -= lease / 4u;
+		/* Look again in time (a lease between two looks is a lapse),
+		 * and wake when it would run out, so the caller sees it. */
 		wait_ns = end == UINT64_MAX ? UINT64_MAX : end > now ? end - now : 0;
-		if (left && left < wait_ns)
-			wait_ns = left;
+		if (look < wait_ns)
+			wait_ns = look;
 		if (wait_ns == 0)
 			return -ETIMEDOUT;
 		ts.tv_sec = (time_t)(wait_ns / 1000000000ull);

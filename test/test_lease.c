@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Leases (SPEC.md 8.4), decided by the process on its own clock: bounds
  * and clamping, a change mid-lease, expiry until the heartbeat moves,
- * release and uninstall. Time is passed explicitly, so nothing here
+ * when an event loop must look again, release and uninstall. Time is passed explicitly, so nothing here
  * depends on how fast the test runs. */
 #include <errno.h>
 #include <pthread.h>
@@ -125,6 +125,51 @@ static void waiting_sees_no_false_lapse(void **state)
 	assert_int_equal(p->ctx.lease_epoch_, epoch + 1);
 }
 
+/* The process looks from *t for 6 s (its clock: *t then is where it
+ * ended), while the agent beats every 250 ms (a 1 s lease): at the times
+ * procctl_lease_get gives (sleep_ns 0), or every sleep_ns; the lapses
+ * counted. */
+static uint64_t lapses_looking(struct th_proc *p, uint64_t *clock, uint64_t sleep_ns)
+{
+	procctl_lease_t l;
+	uint64_t t0 = *clock, t = t0, beat = t0 + 250 * MS, lapses0;
+	assert_int_equal(procctl_lease_get(&p->ctx, t, &l), 0);
+	lapses0 = l.lapses;
+	while (t < t0 + 6000 * MS) {
+		assert_int_equal(procctl_lease_get(&p->ctx, t, &l), 0);
+		if (!sleep_ns) {
+			assert_true(l.left_ns > 0 && l.lease_ns == 1000 * MS);
+			assert_true(l.look_ns > 0 && l.look_ns <= l.left_ns);
+			assert_int_equal(l.look_ms, (int32_t)(l.look_ns / MS));
+		}
+		t += sleep_ns ? sleep_ns : l.look_ns;
+		for (; beat <= t; beat += 250 * MS) /* the beats while it slept */
+			th_agent_ok(&p->a, "hb");
+	}
+	assert_int_equal(procctl_lease_get(&p->ctx, t, &l), 0);
+	*clock = t;
+	return l.lapses - lapses0;
+}
+
+/* An event loop that sleeps as procctl_lease_get says (look_ns) counts
+ * no lapse at a 1 s lease with every heartbeat on time; one that looks
+ * every second, a lease apart, counts one at every look (SPEC.md 8.4). */
+static void an_event_loop_told_when_to_look_sees_no_lapse(void **state)
+{
+	struct th_proc *p = *state;
+	procctl_lease_t l;
+	uint64_t t;
+	th_agent_gen(&p->a, "claim 1 1 %llu", 1000 * MS); /* claims and beats once */
+	t = th_now_ns();
+	assert_int_equal(lapses_looking(p, &t, 0), 0);
+	assert_true(lapses_looking(p, &t, 1000 * MS) >= 4);
+	/* Expired: no deadline. */
+	assert_int_equal(procctl_lease_get(&p->ctx, t + 60000 * MS, &l), 0);
+	assert_int_equal(l.left_ns, 0);
+	assert_true(l.look_ns == UINT64_MAX && l.look_ms == -1);
+	assert_int_equal(procctl_lease_get(&p->ctx, 0, NULL), -EINVAL);
+}
+
 static void clamped_to_bounds(void **state)
 {
 	struct th_proc *p = *state;
@@ -218,6 +263,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(expiry_and_heartbeat, setup, th_teardown),
 		cmocka_unit_test_setup_teardown(wait_sees_lease_run_out, setup, th_teardown),
 		cmocka_unit_test_setup_teardown(waiting_sees_no_false_lapse, setup, th_teardown),
+		cmocka_unit_test_setup_teardown(an_event_loop_told_when_to_look_sees_no_lapse, setup, th_teardown),
 		cmocka_unit_test_setup_teardown(clamped_to_bounds, setup, th_teardown),
 		cmocka_unit_test_setup_teardown(change_mid_lease, setup, th_teardown),
 		cmocka_unit_test_setup_teardown(release_and_uninstall, setup, th_teardown),

@@ -14,8 +14,8 @@
  *
  * It waits in procctl_wait; with --epoll, in epoll_wait on its event
  * socket (PROCCTL_EVENT_FD: a program with an event loop of its own), and
- * each applied line then says what woke it (woken=event|timeout; the
- * lease is looked at every second either way).
+ * each applied line then says what woke it (woken=event|timeout: the
+ * time procctl_lease_get gives it to look at the lease again).
  *
  * Usage: echo-client [--consumer NAME] [--schema N] [--epoll]
  * (procctl:NAME-vN; default echo, 1)
@@ -169,13 +169,17 @@ static void take(procctl_t *ctx, struct seen *s)
 	}
 }
 
-/* Until the next turn: a second at most, in the program's epoll_wait (ep)
- * or in procctl_wait. */
+/* Until the next turn: in the program's epoll_wait (ep), as long as the
+ * lease allows (a look a lease after the last would count a lapse), or a
+ * second at most in procctl_wait. */
 static void wait_turn(procctl_t *ctx, int ep, const char **woken)
 {
 	if (ep >= 0) { /* the program's own loop: its fds, and procctl's */
 		struct epoll_event ev;
-		int r = epoll_wait(ep, &ev, 1, 1000);
+		procctl_lease_t lease;
+		int r;
+		procctl_lease_get(ctx, 0, &lease);
+		r = epoll_wait(ep, &ev, 1, lease.look_ms);
 		*woken = r > 0 ? "event" : "timeout";
 		if (r > 0)
 			procctl_event_read(ctx); /* looked: then procctl_poll in take() */
