@@ -565,7 +565,10 @@ PROCCTL_API int procctl_event_fd(const procctl_t *ctx);
 /* Read the event fd's pending notifications (the program's sign that it
  * looked): their count (64 at most a call), 0 none. Then procctl_poll (and procctl_grant_get)
  * say what changed; a notification is a hint, never the config.
- * -ENOENT no PROCCTL_EVENT_FD; -ECHILD forked or closed. */
+ * -ENOENT no PROCCTL_EVENT_FD; -EPIPE the socket was shut down (end of
+ * file: no more notifications, and it stays readable: take it out of the
+ * epoll set; procctl_wait and the lease still work); -ECHILD forked or
+ * closed; another errno of recv. */
 PROCCTL_API int procctl_event_read(procctl_t *ctx);
 
 /* CRC32C (Castagnoli), zlib-style chaining: start with 0, feed the result
@@ -609,6 +612,7 @@ PROCCTL_API int procctl_slot_valid(const struct procctl_slot *s, uint32_t payloa
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/futex.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -1883,8 +1887,19 @@ PROCCTL_API int procctl_event_read(procctl_t *ctx)
 		return -ECHILD; /* a child's copy of the fd is its parent's socket */
 	if (ctx->event_fd_ < 0)
 		return -ENOENT;
-	while (n < 64 && recv(ctx->event_fd_, &gen, sizeof gen, MSG_DONTWAIT) >= 0)
-		n++; /* a bound: a sender as fast as this reader would keep it here */
+	while (n < 64) { /* a bound: a sender as fast as this reader would keep it here */
+		ssize_t r = recv(ctx->event_fd_, &gen, sizeof gen, MSG_DONTWAIT);
+		if (r == 0) {
+			/* An empty message, or end of file: the agent's end shut
+			 * down by whoever holds a copy of it. */
+			struct pollfd p = {ctx->event_fd_, POLLRDHUP, 0};
+			if (poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP)))
+				return n ? n : -EPIPE;
+		} else if (r < 0) {
+			return errno == EAGAIN || errno == EINTR || n ? n : -errno;
+		}
+		n++;
+	}
 	return n;
 }
 

@@ -4,7 +4,8 @@
  * so a program waiting in its own epoll_wait applies a publish; a full
  * queue never holds the agent up; an fd that is not the process's own
  * SOCK_SEQPACKET socketpair is refused and the region attached all the
- * same; a forked child's new region has a socket of its own. The
+ * same; a socket shut down is said (-EPIPE), not counted; a forked
+ * child's new region has a socket of its own. The
  * processes are real (procsim, echo-client --epoll); the agent is this
  * test. */
 #include <errno.h>
@@ -13,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -126,6 +129,35 @@ static void bad_sockets_are_refused_the_region_attached(void **state)
 	}
 }
 
+/* Anyone holding a copy of the agent's end (here this test, by
+ * pidfd_getfd as an agent fetches it) may shut it down: the program's
+ * end is then readable for good, and procctl_event_read says so
+ * (-EPIPE) after the messages queued before, rather than counting the
+ * end of file as messages; the region goes on working. */
+static void a_shut_socket_is_said_once_read(void **state)
+{
+	struct procctl_client_info info;
+	struct th_agent p;
+	procctl_client_t *c;
+	int pidfd, end;
+	(void)state;
+	th_procsim_start(&p);
+	c = claimed(&p, atoi(th_agent_ok(&p, "initev test")), &info);
+	assert_true((pidfd = (int)syscall(SYS_pidfd_open, p.pid, 0)) >= 0);
+	assert_true((end = (int)syscall(SYS_pidfd_getfd, pidfd, info.hdr.event_fd, 0)) >= 0);
+	assert_true(procctl_client_write(c, "before", 6) > 0);
+	assert_int_equal(shutdown(end, SHUT_RDWR), 0);
+	assert_true(atoi(th_agent_ok(&p, "evwait 5000")) >= 1); /* the claim's and the write's */
+	assert_string_equal(th_agent_cmd(&p, "evwait 5000"), "err 32"); /* EPIPE */
+	assert_string_equal(th_agent_cmd(&p, "evwait 5000"), "err 32");
+	assert_true(procctl_client_write(c, "after", 5) > 0);
+	delivered(&p, "after");
+	close(end);
+	close(pidfd);
+	procctl_client_close(c);
+	th_agent_kill(&p);
+}
+
 /* A forked child's procctl_reinit makes a socket of its own: the parent's
  * still gets its messages, the child's its own. */
 static void a_child_gets_a_socket_of_its_own(void **state)
@@ -215,6 +247,7 @@ int main(void)
 		cmocka_unit_test(a_write_makes_the_socket_readable),
 		cmocka_unit_test(a_full_queue_never_blocks_the_agent),
 		cmocka_unit_test(bad_sockets_are_refused_the_region_attached),
+		cmocka_unit_test(a_shut_socket_is_said_once_read),
 		cmocka_unit_test(a_child_gets_a_socket_of_its_own),
 		cmocka_unit_test(an_epoll_loop_applies_a_publish),
 	};

@@ -181,8 +181,8 @@ static void wait_turn(procctl_t *ctx, int ep, const char **woken)
 		procctl_lease_get(ctx, 0, &lease);
 		r = epoll_wait(ep, &ev, 1, lease.look_ms);
 		*woken = r > 0 ? "event" : "timeout";
-		if (r > 0)
-			procctl_event_read(ctx); /* looked: then procctl_poll in take() */
+		if (r > 0 && procctl_event_read(ctx) == -EPIPE) /* looked: then procctl_poll in take() */
+			epoll_ctl(ep, EPOLL_CTL_DEL, procctl_event_fd(ctx), NULL); /* shut down: the timeout alone */
 	} else {
 		procctl_wait(ctx, 1000000000);
 	}

@@ -277,8 +277,8 @@ static void *control(void *unused)
 		unsigned i, ngpus;
 		pf[0].revents = pf[1].revents = 0;
 		poll(pf, 2, WAKE_MS);
-		if (pf[0].revents & POLLIN)
-			procctl_event_read(&ctx);
+		if ((pf[0].revents & (POLLIN | POLLHUP)) && procctl_event_read(&ctx) == -EPIPE)
+			pf[0].fd = -1; /* shut down by whoever holds its other end: the timer alone */
 		if ((pf[1].revents & POLLIN) && read(inj.wake_fd, &n, sizeof n) < 0)
 			n = 0;
 		take_config();
