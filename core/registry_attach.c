@@ -178,6 +178,8 @@ static void entry_link(procctl_registry_t *r, struct entry *e)
 	e->lk->nentries++;
 	r->stats.attached++;
 	r->stats.clients++;
+	if ((e->c->info.hdr.flags & PROCCTL_HDR_EVENT_FD) && !e->c->info.event_socket)
+		r->stats.event_fd_refused++;
 	pthread_mutex_unlock(&r->mu);
 }
 

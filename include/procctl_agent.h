@@ -400,6 +400,9 @@ struct procctl_registry_stats {
 	uint64_t held_elsewhere;  /* links a scan found to a region attached through its creator,
 	                           * in another process (a forked child that kept the fd, an
 	                           * agent that keeps the fds it fetched): skipped, not fetched */
+	uint64_t event_fd_refused; /* regions attached without the event socket their header names
+	                            * (PROCCTL_HDR_EVENT_FD): refused or not fetched (SPEC.md 13.2;
+	                            * logged: event_fd_refused) */
 };
 
 /* A registry: no thread runs its loop; call procctl_registry_run, or poll

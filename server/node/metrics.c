@@ -134,6 +134,11 @@ static void registries(struct prom *p, const struct node *n)
 		    "Links found to a region attached through its creator, in another process (a forked child that "
 		    "kept the fd, an agent that keeps fetched fds): skipped, not fetched.",
 		    REG_FIELD(held_elsewhere));
+	reg_counter(p, rs, n->nreg, "procctl_event_sockets_refused_total", NULL,
+		    "Regions attached without the event socket their header names (not an AF_UNIX SOCK_SEQPACKET "
+		    "socket of the process, or not fetched): their programs' event loops get no wake (logged: "
+		    "event_fd_refused).",
+		    REG_FIELD(event_fd_refused));
 	reg_counter(p, rs, n->nreg, "procctl_heartbeats_total", NULL, "Lease heartbeats written.", REG_FIELD(heartbeats));
 	reg_counter(p, rs, n->nreg, "procctl_lease_lapses_total", NULL,
 		    "Heartbeats that came more than a lease after the one before: the processes may have seen their "

@@ -57,6 +57,7 @@ const FAMILIES = {
   procctl_resource_release_pending_age_seconds: 'gauge',
   procctl_arbiter_hold_seconds: 'gauge',
   procctl_links_held_elsewhere_total: 'counter',
+  procctl_event_sockets_refused_total: 'counter',
   procctl_resource_handoffs_total: 'counter',
   procctl_resource_holder: 'gauge',
   procctl_resource_waiters: 'gauge',

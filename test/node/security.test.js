@@ -339,6 +339,23 @@ async function procsimDo(p, cmd) {
   if (!p.out[before] || !p.out[before].startsWith('ok')) throw new Error(`procsim ${cmd}: ${p.out[before]}`);
 }
 
+test('a process whose header names a pipe as its event socket: attached without one, counted and logged', async () => {
+  const p = await procsim([`init ${h.CONSUMER}`, 'evbad pipe']); // before the daemon: found whole by its first scan
+  const d = await new h.Daemon({ args: ['--http-listen', '127.0.0.1:0'] }).ready();
+  try {
+    await h.attached(d, p.pid);
+    await d.line(new RegExp(`event=event_fd_refused pid=${p.pid} .*reason="not a socket"`));
+    assert.equal(await h.metric(await d.httpPort(), 'procctl_event_sockets_refused_total'), 1);
+    const c = d.client();
+    const r = await h.call(c, 'Publish', { selector: { pid: p.pid }, payload: Buffer.from('x') });
+    assert.equal(r.results[0].status, 'PUBLISH_STATUS_WRITTEN'); // the region works without it
+    c.close();
+  } finally {
+    await p.kill('SIGKILL');
+    await d.stop();
+  }
+});
+
 const ownership = async (port) => (await (await fetch(`http://127.0.0.1:${port}/metrics`)).text())
   .split('\n').filter((l) => l.startsWith(`procctl_processes{consumer="${h.CONSUMER}"`)).sort();
 
