@@ -398,6 +398,9 @@ test('a real Prometheus scrapes it: up is 1, and it stores the blocked time /met
     const expect = t === 'histogram' ? [`${name}_bucket`, `${name}_sum`, `${name}_count`] : [name];
     for (const n of expect) assert.ok(names.has(n), `prometheus has no ${n}: ${[...names].sort().join(' ')}`);
   }
+  // Its scrapes end here: the held turn's test decides when /metrics is asked.
+  await prom.stop();
+  prom = null;
 });
 
 // /proc/PID/status's field (kB or a count), as a number.
@@ -461,24 +464,24 @@ test('a turn of the loop held at a breakpoint: counted in procctl_loop_slow_turn
   const slow0 = sample(m0, 'procctl_loop_slow_turns_total');
   const turns0 = sample(m0, 'procctl_loop_turn_seconds_count');
   assert.ok(turns0 > 0, 'turns counted');
-  // slow_turn lines are one a second at most: a second with none before
-  // the held turn, so that no earlier line hides its line.
+  // gdb stops the loop in the next /metrics job (node_render_metrics) for
+  // 800 ms, then lets it go: that turn is over slow_turn_ms (500 here, so
+  // that a loaded machine's own slow turns are rare).
+  const g = new h.Child('gdb', ['-nx', '-batch', '-iex', 'set debuginfod enabled off', '-p', String(d.pid),
+    '-ex', 'break node_render_metrics', '-ex', 'continue', '-ex', 'shell sleep 0.8', '-ex', 'detach'],
+  { env: { ...process.env, DEBUGINFOD_URLS: '' } });
+  kids.push(g);
+  await g.line(/^Breakpoint 1 at /, { out: true, timeout: 60000 });
+  // slow_turn lines are one a second at most: a second with none (the
+  // turn gdb's attach stopped may be one) before the held turn, so that
+  // no earlier line hides its line.
   const slowLines = () => d.lines.filter((l) => / event=slow_turn /.test(l)).length;
   for (let i = 0, n = -1; n !== slowLines(); i++) {
     assert.ok(i < 20, 'a second without a slow_turn line');
     n = slowLines();
     await h.sleep(1100);
   }
-  // gdb stops the loop in the next /metrics job (node_render_metrics: this
-  // test's or Prometheus's scrape) for 800 ms, then lets it go: that turn
-  // is over slow_turn_ms (500 here, so that a loaded machine's own slow
-  // turns are rare).
   const mark = d.lines.length; // this test's slow_turn line comes after it
-  const g = new h.Child('gdb', ['-nx', '-batch', '-iex', 'set debuginfod enabled off', '-p', String(d.pid),
-    '-ex', 'break node_render_metrics', '-ex', 'continue', '-ex', 'shell sleep 0.8', '-ex', 'detach'],
-  { env: { ...process.env, DEBUGINFOD_URLS: '' } });
-  kids.push(g);
-  await g.line(/^Breakpoint 1 at /, { out: true, timeout: 60000 });
   const held = await get('/metrics');
   assert.equal(held.status, 200);
   assert.equal((await g.exited).code, 0, g.lines.join('\n'));
