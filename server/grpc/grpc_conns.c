@@ -25,6 +25,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <grpc/grpc_posix.h>
@@ -310,6 +311,10 @@ static int tcp_accept(struct grpc_conns *t, int fd, struct sockaddr *addr, sockl
 			errno = EAGAIN;
 			return -1;
 		}
+		if (__atomic_load_n(&t->stopping, __ATOMIC_ACQUIRE)) {
+			close(c); /* draining (conns_drain): its calls would be cancelled */
+			continue;
+		}
 		addr_text(&ss, p.addr, sizeof p.addr);
 		if (!(why = admit(t, c, &p, &ss))) {
 			if (addr && len) {
@@ -519,6 +524,22 @@ void conns_stop(struct grpc_conns *t)
 	for (i = 0; i < t->nlfd; i++)
 		close(t->lfd[i]);
 	t->nlfd = 0;
+}
+
+void conns_drain(struct grpc_conns *t, unsigned wait_ms)
+{
+	int64_t until = procctl_now_ns() + (int64_t)wait_ms * 1000000;
+	size_t i;
+	pthread_mutex_lock(&t->mu);
+	while (t->calls && procctl_now_ns() < until) {
+		pthread_mutex_unlock(&t->mu);
+		nanosleep(&(struct timespec){0, 1000000}, NULL);
+		pthread_mutex_lock(&t->mu);
+	}
+	for (i = 0; i < 2 * t->cap; i++)
+		if (alive(&t->tab[i]))
+			shutdown(t->tab[i].fd, SHUT_RDWR);
+	pthread_mutex_unlock(&t->mu);
 }
 
 /* ---- calls ----------------------------------------------------------------- */

@@ -69,8 +69,15 @@ int conns_listen_unix(struct grpc_conns *t, const char *path, gid_t gid, char *e
  * connection's calls back to the system a second after the cut
  * (malloc_trim). 0 or -errno. */
 int conns_serve(struct grpc_conns *t, grpc_server *server);
-/* Stop accepting on them (before the server shuts down). */
+/* Stop accepting on them, and close the TCP connections gRPC accepts
+ * from now on (before the server shuts down). */
 void conns_stop(struct grpc_conns *t);
+/* After conns_stop, before the server shuts down: wait (wait_ms at most)
+ * until no call is open, then shut every connection down. gRPC 1.51's
+ * shutdown cancels a call that comes meanwhile (CANCELLED, which clients
+ * do not retry); on a connection shut down, a call fails UNAVAILABLE,
+ * which they do. */
+void conns_drain(struct grpc_conns *t, unsigned wait_ms);
 
 /* A new call, on the connection gRPC names peer ("fd:N", "ipv4:A:P",
  * "ipv6:[A]:P"), from a read-only caller or not: who is filled (all

@@ -18,6 +18,7 @@
 #include "match/selector.h"
 
 #define SLOTS 8            /* requests posted per method */
+#define DRAIN_MS 500       /* at a stop, the calls open get this long to end before the connections are cut */
 #define WATCH_SLOTS 32     /* ... for WatchEvents: many streams open at once */
 
 enum kind { UNARY, SERVER_STREAM, BIDI };

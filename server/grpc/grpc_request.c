@@ -263,7 +263,12 @@ void grpcsrv_post(struct grpc_srv *s, const struct method *m)
 {
 	struct rpc *c;
 	grpc_call_error e;
-	if (__atomic_load_n(&s->shutting_down, __ATOMIC_RELAXED))
+	/* Slots are posted again while the server drains (a call matched
+	 * then is answered UNAVAILABLE, which clients retry): a call still
+	 * unmatched when the core shuts down is cancelled (CANCELLED, which
+	 * they do not). Not once that shutdown is done: after start only the
+	 * gRPC thread posts, and it is the one that marks it. */
+	if (s->shutdown_done)
 		return;
 	if (!(c = calloc(1, sizeof *c))) {
 		node_log(PROCCTL_LOG_ERROR, "grpc_slot_lost", "error=ENOMEM");

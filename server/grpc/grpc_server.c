@@ -475,7 +475,8 @@ void grpcsrv_stop(struct grpc_srv *s, unsigned grace_ms)
 		pthread_mutex_unlock(&c->mu);
 	}
 	pthread_mutex_unlock(&s->wmu);
-	conns_stop(s->conns); /* no new Unix connections */
+	conns_stop(s->conns); /* no new connections */
+	conns_drain(s->conns, DRAIN_MS); /* the calls answered (UNAVAILABLE since the loop ended), the rest cut */
 	grpc_server_shutdown_and_notify(s->server, s->cq, &s->t_shutdown);
 	clock_gettime(CLOCK_REALTIME, &until);
 	until.tv_sec += grace_ms / 1000;

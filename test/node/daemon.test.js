@@ -214,6 +214,51 @@ test('SIGTERM: open streams end UNAVAILABLE, the process exits 0 and hands off',
   await e.kill('SIGKILL');
 });
 
+test('SIGTERM: unary calls in flight end OK or UNAVAILABLE (which clients retry), never CANCELLED', async () => {
+  const d = await new h.Daemon({}).ready();
+  const e = await h.echo();
+  await h.attached(d, e.pid);
+  const stopped = await h.echo();
+  await h.attached(d, stopped.pid);
+  stopped.proc.kill('SIGSTOP');
+  const clients = Array.from({ length: 4 }, () => d.client());
+  // One call surely held by the loop at the stop: a Publish waiting for
+  // a stopped process's ack (answered as it stands: written, PENDING);
+  // and four clients calling without a pause.
+  const held = h.call(clients[0], 'Publish', { selector: { pid: stopped.pid }, payload: Buffer.from('x'), waitMs: 60000 })
+    .then((r) => r.results.map((x) => x.status).join(), (err) => h.grpc.status[err.code]);
+  const calls = [
+    (c) => h.call(c, 'GetProcess', { process: { pid: e.pid } }),
+    (c) => h.call(c, 'ListProcesses', {}),
+    (c) => h.call(c, 'ReadState', { process: { pid: e.pid } }),
+    (c) => h.call(c, 'Publish', { selector: { pid: e.pid }, payload: Buffer.from('y'), waitMs: 1000 }),
+  ];
+  let served = 0;
+  const codes = {};
+  const loops = clients.map(async (c, i) => {
+    for (;;) {
+      try {
+        await calls[i](c);
+        served++;
+      } catch (err) {
+        const code = h.grpc.status[err.code];
+        codes[code] = (codes[code] || 0) + 1;
+        return;
+      }
+    }
+  });
+  await h.until(async () => served >= 40, { what: 'calls served before the stop' });
+  const exit = d.kill('SIGTERM');
+  await Promise.all(loops);
+  assert.deepEqual(Object.keys(codes), ['UNAVAILABLE'], JSON.stringify(codes));
+  assert.equal(await held, 'PUBLISH_STATUS_PENDING');
+  assert.deepEqual(await exit, { code: 0, sig: null });
+  clients.forEach((c) => c.close());
+  stopped.proc.kill('SIGCONT');
+  await stopped.kill('SIGKILL');
+  await e.kill('SIGKILL');
+});
+
 test('--uninstall: the processes revert to their defaults on exit', async () => {
   const d = await new h.Daemon({ args: ['--uninstall'] }).ready();
   const e = await h.echo();
