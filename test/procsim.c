@@ -12,7 +12,10 @@
  *   evbad KIND                   name another fd as the event socket in the
  *                                header (CRC fixed): pipe, file (/dev/null),
  *                                dgram (a SOCK_DGRAM socketpair), unconnected
- *                                (a SOCK_SEQPACKET socket), closed (fd 999)
+ *                                (a SOCK_SEQPACKET socket), closed (fd 999),
+ *                                negative (-5); or a good socketpair end in
+ *                                a 1.0 header (v10) or with an unknown flag
+ *                                bit (flags)
  *   hostile MODE                 a region an agent must refuse (see below);
  *                                prints "ok FD"
  *   poll                         "ok N GEN PAYLOAD" | "ok 0" | "err E"
@@ -510,8 +513,19 @@ static void cmd_evbad(const char *cmd, char *arg)
 {
 	int32_t fd = -1, sv[2];
 	uint32_t flags = PROCCTL_HDR_EVENT_FD;
+	uint16_t minor0 = 0;
+	int named = 0; /* fd is what the header names, even negative */
 	(void)cmd;
-	if (!strcmp(arg, "pipe") && pipe(sv) == 0)
+	if ((!strcmp(arg, "v10") || !strcmp(arg, "flags")) && socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv) == 0) {
+		fd = sv[1]; /* a good socket, in a 1.0 header or beside an unknown flag bit */
+		if (arg[0] == 'v')
+			patch_header(offsetof(struct procctl_hdr, version_minor), &minor0, 2, 0);
+		else
+			flags |= 0x80000000u;
+	} else if (!strcmp(arg, "negative")) {
+		fd = -5;
+		named = 1;
+	} else if (!strcmp(arg, "pipe") && pipe(sv) == 0)
 		fd = sv[1];
 	else if (!strcmp(arg, "file"))
 		fd = open("/dev/null", O_WRONLY);
@@ -521,7 +535,7 @@ static void cmd_evbad(const char *cmd, char *arg)
 		fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
 	else if (!strcmp(arg, "closed"))
 		fd = 999;
-	if (fd < 0) {
+	if (fd < 0 && !named) {
 		done(-EINVAL);
 		return;
 	}

@@ -4,7 +4,9 @@
  * so a program waiting in its own epoll_wait applies a publish; a full
  * queue never holds the agent up; an fd that is not the process's own
  * SOCK_SEQPACKET socketpair is refused and the region attached all the
- * same; a socket shut down is said (-EPIPE), not counted; a forked
+ * same, and so is a negative event_fd, while a 1.0 header's or one with
+ * an unknown flag bit is used; a socket shut down is said (-EPIPE), not
+ * counted; a forked
  * child's new region has a socket of its own. The
  * processes are real (procsim, echo-client --epoll); the agent is this
  * test. */
@@ -122,6 +124,36 @@ static void bad_sockets_are_refused_the_region_attached(void **state)
 		assert_true(info.hdr.flags & PROCCTL_HDR_EVENT_FD);
 		if (info.event_socket)
 			fail_msg("an event socket of kind %s was used", kinds[k]);
+		assert_true(procctl_client_write(c, "still", 5) > 0);
+		delivered(&p, "still");
+		procctl_client_close(c);
+		th_agent_kill(&p);
+	}
+}
+
+/* What the header check leaves alone (SPEC.md 3.1): a 1.0 header with
+ * EVENT_FD, or an unknown flag bit beside it, has its socket used; a
+ * negative event_fd is a fetch that fails, the region attached without
+ * a socket. */
+static void header_fields_left_unchecked(void **state)
+{
+	static const struct {
+		const char *kind;
+		int used;
+	} kinds[] = {{"v10", 1}, {"flags", 1}, {"negative", 0}};
+	size_t k;
+	(void)state;
+	for (k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+		struct procctl_client_info info;
+		struct th_agent p;
+		procctl_client_t *c;
+		int fd;
+		th_procsim_start(&p);
+		fd = atoi(th_agent_ok(&p, "init test"));
+		th_agent_ok(&p, "evbad %s", kinds[k].kind);
+		c = claimed(&p, fd, &info);
+		if (info.event_socket != kinds[k].used)
+			fail_msg("%s: event socket %d, wanted %d", kinds[k].kind, info.event_socket, kinds[k].used);
 		assert_true(procctl_client_write(c, "still", 5) > 0);
 		delivered(&p, "still");
 		procctl_client_close(c);
@@ -247,6 +279,7 @@ int main(void)
 		cmocka_unit_test(a_write_makes_the_socket_readable),
 		cmocka_unit_test(a_full_queue_never_blocks_the_agent),
 		cmocka_unit_test(bad_sockets_are_refused_the_region_attached),
+		cmocka_unit_test(header_fields_left_unchecked),
 		cmocka_unit_test(a_shut_socket_is_said_once_read),
 		cmocka_unit_test(a_child_gets_a_socket_of_its_own),
 		cmocka_unit_test(an_epoll_loop_applies_a_publish),
