@@ -105,6 +105,27 @@ static void a_full_queue_never_blocks_the_agent(void **state)
 	th_agent_kill(&p);
 }
 
+/* procsim's header names a socket of kind (procsim evbad): the agent
+ * uses it (used) or not, and the region works either way. */
+static void header_names(const char *kind, int used)
+{
+	struct procctl_client_info info;
+	struct th_agent p;
+	procctl_client_t *c;
+	int fd;
+	th_procsim_start(&p);
+	fd = atoi(th_agent_ok(&p, "init test"));
+	th_agent_ok(&p, "evbad %s", kind);
+	c = claimed(&p, fd, &info);
+	assert_true(info.hdr.flags & PROCCTL_HDR_EVENT_FD);
+	if (info.event_socket != used)
+		fail_msg("%s: event socket %d, wanted %d", kind, info.event_socket, used);
+	assert_true(procctl_client_write(c, "still", 5) > 0);
+	delivered(&p, "still");
+	procctl_client_close(c);
+	th_agent_kill(&p);
+}
+
 /* The header names an fd that is not the process's SOCK_SEQPACKET
  * socketpair: no message goes there, and the region works as a 1.0 one. */
 static void bad_sockets_are_refused_the_region_attached(void **state)
@@ -112,23 +133,8 @@ static void bad_sockets_are_refused_the_region_attached(void **state)
 	static const char *const kinds[] = {"pipe", "file", "dgram", "unconnected", "closed"};
 	size_t k;
 	(void)state;
-	for (k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
-		struct procctl_client_info info;
-		struct th_agent p;
-		procctl_client_t *c;
-		int fd;
-		th_procsim_start(&p);
-		fd = atoi(th_agent_ok(&p, "init test"));
-		th_agent_ok(&p, "evbad %s", kinds[k]);
-		c = claimed(&p, fd, &info);
-		assert_true(info.hdr.flags & PROCCTL_HDR_EVENT_FD);
-		if (info.event_socket)
-			fail_msg("an event socket of kind %s was used", kinds[k]);
-		assert_true(procctl_client_write(c, "still", 5) > 0);
-		delivered(&p, "still");
-		procctl_client_close(c);
-		th_agent_kill(&p);
-	}
+	for (k = 0; k < sizeof kinds / sizeof kinds[0]; k++)
+		header_names(kinds[k], 0);
 }
 
 /* What the header check leaves alone (SPEC.md 3.1): a 1.0 header with
@@ -137,28 +143,10 @@ static void bad_sockets_are_refused_the_region_attached(void **state)
  * a socket. */
 static void header_fields_left_unchecked(void **state)
 {
-	static const struct {
-		const char *kind;
-		int used;
-	} kinds[] = {{"v10", 1}, {"flags", 1}, {"negative", 0}};
-	size_t k;
 	(void)state;
-	for (k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
-		struct procctl_client_info info;
-		struct th_agent p;
-		procctl_client_t *c;
-		int fd;
-		th_procsim_start(&p);
-		fd = atoi(th_agent_ok(&p, "init test"));
-		th_agent_ok(&p, "evbad %s", kinds[k].kind);
-		c = claimed(&p, fd, &info);
-		if (info.event_socket != kinds[k].used)
-			fail_msg("%s: event socket %d, wanted %d", kinds[k].kind, info.event_socket, kinds[k].used);
-		assert_true(procctl_client_write(c, "still", 5) > 0);
-		delivered(&p, "still");
-		procctl_client_close(c);
-		th_agent_kill(&p);
-	}
+	header_names("v10", 1);
+	header_names("flags", 1);
+	header_names("negative", 0);
 }
 
 /* Anyone holding a copy of the agent's end (here this test, by
