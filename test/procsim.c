@@ -13,9 +13,10 @@
  *                                header (CRC fixed): pipe, file (/dev/null),
  *                                dgram (a SOCK_DGRAM socketpair), unconnected
  *                                (a SOCK_SEQPACKET socket), closed (fd 999),
- *                                negative (-5); or a good socketpair end in
- *                                a 1.0 header (v10) or with an unknown flag
- *                                bit (flags)
+ *                                negative (-5); or one the agent uses: a
+ *                                good socketpair end in a 1.0 header (v10)
+ *                                or with an unknown flag bit (flags), a
+ *                                listening socket of its own (listening)
  *   hostile MODE                 a region an agent must refuse (see below);
  *                                prints "ok FD"
  *   poll                         "ok N GEN PAYLOAD" | "ok 0" | "err E"
@@ -81,6 +82,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "reply.h"
@@ -522,6 +524,14 @@ static void cmd_evbad(const char *cmd, char *arg)
 			patch_header(offsetof(struct procctl_hdr, version_minor), &minor0, 2, 0);
 		else
 			flags |= 0x80000000u;
+	} else if (!strcmp(arg, "listening") && (fd = socket(AF_UNIX, SOCK_SEQPACKET, 0)) >= 0) {
+		struct sockaddr_un a = {.sun_family = AF_UNIX}; /* abstract: "\0procsim-PID" */
+		int n = snprintf(a.sun_path + 1, sizeof a.sun_path - 1, "procsim-%d", (int)getpid());
+		if (bind(fd, (struct sockaddr *)&a, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n)) < 0 ||
+		    listen(fd, 1) < 0) {
+			close(fd);
+			fd = -1;
+		}
 	} else if (!strcmp(arg, "negative")) {
 		fd = -5;
 		named = 1;
