@@ -91,6 +91,8 @@ static const struct row global_rows[] = {
 	STR_("kubernetes_ca_file", "/tmp/every-ca.crt", CFG(kube_ca_file)),
 	NUM_("kubernetes_watch_s", "60", U32, CFG(kube_watch_s), 60),
 	NUM_("kubernetes_pods_max", "10", U32, CFG(kube_pods_max), 10),
+	NUM_("kubernetes_page_bytes_max", "3000000", U32, CFG(kube_page_bytes_max), 3000000),
+	NUM_("kubernetes_event_bytes_max", "100000", U32, CFG(kube_event_bytes_max), 100000),
 	NUM_("metrics_namespaces", "4", U32, CFG(metrics_namespaces), 4),
 	NUM_("slow_turn_ms", "20", U32, CFG(slow_turn_ms), 20),
 	NUM_("health_probe_ms", "1000", U32, CFG(health_probe_ms), 1000),

@@ -375,6 +375,12 @@ static const struct key global_keys[] = {
 	 "a watch of the pods lasts from this to twice this (timeoutSeconds), then is made again"},
 	{"kubernetes_pods_max", set_u32, NUM(struct node_cfg, kube_pods_max, 1, 65536), "1024", "N",
 	 "pods of this node kept (more are counted: procctl_kube_pods_dropped)"},
+	{"kubernetes_page_bytes_max", set_u32, NUM(struct node_cfg, kube_page_bytes_max, 2 << 20, 64 << 20), "4194304",
+	 "N", "a page of the list of pods larger than this is refused before it is parsed, and the next list asks "
+	 "for pages of a quarter as many pods (at least one: a Pod is 1.5 MiB at most)"},
+	{"kubernetes_event_bytes_max", set_u32, NUM(struct node_cfg, kube_event_bytes_max, 64 << 10, 16 << 20),
+	 "2097152", "N", "a watch event larger than this is refused before it is parsed, and the watch made "
+	 "again after a backoff (a Pod is 1.5 MiB at most)"},
 	{"metrics_namespaces", set_u32, NUM(struct node_cfg, metrics_namespaces, 0, 64), "0", "N",
 	 "with kubernetes_api: /metrics has each resource's hold and blocked time by the namespace of the "
 	 "processes' pods, at most N namespaces a resource (the rest as namespace=\"_other\"); 0: off"},

@@ -85,6 +85,8 @@ struct node_cfg {
 	char kube_node[254];           /* spec.nodeName of this node's pods */
 	char kube_token_file[NODE_PATH_MAX], kube_ca_file[NODE_PATH_MAX]; /* "": in-cluster's, or none */
 	uint32_t kube_watch_s, kube_pods_max;
+	uint32_t kube_page_bytes_max;  /* a list's page, refused unparsed past it */
+	uint32_t kube_event_bytes_max; /* a watch event, refused unparsed past it */
 	uint32_t metrics_namespaces; /* per-resource time by namespace, at most this many a resource (0: off) */
 	uint32_t slow_turn_ms;       /* a turn of the loop longer is counted and logged (slow_turn) */
 	uint32_t health_probe_ms;    /* the self-probe's period on the Unix socket (0: off) */

@@ -6,6 +6,7 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -27,6 +28,7 @@
 #define TOKEN_MAX 16384
 #define STATUS_MAX 4096     /* an error's body, kept for its message */
 #define BUF_KEEP (1u << 20) /* kw->buf's room kept between requests */
+#define TRIM_BYTES (1u << 20) /* after parsing this much at once, jansson's tree goes back to the system */
 #define BRIEF_NS 1000000000ll
 #define REJECT_RELIST_NS 60000000000ll /* a list for an unreadable event, at most this often */ /* a watch that ends sooner, with nothing in it, failed */
 
@@ -52,7 +54,7 @@ struct kubewatch {
 	int relist;                /* the watch must end in a list: 410 Gone (gone), or an event refused */
 	int gone;
 	int relist_again;          /* ... and so did the watch before it, right after its list */
-	unsigned limit;            /* pods a page: LIMIT, less after a page over KUBEWATCH_PAGE_MAX */
+	unsigned limit;            /* pods a page: LIMIT, less after a page over page_bytes_max */
 	int64_t rejected_at;       /* the last list for an event refused whose pod could not be told */
 	char rv[PODMETA_RV_MAX + 1]; /* where the next watch starts; "": list */
 	struct kube_event ev;
@@ -209,9 +211,13 @@ static int line(struct kubewatch *kw, const char *s, size_t n)
 {
 	char err[400], q[300];
 	struct kube_event *ev = &kw->ev;
+	int r;
 	if (strspn(s, " \t\r") >= n)
 		return 0;
-	if (kube_event_parse(s, n, ev, err, sizeof err) < 0) {
+	r = kube_event_parse(s, n, ev, err, sizeof err);
+	if (n >= TRIM_BYTES)
+		malloc_trim(0); /* the freed tree of a large event, not kept by this thread's arena */
+	if (r < 0) {
 		/* What a list would do: without it. A pod whose UID cannot be
 		 * told: a list, at most once a minute. */
 		int has_uid = kube_event_uid(s, n, ev->pod.uid) == 0;
@@ -258,18 +264,18 @@ static size_t on_body(char *p, size_t size, size_t nmemb, void *arg)
 	if (kw->code != 200) /* a Status: what it says is kept for the log */
 		return append(kw, p, kw->len + n > STATUS_MAX ? STATUS_MAX - kw->len : n) < 0 ? 0 : n;
 	if (kw->mode == PAGE) {
-		if (kw->len + n > KUBEWATCH_PAGE_MAX) {
+		if (kw->len + n > kw->cfg.page_bytes_max) {
 			kw->limit = kw->limit > 4 ? kw->limit / 4 : 1; /* the next list asks for smaller pages */
-			return fail(kw, "a page of the list over %u bytes (pages of %u pods from now on)", KUBEWATCH_PAGE_MAX,
-				    kw->limit), 0;
+			return fail(kw, "a page of the list over %u bytes (kubernetes_page_bytes_max; pages of %u pods from "
+				    "now on)", kw->cfg.page_bytes_max, kw->limit), 0;
 		}
 		return append(kw, p, n) < 0 ? fail(kw, "out of memory"), 0 : n;
 	}
 	while (at < n) {
 		const char *nl = memchr(p + at, '\n', n - at);
 		size_t take = nl ? (size_t)(nl - (p + at)) : n - at;
-		if (kw->len + take > KUBEWATCH_LINE_MAX)
-			return fail(kw, "a watch event over %u bytes", KUBEWATCH_LINE_MAX), 0;
+		if (kw->len + take > kw->cfg.event_bytes_max)
+			return fail(kw, "a watch event over %u bytes (kubernetes_event_bytes_max)", kw->cfg.event_bytes_max), 0;
 		if (append(kw, p + at, take) < 0)
 			return fail(kw, "out of memory"), 0;
 		at += take;
@@ -435,6 +441,8 @@ static int list(struct kubewatch *kw)
 			 (r = get(kw, url, PAGE, LIST_S)) == 0 &&
 			 (r = kube_list_parse(kw->buf ? kw->buf : "", kw->len, pg, list_item, &x, err, sizeof err)) < 0)
 			r = fail(kw, "%s", err);
+		if (kw->len >= TRIM_BYTES)
+			malloc_trim(0); /* a large page's freed tree */
 		curl_free(cont);
 		cont = NULL;
 		if (!r && x.nomem)
@@ -617,6 +625,10 @@ struct kubewatch *kubewatch_start(const struct kubewatch_cfg *cfg, char *err, si
 	kw->limit = LIMIT;
 	if (!kw->cfg.watch_s)
 		kw->cfg.watch_s = 300;
+	if (!kw->cfg.page_bytes_max)
+		kw->cfg.page_bytes_max = KUBEWATCH_PAGE_BYTES;
+	if (!kw->cfg.event_bytes_max)
+		kw->cfg.event_bytes_max = KUBEWATCH_EVENT_BYTES;
 	n = strlen(kw->cfg.url);
 	while (n && kw->cfg.url[n - 1] == '/')
 		kw->cfg.url[--n] = 0;

@@ -4,12 +4,14 @@
  * must (client-go's reflector):
  *   LIST   /api/v1/pods?fieldSelector=spec.nodeName=NODE&limit=100, page by
  *          page (continue), the node's pods all at once: a KUBE_BATCH_LIST
- *          (a page over KUBEWATCH_PAGE_MAX asks for a quarter as many pods
- *          from then on: jansson's tree of a page is many times its text);
+ *          (a page over page_bytes_max is refused unparsed and asks for a
+ *          quarter as many pods from then on: jansson's tree of a page is
+ *          many times its text);
  *   WATCH  from the list's resourceVersion (allowWatchBookmarks,
  *          timeoutSeconds), each change a KUBE_BATCH_EVENTS item; when it
  *          ends, again from the last resourceVersion seen (an event's or a
- *          bookmark's); a 410 Gone (the version is compacted away), or an
+ *          bookmark's); an event over event_bytes_max is refused unparsed
+ *          and ends the watch (a failure, below); a 410 Gone (the version is compacted away), or an
  *          event that is no valid Pod (what it said must not be lost),
  *          lists again;
  *   a failure (no connection, an HTTP error, a body that does not parse)
@@ -33,8 +35,8 @@
 #include "podmeta.h"
 
 #define KUBEWATCH_URL_MAX 256
-#define KUBEWATCH_LINE_MAX (4u << 20)  /* one watch event: an object (etcd keeps at most 1.5 MiB) */
-#define KUBEWATCH_PAGE_MAX (16u << 20) /* one page of a list (100 pods; fewer after one over it) */
+#define KUBEWATCH_PAGE_BYTES (4u << 20)  /* page_bytes_max's default: 100 pods of 40 KiB */
+#define KUBEWATCH_EVENT_BYTES (2u << 20) /* event_bytes_max's: a Pod of etcd's 1.5 MiB, and its event */
 
 struct kubewatch_cfg {
 	char url[KUBEWATCH_URL_MAX];   /* https://HOST[:PORT] or http://HOST[:PORT] (kubectl proxy) */
@@ -43,6 +45,8 @@ struct kubewatch_cfg {
 	char ca_file[256];             /* the CA of the API server's certificate ("": the system's) */
 	uint32_t watch_s;              /* a watch lasts [watch_s, 2 watch_s) (timeoutSeconds) */
 	uint32_t pods_max;             /* a list keeps at most this many; the others are counted */
+	uint32_t page_bytes_max;       /* one page of a list (100 pods; fewer after one over it) */
+	uint32_t event_bytes_max;      /* one watch event: a Pod (etcd keeps objects of 1.5 MiB at most) */
 	int wake_fd;                   /* an eventfd: written when a batch is queued */
 };
 

@@ -177,6 +177,8 @@ int kubepods_open(struct kubepods *kp, const struct node_cfg *cfg, int wake_fd, 
 	snprintf(kc.ca_file, sizeof kc.ca_file, "%s", cfg->kube_ca_file[0] || !in_cluster ? cfg->kube_ca_file : SA_DIR "ca.crt");
 	kc.watch_s = cfg->kube_watch_s;
 	kc.pods_max = cfg->kube_pods_max;
+	kc.page_bytes_max = cfg->kube_page_bytes_max;
+	kc.event_bytes_max = cfg->kube_event_bytes_max;
 	kc.wake_fd = wake_fd;
 	if (!(kp->v = calloc(cfg->kube_pods_max, sizeof kp->v[0]))) {
 		snprintf(err, errlen, "out of memory");

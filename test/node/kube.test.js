@@ -412,6 +412,63 @@ test('a hostile API server: an object that is no Pod is refused, counted, and th
   assert.deepEqual(await names(pods['batch-1'].uid), ['jobs/batch-1'], 'what it knew stays');
 });
 
+// A daemon's memory: its resident set now and at its peak (kB).
+const memory = (d = daemon) => {
+  const st = fs.readFileSync(`/proc/${d.innerPid()}/status`, 'utf8');
+  return { rss: Number(/^VmRSS:\s+(\d+)/m.exec(st)[1]), hwm: Number(/^VmHWM:\s+(\d+)/m.exec(st)[1]) };
+};
+// The loop's turns over 100 ms, from one scrape.
+const slowTurns = () => {
+  const body = node.run(['curl', '-sf', '--max-time', '5', 'http://127.0.0.1:9464/metrics']).split('\n');
+  const v = (n) => Number(body.find((l) => l.startsWith(`${n} `)).slice(n.length + 1));
+  return v('procctl_loop_turn_seconds_count') - v('procctl_loop_turn_seconds_bucket{le="0.1"}');
+};
+
+test('an amplifying API server: a watch event past kubernetes_event_bytes_max (2 MiB) is refused before it is parsed, what was known kept, memory bounded', async () => {
+  await h.until(async () => (await asked()).open === 1, { what: 'a watch open', timeout: 20000 });
+  const b1 = pods['batch-1'];
+  const big = pod('batch-1', { uid: b1.uid, ns: 'jobs', labels: { app: 'batch' } });
+  // 3 MiB of valid JSON in 40,000 small fields: a tree many times its text
+  // to parse (under the old 4 MiB bound, it was).
+  big.metadata.annotations = Object.fromEntries(Array.from({ length: 40000 }, (_, i) => [`a${i}`, 'x'.repeat(60)]));
+  const line = `${JSON.stringify({ type: 'MODIFIED', object: big })}\n`;
+  assert.ok(line.length > (2 << 20) && line.length < (4 << 20), String(line.length));
+  const m0 = memory();
+  const slow0 = slowTurns();
+  const errors = metric('procctl_kube_api_errors_total');
+  await api.ctl('POST', '/inject', line);
+  await h.until(() => metric('procctl_kube_api_errors_total') === errors + 1, { what: 'the event refused' });
+  assert.deepEqual(await names(b1.uid), ['jobs/batch-1'], 'what it knew stays');
+  const m1 = memory();
+  const slow1 = slowTurns();
+  process.stdout.write(`# an event of ${line.length} bytes: peak RSS ${m0.hwm} -> ${m1.hwm} kB, RSS ${m0.rss} -> ` +
+    `${m1.rss} kB, loop turns over 100 ms ${slow0} -> ${slow1}\n`);
+  // Never parsed: its peak grew by no more than the buffer of one event's bytes (and libcurl's).
+  assert.ok(m1.hwm - m0.hwm < 16 * 1024, `peak RSS ${m0.hwm} -> ${m1.hwm} kB`);
+});
+
+test('an amplifying API server: a list page past kubernetes_page_bytes_max (4 MiB) is refused before it is parsed, smaller pages asked for, memory bounded', async () => {
+  const port = await h.freePort();
+  const padded = await apiServer([pod('q-1')], { port, host: '127.0.0.1' });
+  await padded.ctl('POST', '/pad?bytes=6000000'); // 6 MB of valid JSON in 79,000 small fields, items all but empty
+  const d = await new h.Daemon({ consumers: `pad${process.pid}`.slice(0, 31), args: ['--http-listen', '127.0.0.1:0',
+    ...kubeArgs(`https://127.0.0.1:${port}`)] }).ready();
+  const hp = await d.httpPort();
+  try {
+    await d.line(/event=kube_api_failed what=list error="a page of the list over 4194304 bytes \(kubernetes_page_bytes_max; pages of 25 pods from now on\)"/);
+    assert.equal(await h.metric(hp, 'procctl_kube_synced'), 0);
+    const m = memory(d);
+    process.stdout.write(`# a list of 6 MB pages: peak RSS ${m.hwm} kB, RSS ${m.rss} kB\n`);
+    assert.ok(m.hwm < 64 * 1024, `peak RSS ${m.hwm} kB`);
+    // The server behaves again: the next list, after its backoff, goes through.
+    await padded.ctl('POST', '/pad?bytes=0');
+    await h.until(async () => (await h.metric(hp, 'procctl_kube_synced')) === 1, { what: 'listed', timeout: 40000 });
+  } finally {
+    await d.stop();
+    await padded.kill();
+  }
+});
+
 test('an API server down at the start: it serves, and its pods\' processes get their configs by labels once it is up', async () => {
   const port = await h.freePort();
   const D = `late${process.pid}`.slice(0, 31); // this daemon's alone: the nodes' processes are not its

@@ -26,6 +26,9 @@
 //   POST /close                 every open watch ends, as at its timeout
 //   POST /restart?down_ms=N     every connection is cut, nothing listens for N ms
 //   POST /slow?ms=N             every answer waits N ms first (0: none)
+//   POST /pad?bytes=N           every page of a list carries about N bytes
+//                               more of valid JSON, in small fields the
+//                               client does not know (a hostile server)
 //   POST /bookmarks?ms=N        BOOKMARK every N ms (0: none)
 //   POST /inject                the body, as it is, on every open watch (a hostile server)
 //   POST /churn?per_s=N         N label changes a second, to pods taken in turn (0: stop)
@@ -56,6 +59,7 @@ const watches = new Set();
 const snapshots = new Map(); // continue token -> { rv, items }
 const stats = { lists: 0, pages: 0, watches: [], open: 0, listsBy: {}, openBy: {} };
 let slowMs = 0;
+let padding = null; // a list page's field of small fields, /pad's
 let churn = null;
 let churned = 0;
 let bookmarkMs = 1000;
@@ -115,7 +119,7 @@ function list(u) {
     meta.remainingItemCount = snap.items.length - next.at;
     snapshots.set(meta.continue, next);
   }
-  return [200, { kind: 'PodList', apiVersion: 'v1', metadata: meta, items }];
+  return [200, { kind: 'PodList', apiVersion: 'v1', metadata: meta, items, ...(padding ? { padding } : {}) }];
 }
 
 function watch(u, res) {
@@ -267,6 +271,10 @@ function control(req, body) {
     }, 10) : null;
   } else if (m === '/slow') {
     slowMs = n;
+  } else if (m === '/pad') {
+    const bytes = Number(u.searchParams.get('bytes') || 0);
+    padding = bytes ? Object.fromEntries(Array.from({ length: Math.ceil(bytes / 76) }, (_, i) => [`p${i}`, 'x'.repeat(64)]))
+      : null;
   } else if (m === '/bookmarks') {
     bookmarkMs = n;
     for (const w of watches) w.bookmarks();
