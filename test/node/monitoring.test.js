@@ -99,7 +99,10 @@ before(async () => {
 
 after(async () => {
   if (c) c.close();
-  await Promise.all(kids.map((k) => { process.kill(k.pid, 'SIGCONT'); return k.kill('SIGKILL'); }));
+  await Promise.all(kids.map((k) => {
+    if (k.exit === null) process.kill(k.pid, 'SIGCONT');
+    return k.kill('SIGKILL');
+  }));
   await h.killAll();
   if (prom) await prom.stop();
   if (d) await d.stop();
@@ -117,12 +120,17 @@ test('the rules load: every group evaluates on the real Prometheus, none in erro
 
 test('a stopped holder while another waits: ProcctlResourceBlocked fires; resumed, it resolves', { skip }, async () => {
   const ts = [await token(), await token()];
-  const pid = await h.until(async () => {
+  await h.until(async () => {
     const p = await holder();
-    return ts.some((t) => t.pid === p) && p;
+    return ts.some((t) => t.pid === p);
   }, { what: 'a token client to hold the gpu' });
   assert.equal((await alerts('ProcctlResourceBlocked')).length, 0);
-  process.kill(pid, 'SIGSTOP'); // it cannot release: the other one waits
+  // One of them stopped, then holding (it had the grant, or its next turn
+  // came: turns are 200 ms, so the holder read before a stop may not be
+  // the holder at it): it cannot release, and the other one waits.
+  const { pid } = ts[0];
+  process.kill(pid, 'SIGSTOP');
+  await h.until(async () => (await holder()) === pid, { what: 'the stopped token client to hold the gpu' });
   const firing = await h.until(async () => {
     const a = await alerts('ProcctlResourceBlocked');
     return a.length === 1 && a[0].state === 'firing' && a[0];
