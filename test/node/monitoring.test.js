@@ -119,18 +119,13 @@ test('the rules load: every group evaluates on the real Prometheus, none in erro
 });
 
 test('a stopped holder while another waits: ProcctlResourceBlocked fires; resumed, it resolves', { skip }, async () => {
-  const ts = [await token(), await token()];
-  await h.until(async () => {
-    const p = await holder();
-    return ts.some((t) => t.pid === p);
-  }, { what: 'a token client to hold the gpu' });
+  // One token client, alone: it holds, and keeps its grant while nobody
+  // waits. Stopped, it cannot release; then a second one waits.
+  const { pid } = await token();
+  await h.until(async () => (await holder()) === pid, { what: 'the token client to hold the gpu' });
   assert.equal((await alerts('ProcctlResourceBlocked')).length, 0);
-  // One of them stopped, then holding (it had the grant, or its next turn
-  // came: turns are 200 ms, so the holder read before a stop may not be
-  // the holder at it): it cannot release, and the other one waits.
-  const { pid } = ts[0];
   process.kill(pid, 'SIGSTOP');
-  await h.until(async () => (await holder()) === pid, { what: 'the stopped token client to hold the gpu' });
+  await token();
   const firing = await h.until(async () => {
     const a = await alerts('ProcctlResourceBlocked');
     return a.length === 1 && a[0].state === 'firing' && a[0];
