@@ -109,11 +109,17 @@ static void doorbells(void **state)
 	assert_int_equal(procctl_registry_doorbell_heard(r, ca), 1);
 
 	/* b rings 200,000 times while the loop runs (a loop busy elsewhere
-	 * hears a burst as one ring: the wait is armed again after it). */
-	assert_int_equal(pthread_create(&ringer, NULL, ring_burst, &b), 0);
-	pump_for(r, 300);
-	pthread_join(ringer, NULL);
-	procctl_registry_stats(r, &st, sizeof st);
+	 * hears a burst as one ring: the wait is armed again after it), and
+	 * again, 10 bursts at most, until it is muted (a loaded host's
+	 * watcher heard 120 rings of one burst). */
+	for (i = 0; i < 10; i++) {
+		assert_int_equal(pthread_create(&ringer, NULL, ring_burst, &b), 0);
+		pump_for(r, 300);
+		pthread_join(ringer, NULL);
+		procctl_registry_stats(r, &st, sizeof st);
+		if (st.doorbells_muted >= 1)
+			break;
+	}
 	print_message("doorbells heard %llu, muted %llu\n", (unsigned long long)st.doorbells, (unsigned long long)st.doorbells_muted);
 	assert_int_equal(procctl_registry_doorbell_heard(r, procctl_registry_find(r, b.pid)), 0); /* muted */
 	assert_true(st.doorbells_muted >= 1);
