@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* config_int.h - what config.c (the keys, sections and files) and
- * config_values.c (the values: numbers, durations, lists, addresses, ids)
- * share. Internal to procctl-node's config. */
+/* config_int.h - what config.c (the file and its sections),
+ * config_keys.c (the keys) and config_values.c (the values: numbers,
+ * durations, lists, addresses, ids) share. Internal to procctl-node's
+ * config. */
 #ifndef PROCCTL_CONFIG_INT_H
 #define PROCCTL_CONFIG_INT_H
 
@@ -21,6 +22,14 @@ struct where {
 	size_t errlen;
 	const char *name; /* "FILE:LINE: KEY" or "--flag" */
 };
+
+/* The key tables, one a section. */
+enum keyset { KEYS_GLOBAL, KEYS_ARBITER, KEYS_DESIRED };
+/* Each key's default of set s into obj (the section's struct). */
+void cfg_defaults(enum keyset s, void *obj);
+/* key = v into obj, by set s's table (section: "an [arbiter]" and the
+ * like, for the error; NULL for the global keys): 0, or -EINVAL. */
+int cfg_set_key(enum keyset s, const char *section, void *obj, const struct where *w, const char *key, const char *v);
 
 /* Say what is wrong with w's value: -EINVAL, err set to "NAME: what". */
 int cfg_fail(const struct where *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
