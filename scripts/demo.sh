@@ -94,6 +94,13 @@ pids=""
 
 # holder_lines: the token agent's "event=holder" lines with a holder
 holder_lines() { n=$(count "$work/t.log" "event=holder .* pid=[1-9]") && echo "${n:-0}"; }
+# turn: "PID LINES", the last holder and how many holder lines: from one
+# read of the log, so that a hand-off between two reads cannot pair a
+# holder with the count after it.
+turn() {
+	grep "event=holder .* pid=[1-9]" "$work/t.log" | sed -n 's/.* pid=\([0-9]*\) .*/\1/p' |
+		awk '{ p = $1 } END { print p + 0, NR }'
+}
 
 step "three token clients want resource 1:0 (kind 1, the all-zero id); the token agent grants it to one at a time, 200 ms each"
 for i in 1 2 3; do
@@ -107,14 +114,14 @@ wait_for "$work/t.log" "event=holder .* pid=[1-9]" 6
 show "$work/t.log"
 
 step "SIGSTOP the holder: its turn ends, but nobody else gets resource 1:0 until it confirms"
-current() { grep "event=holder .* pid=[1-9]" "$work/t.log" | tail -1 | sed 's/.* pid=\([0-9]*\) .*/\1/'; }
 tries=0
 while :; do # stop it, and make sure it was still the holder when stopped
-	holder=$(current)
-	before=$(holder_lines)
+	now=$(turn)
+	holder=${now% *} before=${now#* }
+	[ "$holder" -gt 0 ] || fail "no holder"
 	kill -STOP "$holder"
 	sleep 0.05
-	[ "$(current)" != "$holder" ] || [ "$(holder_lines)" != "$before" ] || break
+	[ "$(turn)" != "$now" ] || break
 	kill -CONT "$holder"
 	tries=$((tries + 1))
 	[ $tries -lt 20 ] || fail "could not stop the holder while it held resource 1:0"
@@ -226,16 +233,19 @@ done
 $P resources | sed 's/^/    /'
 
 step "SIGSTOP the holder: the gpu is blocked, and the blocked time grows"
-gpu_holder() { $P -o json resources | sed 's/.*"holder":{"pid":\([0-9]*\).*/\1/'; }
-gpu_handoffs() { $P -o json resources | sed 's/.*"handoffs":"\([0-9]*\)".*/\1/'; }
+# gpu_turn: "PID HANDOFFS" of the gpu, from one answer (two calls could
+# straddle a hand-off and pair the old holder with the new count).
+gpu_turn() {
+	$P -o json resources | sed -n 's/.*"holder":{"pid":\([0-9]*\).*"handoffs":"\([0-9]*\)".*/\1 \2/p'
+}
 tries=0
 while :; do # stop it, and make sure it was still the holder when stopped
-	holder=$(gpu_holder)
-	before=$(gpu_handoffs)
-	[ "$holder" -gt 0 ] || fail "no holder"
+	now=$(gpu_turn)
+	holder=${now% *}
+	[ "${holder:-0}" -gt 0 ] || fail "no holder"
 	kill -STOP "$holder"
 	sleep 0.05
-	[ "$(gpu_holder)" != "$holder" ] || [ "$(gpu_handoffs)" != "$before" ] || break
+	[ "$(gpu_turn)" != "$now" ] || break
 	kill -CONT "$holder"
 	tries=$((tries + 1))
 	[ $tries -lt 20 ] || fail "could not stop the gpu's holder while it held it"
