@@ -18,14 +18,41 @@ CLI=${CLI:-build/clients/procctl}
 NODE=${NODE:-build/procctl-node}
 work=$(mktemp -d /tmp/procctl-demo.XXXXXX)
 pids=""
+# alive PID: PID has not ended (a zombie, ended but not yet waited for, has).
+alive() { [ -e "/proc/$1" ] && ! grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null; }
+# cleanup: SIGTERM to what is still running, 10 s for it to end; what does
+# not is named, with where it is stuck, and killed, and the demo fails.
 cleanup() {
+	rc=$?
+	trap - EXIT INT TERM
 	for p in $pids; do # a stopped one dies of SIGTERM only once continued
 		kill "$p" 2>/dev/null && kill -CONT "$p" 2>/dev/null || true
 	done
+	i=0
+	for p in $pids; do
+		while alive "$p" && [ $i -lt 200 ]; do
+			i=$((i + 1))
+			sleep 0.05
+		done
+	done
+	for p in $pids; do
+		alive "$p" || continue
+		printf 'demo: FAILED: pid %s (%s) still running 10 s after SIGTERM; its threads:\n' "$p" "$(cat "/proc/$p/comm")" >&2
+		for t in /proc/$p/task/*; do
+			printf '  %s %s %s\n' "${t##*/}" "$(sed -n 's/^State:\t//p' "$t/status")" "$(cat "$t/wchan")" >&2
+			sed 's/^/    /' "$t/stack" >&2 2>/dev/null || true
+		done
+		kill -KILL "$p"
+		rc=1
+	done
 	wait 2>/dev/null || true
 	rm -rf "$work"
+	[ "$rc" -ne 0 ] || printf '\ndemo: OK\n'
+	exit "$rc"
 }
-trap cleanup EXIT INT TERM
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 step() { printf '\n==> %s\n' "$*"; }
 fail() { printf 'demo: FAILED: %s\n' "$*" >&2; exit 1; }
@@ -266,5 +293,3 @@ if grep -q "event=lease state=expired\|event=cleared" "$work/n1.log"; then
 	fail "client 1 saw its config go"
 fi
 ! grep -q "^X" "$work/nwitness" || fail "the kernel saw two token holders at once"
-
-printf '\ndemo: OK\n'
