@@ -20,32 +20,44 @@ work=$(mktemp -d /tmp/procctl-demo.XXXXXX)
 pids=""
 # alive PID: PID has not ended (a zombie, ended but not yet waited for, has).
 alive() { [ -e "/proc/$1" ] && ! grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null; }
-# cleanup: SIGTERM to what is still running, 10 s for it to end; what does
-# not is named, with where it is stuck, and killed, and the demo fails.
-cleanup() {
-	rc=$?
-	trap - EXIT INT TERM
-	for p in $pids; do # a stopped one dies of SIGTERM only once continued
-		kill "$p" 2>/dev/null && kill -CONT "$p" 2>/dev/null || true
-	done
-	i=0
-	for p in $pids; do
+# gone PID...: 10 s at most for each to end (each was told to); one that
+# does not is named, with where each of its threads is stuck, and
+# killed: 1, else 0.
+gone() {
+	i=0 stuck=0
+	for p; do
 		while alive "$p" && [ $i -lt 200 ]; do
 			i=$((i + 1))
 			sleep 0.05
 		done
 	done
-	for p in $pids; do
+	for p; do
 		alive "$p" || continue
-		printf 'demo: FAILED: pid %s (%s) still running 10 s after SIGTERM; its threads:\n' "$p" "$(cat "/proc/$p/comm")" >&2
+		printf 'demo: pid %s (%s) has not ended in 10 s; its threads:\n' "$p" "$(cat "/proc/$p/comm" 2>/dev/null)" >&2
 		for t in /proc/$p/task/*; do
 			printf '  %s %s %s\n' "${t##*/}" "$(sed -n 's/^State:\t//p' "$t/status")" "$(cat "$t/wchan")" >&2
 			sed 's/^/    /' "$t/stack" >&2 2>/dev/null || true
 		done
 		kill -KILL "$p"
-		rc=1
+		stuck=1
 	done
+	return $stuck
+}
+# stop PID...: SIGTERM to each, then gone; every one waited for.
+stop() {
+	for p; do # a stopped one dies of SIGTERM only once continued
+		kill "$p" 2>/dev/null && kill -CONT "$p" 2>/dev/null || true
+	done
+	gone "$@" && r=0 || r=1
 	wait 2>/dev/null || true
+	return $r
+}
+# cleanup: what is still running stopped (a stuck one fails the demo).
+cleanup() {
+	rc=$?
+	trap - EXIT INT TERM
+	# shellcheck disable=SC2086 # the pids, one word each
+	stop $pids || rc=1
 	rm -rf "$work"
 	[ "$rc" -ne 0 ] || printf '\ndemo: OK\n'
 	exit "$rc"
@@ -95,6 +107,7 @@ grep -q "owner=0" "$work/b.log" || fail "B was not passive"
 
 step "SIGTERM to A: it hands off (RELEASED); B takes the lock at once and publishes"
 kill -TERM "$a"
+gone "$a" || fail "agent A did not stop"
 wait "$a" || true
 wait_for "$work/b.log" "event=ownership consumer=echo held=1"
 wait_for "$work/b.log" "ack=applied" 2
@@ -107,6 +120,7 @@ echo "    no client saw a lease expiry or a cleared config during the hand-off"
 
 step "SIGTERM to B (--uninstall-on-exit): one UNINSTALL write, the clients revert at once"
 kill -TERM "$b"
+gone "$b" || fail "agent B did not stop"
 wait "$b" || true
 wait_for "$work/c1.log" "event=cleared"
 wait_for "$work/c2.log" "event=lease state=expired"
@@ -115,8 +129,7 @@ step "what the clients applied, in their own words"
 echo "  client 1:"; show "$work/c1.log"
 echo "  client 2:"; show "$work/c2.log"
 
-kill -TERM "$c1" "$c2"
-wait "$c1" "$c2" || true
+stop "$c1" "$c2" || fail "the echo clients did not stop"
 pids=""
 
 # holder_lines: the token agent's "event=holder" lines with a holder
@@ -163,6 +176,7 @@ tail -2 "$work/t.log" | sed 's/^/    /'
 
 step "SIGTERM to the token agent: per-resource totals, then a hand-off"
 kill -TERM "$t"
+gone "$t" || fail "the token agent did not stop"
 wait "$t" || true
 grep "event=summary" "$work/t.log" | sed 's/^/    /'
 grep -q "event=summary .*blocked_ms=[1-9]" "$work/t.log" || fail "the stop was not accounted as blocked"
@@ -170,8 +184,8 @@ echo "    each client's own account (its status bytes: examples/token/token_sche
 grep "event=client_status" "$work/t.log" | sed 's/^/    /'
 [ "$(grep -c "event=client_status .*turns=[1-9].* hold_ms=200$" "$work/t.log")" -eq 3 ] ||
 	fail "not every client applied the agent's config and reported its turns"
-for p in $pids; do kill -TERM "$p" 2>/dev/null || true; done
-wait 2>/dev/null || true
+# shellcheck disable=SC2086
+stop $pids || fail "the token clients did not stop"
 pids=""
 
 step "the witness: each client's own log of when it used resource 1:0"
@@ -246,6 +260,7 @@ step "procctl watch: the events while client 2 exits"
 $P watch --consumer echo --count 2 >"$work/watch.log" 2>&1 & w=$!
 wait_for "$work/watch.log" snapshot
 kill -TERM "$n2"
+gone "$w" || fail "the watch did not end"
 wait "$w" || fail "the watch did not see the exit"
 show "$work/watch.log"
 grep -q "detached .*pid=$n2 reason=EXITED" "$work/watch.log" || fail "no detached event for client 2"
@@ -287,6 +302,7 @@ kill -CONT "$holder"
 
 step "SIGTERM to procctl-node: a hand-off; the echo client keeps its config"
 kill -TERM "$node"
+gone "$node" || fail "procctl-node did not stop"
 wait "$node" || fail "procctl-node did not stop cleanly"
 grep "event=stopping" "$work/node.log" | sed 's/^/    /'
 if grep -q "event=lease state=expired\|event=cleared" "$work/n1.log"; then
