@@ -476,6 +476,99 @@ test('an amplifying API server: a list page past kubernetes_page_bytes_max (4 Mi
   }
 });
 
+// The daemon's peak resident set may grow, under the hostile server below,
+// by the pods it may hold: the table, a list being built and a queue as
+// long again, each kubernetes_pods_max pods of at most 9,104 bytes (a
+// struct podmeta: 64 labels, 32 containers, 8 KiB of their text), 27 MiB
+// at 1,024; and a page (1 MiB here) with its parsed tree. 48 MiB, four
+// times that under ASan (its shadow; its quarantine of freed pods cut to
+// 16 MiB); not under TSan, whose history grows with its slowdown.
+const TABLE_BOUND = process.env.PROCCTL_SANITIZE === 'thread' ? Infinity
+  : (process.env.PROCCTL_SANITIZE ? 4 : 1) * 48 * 1024;
+const ASAN_OPTIONS = [process.env.ASAN_OPTIONS, 'quarantine_size_mb=16'].filter(Boolean).join(':');
+
+test('a hostile API server within every limit: kubernetes_pods_max pods as large as a pod may be, all churning and listed again and again; memory bounded by the table, a healthy client unhurt', async () => {
+  const port = await h.freePort();
+  const D = `max${process.pid}`.slice(0, 31);
+  const N = 1024; // kubernetes_pods_max's default
+  // 63 labels of 57 + 63 bytes each, 7.7 KiB of label text: near the most one pod keeps.
+  const labels = Object.fromEntries(Array.from({ length: 63 }, (_, i) =>
+    [`${'a'.repeat(50)}.io/k${String(i).padStart(2, '0')}`, 'v'.repeat(63)]));
+  const big = await apiServer(Array.from({ length: N }, (_, i) => pod(`max-${i}`, { labels })), { port, host: '127.0.0.1' });
+  const d = await new h.Daemon({ consumers: D, spawn: { env: { ...process.env, ASAN_OPTIONS } },
+    args: ['--http-listen', '127.0.0.1:0', ...kubeArgs(`https://127.0.0.1:${port}`)] }).ready();
+  const hp = await d.httpPort();
+  const e = new h.Child(h.ECHO_CLIENT, ['--consumer', D]);
+  const c = d.client();
+  // The healthy client: n publishes with wait-for-ack, one after another; their times (ms) and failures.
+  const publish = async (n, stop = () => false) => {
+    const ms = [];
+    let failed = 0;
+    for (let i = 0; i < n && !stop(); i++) {
+      const t0 = process.hrtime.bigint();
+      try {
+        const r = await h.call(c, 'Publish', { selector: { pid: e.pid }, payload: Buffer.from(`healthy ${i}`), waitMs: 10000 },
+          { deadlineMs: 20000 });
+        if (r.results[0].status !== 'PUBLISH_STATUS_APPLIED') failed++;
+      } catch (err) {
+        failed++;
+      }
+      ms.push(Number(process.hrtime.bigint() - t0) / 1e6);
+    }
+    return { ms, failed };
+  };
+  const p99 = (ms) => [...ms].sort((a, b) => a - b)[Math.min(ms.length - 1, Math.floor(ms.length * 0.99))];
+  const slow = async () => { // from one scrape
+    const m = await h.scrape(hp);
+    return m('procctl_loop_turn_seconds_count') - m('procctl_loop_turn_seconds_bucket{le="0.1"}');
+  };
+  try {
+    await h.until(async () => (await h.metric(hp, 'procctl_kube_synced')) === 1, { what: 'listed', timeout: 30000 });
+    assert.equal(await h.metric(hp, 'procctl_kube_pods'), N);
+    await e.line(/^event=started/, { out: true });
+    await h.attached(d, e.pid);
+    const calm = await publish(30);
+    assert.equal(calm.failed, 0);
+    const m0 = memory(d);
+    const slow0 = await slow();
+    const lists0 = await h.metric(hp, 'procctl_kube_lists_total');
+    const ev0 = await h.metric(hp, 'procctl_kube_watch_events_total');
+    // Every pod's labels changing, 1,000 changes a second, and every watch
+    // cut with 410 Gone each second: the whole table listed again.
+    await big.ctl('POST', '/churn?per_s=1000');
+    let attacking = true;
+    const expiring = (async () => {
+      for (let i = 0; i < 5; i++) {
+        await h.sleep(1000);
+        await big.ctl('POST', '/expire');
+      }
+      attacking = false;
+    })();
+    const hurt = await publish(Infinity, () => !attacking);
+    await expiring;
+    await big.ctl('POST', '/churn?per_s=0');
+    await h.until(async () => (await h.metric(hp, 'procctl_kube_lists_total')) >= lists0 + 3,
+      { what: 'listed again', timeout: 60000 });
+    const m1 = memory(d);
+    const slow1 = await slow();
+    const lists = (await h.metric(hp, 'procctl_kube_lists_total')) - lists0;
+    const events = (await h.metric(hp, 'procctl_kube_watch_events_total')) - ev0;
+    process.stdout.write(`# ${N} pods of 7.7 KiB of labels, ${events} events and ${lists} lists taken: ` +
+      `peak RSS ${m0.hwm} -> ${m1.hwm} kB, RSS ${m0.rss} -> ${m1.rss} kB; loop turns over 100 ms ${slow0} -> ${slow1}; ` +
+      `publish p99 ${p99(calm.ms).toFixed(1)} ms calm, ${p99(hurt.ms).toFixed(1)} ms under it ` +
+      `(${(p99(hurt.ms) / p99(calm.ms)).toFixed(2)}x, ${hurt.ms.length} publishes)\n`);
+    assert.equal(hurt.failed, 0, 'the healthy client\'s publishes all applied');
+    assert.ok(lists >= 3 && events > 0, `${lists} lists, ${events} events`);
+    assert.equal(await h.metric(hp, 'procctl_kube_pods'), N);
+    assert.ok(m1.hwm - m0.hwm < TABLE_BOUND, `peak RSS ${m0.hwm} -> ${m1.hwm} kB (bound: +${TABLE_BOUND} kB)`);
+  } finally {
+    c.close();
+    await e.kill('SIGKILL');
+    await d.stop();
+    await big.kill();
+  }
+});
+
 test('an API server down at the start: it serves, and its pods\' processes get their configs by labels once it is up', async () => {
   const port = await h.freePort();
   const D = `late${process.pid}`.slice(0, 31); // this daemon's alone: the nodes' processes are not its
