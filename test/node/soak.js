@@ -11,7 +11,14 @@
 //   holding it, beside two admitted holders taking turns; idle TCP
 //   connections from 2,000 addresses, and 30,000 streams opened before the
 //   limit is acknowledged, on TCP and the Unix socket; a read-only TCP
-//   client's 17 connections of 1,000 WaitAcks.
+//   client's 17 connections of 1,000 WaitAcks; and issue 61's: 256 TCP
+//   connections each opening WatchEvents past max_watchers_per_peer
+//   (refusals), and a hostile Kubernetes API server (kube: the stand-in,
+//   kubeapi.js, serving kubernetes_pods_max pods as large as a pod is
+//   kept, their labels changing 1,000 times a second, every watch cut
+//   with 410 Gone every 5 s so the table is listed again, and every 20 s
+//   list pages padded past kubernetes_page_bytes_max and a watch event
+//   past kubernetes_event_bytes_max).
 // It samples the daemon's RSS, fds and threads every 5 s and compares
 // the probe's p99 with an unloaded run of the same probe first. It fails
 // when RSS or fds are not flat (the last sample against the one a minute
@@ -35,10 +42,10 @@ const STALLERS = Number(process.env.PROCCTL_STALLERS || 1000);
 const PROBE_S = Number(process.env.SOAK_PROBE_SECONDS || 30);
 const OUT = process.env.SOAK_OUT || '';
 // SOAK_ATTACKS: a comma-separated subset (stall,waits,names,desired,reflection,floods,unsealed,
-// arbiter,conns,streams,readers) to tell
+// arbiter,conns,streams,readers,refusals,kube) to tell
 // which costs what; default all.
 const ATTACKS = (process.env.SOAK_ATTACKS ||
-  'stall,waits,names,desired,reflection,floods,unsealed,arbiter,conns,streams,readers').split(',');
+  'stall,waits,names,desired,reflection,floods,unsealed,arbiter,conns,streams,readers,refusals,kube').split(',');
 const on = (name) => ATTACKS.includes(name);
 // SOAK_SPLIT=1: the daemon, the healthy client and the probe on CPU 0, the
 // attackers (this driver and what it starts) on CPU 1: contention apart
@@ -151,15 +158,62 @@ async function gpuHolders(d) {
   return ts;
 }
 
+// The hostile Kubernetes API server: kubeapi.js over TLS on 127.0.0.1,
+// with n pods of node soak-node, each of 63 labels of 120 bytes (7.7 KiB
+// of label text: near the most a pod is kept with). Returns { args (the
+// daemon's flags), ctl(method, path, body), kill() }.
+async function kubeServer(n) {
+  const dir = h.scratch('procctl-soak-kube-');
+  const { file, ca, leaf } = require('./certs').certs(dir);
+  ca('ca');
+  leaf('apiserver', 'kubernetes', 'ca', 'subjectAltName = IP:127.0.0.1\nextendedKeyUsage = serverAuth');
+  fs.writeFileSync(file('token'), 'soak-token\n');
+  const labels = Object.fromEntries(Array.from({ length: 63 }, (_, i) =>
+    [`${'a'.repeat(50)}.io/k${String(i).padStart(2, '0')}`, 'v'.repeat(63)]));
+  fs.writeFileSync(file('pods.json'), JSON.stringify(Array.from({ length: n }, (_, i) => ({
+    apiVersion: 'v1', kind: 'Pod',
+    metadata: { name: `soak-${i}`, namespace: 'soak', uid: crypto.randomUUID(), labels },
+    spec: { nodeName: 'soak-node', containers: [{ name: 'app', image: 'app:1' }] },
+  }))));
+  const port = await h.freePort();
+  const sock = file('control.sock');
+  const child = new h.Child(process.execPath, [path.join(__dirname, 'kubeapi.js'), String(port), file('apiserver.crt'),
+    file('apiserver.key'), 'soak-token', file('pods.json'), sock], { env: { ...process.env, KUBEAPI_HOST: '127.0.0.1' } });
+  await child.line(/^listening /, { out: true });
+  const ctl = (method, p, body) => new Promise((resolve, reject) => {
+    const req = require('node:http').request({ socketPath: sock, method, path: p }, (res) => {
+      let out = '';
+      res.on('data', (x) => { out += x; });
+      res.on('end', () => (res.statusCode === 200 ? resolve(out) : reject(new Error(out))));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+  return {
+    ctl, kill: () => child.kill('SIGKILL'),
+    args: ['--kubernetes-api', `https://127.0.0.1:${port}`, '--kubernetes-node', 'soak-node',
+      '--kubernetes-token-file', file('token'), '--kubernetes-ca-file', file('ca.crt')],
+  };
+}
+
+// A watch event past kubernetes_event_bytes_max: 2.9 MB of valid JSON in
+// 40,000 small fields.
+const bigEvent = () => `${JSON.stringify({ type: 'MODIFIED', object: { apiVersion: 'v1', kind: 'Pod',
+  metadata: { name: 'soak-0', namespace: 'soak', uid: crypto.randomUUID(),
+    annotations: Object.fromEntries(Array.from({ length: 40000 }, (_, i) => [`a${i}`, 'x'.repeat(60)])) },
+  spec: { nodeName: 'soak-node', containers: [{ name: 'app', image: 'app:1' }] } } })}\n`;
+
 test(`soak: every attack at once for ${SECONDS} s`, { timeout: (SECONDS + 900) * 1000 }, async (t) => {
   const port = await h.freePort();
   const tcp = await h.freePort();
+  const kube = on('kube') ? await kubeServer(1024) : null;
+  t.after(() => kube && kube.kill());
   const d = await new h.Daemon({ consumers: null,
     // The default rescan (a minute, as a node runs): the harness's 100 ms
     // would make the scans of thousands of processes the load.
     args: ['--http-listen', `127.0.0.1:${port}`, '--max-watchers', '512', '--max-consumers', '64',
       '--rescan-ms', '60000', '--config', gpuConfig(), '--grpc-listen', `127.0.0.1:${tcp}`, '--insecure-tcp', 'true',
-      ...(process.env.SOAK_DAEMON_ARGS || '').split(' ').filter(Boolean)] }).ready();
+      ...(kube ? kube.args : []), ...(process.env.SOAK_DAEMON_ARGS || '').split(' ').filter(Boolean)] }).ready();
   t.after(() => d.kill('SIGKILL'));
   const c = d.client();
   const e = await h.echo();
@@ -169,6 +223,7 @@ test(`soak: every attack at once for ${SECONDS} s`, { timeout: (SECONDS + 900) *
   pin(process.pid, 1);
   pin(d.pid, 0);
   pin(e.pid, 0);
+  if (kube) await h.until(async () => (await h.metric(port, 'procctl_kube_synced')) === 1, { what: 'the pods listed', timeout: 60000 });
   const unloaded = await probe(d, e.pid, PROBE_S);
 
   // The standing load: stalled processes, and a stopped one for waits.
@@ -185,6 +240,8 @@ test(`soak: every attack at once for ${SECONDS} s`, { timeout: (SECONDS + 900) *
   const end = Date.now() + SECONDS * 1000;
   const handoffsBefore = await handoffs();
   const errors = [];
+  let kubeRound = 0;
+  let refused = 0; // WatchEvents refused RESOURCE_EXHAUSTED (refusals)
   const samples = [sample(d.pid)];
   const raw = new h.grpc.Client(d.addr, h.grpc.credentials.createInsecure());
   const loops = [
@@ -270,6 +327,31 @@ test(`soak: every attack at once for ${SECONDS} s`, { timeout: (SECONDS + 900) *
       for (const x of calls) x.cancel();
       for (const x of cs) x.close();
     }, errors),
+    on('refusals') && (async () => { // 256 connections, each opening WatchEvents past max_watchers_per_peer again and again
+      const cs = Array.from({ length: 256 }, () => new h.api.NodeService(`127.0.0.1:${tcp}`,
+        h.grpc.credentials.createInsecure(), { 'grpc.use_local_subchannel_pool': 1 }));
+      await Promise.all(cs.map(async (x) => {
+        while (Date.now() < end) {
+          const ws = Array.from({ length: 40 }, () => h.watch(x, {}));
+          await h.until(() => Date.now() >= end || ws.every((w) => w.error || w.events.length),
+            { what: 'the streams answered', timeout: 30000 }).catch((err) => errors.push(err.message));
+          refused += ws.filter((w) => w.error && h.grpc.status[w.error.code] === 'RESOURCE_EXHAUSTED').length;
+          for (const w of ws) w.stream.cancel();
+        }
+      }));
+      for (const x of cs) x.close();
+    })(),
+    kube && kube.ctl('POST', '/churn?per_s=1000'),
+    kube && every(5000, end, async () => { // the table listed again; now and then padded pages, a huge event
+      kubeRound += 1;
+      if (kubeRound % 4 === 0) await kube.ctl('POST', '/pad?bytes=6000000');
+      await kube.ctl('POST', '/expire');
+      if (kubeRound % 4 === 0) {
+        await h.sleep(2000);
+        await kube.ctl('POST', '/pad?bytes=0');
+        await kube.ctl('POST', '/inject', bigEvent());
+      }
+    }, errors),
   ];
   const loaded = probe(d, e.pid, SECONDS);
   await Promise.all(loops.filter(Boolean));
@@ -283,6 +365,12 @@ test(`soak: every attack at once for ${SECONDS} s`, { timeout: (SECONDS + 900) *
     'procctl_grpc_connections_refused_total{transport="tcp",limit="grpc_max_connections"}']) {
     grpcLimits[m] = await h.metric(port, m);
   }
+  if (kube) await kube.ctl('POST', '/churn?per_s=0');
+  const kubeFigures = kube ? {
+    pods: await h.metric(port, 'procctl_kube_pods'), lists: await h.metric(port, 'procctl_kube_lists_total'),
+    events: await h.metric(port, 'procctl_kube_watch_events_total'),
+    errors: await h.metric(port, 'procctl_kube_api_errors_total'),
+  } : null;
   const scans = await h.metric(port, 'procctl_scans_total');
   const scanS = await h.metric(port, 'procctl_scan_seconds_total');
   const m = await h.scrape(port);
@@ -303,7 +391,7 @@ test(`soak: every attack at once for ${SECONDS} s`, { timeout: (SECONDS + 900) *
     threads: { start: samples[0].threads, warm: warm.threads, last: last.threads, peak: peak('threads') },
     resident_kb: { warm: warm.resident_kb, last: last.resident_kb },
     minutes: samples.filter((x, i) => i % 12 === 0).map((x) => ({ rss_kb: x.rss_kb, threads: x.threads })),
-    scans, scan_ms_mean: (scanS / scans) * 1000, loop, gpu_handoffs: gpuHandoffs, grpc_limits: grpcLimits,
+    scans, scan_ms_mean: (scanS / scans) * 1000, loop, gpu_handoffs: gpuHandoffs, grpc_limits: grpcLimits, watches_refused: refused, kube: kubeFigures,
     log_lines: lines, log_lines_per_s: lines / SECONDS, driver_errors: errors.length, first_errors: errors.slice(0, 5),
   };
   const text = JSON.stringify(result, null, 2);
@@ -319,5 +407,6 @@ test(`soak: every attack at once for ${SECONDS} s`, { timeout: (SECONDS + 900) *
   assert.ok(last.rss_kb <= warm.rss_kb * 1.2, `RSS ${warm.rss_kb} kB a minute in, ${last.rss_kb} kB at the end`);
   assert.ok(last.fds <= warm.fds + 32, `fds ${warm.fds} a minute in, ${last.fds} at the end`);
   if (on('arbiter')) assert.ok(gpuHandoffs >= SECONDS, `${gpuHandoffs} gpu hand-offs in ${SECONDS} s`);
+  if (kube) assert.equal(kubeFigures.pods, 1024, 'the pods table holds every pod the server has');
   assert.equal(loop.slow_turns, 0, `turns of the loop over 50 ms:\n${loop.slow_lines.join('\n')}`);
 });
