@@ -18,8 +18,14 @@ CLI=${CLI:-build/clients/procctl}
 NODE=${NODE:-build/procctl-node}
 work=$(mktemp -d /tmp/procctl-demo.XXXXXX)
 pids=""
+# state PID: its state's letter (R, S, T, Z...), or nothing once it is
+# gone (the shell may reap it while this reads).
+state() { sed -n 's/^State:[[:space:]]*\(.\).*/\1/p' "/proc/$1/status" 2>/dev/null || :; }
 # alive PID: PID has not ended (a zombie, ended but not yet waited for, has).
-alive() { [ -e "/proc/$1" ] && ! grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null; }
+alive() {
+	s=$(state "$1")
+	[ -n "$s" ] && [ "$s" != Z ]
+}
 # gone PID...: 10 s at most for each to end (each was told to); one that
 # does not is named, with where each of its threads is stuck, and
 # killed: 1, else 0.
@@ -33,7 +39,8 @@ gone() {
 	done
 	for p; do
 		alive "$p" || continue
-		printf 'demo: pid %s (%s) has not ended in 10 s; its threads:\n' "$p" "$(cat "/proc/$p/comm" 2>/dev/null)" >&2
+		printf 'demo: pid %s (%s) has not ended in 10 s (%s); its threads:\n' "$p" "$(cat "/proc/$p/comm" 2>/dev/null)" \
+			"$(grep TracerPid "/proc/$p/status" 2>/dev/null)" >&2
 		for t in /proc/$p/task/*; do
 			printf '  %s %s %s\n' "${t##*/}" "$(sed -n 's/^State:\t//p' "$t/status")" "$(cat "$t/wchan")" >&2
 			sed 's/^/    /' "$t/stack" >&2 2>/dev/null || true
