@@ -41,9 +41,9 @@ gone() {
 		alive "$p" || continue
 		printf 'demo: pid %s (%s) has not ended in 10 s (%s); its threads:\n' "$p" "$(cat "/proc/$p/comm" 2>/dev/null)" \
 			"$(grep TracerPid "/proc/$p/status" 2>/dev/null)" >&2
-		for t in /proc/$p/task/*; do
-			printf '  %s %s %s\n' "${t##*/}" "$(sed -n 's/^State:\t//p' "$t/status")" "$(cat "$t/wchan")" >&2
-			sed 's/^/    /' "$t/stack" >&2 2>/dev/null || true
+		for task in /proc/$p/task/*; do
+			printf '  %s %s %s\n' "${task##*/}" "$(sed -n 's/^State:\t//p' "$task/status")" "$(cat "$task/wchan")" >&2
+			sed 's/^/    /' "$task/stack" >&2 2>/dev/null || true
 		done
 		kill -KILL "$p"
 		stuck=1
