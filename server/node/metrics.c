@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "node_int.h"
+#include "hellothread.h"
 #include "sys/prom.h"
 
 const double ack_buckets[NBUCKETS] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
@@ -152,7 +153,7 @@ static void hello(struct prom *p, const struct node *n)
 	struct procctl_hello_stats hs;
 	memset(&hs, 0, sizeof hs);
 	if (n->hello)
-		procctl_hello_stats(n->hello, &hs, sizeof hs);
+		hellothread_stats(n->hello, &hs);
 	prom_one(p, GAUGE("procctl_hello_available", NULL,
 		     "1 when the procctl:hello probe runs; 0 when it is off or not allowed here (new processes "
 		     "are found at rescans)."),

@@ -13,6 +13,7 @@
  * (procctl_loop_turn_seconds; one over slow_turn_ms is logged with its
  * longest step) and serves at most TURN_JOBS requests. */
 #include "node_int.h"
+#include "hellothread.h"
 #include "sys/nodelock.h"
 
 #include <errno.h>
@@ -186,11 +187,12 @@ static int registries_open(struct node *n, const struct node_cfg *cfg, char *err
 	return 0;
 }
 
-/* hello, when configured: unavailable is said, not fatal (the rescans
- * find the processes). */
+/* hello, when configured, on a thread of its own: unavailable is said,
+ * not fatal (the rescans find the processes). */
 static void hello_open(struct node *n, const struct node_cfg *cfg)
 {
 	struct procctl_hello_opts ho;
+	procctl_hello_t *h;
 	if (!cfg->hello)
 		return;
 	memset(&ho, 0, sizeof ho);
@@ -198,7 +200,7 @@ static void hello_open(struct node *n, const struct node_cfg *cfg)
 	ho.on_pid = node_on_hello;
 	ho.on_exec = node_on_exec;
 	ho.arg = n;
-	if (!(n->hello = procctl_hello_new(&ho)))
+	if (!(h = procctl_hello_new(&ho)) || !(n->hello = hellothread_start(h, n->efd)))
 		node_log(PROCCTL_LOG_WARN, "hello_unavailable", "reason=\"%s\" error=\"%s\" rescan_ms=%llu",
 			 procctl_hello_error(-errno), strerror(errno), (unsigned long long)(cfg->rescan_ns / MS));
 }
@@ -386,17 +388,16 @@ static struct node_job *take_jobs(struct node *n, int close, size_t max, int *mo
 	return k ? first : NULL;
 }
 
-/* The loop's descriptors: each registry's, efd, hello's, the config
- * file's directories', NODE.lock's (-1: none, poll skips it). */
+/* The loop's descriptors: each registry's, efd, the config file's
+ * directories', NODE.lock's (-1: none, poll skips it). */
 static void loop_fds(struct node *n, struct pollfd *pfd)
 {
 	size_t i;
 	for (i = 0; i < n->nreg; i++)
 		pfd[i] = (struct pollfd){procctl_registry_fd(n->reg[i]), POLLIN, 0};
 	pfd[n->nreg] = (struct pollfd){n->efd, POLLIN, 0};
-	pfd[n->nreg + 1] = (struct pollfd){n->hello ? procctl_hello_fd(n->hello) : -1, POLLIN, 0};
-	pfd[n->nreg + 2] = (struct pollfd){n->cfg_ifd, POLLIN, 0};
-	pfd[n->nreg + 3] = (struct pollfd){n->lock_ifd, POLLIN, 0};
+	pfd[n->nreg + 1] = (struct pollfd){n->cfg_ifd, POLLIN, 0};
+	pfd[n->nreg + 2] = (struct pollfd){n->lock_ifd, POLLIN, 0};
 }
 
 /* A turn's steps, in order (turn_steps): each does its part and ends
@@ -439,11 +440,13 @@ static int step_pods(struct node *n, struct turn *t, struct turn_left *l)
 	return 0;
 }
 
+/* The hello probe runs on its thread (hellothread.h): the loop only
+ * learns that it failed, and ends as it did when it dispatched it. */
 static int step_hello(struct node *n, struct turn *t, struct turn_left *l)
 {
 	int err;
 	(void)l;
-	if (n->hello && (err = procctl_hello_dispatch(n->hello)) < 0) {
+	if (n->hello && (err = hellothread_error(n->hello)) < 0) {
 		node_log(PROCCTL_LOG_ERROR, "hello_failed", "error=%s", strerror(-err));
 		return err;
 	}
@@ -530,7 +533,7 @@ static int turn_wait(struct node *n, struct turn *t, const struct turn_left *l, 
 		  : timers_next(&n->timers) <= now    ? 0
 						       : (timers_next(&n->timers) - now + MS - 1) / MS;
 	turn_end(n, t);
-	if ((nready = poll(pfd, n->nreg + 4, (int)(timeout > INT_MAX ? INT_MAX : timeout))) < 0 && errno != EINTR)
+	if ((nready = poll(pfd, n->nreg + 3, (int)(timeout > INT_MAX ? INT_MAX : timeout))) < 0 && errno != EINTR)
 		return -errno;
 	turn_start(n, t, nready > 0 ? (unsigned)nready : 0);
 	if (pfd[n->nreg].revents & POLLIN) {
@@ -563,7 +566,7 @@ static int loop_end(struct node *n, int err)
 
 int node_run(struct node *n)
 {
-	struct pollfd pfd[NODE_CONSUMERS_MAX + 4];
+	struct pollfd pfd[NODE_CONSUMERS_MAX + 3];
 	struct turn t;
 	int err = 0;
 	size_t k;
@@ -594,6 +597,8 @@ void node_release(struct node *n, unsigned flags)
 	if (!n || n->released)
 		return;
 	n->released = 1;
+	if (n->hello)
+		hellothread_stop(n->hello); /* it calls into the registries */
 	for (i = 0; i < n->narb; i++) {
 		procctl_arbiter_free(n->arb[i].a);
 		procctl_arbiter_registry_source_free(&n->arb[i].src);
@@ -616,13 +621,7 @@ void node_close(struct node *n, unsigned flags)
 		close(n->cfg_ifd);
 	if (n->lock_ifd >= 0)
 		close(n->lock_ifd);
-	if (n->hello) {
-		struct procctl_hello_stats hs;
-		procctl_hello_stats(n->hello, &hs, sizeof hs);
-		if (hs.uprobes)
-			node_log(PROCCTL_LOG_INFO, "closing_uprobes", "count=%llu", (unsigned long long)hs.uprobes);
-		procctl_hello_free(n->hello);
-	}
+	hellothread_free(n->hello);
 	reads_close(n);
 	free(n->procs);
 	timers_free(&n->timers);

@@ -19,6 +19,8 @@
 #include "procctl_arbiter.h"
 #include "timer.h"
 
+struct hellothread; /* hellothread.h */
+
 #define MS 1000000ll
 #define STATE_READ_NS (20 * MS)    /* a state read out longer is late: its process is stalled
                                     * (and an arbiter's read holds its tick this long at most) */
@@ -185,7 +187,7 @@ struct node {
 	procctl_registry_t *reg[NODE_CONSUMERS_MAX];
 	struct reg_arg args[NODE_CONSUMERS_MAX];
 	size_t nreg;
-	procctl_hello_t *hello; /* NULL: off, or unavailable */
+	struct hellothread *hello; /* NULL: off, or unavailable (hellothread.h) */
 	int released;           /* node_release done: the hand-off (or uninstall) */
 	uint64_t rev_at_start;  /* the desired store's revision as this daemon found it */
 	const struct nodelock *lock; /* NODE.lock, held; NULL: none */

@@ -6,7 +6,10 @@
 // workers forked at once by a new program are all attached;
 // `--hello false` leaves new processes to the rescan; a daemon without
 // perf permission (running as nobody) says so once in its log and in
-// /metrics, and serves.
+// /metrics, and serves; the probe runs on a thread of its own, so that
+// with that thread held (what a storm of uprobe placements does: 13 s in
+// issue 61's attack) the loop serves on, and once it runs again it finds
+// the process that came meanwhile.
 'use strict';
 
 const { test, after } = require('node:test');
@@ -16,6 +19,8 @@ const http = require('node:http');
 const h = require('./harness');
 
 const HOUR = ['--rescan-ms', '3600000'];
+const THREADSTOP = process.env.THREADSTOP;
+if (!THREADSTOP) throw new Error('THREADSTOP is not set (ctest sets it)');
 
 // Whatever a failed test left running ends with the file.
 const started = [];
@@ -71,6 +76,39 @@ test('a process started after the daemon is attached without a rescan, and its h
   assert.equal(r.results[0].status, 'PUBLISH_STATUS_APPLIED');
   c.close();
   assert.ok(!d.lines.some((l) => /hello_unavailable/.test(l)), d.lines.join('\n'));
+  await e.kill('SIGKILL');
+  await e2.kill('SIGKILL');
+  await d.stop();
+});
+
+test('the probe\'s thread held: the loop serves on (a publish applies), and the process that came meanwhile is found once it runs', async () => {
+  const d = await daemon({ args: [...HOUR, '--http-listen', '127.0.0.1:0'] });
+  const port = await d.httpPort();
+  const e = await h.echo();
+  await h.attached(d, e.pid);
+  const c = d.client();
+  // Only the probe's thread is stopped (ptrace seizes one thread).
+  const stop = new h.Child(THREADSTOP, [String(d.pid), 'procctl-hello'], { stdio: ['pipe', 'pipe', 'pipe'] });
+  let e2;
+  try {
+    await stop.line(/^stopped \d+$/, { out: true });
+    const before = await metrics(port);
+    e2 = await h.echo(); // its mapping and its hello wait in the probe's rings
+    const r = await h.call(c, 'Publish', { selector: { pid: e.pid }, payload: Buffer.from('held'), waitMs: 10000 },
+      { deadlineMs: 20000 });
+    assert.equal(r.results[0].status, 'PUBLISH_STATUS_APPLIED');
+    const held = await metrics(port);
+    assert.ok(value(held, 'procctl_loop_turn_seconds_count') > value(before, 'procctl_loop_turn_seconds_count'), held);
+    // Nothing but the probe finds e2 before the rescan an hour away.
+    assert.equal(value(held, 'procctl_hello_hits_total'), value(before, 'procctl_hello_hits_total'), held);
+    assert.equal(await h.code(h.call(c, 'GetProcess', { process: { pid: e2.pid } })), 'NOT_FOUND');
+  } finally {
+    stop.proc.stdin.end('go\n');
+  }
+  await stop.line(/^released$/, { out: true });
+  await h.attached(d, e2.pid);
+  assert.ok(value(await metrics(port), 'procctl_hello_hits_total') > 0);
+  c.close();
   await e.kill('SIGKILL');
   await e2.kill('SIGKILL');
   await d.stop();
