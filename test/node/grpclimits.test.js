@@ -4,8 +4,10 @@
 // --wait over the Unix socket: idle TCP connections from many addresses,
 // streams opened before SETTINGS_MAX_CONCURRENT_STREAMS is acknowledged
 // (over mTLS and the Unix socket), a handshake that never ends, an accept
-// that fails (EMFILE), calls past grpc_max_calls. The daemon's peak
-// memory (VmHWM) stays under 128 MiB throughout (BOUND).
+// that fails (EMFILE), calls past grpc_max_calls, 256 connections asking
+// again for every call refused (over mTLS and plaintext TCP). The
+// daemon's peak memory (VmHWM) stays under 128 MiB throughout (BOUND,
+// twice grpc_memory_bytes' default).
 'use strict';
 
 const { test, before, after } = require('node:test');
@@ -191,6 +193,63 @@ test('calls past grpc_max_calls are RESOURCE_EXHAUSTED; the last eighth is root\
   remote.close();
   c.close();
   await d.stop();
+});
+
+// 256 connections (grpc_max_connections; from one address here, so
+// grpc_max_connections_per_peer is raised to let them in, as many
+// addresses would) each holding 16 waits and asking again at once for
+// every one refused, until the daemon has refused REFUSALS of them (issue 61's attack: 252,416 refusals took the peak
+// resident set to 404 MB in plaintext, 861 MB over mTLS).
+const REFUSALS = 5000;
+async function refusalFlood(d, target, creds, options) {
+  const c = d.client();
+  const { e, gen } = await h.stoppedEcho(d, c);
+  const req = { process: { pid: e.pid }, generation: gen, waitMs: 60000 };
+  const conns = Array.from({ length: 256 }, () => new h.api.NodeService(target, creds,
+    { ...options, 'grpc.use_local_subchannel_pool': 1 }));
+  const calls = new Set();
+  let refused = 0;
+  let other = null;
+  const ask = (x) => {
+    if (refused >= REFUSALS) return;
+    const call = x.WaitAck(req, { deadline: Date.now() + 120000 }, (err) => {
+      calls.delete(call);
+      if (err && h.grpc.status[err.code] === 'RESOURCE_EXHAUSTED') refused++;
+      else if (!other) other = err || new Error('a wait answered');
+      ask(x);
+    });
+    calls.add(call);
+  };
+  for (const x of conns) for (let i = 0; i < 16; i++) ask(x);
+  try {
+    await h.until(() => refused >= REFUSALS || other, { timeout: 120000, every: 50,
+      what: `${REFUSALS} refusals (${refused} so far)` });
+    assert.equal(other, null, 'every call either waits or is refused');
+    await healthyPublish(d);
+  } finally {
+    for (const call of calls) call.cancel();
+    for (const x of conns) x.close();
+    process.kill(e.pid, 'SIGCONT');
+    c.close();
+  }
+  return refused;
+}
+
+test('256 connections asking again for every call refused, over mTLS and plaintext TCP: the peak memory stays under 2 x grpc_memory_bytes', async (t) => {
+  const LIMITS = ['--grpc-max-calls', '1024', '--grpc-max-connections-per-peer', '256'];
+  const { d, tcp } = await start(t, LIMITS);
+  const creds = h.grpc.credentials.createSsl(read('ca.crt'), read('client.key'), read('client.crt'));
+  const tlsRefused = await refusalFlood(d, `127.0.0.1:${tcp}`, creds, { 'grpc.ssl_target_name_override': 'localhost' });
+  console.log(`# mTLS: ${tlsRefused} refusals, peak ${(peak(d) / MiB).toFixed(1)} MiB`);
+  assert.ok(peak(d) < BOUND, `peak ${peak(d) / MiB} MiB over mTLS`);
+  await d.stop();
+  const p = await new h.Daemon({ args: ['--grpc-listen', '127.0.0.1:0', '--insecure-tcp', 'true', ...LIMITS],
+    spawn: { env: { ...process.env, ASAN_OPTIONS } } }).ready();
+  t.after(() => p.kill('SIGKILL'));
+  const plainRefused = await refusalFlood(p, `127.0.0.1:${await p.tcpPort()}`, h.grpc.credentials.createInsecure(), {});
+  console.log(`# plaintext: ${plainRefused} refusals, peak ${(peak(p) / MiB).toFixed(1)} MiB`);
+  assert.ok(peak(p) < BOUND, `peak ${peak(p) / MiB} MiB in plaintext`);
+  await p.stop();
 });
 
 test('a read-only client\'s waits, over 17 connections, leave room for the writers\' (issue 36\'s attack)', async (t) => {
