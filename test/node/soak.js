@@ -18,7 +18,10 @@
 //   kept, their labels changing 1,000 times a second, every watch cut
 //   with 410 Gone every 5 s so the table is listed again, and every 20 s
 //   list pages padded past kubernetes_page_bytes_max and a watch event
-//   past kubernetes_event_bytes_max).
+//   past kubernetes_event_bytes_max), and a hello spray (hello: 20 new
+//   copies of a program with the procctl:hello probe every 5 s, each
+//   started as nobody, the last round's killed and removed: files mapped
+//   for the first time, read and probed, beside the stalled processes).
 // It samples the daemon's RSS, fds and threads every 5 s and compares
 // the probe's p99 with an unloaded run of the same probe first. It fails
 // when RSS or fds are not flat (the last sample against the one a minute
@@ -42,10 +45,10 @@ const STALLERS = Number(process.env.PROCCTL_STALLERS || 1000);
 const PROBE_S = Number(process.env.SOAK_PROBE_SECONDS || 30);
 const OUT = process.env.SOAK_OUT || '';
 // SOAK_ATTACKS: a comma-separated subset (stall,waits,names,desired,reflection,floods,unsealed,
-// arbiter,conns,streams,readers,refusals,kube) to tell
+// arbiter,conns,streams,readers,refusals,kube,hello) to tell
 // which costs what; default all.
 const ATTACKS = (process.env.SOAK_ATTACKS ||
-  'stall,waits,names,desired,reflection,floods,unsealed,arbiter,conns,streams,readers,refusals,kube').split(',');
+  'stall,waits,names,desired,reflection,floods,unsealed,arbiter,conns,streams,readers,refusals,kube,hello').split(',');
 const on = (name) => ATTACKS.includes(name);
 // SOAK_SPLIT=1: the daemon, the healthy client and the probe on CPU 0, the
 // attackers (this driver and what it starts) on CPU 1: contention apart
@@ -242,6 +245,10 @@ test(`soak: every attack at once for ${SECONDS} s`, { timeout: (SECONDS + 900) *
   const errors = [];
   let kubeRound = 0;
   let refused = 0; // WatchEvents refused RESOURCE_EXHAUSTED (refusals)
+  let helloRound = 0;
+  const sprayDir = h.scratch('procctl-soak-hello-');
+  fs.chmodSync(sprayDir, 0o755);
+  const sprayed = [];
   const samples = [sample(d.pid)];
   const raw = new h.grpc.Client(d.addr, h.grpc.credentials.createInsecure());
   const loops = [
@@ -341,6 +348,18 @@ test(`soak: every attack at once for ${SECONDS} s`, { timeout: (SECONDS + 900) *
       }));
       for (const x of cs) x.close();
     })(),
+    on('hello') && every(5000, end, async () => { // 20 new files with the probe, as nobody
+      await Promise.all(sprayed.splice(0).map((x) => x.kill('SIGKILL')));
+      for (const f of fs.readdirSync(sprayDir)) fs.rmSync(path.join(sprayDir, f), { force: true });
+      helloRound += 1;
+      for (let i = 0; i < 20; i++) {
+        const f = path.join(sprayDir, `hello-${helloRound}-${i}`);
+        fs.copyFileSync(process.env.ECHO_CLIENT, f);
+        fs.chmodSync(f, 0o755);
+        fs.chownSync(f, 65534, 65534);
+        sprayed.push(new h.Child(f, ['--consumer', `spray${i}`], { uid: 65534, gid: 65534 }));
+      }
+    }, errors),
     kube && kube.ctl('POST', '/churn?per_s=1000'),
     kube && every(5000, end, async () => { // the table listed again; now and then padded pages, a huge event
       kubeRound += 1;
