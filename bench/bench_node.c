@@ -439,6 +439,7 @@ int main(void)
 	char *node_argv[] = {PROCCTL_NODE_PATH, "--grpc-listen", listen, "--lock-dir", lock_dir, "--state-dir", state_dir,
 			     "--consumers", consumer,
 			     "--rescan-ms", "100", "--max-watchers", "4000", "--grpc-max-streams", "4000", /* all on one channel */
+			     "--grpc-max-connections", "8", "--grpc-memory-bytes", "268435456", /* their memory in the quota */
 			     "--http-listen", "", NULL};
 	daemon_pid = bench_spawn(node_argv, -1, -1, -1);
 	{

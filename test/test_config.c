@@ -347,6 +347,19 @@ static void whole(void **state)
 	assert_int_equal(parse(&c, "insecure_tcp_writes = true\n"), 0);
 	assert_int_equal(node_cfg_check(&c, err, sizeof err), -EINVAL);
 	assert_string_equal(err, "insecure_tcp_writes needs insecure_tcp");
+	/* The streams the connections may hold fit in the gRPC memory quota:
+	 * the defaults exactly (256 x 32 x 8 KiB = 64 MiB), one more not. */
+	assert_int_equal(parse(&c, "grpc_max_streams = 32\ngrpc_max_connections = 256\n"), 0);
+	assert_int_equal(node_cfg_check(&c, err, sizeof err), 0);
+	assert_int_equal(parse(&c, "grpc_max_streams = 100\n"), 0);
+	assert_int_equal(node_cfg_check(&c, err, sizeof err), -EINVAL);
+	assert_string_equal(err, "grpc_max_connections (256) times grpc_max_streams (100) streams, at 8 KiB each, need "
+				 "200 MiB: more than grpc_memory_bytes (64 MiB) bounds; lower one of the two or raise "
+				 "grpc_memory_bytes");
+	assert_int_equal(parse(&c, "grpc_max_streams = 100\ngrpc_memory_bytes = 209715200\n"), 0);
+	assert_int_equal(node_cfg_check(&c, err, sizeof err), 0);
+	assert_int_equal(parse(&c, "grpc_max_connections = 257\n"), 0);
+	assert_int_equal(node_cfg_check(&c, err, sizeof err), -EINVAL);
 	assert_int_equal(parse(&c, "http_writes = true\n"), 0);
 	assert_int_equal(node_cfg_check(&c, err, sizeof err), -EINVAL);
 	assert_string_equal(err, "http_writes needs http_api_key_file (writes are a JSON view)");

@@ -2,6 +2,7 @@
 /* config_check.c - what only procctl-node's whole configuration can show
  * (config.h's node_cfg_check): keys that go together, or need another. */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -44,6 +45,16 @@ int node_cfg_check(const struct node_cfg *c, char *err, size_t errlen)
 	}
 	if (!c->ngrpc_listen) {
 		snprintf(err, errlen, "grpc_listen: no listener");
+		return -EINVAL;
+	}
+	if ((uint64_t)c->grpc_max_connections * c->grpc_max_streams * GRPC_STREAM_BYTES > c->grpc_memory_bytes) {
+		snprintf(err, errlen, "grpc_max_connections (%u) times grpc_max_streams (%u) streams, at %u KiB each, "
+				      "need %llu MiB: more than grpc_memory_bytes (%u MiB) bounds; lower one of the two or "
+				      "raise grpc_memory_bytes",
+			 c->grpc_max_connections, c->grpc_max_streams, GRPC_STREAM_BYTES / 1024,
+			 (unsigned long long)(((uint64_t)c->grpc_max_connections * c->grpc_max_streams * GRPC_STREAM_BYTES +
+					       (1u << 20) - 1) >> 20),
+			 c->grpc_memory_bytes >> 20);
 		return -EINVAL;
 	}
 	if (c->health_probe_ms && c->health_probe_ms < 100) {

@@ -278,9 +278,10 @@ static const struct key global_keys[] = {
 	 "regions attached, per process"},
 	{"max_message_bytes", set_u32, NUM(struct node_cfg, max_message_bytes, 4096, 64 << 20), "4194304", "N",
 	 "the largest gRPC message"},
-	{"grpc_max_streams", set_u32, NUM(struct node_cfg, grpc_max_streams, 1, 65536), "100", "N",
+	{"grpc_max_streams", set_u32, NUM(struct node_cfg, grpc_max_streams, 1, 65536), "32", "N",
 	 "streams open on one gRPC connection (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS); a connection with more "
-	 "than ten times that is shut down"},
+	 "than ten times that is shut down; at 8 KiB a stream, grpc_max_connections of them must fit in "
+	 "grpc_memory_bytes"},
 	{"grpc_max_calls", set_u32, NUM(struct node_cfg, grpc_max_calls, 64, 1 << 20), "4096", "N",
 	 "gRPC calls open at once, in all (more: RESOURCE_EXHAUSTED); the last eighth is for root on the Unix socket"},
 	{"grpc_max_connections", set_u32, NUM(struct node_cfg, grpc_max_connections, 1, 65536), "256", "N",

@@ -7,7 +7,7 @@
 // that fails (EMFILE), calls past grpc_max_calls, 256 connections asking
 // again for every call refused (over mTLS and plaintext TCP). The
 // daemon's peak memory (VmHWM) stays under 128 MiB throughout (BOUND,
-// twice grpc_memory_bytes' default).
+// twice grpc_memory_bytes' default), 176 MiB over 256 mTLS connections.
 'use strict';
 
 const { test, before, after } = require('node:test');
@@ -16,7 +16,7 @@ const fs = require('node:fs');
 const net = require('node:net');
 const tls = require('node:tls');
 const h = require('./harness');
-const { flood } = require('./h2raw');
+const { flood, held } = require('./h2raw');
 const cli = require('./clirun');
 
 const scratch = h.scratch('procctl-grpclimits-');
@@ -32,6 +32,10 @@ const MiB = 1 << 20;
 // plain build holds the bound that counts.
 const BOUND = process.env.PROCCTL_SANITIZE === 'thread' ? Infinity
   : (process.env.PROCCTL_SANITIZE ? 4 : 1) * 128 * MiB;
+// Over mTLS, each of 256 connections' TLS adds its own buffers, about
+// 180 KiB at the handshake (256 of them: 45 MiB over plaintext's peak
+// here): 48 MiB more.
+const TLS_BOUND = BOUND + (process.env.PROCCTL_SANITIZE ? 4 : 1) * 48 * MiB;
 const ASAN_OPTIONS = [process.env.ASAN_OPTIONS, 'quarantine_size_mb=16'].filter(Boolean).join(':');
 
 before(() => {
@@ -113,7 +117,7 @@ test('streams opened before the limit is acknowledged: the connection is cut, ov
   const floods = [flood(overTls, 30000, path, { ack: false }), flood(overUnix, 30000, path, { ack: false })];
   await h.until(async () => (await metric('procctl_grpc_connections_cut_total')) === 2, { what: 'both connections cut' });
   await h.until(() => floods[1].closed, { what: 'the Unix one closed' });
-  assert.equal(floods[1].settings[3], 100, 'SETTINGS_MAX_CONCURRENT_STREAMS is grpc_max_streams');
+  assert.equal(floods[1].settings[3], 32, 'SETTINGS_MAX_CONCURRENT_STREAMS is grpc_max_streams');
   // The daemon's log lines reach d.lines a moment after the metric moves.
   await h.until(() => d.lines.some((l) => /level=warn event=connection_cut transport=tcp addr=127\.0\.0\.1 calls=\d+/.test(l)),
     { what: 'the TCP cut logged' });
@@ -147,7 +151,7 @@ test('a flood past the descriptors kept in reserve is closed as it comes; the TC
   // in vain, to match a race inside gRPC against its suppressions.)
   const env = { ...process.env, TSAN_OPTIONS: `${process.env.TSAN_OPTIONS || ''} symbolize=0` };
   const { d, tcp, metric } = await start(t, ['--grpc-max-connections', '1000', '--grpc-max-connections-per-peer', '1000',
-    '--max-regions', '8'], { prefix: ['prlimit', '--nofile=64:64', '--'], spawn: { env } });
+    '--grpc-max-streams', '8', '--max-regions', '8'], { prefix: ['prlimit', '--nofile=64:64', '--'], spawn: { env } });
   const held = [];
   for (let i = 0; i < 100; i++) {
     const s = net.connect({ port: tcp, host: '127.0.0.1' });
@@ -172,7 +176,10 @@ test('a flood past the descriptors kept in reserve is closed as it comes; the TC
 });
 
 test('calls past grpc_max_calls are RESOURCE_EXHAUSTED; the last eighth is root\'s on the Unix socket', async (t) => {
-  const { d, tcp, metric } = await start(t, ['--grpc-max-calls', '64']);
+  // 56 calls on one connection: grpc_max_streams lets them (and fewer
+  // connections keep their streams' memory in the quota).
+  const { d, tcp, metric } = await start(t, ['--grpc-max-calls', '64', '--grpc-max-streams', '64',
+    '--grpc-max-connections', '128']);
   const c = d.client();
   const { e, gen } = await h.stoppedEcho(d, c);
   const req = { process: { pid: e.pid }, generation: gen, waitMs: 60000 };
@@ -195,10 +202,56 @@ test('calls past grpc_max_calls are RESOURCE_EXHAUSTED; the last eighth is root\
   await d.stop();
 });
 
+// 256 connections (grpc_max_connections) each holding as many streams
+// as SETTINGS_MAX_CONCURRENT_STREAMS allows, none sending its message:
+// what the gRPC core keeps for them (4 to 5 KiB a stream) must fit in
+// grpc_memory_bytes (node_cfg_check). At the old grpc_max_streams of 100,
+// 25,600 streams took the peak to 153 MiB in plaintext, 259 MiB over mTLS.
+async function heldStreams(port, connect) {
+  const socks = [];
+  try {
+    const opened = await Promise.all(Array.from({ length: 256 }, async () => {
+      const s = await connect(port);
+      socks.push(s);
+      return held(s, '/procctl.v1.NodeService/GetProcess');
+    }));
+    return opened.reduce((a, b) => a + b, 0);
+  } finally {
+    for (const s of socks) s.destroy();
+  }
+}
+
+test('256 connections each holding every stream it may, over mTLS and plaintext TCP: the peak memory stays under 2 x grpc_memory_bytes (and TLS\'s buffers)', async (t) => {
+  const { d, tcp } = await start(t, ['--grpc-max-connections-per-peer', '256']);
+  const tlsStreams = await heldStreams(tcp, (port) => new Promise((resolve) => {
+    const s = tls.connect({ port, host: '127.0.0.1', servername: 'localhost', ALPNProtocols: ['h2'],
+      ca: read('ca.crt'), key: read('client.key'), cert: read('client.crt') });
+    s.once('secureConnect', () => resolve(s));
+  }));
+  console.log(`# mTLS: ${tlsStreams} streams held, peak ${(peak(d) / MiB).toFixed(1)} MiB`);
+  assert.equal(tlsStreams, 256 * 32);
+  assert.ok(peak(d) < TLS_BOUND, `peak ${peak(d) / MiB} MiB over mTLS`);
+  await healthyPublish(d);
+  await d.stop();
+  const p = await new h.Daemon({ args: ['--grpc-listen', '127.0.0.1:0', '--insecure-tcp', 'true',
+    '--grpc-max-connections-per-peer', '256'], spawn: { env: { ...process.env, ASAN_OPTIONS } } }).ready();
+  t.after(() => p.kill('SIGKILL'));
+  const plainStreams = await heldStreams(await p.tcpPort(), (port) => new Promise((resolve) => {
+    const s = net.connect(port, '127.0.0.1');
+    s.once('connect', () => resolve(s));
+  }));
+  console.log(`# plaintext: ${plainStreams} streams held, peak ${(peak(p) / MiB).toFixed(1)} MiB`);
+  assert.equal(plainStreams, 256 * 32);
+  assert.ok(peak(p) < BOUND, `peak ${peak(p) / MiB} MiB in plaintext`);
+  await p.stop();
+});
+
 // 256 connections (grpc_max_connections; from one address here, so
 // grpc_max_connections_per_peer is raised to let them in, as many
-// addresses would) each holding 16 waits and asking again at once for
-// every one refused, until the daemon has refused REFUSALS of them (issue 61's attack: 252,416 refusals took the peak
+// addresses would) each keeping 100 waits asked (what the connection's
+// stream limit lets through goes out, the rest wait in the client) and
+// asking again at once for every one refused, until the daemon has
+// refused REFUSALS of them (issue 61's attack: 252,416 refusals took the peak
 // resident set to 404 MB in plaintext, 861 MB over mTLS).
 const REFUSALS = 5000;
 async function refusalFlood(d, target, creds, options) {
@@ -220,7 +273,7 @@ async function refusalFlood(d, target, creds, options) {
     });
     calls.add(call);
   };
-  for (const x of conns) for (let i = 0; i < 16; i++) ask(x);
+  for (const x of conns) for (let i = 0; i < 100; i++) ask(x);
   try {
     await h.until(() => refused >= REFUSALS || other, { timeout: 120000, every: 50,
       what: `${REFUSALS} refusals (${refused} so far)` });
@@ -235,13 +288,13 @@ async function refusalFlood(d, target, creds, options) {
   return refused;
 }
 
-test('256 connections asking again for every call refused, over mTLS and plaintext TCP: the peak memory stays under 2 x grpc_memory_bytes', async (t) => {
+test('256 connections asking again for every call refused, over mTLS and plaintext TCP: the peak memory stays under 2 x grpc_memory_bytes (and TLS\'s buffers)', async (t) => {
   const LIMITS = ['--grpc-max-calls', '1024', '--grpc-max-connections-per-peer', '256'];
   const { d, tcp } = await start(t, LIMITS);
   const creds = h.grpc.credentials.createSsl(read('ca.crt'), read('client.key'), read('client.crt'));
   const tlsRefused = await refusalFlood(d, `127.0.0.1:${tcp}`, creds, { 'grpc.ssl_target_name_override': 'localhost' });
   console.log(`# mTLS: ${tlsRefused} refusals, peak ${(peak(d) / MiB).toFixed(1)} MiB`);
-  assert.ok(peak(d) < BOUND, `peak ${peak(d) / MiB} MiB over mTLS`);
+  assert.ok(peak(d) < TLS_BOUND, `peak ${peak(d) / MiB} MiB over mTLS`);
   await d.stop();
   const p = await new h.Daemon({ args: ['--grpc-listen', '127.0.0.1:0', '--insecure-tcp', 'true', ...LIMITS],
     spawn: { env: { ...process.env, ASAN_OPTIONS } } }).ready();
@@ -253,8 +306,10 @@ test('256 connections asking again for every call refused, over mTLS and plainte
 });
 
 test('a read-only client\'s waits, over 17 connections, leave room for the writers\' (issue 36\'s attack)', async (t) => {
+  // 1,000 streams a connection (and the memory quota for them).
   const d = await new h.Daemon({ args: ['--grpc-listen', '127.0.0.1:0', '--insecure-tcp', 'true',
-    '--http-listen', '127.0.0.1:0'] }).ready();
+    '--http-listen', '127.0.0.1:0', '--grpc-max-streams', '1000', '--grpc-max-connections', '32',
+    '--grpc-memory-bytes', '268435456'] }).ready();
   const tcp = await d.tcpPort();
   const http = await d.httpPort();
   t.after(() => d.kill('SIGKILL'));

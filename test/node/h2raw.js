@@ -2,7 +2,9 @@
 // h2raw.js - HTTP/2 written by hand, as a client that ignores the
 // server's limits writes it: the preface, empty SETTINGS, then as many
 // HEADERS frames as it likes, each a stream that never sends its message.
-// What the server answers is counted (SETTINGS, RST_STREAM, GOAWAY).
+// What the server answers is counted (SETTINGS, RST_STREAM, GOAWAY). Or
+// as one that heeds them (held): as many such streams as the server's
+// SETTINGS_MAX_CONCURRENT_STREAMS allows, held open.
 'use strict';
 
 const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
@@ -55,6 +57,8 @@ function reader(sock, st, ack) {
         st.goaway++;
       } else if (type === PING && !(flags & ACK)) {
         sock.write(frame(PING, ACK, 0, p));
+      } else if (type === PING) {
+        st.pong = true;
       }
       buf = buf.subarray(9 + len);
     }
@@ -78,4 +82,30 @@ function flood(sock, n, path, { ack = true } = {}) {
   return st;
 }
 
-module.exports = { flood };
+// On a connected socket (net or tls): once the server's SETTINGS come,
+// acknowledged, as many streams on path as they allow (100 when they do
+// not say), then a PING. Resolves with how many were opened once the PING
+// is answered: the server has read every one by then.
+function held(sock, path) {
+  const st = { settings: null, rst: 0, goaway: 0 };
+  reader(sock, st, true);
+  sock.on('error', () => {});
+  const block = hpack([[':method', 'POST'], [':scheme', 'http'], [':path', path], [':authority', 'procctl'],
+    ['content-type', 'application/grpc'], ['te', 'trailers']]);
+  return new Promise((resolve, reject) => {
+    let opened = 0;
+    sock.on('close', () => reject(new Error(`closed with ${opened} streams open`)));
+    sock.on('data', () => {
+      if (st.settings && !opened) {
+        opened = st.settings[3] === undefined ? 100 : st.settings[3];
+        const out = [];
+        for (let i = 0, id = 1; i < opened; i++, id += 2) out.push(frame(HEADERS, END_HEADERS, id, block));
+        sock.write(Buffer.concat([...out, frame(PING, 0, 0, Buffer.alloc(8))]));
+      }
+      if (st.pong) resolve(opened);
+    });
+    sock.write(Buffer.concat([PREFACE, frame(SETTINGS, 0, 0)]));
+  });
+}
+
+module.exports = { flood, held };

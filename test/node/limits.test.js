@@ -25,13 +25,13 @@ test('waits end with their calls: cancelled by the client, or the client killed'
   const c = d.client();
   t.after(() => d.kill('SIGKILL'));
   const { e, gen } = await h.stoppedEcho(d, c);
-  // 90 WaitAcks asking for the longest wait (one connection: fewer than
-  // grpc_max_streams), then cancelled.
+  // 30 WaitAcks asking for the longest wait (one connection: fewer than
+  // grpc_max_streams, 32), then cancelled.
   const calls = [];
-  for (let i = 0; i < 90; i++) {
+  for (let i = 0; i < 30; i++) {
     calls.push(c.WaitAck({ process: { pid: e.pid }, generation: gen, waitMs: 300000 }, () => {}));
   }
-  await h.until(async () => (await waits(port)) === 90, { what: '90 waits' });
+  await h.until(async () => (await waits(port)) === 30, { what: '30 waits' });
   for (const x of calls) x.cancel();
   await h.until(async () => (await waits(port)) === 0, { what: 'the cancelled waits ended' });
   // procctl publish --wait, killed while it waits.

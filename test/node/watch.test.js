@@ -12,8 +12,10 @@ let d, c;
 
 before(async () => {
   // A short history, so that a slow watcher falls behind it quickly.
-  // 1,100 streams on one connection: grpc_max_streams allows them.
-  d = await new h.Daemon({ args: ['--watch-history', '256', '--max-watchers', '1100', '--grpc-max-streams', '2000'] }).ready();
+  // 1,100 streams on one connection: grpc_max_streams allows them (and
+  // the connections and memory quota hold them: 8 x 2,000 x 8 KiB).
+  d = await new h.Daemon({ args: ['--watch-history', '256', '--max-watchers', '1100', '--grpc-max-streams', '2000',
+    '--grpc-max-connections', '8', '--grpc-memory-bytes', '134217728'] }).ready();
   c = d.client();
 });
 
