@@ -250,7 +250,11 @@ test(`soak: every attack at once for ${SECONDS} s`, { timeout: (SECONDS + 900) *
   fs.chmodSync(sprayDir, 0o755);
   const sprayed = [];
   const samples = [sample(d.pid)];
-  const raw = new h.grpc.Client(d.addr, h.grpc.credentials.createInsecure());
+  // The attacks that hold streams do it on connections of their own: on
+  // the driver's, its calls would wait behind them (grpc_max_streams).
+  const own = { 'grpc.use_local_subchannel_pool': 1 };
+  const raw = new h.grpc.Client(d.addr, h.grpc.credentials.createInsecure(), own);
+  const waiter = new h.api.NodeService(d.addr, h.grpc.credentials.createInsecure(), own);
   const loops = [
     every(5000, end, () => { samples.push(sample(d.pid)); }, errors),
     on('stall') && every(5000, end, async () => { // stalled processes come and go
@@ -259,7 +263,7 @@ test(`soak: every attack at once for ${SECONDS} s`, { timeout: (SECONDS + 900) *
       stalled.push(...await Promise.all(Array.from({ length: 20 }, () => staller(c))));
     }, errors),
     on('waits') && every(1000, end, async () => { // abandoned waits
-      const calls = Array.from({ length: 200 }, () => c.WaitAck({ process: { pid: stopped.pid }, generation: gen,
+      const calls = Array.from({ length: 200 }, () => waiter.WaitAck({ process: { pid: stopped.pid }, generation: gen,
         waitMs: 300000 }, () => {}));
       await h.sleep(500);
       for (const x of calls) x.cancel();
@@ -334,12 +338,13 @@ test(`soak: every attack at once for ${SECONDS} s`, { timeout: (SECONDS + 900) *
       for (const x of calls) x.cancel();
       for (const x of cs) x.close();
     }, errors),
-    on('refusals') && (async () => { // 256 connections, each opening WatchEvents past max_watchers_per_peer again and again
+    on('refusals') && (async () => { // 256 connections, each opening WatchEvents past max_watchers_per_peer again and again,
+      // grpc_max_streams (32) at a time
       const cs = Array.from({ length: 256 }, () => new h.api.NodeService(`127.0.0.1:${tcp}`,
         h.grpc.credentials.createInsecure(), { 'grpc.use_local_subchannel_pool': 1 }));
       await Promise.all(cs.map(async (x) => {
         while (Date.now() < end) {
-          const ws = Array.from({ length: 40 }, () => h.watch(x, {}));
+          const ws = Array.from({ length: 32 }, () => h.watch(x, {}));
           await h.until(() => Date.now() >= end || ws.every((w) => w.error || w.events.length),
             { what: 'the streams answered', timeout: 30000 }).catch((err) => errors.push(err.message));
           refused += ws.filter((w) => w.error && h.grpc.status[w.error.code] === 'RESOURCE_EXHAUSTED').length;
@@ -377,6 +382,7 @@ test(`soak: every attack at once for ${SECONDS} s`, { timeout: (SECONDS + 900) *
   const during = await loaded;
   samples.push(sample(d.pid));
   raw.close();
+  waiter.close();
 
   const gpuHandoffs = on('arbiter') ? (await handoffs()) - handoffsBefore : null;
   const grpcLimits = {};
