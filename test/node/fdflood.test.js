@@ -48,6 +48,7 @@ function get(port, path) {
     const req = http.get({ host: '127.0.0.1', port, path, agent: false, timeout: 10000 }, (res) => {
       let body = '';
       res.setEncoding('utf8');
+      res.on('error', reject); // reset while the body comes
       res.on('data', (x) => { body += x; });
       res.on('end', () => resolve({ status: res.statusCode, body }));
     });

@@ -109,6 +109,7 @@ function scrape(port) {
     http.get({ host: '127.0.0.1', port, path: '/metrics', agent: false }, (res) => {
       let body = '';
       res.setEncoding('utf8');
+      res.on('error', reject); // reset while the body comes
       res.on('data', (x) => { body += x; });
       res.on('end', () => resolve((name) => {
         const line = body.split('\n').find((l) => l.startsWith(`${name} `));
