@@ -5,6 +5,8 @@
 #include "grpc_int.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,12 +80,63 @@ static size_t first_ops(struct rpc *c, grpc_op *ops)
 	return 1;
 }
 
+/* A batch asked for after the calls' queue closed: its handler runs as
+ * for a failed one, once the queue's thread has ended (rpc_fail_later). */
+static void later(struct grpc_srv *s, struct tag *t)
+{
+	pthread_mutex_lock(&s->smu);
+	t->later = s->later;
+	s->later = t;
+	pthread_mutex_unlock(&s->smu);
+}
+
+/* The calls' queue shut down once no batch is being started on it: a
+ * batch started on a queue shut down makes gRPC abort (call.cc's
+ * grpc_cq_begin_op assertion, seen when a stop came as 8,192 held streams
+ * were cancelled). */
+void rpc_cq_close(struct grpc_srv *s)
+{
+	__atomic_store_n(&s->cq_closed, 1, __ATOMIC_SEQ_CST);
+	while (__atomic_load_n(&s->starting, __ATOMIC_SEQ_CST))
+		sched_yield();
+	grpc_completion_queue_shutdown(s->cq);
+}
+
+/* After the queue's thread: the batches that came too late end as failed
+ * ones would (their handlers may ask for more, which come here too). */
+void rpc_fail_later(struct grpc_srv *s)
+{
+	for (;;) {
+		struct tag *t, *next;
+		pthread_mutex_lock(&s->smu);
+		t = s->later;
+		s->later = NULL;
+		pthread_mutex_unlock(&s->smu);
+		if (!t)
+			return;
+		for (; t; t = next) {
+			next = t->later;
+			__atomic_load_n(&t->fn, __ATOMIC_ACQUIRE)(t->c, 0);
+		}
+	}
+}
+
 void rpc_batch(struct rpc *c, const grpc_op *ops, size_t n, struct tag *t)
 {
-	grpc_call_error e;
+	struct grpc_srv *s = c->s;
+	grpc_call_error e = GRPC_CALL_OK;
+	int closed;
 	rpc_ref(c);
-	e = grpc_call_start_batch(c->call, ops, n, t, NULL);
-	if (e != GRPC_CALL_OK) {
+	/* Not on a queue shut down (gRPC aborts): rpc_cq_close waits for the
+	 * batches being started, and those after it fail later. */
+	__atomic_add_fetch(&s->starting, 1, __ATOMIC_SEQ_CST);
+	closed = __atomic_load_n(&s->cq_closed, __ATOMIC_SEQ_CST);
+	if (!closed)
+		e = grpc_call_start_batch(c->call, ops, n, t, NULL);
+	__atomic_sub_fetch(&s->starting, 1, __ATOMIC_SEQ_CST);
+	if (closed) {
+		later(s, t);
+	} else if (e != GRPC_CALL_OK) {
 		node_log(PROCCTL_LOG_ERROR, "grpc_batch_refused", "method=%s error=%d", c->m ? c->m->path : "?", (int)e);
 		rpc_unref(c);
 	}

@@ -41,6 +41,7 @@ struct rpc;
 struct tag {
 	void (*fn)(struct rpc *c, int ok);
 	struct rpc *c;
+	struct tag *later; /* grpc_srv's later: its batch came after the queue closed */
 };
 
 struct rpc {
@@ -98,6 +99,9 @@ struct grpc_srv {
 	struct rpc *streams;       /* every stream open, for their count per caller */
 	int nwatch;                /* atomic: stream calls alive */
 	int shutting_down;         /* atomic */
+	int cq_closed;             /* atomic: cq is shut down, no batch may start on it */
+	int starting;              /* atomic: batches being started (rpc_cq_close waits) */
+	struct tag *later;         /* under smu: batches that came after cq closed, to fail */
 	struct tag t_shutdown;
 	pthread_mutex_t smu;
 	pthread_cond_t scond;
@@ -114,6 +118,10 @@ void rpc_ref(struct rpc *c);
 void rpc_unref(struct rpc *c);
 void rpc_arm(struct tag *t, void (*fn)(struct rpc *c, int ok), struct rpc *c);
 void rpc_batch(struct rpc *c, const grpc_op *ops, size_t n, struct tag *t);
+/* The calls' queue shut down once no batch is being started on it; then,
+ * after its thread, the batches that came too late ended as failed. */
+void rpc_cq_close(struct grpc_srv *s);
+void rpc_fail_later(struct grpc_srv *s);
 /* ... ending calls: the status (and a unary call's message), under c->mu
  * for streams; a stream's end, now or after its send in flight (under
  * c->mu); the loop's answer to a NodeService call (drops its reference) */

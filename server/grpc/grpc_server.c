@@ -399,9 +399,10 @@ static int start_undo(struct grpc_srv *s, int r)
 	s->shutting_down = 1;
 	grpc_server_shutdown_and_notify(s->server, s->cq, &s->t_shutdown);
 	grpc_server_cancel_all_calls(s->server);
-	grpc_completion_queue_shutdown(s->cq);
+	rpc_cq_close(s);
 	while (grpc_completion_queue_next(s->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL).type != GRPC_QUEUE_SHUTDOWN)
 		;
+	rpc_fail_later(s);
 	grpc_server_destroy(s->server);
 	grpc_completion_queue_destroy(s->cq);
 	io_stop(s);
@@ -500,8 +501,9 @@ void grpcsrv_stop(struct grpc_srv *s, unsigned grace_ms)
 	}
 	grpc_server_cancel_all_calls(s->server); /* streams still open */
 	grpc_server_destroy(s->server);
-	grpc_completion_queue_shutdown(s->cq);
+	rpc_cq_close(s);
 	pthread_join(s->thread, NULL);
+	rpc_fail_later(s);
 	grpc_completion_queue_destroy(s->cq);
 	io_stop(s);
 	for (i = 0; i < s->nunix; i++)
