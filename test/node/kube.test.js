@@ -14,24 +14,18 @@
 
 const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
-const crypto = require('node:crypto');
 const fs = require('node:fs');
-const http = require('node:http');
-const path = require('node:path');
-const { pathToFileURL } = require('node:url');
 const h = require('./harness');
 const { Cluster } = require('./netns');
 const { run, exits } = require('./clirun');
 
 const scratch = h.scratch('procctl-kube-');
 const { file, ca, leaf } = require('./certs').certs(scratch);
-const KUBEAPI = path.join(__dirname, 'kubeapi.js');
-const TOKEN = 'node-agent-token';
+const stand = require('./kubestand');
 const PORT = 6443;
 const C = h.CONSUMER;
 const T = `tok${process.pid}`.slice(0, 31); // the token clients' consumer, an [arbiter gpu]'s
 
-let Pod;
 let cluster, node, nodeB, api, daemon, daemonB, client, clientB;
 
 // The ConfigMap both daemons read: shop's web pods get "shop-web"; any
@@ -40,38 +34,10 @@ const CONF = `[desired shop-web]\nconsumer = ${C}\nnamespace = shop\nlabel_selec
   `[desired front]\nconsumer = ${C}\nlabel_selector = tier in (front)\ndata = front\n\n` +
   `[arbiter gpu]\nkind = 1\nconsumer = ${T}\nhold_ms = 100\nresources = 00000000-0000-0000-0000-000000000000\n`;
 
-// A Pod of node nodeName, validated as the API server would.
-function pod(name, { ns = 'prod', uid = crypto.randomUUID(), labels = {}, nodeName = 'node-a', container = null } = {}) {
-  const p = new Pod({ metadata: { name, namespace: ns, uid, labels }, spec: { nodeName, containers: [{ name: 'app', image: 'app:1' }] },
-    ...(container ? { status: { phase: 'Running', containerStatuses: [{ name: 'app', containerID: `containerd://${container}`,
-      image: 'app:1', imageID: '', ready: true, restartCount: 0, started: true }] } } : {}) });
-  p.validate();
-  return p.toJSON();
-}
-
-// The stand-in: its API on host:port (in the cluster's network with
-// prefix), its controls on a socket.
-async function apiServer(objs, { port = PORT, host = '0.0.0.0', prefix = [] } = {}) {
-  const objects = file(`objects-${port}.json`);
-  fs.writeFileSync(objects, JSON.stringify(objs));
-  const sock = file(`control-${port}.sock`);
-  const child = new h.Child(process.execPath, [KUBEAPI, String(port), file('apiserver.crt'), file('apiserver.key'), TOKEN,
-    objects, sock], { prefix, env: { ...process.env, KUBEAPI_HOST: host } });
-  await child.line(/^listening /, { out: true });
-  child.ctl = (method, p, body) => new Promise((resolve, reject) => {
-    const req = http.request({ socketPath: sock, method, path: p }, (res) => {
-      let out = '';
-      res.on('data', (d) => { out += d; });
-      res.on('end', () => (res.statusCode === 200 ? resolve(JSON.parse(out)) : reject(new Error(out))));
-    });
-    req.on('error', reject);
-    req.end(body === undefined ? '' : typeof body === 'string' ? body : JSON.stringify(body));
-  });
-  return child;
-}
-
-const kubeArgs = (url, more = []) => ['--kubernetes-api', url, '--kubernetes-node', 'node-a',
-  '--kubernetes-token-file', file('token'), '--kubernetes-ca-file', file('ca.crt'), '--kubernetes-watch-s', '60', ...more];
+const { pod } = stand;
+// The stand-in (kubestand.js): in the cluster's network, on PORT, unless told.
+const apiServer = (objs, o = {}) => stand.apiServer(file, objs, { port: PORT, host: '0.0.0.0', ...o });
+const kubeArgs = (url, more = []) => stand.kubeArgs(file, url, more);
 
 // node-a's daemon's /metrics, read inside the node.
 function metric(name) {
@@ -96,11 +62,8 @@ async function asked() {
 }
 
 before(async () => {
-  ({ Pod } = await import(pathToFileURL(path.join(process.env.NODE_PATH, 'kubernetes-models', 'v1', 'index.js'))));
-  ca('ca');
-  leaf('apiserver', 'kubernetes', 'ca', 'subjectAltName = IP:10.77.1.1, IP:10.77.2.1, IP:127.0.0.1\n' +
-    'extendedKeyUsage = serverAuth');
-  fs.writeFileSync(file('token'), `${TOKEN}\n`);
+  await stand.load();
+  stand.credentials(file, ca, leaf);
   fs.writeFileSync(file('node.conf'), CONF);
   cluster = await Cluster.create('pckube');
   node = await cluster.node('node-a');
