@@ -110,7 +110,6 @@ static void lists(void **state)
 			      "\"resourceVersion\":\"9\"}}]}", &pg, &s),
 			 0);
 	assert_string_equal(pg.rv, "42");
-	assert_int_equal(pg.remaining, 3);
 	assert_string_equal(pg.cont, "eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6NDJ9");
 	assert_int_equal(pg.items, 2);
 	assert_int_equal(s.n, 2);
@@ -121,7 +120,6 @@ static void lists(void **state)
 	/* the last page: no token; an empty node: no items (or null) */
 	assert_int_equal(page("{\"kind\":\"PodList\",\"metadata\":{\"resourceVersion\":\"43\"},\"items\":[]}", &pg, &s), 0);
 	assert_string_equal(pg.cont, "");
-	assert_int_equal(pg.remaining, -1); /* not said */
 	assert_int_equal(s.n, 0);
 	assert_int_equal(page("{\"kind\":\"PodList\",\"metadata\":{\"resourceVersion\":\"43\"},\"items\":null}", &pg, &s), 0);
 	/* refused: what a page must be */
@@ -162,6 +160,31 @@ static void refused_uid(void **state)
 	assert_string_equal(uid, UID);
 	for (i = 0; i < sizeof bad / sizeof bad[0]; i++)
 		assert_int_equal(kube_event_uid(bad[i], strlen(bad[i]), uid), -EINVAL);
+}
+
+/* A static pod's mirror is known by its manifest's hash, as its cgroup
+ * names it; a `kubectl debug` container by its ephemeral status. */
+static void mirror_and_ephemeral(void **state)
+{
+	char uid[37];
+	const char *line;
+	(void)state;
+	line = "{\"type\":\"ADDED\",\"object\":{\"metadata\":{" BASIC ",\"annotations\":{\"kubernetes.io/config.mirror\":"
+	       "\"6f1b0c8a9d2e4f7a8b3c5d6e7f809a1b\",\"kubernetes.io/config.source\":\"file\"}},\"spec\":{\"containers\":"
+	       "[{\"name\":\"etcd\"}],\"ephemeralContainers\":[{\"name\":\"debugger\"}]},\"status\":{"
+	       "\"ephemeralContainerStatuses\":[{\"name\":\"debugger\",\"containerID\":\"containerd://" ID64 "\"}]}}}";
+	assert_int_equal(event(line), 0);
+	assert_string_equal(ev.pod.uid, "6f1b0c8a9d2e4f7a8b3c5d6e7f809a1b");
+	assert_int_equal(ev.pod.ncontainers, 2);
+	assert_string_equal(podmeta_container(&ev.pod, ID64), "debugger");
+	assert_int_equal(kube_event_uid(line, strlen(line), uid), 0);
+	assert_string_equal(uid, "6f1b0c8a9d2e4f7a8b3c5d6e7f809a1b");
+	/* a mirror annotation that is no UID: the pod is refused, not taken for another */
+	line = "{\"type\":\"ADDED\",\"object\":{\"metadata\":{" BASIC ",\"annotations\":{\"kubernetes.io/config.mirror\":"
+	       "\"../../x\"}}}}";
+	assert_int_equal(event(line), -EINVAL);
+	assert_non_null(strstr(err, "kubernetes.io/config.mirror"));
+	assert_int_equal(kube_event_uid(line, strlen(line), uid), -EINVAL);
 }
 
 static void bookmarks_and_errors(void **state)
@@ -266,6 +289,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(a_pod),
+		cmocka_unit_test(mirror_and_ephemeral),
 		cmocka_unit_test(bookmarks_and_errors),
 		cmocka_unit_test(refused),
 		cmocka_unit_test(bounds),

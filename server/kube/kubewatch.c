@@ -23,6 +23,9 @@
 #define BATCH_MAX 64        /* changes in one batch of events */
 #define BACKOFF_MIN_MS 1000
 #define BACKOFF_MAX_MS 30000
+#define RETRY_AFTER_MAX_S 300 /* a Retry-After heeded up to this */
+#define PAGES_MAX 10000     /* pages of one list (a selector's pages may be sparse, even empty) */
+#define ROOM_RELIST_NS 10000000000ll /* a list for room (pods dropped, one deleted), at most this often */
 #define LIST_S 60           /* one page of a list */
 #define CONNECT_MS 10000
 #define TOKEN_MAX 16384
@@ -30,9 +33,9 @@
 #define BUF_KEEP (1u << 20) /* kw->buf's room kept between requests */
 #define TRIM_BYTES (1u << 20) /* after parsing this much at once, jansson's tree goes back to the system */
 #define BRIEF_NS 1000000000ll
-#define REJECT_RELIST_NS 60000000000ll /* a list for an unreadable event, at most this often */ /* a watch that ends sooner, with nothing in it, failed */
+#define REJECT_RELIST_NS 60000000000ll /* a list for an unreadable event, at most this often */
 
-enum mode { PAGE, WATCH };
+enum mode { CACHE, PAGE, WATCH }; /* a list's one answer from the cache, a page of one, a watch */
 
 struct kubewatch {
 	struct kubewatch_cfg cfg;
@@ -54,9 +57,21 @@ struct kubewatch {
 	int relist;                /* the watch must end in a list: 410 Gone (gone), or an event refused */
 	int gone;
 	int relist_again;          /* ... and so did the watch before it, right after its list */
+	int consistent;            /* the next list is a consistent read (after a 410), not the cache's */
+	int paged;                 /* lists are paged reads: the cache's one answer was over page_bytes_max */
 	unsigned limit;            /* pods a page: LIMIT, less after a page over page_bytes_max */
+	uint64_t dropped;          /* the last list's pods past pods_max */
+	int room;                  /* a kept pod was deleted while some were dropped: list again */
+	int64_t room_at;           /* the last list for room */
+	int64_t t0;                /* the request's start */
+	int up;                    /* the request got its answer: a list's page, or a watch that runs */
+	int failing;               /* the last request failed (kube_api_recovered is said at the next that works) */
+	uint32_t backoff;          /* ms; 0: no request failed since a watch last ran */
+	uint32_t retry_after_s;    /* the failed request's Retry-After (429, 503); 0: none */
 	int64_t rejected_at;       /* the last list for an event refused whose pod could not be told */
 	char rv[PODMETA_RV_MAX + 1]; /* where the next watch starts; "": list */
+	char seen_rv[PODMETA_RV_MAX + 1]; /* the latest version seen: a list is not older */
+	int len_over;              /* the body was over its bound (page_bytes_max) */
 	struct kube_event ev;
 	struct kube_page pg;
 	char curl_err[CURL_ERROR_SIZE];
@@ -137,6 +152,22 @@ static void count(struct kubewatch *kw, uint64_t *field, uint64_t by)
 {
 	pthread_mutex_lock(&kw->mu);
 	*field += by;
+	pthread_mutex_unlock(&kw->mu);
+}
+
+/* A request worked: the API answers again (kube_api_recovered, once),
+ * and the pods are followed (synced, once listed). Only a watch that runs
+ * ends the backoff: a server that lists but cannot be watched is not
+ * listed again and again. */
+static void working(struct kubewatch *kw, const char *what, int watch_runs)
+{
+	if (kw->failing)
+		node_log(PROCCTL_LOG_INFO, "kube_api_recovered", "what=%s", what);
+	kw->failing = 0;
+	if (watch_runs)
+		kw->backoff = 0;
+	pthread_mutex_lock(&kw->mu);
+	kw->st.synced = kw->st.lists > 0;
 	pthread_mutex_unlock(&kw->mu);
 }
 
@@ -250,8 +281,13 @@ static int line(struct kubewatch *kw, const char *s, size_t n)
 			return -1;
 		}
 		count(kw, &kw->st.events, 1);
+		kw->room |= ev->type == KUBE_DELETED && kw->dropped;
 	}
 	memcpy(kw->rv, ev->rv, sizeof kw->rv);
+	if (!kw->up)
+		kw->up = 1, working(kw, "watch", 1);
+	if (kw->room && procctl_now_ns() - kw->room_at >= ROOM_RELIST_NS) /* the pods dropped: room for some now */
+		return kw->room_at = procctl_now_ns(), kw->relist = 1, -1;
 	return 0;
 }
 
@@ -263,7 +299,9 @@ static size_t on_body(char *p, size_t size, size_t nmemb, void *arg)
 		curl_easy_getinfo(kw->h, CURLINFO_RESPONSE_CODE, &kw->code);
 	if (kw->code != 200) /* a Status: what it says is kept for the log */
 		return append(kw, p, kw->len + n > STATUS_MAX ? STATUS_MAX - kw->len : n) < 0 ? 0 : n;
-	if (kw->mode == PAGE) {
+	if (kw->mode == CACHE && kw->len + n > kw->cfg.page_bytes_max)
+		return kw->len_over = 1, fail(kw, "over"), 0; /* list_page says why */
+	if (kw->mode != WATCH) {
 		if (kw->len + n > kw->cfg.page_bytes_max) {
 			kw->limit = kw->limit > 4 ? kw->limit / 4 : 1; /* the next list asks for smaller pages */
 			return fail(kw, "a page of the list over %u bytes (kubernetes_page_bytes_max; pages of %u pods from "
@@ -292,8 +330,13 @@ static size_t on_body(char *p, size_t size, size_t nmemb, void *arg)
 
 static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
 {
+	struct kubewatch *kw = arg;
+	long code = 0;
 	(void)dt, (void)dn, (void)ut, (void)un;
-	return stopping(arg);
+	if (kw->mode == WATCH && !kw->up && !kw->relist && procctl_now_ns() - kw->t0 >= BRIEF_NS &&
+	    curl_easy_getinfo(kw->h, CURLINFO_RESPONSE_CODE, &code) == CURLE_OK && code == 200)
+		kw->up = 1, working(kw, "watch", 1); /* open a second, quiet: it runs */
+	return stopping(kw);
 }
 
 /* The token file's token: 0, or -EIO (kw->why). */
@@ -343,7 +386,9 @@ static int get(struct kubewatch *kw, const char *url, enum mode mode, long timeo
 	kw->mode = mode;
 	kw->code = 0;
 	kw->len = 0;
-	kw->relist = kw->gone = 0;
+	kw->relist = kw->gone = kw->up = kw->len_over = 0;
+	kw->retry_after_s = 0;
+	kw->t0 = procctl_now_ns();
 	kw->why[0] = kw->curl_err[0] = 0;
 	if (kw->cfg.token_file[0]) {
 		if (token(kw, tok, sizeof tok) < 0)
@@ -374,10 +419,23 @@ static int get(struct kubewatch *kw, const char *url, enum mode mode, long timeo
 		return -EIO;
 	if (kw->why[0]) /* on_body's */
 		return -EIO;
-	if (kw->code && kw->code != 200)
+	if (kw->code && kw->code != 200) {
+		curl_off_t ra = 0;
+		if ((kw->code == 429 || kw->code == 503) && curl_easy_getinfo(kw->h, CURLINFO_RETRY_AFTER, &ra) == CURLE_OK &&
+		    ra > 0)
+			kw->retry_after_s = ra > RETRY_AFTER_MAX_S ? RETRY_AFTER_MAX_S : (uint32_t)ra;
 		return http_error(kw);
-	if (rc == CURLE_OPERATION_TIMEDOUT && mode == WATCH && kw->code == 200)
-		return 0; /* the API server kept it open past timeoutSeconds: ended here */
+	}
+	if (mode == WATCH && kw->code == 200) {
+		/* However it ended (timeoutSeconds, the server's end, past it
+		 * here, or cut mid-stream), a watch is made again at once, as
+		 * client-go's reflector does: an end is no failure. */
+		char q[300];
+		if (rc != CURLE_OK && rc != CURLE_OPERATION_TIMEDOUT)
+			node_log_limited(PROCCTL_LOG_INFO, "kube_watch_cut", "error=\"%s\" action=watch",
+					 node_log_quote(q, sizeof q, kw->curl_err[0] ? kw->curl_err : curl_easy_strerror(rc)));
+		return 0;
+	}
 	if (rc != CURLE_OK)
 		return fail(kw, "%s", kw->curl_err[0] ? kw->curl_err : curl_easy_strerror(rc));
 	return 0;
@@ -385,7 +443,10 @@ static int get(struct kubewatch *kw, const char *url, enum mode mode, long timeo
 
 /* ---- list, watch ----------------------------------------------------- */
 
-/* url (cap bytes): the pods of the node, and then more. */
+/* url (cap bytes): the pods of the node that may run (a finished pod,
+ * Succeeded or Failed, runs nothing: a node keeps thousands of them
+ * until the pod GC removes them), and then more. A watch sees a pod that
+ * finishes DELETED (the API server's selection of it ends). */
 static int pods_url(struct kubewatch *kw, char *url, size_t cap, const char *more_fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 static int pods_url(struct kubewatch *kw, char *url, size_t cap, const char *more_fmt, ...)
@@ -395,7 +456,10 @@ static int pods_url(struct kubewatch *kw, char *url, size_t cap, const char *mor
 	va_list ap;
 	if (!node)
 		return fail(kw, "out of memory");
-	n = snprintf(url, cap, "%s/api/v1/pods?fieldSelector=spec.nodeName%%3D%s&", kw->cfg.url, node);
+	n = snprintf(url, cap,
+		     "%s/api/v1/pods?fieldSelector=spec.nodeName%%3D%s%%2Cstatus.phase%%21%%3DSucceeded"
+		     "%%2Cstatus.phase%%21%%3DFailed&",
+		     kw->cfg.url, node);
 	curl_free(node);
 	va_start(ap, more_fmt);
 	m = n < 0 || (size_t)n >= cap ? -1 : vsnprintf(url + n, cap - (size_t)n, more_fmt, ap);
@@ -420,42 +484,73 @@ static void list_item(void *arg, const struct podmeta *m)
 		x->nomem = 1;
 }
 
-static int list(struct kubewatch *kw)
+/* The list's first request: from the API server's watch cache, one
+ * answer (resourceVersion 0 at first, then not older than what was seen:
+ * what client-go's reflector asks, so that nodes listing again together
+ * do not all read etcd); a consistent read, paged, after a 410 (the
+ * cache's version is gone too) or when the cache's answer was over
+ * page_bytes_max. */
+static int list_url(struct kubewatch *kw, char *url, size_t cap, const char *cont)
+{
+	if (kw->consistent || kw->paged || cont)
+		return pods_url(kw, url, cap, "limit=%u%s%s", kw->limit, cont ? "&continue=" : "", cont ? cont : "");
+	if (!kw->seen_rv[0])
+		return pods_url(kw, url, cap, "resourceVersion=0");
+	char *rv = curl_easy_escape(kw->h, kw->seen_rv, 0);
+	int r = rv ? pods_url(kw, url, cap, "resourceVersion=%s&resourceVersionMatch=NotOlderThan", rv)
+		   : fail(kw, "out of memory");
+	curl_free(rv);
+	return r;
+}
+
+/* One page into x: 0, or -EIO (kw->why). */
+static int list_page(struct kubewatch *kw, struct list_ctx *x, const char *cont)
 {
 	char url[KUBEWATCH_URL_MAX + 600 + 3 * KUBE_CONTINUE_MAX], err[400], q[300];
 	struct kube_page *pg = &kw->pg;
+	int cache = !(kw->consistent || kw->paged || cont), r;
+	if ((r = list_url(kw, url, sizeof url, cont)) < 0)
+		return r;
+	r = get(kw, url, cache ? CACHE : PAGE, LIST_S);
+	if (r < 0 && cache && kw->len_over) {
+		kw->paged = 1;
+		return fail(kw, "the list from the API server's cache over %u bytes (kubernetes_page_bytes_max; paged lists "
+			    "of %u pods from now on)", kw->cfg.page_bytes_max, kw->limit);
+	}
+	if (!r && kube_list_parse(kw->buf ? kw->buf : "", kw->len, pg, list_item, x, err, sizeof err) < 0)
+		r = fail(kw, "%s", err);
+	if (kw->len >= TRIM_BYTES)
+		malloc_trim(0); /* a large page's freed tree */
+	if (!r && x->nomem)
+		r = fail(kw, "out of memory");
+	if (!r && pg->rejected) {
+		count(kw, &kw->st.rejected, pg->rejected);
+		node_log_limited(PROCCTL_LOG_WARN, "kube_rejected", "what=list_item count=%zu reason=\"%s\"", pg->rejected,
+				 node_log_quote(q, sizeof q, pg->rejected_why));
+	}
+	return r;
+}
+
+/* The node's pods, every page read (those past pods_max counted, not
+ * kept), to the loop as one batch: 0, or -EIO (kw->why). */
+static int list(struct kubewatch *kw)
+{
+	struct kube_page *pg = &kw->pg;
 	struct list_ctx x = {kw, 0, 0};
 	char *cont = NULL;
-	size_t pages = 0, most = kw->cfg.pods_max / kw->limit + 10;
+	size_t pages = 0;
 	int r;
 
 	pg->cont[0] = 0;
 	do {
-		if (++pages > most)
-			r = fail(kw, "a list of more than %zu pages of %u pods (kubernetes_pods_max %u)", most, kw->limit,
-				 kw->cfg.pods_max);
+		if (++pages > PAGES_MAX)
+			r = fail(kw, "a list of more than %d pages", PAGES_MAX);
 		else if (pg->cont[0] && !(cont = curl_easy_escape(kw->h, pg->cont, 0)))
 			r = fail(kw, "out of memory");
-		else if ((r = pods_url(kw, url, sizeof url, "limit=%u%s%s", kw->limit, cont ? "&continue=" : "",
-				       cont ? cont : "")) == 0 &&
-			 (r = get(kw, url, PAGE, LIST_S)) == 0 &&
-			 (r = kube_list_parse(kw->buf ? kw->buf : "", kw->len, pg, list_item, &x, err, sizeof err)) < 0)
-			r = fail(kw, "%s", err);
-		if (kw->len >= TRIM_BYTES)
-			malloc_trim(0); /* a large page's freed tree */
+		else
+			r = list_page(kw, &x, cont);
 		curl_free(cont);
 		cont = NULL;
-		if (!r && x.nomem)
-			r = fail(kw, "out of memory");
-		if (!r && pg->rejected) {
-			count(kw, &kw->st.rejected, pg->rejected);
-			node_log_limited(PROCCTL_LOG_WARN, "kube_rejected", "what=list_item count=%zu reason=\"%s\"",
-					 pg->rejected, node_log_quote(q, sizeof q, pg->rejected_why));
-		}
-		if (!r && pg->cont[0] && x.dropped) { /* full: the rest is counted, not read */
-			x.dropped += pg->remaining > 0 ? (uint64_t)pg->remaining : 0;
-			break;
-		}
 	} while (!r && pg->cont[0]);
 	if (r) {
 		kube_batch_free(kw->b);
@@ -464,12 +559,15 @@ static int list(struct kubewatch *kw)
 	}
 	if (!kw->b && !(kw->b = calloc(1, sizeof *kw->b)))
 		return fail(kw, "out of memory");
-	kw->b->dropped = x.dropped;
-	node_log(PROCCTL_LOG_INFO, "kube_listed", "node=%s pods=%zu dropped=%llu resource_version=%s", kw->cfg.node,
-		 kw->b->n, (unsigned long long)x.dropped, pg->rv);
+	kw->b->dropped = kw->dropped = x.dropped;
+	kw->consistent = kw->room = 0;
+	node_log(PROCCTL_LOG_INFO, "kube_listed", "node=%s pods=%zu dropped=%llu resource_version=%s pages=%zu", kw->cfg.node,
+		 kw->b->n, (unsigned long long)x.dropped, pg->rv, pages);
 	memcpy(kw->rv, pg->rv, sizeof kw->rv);
+	memcpy(kw->seen_rv, pg->rv, sizeof kw->seen_rv);
 	deliver(kw, kw->b);
 	kw->b = NULL;
+	working(kw, "list", 0);
 	return 0;
 }
 
@@ -493,6 +591,7 @@ static int watch(struct kubewatch *kw)
 	if (kw->relist || (r && kw->code == 410)) {
 		int again = kw->relist_again && procctl_now_ns() - t0 < BRIEF_NS; /* at once, after a list */
 		if (kw->gone || kw->code == 410) {
+			kw->consistent = 1; /* the cache's version is gone as well */
 			count(kw, &kw->st.gone, 1);
 			node_log_limited(PROCCTL_LOG_INFO, "kube_gone", "resource_version=%s action=list", kw->rv);
 		}
@@ -506,9 +605,10 @@ static int watch(struct kubewatch *kw)
 	}
 	kw->relist_again = 0;
 	/* However it ended, a watch made again at once is a new connection:
-	 * a server that ends each at once is followed no faster than this. */
-	if (!r && procctl_now_ns() - t0 < BRIEF_NS)
-		return fail(kw, "the watch ended within a second");
+	 * a server that ends each at once, with nothing in it, is followed no
+	 * faster than this (client-go's "very short watch"). */
+	if (!r && !kw->up && procctl_now_ns() - t0 < BRIEF_NS)
+		return fail(kw, "the watch ended within a second, with nothing in it");
 	return r;
 }
 
@@ -530,7 +630,6 @@ static void nap(struct kubewatch *kw, uint32_t ms)
 static void *run(void *arg)
 {
 	struct kubewatch *kw = arg;
-	uint32_t backoff = 0; /* ms; 0: the last request did not fail */
 	char q[4 * sizeof kw->why];
 	while (!stopping(kw)) {
 		const char *what = kw->rv[0] ? "watch" : "list";
@@ -543,18 +642,18 @@ static void *run(void *arg)
 		}
 		if (r == -ECANCELED)
 			break;
-		if (r > 0 || (!r && !strcmp(what, "list")))
-			continue; /* the backoff stays until a watch runs its course: a server that lists but
-				   * cannot be watched is not asked again and again */
-		if (!r) {
-			if (backoff)
-				node_log(PROCCTL_LOG_INFO, "kube_api_recovered", "what=%s", what);
-			backoff = 0;
-			continue;
-		}
-		count(kw, &kw->st.errors, 1);
-		backoff = backoff ? (backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2) : BACKOFF_MIN_MS;
-		wait = backoff / 2 + rnd() % (backoff / 2 + 1);
+		if (r >= 0)
+			continue; /* listed, a watch ended, or a list asked for: at once */
+		pthread_mutex_lock(&kw->mu);
+		kw->st.errors++;
+		kw->st.synced = 0; /* not followed while the API fails */
+		pthread_mutex_unlock(&kw->mu);
+		kw->failing = 1;
+		kw->backoff = kw->backoff ? (kw->backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : kw->backoff * 2)
+					  : BACKOFF_MIN_MS;
+		/* A Retry-After (429 Too Many Requests, 503) is the server's own
+		 * word: heeded as it says, else the backoff's draw. */
+		wait = kw->retry_after_s ? kw->retry_after_s * 1000 : kw->backoff / 2 + rnd() % (kw->backoff / 2 + 1);
 		node_log_limited(PROCCTL_LOG_WARN, "kube_api_failed", "what=%s error=\"%s\" retry_ms=%u", what,
 				 node_log_quote(q, sizeof q, kw->why), wait);
 		nap(kw, wait);

@@ -1,24 +1,35 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* kubewatch.h - the pods of this node as the Kubernetes API server sees
  * them, listed and watched on a thread of its own, as a client of the API
- * must (client-go's reflector):
- *   LIST   /api/v1/pods?fieldSelector=spec.nodeName=NODE&limit=100, page by
- *          page (continue), the node's pods all at once: a KUBE_BATCH_LIST
+ * must (client-go's reflector and pager). Only pods that may run are
+ * asked for (fieldSelector spec.nodeName=NODE,status.phase!=Succeeded,
+ * status.phase!=Failed: a finished pod runs nothing):
+ *   LIST   from the watch cache, one answer (resourceVersion=0 at first,
+ *          then resourceVersionMatch=NotOlderThan the latest version
+ *          seen); after a 410, or when that answer was over page_bytes_max,
+ *          a consistent read, limit=100 a page, page by page (continue;
+ *          a page may be sparse, even empty), every page read: the node's
+ *          pods all at once, a KUBE_BATCH_LIST, those past pods_max counted
  *          (a page over page_bytes_max is refused unparsed and asks for a
  *          quarter as many pods from then on: jansson's tree of a page is
  *          many times its text);
  *   WATCH  from the list's resourceVersion (allowWatchBookmarks,
  *          timeoutSeconds), each change a KUBE_BATCH_EVENTS item; when it
- *          ends, again from the last resourceVersion seen (an event's or a
+ *          ends, however (its term, the server's end, a cut), at once
+ *          again from the last resourceVersion seen (an event's or a
  *          bookmark's); an event over event_bytes_max is refused unparsed
- *          and ends the watch (a failure, below); a 410 Gone (the version is compacted away), or an
- *          event that is no valid Pod (what it said must not be lost),
- *          lists again;
- *   a failure (no connection, an HTTP error, a body that does not parse)
- *          waits, with a backoff that doubles from 1 s to 30 s, each wait
- *          drawn from [backoff/2, backoff] (jitter: nodes restarted
- *          together do not knock together), and resumes: a watch from its
- *          resourceVersion, else a list.
+ *          and ends the watch (a failure, below); a 410 Gone (the version
+ *          is compacted away), an event that is no valid Pod (what it
+ *          said must not be lost), or a kept pod deleted while some were
+ *          dropped (room; at most every 10 s), lists again;
+ *   a failure (no connection, an HTTP error, a body that does not parse,
+ *          a watch that ends within a second with nothing in it) waits,
+ *          with a backoff that doubles from 1 s to 30 s, each wait drawn
+ *          from [backoff/2, backoff] (jitter: nodes restarted together do
+ *          not knock together), or as long as a 429 or 503's Retry-After
+ *          says, and resumes: a watch from its resourceVersion, else a
+ *          list. The backoff ends when a watch runs again; synced is 0
+ *          from a failure until a list or a watch works.
  * Nothing here waits on the loop: the batches queue here, and the loop
  * takes them when wake_fd (its eventfd) says so. The queue is bounded:
  * when the loop lags that far, this thread stops reading (TCP pushes back
@@ -75,7 +86,7 @@ struct kubewatch_stats {
 	uint64_t gone;      /* 410 Gone: a resourceVersion too old, listed again */
 	uint64_t errors;    /* requests that failed (no connection, HTTP error, bad body) */
 	uint64_t rejected;  /* objects that were not valid Pods (skipped) */
-	int synced;         /* a list was done: the pods are known */
+	int synced;         /* a list was done, and no request failed since the last that worked */
 };
 
 struct kubewatch;

@@ -37,6 +37,24 @@ static int uid_ok(const char *s, size_t n)
 	return 1;
 }
 
+/* A static pod's UID: the kubelet's hash of its manifest, 32 lowercase
+ * hex (its cgroup is named by it). */
+static int hash_ok(const char *s, size_t n)
+{
+	size_t i;
+	if (n != 32)
+		return 0;
+	for (i = 0; i < n; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return 0;
+	return 1;
+}
+
+static int static_uid_ok(const char *s, size_t n)
+{
+	return hash_ok(s, n) || uid_ok(s, n);
+}
+
 static int label_ok(const char *s, size_t n)
 {
 	return n <= 63 && !memchr(s, '.', n) && labelsel_subdomain_valid(s, n);
@@ -72,6 +90,21 @@ static int field(const json_t *obj, const char *key, const char *what, int (*ok)
 		return bad(err, errlen, "%s \"%s\": not one", what, node_log_quote(q, sizeof q, s));
 	memcpy(dst, s, n + 1);
 	return 0;
+}
+
+/* A mirror pod (the API's copy of a static pod) is known by its
+ * kubernetes.io/config.mirror annotation: the static pod's UID, which
+ * its cgroup names; its own UID names nothing on the node. Into uid:
+ * 1 when md has one, 0 when not, -EINVAL when it is no UID. */
+static int mirror_uid(const json_t *md, char *uid, size_t cap, char *err, size_t errlen)
+{
+	const json_t *an = json_object_get(md, "annotations");
+	if (!json_object_get(an, "kubernetes.io/config.mirror"))
+		return 0;
+	if (field(an, "kubernetes.io/config.mirror", "metadata.annotations[\"kubernetes.io/config.mirror\"]", static_uid_ok,
+		  uid, cap, err, errlen) < 0)
+		return -EINVAL;
+	return 1;
 }
 
 /* s (n bytes) into m's text: its offset, or -1 when it is full. */
@@ -212,17 +245,19 @@ int podmeta_parse(const json_t *pod, struct podmeta *m, char *err, size_t errlen
 	    (r = field(md, "namespace", "metadata.namespace", label_ok, m->ns, sizeof m->ns, err, errlen)) < 0 ||
 	    (r = field(md, "name", "metadata.name", name_ok, m->name, sizeof m->name, err, errlen)) < 0 ||
 	    (r = field(md, "resourceVersion", "metadata.resourceVersion", rv_ok, m->rv, sizeof m->rv, err, errlen)) < 0 ||
-	    (r = labels(md, m, err, errlen)) < 0)
+	    (r = mirror_uid(md, m->uid, sizeof m->uid, err, errlen)) < 0 || (r = labels(md, m, err, errlen)) < 0)
 		return r;
 	if (spec && !json_is_object(spec))
 		return bad(err, errlen, "spec: not an object");
 	if ((r = containers(spec, "containers", m, err, errlen)) < 0 ||
-	    (r = containers(spec, "initContainers", m, err, errlen)) < 0)
+	    (r = containers(spec, "initContainers", m, err, errlen)) < 0 ||
+	    (r = containers(spec, "ephemeralContainers", m, err, errlen)) < 0)
 		return r;
 	if (status && !json_is_object(status))
 		return bad(err, errlen, "status: not an object");
 	if ((r = statuses(status, "containerStatuses", m, err, errlen)) < 0 ||
-	    (r = statuses(status, "initContainerStatuses", m, err, errlen)) < 0)
+	    (r = statuses(status, "initContainerStatuses", m, err, errlen)) < 0 ||
+	    (r = statuses(status, "ephemeralContainerStatuses", m, err, errlen)) < 0)
 		return r;
 	return 0;
 }
@@ -295,11 +330,15 @@ int kube_event_parse(const char *line, size_t len, struct kube_event *ev, char *
 int kube_event_uid(const char *line, size_t len, char *uid)
 {
 	json_t *root = json_loadb(line, len, 0, NULL);
-	const json_t *v = json_object_get(json_object_get(json_object_get(root, "object"), "metadata"), "uid");
+	const json_t *md = json_object_get(json_object_get(root, "object"), "metadata"), *v = json_object_get(md, "uid");
 	const char *s = json_string_value(v);
-	int r = s && uid_ok(s, json_string_length(v)) ? 0 : -EINVAL;
-	if (!r)
+	char err[8];
+	int r = mirror_uid(md, uid, 37, err, sizeof err);
+	if (r == 0 && s && uid_ok(s, json_string_length(v)))
 		memcpy(uid, s, 37);
+	else if (r == 0)
+		r = -EINVAL;
+	r = r > 0 ? 0 : r;
 	json_decref(root);
 	return r;
 }
@@ -333,8 +372,6 @@ int kube_list_parse(const char *buf, size_t len, struct kube_page *pg, void (*it
 		r = bad(err, errlen, "a list's continue token \"%s\": not printable, or over %d bytes",
 			node_log_quote(q, sizeof q, cont), KUBE_CONTINUE_MAX);
 	else {
-		json_int_t rem = json_integer_value(json_object_get(md, "remainingItemCount"));
-		pg->remaining = json_is_integer(json_object_get(md, "remainingItemCount")) && rem >= 0 ? (long long)rem : -1;
 		if (cont)
 			memcpy(pg->cont, cont, n + 1);
 		json_array_foreach(items, i, it) {

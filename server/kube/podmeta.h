@@ -22,7 +22,8 @@
 #define PODMETA_RV_MAX 64     /* resourceVersion: opaque, printable */
 
 struct podmeta {
-	char uid[37];   /* 8-4-4-4-12, lowercase hex */
+	char uid[37];   /* 8-4-4-4-12, lowercase hex; a mirror pod's: its static pod's, as its cgroup names it
+			 * (annotation kubernetes.io/config.mirror: 32 hex, or 8-4-4-4-12) */
 	char ns[64];    /* a DNS label */
 	char name[254]; /* a DNS subdomain */
 	char rv[PODMETA_RV_MAX + 1];
@@ -32,7 +33,7 @@ struct podmeta {
 	struct {
 		uint16_t key, value; /* offsets into text */
 	} labels[PODMETA_LABELS_MAX];
-	uint16_t containers[PODMETA_CONTAINERS_MAX]; /* offsets into text: spec's containers, then init containers */
+	uint16_t containers[PODMETA_CONTAINERS_MAX]; /* offsets into text: spec's containers, init, then ephemeral ones */
 	size_t nstatuses;     /* containers the kubelet runs (status), whose ID is known */
 	struct {
 		uint16_t name, id; /* offsets into text; id: the runtime's, lowercase hex (its "containerd://" cut) */
@@ -83,7 +84,6 @@ struct kube_page {
 	char rv[PODMETA_RV_MAX + 1];       /* the list's resourceVersion: where a watch resumes */
 	char cont[KUBE_CONTINUE_MAX + 1]; /* the next page's token; "": the last page */
 	size_t items;                      /* pods given to item */
-	long long remaining;               /* metadata.remainingItemCount: pods after this page (-1: not said) */
 	size_t rejected;                   /* items that are no Pod as podmeta_parse checks them */
 	char rejected_why[256];            /* the first's reason */
 };

@@ -385,13 +385,16 @@ static void kube(struct prom *p, const struct node *n)
 	if (!n->kube.kw)
 		return;
 	kubewatch_stats(n->kube.kw, &st);
-	prom_one(p, GAUGE("procctl_kube_synced", NULL, "1 once the node's pods were listed from the Kubernetes API."),
+	prom_one(p, GAUGE("procctl_kube_synced", NULL,
+			 "1 while the node's pods are listed and followed; 0 before the first list, and from a failed "
+			 "request to the Kubernetes API until a list or a watch works again."),
 	    st.synced);
 	prom_one(p, GAUGE("procctl_kube_pods", NULL, "Pods of this node known from the Kubernetes API."), n->kube.n);
 	prom_one(p, GAUGE("procctl_kube_pods_dropped", NULL,
 		     "Pods of this node not kept: kubernetes_pods_max were (a later list keeps them when there is room)."),
 	    n->kube.dropped);
-	prom_one(p, COUNTER("procctl_kube_lists_total", NULL, "Lists of the node's pods (at the start, and after a 410 Gone)."),
+	prom_one(p, COUNTER("procctl_kube_lists_total", NULL,
+			   "Lists of the node's pods (at the start, after a 410 Gone, and for room past kubernetes_pods_max)."),
 	    st.lists);
 	prom_one(p, COUNTER("procctl_kube_watch_events_total", NULL, "Watch events of the node's pods (added, modified, deleted)."),
 	    st.events);

@@ -108,10 +108,10 @@ class Cluster {
     return n;
   }
 
-  // A pod: its UID, and the cgroup of each container (by its 64-hex ID:
-  // random, or one given).
-  pod(name) {
-    const uid = crypto.randomUUID();
+  // A pod: its UID (random, or one given: a static pod's is its
+  // manifest's hash, 32 hex), and the cgroup of each container (by its
+  // 64-hex ID: random, or one given).
+  pod(name, uid = crypto.randomUUID()) {
     const dir = path.join(cgroup2(), 'kubepods.slice', 'kubepods-besteffort.slice',
       `kubepods-besteffort-pod${uid.replace(/-/g, '_')}.slice`);
     const pod = { name, uid, containers: [] };
