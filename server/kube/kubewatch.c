@@ -62,6 +62,7 @@ struct kubewatch {
 	unsigned limit;            /* pods a page: LIMIT, less after a page over page_bytes_max */
 	uint64_t dropped;          /* the last list's pods past pods_max */
 	int room;                  /* a kept pod was deleted while some were dropped: list again */
+	int for_room;              /* the watch ended for that list */
 	int64_t room_at;           /* the last list for room */
 	int64_t t0;                /* the request's start */
 	int up;                    /* the request got its answer: a list's page, or a watch that runs */
@@ -287,7 +288,7 @@ static int line(struct kubewatch *kw, const char *s, size_t n)
 	if (!kw->up)
 		kw->up = 1, working(kw, "watch", 1);
 	if (kw->room && procctl_now_ns() - kw->room_at >= ROOM_RELIST_NS) /* the pods dropped: room for some now */
-		return kw->room_at = procctl_now_ns(), kw->relist = 1, -1;
+		return kw->room_at = procctl_now_ns(), kw->relist = kw->for_room = 1, -1;
 	return 0;
 }
 
@@ -386,7 +387,7 @@ static int get(struct kubewatch *kw, const char *url, enum mode mode, long timeo
 	kw->mode = mode;
 	kw->code = 0;
 	kw->len = 0;
-	kw->relist = kw->gone = kw->up = kw->len_over = 0;
+	kw->relist = kw->gone = kw->up = kw->len_over = kw->for_room = 0;
 	kw->retry_after_s = 0;
 	kw->t0 = procctl_now_ns();
 	kw->why[0] = kw->curl_err[0] = 0;
@@ -484,12 +485,10 @@ static void list_item(void *arg, const struct podmeta *m)
 		x->nomem = 1;
 }
 
-/* The list's first request: from the API server's watch cache, one
- * answer (resourceVersion 0 at first, then not older than what was seen:
- * what client-go's reflector asks, so that nodes listing again together
- * do not all read etcd); a consistent read, paged, after a 410 (the
- * cache's version is gone too) or when the cache's answer was over
- * page_bytes_max. */
+/* The list's first request: the watch cache's one answer (version 0,
+ * then not older than what was seen: client-go's reflector's, so that
+ * nodes listing again together do not all read etcd); a consistent read,
+ * paged, after a 410 or when the cache's answer was over page_bytes_max. */
 static int list_url(struct kubewatch *kw, char *url, size_t cap, const char *cont)
 {
 	if (kw->consistent || kw->paged || cont)
@@ -588,6 +587,8 @@ static int watch(struct kubewatch *kw)
 	if (!r)
 		r = get(kw, url, WATCH, (long)t + 30);
 	flush(kw);
+	if (kw->for_room) /* no sign of a server that cannot be followed */
+		return kw->rv[0] = 0, 1;
 	if (kw->relist || (r && kw->code == 410)) {
 		int again = kw->relist_again && procctl_now_ns() - t0 < BRIEF_NS; /* at once, after a list */
 		if (kw->gone || kw->code == 410) {
