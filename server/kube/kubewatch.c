@@ -71,7 +71,7 @@ struct kubewatch {
 	uint32_t retry_after_s;    /* the failed request's Retry-After (429, 503); 0: none */
 	int64_t rejected_at;       /* the last list for an event refused whose pod could not be told */
 	char rv[PODMETA_RV_MAX + 1]; /* where the next watch starts; "": list */
-	char seen_rv[PODMETA_RV_MAX + 1]; /* the latest version seen: a list is not older */
+	char seen_rv[PODMETA_RV_MAX + 1]; /* the latest version seen (a list's, an event's): a list is not older */
 	int len_over;              /* the body was over its bound (page_bytes_max) */
 	struct kube_event ev;
 	struct kube_page pg;
@@ -285,6 +285,7 @@ static int line(struct kubewatch *kw, const char *s, size_t n)
 		kw->room |= ev->type == KUBE_DELETED && kw->dropped;
 	}
 	memcpy(kw->rv, ev->rv, sizeof kw->rv);
+	memcpy(kw->seen_rv, ev->rv, sizeof kw->seen_rv);
 	if (!kw->up)
 		kw->up = 1, working(kw, "watch", 1);
 	if (kw->room && procctl_now_ns() - kw->room_at >= ROOM_RELIST_NS) /* the pods dropped: room for some now */
