@@ -65,7 +65,7 @@ struct kubewatch {
 	int for_room;              /* the watch ended for that list */
 	int64_t room_at;           /* the last list for room */
 	int64_t t0;                /* the request's start */
-	int up;                    /* the request got its answer: a list's page, or a watch that runs */
+	int up;                    /* the watch runs: an event or a bookmark came, or a second open */
 	int failing;               /* the last request failed (kube_api_recovered is said at the next that works) */
 	uint32_t backoff;          /* ms; 0: no request failed since a watch last ran */
 	uint32_t retry_after_s;    /* the failed request's Retry-After (429, 503); 0: none */
@@ -571,6 +571,21 @@ static int list(struct kubewatch *kw)
 	return 0;
 }
 
+/* Wait ms, or until stopped. */
+static void nap(struct kubewatch *kw, uint32_t ms)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (long)(ms % 1000) * 1000000;
+	if (ts.tv_nsec >= 1000000000)
+		ts.tv_sec++, ts.tv_nsec -= 1000000000;
+	pthread_mutex_lock(&kw->mu);
+	while (!kw->stop && pthread_cond_timedwait(&kw->cv, &kw->mu, &ts) != ETIMEDOUT)
+		;
+	pthread_mutex_unlock(&kw->mu);
+}
+
 /* One watch, to its end: 0 it ran its course (resume from kw->rv), 1 the
  * pods must be listed again (kw->rv ""), -ECANCELED stopping, -EIO a
  * failure (kw->why). */
@@ -607,26 +622,15 @@ static int watch(struct kubewatch *kw)
 	}
 	kw->relist_again = 0;
 	/* However it ended, a watch made again at once is a new connection:
-	 * a server that ends each at once, with nothing in it, is followed no
-	 * faster than this (client-go's "very short watch"). */
-	if (!r && !kw->up && procctl_now_ns() - t0 < BRIEF_NS)
-		return fail(kw, "the watch ended within a second, with nothing in it");
+	 * one that ends within a second with nothing in it is a failure
+	 * (client-go's "very short watch"), and a server that ends each at
+	 * once is followed no faster than once a second. */
+	if (!r && procctl_now_ns() - t0 < BRIEF_NS) {
+		if (!kw->up)
+			return fail(kw, "the watch ended within a second, with nothing in it");
+		nap(kw, (uint32_t)((BRIEF_NS - (procctl_now_ns() - t0)) / 1000000));
+	}
 	return r;
-}
-
-/* Wait ms, or until stopped. */
-static void nap(struct kubewatch *kw, uint32_t ms)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (long)(ms % 1000) * 1000000;
-	if (ts.tv_nsec >= 1000000000)
-		ts.tv_sec++, ts.tv_nsec -= 1000000000;
-	pthread_mutex_lock(&kw->mu);
-	while (!kw->stop && pthread_cond_timedwait(&kw->cv, &kw->mu, &ts) != ETIMEDOUT)
-		;
-	pthread_mutex_unlock(&kw->mu);
 }
 
 static void *run(void *arg)

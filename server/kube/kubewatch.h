@@ -16,6 +16,7 @@
  *   WATCH  from the list's resourceVersion (allowWatchBookmarks,
  *          timeoutSeconds), each change a KUBE_BATCH_EVENTS item; when it
  *          ends, however (its term, the server's end, a cut), at once
+ *          (a second after it began at the soonest)
  *          again from the last resourceVersion seen (an event's or a
  *          bookmark's); an event over event_bytes_max is refused unparsed
  *          and ends the watch (a failure, below); a 410 Gone (the version
