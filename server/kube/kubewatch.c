@@ -59,6 +59,7 @@ struct kubewatch {
 	int relist_again;          /* ... and so did the watch before it, right after its list */
 	int consistent;            /* the next list is a consistent read (after a 410), not the cache's */
 	int paged;                 /* lists are paged reads: the cache's one answer was over page_bytes_max */
+	int whole;                 /* this list is one consistent answer: a continue token expired */
 	unsigned limit;            /* pods a page: LIMIT, less after a page over page_bytes_max */
 	uint64_t dropped;          /* the last list's pods past pods_max */
 	int room;                  /* a kept pod was deleted while some were dropped: list again */
@@ -489,9 +490,12 @@ static void list_item(void *arg, const struct podmeta *m)
 /* The list's first request: the watch cache's one answer (version 0,
  * then not older than what was seen: client-go's reflector's, so that
  * nodes listing again together do not all read etcd); a consistent read,
- * paged, after a 410 or when the cache's answer was over page_bytes_max. */
+ * paged, after a 410 or when the cache's answer was over page_bytes_max;
+ * a consistent read at once (limit 0: none) after a continue token expired. */
 static int list_url(struct kubewatch *kw, char *url, size_t cap, const char *cont)
 {
+	if (kw->whole)
+		return pods_url(kw, url, cap, "limit=0");
 	if (kw->consistent || kw->paged || cont)
 		return pods_url(kw, url, cap, "limit=%u%s%s", kw->limit, cont ? "&continue=" : "", cont ? cont : "");
 	if (!kw->seen_rv[0])
@@ -511,7 +515,10 @@ static int list_page(struct kubewatch *kw, struct list_ctx *x, const char *cont)
 	int cache = !(kw->consistent || kw->paged || cont), r;
 	if ((r = list_url(kw, url, sizeof url, cont)) < 0)
 		return r;
-	r = get(kw, url, cache ? CACHE : PAGE, LIST_S);
+	r = get(kw, url, cache || kw->whole ? CACHE : PAGE, LIST_S);
+	if (r < 0 && kw->whole && kw->len_over)
+		return fail(kw, "the list at once, after a continue token expired, over %u bytes (kubernetes_page_bytes_max)",
+			    kw->cfg.page_bytes_max);
 	if (r < 0 && cache && kw->len_over) {
 		kw->paged = 1;
 		return fail(kw, "the list from the API server's cache over %u bytes (kubernetes_page_bytes_max; paged lists "
@@ -528,6 +535,26 @@ static int list_page(struct kubewatch *kw, struct list_ctx *x, const char *cont)
 		node_log_limited(PROCCTL_LOG_WARN, "kube_rejected", "what=list_item count=%zu reason=\"%s\"", pg->rejected,
 				 node_log_quote(q, sizeof q, pg->rejected_why));
 	}
+	return r;
+}
+
+/* A continue token expired (410: the list's version was compacted away
+ * while it was paged): the pages read go, and the list is read again at
+ * once, a consistent read, as client-go's pager falls back to (paging again
+ * from the start never ends where every token expires). Bounded as the
+ * cache's one answer is, by page_bytes_max. */
+static int list_whole(struct kubewatch *kw, struct list_ctx *x)
+{
+	int r;
+	node_log_limited(PROCCTL_LOG_INFO, "kube_continue_expired", "action=list_whole");
+	kube_batch_free(kw->b);
+	kw->b = NULL;
+	x->dropped = 0;
+	x->nomem = 0;
+	kw->pg.cont[0] = 0;
+	kw->whole = 1;
+	r = list_page(kw, x, NULL);
+	kw->whole = 0;
 	return r;
 }
 
@@ -549,6 +576,8 @@ static int list(struct kubewatch *kw)
 			r = fail(kw, "out of memory");
 		else
 			r = list_page(kw, &x, cont);
+		if (r && cont && kw->code == 410)
+			r = list_whole(kw, &x);
 		curl_free(cont);
 		cont = NULL;
 	} while (!r && pg->cont[0]);

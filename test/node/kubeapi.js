@@ -12,7 +12,9 @@
 //        name) and gives those the selector keeps, so a page may hold
 //        fewer, or none, and still have a continue token; with a selector
 //        no remainingItemCount is said. A continue token whose version
-//        was compacted away is 410 Expired. resourceVersion unset: the
+//        was compacted away is 410 Expired, and the Status's
+//        metadata.continue an inconsistent token (the rest, read at the
+//        current version), as etcd3's store gives. resourceVersion unset: the
 //        most recent (a consistent read, as from etcd); "0": any, as the
 //        watch cache serves it: limit ignored, all at once; N (match
 //        NotOlderThan, or unset): not older than N, 504 when N is ahead.
@@ -38,6 +40,8 @@
 //   DELETE /pods/UID?graceful=1 its deletionTimestamp is set (MODIFIED), as
 //                               the API server's first step of a deletion
 //   POST /compact               the history goes: a watch from an older version is Gone
+//   POST /tokens?expire=1       every continue token comes back expired, as
+//                               if compacted between pages (0: as they are)
 //   POST /expire                every open watch gets ERROR 410 and ends
 //   POST /close                 every open watch ends, as at its timeout
 //   POST /cut                   every open watch's connection is cut mid-stream
@@ -57,7 +61,8 @@
 //                               resourceVersionMatch and limit), pages,
 //                               watches (with their node and
 //                               resourceVersion), open watches (openBy),
-//                               failed (answered by /fail)
+//                               failed (answered by /fail), expired (continue
+//                               tokens answered 410)
 // Usage: node kubeapi.js PORT CERT KEY TOKEN OBJECTS.json [CONTROL_SOCKET]
 // (listens on $KUBEAPI_HOST, default 127.0.0.1)
 'use strict';
@@ -80,7 +85,7 @@ const history = [];       // { rv, type, object, prev }
 let oldest = rv;          // a watch from before this is Gone
 const watches = new Set();
 const snapshots = new Map(); // continue token -> { rv, items, at, sel }
-const stats = { lists: 0, pages: 0, watches: [], open: 0, listsBy: {}, openBy: {}, listed: [], failed: 0 };
+const stats = { lists: 0, pages: 0, watches: [], open: 0, listsBy: {}, openBy: {}, listed: [], failed: 0, expired: 0 };
 let slowMs = 0;
 let padding = null; // a list page's field of small fields, /pad's
 let churn = null;
@@ -88,6 +93,7 @@ let churned = 0;
 let bookmarkMs = 1000;
 let down = false;
 let failing = null; // /fail's: { code, count, retryAfter }
+let tokensExpire = false; // /tokens's
 
 const copy = (o) => JSON.parse(JSON.stringify(o));
 const podKey = (p) => `${p.metadata.namespace}/${p.metadata.name}`;
@@ -145,6 +151,21 @@ function selector(u) {
 
 // ---- the API ------------------------------------------------------------
 
+// A continue token for snap.
+function continueToken(snap) {
+  const t = Buffer.from(`${snap.rv}:${snap.at}:${Math.random()}`).toString('base64');
+  snapshots.set(t, snap);
+  return t;
+}
+
+// What an expired token's rest is, read now: the pods past the last it read.
+function inconsistent(snap) {
+  const last = podKey(snap.items[snap.at - 1]);
+  const items = [...pods.values()].sort((a, b) => (podKey(a) < podKey(b) ? -1 : 1));
+  const at = items.findIndex((p) => podKey(p) > last);
+  return { rv, items, at: at < 0 ? items.length : at };
+}
+
 // A list's item: as the API server gives it, without kind and apiVersion.
 function item(p) {
   const { kind, apiVersion, ...rest } = p;
@@ -161,8 +182,16 @@ function list(u) {
   let snap;
   if (cont) {
     snap = snapshots.get(cont);
-    if (!snap || snap.rv < oldest) {
-      return [410, status(410, 'Expired', 'The provided continue parameter is too old to display a consistent list result.')];
+    if (!snap) return [400, status(400, 'BadRequest', 'invalid continue token')];
+    if (snap.rv < oldest || tokensExpire) {
+      stats.expired += 1;
+      const e = status(410, 'Expired', 'The provided continue parameter is too old to display a consistent list result. '
+        + 'You can start a new list without the continue parameter, or use the continue token in this response to '
+        + 'retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list '
+        + '- objects that were created, modified, or deleted between the time the first chunk was returned and now '
+        + 'may show up in the list.');
+      e.metadata.continue = continueToken(inconsistent(snap));
+      return [410, e];
     }
   } else {
     if (want && want !== '0' && Number(want) > rv) {
@@ -179,9 +208,8 @@ function list(u) {
   const meta = { resourceVersion: String(snap.rv) };
   if (snap.at + read.length < snap.items.length) {
     const next = { rv: snap.rv, items: snap.items, at: snap.at + read.length };
-    meta.continue = Buffer.from(`${snap.rv}:${next.at}:${Math.random()}`).toString('base64');
+    meta.continue = continueToken(next);
     if (!keep) meta.remainingItemCount = snap.items.length - next.at; // not said under a selector
-    snapshots.set(meta.continue, next);
   }
   return [200, { kind: 'PodList', apiVersion: 'v1', metadata: meta, items, ...(padding ? { padding } : {}) }];
 }
@@ -336,6 +364,8 @@ function control(req, body) {
     oldest = rv; // etcd keeps the current revision
 
     history.length = 0;
+  } else if (m === '/tokens') {
+    tokensExpire = u.searchParams.get('expire') === '1';
   } else if (m === '/expire') {
     for (const w of [...watches]) w.expire();
   } else if (m === '/close') {

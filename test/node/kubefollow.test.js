@@ -5,7 +5,8 @@
 // remainingItemCount under a selector; lists at resourceVersion 0 from
 // the watch cache): finished pods take no room; past kubernetes_pods_max
 // every page is read and the rest counted exactly, and taken in when
-// there is room; a watch cut mid-stream is made again, no failure; while the
+// there is room; an expired continue token is followed by the whole list
+// at once, as client-go's pager does; a watch cut mid-stream is made again, no failure; while the
 // API fails procctl_kube_synced is 0, and kube_api_recovered is said as
 // soon as a watch runs again; a 429's Retry-After is heeded; a static
 // pod's process is known by its mirror pod, a `kubectl debug`
@@ -106,6 +107,27 @@ test('past kubernetes_pods_max, lists from the watch cache, then a consistent re
   assert.equal(s.listed[2].resourceVersionMatch, 'NotOlderThan');
   assert.equal(await m('procctl_kube_api_errors_total'), errors);
   assert.equal(s.listed[2].resourceVersion, deleted.resourceVersion, 'not older than the deletion it saw');
+});
+
+test('a continue token that expired: the list is read again at once, a consistent read, not paged again from the start (which never ends when every token expires)', async (t) => {
+  const mine = Array.from({ length: 250 }, (_, i) => pod(`c-${String(i).padStart(3, '0')}`));
+  const { api, d, m, stats } = await follow(t, mine);
+  await watching(stats);
+  const errors = await m('procctl_kube_api_errors_total');
+  // A 410 on the watch: a consistent read, paged (100 pods a page), whose
+  // second page's token has expired, as every token will.
+  await api.ctl('POST', '/tokens?expire=1');
+  await api.ctl('POST', '/expire');
+  const s = await h.until(async () => (await watching(stats)).lists === 3 && stats(), { what: 'listed, then watching' });
+  assert.ok(d.lines.some((l) => /level=info event=kube_continue_expired action=list_whole/.test(l)), d.lines.join('\n'));
+  assert.deepEqual(s.listed.slice(1), [
+    { node: 'node-a', resourceVersion: null, resourceVersionMatch: null, limit: 100 },
+    { node: 'node-a', resourceVersion: null, resourceVersionMatch: null, limit: 0 },
+  ]);
+  assert.equal(s.expired, 1);
+  assert.equal(await m('procctl_kube_pods'), 250);
+  assert.equal(await m('procctl_kube_synced'), 1);
+  assert.equal(await m('procctl_kube_api_errors_total'), errors, 'no failure, no backoff');
 });
 
 test('a watch cut mid-stream is made again from where it was: no failure, no backoff', async (t) => {
