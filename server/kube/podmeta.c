@@ -24,6 +24,17 @@ static int bad(char *err, size_t errlen, const char *fmt, ...)
 	return -EINVAL;
 }
 
+/* v's string when it holds no NUL, else NULL. A document is parsed with
+ * its NULs (JSON_ALLOW_NUL), so that one in an object's text the daemon
+ * does not read (an annotation, an argument: the API server keeps them)
+ * costs nothing, and one in what it reads costs that object alone; every
+ * string read is taken through here or checked for one. */
+static const char *text(const json_t *v)
+{
+	const char *s = json_string_value(v);
+	return s && strlen(s) == json_string_length(v) ? s : NULL;
+}
+
 static int uid_ok(const char *s, size_t n)
 {
 	size_t i;
@@ -86,7 +97,9 @@ static int field(const json_t *obj, const char *key, const char *what, int (*ok)
 	char q[300];
 	if (!s)
 		return bad(err, errlen, "%s: missing, or not a string", what);
-	if (n >= cap || memchr(s, 0, n) || !ok(s, n))
+	if (memchr(s, 0, n))
+		return bad(err, errlen, "%s: holds a NUL (\\u0000)", what);
+	if (n >= cap || !ok(s, n))
 		return bad(err, errlen, "%s \"%s\": not one", what, node_log_quote(q, sizeof q, s));
 	memcpy(dst, s, n + 1);
 	return 0;
@@ -292,7 +305,7 @@ int kube_event_parse(const char *line, size_t len, struct kube_event *ev, char *
 	static const char *const types[] = {[KUBE_ADDED] = "ADDED", [KUBE_MODIFIED] = "MODIFIED",
 					    [KUBE_DELETED] = "DELETED", [KUBE_BOOKMARK] = "BOOKMARK", [KUBE_ERROR] = "ERROR"};
 	json_error_t je;
-	json_t *root = json_loadb(line, len, JSON_REJECT_DUPLICATES, &je), *obj;
+	json_t *root = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je), *obj;
 	const char *type;
 	char q[300];
 	size_t t;
@@ -303,7 +316,7 @@ int kube_event_parse(const char *line, size_t len, struct kube_event *ev, char *
 	ev->rv[0] = ev->reason[0] = 0;
 	if (!root)
 		return bad(err, errlen, "a watch event that is not JSON: %s", node_log_quote(q, sizeof q, je.text));
-	type = json_string_value(json_object_get(root, "type"));
+	type = text(json_object_get(root, "type"));
 	obj = json_object_get(root, "object");
 	for (t = 0; type && t < sizeof types / sizeof types[0] && strcmp(type, types[t]); t++)
 		;
@@ -312,7 +325,7 @@ int kube_event_parse(const char *line, size_t len, struct kube_event *ev, char *
 	} else if (!json_is_object(obj)) {
 		r = bad(err, errlen, "a %s event without an object", types[t]);
 	} else if ((ev->type = (enum kube_event_type)t) == KUBE_ERROR) {
-		const char *reason = json_string_value(json_object_get(obj, "reason"));
+		const char *reason = text(json_object_get(obj, "reason"));
 		json_int_t code = json_integer_value(json_object_get(obj, "code"));
 		ev->code = code > 0 && code < 1000 ? (int)code : 0;
 		node_log_quote(ev->reason, sizeof ev->reason, reason ? reason : "");
@@ -329,7 +342,7 @@ int kube_event_parse(const char *line, size_t len, struct kube_event *ev, char *
 
 int kube_event_uid(const char *line, size_t len, char *uid)
 {
-	json_t *root = json_loadb(line, len, 0, NULL);
+	json_t *root = json_loadb(line, len, JSON_ALLOW_NUL, NULL);
 	const json_t *md = json_object_get(json_object_get(root, "object"), "metadata"), *v = json_object_get(md, "uid");
 	const char *s = json_string_value(v);
 	char err[8];
@@ -348,7 +361,7 @@ int kube_list_parse(const char *buf, size_t len, struct kube_page *pg, void (*it
 {
 	static _Thread_local struct podmeta m; /* 8 KiB: off the stack of the thread that lists */
 	json_error_t je;
-	json_t *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je), *md, *items, *it;
+	json_t *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je), *md, *items, *it;
 	const char *cont, *kind;
 	char q[300];
 	size_t i, n;
@@ -361,7 +374,7 @@ int kube_list_parse(const char *buf, size_t len, struct kube_page *pg, void (*it
 	items = json_object_get(root, "items");
 	cont = json_string_value(json_object_get(md, "continue"));
 	n = json_string_length(json_object_get(md, "continue"));
-	kind = json_string_value(json_object_get(root, "kind"));
+	kind = text(json_object_get(root, "kind"));
 	if (!kind || strcmp(kind, "PodList"))
 		r = bad(err, errlen, "a list whose kind is not PodList");
 	else if (!json_is_object(md) || (!json_is_array(items) && !json_is_null(items) && items))

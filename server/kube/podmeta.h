@@ -5,7 +5,10 @@
  * peer like any: every field is checked as Kubernetes itself validates it
  * (a UID, DNS names, label keys and values), and what one pod may hold is
  * bounded; a pod with more labels than that is kept without them
- * (labels_over: no label selector matches it, and it is counted). */
+ * (labels_over: no label selector matches it, and it is counted). A NUL
+ * (\u0000) in a string the daemon reads refuses its pod alone; one in
+ * any other (an annotation, an argument: the API server keeps them) is
+ * no reason to refuse it, nor the page it is on. */
 #ifndef PROCCTL_NODE_PODMETA_H
 #define PROCCTL_NODE_PODMETA_H
 

@@ -6,7 +6,8 @@
 // the watch cache): finished pods take no room; past kubernetes_pods_max
 // every page is read and the rest counted exactly, and taken in when
 // there is room; an expired continue token is followed by the whole list
-// at once, as client-go's pager does; a watch cut mid-stream is made again, no failure; while the
+// at once, as client-go's pager does; a NUL in a pod costs that pod at
+// most; a watch cut mid-stream is made again, no failure; while the
 // API fails procctl_kube_synced is 0, and kube_api_recovered is said as
 // soon as a watch runs again; a 429's Retry-After is heeded; a static
 // pod's process is known by its mirror pod, a `kubectl debug`
@@ -128,6 +129,25 @@ test('a continue token that expired: the list is read again at once, a consisten
   assert.equal(await m('procctl_kube_pods'), 250);
   assert.equal(await m('procctl_kube_synced'), 1);
   assert.equal(await m('procctl_kube_api_errors_total'), errors, 'no failure, no backoff');
+});
+
+test('a NUL (\\u0000) in a pod costs that pod at most: kept when it is in what the daemon does not read (an annotation, an argument, as the API server keeps them), skipped alone in a label (a hostile server); lists and watches go on', async (t) => {
+  const note = pod('nul-note', { annotations: { note: 'a\u0000b' } });
+  note.spec.containers[0].args = ['\u0000'];
+  const label = pod('nul-label');
+  label.metadata.labels = { app: 'we\u0000b' }; // no valid Pod: the API server would refuse it
+  // Before, the page failed to parse (a NUL is not allowed), and with it
+  // every list: no pod at all.
+  const { api, d, m, stats } = await follow(t, [note, label, pod('fine')]);
+  assert.equal(await m('procctl_kube_pods'), 2);
+  assert.equal(await m('procctl_kube_rejected_total'), 1);
+  assert.ok(d.lines.some((l) => /event=kube_rejected what=list_item count=1 reason="items\[\d\]: metadata.labels: \\"app\\"/.test(l)),
+    d.lines.join('\n'));
+  await watching(stats);
+  await api.ctl('POST', '/pods', pod('later', { annotations: { x: '\u0000' } }));
+  await h.until(async () => (await m('procctl_kube_pods')) === 3, { what: 'a pod with a NUL, added later, kept' });
+  assert.equal(await m('procctl_kube_synced'), 1);
+  assert.equal((await stats()).lists, 1);
 });
 
 test('a watch cut mid-stream is made again from where it was: no failure, no backoff', async (t) => {
