@@ -484,8 +484,9 @@ static int serve_http(struct node_cfg *cfg, struct node *n, struct grpc_srv *srv
 }
 
 /* The loop ended (r): gRPC and HTTP stopped, the processes handed off
- * (or uninstalled), the rest freed. */
-static void serve_end(struct node *n, struct grpc_srv *srv, struct httpsrv *http, int uninstall, int lost, int r)
+ * (or uninstalled), NODE.lock released, the rest freed. */
+static void serve_end(struct node *n, struct grpc_srv *srv, struct httpsrv *http, struct nodelock *lock, int uninstall,
+		      int lost, int r)
 {
 	double t0;
 	t0 = ((double)procctl_now_ns() / 1e6);
@@ -493,15 +494,18 @@ static void serve_end(struct node *n, struct grpc_srv *srv, struct httpsrv *http
 	notify(lost ? "STATUS=NODE.lock lost: handing off, then standing by" : "STOPPING=1\nSTATUS=handing off");
 	httpsrv_stop(http);
 	grpcsrv_stop(srv, GRACE_MS);
-	/* The hand-off first: RELEASED, every lock dropped; a successor takes
-	 * over from here. Freeing the rest (uprobes: slow in the kernel; the
-	 * self-probe's channel, 10 ms of gRPC's shutdown) is nobody's wait but
-	 * this process's. */
+	/* The hand-off first: RELEASED, every lock dropped, and NODE.lock
+	 * with them, so that a successor on standby serves from here. Freeing
+	 * the rest is nobody's wait but this process's: the hello probe's
+	 * uprobes above all (the kernel takes a grace period, tens of ms, to
+	 * take each away, one at a time: the probes of one user's 8 files
+	 * held a successor off for minutes while NODE.lock waited for them). */
 	node_release(n, uninstall ? PROCCTL_CLOSE_UNINSTALL : 0);
-	node_log(PROCCTL_LOG_INFO, "handed_off", "mode=%s ms=%.1f", uninstall ? "uninstall" : "hand-off",
-		 ((double)procctl_now_ns() / 1e6) - t0);
 	selfprobe_stop(the_probe); /* the loop and HTTP, which kick it, are gone */
 	the_probe = NULL;
+	nodelock_release(lock);
+	node_log(PROCCTL_LOG_INFO, "handed_off", "mode=%s ms=%.1f", uninstall ? "uninstall" : "hand-off",
+		 ((double)procctl_now_ns() / 1e6) - t0);
 	the_node = NULL;
 	node_close(n, 0);
 	node_log(PROCCTL_LOG_INFO, "stopped", "error=%s ms=%.1f", r < 0 ? strerror(-r) : "none",
@@ -512,7 +516,7 @@ static void serve_end(struct node *n, struct grpc_srv *srv, struct httpsrv *http
  * off (or uninstall). *lost: it stopped because NODE.lock was deleted or
  * replaced (another daemon may serve now): it handed off and the caller
  * stands by again. The exit status. */
-static int serve(struct node_cfg *cfg, const struct nodelock *lock, int uninstall, int *lost)
+static int serve(struct node_cfg *cfg, struct nodelock *lock, int uninstall, int *lost)
 {
 	char err[512];
 	struct grpc_srv *srv = NULL;
@@ -534,7 +538,7 @@ static int serve(struct node_cfg *cfg, const struct nodelock *lock, int uninstal
 		pinger_start(); /* through the hand-off and the standby after it (a stop's STOPPING=1 ends the watchdog) */
 	if (*lost)
 		uninstall = 0; /* the processes may have another daemon now: hand them off */
-	serve_end(n, srv, http, uninstall, *lost, r);
+	serve_end(n, srv, http, lock, uninstall, *lost, r);
 	return r < 0 || failed ? 1 : 0;
 }
 

@@ -307,6 +307,35 @@ for (const sig of ['SIGTERM', 'SIGKILL']) {
   });
 }
 
+test('a standby serves as soon as the first has handed off, before the first closes its uprobes (slow: one user\'s files once held a successor off for minutes)', async () => {
+  const first = await new h.Daemon({ args: ['--http-listen', '127.0.0.1:0'] }).ready();
+  const hp = await first.httpPort();
+  const e = await h.echo(); // its program gets uprobes when it maps it
+  await h.attached(first, e.pid);
+  await h.until(async () => (await h.metric(hp, 'procctl_hello_uprobes')) > 0, { what: 'its program probed' });
+  const second = new h.Daemon({ dir: first.dir });
+  await second.line(/event=standby/);
+  const exit = first.kill('SIGTERM');
+  // Frozen once handed off: whatever it would free after, it never does
+  // until the successor serves.
+  await first.line(/event=handed_off mode=hand-off/);
+  first.proc.kill('SIGSTOP');
+  try {
+    await second.line(/event=taking_over/);
+    await second.ready();
+    const p = await h.attached(second, e.pid);
+    assert.equal(p.leaseState, 'LEASE_STATE_LIVE');
+  } finally {
+    first.proc.kill('SIGCONT');
+  }
+  assert.deepEqual(await exit, { code: 0, sig: null });
+  const at = (re) => first.lines.findIndex((l) => re.test(l));
+  assert.ok(at(/event=closing_uprobes count=[1-9]/) > at(/event=handed_off/), first.lines.join('\n'));
+  assert.ok(!e.out.some((l) => /event=cleared|event=lease state=expired/.test(l)), e.out.join('\n'));
+  await second.stop();
+  await e.kill('SIGKILL');
+});
+
 test('the fd limit is raised to the hard limit; one short of max_regions is said', async () => {
   const dir = h.scratch('procctl-node-');
   const sock = path.join(dir, 'run', 'node.sock');
