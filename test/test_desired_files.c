@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "desired/desired_int.h"
 #include "desired_th.h"
 #include "procctl/v1/node.pb-c.h"
 
@@ -335,6 +336,45 @@ static void pid_bound(void **state)
 	desired_free(&s);
 }
 
+/* desired_max's largest store, 65,536 configs of a pod each: loaded
+ * whole, and an overlap of its first and last found. Only configs that
+ * could overlap are compared now: each with each took 20 s before the
+ * daemon served (303 s with another mix), and 65,536 is what one config
+ * key allows. */
+static void largest(void **state)
+{
+	enum { N = 65536 };
+	struct desired_store s, t;
+	char err[512] = "";
+	uint8_t *buf;
+	size_t i, len;
+	(void)state;
+
+	memset(&s, 0, sizeof s);
+	for (i = 0; i < N; i++) {
+		struct selector k = key(0, C, 1, "", "");
+		snprintf(k.pod_uid, sizeof k.pod_uid, "%08zx-5c1f-4c1a-9f3e-2d7b8c9a1e4f", i);
+		assert_int_equal(desired_append(&s, &k, &nopod, "p", 1, i + 1, ""), 0);
+	}
+	s.revision = N;
+	assert_int_equal(desired_encode(&s, &buf, &len), 0);
+	memset(&t, 0, sizeof t);
+	assert_int_equal(desired_parse(&t, buf, len, err, sizeof err), 0);
+	assert_int_equal(t.n, N);
+	assert_string_equal(t.v[N - 1].sel.pod_uid, "0000ffff-5c1f-4c1a-9f3e-2d7b8c9a1e4f");
+	desired_free(&t);
+	free(buf);
+
+	memcpy(s.v[N - 1].sel.pod_uid, s.v[0].sel.pod_uid, sizeof s.v[0].sel.pod_uid);
+	assert_int_equal(desired_encode(&s, &buf, &len), 0);
+	memset(&t, 0, sizeof t);
+	assert_int_equal(desired_parse(&t, buf, len, err, sizeof err), -EINVAL);
+	assert_string_equal(err, "config 65535 overlaps config 0");
+	assert_int_equal(t.n, 0);
+	free(buf);
+	desired_free(&s);
+}
+
 static void corrupt(void **state)
 {
 	static const uint8_t junk[][40] = {
@@ -650,6 +690,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(persistence),
+		cmocka_unit_test(largest),
 		cmocka_unit_test(corrupt),
 		cmocka_unit_test(corrupt_bytes),
 		cmocka_unit_test(write_failure),

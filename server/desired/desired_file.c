@@ -158,12 +158,11 @@ static int desired_save(const struct desired_store *s, char *err, size_t errlen)
 
 /* Check config i of a file and add it to s (which holds those before
  * it): 0, -EINVAL or -ENOMEM with err. The file's bytes are the daemon's
- * own, but are checked like a request's. */
+ * own, but are checked like a request's; overlaps() checks them together. */
 static int check_add(struct desired_store *s, size_t i, const struct desired *c, uint64_t store_rev, char *err,
 		     size_t errlen)
 {
 	const char *why = NULL;
-	size_t j;
 	if (desired_check(&c->sel, &why) < 0) {
 		snprintf(err, errlen, "config %zu: %s", i, why);
 		return -EINVAL;
@@ -186,16 +185,73 @@ static int check_add(struct desired_store *s, size_t i, const struct desired *c,
 		snprintf(err, errlen, "config %zu: payload of %zu bytes (1 to %u)", i, c->len, (unsigned)PROCCTL_PAYLOAD_MAX);
 		return -EINVAL;
 	}
-	for (j = 0; j < s->n; j++)
-		if (desired_conflict(&s->v[j].sel, &s->v[j].pod, &c->sel, &c->pod)) {
-			snprintf(err, errlen, "config %zu overlaps config %zu", i, j);
-			return -EINVAL;
-		}
 	if (desired_append(s, &c->sel, &c->pod, c->payload, c->len, c->revision, c->source) < 0) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	s->v[s->n - 1].created = c->created;
+	return 0;
+}
+
+static int cmp_num(uint64_t a, uint64_t b)
+{
+	return (a > b) - (a < b);
+}
+
+/* By what sets a config's precedence (desired_conflict): two configs that
+ * could not both be set are equal here. */
+static int cmp_group(const void *pa, const void *pb)
+{
+	const struct desired *a = *(const struct desired *const *)pa, *b = *(const struct desired *const *)pb;
+	int r;
+	if ((r = strcmp(a->sel.consumer, b->sel.consumer)) || (r = cmp_num(a->sel.version, b->sel.version)) ||
+	    (r = cmp_num(a->level, b->level)))
+		return r;
+	switch (a->level) {
+	case DESIRED_PID:
+		return cmp_num((uint64_t)a->sel.pid, (uint64_t)b->sel.pid);
+	case DESIRED_CONTAINER:
+		return strcmp(a->sel.container_id, b->sel.container_id);
+	case DESIRED_POD:
+		return strcmp(a->sel.pod_uid, b->sel.pod_uid);
+	case DESIRED_LABELS:
+		return (r = strcmp(a->pod.ns, b->pod.ns)) ? r : strcmp(a->pod.labels, b->pod.labels);
+	case DESIRED_NAMESPACE:
+		return strcmp(a->pod.ns, b->pod.ns);
+	case DESIRED_CONSUMER:
+		break;
+	}
+	return 0;
+}
+
+/* 0 when no two configs of a file's s could not both be set, else
+ * -EINVAL naming them (or -ENOMEM) in err. Only configs of one group
+ * (cmp_group) are compared: each with each, a store of 65,536 took minutes
+ * to load. */
+static int overlaps(const struct desired_store *s, char *err, size_t errlen)
+{
+	const struct desired **by = malloc((s->n ? s->n : 1) * sizeof *by);
+	size_t i, j, k, m;
+	if (!by) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (i = 0; i < s->n; i++)
+		by[i] = &s->v[i];
+	qsort(by, s->n, sizeof *by, cmp_group);
+	for (i = 0; i < s->n; i = j) {
+		for (j = i + 1; j < s->n && !cmp_group(&by[i], &by[j]); j++)
+			;
+		for (k = i; k < j; k++)
+			for (m = k + 1; m < j; m++)
+				if (desired_conflict(&by[k]->sel, &by[k]->pod, &by[m]->sel, &by[m]->pod)) {
+					size_t a = (size_t)(by[k] - s->v), b = (size_t)(by[m] - s->v);
+					snprintf(err, errlen, "config %zu overlaps config %zu", a > b ? a : b, a > b ? b : a);
+					free(by);
+					return -EINVAL;
+				}
+	}
+	free(by);
 	return 0;
 }
 
@@ -330,6 +386,8 @@ int desired_parse(struct desired_store *s, const uint8_t *buf, size_t len, char 
 	for (i = 0; i < n && !rc; i++)
 		if (!(rc = get_config(&r, format, i, &c, err, errlen)) && !unbound(s, &c.sel))
 			rc = check_add(s, i, &c, rev, err, errlen);
+	if (!rc)
+		rc = overlaps(s, err, errlen);
 	if (!rc && r.p != r.end) {
 		snprintf(err, errlen, "%zu bytes after the last config", (size_t)(r.end - r.p));
 		rc = -EINVAL;
@@ -377,6 +435,8 @@ int desired_parse_v0(struct desired_store *s, const uint8_t *buf, size_t len, ch
 		if (!unbound(s, &c.sel))
 			r = check_add(s, i, &c, m->revision, err, errlen);
 	}
+	if (!r)
+		r = overlaps(s, err, errlen);
 	s->revision = m->revision;
 	protobuf_c_message_free_unpacked(&m->base, NULL);
 	if (r)
