@@ -23,7 +23,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t n = 0;
 
 	err[0] = 0;
-	if (kube_list_parse((const char *)data, size, &pg, item, &n, err, sizeof err) < 0) {
+	if (kube_list_parse((const char *)data, size, 2048, &pg, item, &n, err, sizeof err) < 0) {
 		if (!err[0] || n)
 			abort();
 		fuzz_printable(err);

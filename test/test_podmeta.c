@@ -92,7 +92,7 @@ static int page(const char *body, struct kube_page *pg, struct seen *s)
 {
 	memset(s, 0, sizeof *s);
 	err[0] = 0;
-	return kube_list_parse(body, strlen(body), pg, seen_pod, s, err, sizeof err);
+	return kube_list_parse(body, strlen(body), 1u << 20, pg, seen_pod, s, err, sizeof err);
 }
 
 /* A page of a LIST: its pods, its version, the next page's token; a bad
@@ -318,6 +318,80 @@ static void nuls(void **state)
 	assert_string_equal(ev.pod.uid, UID);
 }
 
+/* A page's parts are parsed one at a time: padding of small values
+ * around the items costs no tree (it took gigabytes as one); an item of
+ * too many values or bytes is refused alone, unparsed; a key twice in an
+ * item refuses that item, a part twice the page. */
+static void page_bounds(void **state)
+{
+	static struct kube_page pg;
+	enum { PAD = 300000 };
+	size_t n = PAD * 2 + 4096, o = 0, i;
+	char *big = malloc(n);
+	struct seen s;
+	(void)state;
+	assert_non_null(big);
+	o += (size_t)snprintf(big + o, n - o, "{\"pad\":[");
+	for (i = 0; i < PAD; i++)
+		big[o++] = '0', big[o++] = ',';
+	o += (size_t)snprintf(big + o - 1, n - o, "],\"kind\":\"PodList\",\"metadata\":{\"resourceVersion\":\"5\"},\"items\":["
+				  "{\"metadata\":{" BASIC "}},{\"metadata\":{" BASIC ",\"x\":1,\"x\":2}}]}") - 1;
+	assert_int_equal(page(big, &pg, &s), 0);
+	assert_int_equal(pg.items, 1);
+	assert_int_equal(pg.rejected, 1);
+	assert_non_null(strstr(pg.rejected_why, "items[1]: not JSON: duplicate object key"));
+
+	/* an item of KUBE_VALUES_MAX + 1 values, beside a good one */
+	o = (size_t)snprintf(big, n, "{\"kind\":\"PodList\",\"metadata\":{\"resourceVersion\":\"5\"},\"items\":[{\"metadata\":{" BASIC
+				     "}},{\"metadata\":{" BASIC "},\"x\":[");
+	for (i = 0; i < KUBE_VALUES_MAX - 6; i++) /* and the item, metadata, its 4 fields, x */
+		big[o++] = '0', big[o++] = ',';
+	snprintf(big + o - 1, n - o, "]}]}");
+	assert_int_equal(page(big, &pg, &s), 0);
+	assert_int_equal(pg.items, 1);
+	assert_string_equal(pg.rejected_why, "items[1]: 100001 JSON values (more than 100000)");
+	free(big);
+
+	/* over the bound on an item's bytes (1 MiB here) */
+	n = (1u << 20) + 4096;
+	big = malloc(n);
+	assert_non_null(big);
+	o = (size_t)snprintf(big, n, "{\"kind\":\"PodList\",\"metadata\":{\"resourceVersion\":\"5\"},\"items\":[{\"metadata\":{" BASIC
+				     "},\"x\":\"");
+	memset(big + o, 'a', 1u << 20);
+	snprintf(big + o + (1u << 20), n - o - (1u << 20), "\"}]}");
+	assert_int_equal(page(big, &pg, &s), 0);
+	assert_int_equal(pg.items, 0);
+	assert_non_null(strstr(pg.rejected_why, "items[0]: 1048"));
+	assert_non_null(strstr(pg.rejected_why, "(an object of more than 1048576, kubernetes_event_bytes_max)"));
+	free(big);
+
+	assert_int_equal(page("{\"kind\":\"PodList\",\"metadata\":{\"resourceVersion\":\"5\"},\"items\":[],\"items\":[]}", &pg, &s),
+			 -EINVAL);
+	assert_string_equal(err, "a list with two \"items\"");
+	assert_int_equal(page("{\"kind\":\"PodList\",\"metadata\":{\"resourceVersion\":\"5\"},\"items\":[]} x", &pg, &s), -EINVAL);
+	assert_string_equal(err, "a list that is not JSON (at byte 65)");
+	assert_int_equal(page("{\"kind\":\"PodList\",\"items\":[]}", &pg, &s), -EINVAL);
+	assert_string_equal(err, "a PodList without metadata");
+}
+
+/* A watch event of too many values is refused unparsed, its UID too. */
+static void event_bounds(void **state)
+{
+	size_t n = 2 * KUBE_VALUES_MAX + 4096, o, i;
+	char *big = malloc(n), uid[37];
+	(void)state;
+	assert_non_null(big);
+	o = (size_t)snprintf(big, n, "{\"type\":\"ADDED\",\"object\":{\"metadata\":{" BASIC "},\"x\":[");
+	for (i = 0; i < KUBE_VALUES_MAX; i++)
+		big[o++] = '0', big[o++] = ',';
+	o += (size_t)snprintf(big + o - 1, n - o, "]}}") - 1;
+	assert_int_equal(event(big), -EINVAL);
+	assert_string_equal(err, "a watch event of more than 100000 JSON values");
+	assert_int_equal(kube_event_uid(big, o, uid), -EINVAL);
+	free(big);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -329,6 +403,8 @@ int main(void)
 		cmocka_unit_test(lists),
 		cmocka_unit_test(refused_uid),
 		cmocka_unit_test(nuls),
+		cmocka_unit_test(page_bounds),
+		cmocka_unit_test(event_bounds),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -524,7 +524,7 @@ static int list_page(struct kubewatch *kw, struct list_ctx *x, const char *cont)
 		return fail(kw, "the list from the API server's cache over %u bytes (kubernetes_page_bytes_max; paged lists "
 			    "of %u pods from now on)", kw->cfg.page_bytes_max, kw->limit);
 	}
-	if (!r && kube_list_parse(kw->buf ? kw->buf : "", kw->len, pg, list_item, x, err, sizeof err) < 0)
+	if (!r && kube_list_parse(kw->buf ? kw->buf : "", kw->len, kw->cfg.event_bytes_max, pg, list_item, x, err, sizeof err) < 0)
 		r = fail(kw, "%s", err);
 	if (kw->len >= TRIM_BYTES)
 		malloc_trim(0); /* a large page's freed tree */

@@ -10,9 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "jsonscan.h"
 #include "sys/log.h"
 
 _Static_assert(PODMETA_TEXT_MAX <= 65536, "podmeta's offsets are 16 bits");
+
+#define LIST_META_MAX (KUBE_CONTINUE_MAX + 4096) /* a list's metadata: a version, a token, a count */
 
 static int bad(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int bad(char *err, size_t errlen, const char *fmt, ...)
@@ -300,12 +303,21 @@ size_t podmeta_labels(const struct podmeta *m, struct label *out)
 	return m->nlabels;
 }
 
+/* 1 when the JSON text is a value of more than KUBE_VALUES_MAX values:
+ * not to be parsed (a tree costs tens of bytes a value). */
+static int too_many_values(const char *buf, size_t len)
+{
+	struct jsonscan sc = {buf, buf + len, 0};
+	const char *at;
+	return jsonscan_value(&sc, &at) == 0 && sc.values > KUBE_VALUES_MAX;
+}
+
 int kube_event_parse(const char *line, size_t len, struct kube_event *ev, char *err, size_t errlen)
 {
 	static const char *const types[] = {[KUBE_ADDED] = "ADDED", [KUBE_MODIFIED] = "MODIFIED",
 					    [KUBE_DELETED] = "DELETED", [KUBE_BOOKMARK] = "BOOKMARK", [KUBE_ERROR] = "ERROR"};
 	json_error_t je;
-	json_t *root = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je), *obj;
+	json_t *root, *obj;
 	const char *type;
 	char q[300];
 	size_t t;
@@ -314,6 +326,9 @@ int kube_event_parse(const char *line, size_t len, struct kube_event *ev, char *
 	ev->type = KUBE_ERROR;
 	ev->code = 0;
 	ev->rv[0] = ev->reason[0] = 0;
+	if (too_many_values(line, len))
+		return bad(err, errlen, "a watch event of more than %d JSON values", KUBE_VALUES_MAX);
+	root = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je);
 	if (!root)
 		return bad(err, errlen, "a watch event that is not JSON: %s", node_log_quote(q, sizeof q, je.text));
 	type = text(json_object_get(root, "type"));
@@ -342,7 +357,7 @@ int kube_event_parse(const char *line, size_t len, struct kube_event *ev, char *
 
 int kube_event_uid(const char *line, size_t len, char *uid)
 {
-	json_t *root = json_loadb(line, len, JSON_ALLOW_NUL, NULL);
+	json_t *root = too_many_values(line, len) ? NULL : json_loadb(line, len, JSON_ALLOW_NUL, NULL);
 	const json_t *md = json_object_get(json_object_get(root, "object"), "metadata"), *v = json_object_get(md, "uid");
 	const char *s = json_string_value(v);
 	char err[8];
@@ -356,49 +371,136 @@ int kube_event_uid(const char *line, size_t len, char *uid)
 	return r;
 }
 
-int kube_list_parse(const char *buf, size_t len, struct kube_page *pg, void (*item)(void *arg, const struct podmeta *m),
-		    void *arg, char *err, size_t errlen)
+/* A list's kind, as its text (JSON): 0 when it is "PodList". */
+static int podlist_kind(const char *at, size_t n)
 {
-	static _Thread_local struct podmeta m; /* 8 KiB: off the stack of the thread that lists */
-	json_error_t je;
-	json_t *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je), *md, *items, *it;
-	const char *cont, *kind;
-	char q[300];
-	size_t i, n;
-	int r = -EINVAL;
+	json_t *v = json_loadb(at, n, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
+	const char *k = text(v);
+	int r = k && !strcmp(k, "PodList") ? 0 : -EINVAL;
+	json_decref(v);
+	return r;
+}
 
-	memset(pg, 0, sizeof *pg);
-	if (!root)
-		return bad(err, errlen, "a list that is not JSON: %s", node_log_quote(q, sizeof q, je.text));
-	md = json_object_get(root, "metadata");
-	items = json_object_get(root, "items");
-	cont = json_string_value(json_object_get(md, "continue"));
-	n = json_string_length(json_object_get(md, "continue"));
-	kind = text(json_object_get(root, "kind"));
-	if (!kind || strcmp(kind, "PodList"))
-		r = bad(err, errlen, "a list whose kind is not PodList");
-	else if (!json_is_object(md) || (!json_is_array(items) && !json_is_null(items) && items))
-		r = bad(err, errlen, "a PodList without metadata, or whose items are not an array");
+/* A list's metadata (its text, JSON): its version and continue token
+ * into pg. */
+static int list_meta(const char *at, size_t n, struct kube_page *pg, char *err, size_t errlen)
+{
+	json_t *md = n <= LIST_META_MAX ? json_loadb(at, n, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, NULL) : NULL;
+	const json_t *jc = json_object_get(md, "continue");
+	const char *cont = json_string_value(jc);
+	size_t len = json_string_length(jc);
+	char q[300];
+	int r;
+	if (!json_is_object(md))
+		r = bad(err, errlen, "a PodList whose metadata is no object of at most %d bytes", LIST_META_MAX);
 	else if ((r = field(md, "resourceVersion", "a list's resourceVersion", rv_ok, pg->rv, sizeof pg->rv, err, errlen)) < 0)
 		;
-	else if (cont && (n > KUBE_CONTINUE_MAX || !token_ok(cont, n)))
+	else if (cont && (len > KUBE_CONTINUE_MAX || !token_ok(cont, len)))
 		r = bad(err, errlen, "a list's continue token \"%s\": not printable, or over %d bytes",
 			node_log_quote(q, sizeof q, cont), KUBE_CONTINUE_MAX);
-	else {
-		if (cont)
-			memcpy(pg->cont, cont, n + 1);
-		json_array_foreach(items, i, it) {
-			char why[200];
-			if (podmeta_parse(it, &m, why, sizeof why) < 0) {
-				if (!pg->rejected++)
-					snprintf(pg->rejected_why, sizeof pg->rejected_why, "items[%zu]: %s", i, why);
-				continue;
-			}
-			pg->items++;
-			item(arg, &m);
-		}
-		r = 0;
-	}
-	json_decref(root);
+	else if (cont)
+		memcpy(pg->cont, cont, len + 1);
+	json_decref(md);
 	return r;
+}
+
+/* An item of a list (its text, JSON, of values values), to item() when it
+ * is a Pod; else counted, and the first one's reason kept. */
+static void list_item(const char *at, size_t n, size_t values, size_t i, size_t bytes_max, struct kube_page *pg,
+		      void (*item)(void *arg, const struct podmeta *m), void *arg)
+{
+	static _Thread_local struct podmeta m; /* 8 KiB: off the stack of the thread that lists */
+	char why[200], q[200];
+	json_error_t je;
+	json_t *it = NULL;
+	int r = -EINVAL;
+	if (n > bytes_max)
+		snprintf(why, sizeof why, "%zu bytes (an object of more than %zu, kubernetes_event_bytes_max)", n, bytes_max);
+	else if (values > KUBE_VALUES_MAX)
+		snprintf(why, sizeof why, "%zu JSON values (more than %d)", values, KUBE_VALUES_MAX);
+	else if (!(it = json_loadb(at, n, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je)))
+		snprintf(why, sizeof why, "not JSON: %s", node_log_quote(q, sizeof q, je.text));
+	else
+		r = podmeta_parse(it, &m, why, sizeof why);
+	json_decref(it);
+	if (r < 0) {
+		if (!pg->rejected++)
+			snprintf(pg->rejected_why, sizeof pg->rejected_why, "items[%zu]: %s", i, why);
+		return;
+	}
+	pg->items++;
+	item(arg, &m);
+}
+
+/* The items array's text: each to list_item. */
+static int list_items(const char *at, size_t n, size_t bytes_max, struct kube_page *pg,
+		      void (*item)(void *arg, const struct podmeta *m), void *arg, char *err, size_t errlen)
+{
+	struct jsonscan s = {at, at + n, 0};
+	const char *v;
+	size_t i = 0;
+	if (n == 4 && !memcmp(at, "null", 4))
+		return 0;
+	if (!jsonscan_take(&s, '['))
+		return bad(err, errlen, "a PodList whose items are not an array");
+	if (jsonscan_take(&s, ']'))
+		return 0;
+	do {
+		size_t before = s.values;
+		if (jsonscan_value(&s, &v) < 0)
+			return bad(err, errlen, "a list that is not JSON"); /* scanned once already */
+		list_item(v, (size_t)(s.p - v), s.values - before, i++, bytes_max, pg, item, arg);
+	} while (jsonscan_take(&s, ','));
+	return 0;
+}
+
+/* A list's kind, metadata and items, found; a member twice is refused. */
+struct list_parts {
+	const char *kind, *meta, *items;
+	size_t kind_n, meta_n, items_n;
+};
+
+static int list_parts(const char *buf, size_t len, struct list_parts *lp, char *err, size_t errlen)
+{
+	struct jsonscan s = {buf, buf + len, 0};
+	memset(lp, 0, sizeof *lp);
+	if (!jsonscan_take(&s, '{'))
+		return bad(err, errlen, "a list that is not JSON (not an object)");
+	if (!jsonscan_take(&s, '}'))
+		do {
+			const char *key, *v, **part = NULL;
+			size_t kn, *part_n = NULL;
+			if (jsonscan_key(&s, &key, &kn) < 0 || jsonscan_value(&s, &v) < 0)
+				return bad(err, errlen, "a list that is not JSON (at byte %zu)", (size_t)(s.p - buf));
+			if (kn == 4 && !memcmp(key, "kind", 4))
+				part = &lp->kind, part_n = &lp->kind_n;
+			else if (kn == 8 && !memcmp(key, "metadata", 8))
+				part = &lp->meta, part_n = &lp->meta_n;
+			else if (kn == 5 && !memcmp(key, "items", 5))
+				part = &lp->items, part_n = &lp->items_n;
+			if (part && *part)
+				return bad(err, errlen, "a list with two \"%.*s\"", (int)kn, key);
+			if (part)
+				*part = v, *part_n = (size_t)(s.p - v);
+		} while (jsonscan_take(&s, ','));
+	if (!jsonscan_take(&s, '}') || !jsonscan_end(&s))
+		return bad(err, errlen, "a list that is not JSON (at byte %zu)", (size_t)(s.p - buf));
+	return 0;
+}
+
+int kube_list_parse(const char *buf, size_t len, size_t item_bytes_max, struct kube_page *pg,
+		    void (*item)(void *arg, const struct podmeta *m), void *arg, char *err, size_t errlen)
+{
+	struct list_parts lp;
+	int r;
+	memset(pg, 0, sizeof *pg);
+	if ((r = list_parts(buf, len, &lp, err, errlen)) < 0)
+		return r;
+	if (!lp.kind || podlist_kind(lp.kind, lp.kind_n) < 0)
+		return bad(err, errlen, "a list whose kind is not PodList");
+	if (!lp.meta)
+		return bad(err, errlen, "a PodList without metadata");
+	if ((r = list_meta(lp.meta, lp.meta_n, pg, err, errlen)) < 0)
+		return r;
+	return lp.items ? list_items(lp.items, lp.items_n, item_bytes_max, pg, item, arg, err, errlen) : 0;
 }

@@ -81,6 +81,11 @@ int kube_event_parse(const char *line, size_t len, struct kube_event *ev, char *
  * one that is a UID (into uid, 37 bytes): 0, or -EINVAL. */
 int kube_event_uid(const char *line, size_t len, char *uid);
 
+/* The JSON values one object (a Pod, a watch event) may hold: a tree
+ * costs tens of bytes a value, and no Pod has nearly so many (32
+ * containers of 200 variables, and their managedFields, hold 40,000). */
+#define KUBE_VALUES_MAX 100000
+
 /* One page of a LIST of pods (a PodList, ?limit=N). */
 #define KUBE_CONTINUE_MAX 4096
 struct kube_page {
@@ -94,8 +99,11 @@ struct kube_page {
 /* The len bytes of a page: item(arg, pod) for each pod that parses (the
  * others are counted in pg, and skipped: one bad object does not hide
  * the node's other pods); 0, or -EINVAL and why in err (no PodList, or
- * a bad resourceVersion or continue token). */
-int kube_list_parse(const char *buf, size_t len, struct kube_page *pg, void (*item)(void *arg, const struct podmeta *m),
-		    void *arg, char *err, size_t errlen);
+ * a bad resourceVersion or continue token). The page is scanned, and its
+ * parts parsed one at a time (jsonscan.h): what it costs is one item's
+ * tree, an item being at most item_bytes_max bytes and KUBE_VALUES_MAX
+ * values (a larger one is counted as rejected, not parsed). */
+int kube_list_parse(const char *buf, size_t len, size_t item_bytes_max, struct kube_page *pg,
+		    void (*item)(void *arg, const struct podmeta *m), void *arg, char *err, size_t errlen);
 
 #endif

@@ -50,9 +50,10 @@
 //                               C (429, 500, ...), with Retry-After: S
 //   POST /restart?down_ms=N     every connection is cut, nothing listens for N ms
 //   POST /slow?ms=N             every answer waits N ms first (0: none)
-//   POST /pad?bytes=N           every page of a list carries about N bytes
+//   POST /pad?bytes=N[&small=1] every page of a list carries about N bytes
 //                               more of valid JSON, in small fields the
-//                               client does not know (a hostile server)
+//                               client does not know (a hostile server);
+//                               small: an array of zeros, a value in 2 bytes
 //   POST /bookmarks?ms=N        BOOKMARK every N ms (0: none)
 //   POST /inject                the body, as it is, on every open watch (a hostile server)
 //   POST /churn?per_s=N         N label changes a second, to pods taken in turn (0: stop)
@@ -403,8 +404,9 @@ function control(req, body) {
     slowMs = n;
   } else if (m === '/pad') {
     const bytes = Number(u.searchParams.get('bytes') || 0);
-    padding = bytes ? Object.fromEntries(Array.from({ length: Math.ceil(bytes / 76) }, (_, i) => [`p${i}`, 'x'.repeat(64)]))
-      : null;
+    if (!bytes) padding = null;
+    else if (u.searchParams.get('small') === '1') padding = new Array(Math.ceil(bytes / 2)).fill(0);
+    else padding = Object.fromEntries(Array.from({ length: Math.ceil(bytes / 76) }, (_, i) => [`p${i}`, 'x'.repeat(64)]));
   } else if (m === '/bookmarks') {
     bookmarkMs = n;
     for (const w of watches) w.bookmarks();
