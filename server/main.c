@@ -25,6 +25,7 @@
 #include "config/cmdline.h"
 #include "config/config.h"
 #include "kube/kubewatch.h"
+#include "grpc/grpc_conns.h"
 #include "grpc/grpc_server.h"
 #include "http/http.h"
 #include "http/httpbody.h"
@@ -162,6 +163,16 @@ static void probe_metrics(struct prom *p, void *arg)
 	prom_one(p, &(const struct prom_family){"procctl_api_probe_misses_total", PROM_COUNTER, NULL,
 						"Of them, those not answered within health_probe_ms."},
 		 misses);
+}
+
+/* /healthz's report of the gRPC TCP listeners. */
+static int tcp_state(void *arg, struct http_tcp_state *st)
+{
+	struct conns_tcp c;
+	if (!grpcsrv_tcp_state(arg, &c))
+		return 0;
+	*st = (struct http_tcp_state){c.open, c.max, c.pending, c.pending_max, c.refused, c.evicted};
+	return 1;
 }
 
 /* The probe on the first Unix listener, when health_probe_ms asks for one. */
@@ -475,7 +486,7 @@ static int serve_http(struct node_cfg *cfg, struct node *n, struct grpc_srv *srv
 	if (cfg->http_listen[0] &&
 	    httpsrv_start(cfg, n,
 			  (const struct metrics_source[]){{grpc_metrics, srv}, {procself_metrics, NULL}, {probe_metrics, NULL}},
-			  3, &(struct http_liveness){api_alive, n}, http, err, errlen) < 0) {
+			  3, &(struct http_liveness){api_alive, n, tcp_state, srv}, http, err, errlen) < 0) {
 		node_log(PROCCTL_LOG_ERROR, "start_failed", "error=\"%s\"", node_log_quote(q, sizeof q, err));
 		node_stop(n); /* the loop answers what came meanwhile, then all is undone */
 		return 1;

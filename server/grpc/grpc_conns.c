@@ -37,6 +37,11 @@
 
 enum { TCP, UNIX_ };
 
+/* The limits a new connection may meet (limit_met's, evict's), less one. */
+enum { L_CONNS = 1, L_PEER, L_RESERVE, L_PENDING, L_PEER_PENDING, LIMITS = L_PEER_PENDING };
+static const char *const limit_names[LIMITS] = {"grpc_max_connections", "grpc_max_connections_per_peer", "fd_reserve",
+						"pending", "pending_per_peer"};
+
 #define REFUSE_BURST 1024 /* connections closed for want of descriptors, per accept4 */
 /* A connection is cut past CUT_FACTOR * grpc_max_streams calls open on
  * it. A client that heeds the limit never has more streams open, but a
@@ -46,6 +51,18 @@ enum { TCP, UNIX_ };
  * counted over 200 on one connection. */
 #define CUT_FACTOR 10
 #define SWEEP_NS 50000000ll /* 50 ms */
+/* TCP connections on which no call has begun (pending: a handshake not
+ * finished, or a client that never calls) are bounded apart, as a client's
+ * handshake takes milliseconds: unauthenticated connections from 8
+ * addresses held all 256 slots for as long as the handshake timeout, and
+ * again. One address may have an eighth of grpc_max_connections_per_peer
+ * pending (max_peer_pending): its next is closed as it comes. All may
+ * have a quarter of grpc_max_connections (max_pending): past that, or when
+ * every slot is taken, a new one takes the slot of the oldest pending, if
+ * that is EVICT_AGE_NS old, else it is closed as it comes. A connection
+ * closed as it comes costs nothing; one gRPC took costs its handshake's
+ * memory: at most max_pending of those a second. */
+#define EVICT_AGE_NS 1000000000ll
 #define TRIM_DELAY_NS 1000000000ll /* a cut connection's calls end by then */
 
 struct conn {
@@ -53,6 +70,8 @@ struct conn {
 	uint64_t cookie;
 	int fd;
 	int cut;         /* shut down for its calls */
+	int called;      /* a call began on it: not pending */
+	int64_t since;   /* its accept, CLOCK_MONOTONIC */
 	uint32_t calls;
 	struct sockaddr_storage sa; /* TCP: the remote end */
 	struct conn_peer peer;
@@ -60,7 +79,7 @@ struct conn {
 
 struct grpc_conns {
 	pthread_mutex_t mu;
-	uint32_t max_conns, max_per_peer, max_streams, max_calls;
+	uint32_t max_conns, max_per_peer, max_streams, max_calls, max_pending, max_peer_pending;
 	struct conn *tab;
 	size_t cap;           /* max_conns of each transport */
 	uint64_t next_serial;
@@ -83,8 +102,8 @@ struct grpc_conns {
 	int fd_ceiling;       /* a TCP connection's descriptor must be under it (fdlimit.h) */
 	int http_ceiling;     /* ... an HTTP connection's (every other accept4 is libmicrohttpd's) */
 	uint64_t http_refused; /* atomic; HTTP connections closed as they came: the reserve, or no descriptor */
-	uint64_t refused[2][3]; /* by transport; [0] grpc_max_connections, [1] ..._per_peer, [2] the fd reserve */
-	uint64_t cut, calls_refused, accept_errors;
+	uint64_t refused[2][LIMITS]; /* by transport and limit_names[] */
+	uint64_t cut, calls_refused, accept_errors, evicted;
 };
 
 /* This program's table: accept4 below consults it. */
@@ -168,21 +187,63 @@ static int same_peer(const struct conn_peer *a, const struct conn_peer *b)
 	return a->is_unix == b->is_unix && (a->is_unix ? a->uid == b->uid : !strcmp(a->addr, b->addr));
 }
 
-/* The limit p's new connection meets: 0 none, 1 grpc_max_connections, 2
- * grpc_max_connections_per_peer (a Unix root caller has none). Under mu. */
+/* The limit p's new connection meets: 0 none, L_CONNS, L_PEER (a Unix
+ * root caller has none), L_RESERVE. Under mu. */
 static int limit_met(const struct grpc_conns *t, int fd, const struct conn_peer *p)
 {
 	uint32_t mine = 0;
 	size_t i;
 	if (!p->is_unix && fd >= t->fd_ceiling)
-		return 3; /* the reserve's: the Unix socket's callers may take it */
+		return L_RESERVE; /* the Unix socket's callers may take it */
 	if (t->open[p->is_unix ? UNIX_ : TCP] >= t->max_conns)
-		return 1;
+		return L_CONNS;
 	if (p->is_unix && p->uid == 0)
 		return 0;
 	for (i = 0; i < 2 * t->cap; i++)
 		mine += t->tab[i].serial && same_peer(&t->tab[i].peer, p);
-	return mine >= t->max_per_peer ? 2 : 0;
+	return mine >= t->max_per_peer ? L_PEER : 0;
+}
+
+static int pending(const struct conn *e)
+{
+	return e->serial && !e->peer.is_unix && !e->called;
+}
+
+/* Room for a TCP connection from p among the pending (see EVICT_AGE_NS):
+ * 0, the oldest shut down and its slot freed when one had to go; else
+ * the limit met (L_PEER_PENDING, L_PENDING). Under mu. */
+static int evict(struct grpc_conns *t, const struct conn_peer *p)
+{
+	struct conn *oldest = NULL;
+	uint32_t all = 0, mine = 0;
+	int64_t now = procctl_now_ns();
+	size_t i;
+	for (i = 0; i < 2 * t->cap; i++) {
+		struct conn *e = &t->tab[i];
+		if (!pending(e))
+			continue;
+		all++;
+		mine += same_peer(&e->peer, p);
+		if (!oldest || e->since < oldest->since)
+			oldest = e;
+	}
+	if (mine >= t->max_peer_pending)
+		return L_PEER_PENDING;
+	if (all < t->max_pending && t->open[TCP] < t->max_conns)
+		return 0;
+	if (!oldest)
+		return 0; /* every slot has a caller: limit_met says */
+	if (now - oldest->since < EVICT_AGE_NS)
+		return L_PENDING;
+	if (alive(oldest))
+		shutdown(oldest->fd, SHUT_RDWR); /* gRPC closes it; its slot is free now */
+	node_log_limited(PROCCTL_LOG_WARN, "connection_evicted", "transport=tcp addr=%s ms=%lld "
+			 "reason=\"no call yet, and its slot wanted\"", oldest->peer.addr,
+			 (long long)((now - oldest->since) / 1000000));
+	oldest->serial = 0;
+	t->open[TCP]--;
+	t->evicted++;
+	return 0;
 }
 
 /* Take a slot for fd's connection from p, or say why not: 0, or the
@@ -192,7 +253,13 @@ static int admit(struct grpc_conns *t, int fd, const struct conn_peer *p, const 
 	int tr = p->is_unix ? UNIX_ : TCP, why;
 	size_t i;
 	pthread_mutex_lock(&t->mu);
-	if ((why = limit_met(t, fd, p))) {
+	if (!p->is_unix && fd < t->fd_ceiling) {
+		sweep(t);
+		why = evict(t, p);
+	} else {
+		why = 0;
+	}
+	if (!why && (why = limit_met(t, fd, p))) {
 		sweep(t);
 		why = limit_met(t, fd, p);
 	}
@@ -203,15 +270,14 @@ static int admit(struct grpc_conns *t, int fd, const struct conn_peer *p, const 
 	}
 	for (i = 0; t->tab[i].serial; i++) /* open[] < max_conns of each: a slot is free */
 		;
-	t->tab[i] = (struct conn){.serial = ++t->next_serial, .cookie = cookie_of(fd), .fd = fd, .peer = *p};
+	t->tab[i] = (struct conn){.serial = ++t->next_serial, .cookie = cookie_of(fd), .fd = fd, .since = procctl_now_ns(),
+				  .peer = *p};
 	if (sa)
 		t->tab[i].sa = *sa;
 	t->open[tr]++;
 	pthread_mutex_unlock(&t->mu);
 	return 0;
 }
-
-static const char *const limit_names[3] = {"grpc_max_connections", "grpc_max_connections_per_peer", "fd_reserve"};
 
 static void say_refused(const struct conn_peer *p, int why)
 {
@@ -627,6 +693,8 @@ int conns_call_begin(struct grpc_conns *t, const char *peer, int reader, struct 
 	int root;
 	pthread_mutex_lock(&t->mu);
 	e = find(t, peer);
+	if (e)
+		e->called = 1; /* refused or not: its handshake is done */
 	*who = e ? e->peer : (struct conn_peer){0};
 	*tk = (struct conn_ticket){0};
 	root = who->is_unix && who->uid == 0;
@@ -698,6 +766,8 @@ int conns_new(const struct node_cfg *cfg, struct grpc_conns **out)
 	t->max_per_peer = cfg->grpc_max_connections_per_peer;
 	t->max_streams = cfg->grpc_max_streams;
 	t->max_calls = cfg->grpc_max_calls;
+	t->max_pending = t->max_conns / 4 ? t->max_conns / 4 : 1;
+	t->max_peer_pending = t->max_per_peer / 8 ? t->max_per_peer / 8 : 1;
 	t->fd_ceiling = fd_budget()->tcp;
 	t->http_ceiling = fd_budget()->http;
 	pthread_mutex_init(&t->mu, NULL);
@@ -722,6 +792,23 @@ void conns_free(struct grpc_conns *t)
 	free(t);
 }
 
+int conns_tcp_state(struct grpc_conns *t, struct conns_tcp *out)
+{
+	size_t i;
+	if (!__atomic_load_n(&t->nports, __ATOMIC_ACQUIRE))
+		return 0;
+	pthread_mutex_lock(&t->mu);
+	sweep(t);
+	*out = (struct conns_tcp){.open = t->open[TCP], .max = t->max_conns, .pending_max = t->max_pending,
+				  .evicted = t->evicted};
+	for (i = 0; i < 2 * t->cap; i++)
+		out->pending += (uint32_t)pending(&t->tab[i]);
+	for (i = 0; i < LIMITS; i++)
+		out->refused += t->refused[TCP][i];
+	pthread_mutex_unlock(&t->mu);
+	return 1;
+}
+
 #define ONE(p, type, name, help, v) prom_one(p, &(const struct prom_family){name, type, NULL, help}, v)
 
 void conns_metrics(struct grpc_conns *t, struct prom *p)
@@ -737,8 +824,11 @@ void conns_metrics(struct grpc_conns *t, struct prom *p)
 	prom_family(p, &(const struct prom_family){"procctl_grpc_connections_refused_total", PROM_COUNTER, NULL,
 						  "gRPC connections closed as they came, by transport and the limit they met."});
 	for (i = 0; i < 2; i++)
-		for (k = 0; k < (i == TCP ? 3 : 2); k++) /* the reserve is the Unix socket's to take */
+		for (k = 0; k < (i == TCP ? LIMITS : L_PEER); k++) /* the reserve and pending are TCP's */
 			prom_int(p, PROM_LABELS({"transport", tr[i]}, {"limit", limit_names[k]}), t->refused[i][k]);
+	ONE(p, PROM_COUNTER, "procctl_grpc_connections_evicted_total",
+	    "TCP connections on which no call had begun (a handshake not finished) shut down for a new one's slot.",
+	    t->evicted);
 	ONE(p, PROM_COUNTER, "procctl_grpc_connections_cut_total",
 	    "gRPC connections shut down for opening more than ten times grpc_max_streams streams.", t->cut);
 	ONE(p, PROM_COUNTER, "procctl_grpc_accept_errors_total",

@@ -102,4 +102,13 @@ void conns_call_end(struct grpc_conns *t, struct conn_ticket *tk);
 struct prom;
 void conns_metrics(struct grpc_conns *t, struct prom *p);
 
+/* The TCP connections: how many, with no call yet (pending), and what
+ * was done to those past the limits. */
+struct conns_tcp {
+	uint32_t open, max, pending, pending_max;
+	uint64_t refused, evicted;
+};
+/* 1 and *out when TCP listeners are watched, else 0. Any thread. */
+int conns_tcp_state(struct grpc_conns *t, struct conns_tcp *out);
+
 #endif

@@ -44,6 +44,11 @@ extern const size_t node_descriptors_len;
 
 /* ---- metrics ----------------------------------------------------------- */
 
+int grpcsrv_tcp_state(struct grpc_srv *s, struct conns_tcp *out)
+{
+	return conns_tcp_state(s->conns, out);
+}
+
 void grpcsrv_metrics(struct grpc_srv *s, struct prom *p)
 {
 	const struct {
@@ -126,13 +131,22 @@ static grpc_completion_queue *events_cq(void)
 	return grpc_completion_queue_create(grpc_completion_queue_factory_lookup(&a), &a, NULL);
 }
 
+/* gRPC's own lines, at most one a second from each place in its code (a
+ * few places share a limit): a peer makes some as often as it likes (a
+ * handshake that failed or timed out: 25 a second under a spray). */
 static void on_grpc_log(gpr_log_func_args *a)
 {
+	static struct procctl_ratelimit rl[64];
 	enum procctl_log_level l = a->severity == GPR_LOG_SEVERITY_ERROR ? PROCCTL_LOG_ERROR
 				   : a->severity == GPR_LOG_SEVERITY_INFO ? PROCCTL_LOG_INFO
 									 : PROCCTL_LOG_DEBUG;
+	uint32_t h = (uint32_t)a->line;
+	const char *c;
 	char q[512];
-	node_log(l, "grpc", "file=%s line=%d msg=\"%s\"", a->file, a->line, node_log_quote(q, sizeof q, a->message));
+	for (c = a->file; c && *c; c++)
+		h = h * 31 + (unsigned char)*c;
+	node_log_limit(&rl[h % 64], l, "grpc", "file=%s line=%d msg=\"%s\"", a->file, a->line,
+		       node_log_quote(q, sizeof q, a->message));
 }
 
 static char *slurp(const char *key, const char *path, char *err, size_t errlen)

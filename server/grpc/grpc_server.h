@@ -33,6 +33,11 @@ struct prom;
  * the loop's /metrics. Any thread. */
 void grpcsrv_metrics(struct grpc_srv *s, struct prom *p);
 
+struct conns_tcp;
+/* Its TCP listeners' connections (conns_tcp_state): 1, or 0 when it has
+ * none. Any thread. */
+int grpcsrv_tcp_state(struct grpc_srv *s, struct conns_tcp *out);
+
 /* From the loop: wake the watchers (events were appended, or readiness
  * changed). */
 void grpcsrv_kick(struct grpc_srv *s);

@@ -377,16 +377,24 @@ static enum MHD_Result route_too_big(struct hreq *r)
 	       MHD_YES;
 }
 
-/* GET /healthz: is the loop alive (http_liveness)? */
+/* GET /healthz: is the loop alive (http_liveness)? With the gRPC TCP
+ * listeners' connections, when there are any: what their slots hold. */
 static enum MHD_Result route_healthz(struct hreq *r, int get)
 {
+	struct http_tcp_state st;
 	char why[200];
+	int alive = !r->h->live.alive || r->h->live.alive(r->h->live.arg, why, sizeof why);
+	json_t *o;
 	if (!get)
 		return not_allowed(r, "GET");
-	if (r->h->live.alive && !r->h->live.alive(r->h->live.arg, why, sizeof why))
-		answer_json(r, 503, json_pack("{s:s, s:s}", "status", "unresponsive", "reason", why));
-	else
-		answer_json(r, 200, json_pack("{s:s}", "status", "alive"));
+	o = alive ? json_pack("{s:s}", "status", "alive") : json_pack("{s:s, s:s}", "status", "unresponsive", "reason", why);
+	if (o && r->h->live.tcp && r->h->live.tcp(r->h->live.tcp_arg, &st))
+		json_object_set_new(o, "grpc_tcp",
+				    json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "connections", (json_int_t)st.open,
+					      "max_connections", (json_int_t)st.max, "pending", (json_int_t)st.pending,
+					      "max_pending", (json_int_t)st.pending_max, "refused", (json_int_t)st.refused,
+					      "evicted", (json_int_t)st.evicted));
+	answer_json(r, alive ? 200 : 503, o);
 	return MHD_YES;
 }
 

@@ -44,11 +44,21 @@ struct metrics_source {
 	void *arg;
 };
 
-/* What /healthz asks: 1 alive, or 0 and why (a sentence) in why. Called
- * on the HTTP thread. */
+/* The gRPC TCP listeners' connections, as /healthz reports them. */
+struct http_tcp_state {
+	uint32_t open, max;        /* connections, and grpc_max_connections */
+	uint32_t pending, pending_max; /* ... of them with no call yet, and their bound */
+	uint64_t refused, evicted; /* closed as they came (any limit); pending ones shut down for a slot */
+};
+
+/* What /healthz asks: 1 alive, or 0 and why (a sentence) in why; and,
+ * with tcp set, the TCP listeners' state: 1, or 0 when there are none.
+ * Called on the HTTP thread. */
 struct http_liveness {
 	int (*alive)(void *arg, char *why, size_t whylen);
 	void *arg;
+	int (*tcp)(void *arg, struct http_tcp_state *st);
+	void *tcp_arg;
 };
 
 /* Listen on cfg->http_listen (HOST:PORT) and serve for n. /metrics is the

@@ -84,7 +84,7 @@ async function healthyPublish(d) {
   }
 }
 
-test('idle TCP connections from 6,000 addresses: grpc_max_connections are kept, the rest closed at once', async (t) => {
+test('idle TCP connections from 6,000 addresses: a quarter of grpc_max_connections kept, a new one taking the slot of one idle a second, else closed as it comes; an mTLS client is served', async (t) => {
   const { d, tcp, metric } = await start(t, ['--grpc-handshake-ms', '120000']);
   let closed = 0;
   for (let i = 0; i < 6000; i++) {
@@ -93,16 +93,98 @@ test('idle TCP connections from 6,000 addresses: grpc_max_connections are kept, 
     s.on('close', () => closed++);
     sockets.push(s);
   }
-  await h.until(async () => closed >= 6000 - 256 && (await metric('procctl_grpc_connections{transport="tcp"}')) === 256,
-    { timeout: 60000, what: `256 kept, the rest closed (closed ${closed})` });
-  assert.equal(await metric('procctl_grpc_connections_refused_total{transport="tcp",limit="grpc_max_connections"}'),
-    6000 - 256);
+  // None finishes its handshake: before, they held all 256 slots (the
+  // first 256; the rest closed), and a client with a certificate got none.
+  await h.until(async () => closed >= 6000 - 64 && (await metric('procctl_grpc_connections{transport="tcp"}')) === 64,
+    { timeout: 60000, what: `64 kept, the rest closed (closed ${closed})` });
+  const evicted = await metric('procctl_grpc_connections_evicted_total');
+  assert.equal(evicted + await metric('procctl_grpc_connections_refused_total{transport="tcp",limit="pending"}'), 6000 - 64);
+  assert.equal(await metric('procctl_grpc_connections_refused_total{transport="tcp",limit="grpc_max_connections"}'), 0);
+  // A new one each try: once the oldest has been idle a second, its slot is taken.
+  let i = 0;
+  await h.until(async () => {
+    const s = net.connect({ port: tcp, host: '127.0.0.1', localAddress: `127.3.${i >> 8}.${i++ & 255}` });
+    s.on('error', () => {});
+    sockets.push(s);
+    return (await metric('procctl_grpc_connections_evicted_total')) >= evicted + 64;
+  }, { timeout: 30000, every: 20, what: 'the oldest evicted' });
+  assert.equal(await metric('procctl_grpc_connections{transport="tcp"}'), 64);
+  assert.ok(d.lines.some((l) => /level=warn event=connection_evicted transport=tcp addr=127\.1\.\d+\.\d+ ms=\d+ reason="no call yet, and its slot wanted"$/.test(l)));
+  const creds = h.grpc.credentials.createSsl(read('ca.crt'), read('client.key'), read('client.crt'));
+  const c = new h.api.NodeService(`127.0.0.1:${tcp}`, creds, { 'grpc.ssl_target_name_override': 'localhost' });
+  try {
+    for (let i = 0; i < 2; i++) assert.ok(Array.isArray((await h.call(c, 'ListProcesses', {})).processes));
+  } finally {
+    c.close();
+  }
   await healthyPublish(d);
   assert.ok(peak(d) < BOUND, `peak ${peak(d) / MiB} MiB`);
-  assert.ok(d.lines.some((l) => /level=warn event=connection_refused transport=tcp addr=127\.1\.\d+\.\d+ limit=grpc_max_connections$/.test(l)));
   for (const s of sockets.splice(0)) s.destroy();
   await h.until(async () => (await metric('procctl_grpc_connections{transport="tcp"}')) === 0,
     { what: 'the connections gone from the count' });
+  await d.stop();
+});
+
+test('unauthenticated connections from 8 addresses, 32 each, again and again: each address holds an eighth of its limit, the rest closed as they come, and an mTLS client is served', async (t) => {
+  const { d, tcp, http, metric } = await start(t, ['--grpc-handshake-ms', '120000']);
+  let stop = false;
+  t.after(() => {
+    stop = true;
+  });
+  const spray = (addr) => {
+    if (stop) return;
+    const s = net.connect({ port: tcp, host: '127.0.0.1', localAddress: addr });
+    s.on('error', () => {});
+    s.on('close', () => setImmediate(() => spray(addr))); // at once again, as the attacker did
+    sockets.push(s);
+  };
+  for (let a = 0; a < 8; a++) for (let i = 0; i < 32; i++) spray(`127.2.0.${a + 1}`);
+  await h.until(async () => (await metric('procctl_grpc_connections_refused_total{transport="tcp",limit="pending_per_peer"}')) >= 1000,
+    { timeout: 60000, what: 'the spray refused' });
+  assert.equal(await metric('procctl_grpc_connections{transport="tcp"}'), 8 * 4);
+  assert.equal(await metric('procctl_grpc_connections_evicted_total'), 0);
+  // /healthz says what the TCP slots hold (alive all the same: nothing a restart would mend).
+  const hz = await (await fetch(`http://127.0.0.1:${http}/healthz`)).json();
+  assert.equal(hz.status, 'alive');
+  assert.deepEqual({ ...hz.grpc_tcp, refused: 0 }, { connections: 32, max_connections: 256, pending: 32, max_pending: 64,
+    refused: 0, evicted: 0 });
+  assert.ok(hz.grpc_tcp.refused >= 1000);
+  const creds = h.grpc.credentials.createSsl(read('ca.crt'), read('client.key'), read('client.crt'));
+  const c = new h.api.NodeService(`127.0.0.1:${tcp}`, creds, { 'grpc.ssl_target_name_override': 'localhost' });
+  try {
+    for (let i = 0; i < 2; i++) assert.ok(Array.isArray((await h.call(c, 'ListProcesses', {})).processes));
+  } finally {
+    c.close();
+    stop = true;
+    for (const s of sockets.splice(0)) s.destroy();
+  }
+  await d.stop();
+});
+
+test('handshakes that time out, from 20 addresses again and again: gRPC\'s line for them is written at most once a second, saying how many were not', async (t) => {
+  const { d, tcp } = await start(t, ['--grpc-handshake-ms', '200']);
+  let stop = false;
+  let closed = 0;
+  t.after(() => {
+    stop = true;
+  });
+  const spray = (addr) => {
+    if (stop) return;
+    const s = net.connect({ port: tcp, host: '127.0.0.1', localAddress: addr });
+    s.on('error', () => {});
+    s.on('close', () => {
+      closed++;
+      setImmediate(() => spray(addr));
+    });
+    sockets.push(s);
+  };
+  for (let i = 1; i <= 20; i++) spray(`127.4.0.${i}`);
+  const lines = () => d.lines.filter((l) => / event=grpc .*Handshake timed out/.test(l));
+  await h.until(() => closed >= 300 && lines().some((l) => / suppressed=[1-9]/.test(l)),
+    { timeout: 60000, what: `300 handshakes timed out (${closed}), and a line saying how many were not written` });
+  stop = true;
+  // Before, one line each.
+  assert.ok(lines().length * 10 < closed, `${lines().length} lines for ${closed} handshakes`);
   await d.stop();
 });
 
@@ -215,39 +297,49 @@ test('calls past grpc_max_calls are RESOURCE_EXHAUSTED; the last eighth is root\
 // what the gRPC core keeps for them (4 to 5 KiB a stream) must fit in
 // grpc_memory_bytes (node_cfg_check). At the old grpc_max_streams of 100,
 // 25,600 streams took the peak to 153 MiB in plaintext, 259 MiB over mTLS.
-async function heldStreams(port, connect) {
+async function heldStreams(port, connect, metric) {
   const socks = [];
+  let opened = 0;
+  // Calls the daemon has seen begin: open, or refused at grpc_max_calls.
+  const begun = async () => (await metric('procctl_grpc_calls_open')) + (await metric('procctl_grpc_calls_refused_total'));
   try {
-    const opened = await Promise.all(Array.from({ length: 256 }, async () => {
-      const s = await connect(port);
-      socks.push(s);
-      return held(s, '/procctl.v1.NodeService/GetProcess');
-    }));
-    return opened.reduce((a, b) => a + b, 0);
+    // 16 at a time, each batch's calls seen before the next: a connection
+    // with no call yet is pending, and an address may have an eighth of
+    // grpc_max_connections_per_peer pending.
+    for (let b = 0; b < 256; b += 16) {
+      opened += (await Promise.all(Array.from({ length: 16 }, async () => {
+        const s = await connect(port);
+        socks.push(s);
+        return held(s, '/procctl.v1.NodeService/GetProcess');
+      }))).reduce((a, x) => a + x, 0);
+      await h.until(async () => (await begun()) >= opened, { timeout: 60000, what: `${opened} calls begun` });
+    }
+    return opened;
   } finally {
     for (const s of socks) s.destroy();
   }
 }
 
 test('256 connections each holding every stream it may, over mTLS and plaintext TCP: the peak memory stays under 2 x grpc_memory_bytes (and TLS\'s buffers)', async (t) => {
-  const { d, tcp } = await start(t, ['--grpc-max-connections-per-peer', '256']);
+  const { d, tcp, metric } = await start(t, ['--grpc-max-connections-per-peer', '256']);
   const tlsStreams = await heldStreams(tcp, (port) => new Promise((resolve) => {
     const s = tls.connect({ port, host: '127.0.0.1', servername: 'localhost', ALPNProtocols: ['h2'],
       ca: read('ca.crt'), key: read('client.key'), cert: read('client.crt') });
     s.once('secureConnect', () => resolve(s));
-  }));
+  }), metric);
   console.log(`# mTLS: ${tlsStreams} streams held, peak ${(peak(d) / MiB).toFixed(1)} MiB`);
   assert.equal(tlsStreams, 256 * 32);
   assert.ok(peak(d) < TLS_BOUND, `peak ${peak(d) / MiB} MiB over mTLS`);
   await healthyPublish(d);
   await d.stop();
-  const p = await new h.Daemon({ args: ['--grpc-listen', '127.0.0.1:0', '--insecure-tcp', 'true',
+  const p = await new h.Daemon({ args: ['--grpc-listen', '127.0.0.1:0', '--insecure-tcp', 'true', '--http-listen', '127.0.0.1:0',
     '--grpc-max-connections-per-peer', '256'], spawn: { env: { ...process.env, ASAN_OPTIONS } } }).ready();
   t.after(() => p.kill('SIGKILL'));
+  const php = await p.httpPort();
   const plainStreams = await heldStreams(await p.tcpPort(), (port) => new Promise((resolve) => {
     const s = net.connect(port, '127.0.0.1');
     s.once('connect', () => resolve(s));
-  }));
+  }), (name) => h.metric(php, name));
   console.log(`# plaintext: ${plainStreams} streams held, peak ${(peak(p) / MiB).toFixed(1)} MiB`);
   assert.equal(plainStreams, 256 * 32);
   assert.ok(peak(p) < BOUND, `peak ${peak(p) / MiB} MiB in plaintext`);
@@ -276,6 +368,12 @@ async function answered(x, pid) {
     if (!['UNAVAILABLE', 'INTERNAL'].includes(h.grpc.status[err.code]) || Date.now() >= deadline) throw err;
   }
 }
+// Each of conns answered(), 4 at a time: a connection with no call yet
+// is pending, and one address may have an eighth of
+// grpc_max_connections_per_peer pending (4 by default).
+async function answeredAll(conns, pid) {
+  for (let i = 0; i < conns.length; i += 4) await Promise.all(conns.slice(i, i + 4).map((x) => answered(x, pid)));
+}
 async function refusalFlood(d, target, creds, options) {
   const c = d.client();
   const { e, gen } = await h.stoppedEcho(d, c);
@@ -284,7 +382,7 @@ async function refusalFlood(d, target, creds, options) {
     { ...options, 'grpc.use_local_subchannel_pool': 1 }));
   // Each connection made and answered before the flood (answered());
   // during the flood, none may fail.
-  await Promise.all(conns.map((x) => answered(x, e.pid)));
+  await answeredAll(conns, e.pid);
   const calls = new Set();
   let refused = 0;
   let other = null;
@@ -346,7 +444,7 @@ test('a read-only client\'s waits, over 17 connections, leave room for the write
   const conns = Array.from({ length: 17 }, () => new h.api.NodeService(`127.0.0.1:${tcp}`,
     h.grpc.credentials.createInsecure(), { 'grpc.use_local_subchannel_pool': 1 }));
   // Each connection made and answered first (answered()).
-  await Promise.all(conns.map((x) => answered(x, e.pid)));
+  await answeredAll(conns, e.pid);
   const pending = [];
   const refused = [];
   for (const x of conns) {
