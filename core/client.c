@@ -229,7 +229,7 @@ static void event_fetch(procctl_client_t *c, int getfd)
 {
 	struct ucred cr;
 	socklen_t len = sizeof(int), crlen = sizeof cr;
-	int fd, domain = 0, type = 0;
+	int fd, domain = 0, type = 0, listening = 1;
 	const char *why;
 	if (!getfd) { /* a socket is not opened through /proc */
 		why = "no pidfd_getfd";
@@ -249,6 +249,8 @@ static void event_fetch(procctl_client_t *c, int getfd)
 	len = sizeof type;
 	if (domain != AF_UNIX || getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0 || type != SOCK_SEQPACKET)
 		why = "not an AF_UNIX SOCK_SEQPACKET socket";
+	else if ((len = sizeof listening, getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) < 0) || listening)
+		why = "a listening socket";
 	else if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crlen) < 0 || cr.pid != c->info.pid)
 		why = "its peer is not the process";
 	else {
