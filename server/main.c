@@ -264,13 +264,14 @@ static void grpc_metrics(struct prom *p, void *arg)
 }
 
 /* Each process with regions attached holds two descriptors (its pidfd
- * and /proc/<pid>/mem, shared by its regions; a third while a state read
- * is out): take every descriptor the hard limit allows, and say when even
- * that is short of max_regions at one region a process (the worst). */
+ * and /proc/<pid>/mem, shared by its regions; another while a state read
+ * is out), and each region its event socket (PROCCTL_EVENT_FD): take
+ * every descriptor the hard limit allows, and say when even that is short
+ * of max_regions at one region a process, each with a socket (the worst). */
 static void raise_fd_limit(const struct node_cfg *cfg)
 {
 	struct rlimit rl;
-	unsigned long long need = 2ull * cfg->max_regions + 1024;
+	unsigned long long need = 3ull * cfg->max_regions + 1024;
 	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
 		return;
 	if (rl.rlim_cur < rl.rlim_max) {

@@ -346,6 +346,6 @@ test('the fd limit is raised to the hard limit; one short of max_regions is said
   const limits = fs.readFileSync(`/proc/${d.pid}/limits`, 'utf8');
   assert.match(limits, /Max open files\s+4096\s+4096/);
   assert.ok(d.lines.some((l) => /event=fd_limit from=1024 to=4096/.test(l)), d.lines.join('\n'));
-  assert.ok(d.lines.some((l) => /level=warn event=fd_limit_low limit=4096 max_regions=4096 needs=9216/.test(l)));
+  assert.ok(d.lines.some((l) => /level=warn event=fd_limit_low limit=4096 max_regions=4096 needs=13312/.test(l)));
   await d.kill('SIGTERM');
 });
