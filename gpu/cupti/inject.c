@@ -13,10 +13,13 @@
  * by the library's RUNPATH, the toolkit's folders). */
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "inject.h"
 
@@ -46,20 +49,51 @@ static int from(void *h, const char *name, void *slot)
 	return 0;
 }
 
+#define LOADING "loading CUPTI (PROCCTL_CUPTI_LIBRARY names another)"
+
+/* CUPTI, loaded: PROCCTL_CUPTI_LIBRARY's when set (a path: a regular file,
+ * opened first without waiting, so that a FIFO or a device named there
+ * cannot hold the program in cuInit), else its soname. NULL, said. */
+static void *cupti_open(void)
+{
+	const char *lib = getenv("PROCCTL_CUPTI_LIBRARY");
+	char via[40], why[300];
+	struct stat st;
+	void *h;
+	int fd;
+	if (!lib || !*lib || !strchr(lib, '/')) {
+		if (!(h = dlopen(lib && *lib ? lib : PROCCTL_CUPTI_SONAME, RTLD_NOW | RTLD_LOCAL)))
+			say(LOADING, dlerror());
+		return h;
+	}
+	if ((fd = open(lib, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)) < 0 || fstat(fd, &st) < 0 ||
+	    !S_ISREG(st.st_mode)) {
+		snprintf(why, sizeof why, "%s: %s", lib, fd < 0 ? strerror(errno) : "not a regular file");
+		if (fd >= 0)
+			close(fd);
+		say(LOADING, why);
+		return NULL;
+	}
+	snprintf(via, sizeof via, "/proc/self/fd/%d", fd); /* the file checked, whatever the path names now */
+	if (!(h = dlopen(via, RTLD_NOW | RTLD_LOCAL))) {
+		snprintf(why, sizeof why, "%s: %s", lib, dlerror());
+		say(LOADING, why);
+	}
+	close(fd);
+	return h;
+}
+
 /* The table's entries from the driver (already loaded: it loaded us) and
  * from CUPTI: 0, or -1 said. */
 static int resolve(void)
 {
-	const char *lib = getenv("PROCCTL_CUPTI_LIBRARY");
 	void *cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD), *cupti;
 	if (!cuda) {
 		say("libcuda.so.1 is not loaded", dlerror());
 		return -1;
 	}
-	if (!(cupti = dlopen(lib && *lib ? lib : PROCCTL_CUPTI_SONAME, RTLD_NOW | RTLD_LOCAL))) {
-		say("loading CUPTI (PROCCTL_CUPTI_LIBRARY names another)", dlerror());
+	if (!(cupti = cupti_open()))
 		return -1;
-	}
 #define DRIVER(f) if (from(cuda, STR(f), &inj.c.f) < 0) return -1;
 #define CUPTI(f) if (from(cupti, STR(f), &inj.c.f) < 0) return -1;
 	CUPTI_CALLS_DRIVER(DRIVER)

@@ -18,6 +18,7 @@
 
 const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
+const { execFileSync } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
 const h = require('./harness');
@@ -238,8 +239,12 @@ test('a program on two GPUs asks for each: both granted, each context sampled on
 });
 
 test('without CUPTI, with a bad kind, or with another CUPTI tool there first, a program runs unchanged: one line on stderr, no region', async () => {
+  const fifo = path.join(scratch, 'cupti.fifo');
+  execFileSync('mkfifo', [fifo]);
   for (const [more, said] of [
     [{ PROCCTL_CUPTI_LIBRARY: path.join(scratch, 'no-libcupti.so') }, /^procctl-cupti: loading CUPTI \(PROCCTL_CUPTI_LIBRARY names another\): .*no-libcupti\.so.*; PC sampling is off in this process$/],
+    // A FIFO held cuInit before, waiting for a writer.
+    [{ PROCCTL_CUPTI_LIBRARY: fifo }, /^procctl-cupti: loading CUPTI \(PROCCTL_CUPTI_LIBRARY names another\): .*cupti\.fifo: not a regular file; PC sampling is off in this process$/],
     [{ PROCCTL_CUPTI_KIND: '0' }, /^procctl-cupti: PROCCTL_CUPTI_KIND: not a number from 1 to 4294967295; PC sampling is off in this process$/],
     [{ STANDIN_SUBSCRIBER: 'nsys' }, /^procctl-cupti: cuptiSubscribe: CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED \(held by CUPTI for nsys\); PC sampling is off in this process$/],
   ]) {
