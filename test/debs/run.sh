@@ -217,6 +217,20 @@ left=$(inside dpkg-query -W -f '${Package} ${Status}\n' 'procctl*' 'libprocctl*'
 inside systemctl is-active procctl-node >/dev/null 2>&1 && fail "procctl-node still runs after the purge"
 say "apt-get purge: the packages, /etc/procctl, /var/lib/procctl, /run/procctl, the unit and the group are gone"
 
+# A group procctl the host had before: used, said so, and kept by a purge.
+inside groupadd --gid 4242 procctl
+inside sh -c 'cd /tmp/debs && DEBIAN_FRONTEND=noninteractive apt-get install -y -q ./procctl-node_*.deb ./libprocctl-agent1_*.deb >/tmp/apt2.log 2>&1' ||
+	fail "apt-get install procctl-node beside a group of the host's: $(inside tail -20 /tmp/apt2.log)"
+inside grep -q "procctl-node: the group procctl (gid 4242) was there already" /tmp/apt2.log ||
+	fail "postinst did not say it used the host's group: $(inside tail -20 /tmp/apt2.log)"
+inside sh -c 'DEBIAN_FRONTEND=noninteractive apt-get purge -y -q procctl-node libprocctl-agent1 >/tmp/purge2.log 2>&1' ||
+	fail "apt-get purge: $(inside tail -20 /tmp/purge2.log)"
+[ "$(inside getent group procctl | cut -d: -f3)" = 4242 ] || fail "apt-get purge took the host's group procctl"
+inside grep -q "procctl-node: the group procctl was there before the package: kept" /tmp/purge2.log ||
+	fail "postrm did not say it kept the host's group: $(inside tail -20 /tmp/purge2.log)"
+inside groupdel procctl
+say "a group procctl of the host's: used (said so), kept by the purge"
+
 # docs/hosts.md as its reader runs it, on this host, bare again: every
 # ```sh block in order as one session (bash -euo pipefail -x, a clean
 # environment), as root in the directory of the .deb files.
