@@ -84,6 +84,37 @@ async function healthyPublish(d) {
   }
 }
 
+// Connections to port that never finish their handshake, each made again
+// as soon as the daemon closes it, until stopped or the test ends.
+function sprayer(t, port) {
+  const st = { closed: 0, stopped: false };
+  t.after(() => {
+    st.stopped = true;
+  });
+  st.spray = (addr) => {
+    if (st.stopped) return;
+    const s = net.connect({ port, host: '127.0.0.1', localAddress: addr });
+    s.on('error', () => {});
+    s.on('close', () => {
+      st.closed++;
+      setImmediate(() => st.spray(addr));
+    });
+    sockets.push(s);
+  };
+  return st;
+}
+
+// A client with a certificate over mTLS: two calls, both answered.
+async function servedOverTls(tcp) {
+  const creds = h.grpc.credentials.createSsl(read('ca.crt'), read('client.key'), read('client.crt'));
+  const c = new h.api.NodeService(`127.0.0.1:${tcp}`, creds, { 'grpc.ssl_target_name_override': 'localhost' });
+  try {
+    for (let i = 0; i < 2; i++) assert.ok(Array.isArray((await h.call(c, 'ListProcesses', {})).processes));
+  } finally {
+    c.close();
+  }
+}
+
 test('idle TCP connections from 6,000 addresses: a quarter of grpc_max_connections kept, a new one taking the slot of one idle a second, else closed as it comes; an mTLS client is served', async (t) => {
   const { d, tcp, metric } = await start(t, ['--grpc-handshake-ms', '120000']);
   let closed = 0;
@@ -110,13 +141,7 @@ test('idle TCP connections from 6,000 addresses: a quarter of grpc_max_connectio
   }, { timeout: 30000, every: 20, what: 'the oldest evicted' });
   assert.equal(await metric('procctl_grpc_connections{transport="tcp"}'), 64);
   assert.ok(d.lines.some((l) => /level=warn event=connection_evicted transport=tcp addr=127\.1\.\d+\.\d+ ms=\d+ reason="no call yet, and its slot wanted"$/.test(l)));
-  const creds = h.grpc.credentials.createSsl(read('ca.crt'), read('client.key'), read('client.crt'));
-  const c = new h.api.NodeService(`127.0.0.1:${tcp}`, creds, { 'grpc.ssl_target_name_override': 'localhost' });
-  try {
-    for (let i = 0; i < 2; i++) assert.ok(Array.isArray((await h.call(c, 'ListProcesses', {})).processes));
-  } finally {
-    c.close();
-  }
+  await servedOverTls(tcp);
   await healthyPublish(d);
   assert.ok(peak(d) < BOUND, `peak ${peak(d) / MiB} MiB`);
   for (const s of sockets.splice(0)) s.destroy();
@@ -127,18 +152,8 @@ test('idle TCP connections from 6,000 addresses: a quarter of grpc_max_connectio
 
 test('unauthenticated connections from 8 addresses, 32 each, again and again: each address holds an eighth of its limit, the rest closed as they come, and an mTLS client is served', async (t) => {
   const { d, tcp, http, metric } = await start(t, ['--grpc-handshake-ms', '120000']);
-  let stop = false;
-  t.after(() => {
-    stop = true;
-  });
-  const spray = (addr) => {
-    if (stop) return;
-    const s = net.connect({ port: tcp, host: '127.0.0.1', localAddress: addr });
-    s.on('error', () => {});
-    s.on('close', () => setImmediate(() => spray(addr))); // at once again, as the attacker did
-    sockets.push(s);
-  };
-  for (let a = 0; a < 8; a++) for (let i = 0; i < 32; i++) spray(`127.2.0.${a + 1}`);
+  const sp = sprayer(t, tcp); // at once again, as the attacker did
+  for (let a = 0; a < 8; a++) for (let i = 0; i < 32; i++) sp.spray(`127.2.0.${a + 1}`);
   await h.until(async () => (await metric('procctl_grpc_connections_refused_total{transport="tcp",limit="pending_per_peer"}')) >= 1000,
     { timeout: 60000, what: 'the spray refused' });
   assert.equal(await metric('procctl_grpc_connections{transport="tcp"}'), 8 * 4);
@@ -149,13 +164,10 @@ test('unauthenticated connections from 8 addresses, 32 each, again and again: ea
   assert.deepEqual({ ...hz.grpc_tcp, refused: 0 }, { connections: 32, max_connections: 256, pending: 32, max_pending: 64,
     refused: 0, evicted: 0 });
   assert.ok(hz.grpc_tcp.refused >= 1000);
-  const creds = h.grpc.credentials.createSsl(read('ca.crt'), read('client.key'), read('client.crt'));
-  const c = new h.api.NodeService(`127.0.0.1:${tcp}`, creds, { 'grpc.ssl_target_name_override': 'localhost' });
   try {
-    for (let i = 0; i < 2; i++) assert.ok(Array.isArray((await h.call(c, 'ListProcesses', {})).processes));
+    await servedOverTls(tcp);
   } finally {
-    c.close();
-    stop = true;
+    sp.stopped = true;
     for (const s of sockets.splice(0)) s.destroy();
   }
   await d.stop();
@@ -163,28 +175,14 @@ test('unauthenticated connections from 8 addresses, 32 each, again and again: ea
 
 test('handshakes that time out, from 20 addresses again and again: gRPC\'s line for them is written at most once a second, saying how many were not', async (t) => {
   const { d, tcp } = await start(t, ['--grpc-handshake-ms', '200']);
-  let stop = false;
-  let closed = 0;
-  t.after(() => {
-    stop = true;
-  });
-  const spray = (addr) => {
-    if (stop) return;
-    const s = net.connect({ port: tcp, host: '127.0.0.1', localAddress: addr });
-    s.on('error', () => {});
-    s.on('close', () => {
-      closed++;
-      setImmediate(() => spray(addr));
-    });
-    sockets.push(s);
-  };
-  for (let i = 1; i <= 20; i++) spray(`127.4.0.${i}`);
+  const sp = sprayer(t, tcp);
+  for (let i = 1; i <= 20; i++) sp.spray(`127.4.0.${i}`);
   const lines = () => d.lines.filter((l) => / event=grpc .*Handshake timed out/.test(l));
-  await h.until(() => closed >= 300 && lines().some((l) => / suppressed=[1-9]/.test(l)),
-    { timeout: 60000, what: `300 handshakes timed out (${closed}), and a line saying how many were not written` });
-  stop = true;
+  await h.until(() => sp.closed >= 300 && lines().some((l) => / suppressed=[1-9]/.test(l)),
+    { timeout: 60000, what: `300 handshakes timed out (${sp.closed}), and a line saying how many were not written` });
+  sp.stopped = true;
   // Before, one line each.
-  assert.ok(lines().length * 10 < closed, `${lines().length} lines for ${closed} handshakes`);
+  assert.ok(lines().length * 10 < sp.closed, `${lines().length} lines for ${sp.closed} handshakes`);
   await d.stop();
 });
 

@@ -21,7 +21,12 @@
 //   past kubernetes_event_bytes_max), and a hello spray (hello: 20 new
 //   copies of a program with the procctl:hello probe every 5 s, each
 //   started as nobody, the last round's killed and removed: files mapped
-//   for the first time, read and probed, beside the stalled processes).
+//   for the first time, read and probed, beside the stalled processes);
+//   and issue 64's: TCP connections from 8 addresses that never finish
+//   their handshake, each made again as soon as it is closed (handshakes),
+//   and, in kube, a pod with a NUL in an annotation (kept), one with a NUL
+//   in a label (refused alone), and every 20 s list pages of 3 MB of
+//   small values, within kubernetes_page_bytes_max.
 // It samples the daemon's RSS, fds and threads every 5 s and compares
 // the probe's p99 with an unloaded run of the same probe first. It fails
 // when RSS or fds are not flat (the last sample against the one a minute
@@ -45,10 +50,11 @@ const STALLERS = Number(process.env.PROCCTL_STALLERS || 1000);
 const PROBE_S = Number(process.env.SOAK_PROBE_SECONDS || 30);
 const OUT = process.env.SOAK_OUT || '';
 // SOAK_ATTACKS: a comma-separated subset (stall,waits,names,desired,reflection,floods,unsealed,
-// arbiter,conns,streams,readers,refusals,kube,hello) to tell
+// arbiter,conns,streams,readers,refusals,kube,hello,handshakes) to tell
 // which costs what; default all.
 const ATTACKS = (process.env.SOAK_ATTACKS ||
-  'stall,waits,names,desired,reflection,floods,unsealed,arbiter,conns,streams,readers,refusals,kube,hello').split(',');
+  'stall,waits,names,desired,reflection,floods,unsealed,arbiter,conns,streams,readers,refusals,kube,hello,handshakes')
+  .split(',');
 const on = (name) => ATTACKS.includes(name);
 // SOAK_SPLIT=1: the daemon, the healthy client and the probe on CPU 0, the
 // attackers (this driver and what it starts) on CPU 1: contention apart
@@ -173,11 +179,15 @@ async function kubeServer(n) {
   fs.writeFileSync(file('token'), 'soak-token\n');
   const labels = Object.fromEntries(Array.from({ length: 63 }, (_, i) =>
     [`${'a'.repeat(50)}.io/k${String(i).padStart(2, '0')}`, 'v'.repeat(63)]));
-  fs.writeFileSync(file('pods.json'), JSON.stringify(Array.from({ length: n }, (_, i) => ({
+  const pods = Array.from({ length: n }, (_, i) => ({
     apiVersion: 'v1', kind: 'Pod',
     metadata: { name: `soak-${i}`, namespace: 'soak', uid: crypto.randomUUID(), labels },
     spec: { nodeName: 'soak-node', containers: [{ name: 'app', image: 'app:1' }] },
-  }))));
+  }));
+  pods[0].metadata.annotations = { note: 'a\u0000b' }; // kept: the daemon reads no annotation but the mirror's
+  pods.push({ ...pods[1], metadata: { ...pods[1].metadata, name: 'soak-nul', uid: crypto.randomUUID(),
+    labels: { app: 'a\u0000b' } } }); // refused alone: no label holds a NUL
+  fs.writeFileSync(file('pods.json'), JSON.stringify(pods));
   const port = await h.freePort();
   const sock = file('control.sock');
   const child = new h.Child(process.execPath, [path.join(__dirname, 'kubeapi.js'), String(port), file('apiserver.crt'),
@@ -365,11 +375,28 @@ test(`soak: every attack at once for ${SECONDS} s`, { timeout: (SECONDS + 900) *
         sprayed.push(new h.Child(f, ['--consumer', `spray${i}`], { uid: 65534, gid: 65534 }));
       }
     }, errors),
+    on('handshakes') && Promise.all(Array.from({ length: 8 * 6 }, (_, i) => new Promise((resolve) => {
+      // 8 addresses, 6 connections each that never finish their
+      // handshake, each made again 100 ms after it is closed
+      const again = () => {
+        if (Date.now() >= end) return resolve();
+        const s = net.connect({ port: tcp, host: '127.0.0.1', localAddress: `127.5.0.${(i % 8) + 1}` });
+        s.on('error', () => {});
+        s.on('close', () => setTimeout(again, 100));
+        setTimeout(() => s.destroy(), Math.max(0, end - Date.now()));
+      };
+      again();
+    }))),
     kube && kube.ctl('POST', '/churn?per_s=1000'),
     kube && every(5000, end, async () => { // the table listed again; now and then padded pages, a huge event
       kubeRound += 1;
       if (kubeRound % 4 === 0) await kube.ctl('POST', '/pad?bytes=6000000');
+      if (kubeRound % 4 === 2) await kube.ctl('POST', '/pad?bytes=3000000&small=1');
       await kube.ctl('POST', '/expire');
+      if (kubeRound % 4 === 2) {
+        await h.sleep(2000);
+        await kube.ctl('POST', '/pad?bytes=0');
+      }
       if (kubeRound % 4 === 0) {
         await h.sleep(2000);
         await kube.ctl('POST', '/pad?bytes=0');
@@ -387,7 +414,9 @@ test(`soak: every attack at once for ${SECONDS} s`, { timeout: (SECONDS + 900) *
   const gpuHandoffs = on('arbiter') ? (await handoffs()) - handoffsBefore : null;
   const grpcLimits = {};
   for (const m of ['procctl_grpc_connections_cut_total', 'procctl_grpc_calls_refused_total',
-    'procctl_grpc_connections_refused_total{transport="tcp",limit="grpc_max_connections"}']) {
+    'procctl_grpc_connections_refused_total{transport="tcp",limit="grpc_max_connections"}',
+    'procctl_grpc_connections_refused_total{transport="tcp",limit="pending_per_peer"}',
+    'procctl_grpc_connections_refused_total{transport="tcp",limit="pending"}', 'procctl_grpc_connections_evicted_total']) {
     grpcLimits[m] = await h.metric(port, m);
   }
   if (kube) await kube.ctl('POST', '/churn?per_s=0');
@@ -395,6 +424,7 @@ test(`soak: every attack at once for ${SECONDS} s`, { timeout: (SECONDS + 900) *
     pods: await h.metric(port, 'procctl_kube_pods'), lists: await h.metric(port, 'procctl_kube_lists_total'),
     events: await h.metric(port, 'procctl_kube_watch_events_total'),
     errors: await h.metric(port, 'procctl_kube_api_errors_total'),
+    rejected: await h.metric(port, 'procctl_kube_rejected_total'),
   } : null;
   const scans = await h.metric(port, 'procctl_scans_total');
   const scanS = await h.metric(port, 'procctl_scan_seconds_total');
@@ -432,6 +462,11 @@ test(`soak: every attack at once for ${SECONDS} s`, { timeout: (SECONDS + 900) *
   assert.ok(last.rss_kb <= warm.rss_kb * 1.2, `RSS ${warm.rss_kb} kB a minute in, ${last.rss_kb} kB at the end`);
   assert.ok(last.fds <= warm.fds + 32, `fds ${warm.fds} a minute in, ${last.fds} at the end`);
   if (on('arbiter')) assert.ok(gpuHandoffs >= SECONDS, `${gpuHandoffs} gpu hand-offs in ${SECONDS} s`);
-  if (kube) assert.equal(kubeFigures.pods, 1024, 'the pods table holds every pod the server has');
+  if (kube) assert.equal(kubeFigures.pods, 1024, 'the pods table holds every valid pod the server has');
+  if (kube) assert.ok(kubeFigures.rejected >= 1, 'the pod with a NUL in a label refused');
+  if (on('handshakes')) {
+    assert.ok(grpcLimits['procctl_grpc_connections_refused_total{transport="tcp",limit="pending_per_peer"}'] > 0,
+      'the handshake spray met its bound');
+  }
   assert.equal(loop.slow_turns, 0, `turns of the loop over 50 ms:\n${loop.slow_lines.join('\n')}`);
 });
