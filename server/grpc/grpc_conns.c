@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* grpc_conns.c - procctl-node's gRPC connections (grpc_conns.h): the
- * table, this program's accept4 (gRPC's TCP listeners), the Unix
- * listeners' thread, and each call's hold on its connection.
+ * table and its limits, the Unix listeners' thread, and each call's hold
+ * on its connection (this program's accept4, for gRPC's TCP listeners,
+ * is grpc_accept.c's).
  *
  * One mutex over the table. A slot is a connection: its descriptor,
  * socket cookie, peer, and calls open; a serial tells a slot's
@@ -10,10 +11,9 @@
  * limit is near, or /metrics asks) and their descriptor no longer holds
  * their socket. */
 #define _GNU_SOURCE 1
-#include "grpc_conns.h"
+#include "grpc_conns_int.h"
 
 #include <arpa/inet.h>
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <malloc.h>
@@ -35,14 +35,9 @@
 #include "sys/log.h"
 #include "sys/prom.h"
 
-enum { TCP, UNIX_ };
-
-/* The limits a new connection may meet (limit_met's, evict's), less one. */
-enum { L_CONNS = 1, L_PEER, L_RESERVE, L_PENDING, L_PEER_PENDING, LIMITS = L_PEER_PENDING };
 static const char *const limit_names[LIMITS] = {"grpc_max_connections", "grpc_max_connections_per_peer", "fd_reserve",
 						"pending", "pending_per_peer"};
 
-#define REFUSE_BURST 1024 /* connections closed for want of descriptors, per accept4 */
 /* A connection is cut past CUT_FACTOR * grpc_max_streams calls open on
  * it. A client that heeds the limit never has more streams open, but a
  * call is counted from when this side sees it to when it sees it closed,
@@ -64,83 +59,6 @@ static const char *const limit_names[LIMITS] = {"grpc_max_connections", "grpc_ma
  * memory: at most max_pending of those a second. */
 #define EVICT_AGE_NS 1000000000ll
 #define TRIM_DELAY_NS 1000000000ll /* a cut connection's calls end by then */
-
-struct conn {
-	uint64_t serial; /* 0: free */
-	uint64_t cookie;
-	int fd;
-	int cut;         /* shut down for its calls */
-	int called;      /* a call began on it: not pending */
-	int64_t since;   /* its accept, CLOCK_MONOTONIC */
-	uint32_t calls;
-	struct sockaddr_storage sa; /* TCP: the remote end */
-	struct conn_peer peer;
-};
-
-struct grpc_conns {
-	pthread_mutex_t mu;
-	uint32_t max_conns, max_per_peer, max_streams, max_calls, max_pending, max_peer_pending;
-	struct conn *tab;
-	size_t cap;           /* max_conns of each transport */
-	uint64_t next_serial;
-	int64_t swept_ns;     /* the last sweep, CLOCK_MONOTONIC */
-	uint32_t open[2];     /* slots in use, by transport */
-	uint32_t calls;       /* calls open */
-	uint32_t reader_calls; /* ... of read-only callers */
-	int ports[NODE_LISTEN_MAX];
-	size_t nports;
-	int lfd[NODE_LISTEN_MAX]; /* the Unix listeners */
-	size_t nlfd;
-	int wake;             /* an eventfd: the accept thread looks again (stopping, trim_due_ns) */
-	int stopping;         /* atomic */
-	int64_t trim_due_ns;  /* atomic; 0: no trim asked for */
-	int spare;            /* /dev/null, given up to close a connection at EMFILE */
-	pthread_t thread;
-	int serving;
-	grpc_server *server;
-	grpc_server_credentials *insecure;
-	int fd_ceiling;       /* a TCP connection's descriptor must be under it (fdlimit.h) */
-	int http_ceiling;     /* ... an HTTP connection's (every other accept4 is libmicrohttpd's) */
-	uint64_t http_refused; /* atomic; HTTP connections closed as they came: the reserve, or no descriptor */
-	uint64_t refused[2][LIMITS]; /* by transport and limit_names[] */
-	uint64_t cut, calls_refused, accept_errors, evicted;
-};
-
-/* This program's table: accept4 below consults it. */
-static struct grpc_conns *the_conns;
-
-/* accept4, called with a struct sockaddr * (the C library declares it
- * with a transparent union of such pointers, passed as the pointer). */
-typedef int (*accept4_fn)(int, struct sockaddr *, socklen_t *, int);
-
-/* dlsym's function as one (POSIX: a function pointer is a void *'s bytes). */
-static accept4_fn sym(void *handle, const char *name)
-{
-	void *p = dlsym(handle, name);
-	accept4_fn f;
-	memcpy(&f, &p, sizeof f);
-	return f;
-}
-
-/* The accept4 this program's would have been: a sanitizer's, when the
- * program has one (its runtime, linked in, names it apart; its own
- * "accept4" is what this program's replaced, and the sanitizer must see
- * every descriptor made), else the next (the C library's, or a
- * sanitizer's library in front of it). */
-static accept4_fn next_accept4(void)
-{
-	static accept4_fn fn;
-	accept4_fn f = __atomic_load_n(&fn, __ATOMIC_ACQUIRE);
-	if (!f) {
-		f = sym(RTLD_DEFAULT, "___interceptor_accept4"); /* LLVM 17 on */
-		if (!f)
-			f = sym(RTLD_DEFAULT, "__interceptor_accept4");
-		if (!f)
-			f = sym(RTLD_NEXT, "accept4");
-		__atomic_store_n(&fn, f, __ATOMIC_RELEASE);
-	}
-	return f;
-}
 
 /* ---- the table ----------------------------------------------------------- */
 
@@ -248,7 +166,7 @@ static int evict(struct grpc_conns *t, const struct conn_peer *p)
 
 /* Take a slot for fd's connection from p, or say why not: 0, or the
  * limit met (limit_met's). */
-static int admit(struct grpc_conns *t, int fd, const struct conn_peer *p, const struct sockaddr_storage *sa)
+int conns_admit(struct grpc_conns *t, int fd, const struct conn_peer *p, const struct sockaddr_storage *sa)
 {
 	int tr = p->is_unix ? UNIX_ : TCP, why;
 	size_t i;
@@ -279,7 +197,7 @@ static int admit(struct grpc_conns *t, int fd, const struct conn_peer *p, const 
 	return 0;
 }
 
-static void say_refused(const struct conn_peer *p, int why)
+void conns_say_refused(const struct conn_peer *p, int why)
 {
 	const char *limit = limit_names[why - 1];
 	if (p->is_unix)
@@ -287,162 +205,6 @@ static void say_refused(const struct conn_peer *p, int why)
 				 p->pid, limit);
 	else
 		node_log_limited(PROCCTL_LOG_WARN, "connection_refused", "transport=tcp addr=%s limit=%s", p->addr, limit);
-}
-
-/* ---- TCP: gRPC's listeners, this program's accept4 ------------------------ */
-
-static int port_of(int fd)
-{
-	struct sockaddr_storage ss;
-	socklen_t l = sizeof ss;
-	if (getsockname(fd, (struct sockaddr *)&ss, &l) < 0)
-		return -1;
-	if (ss.ss_family == AF_INET)
-		return ntohs(((struct sockaddr_in *)&ss)->sin_port);
-	if (ss.ss_family == AF_INET6)
-		return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
-	return -1;
-}
-
-static int watched(const struct grpc_conns *t, int fd)
-{
-	int port = port_of(fd);
-	size_t i;
-	for (i = 0; port >= 0 && i < t->nports; i++)
-		if (t->ports[i] == port)
-			return 1;
-	return 0;
-}
-
-/* ss's address as text, an IPv4-mapped IPv6 one as IPv4 (as gRPC names it). */
-static void addr_text(const struct sockaddr_storage *ss, char *buf, size_t len)
-{
-	const struct sockaddr_in6 *s6 = (const void *)ss;
-	buf[0] = 0;
-	if (ss->ss_family == AF_INET)
-		inet_ntop(AF_INET, &((const struct sockaddr_in *)ss)->sin_addr, buf, (socklen_t)len);
-	else if (ss->ss_family == AF_INET6 && IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr))
-		inet_ntop(AF_INET, &s6->sin6_addr.s6_addr[12], buf, (socklen_t)len);
-	else if (ss->ss_family == AF_INET6)
-		inet_ntop(AF_INET6, &s6->sin6_addr, buf, (socklen_t)len);
-}
-
-static int port_num(const struct sockaddr_storage *ss)
-{
-	return ss->ss_family == AF_INET ? ntohs(((const struct sockaddr_in *)ss)->sin_port)
-					: ntohs(((const struct sockaddr_in6 *)ss)->sin6_port);
-}
-
-/* Out of descriptors: close the next connection waiting on listener fd,
- * with the spare descriptor given up for it meanwhile. Left there, it
- * would wait for one, and every connection behind it too (gRPC tries
- * again only when another comes); closed, its peer knows and may retry.
- * 0, or -1 when there was none (or no spare). */
-static int refuse_one(struct grpc_conns *t, int fd, int flags)
-{
-	int c = -1;
-	pthread_mutex_lock(&t->mu);
-	if (t->spare >= 0) {
-		close(t->spare);
-		if ((c = next_accept4()(fd, NULL, NULL, flags)) >= 0)
-			close(c);
-		t->spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	}
-	pthread_mutex_unlock(&t->mu);
-	return c >= 0 ? 0 : -1;
-}
-
-/* The next connection of a watched listener that its peer may open: the
- * others are closed as they come. gRPC 1.51 gives up a listener at any
- * error but EAGAIN and EINTR: every other is said once a second and
- * answered EAGAIN (the next connection tries again), after EMFILE and
- * ENFILE the waiting connections are closed (refuse_one), at most
- * REFUSE_BURST a call. */
-static int tcp_accept(struct grpc_conns *t, int fd, struct sockaddr *addr, socklen_t *len, int flags)
-{
-	int refused = 0;
-	for (;;) {
-		struct sockaddr_storage ss;
-		struct conn_peer p = {0};
-		socklen_t sl = sizeof ss;
-		int c = next_accept4()(fd, (struct sockaddr *)&ss, &sl, flags), why;
-		if (c < 0 && (errno == EAGAIN || errno == EINTR))
-			return -1;
-		if (c < 0) {
-			int e = errno;
-			__atomic_add_fetch(&t->accept_errors, 1, __ATOMIC_RELAXED);
-			node_log_limited(PROCCTL_LOG_WARN, "accept_failed", "transport=tcp error=%s", strerror(e));
-			if ((e == EMFILE || e == ENFILE) && refused++ < REFUSE_BURST && refuse_one(t, fd, flags) == 0)
-				continue;
-			errno = EAGAIN;
-			return -1;
-		}
-		if (__atomic_load_n(&t->stopping, __ATOMIC_ACQUIRE)) {
-			close(c); /* draining (conns_drain): its calls would be cancelled */
-			continue;
-		}
-		addr_text(&ss, p.addr, sizeof p.addr);
-		if (!(why = admit(t, c, &p, &ss))) {
-			if (addr && len) {
-				memcpy(addr, &ss, *len < sl ? *len : sl);
-				*len = sl;
-			}
-			return c;
-		}
-		say_refused(&p, why);
-		close(c);
-	}
-}
-
-/* libmicrohttpd's accept: a connection past the HTTP ceiling is closed as
- * it comes, and so is one that meets EMFILE (with the spare): EAGAIN
- * instead, as libmicrohttpd, told of EMFILE while it holds no connection,
- * stops listening until one of its own closes, which is never. */
-static int http_accept(struct grpc_conns *t, int fd, struct sockaddr *addr, socklen_t *len, int flags)
-{
-	int c = next_accept4()(fd, addr, len, flags), e = errno;
-	if (c >= t->http_ceiling) {
-		close(c);
-		e = EAGAIN;
-		c = -1;
-		__atomic_add_fetch(&t->http_refused, 1, __ATOMIC_RELAXED);
-		node_log_limited(PROCCTL_LOG_WARN, "connection_refused", "transport=http limit=fd_reserve");
-	} else if (c < 0 && (e == EMFILE || e == ENFILE)) {
-		if (refuse_one(t, fd, flags) == 0)
-			__atomic_add_fetch(&t->http_refused, 1, __ATOMIC_RELAXED);
-		node_log_limited(PROCCTL_LOG_WARN, "accept_failed", "transport=http error=%s", strerror(e));
-		e = EAGAIN;
-	}
-	errno = e;
-	return c;
-}
-
-/* This program's accept4 (declared as the C library's is): libgrpc's
- * calls come here, and so does every other (libmicrohttpd's). */
-int accept4(int fd, __SOCKADDR_ARG addr, socklen_t *__restrict len, int flags)
-{
-	struct grpc_conns *t = __atomic_load_n(&the_conns, __ATOMIC_ACQUIRE);
-	if (t && __atomic_load_n(&t->nports, __ATOMIC_ACQUIRE) && watched(t, fd))
-		return tcp_accept(t, fd, addr.__sockaddr__, len, flags);
-	if (t)
-		return http_accept(t, fd, addr.__sockaddr__, len, flags);
-	return next_accept4()(fd, addr.__sockaddr__, len, flags);
-}
-
-int conns_watch_tcp(struct grpc_conns *t, int port, char *err, size_t errlen)
-{
-	int (*mine)(int, __SOCKADDR_ARG, socklen_t *__restrict, int) = accept4;
-	void *theirs = dlsym(RTLD_DEFAULT, "accept4");
-	if (sizeof theirs != sizeof mine || memcmp(&theirs, &mine, sizeof theirs)) {
-		snprintf(err, errlen, "gRPC's accepts do not come through procctl-node's accept4 (a static build?): "
-			 "TCP connections could not be bounded");
-		return -ENOSYS;
-	}
-	if (t->nports < NODE_LISTEN_MAX) {
-		t->ports[t->nports] = port;
-		__atomic_store_n(&t->nports, t->nports + 1, __ATOMIC_RELEASE);
-	}
-	return 0;
 }
 
 /* ---- Unix: our listeners, handed to gRPC --------------------------------- */
@@ -484,7 +246,7 @@ int conns_listen_unix(struct grpc_conns *t, const char *path, gid_t gid, char *e
 }
 
 /* Every connection waiting on listener lfd: admitted ones go to gRPC.
- * Out of descriptors, the waiting ones are closed (refuse_one): left
+ * Out of descriptors, the waiting ones are closed (conns_refuse_one): left
  * there, the listener stays readable and the thread would spin on it;
  * without even the spare, the thread rests 100 ms. */
 static void unix_accept_all(struct grpc_conns *t, int lfd)
@@ -494,7 +256,7 @@ static void unix_accept_all(struct grpc_conns *t, int lfd)
 		struct ucred cr;
 		socklen_t l = sizeof cr;
 		struct conn_peer p = {.is_unix = 1};
-		int c = next_accept4()(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC), why;
+		int c = conns_next_accept4()(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC), why;
 		if (c < 0) {
 			int e = errno;
 			if (e == EAGAIN || e == EINTR)
@@ -502,7 +264,7 @@ static void unix_accept_all(struct grpc_conns *t, int lfd)
 			__atomic_add_fetch(&t->accept_errors, 1, __ATOMIC_RELAXED);
 			node_log_limited(PROCCTL_LOG_WARN, "accept_failed", "transport=unix error=%s", strerror(e));
 			if ((e == EMFILE || e == ENFILE) && refused++ < REFUSE_BURST &&
-			    refuse_one(t, lfd, SOCK_NONBLOCK | SOCK_CLOEXEC) == 0)
+			    conns_refuse_one(t, lfd, SOCK_NONBLOCK | SOCK_CLOEXEC) == 0)
 				continue;
 			poll(NULL, 0, 100);
 			return;
@@ -513,8 +275,8 @@ static void unix_accept_all(struct grpc_conns *t, int lfd)
 		}
 		p.uid = cr.uid;
 		p.pid = (uint32_t)cr.pid;
-		if ((why = admit(t, c, &p, NULL))) {
-			say_refused(&p, why);
+		if ((why = conns_admit(t, c, &p, NULL))) {
+			conns_say_refused(&p, why);
 			close(c);
 			continue;
 		}
@@ -656,10 +418,10 @@ static struct conn *find(struct grpc_conns *t, const char *peer)
 	}
 	if (parse_tcp_peer(peer, &ss) < 0)
 		return NULL;
-	addr_text(&ss, want, sizeof want);
+	conns_addr_text(&ss, want, sizeof want);
 	for (i = 0; i < 2 * t->cap; i++) {
 		struct conn *e = &t->tab[i];
-		if (e->serial && !e->peer.is_unix && port_num(&e->sa) == port_num(&ss) && !strcmp(e->peer.addr, want) &&
+		if (e->serial && !e->peer.is_unix && conns_port_num(&e->sa) == conns_port_num(&ss) && !strcmp(e->peer.addr, want) &&
 		    alive(e))
 			return e;
 	}
@@ -771,7 +533,7 @@ int conns_new(const struct node_cfg *cfg, struct grpc_conns **out)
 	t->fd_ceiling = fd_budget()->tcp;
 	t->http_ceiling = fd_budget()->http;
 	pthread_mutex_init(&t->mu, NULL);
-	__atomic_store_n(&the_conns, t, __ATOMIC_RELEASE);
+	conns_hook(t);
 	*out = t;
 	return 0;
 }
@@ -781,7 +543,7 @@ void conns_free(struct grpc_conns *t)
 	if (!t)
 		return;
 	conns_stop(t);
-	__atomic_store_n(&the_conns, NULL, __ATOMIC_RELEASE);
+	conns_hook(NULL);
 	if (t->insecure)
 		grpc_server_credentials_release(t->insecure);
 	close(t->wake);
