@@ -14,6 +14,7 @@
 #include "grpc_conns_int.h"
 
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <malloc.h>
@@ -59,6 +60,88 @@ static const char *const limit_names[LIMITS] = {"grpc_max_connections", "grpc_ma
  * memory: at most max_pending of those a second. */
 #define EVICT_AGE_NS 1000000000ll
 #define TRIM_DELAY_NS 1000000000ll /* a cut connection's calls end by then */
+
+/* ---- this program's accept4's helpers (grpc_accept.c) ------------------- */
+
+/* The table this program's accept4 consults (grpc_accept.c). */
+static struct grpc_conns *the_conns;
+
+static void conns_hook(struct grpc_conns *t)
+{
+	__atomic_store_n(&the_conns, t, __ATOMIC_RELEASE);
+}
+
+struct grpc_conns *conns_hooked(void)
+{
+	return __atomic_load_n(&the_conns, __ATOMIC_ACQUIRE);
+}
+
+/* dlsym's function as one (POSIX: a function pointer is a void *'s bytes). */
+static accept4_fn sym(void *handle, const char *name)
+{
+	void *p = dlsym(handle, name);
+	accept4_fn f;
+	memcpy(&f, &p, sizeof f);
+	return f;
+}
+
+/* The accept4 this program's would have been: a sanitizer's, when the
+ * program has one (its runtime, linked in, names it apart; its own
+ * "accept4" is what this program's replaced, and the sanitizer must see
+ * every descriptor made), else the next (the C library's, or a
+ * sanitizer's library in front of it). */
+accept4_fn conns_next_accept4(void)
+{
+	static accept4_fn fn;
+	accept4_fn f = __atomic_load_n(&fn, __ATOMIC_ACQUIRE);
+	if (!f) {
+		f = sym(RTLD_DEFAULT, "___interceptor_accept4"); /* LLVM 17 on */
+		if (!f)
+			f = sym(RTLD_DEFAULT, "__interceptor_accept4");
+		if (!f)
+			f = sym(RTLD_NEXT, "accept4");
+		__atomic_store_n(&fn, f, __ATOMIC_RELEASE);
+	}
+	return f;
+}
+
+/* ss's address as text, an IPv4-mapped IPv6 one as IPv4 (as gRPC names it). */
+void conns_addr_text(const struct sockaddr_storage *ss, char *buf, size_t len)
+{
+	const struct sockaddr_in6 *s6 = (const void *)ss;
+	buf[0] = 0;
+	if (ss->ss_family == AF_INET)
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)ss)->sin_addr, buf, (socklen_t)len);
+	else if (ss->ss_family == AF_INET6 && IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr))
+		inet_ntop(AF_INET, &s6->sin6_addr.s6_addr[12], buf, (socklen_t)len);
+	else if (ss->ss_family == AF_INET6)
+		inet_ntop(AF_INET6, &s6->sin6_addr, buf, (socklen_t)len);
+}
+
+int conns_port_num(const struct sockaddr_storage *ss)
+{
+	return ss->ss_family == AF_INET ? ntohs(((const struct sockaddr_in *)ss)->sin_port)
+					: ntohs(((const struct sockaddr_in6 *)ss)->sin6_port);
+}
+
+/* Out of descriptors: close the next connection waiting on listener fd,
+ * with the spare descriptor given up for it meanwhile. Left there, it
+ * would wait for one, and every connection behind it too (gRPC tries
+ * again only when another comes); closed, its peer knows and may retry.
+ * 0, or -1 when there was none (or no spare). */
+int conns_refuse_one(struct grpc_conns *t, int fd, int flags)
+{
+	int c = -1;
+	pthread_mutex_lock(&t->mu);
+	if (t->spare >= 0) {
+		close(t->spare);
+		if ((c = conns_next_accept4()(fd, NULL, NULL, flags)) >= 0)
+			close(c);
+		t->spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	}
+	pthread_mutex_unlock(&t->mu);
+	return c >= 0 ? 0 : -1;
+}
 
 /* ---- the table ----------------------------------------------------------- */
 

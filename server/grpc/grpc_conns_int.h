@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* grpc_conns_int.h - what the connections' table (grpc_conns.c) and this
- * program's accept4 (grpc_accept.c) share: the table, and the calls each
- * makes of the other. Internal to server/grpc. */
+/* grpc_conns_int.h - what the connections' table (grpc_conns.c) gives
+ * this program's accept4 (grpc_accept.c), which calls it and is called by
+ * no file of it: the table, and its admission. Internal to server/grpc. */
 #ifndef PROCCTL_NODE_GRPC_CONNS_INT_H
 #define PROCCTL_NODE_GRPC_CONNS_INT_H
 
@@ -64,22 +64,20 @@ struct grpc_conns {
  * with a transparent union of such pointers, passed as the pointer). */
 typedef int (*accept4_fn)(int, struct sockaddr *, socklen_t *, int);
 
-/* grpc_conns.c's. */
+/* grpc_conns.c's, for grpc_accept.c. */
 /* Take a slot for fd's connection from p, or say why not: 0, or the
  * limit met (L_*). */
 int conns_admit(struct grpc_conns *t, int fd, const struct conn_peer *p, const struct sockaddr_storage *sa);
 /* Log p's connection refused at limit why (rate-limited). */
 void conns_say_refused(const struct conn_peer *p, int why);
-
-/* grpc_accept.c's. */
 /* The accept4 this program's stands in front of. */
 accept4_fn conns_next_accept4(void);
 /* Out of descriptors: close the next connection waiting on listener fd
  * (the spare descriptor given up for it meanwhile): 0, or -1 when there
  * was none (or no spare). */
 int conns_refuse_one(struct grpc_conns *t, int fd, int flags);
-/* Make t the table this program's accept4 consults (NULL: none). */
-void conns_hook(struct grpc_conns *t);
+/* The table this program's accept4 consults (NULL: none yet). */
+struct grpc_conns *conns_hooked(void);
 /* ss's address as text, an IPv4-mapped IPv6 one as IPv4 (as gRPC names
  * it); its port. */
 void conns_addr_text(const struct sockaddr_storage *ss, char *buf, size_t len);
