@@ -204,9 +204,11 @@ test('SIGTERM: open streams end UNAVAILABLE, the process exits 0 and hands off',
   const closing = at(/event=closing_uprobes count=\d+/);
   assert.ok(closing < 0 || closing > at(/event=handed_off/), d.lines.join('\n'));
   // A plain start and stop, HTTP on, says nothing at warn (libmicrohttpd's
-  // option-order warning was one), but what the machine's load may make
-  // it say: a slow loop turn (tests side by side, under a sanitizer).
-  assert.deepEqual(d.lines.filter((l) => / level=(warn|error) /.test(l) && !/ event=slow_turn /.test(l)), []);
+  // option-order warning was one), but what the machine may make it say:
+  // a slow loop turn (tests side by side, under a sanitizer), and a hard
+  // descriptor limit under what max_regions asks (25,600 by default; 20,000
+  // in some CI shells).
+  assert.deepEqual(d.lines.filter((l) => / level=(warn|error) /.test(l) && !/ event=(slow_turn|fd_limit_low) /.test(l)), []);
   // Handed off, not uninstalled: the process keeps its config.
   await h.sleep(200);
   assert.ok(!e.out.some((l) => /event=cleared|event=lease state=expired/.test(l)), e.out.join('\n'));
