@@ -250,10 +250,23 @@ test('a flood past the descriptors kept in reserve is closed as it comes; the TC
   // by without an answer).
   const tlsArgs = ['--server', `127.0.0.1:${tcp}`, '--tls-ca', file('ca.crt'), '--tls-cert', file('client.crt'),
     '--tls-key', file('client.key'), '--tls-server-name', 'localhost', '--timeout', '3s', 'health'];
+  let last = null;
   const r = await h.until(async () => {
-    const x = await cli.run(tlsArgs, { timeout: 10000 });
-    return x.code === 0 && x;
-  }, { timeout: 90000, what: 'procctl health over the TCP listener' });
+    last = await cli.run(tlsArgs, { timeout: 10000 });
+    return last.code === 0 && last;
+  }, { timeout: 90000, what: 'procctl health over the TCP listener' }).catch((err) => {
+    // What held the descriptors, for the failure's reader (twice under
+    // ASan in loaded rehearsals; never here alone).
+    const fds = fs.readdirSync(`/proc/${d.innerPid()}/fd`).map((f) => {
+      try {
+        return fs.readlinkSync(`/proc/${d.innerPid()}/fd/${f}`);
+      } catch {
+        return '?';
+      }
+    });
+    throw new Error(`${err.message}\nlast try: ${last && last.stderr}\n${fds.length} descriptors: ${fds.join(' ')}\n` +
+      d.lines.slice(-30).join('\n'));
+  });
   assert.match(r.stdout, /SERVING/);
   // Read as a scraper would: a connection reset while the connections
   // left waiting are closed is tried again (ECONNRESET once under ASan).
