@@ -44,9 +44,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kubeurl.h"
 #include "podmeta.h"
 
-#define KUBEWATCH_URL_MAX 256
 #define KUBEWATCH_PAGE_BYTES (4u << 20)  /* page_bytes_max's default: 100 pods of 40 KiB */
 #define KUBEWATCH_EVENT_BYTES (2u << 20) /* event_bytes_max's: a Pod of etcd's 1.5 MiB, and its event */
 
@@ -105,13 +105,5 @@ void kubewatch_stats(struct kubewatch *kw, struct kubewatch_stats *st);
  * and free kw with what is queued. NULL: nothing. */
 void kubewatch_stop(struct kubewatch *kw);
 
-/* 0 when u is http(s)://HOST[:PORT][/PREFIX] (printable, no query,
- * fragment, user or quote); else -EINVAL and why in err. */
-int kubewatch_url_check(const char *u, char *err, size_t errlen);
-
-/* What kubernetes_api = in-cluster means: https://$KUBERNETES_SERVICE_HOST:
- * $KUBERNETES_SERVICE_PORT (an IPv6 address in brackets), into url (cap
- * bytes): 0, or -ENOENT and why in err (not in a pod). */
-int kubewatch_in_cluster_url(char *url, size_t cap, char *err, size_t errlen);
 
 #endif
