@@ -203,7 +203,7 @@ async function kubeServer(n) {
     req.end(body);
   });
   return {
-    ctl, kill: () => child.kill('SIGKILL'),
+    ctl, kill: () => child.kill('SIGKILL'), pid: child.pid,
     args: ['--kubernetes-api', `https://127.0.0.1:${port}`, '--kubernetes-node', 'soak-node',
       '--kubernetes-token-file', file('token'), '--kubernetes-ca-file', file('ca.crt')],
   };
@@ -233,7 +233,9 @@ test(`soak: every attack at once for ${SECONDS} s`, { timeout: (SECONDS + 900) *
   await h.attached(d, e.pid);
   const holders = on('arbiter') ? await gpuHolders(d) : [];
   const handoffs = async () => Number((await h.call(c, 'GetArbiter', { kind: 'gpu' })).arbiter.resources[0].handoffs);
-  pin(process.pid, 1);
+  // The attackers on CPU 1, those started before this too (the API
+  // server, the arbiter's holders).
+  for (const pid of [process.pid, ...(kube ? [kube.pid] : []), ...holders.map((x) => x.pid)]) pin(pid, 1);
   pin(d.pid, 0);
   pin(e.pid, 0);
   if (kube) await h.until(async () => (await h.metric(port, 'procctl_kube_synced')) === 1, { what: 'the pods listed', timeout: 60000 });
@@ -434,7 +436,12 @@ test(`soak: every attack at once for ${SECONDS} s`, { timeout: (SECONDS + 900) *
     turns: m('procctl_loop_turn_seconds_count'), over_10ms: over('0.01'), over_50ms: over('0.05'),
     over_250ms: over('0.25'), slow_turns: m('procctl_loop_slow_turns_total'),
     slow_lines: d.lines.filter((l) => / event=slow_turn /.test(l)).slice(0, 5),
+    slow_steps: {}, // the lines said (one a second at most) by step="detail"
   };
+  for (const l of d.lines) {
+    const s = / event=slow_turn .* step=(\S+) detail=("[^"]*")/.exec(l);
+    if (s) loop.slow_steps[`${s[1]} ${s[2]}`] = (loop.slow_steps[`${s[1]} ${s[2]}`] || 0) + 1;
+  }
   const warm = samples.find((s) => s.t >= samples[0].t + 60000) || samples[0];
   const last = samples[samples.length - 1];
   const peak = (k) => Math.max(...samples.map((s) => s[k]));
