@@ -666,6 +666,7 @@ static void *run(void *arg)
 {
 	struct kubewatch *kw = arg;
 	char q[4 * sizeof kw->why];
+	pthread_setname_np(pthread_self(), "procctl-kube");
 	while (!stopping(kw)) {
 		const char *what = kw->rv[0] ? "watch" : "list";
 		int r = kw->rv[0] ? watch(kw) : list(kw);
