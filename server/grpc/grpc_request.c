@@ -61,6 +61,7 @@ static void on_node_closed(struct rpc *c, int ok)
 		job->method = NODE_CANCEL;
 		job->cancel_id = c->job_id;
 		job->deadline_ns = INT64_MAX;
+		snprintf(job->peer, sizeof job->peer, "%s", c->ident); /* behind the call's own, in its peer's turn */
 		job->ops = &cancel_ops;
 		if (node_submit(c->s->node, job) < 0)
 			free(job);

@@ -11,7 +11,8 @@
  * reads run on reader threads (reads.c), so nothing on the loop waits on
  * a process. Each turn, from the wake to the next wait, is timed
  * (procctl_loop_turn_seconds; one over slow_turn_ms is logged with its
- * longest step) and serves at most TURN_JOBS requests. */
+ * longest step) and serves at most TURN_JOBS requests, fewer once they
+ * took TURN_JOBS_NS, a peer's at a time (jobq.h). */
 #include "node_int.h"
 #include "hellothread.h"
 #include "sys/nodelock.h"
@@ -229,7 +230,7 @@ struct node *node_new(const struct node_cfg *cfg, const struct nodelock *lock, c
 	}
 	n->cfg = *cfg;
 	pthread_mutex_init(&n->mu, NULL);
-	n->tail = &n->head;
+	jobq_init(&n->jobs);
 	n->writing_tail = &n->writing;
 	n->cfg_ifd = -1;
 	n->lock_ifd = -1;
@@ -299,9 +300,7 @@ int node_submit(struct node *n, struct node_job *job)
 		pthread_mutex_unlock(&n->mu);
 		return -ESHUTDOWN;
 	}
-	job->next = NULL;
-	*n->tail = job;
-	n->tail = &job->next;
+	jobq_put(&n->jobs, job);
 	pthread_mutex_unlock(&n->mu);
 	if (write(n->efd, &one, sizeof one) < 0) {
 		/* full: the loop is awake anyway */
@@ -362,30 +361,25 @@ static void turn_end(struct node *n, const struct turn *t)
 			 t->fds);
 }
 
-/* Requests a turn serves at most: the rest wait for the next turn, which
- * comes at once, after the registries, timers and reads had theirs. */
+/* Requests a turn serves at most, and once they took this long, no
+ * more: the rest wait for the next turn, which comes at once, after the
+ * registries, timers and reads had theirs (a snapshot of thousands of
+ * processes takes milliseconds). */
 #define TURN_JOBS 8
+#define TURN_JOBS_NS (5 * MS)
 
-/* Up to max jobs from the queue's head, in order; *more: some are left. */
-static struct node_job *take_jobs(struct node *n, int close, size_t max, int *more)
+/* The next request, the peers' in turn; *more: some are left. close: no
+ * more are taken after it. */
+static struct node_job *take_job(struct node *n, int close, int *more)
 {
-	struct node_job *first, **end;
-	size_t k = 0;
+	struct node_job *job;
 	pthread_mutex_lock(&n->mu);
-	first = n->head;
-	for (end = &n->head; *end && k < max; end = &(*end)->next)
-		k++;
-	if (k) {
-		n->head = *end;
-		*end = NULL;
-		if (!n->head)
-			n->tail = &n->head;
-	}
-	*more = n->head != NULL;
+	job = jobq_take(&n->jobs);
+	*more = n->jobs.n > 0;
 	if (close)
 		n->closed = 1;
 	pthread_mutex_unlock(&n->mu);
-	return k ? first : NULL;
+	return job;
 }
 
 /* The loop's descriptors: each registry's, efd, the config file's
@@ -409,13 +403,15 @@ struct turn_left {
 	int ready;   /* every registry's first scan is done */
 };
 
-/* Up to TURN_JOBS requests, each a step named by its method. */
+/* Up to TURN_JOBS requests (fewer past TURN_JOBS_NS), each a step
+ * named by its method. */
 static int step_jobs(struct node *n, struct turn *t, struct turn_left *l)
 {
-	struct node_job *j, *next;
-	for (j = take_jobs(n, 0, TURN_JOBS, &l->more); j; j = next) {
+	int64_t start = t->mark;
+	struct node_job *j;
+	l->more = 0;
+	while (t->jobs < TURN_JOBS && t->mark - start < TURN_JOBS_NS && (j = take_job(n, 0, &l->more))) {
 		enum node_method m = j->method;
-		next = j->next;
 		node_handle(n, j);
 		turn_step(t, "job", method_names[m]);
 		t->jobs++;
@@ -554,12 +550,10 @@ static int loop_end(struct node *n, int err)
 	for (i = 0; i < n->nprocs; i++)
 		proc_reads_gone(n, n->procs[i], -ESHUTDOWN);
 	{
-		struct node_job *j, *next;
+		struct node_job *j;
 		int more;
-		for (j = take_jobs(n, 1, SIZE_MAX, &more); j; j = next) {
-			next = j->next;
+		while ((j = take_job(n, 1, &more)))
 			job_finish(j, NODE_UNAVAILABLE, "procctl-node is shutting down", NULL);
-		}
 	}
 	return err;
 }

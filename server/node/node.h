@@ -89,6 +89,7 @@ struct node_job {
 				* "addr:A" on plain TCP; waits are bounded per peer */
 	enum node_peer_class peer_class;
 	struct node_job *next;
+	struct node_job *later, **later_tail, *hnext; /* the loop's queue's (jobq.h) */
 };
 
 struct node;

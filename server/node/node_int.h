@@ -13,6 +13,7 @@
 #include "match/admission.h"
 #include "desired/desired.h"
 #include "kubepods.h"
+#include "jobq.h"
 #include "node.h"
 #include "sys/podid.h"
 #include "procctl/v1/node.pb-c.h"
@@ -221,7 +222,7 @@ struct node {
 	struct timer t_alive; /* hooks.alive's */
 
 	pthread_mutex_t mu;   /* the job queue */
-	struct node_job *head, **tail;
+	struct jobq jobs;
 	int closed;           /* under mu: no more jobs */
 	int efd;              /* eventfd: jobs queued, or stop */
 	volatile int stop;
