@@ -10,26 +10,27 @@
 
 #include "fuzz_pod.h"
 
-static void item(void *arg, const struct podmeta *m)
+static void item(void *arg, const void *obj)
 {
 	(*(size_t *)arg)++;
-	fuzz_pod(m);
+	fuzz_pod(obj);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct kube_page pg;
+	static struct podmeta m;
 	static char err[512];
 	size_t n = 0;
 
 	err[0] = 0;
-	if (kube_list_parse((const char *)data, size, 2048, &pg, item, &n, err, sizeof err) < 0) {
+	if (kube_list_parse(&podmeta_kind, &m, (const char *)data, size, 2048, &pg, item, &n, err, sizeof err) < 0) {
 		if (!err[0] || n)
 			abort();
 		fuzz_printable(err);
 		return 0;
 	}
-	if (!pg.rv[0] || strlen(pg.rv) > PODMETA_RV_MAX || strlen(pg.cont) > KUBE_CONTINUE_MAX || n != pg.items ||
+	if (!pg.rv[0] || strlen(pg.rv) > KUBE_RV_MAX || strlen(pg.cont) > KUBE_CONTINUE_MAX || n != pg.items ||
 	    (pg.rejected && !pg.rejected_why[0]))
 		abort();
 	fuzz_printable(pg.rv);

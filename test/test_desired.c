@@ -31,13 +31,14 @@ static struct podsel pods(const char *ns, const char *labels)
  * the API server gives it. */
 static const struct podmeta *pod(const char *ns, const char *labels)
 {
-	static struct kube_event ev;
+	static struct podmeta m;
+	struct kube_event ev = {.obj = &m};
 	char line[600], err[512] = "";
 	snprintf(line, sizeof line, "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"p\",\"namespace\":\"%s\","
 		 "\"uid\":\"" P2 "\",\"resourceVersion\":\"1\",\"labels\":{%s}}}}", ns, labels);
-	if (kube_event_parse(line, strlen(line), &ev, err, sizeof err) < 0)
+	if (kube_event_parse(&podmeta_kind, line, strlen(line), &ev, err, sizeof err) < 0)
 		fail_msg("%s", err);
-	return &ev.pod;
+	return &m;
 }
 
 static const struct desired *set_pod(struct desired_store *s, struct selector sel, struct podsel ps, const char *payload)

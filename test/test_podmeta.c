@@ -17,13 +17,23 @@
 #define META(fields) "{\"type\":\"ADDED\",\"object\":{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{" fields "}}}"
 #define BASIC "\"name\":\"web-1\",\"namespace\":\"shop\",\"uid\":\"" UID "\",\"resourceVersion\":\"7\""
 
-static struct kube_event ev;
+static struct podmeta pod;
+static struct kube_event ev = {.obj = &pod};
 static char err[512], big[65536];
 
 static int event(const char *line)
 {
 	err[0] = 0;
-	return kube_event_parse(line, strlen(line), &ev, err, sizeof err);
+	return kube_event_parse(&podmeta_kind, line, strlen(line), &ev, err, sizeof err);
+}
+
+/* The UID of a line event() refused, as the watch forgets its pod. */
+static int event_uid(const char *line, size_t len, char *uid)
+{
+	static struct podmeta m;
+	int r = podmeta_kind.forget(line, len, &m);
+	memcpy(uid, m.uid, sizeof m.uid);
+	return r;
 }
 
 static void a_pod(void **state)
@@ -41,31 +51,31 @@ static void a_pod(void **state)
 			       "[{\"name\":\"init\",\"containerID\":\"cri-o://0a1b\"},{\"name\":\"x\",\"containerID\":\"docker://XY\"}]}}}"),
 			 0);
 	assert_int_equal(ev.type, KUBE_ADDED);
-	assert_string_equal(ev.pod.uid, UID);
-	assert_string_equal(ev.pod.ns, "shop");
-	assert_string_equal(ev.pod.name, "web-5d8f7c9b6-x2x4z");
+	assert_string_equal(pod.uid, UID);
+	assert_string_equal(pod.ns, "shop");
+	assert_string_equal(pod.name, "web-5d8f7c9b6-x2x4z");
 	assert_string_equal(ev.rv, "123456");
-	assert_int_equal(ev.pod.ncontainers, 3);
-	assert_string_equal(ev.pod.text + ev.pod.containers[0], "web");
-	assert_string_equal(ev.pod.text + ev.pod.containers[2], "init");
+	assert_int_equal(pod.ncontainers, 3);
+	assert_string_equal(pod.text + pod.containers[0], "web");
+	assert_string_equal(pod.text + pod.containers[2], "init");
 	/* the container by the ID its cgroup names: the runtime's scheme cut;
 	 * one not started (no ID) or of an ID that is not hex is not known */
-	assert_int_equal(ev.pod.nstatuses, 2);
-	assert_string_equal(podmeta_container(&ev.pod, ID64), "web");
-	assert_string_equal(podmeta_container(&ev.pod, "0a1b"), "init");
-	assert_null(podmeta_container(&ev.pod, "XY"));
-	assert_null(podmeta_container(&ev.pod, ""));
-	n = podmeta_labels(&ev.pod, ls);
+	assert_int_equal(pod.nstatuses, 2);
+	assert_string_equal(podmeta_container(&pod, ID64), "web");
+	assert_string_equal(podmeta_container(&pod, "0a1b"), "init");
+	assert_null(podmeta_container(&pod, "XY"));
+	assert_null(podmeta_container(&pod, ""));
+	n = podmeta_labels(&pod, ls);
 	assert_int_equal(n, 3);
 	assert_int_equal(labelsel_match("app=web,app.kubernetes.io/part-of in (shop),!canary", ls, n), 1);
 	assert_int_equal(labelsel_match("app=db", ls, n), 0);
-	assert_int_equal(podmeta_match(&ev.pod, "app=web,!canary"), 1);
-	assert_int_equal(podmeta_match(&ev.pod, "env!=prod"), 1);
+	assert_int_equal(podmeta_match(&pod, "app=web,!canary"), 1);
+	assert_int_equal(podmeta_match(&pod, "env!=prod"), 1);
 	/* deleted: the same object; no labels at all is a pod too */
 	assert_int_equal(event("{\"type\":\"DELETED\",\"object\":{\"metadata\":{" BASIC "}}}"), 0);
 	assert_int_equal(ev.type, KUBE_DELETED);
-	assert_int_equal(ev.pod.nlabels, 0);
-	assert_int_equal(ev.pod.labels_over, 0);
+	assert_int_equal(pod.nlabels, 0);
+	assert_int_equal(pod.labels_over, 0);
 	assert_int_equal(event("{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{" BASIC ",\"labels\":null}}}"), 0);
 }
 
@@ -74,8 +84,9 @@ struct seen {
 	char uids[4][37];
 };
 
-static void seen_pod(void *arg, const struct podmeta *m)
+static void seen_pod(void *arg, const void *obj)
 {
+	const struct podmeta *m = obj;
 	struct seen *s = arg;
 	struct podmeta *d = podmeta_dup(m);
 	assert_non_null(d);
@@ -90,9 +101,10 @@ static void seen_pod(void *arg, const struct podmeta *m)
 
 static int page(const char *body, struct kube_page *pg, struct seen *s)
 {
+	static struct podmeta item;
 	memset(s, 0, sizeof *s);
 	err[0] = 0;
-	return kube_list_parse(body, strlen(body), 1u << 20, pg, seen_pod, s, err, sizeof err);
+	return kube_list_parse(&podmeta_kind, &item, body, strlen(body), 1u << 20, pg, seen_pod, s, err, sizeof err);
 }
 
 /* A page of a LIST: its pods, its version, the next page's token; a bad
@@ -156,10 +168,10 @@ static void refused_uid(void **state)
 	size_t i;
 	(void)state;
 	assert_int_equal(event(bad_label), -EINVAL);
-	assert_int_equal(kube_event_uid(bad_label, strlen(bad_label), uid), 0);
+	assert_int_equal(event_uid(bad_label, strlen(bad_label), uid), 0);
 	assert_string_equal(uid, UID);
 	for (i = 0; i < sizeof bad / sizeof bad[0]; i++)
-		assert_int_equal(kube_event_uid(bad[i], strlen(bad[i]), uid), -EINVAL);
+		assert_int_equal(event_uid(bad[i], strlen(bad[i]), uid), -EINVAL);
 }
 
 /* A static pod's mirror is known by its manifest's hash, as its cgroup
@@ -174,17 +186,17 @@ static void mirror_and_ephemeral(void **state)
 	       "[{\"name\":\"etcd\"}],\"ephemeralContainers\":[{\"name\":\"debugger\"}]},\"status\":{"
 	       "\"ephemeralContainerStatuses\":[{\"name\":\"debugger\",\"containerID\":\"containerd://" ID64 "\"}]}}}";
 	assert_int_equal(event(line), 0);
-	assert_string_equal(ev.pod.uid, "6f1b0c8a9d2e4f7a8b3c5d6e7f809a1b");
-	assert_int_equal(ev.pod.ncontainers, 2);
-	assert_string_equal(podmeta_container(&ev.pod, ID64), "debugger");
-	assert_int_equal(kube_event_uid(line, strlen(line), uid), 0);
+	assert_string_equal(pod.uid, "6f1b0c8a9d2e4f7a8b3c5d6e7f809a1b");
+	assert_int_equal(pod.ncontainers, 2);
+	assert_string_equal(podmeta_container(&pod, ID64), "debugger");
+	assert_int_equal(event_uid(line, strlen(line), uid), 0);
 	assert_string_equal(uid, "6f1b0c8a9d2e4f7a8b3c5d6e7f809a1b");
 	/* a mirror annotation that is no UID: the pod is refused, not taken for another */
 	line = "{\"type\":\"ADDED\",\"object\":{\"metadata\":{" BASIC ",\"annotations\":{\"kubernetes.io/config.mirror\":"
 	       "\"../../x\"}}}}";
 	assert_int_equal(event(line), -EINVAL);
 	assert_non_null(strstr(err, "kubernetes.io/config.mirror"));
-	assert_int_equal(kube_event_uid(line, strlen(line), uid), -EINVAL);
+	assert_int_equal(event_uid(line, strlen(line), uid), -EINVAL);
 }
 
 static void bookmarks_and_errors(void **state)
@@ -257,13 +269,13 @@ static void bounds(void **state)
 		o += (size_t)snprintf(big + o, sizeof big - o, "%s\"k%zu\":\"v\"", i ? "," : "", i);
 	snprintf(big + o, sizeof big - o, "}}}}");
 	assert_int_equal(event(big), 0);
-	assert_int_equal(ev.pod.labels_over, 1);
-	assert_int_equal(ev.pod.nlabels, 0);
-	assert_int_equal(ev.pod.used, 0); /* their bytes freed */
-	assert_int_equal(podmeta_match(&ev.pod, "k1=v"), 0);
-	assert_int_equal(podmeta_match(&ev.pod, "env!=prod"), 0); /* would hold for a pod without labels */
-	assert_int_equal(podmeta_match(&ev.pod, "!canary"), 0);
-	assert_int_equal(podmeta_match(&ev.pod, ""), 1);
+	assert_int_equal(pod.labels_over, 1);
+	assert_int_equal(pod.nlabels, 0);
+	assert_int_equal(pod.used, 0); /* their bytes freed */
+	assert_int_equal(podmeta_match(&pod, "k1=v"), 0);
+	assert_int_equal(podmeta_match(&pod, "env!=prod"), 0); /* would hold for a pod without labels */
+	assert_int_equal(podmeta_match(&pod, "!canary"), 0);
+	assert_int_equal(podmeta_match(&pod, ""), 1);
 	/* labels of 63-byte values past the text's bytes: the same */
 	o = (size_t)snprintf(big, sizeof big, "{\"type\":\"ADDED\",\"object\":{\"metadata\":{" BASIC ",\"labels\":{");
 	for (i = 0; i < 60; i++)
@@ -272,17 +284,17 @@ static void bounds(void **state)
 				      "vvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvv");
 	snprintf(big + o, sizeof big - o, "}}}}");
 	assert_int_equal(event(big), 0);
-	assert_int_equal(ev.pod.labels_over, 1);
-	assert_int_equal(ev.pod.nlabels, 0);
+	assert_int_equal(pod.labels_over, 1);
+	assert_int_equal(pod.nlabels, 0);
 	/* 33 containers: the first 32 kept, and said */
 	o = (size_t)snprintf(big, sizeof big, "{\"type\":\"ADDED\",\"object\":{\"metadata\":{" BASIC "},\"spec\":{\"containers\":[");
 	for (i = 0; i <= PODMETA_CONTAINERS_MAX; i++)
 		o += (size_t)snprintf(big + o, sizeof big - o, "%s{\"name\":\"c%zu\"}", i ? "," : "", i);
 	snprintf(big + o, sizeof big - o, "]}}}");
 	assert_int_equal(event(big), 0);
-	assert_int_equal(ev.pod.containers_over, 1);
-	assert_int_equal(ev.pod.ncontainers, PODMETA_CONTAINERS_MAX);
-	assert_string_equal(ev.pod.text + ev.pod.containers[31], "c31");
+	assert_int_equal(pod.containers_over, 1);
+	assert_int_equal(pod.ncontainers, PODMETA_CONTAINERS_MAX);
+	assert_string_equal(pod.text + pod.containers[31], "c31");
 }
 
 /* A NUL (\u0000) costs only its object, and only when the daemon reads
@@ -315,7 +327,7 @@ static void nuls(void **state)
 	assert_non_null(strstr(err, "a watch event of type \"(none)\""));
 	assert_int_equal(event("{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{" BASIC ",\"annotations\":{\"n\":\"\\u0000\"}}}}"),
 			 0);
-	assert_string_equal(ev.pod.uid, UID);
+	assert_string_equal(pod.uid, UID);
 }
 
 /* A page's parts are parsed one at a time: padding of small values
@@ -388,7 +400,7 @@ static void event_bounds(void **state)
 	o += (size_t)snprintf(big + o - 1, n - o, "]}}") - 1;
 	assert_int_equal(event(big), -EINVAL);
 	assert_string_equal(err, "a watch event of more than 100000 JSON values");
-	assert_int_equal(kube_event_uid(big, o, uid), -EINVAL);
+	assert_int_equal(event_uid(big, o, uid), -EINVAL);
 	free(big);
 }
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* kubewatch.c - the node's pods, listed and watched (kubewatch.h). */
+/* kubewatch.c - the objects of one kind, listed and watched (kubewatch.h). */
 #define _GNU_SOURCE 1
 #include "kubewatch.h"
 
@@ -18,14 +18,14 @@
 
 #include "sys/log.h"
 
-#define QUEUE_MAX 1024      /* changes queued for the loop (a list's pods count too) */
-#define LIMIT 100           /* pods a page of a list, at first */
+#define QUEUE_MAX 1024      /* changes queued for the loop (a list's objects count too) */
+#define LIMIT 100           /* objects a page of a list, at first */
 #define BATCH_MAX 64        /* changes in one batch of events */
 #define BACKOFF_MIN_MS 1000
 #define BACKOFF_MAX_MS 30000
 #define RETRY_AFTER_MAX_S 300 /* a Retry-After heeded up to this */
 #define PAGES_MAX 10000     /* pages of one list (a selector's pages may be sparse, even empty) */
-#define ROOM_RELIST_NS 10000000000ll /* a list for room (pods dropped, one deleted), at most this often */
+#define ROOM_RELIST_NS 10000000000ll /* a list for room (objects dropped, one deleted), at most this often */
 #define LIST_S 60           /* one page of a list */
 #define CONNECT_MS 10000
 #define TOKEN_MAX 16384
@@ -60,9 +60,9 @@ struct kubewatch {
 	int consistent;            /* the next list is a consistent read (after a 410), not the cache's */
 	int paged;                 /* lists are paged reads: the cache's one answer was over page_bytes_max */
 	int whole;                 /* this list is one consistent answer: a continue token expired */
-	unsigned limit;            /* pods a page: LIMIT, less after a page over page_bytes_max */
-	uint64_t dropped;          /* the last list's pods past pods_max */
-	int room;                  /* a kept pod was deleted while some were dropped: list again */
+	unsigned limit;            /* objects a page: LIMIT, less after a page over page_bytes_max */
+	uint64_t dropped;          /* the last list's objects past max */
+	int room;                  /* a kept object was deleted while some were dropped: list again */
 	int for_room;              /* the watch ended for that list */
 	int64_t room_at;           /* the last list for room */
 	int64_t t0;                /* the request's start */
@@ -70,11 +70,12 @@ struct kubewatch {
 	int failing;               /* the last request failed (kube_api_recovered is said at the next that works) */
 	uint32_t backoff;          /* ms; 0: no request failed since a watch last ran */
 	uint32_t retry_after_s;    /* the failed request's Retry-After (429, 503); 0: none */
-	int64_t rejected_at;       /* the last list for an event refused whose pod could not be told */
-	char rv[PODMETA_RV_MAX + 1]; /* where the next watch starts; "": list */
-	char seen_rv[PODMETA_RV_MAX + 1]; /* the latest version seen (a list's, an event's): a list is not older */
+	int64_t rejected_at;       /* the last list for an event refused whose object could not be told */
+	char rv[KUBE_RV_MAX + 1];  /* where the next watch starts; "": list */
+	char seen_rv[KUBE_RV_MAX + 1]; /* the latest version seen (a list's, an event's): a list is not older */
 	int len_over;              /* the body was over its bound (page_bytes_max) */
-	struct kube_event ev;
+	struct kube_event ev;      /* ev.obj: obj */
+	void *obj;                 /* the kind's: the object an event or a list's item is parsed into */
 	struct kube_page pg;
 	char curl_err[CURL_ERROR_SIZE];
 	char why[600];             /* why the last request failed */
@@ -99,7 +100,7 @@ void kube_batch_free(struct kube_batch *b)
 	if (!b)
 		return;
 	for (i = 0; i < b->n; i++)
-		free(b->v[i].pod);
+		free(b->v[i].obj);
 	free(b);
 }
 
@@ -158,7 +159,7 @@ static void count(struct kubewatch *kw, uint64_t *field, uint64_t by)
 }
 
 /* A request worked: the API answers again (kube_api_recovered, once),
- * and the pods are followed (synced, once listed). Only a watch that runs
+ * and the objects are followed (synced, once listed). Only a watch that runs
  * ends the backoff: a server that lists but cannot be watched is not
  * listed again and again. */
 static void working(struct kubewatch *kw, const char *what, int watch_runs)
@@ -175,7 +176,7 @@ static void working(struct kubewatch *kw, const char *what, int watch_runs)
 
 /* A change (a list's item: KUBE_ADDED) into kw->b (a new batch of kind
  * when there is none); a full batch of events goes to the loop. -ENOMEM. */
-static int add(struct kubewatch *kw, enum kube_batch_kind kind, enum kube_event_type type, const struct podmeta *m)
+static int add(struct kubewatch *kw, enum kube_batch_kind kind, enum kube_event_type type, const void *obj)
 {
 	struct kube_batch *b = kw->b;
 	if (!b || b->n == b->cap) {
@@ -192,7 +193,7 @@ static int add(struct kubewatch *kw, enum kube_batch_kind kind, enum kube_event_
 		b->cap = cap;
 		kw->b = b;
 	}
-	if (!(b->v[b->n].pod = podmeta_dup(m)))
+	if (!(b->v[b->n].obj = kw->cfg.kind->dup(obj)))
 		return -ENOMEM;
 	b->v[b->n++].type = type;
 	return 0;
@@ -238,7 +239,7 @@ static int append(struct kubewatch *kw, const char *p, size_t n)
 }
 
 /* One line of a watch. -1: the watch must end (kw->why, or kw->relist).
- * An event refused ends it in a list: what it said (a pod deleted,
+ * An event refused ends it in a list: what it said (an object deleted,
  * perhaps) is not lost. */
 static int line(struct kubewatch *kw, const char *s, size_t n)
 {
@@ -247,23 +248,19 @@ static int line(struct kubewatch *kw, const char *s, size_t n)
 	int r;
 	if (strspn(s, " \t\r") >= n)
 		return 0;
-	r = kube_event_parse(s, n, ev, err, sizeof err);
+	r = kube_event_parse(kw->cfg.kind, s, n, ev, err, sizeof err);
 	if (n >= TRIM_BYTES)
 		malloc_trim(0); /* the freed tree of a large event, not kept by this thread's arena */
 	if (r < 0) {
-		/* What a list would do: without it. A pod whose UID cannot be
+		/* What a list would do: without it. An object that cannot be
 		 * told: a list, at most once a minute. */
-		int has_uid = kube_event_uid(s, n, ev->pod.uid) == 0;
+		int told = kw->cfg.kind->forget(s, n, kw->obj) == 0;
 		int64_t now = procctl_now_ns();
 		count(kw, &kw->st.rejected, 1);
 		node_log_limited(PROCCTL_LOG_WARN, "kube_rejected", "what=watch_event reason=\"%s\" action=%s",
-				 node_log_quote(q, sizeof q, err), has_uid ? "forget" : "list");
-		if (has_uid) {
-			ev->pod.ns[0] = ev->pod.name[0] = 0;
-			ev->pod.used = ev->pod.nlabels = ev->pod.ncontainers = ev->pod.nstatuses = 0;
-			ev->pod.labels_over = ev->pod.containers_over = 0;
-			return add(kw, KUBE_BATCH_EVENTS, KUBE_DELETED, &ev->pod) < 0 ? fail(kw, "out of memory"), -1 : 0;
-		}
+				 node_log_quote(q, sizeof q, err), told ? "forget" : "list");
+		if (told)
+			return add(kw, KUBE_BATCH_EVENTS, KUBE_DELETED, kw->obj) < 0 ? fail(kw, "out of memory"), -1 : 0;
 		if (kw->rejected_at && now - kw->rejected_at < REJECT_RELIST_NS)
 			return 0;
 		kw->rejected_at = now;
@@ -278,7 +275,7 @@ static int line(struct kubewatch *kw, const char *s, size_t n)
 	case KUBE_BOOKMARK:
 		break;
 	default:
-		if (add(kw, KUBE_BATCH_EVENTS, ev->type, &ev->pod) < 0) {
+		if (add(kw, KUBE_BATCH_EVENTS, ev->type, ev->obj) < 0) {
 			fail(kw, "out of memory");
 			return -1;
 		}
@@ -289,7 +286,7 @@ static int line(struct kubewatch *kw, const char *s, size_t n)
 	memcpy(kw->seen_rv, ev->rv, sizeof kw->seen_rv);
 	if (!kw->up)
 		kw->up = 1, working(kw, "watch", 1);
-	if (kw->room && procctl_now_ns() - kw->room_at >= ROOM_RELIST_NS) /* the pods dropped: room for some now */
+	if (kw->room && procctl_now_ns() - kw->room_at >= ROOM_RELIST_NS) /* those dropped: room for some now */
 		return kw->room_at = procctl_now_ns(), kw->relist = kw->for_room = 1, -1;
 	return 0;
 }
@@ -307,8 +304,8 @@ static size_t on_body(char *p, size_t size, size_t nmemb, void *arg)
 	if (kw->mode != WATCH) {
 		if (kw->len + n > kw->cfg.page_bytes_max) {
 			kw->limit = kw->limit > 4 ? kw->limit / 4 : 1; /* the next list asks for smaller pages */
-			return fail(kw, "a page of the list over %u bytes (kubernetes_page_bytes_max; pages of %u pods from "
-				    "now on)", kw->cfg.page_bytes_max, kw->limit), 0;
+			return fail(kw, "a page of the list over %u bytes (kubernetes_page_bytes_max; pages of %u %s from "
+				    "now on)", kw->cfg.page_bytes_max, kw->limit, kw->cfg.kind->plural), 0;
 		}
 		return append(kw, p, n) < 0 ? fail(kw, "out of memory"), 0 : n;
 	}
@@ -446,24 +443,14 @@ static int get(struct kubewatch *kw, const char *url, enum mode mode, long timeo
 
 /* ---- list, watch ----------------------------------------------------- */
 
-/* url (cap bytes): the pods of the node that may run (a finished pod,
- * Succeeded or Failed, runs nothing: a node keeps thousands of them
- * until the pod GC removes them), and then more. A watch sees a pod that
- * finishes DELETED (the API server's selection of it ends). */
-static int pods_url(struct kubewatch *kw, char *url, size_t cap, const char *more_fmt, ...)
+/* url (cap bytes): the collection (cfg.path), and then more (a query's
+ * parameters). */
+static int coll_url(struct kubewatch *kw, char *url, size_t cap, const char *more_fmt, ...)
 	__attribute__((format(printf, 4, 5)));
-static int pods_url(struct kubewatch *kw, char *url, size_t cap, const char *more_fmt, ...)
+static int coll_url(struct kubewatch *kw, char *url, size_t cap, const char *more_fmt, ...)
 {
-	char *node = curl_easy_escape(kw->h, kw->cfg.node, 0);
-	int n, m;
+	int n = snprintf(url, cap, "%s%s%c", kw->cfg.url, kw->cfg.path, strchr(kw->cfg.path, '?') ? '&' : '?'), m;
 	va_list ap;
-	if (!node)
-		return fail(kw, "out of memory");
-	n = snprintf(url, cap,
-		     "%s/api/v1/pods?fieldSelector=spec.nodeName%%3D%s%%2Cstatus.phase%%21%%3DSucceeded"
-		     "%%2Cstatus.phase%%21%%3DFailed&",
-		     kw->cfg.url, node);
-	curl_free(node);
 	va_start(ap, more_fmt);
 	m = n < 0 || (size_t)n >= cap ? -1 : vsnprintf(url + n, cap - (size_t)n, more_fmt, ap);
 	va_end(ap);
@@ -478,12 +465,12 @@ struct list_ctx {
 	int nomem;
 };
 
-static void list_item(void *arg, const struct podmeta *m)
+static void list_item(void *arg, const void *obj)
 {
 	struct list_ctx *x = arg;
-	if (x->kw->b && x->kw->b->n >= x->kw->cfg.pods_max)
+	if (x->kw->b && x->kw->b->n >= x->kw->cfg.max)
 		x->dropped++;
-	else if (add(x->kw, KUBE_BATCH_LIST, KUBE_ADDED, m) < 0)
+	else if (add(x->kw, KUBE_BATCH_LIST, KUBE_ADDED, obj) < 0)
 		x->nomem = 1;
 }
 
@@ -495,13 +482,13 @@ static void list_item(void *arg, const struct podmeta *m)
 static int list_url(struct kubewatch *kw, char *url, size_t cap, const char *cont)
 {
 	if (kw->whole)
-		return pods_url(kw, url, cap, "limit=0");
+		return coll_url(kw, url, cap, "limit=0");
 	if (kw->consistent || kw->paged || cont)
-		return pods_url(kw, url, cap, "limit=%u%s%s", kw->limit, cont ? "&continue=" : "", cont ? cont : "");
+		return coll_url(kw, url, cap, "limit=%u%s%s", kw->limit, cont ? "&continue=" : "", cont ? cont : "");
 	if (!kw->seen_rv[0])
-		return pods_url(kw, url, cap, "resourceVersion=0");
+		return coll_url(kw, url, cap, "resourceVersion=0");
 	char *rv = curl_easy_escape(kw->h, kw->seen_rv, 0);
-	int r = rv ? pods_url(kw, url, cap, "resourceVersion=%s&resourceVersionMatch=NotOlderThan", rv)
+	int r = rv ? coll_url(kw, url, cap, "resourceVersion=%s&resourceVersionMatch=NotOlderThan", rv)
 		   : fail(kw, "out of memory");
 	curl_free(rv);
 	return r;
@@ -510,7 +497,7 @@ static int list_url(struct kubewatch *kw, char *url, size_t cap, const char *con
 /* One page into x: 0, or -EIO (kw->why). */
 static int list_page(struct kubewatch *kw, struct list_ctx *x, const char *cont)
 {
-	char url[KUBEWATCH_URL_MAX + 600 + 3 * KUBE_CONTINUE_MAX], err[400], q[300];
+	char url[KUBEWATCH_URL_MAX + KUBEWATCH_PATH_MAX + 200 + 3 * KUBE_CONTINUE_MAX], err[400], q[300];
 	struct kube_page *pg = &kw->pg;
 	int cache = !(kw->consistent || kw->paged || cont), r;
 	if ((r = list_url(kw, url, sizeof url, cont)) < 0)
@@ -522,9 +509,10 @@ static int list_page(struct kubewatch *kw, struct list_ctx *x, const char *cont)
 	if (r < 0 && cache && kw->len_over) {
 		kw->paged = 1;
 		return fail(kw, "the list from the API server's cache over %u bytes (kubernetes_page_bytes_max; paged lists "
-			    "of %u pods from now on)", kw->cfg.page_bytes_max, kw->limit);
+			    "of %u %s from now on)", kw->cfg.page_bytes_max, kw->limit, kw->cfg.kind->plural);
 	}
-	if (!r && kube_list_parse(kw->buf ? kw->buf : "", kw->len, kw->cfg.event_bytes_max, pg, list_item, x, err, sizeof err) < 0)
+	if (!r && kube_list_parse(kw->cfg.kind, kw->obj, kw->buf ? kw->buf : "", kw->len, kw->cfg.event_bytes_max, pg,
+				  list_item, x, err, sizeof err) < 0)
 		r = fail(kw, "%s", err);
 	if (kw->len >= TRIM_BYTES)
 		malloc_trim(0); /* a large page's freed tree */
@@ -558,7 +546,7 @@ static int list_whole(struct kubewatch *kw, struct list_ctx *x)
 	return r;
 }
 
-/* The node's pods, every page read (those past pods_max counted, not
+/* The objects, every page read (those past max counted, not
  * kept), to the loop as one batch: 0, or -EIO (kw->why). */
 static int list(struct kubewatch *kw)
 {
@@ -590,7 +578,7 @@ static int list(struct kubewatch *kw)
 		return fail(kw, "out of memory");
 	kw->b->dropped = kw->dropped = x.dropped;
 	kw->consistent = kw->room = 0;
-	node_log(PROCCTL_LOG_INFO, "kube_listed", "node=%s pods=%zu dropped=%llu resource_version=%s pages=%zu", kw->cfg.node,
+	node_log(PROCCTL_LOG_INFO, "kube_listed", "%s=%zu dropped=%llu resource_version=%s pages=%zu", kw->cfg.kind->plural,
 		 kw->b->n, (unsigned long long)x.dropped, pg->rv, pages);
 	memcpy(kw->rv, pg->rv, sizeof kw->rv);
 	memcpy(kw->seen_rv, pg->rv, sizeof kw->seen_rv);
@@ -616,18 +604,18 @@ static void nap(struct kubewatch *kw, uint32_t ms)
 }
 
 /* One watch, to its end: 0 it ran its course (resume from kw->rv), 1 the
- * pods must be listed again (kw->rv ""), -ECANCELED stopping, -EIO a
+ * objects must be listed again (kw->rv ""), -ECANCELED stopping, -EIO a
  * failure (kw->why). */
 static int watch(struct kubewatch *kw)
 {
-	char url[KUBEWATCH_URL_MAX + 600 + 3 * PODMETA_RV_MAX];
+	char url[KUBEWATCH_URL_MAX + KUBEWATCH_PATH_MAX + 200 + 3 * KUBE_RV_MAX];
 	uint32_t t = kw->cfg.watch_s + rnd() % kw->cfg.watch_s;
 	char *rv = curl_easy_escape(kw->h, kw->rv, 0);
 	int64_t t0 = procctl_now_ns();
 	int r;
 	if (!rv)
 		return fail(kw, "out of memory");
-	r = pods_url(kw, url, sizeof url, "watch=1&allowWatchBookmarks=true&resourceVersion=%s&timeoutSeconds=%u", rv, t);
+	r = coll_url(kw, url, sizeof url, "watch=1&allowWatchBookmarks=true&resourceVersion=%s&timeoutSeconds=%u", rv, t);
 	curl_free(rv);
 	if (!r)
 		r = get(kw, url, WATCH, (long)t + 30);
@@ -728,21 +716,19 @@ static void setup(struct kubewatch *kw)
 
 struct kubewatch *kubewatch_start(const struct kubewatch_cfg *cfg, char *err, size_t errlen)
 {
-	struct kubewatch *kw;
+	struct kubewatch *kw = NULL;
 	size_t n;
 	int r;
 	if (kubewatch_url_check(cfg->url, err, errlen) < 0)
 		return NULL;
-	if (!cfg->node[0] || !labelsel_subdomain_valid(cfg->node, strlen(cfg->node))) {
-		snprintf(err, errlen, "kubernetes_node: the node's name (a DNS subdomain), needed with kubernetes_api");
-		return NULL;
-	}
 	pthread_once(&curl_once, curl_init);
-	if (curl_init_rc != CURLE_OK || !(kw = calloc(1, sizeof *kw))) {
-		snprintf(err, errlen, "kubernetes_api: setting up libcurl failed");
+	if (curl_init_rc != CURLE_OK || !(kw = calloc(1, sizeof *kw)) || !(kw->obj = malloc(cfg->kind->size))) {
+		snprintf(err, errlen, "kubernetes_api: setting up libcurl failed, or out of memory");
+		free(kw);
 		return NULL;
 	}
 	kw->cfg = *cfg;
+	kw->ev.obj = kw->obj;
 	kw->limit = LIMIT;
 	if (!kw->cfg.watch_s)
 		kw->cfg.watch_s = 300;
@@ -776,6 +762,7 @@ fail:
 	curl_easy_cleanup(kw->h);
 	pthread_cond_destroy(&kw->cv);
 	pthread_mutex_destroy(&kw->mu);
+	free(kw->obj);
 	free(kw);
 	return NULL;
 }
@@ -797,6 +784,7 @@ void kubewatch_stop(struct kubewatch *kw)
 	kube_batch_free(kw->b);
 	curl_easy_cleanup(kw->h);
 	free(kw->buf);
+	free(kw->obj);
 	pthread_cond_destroy(&kw->cv);
 	pthread_mutex_destroy(&kw->mu);
 	free(kw);

@@ -17,19 +17,19 @@
 
 #include <jansson.h>
 
+#include "kubeobj.h"
 #include "labelsel.h"
 
 #define PODMETA_LABELS_MAX 64
 #define PODMETA_CONTAINERS_MAX 32
 #define PODMETA_TEXT_MAX 8192 /* its labels' and containers' bytes, NULs included */
-#define PODMETA_RV_MAX 64     /* resourceVersion: opaque, printable */
 
 struct podmeta {
 	char uid[37];   /* 8-4-4-4-12, lowercase hex; a mirror pod's: its static pod's, as its cgroup names it
 			 * (annotation kubernetes.io/config.mirror: 32 hex, or 8-4-4-4-12) */
 	char ns[64];    /* a DNS label */
 	char name[254]; /* a DNS subdomain */
-	char rv[PODMETA_RV_MAX + 1];
+	char rv[KUBE_RV_MAX + 1];
 	int labels_over;      /* more labels (or bytes) than kept: none were */
 	int containers_over;  /* more containers than kept: the first were */
 	size_t nlabels, ncontainers, used;
@@ -65,45 +65,9 @@ size_t podmeta_labels(const struct podmeta *m, struct label *out);
  * selector: not even `x!=y` or `!x`, which hold for a pod without labels. */
 int podmeta_match(const struct podmeta *m, const char *sel);
 
-/* One line of a watch (?watch=1): {"type": ..., "object": ...}. */
-enum kube_event_type { KUBE_ADDED, KUBE_MODIFIED, KUBE_DELETED, KUBE_BOOKMARK, KUBE_ERROR };
-struct kube_event {
-	enum kube_event_type type;
-	struct podmeta pod;           /* ADDED, MODIFIED, DELETED */
-	char rv[PODMETA_RV_MAX + 1];  /* BOOKMARK's, and the pod's */
-	int code;                     /* ERROR: the Status's code (410: the version is gone, list again) */
-	char reason[64];              /* ERROR: its reason, printable */
-};
-
-/* The len bytes of one line: 0 and ev, or -EINVAL and why in err. */
-int kube_event_parse(const char *line, size_t len, struct kube_event *ev, char *err, size_t errlen);
-/* The UID of the pod of a line kube_event_parse refused, when it has
- * one that is a UID (into uid, 37 bytes): 0, or -EINVAL. */
-int kube_event_uid(const char *line, size_t len, char *uid);
-
-/* The JSON values one object (a Pod, a watch event) may hold: a tree
- * costs tens of bytes a value, and no Pod has nearly so many (32
- * containers of 200 variables, and their managedFields, hold 40,000). */
-#define KUBE_VALUES_MAX 100000
-
-/* One page of a LIST of pods (a PodList, ?limit=N). */
-#define KUBE_CONTINUE_MAX 4096
-struct kube_page {
-	char rv[PODMETA_RV_MAX + 1];       /* the list's resourceVersion: where a watch resumes */
-	char cont[KUBE_CONTINUE_MAX + 1]; /* the next page's token; "": the last page */
-	size_t items;                      /* pods given to item */
-	size_t rejected;                   /* items that are no Pod as podmeta_parse checks them */
-	char rejected_why[256];            /* the first's reason */
-};
-
-/* The len bytes of a page: item(arg, pod) for each pod that parses (the
- * others are counted in pg, and skipped: one bad object does not hide
- * the node's other pods); 0, or -EINVAL and why in err (no PodList, or
- * a bad resourceVersion or continue token). The page is scanned, and its
- * parts parsed one at a time (jsonscan.h): what it costs is one item's
- * tree, an item being at most item_bytes_max bytes and KUBE_VALUES_MAX
- * values (a larger one is counted as rejected, not parsed). */
-int kube_list_parse(const char *buf, size_t len, size_t item_bytes_max, struct kube_page *pg,
-		    void (*item)(void *arg, const struct podmeta *m), void *arg, char *err, size_t errlen);
+/* Pods, as a list or a watch gives them (kubeobj.h): a struct podmeta
+ * each; a refused line's pod is told by its UID (a mirror pod's: its
+ * static pod's). */
+extern const struct kube_kind podmeta_kind;
 
 #endif

@@ -68,9 +68,9 @@ static void tell(struct kubepods *kp, const struct teller *t, const char *uid, c
  * (deleted), telling t when what selects it may have changed. */
 static void apply(struct kubepods *kp, struct kube_change *c, const struct teller *t)
 {
-	struct podmeta *old;
+	struct podmeta *old, *pod = c->obj;
 	int found;
-	size_t i = seek(kp, c->pod->uid, &found);
+	size_t i = seek(kp, pod->uid, &found);
 	if (c->type == KUBE_DELETED) {
 		if (!found) { /* one left out when the table was full, most likely */
 			kp->dropped -= kp->dropped > 0;
@@ -83,8 +83,8 @@ static void apply(struct kubepods *kp, struct kube_change *c, const struct telle
 		free(old);
 	} else if (found) {
 		old = kp->v[i];
-		kp->v[i] = c->pod;
-		c->pod = NULL;
+		kp->v[i] = pod;
+		c->obj = NULL;
 		if (!alike(old, kp->v[i]))
 			tell(kp, t, old->uid, old, kp->v[i]);
 		free(old);
@@ -93,8 +93,8 @@ static void apply(struct kubepods *kp, struct kube_change *c, const struct telle
 		node_log_limited(PROCCTL_LOG_WARN, "kube_pods_full", "kept=%zu kubernetes_pods_max=%zu", kp->n, kp->max);
 	} else {
 		memmove(&kp->v[i + 1], &kp->v[i], (kp->n - i) * sizeof kp->v[0]);
-		kp->v[i] = c->pod;
-		c->pod = NULL;
+		kp->v[i] = pod;
+		c->obj = NULL;
 		kp->n++;
 		if (c->type != KUBE_ADDED) /* one left out before, kept now there is room */
 			kp->dropped -= kp->dropped > 0;
@@ -104,7 +104,8 @@ static void apply(struct kubepods *kp, struct kube_change *c, const struct telle
 
 static int by_uid(const void *a, const void *b)
 {
-	return strcmp(((const struct kube_change *)a)->pod->uid, ((const struct kube_change *)b)->pod->uid);
+	const struct podmeta *pa = ((const struct kube_change *)a)->obj, *pb = ((const struct kube_change *)b)->obj;
+	return strcmp(pa->uid, pb->uid);
 }
 
 /* A list (sorted here by UID): the pods it does not have are gone (told);
@@ -171,12 +172,26 @@ int kubepods_open(struct kubepods *kp, const struct node_cfg *cfg, int wake_fd, 
 		return r;
 	if (!in_cluster)
 		snprintf(kc.url, sizeof kc.url, "%s", cfg->kube_api);
-	snprintf(kc.node, sizeof kc.node, "%s", cfg->kube_node);
+	if (kubewatch_url_check(kc.url, err, errlen) < 0)
+		return -EINVAL;
+	if (!cfg->kube_node[0] || !labelsel_subdomain_valid(cfg->kube_node, strlen(cfg->kube_node))) {
+		snprintf(err, errlen, "kubernetes_node: the node's name (a DNS subdomain), needed with kubernetes_api");
+		return -EINVAL;
+	}
+	/* The pods of the node that may run (a finished pod, Succeeded or
+	 * Failed, runs nothing: a node keeps thousands of them until the pod
+	 * GC removes them); a watch sees a pod that finishes DELETED (the API
+	 * server's selection of it ends). The node's name, a DNS subdomain,
+	 * needs no escaping. */
+	kc.kind = &podmeta_kind;
+	snprintf(kc.path, sizeof kc.path,
+		 "/api/v1/pods?fieldSelector=spec.nodeName%%3D%s%%2Cstatus.phase%%21%%3DSucceeded%%2Cstatus.phase%%21%%3DFailed",
+		 cfg->kube_node);
 	snprintf(kc.token_file, sizeof kc.token_file, "%s",
 		 cfg->kube_token_file[0] || !in_cluster ? cfg->kube_token_file : SA_DIR "token");
 	snprintf(kc.ca_file, sizeof kc.ca_file, "%s", cfg->kube_ca_file[0] || !in_cluster ? cfg->kube_ca_file : SA_DIR "ca.crt");
 	kc.watch_s = cfg->kube_watch_s;
-	kc.pods_max = cfg->kube_pods_max;
+	kc.max = cfg->kube_pods_max;
 	kc.page_bytes_max = cfg->kube_page_bytes_max;
 	kc.event_bytes_max = cfg->kube_event_bytes_max;
 	kc.wake_fd = wake_fd;
@@ -190,7 +205,7 @@ int kubepods_open(struct kubepods *kp, const struct node_cfg *cfg, int wake_fd, 
 		kp->v = NULL;
 		return -EINVAL;
 	}
-	node_log(PROCCTL_LOG_INFO, "kube_watching", "api=%s node=%s", kc.url, kc.node);
+	node_log(PROCCTL_LOG_INFO, "kube_watching", "api=%s node=%s", kc.url, cfg->kube_node);
 	return 0;
 }
 

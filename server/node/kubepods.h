@@ -11,6 +11,7 @@
 
 #include "config/config.h"
 #include "kube/kubewatch.h"
+#include "kube/podmeta.h"
 
 struct kubepods {
 	struct kubewatch *kw; /* NULL: off (no kubernetes_api) */
