@@ -4,6 +4,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,19 @@
 /* /proc/self/stat's fields after the command's ")": field 3 (state) is
  * v[0]. The command may hold spaces and parentheses: the last ")" ends it. */
 enum { STAT_UTIME = 11, STAT_STIME = 12, STAT_THREADS = 17, STAT_START = 19, STAT_VSIZE = 20, STAT_RSS = 21, STAT_N };
+
+/* What malloc holds (every arena's, mallinfo2): in use, and free but
+ * kept (what a resident set that grows while in_use does not is made
+ * of: fragments of freed memory). */
+static void heap_metrics(struct prom *p)
+{
+	struct mallinfo2 mi = mallinfo2();
+	prom_family(p, FAMILY("procctl_heap_bytes", PROM_GAUGE, "bytes",
+			      "What malloc holds, by state: in_use (allocated, mmapped ones included), free (freed, "
+			      "kept by malloc)."));
+	prom_int(p, PROM_LABELS({"state", "in_use"}), (unsigned long long)(mi.uordblks + mi.hblkhd));
+	prom_int(p, PROM_LABELS({"state", "free"}), (unsigned long long)mi.fordblks);
+}
 
 static int read_stat(unsigned long long v[STAT_N])
 {
@@ -104,4 +118,5 @@ void procself_metrics(struct prom *p, void *arg)
 	prom_family(p, FAMILY("process_threads", PROM_GAUGE, NULL, "Number of OS threads in the process."));
 	if (have)
 		prom_int(p, PROM_NOLABELS, st[STAT_THREADS]);
+	heap_metrics(p);
 }

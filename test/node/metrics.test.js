@@ -88,6 +88,7 @@ const FAMILIES = {
   process_max_fds: 'gauge',
   process_start_time_seconds: 'gauge',
   process_threads: 'gauge',
+  procctl_heap_bytes: 'gauge',
 };
 
 const scratch = h.scratch('procctl-metrics-');
@@ -431,6 +432,11 @@ test("the daemon's own figures, as every Prometheus client exports them, agree w
       Math.abs(sample(x, 'process_resident_memory_bytes') / 1024 - status(pid, 'VmRSS')) < status(pid, 'VmRSS') / 4 &&
       Math.abs(sample(x, 'process_virtual_memory_bytes') / 1024 - status(pid, 'VmSize')) < status(pid, 'VmSize') / 4;
   }, { what: 'process_threads, _open_fds, _resident_memory_bytes and _virtual_memory_bytes to agree with /proc' });
+  // What malloc holds, in use and free, within the address space; under a
+  // sanitizer, malloc is its allocator's, which glibc's figures do not count.
+  const heap = (state) => sample(m, 'procctl_heap_bytes', { state });
+  assert.ok(heap('in_use') + heap('free') <= status(pid, 'VmSize') * 1024, `heap ${heap('in_use')} + ${heap('free')}`);
+  if (!process.env.PROCCTL_SANITIZE) assert.ok(heap('in_use') > 1 << 20, `heap in use ${heap('in_use')}`);
   // 40 more descriptors (connections): process_open_fds counts them. Counted
   // from a still point: a connection of the test before (Prometheus's
   // scrapes) may close after a count taken at once, and the 40 never show.
