@@ -26,7 +26,6 @@
 /* A kind of object, as a list or a watch gives it. */
 struct kube_kind {
 	const char *list;   /* its list's kind: "PodList" */
-	const char *name;   /* its own: "Pod" */
 	const char *plural; /* its resource's: "pods" */
 	size_t size;      /* the struct parse fills */
 	/* obj into out (size bytes): 0, or -EINVAL and why in err (the field

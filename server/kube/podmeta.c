@@ -284,4 +284,4 @@ static void *dup(const void *obj)
 	return podmeta_dup(obj);
 }
 
-const struct kube_kind podmeta_kind = {"PodList", "Pod", "pods", sizeof(struct podmeta), parse, rv, forget, dup};
+const struct kube_kind podmeta_kind = {"PodList", "pods", sizeof(struct podmeta), parse, rv, forget, dup};
