@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // kubestand.js - the kube tests' Kubernetes API server: kubeapi.js started
-// as a child with the test's certificate, its controls reached over its
-// Unix socket (ctl), and Pods made as the API server stores them,
+// as a child with the test's certificate (with the ProcessConfig CRD
+// installed or not), its controls reached over its Unix socket (ctl), its
+// API by request(), and Pods made as the API server stores them,
 // validated against the Kubernetes schemas (kubernetes-models).
 // file is the test's scratch file namer (certs.js's), which holds
 // apiserver.crt, apiserver.key, ca.crt and token.
@@ -10,6 +11,7 @@
 const crypto = require('node:crypto');
 const fs = require('node:fs');
 const http = require('node:http');
+const https = require('node:https');
 const path = require('node:path');
 const { pathToFileURL } = require('node:url');
 const h = require('./harness');
@@ -44,13 +46,15 @@ function pod(name, { ns = 'prod', uid = crypto.randomUUID(), labels = {}, nodeNa
 }
 
 // The stand-in with objs: its API on host:port (in a cluster's network
-// with prefix), its controls on a socket (ctl(method, path, body)).
-async function apiServer(file, objs, { port, host = '127.0.0.1', prefix = [] }) {
+// with prefix), its controls on a socket (ctl(method, path, body)). crd:
+// whether it starts with the ProcessConfig CRD installed (as the chart
+// installs it), else its API has no procctl.io until one applies the CRD.
+async function apiServer(file, objs, { port, host = '127.0.0.1', prefix = [], crd = true }) {
   const objects = file(`objects-${port}.json`);
   fs.writeFileSync(objects, JSON.stringify(objs));
   const sock = file(`control-${port}.sock`);
-  const child = new h.Child(process.execPath, [KUBEAPI, String(port), file('apiserver.crt'), file('apiserver.key'), TOKEN,
-    objects, sock], { prefix, env: { ...process.env, KUBEAPI_HOST: host } });
+  const child = new h.Child(process.execPath, [KUBEAPI, ...(crd ? [] : ['--without-crd']), String(port), file('apiserver.crt'),
+    file('apiserver.key'), TOKEN, objects, sock], { prefix, env: { ...process.env, KUBEAPI_HOST: host } });
   await child.line(/^listening /, { out: true });
   child.ctl = (method, p, body) => new Promise((resolve, reject) => {
     const req = http.request({ socketPath: sock, method, path: p }, (res) => {
@@ -62,6 +66,34 @@ async function apiServer(file, objs, { port, host = '127.0.0.1', prefix = [] }) 
     req.end(body === undefined ? '' : typeof body === 'string' ? body : JSON.stringify(body));
   });
   return child;
+}
+
+// A request to the stand-in on 127.0.0.1:port, over HTTPS with the token:
+// { code, body (parsed when JSON), text, headers }. body: an object (sent
+// as JSON) or text; type: its Content-Type; token: null for none.
+function request(file, port, method, p, body, { type = 'application/json', token = TOKEN, headers = {} } = {}) {
+  const data = body === undefined ? null : typeof body === 'string' || Buffer.isBuffer(body) ? body : JSON.stringify(body);
+  return new Promise((resolve, reject) => {
+    const req = https.request({ host: '127.0.0.1', port, method, path: p, ca: fs.readFileSync(file('ca.crt')), agent: false,
+      headers: { ...(token ? { Authorization: `Bearer ${token}` } : {}), ...(data !== null ? { 'Content-Type': type } : {}),
+        ...headers } }, (res) => {
+      const chunks = [];
+      res.on('data', (d) => chunks.push(d));
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        let parsed = null;
+        try {
+          parsed = text ? JSON.parse(text) : null;
+        } catch {
+          parsed = null; // not JSON (YAML, a page)
+        }
+        resolve({ code: res.statusCode, body: parsed, text, headers: res.headers });
+      });
+    });
+    req.on('error', reject);
+    req.setTimeout(20000, () => req.destroy(new Error(`${method} ${p}: no answer in 20 s`)));
+    req.end(data === null ? undefined : data);
+  });
 }
 
 // The daemon's arguments for the API at url, as node-a.
@@ -77,4 +109,4 @@ function credentials(file, ca, leaf) {
   fs.writeFileSync(file('token'), `${TOKEN}\n`);
 }
 
-module.exports = { load, pod, apiServer, kubeArgs, credentials, TOKEN };
+module.exports = { load, pod, apiServer, request, kubeArgs, credentials, TOKEN };
