@@ -7,9 +7,11 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "jsonscan.h"
+#include "labelsel.h"
 #include "sys/log.h"
 
 #define LIST_META_MAX (KUBE_CONTINUE_MAX + 4096) /* a list's metadata: a version, a token, a count */
@@ -36,6 +38,29 @@ int kube_token_ok(const char *s, size_t n)
 		if (s[i] < 0x21 || s[i] > 0x7e)
 			return 0;
 	return 1;
+}
+
+int kube_uid_ok(const char *s, size_t n)
+{
+	size_t i;
+	if (n != 36)
+		return 0;
+	for (i = 0; i < n; i++) {
+		int dash = i == 8 || i == 13 || i == 18 || i == 23;
+		if (dash ? s[i] != '-' : !((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return 0;
+	}
+	return 1;
+}
+
+int kube_dns_label_ok(const char *s, size_t n)
+{
+	return n <= 63 && !memchr(s, '.', n) && labelsel_subdomain_valid(s, n);
+}
+
+int kube_dns_name_ok(const char *s, size_t n)
+{
+	return labelsel_subdomain_valid(s, n);
 }
 
 int kube_rv_ok(const char *s, size_t n)
@@ -106,7 +131,7 @@ int kube_event_parse(const struct kube_kind *k, const char *line, size_t len, st
 	} else if (ev->type == KUBE_BOOKMARK) {
 		r = kube_field(json_object_get(obj, "metadata"), "resourceVersion", "a bookmark's resourceVersion",
 			       kube_rv_ok, ev->rv, sizeof ev->rv, err, errlen);
-	} else if ((r = k->parse(obj, ev->obj, err, errlen)) == 0) {
+	} else if ((r = k->parse(k, obj, ev->obj, err, errlen)) == 0) {
 		snprintf(ev->rv, sizeof ev->rv, "%s", k->rv(ev->obj));
 	}
 	json_decref(root);
@@ -176,7 +201,7 @@ static void list_item(const struct lister *l, const char *at, size_t n, size_t v
 	else if (!(it = json_loadb(at, n, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je)))
 		snprintf(why, sizeof why, "not JSON: %s", node_log_quote(q, sizeof q, je.text));
 	else
-		r = l->k->parse(it, l->obj, why, sizeof why);
+		r = l->k->parse(l->k, it, l->obj, why, sizeof why);
 	json_decref(it);
 	if (r < 0) {
 		if (!l->pg->rejected++)
@@ -258,4 +283,67 @@ int kube_list_parse(const struct kube_kind *k, void *obj, const char *buf, size_
 	if ((r = list_meta(k, lp.meta, lp.meta_n, pg, err, errlen)) < 0)
 		return r;
 	return lp.items ? list_items(&l, lp.items, lp.items_n, err, errlen) : 0;
+}
+
+/* ---- a list's budget --------------------------------------------------- */
+
+static struct kube_group *group_of(struct kube_budget *b, const char *g)
+{
+	size_t i;
+	for (i = 0; i < b->n; i++)
+		if (!strcmp(b->v[i].name, g))
+			return &b->v[i];
+	if (b->n == b->cap) {
+		size_t cap = b->cap ? b->cap * 2 : 64;
+		struct kube_group *v = realloc(b->v, cap * sizeof *v);
+		if (!v)
+			return NULL;
+		b->v = v;
+		b->cap = cap;
+	}
+	snprintf(b->v[b->n].name, sizeof b->v[b->n].name, "%s", g);
+	b->v[b->n].n = b->v[b->n].slim = 0;
+	return &b->v[b->n++];
+}
+
+enum kube_verdict kube_budget_take(struct kube_budget *b, void *obj)
+{
+	const struct kube_kind *k = b->k;
+	struct kube_group *g;
+	char why[200];
+	size_t c;
+	if (!k || !k->group)
+		return KUBE_KEEP;
+	if (!(g = group_of(b, k->group(obj)))) {
+		b->nomem = 1;
+		return KUBE_DROP;
+	}
+	c = k->cost(obj);
+	if (g->n >= b->group_max)
+		snprintf(why, sizeof why, "%s: %u objects of its group (%s) kept", b->group_key, b->group_max, g->name);
+	else if (c > b->cost_max - (b->cost < b->cost_max ? b->cost : b->cost_max))
+		snprintf(why, sizeof why, "%s: %zu bytes kept, %zu more would pass %zu", b->cost_key, b->cost, c, b->cost_max);
+	else {
+		b->cost += c;
+		g->n++;
+		return KUBE_KEEP;
+	}
+	if (g->slim >= b->group_max)
+		return KUBE_DROP;
+	g->slim++;
+	k->slim(obj, why);
+	return KUBE_SLIM;
+}
+
+void kube_budget_reset(struct kube_budget *b)
+{
+	b->n = 0;
+	b->cost = 0;
+}
+
+void kube_budget_free(struct kube_budget *b)
+{
+	free(b->v);
+	b->v = NULL;
+	b->n = b->cap = 0;
 }

@@ -11,6 +11,7 @@
 #define PROCCTL_NODE_KUBEOBJ_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <jansson.h>
 
@@ -29,8 +30,8 @@ struct kube_kind {
 	const char *plural; /* its resource's: "pods" */
 	size_t size;      /* the struct parse fills */
 	/* obj into out (size bytes): 0, or -EINVAL and why in err (the field
-	 * at fault, its value escaped). */
-	int (*parse)(const json_t *obj, void *out, char *err, size_t errlen);
+	 * at fault, its value escaped). k: this kind, ctx with it. */
+	int (*parse)(const struct kube_kind *k, const json_t *obj, void *out, char *err, size_t errlen);
 	/* The resourceVersion of what parse filled. */
 	const char *(*rv)(const void *out);
 	/* The object of a line kube_event_parse refused, when who it is can
@@ -40,7 +41,41 @@ struct kube_kind {
 	/* A copy of what parse filled, in as few bytes as it needs (malloc'd:
 	 * free() frees it), or NULL. */
 	void *(*dup)(const void *obj);
+	const void *ctx; /* the parse's (a ProcessConfig's: this node's name) */
+	/* A kind whose objects a list bounds by group and cost (kube_budget;
+	 * NULL: only by count): the group of what parse filled (its
+	 * namespace), what keeping it costs (its payload's bytes), and slim,
+	 * which keeps it without what costs, saying why. */
+	const char *(*group)(const void *obj);
+	size_t (*cost)(const void *obj);
+	void (*slim)(void *obj, const char *why);
 };
+
+/* What a list keeps, for a kind with group: at most group_max objects
+ * of a group and cost_max in all, in the list's order; an object past
+ * either is slimmed (the kind's slim: kept, to say why), up to
+ * group_max of a group; past that it is dropped (counted), so that one
+ * group's objects cannot take every other's room. */
+struct kube_budget {
+	const struct kube_kind *k;
+	uint32_t group_max;
+	size_t cost_max, cost;
+	const char *group_key, *cost_key; /* what names the bounds in why (a config key) */
+	struct kube_group {
+		char name[64];
+		uint32_t n, slim; /* kept whole, slimmed */
+	} *v;
+	size_t n, cap;
+	int nomem; /* a group could not be counted: its object slimmed */
+};
+
+/* Count obj (the kind's, parse's) against b: KUBE_KEEP (a kind without
+ * group: always), KUBE_SLIM (obj slimmed), or KUBE_DROP. */
+enum kube_verdict { KUBE_KEEP, KUBE_SLIM, KUBE_DROP };
+enum kube_verdict kube_budget_take(struct kube_budget *b, void *obj);
+/* Count nothing more (a list begun again): the groups stay allocated. */
+void kube_budget_reset(struct kube_budget *b);
+void kube_budget_free(struct kube_budget *b);
 
 /* One line of a watch (?watch=1). */
 enum kube_event_type { KUBE_ADDED, KUBE_MODIFIED, KUBE_DELETED, KUBE_BOOKMARK, KUBE_ERROR };
@@ -90,6 +125,13 @@ int kube_bad(char *err, size_t errlen, const char *fmt, ...) __attribute__((form
 const char *kube_text(const json_t *v);
 /* Printable ASCII, no blank: an opaque token's bytes. */
 int kube_token_ok(const char *s, size_t n);
+/* metadata.uid: 8-4-4-4-12 lowercase hex. */
+int kube_uid_ok(const char *s, size_t n);
+/* A DNS label (a namespace's, a container's name): 1 to 63 of [a-z0-9-],
+ * alphanumeric at both ends. */
+int kube_dns_label_ok(const char *s, size_t n);
+/* A DNS subdomain (an object's name): dot-separated labels, at most 253. */
+int kube_dns_name_ok(const char *s, size_t n);
 /* A resourceVersion: 1 to KUBE_RV_MAX token bytes. */
 int kube_rv_ok(const char *s, size_t n);
 /* obj's string field key into dst (cap bytes with its NUL), when ok says

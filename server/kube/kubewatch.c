@@ -5,7 +5,6 @@
 
 #include <curl/curl.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -16,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "kubehttp.h"
 #include "sys/log.h"
 
 #define QUEUE_MAX 1024      /* changes queued for the loop (a list's objects count too) */
@@ -27,8 +27,6 @@
 #define PAGES_MAX 10000     /* pages of one list (a selector's pages may be sparse, even empty) */
 #define ROOM_RELIST_NS 10000000000ll /* a list for room (objects dropped, one deleted), at most this often */
 #define LIST_S 60           /* one page of a list */
-#define CONNECT_MS 10000
-#define TOKEN_MAX 16384
 #define STATUS_MAX 4096     /* an error's body, kept for its message */
 #define BUF_KEEP (1u << 20) /* kw->buf's room kept between requests */
 #define TRIM_BYTES (1u << 20) /* after parsing this much at once, jansson's tree goes back to the system */
@@ -339,30 +337,6 @@ static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, c
 	return stopping(kw);
 }
 
-/* The token file's token: 0, or -EIO (kw->why). */
-static int token(struct kubewatch *kw, char *tok, size_t cap)
-{
-	int fd = open(kw->cfg.token_file, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	ssize_t n;
-	size_t i;
-	if (fd < 0)
-		return fail(kw, "token file %s: %s", kw->cfg.token_file, strerror(errno));
-	n = read(fd, tok, cap - 1);
-	close(fd);
-	if (n < 0)
-		return fail(kw, "token file %s: %s", kw->cfg.token_file, strerror(errno));
-	while (n > 0 && strchr(" \t\r\n", tok[n - 1]))
-		n--;
-	tok[n] = 0;
-	for (i = 0; i < (size_t)n; i++)
-		if (tok[i] < 0x21 || tok[i] > 0x7e)
-			return fail(kw, "token file %s: not a token (a byte that is not printable, or a blank)",
-				    kw->cfg.token_file);
-	if (!n || (size_t)n == cap - 1)
-		return fail(kw, "token file %s: empty, or over %d bytes", kw->cfg.token_file, TOKEN_MAX - 2);
-	return 0;
-}
-
 /* What an HTTP error says: its Status's message, else its body. */
 static int http_error(struct kubewatch *kw)
 {
@@ -379,8 +353,8 @@ static int http_error(struct kubewatch *kw)
  * (kw->why) else, kw->code saying which HTTP status there was. */
 static int get(struct kubewatch *kw, const char *url, enum mode mode, long timeout_s)
 {
-	char tok[TOKEN_MAX], auth[TOKEN_MAX + 32];
-	struct curl_slist *hdr = NULL, *h2;
+	static const char *const accept[] = {"Accept: application/json", NULL};
+	struct curl_slist *hdr;
 	CURLcode rc;
 
 	kw->mode = mode;
@@ -390,21 +364,8 @@ static int get(struct kubewatch *kw, const char *url, enum mode mode, long timeo
 	kw->retry_after_s = 0;
 	kw->t0 = procctl_now_ns();
 	kw->why[0] = kw->curl_err[0] = 0;
-	if (kw->cfg.token_file[0]) {
-		if (token(kw, tok, sizeof tok) < 0)
-			return -EIO;
-		snprintf(auth, sizeof auth, "Authorization: Bearer %s", tok);
-		hdr = curl_slist_append(hdr, auth);
-		explicit_bzero(tok, sizeof tok);
-		explicit_bzero(auth, sizeof auth);
-		if (!hdr)
-			return fail(kw, "out of memory");
-	}
-	if (!(h2 = curl_slist_append(hdr, "Accept: application/json"))) {
-		curl_slist_free_all(hdr);
-		return fail(kw, "out of memory");
-	}
-	hdr = h2;
+	if (kubehttp_headers(kw->cfg.token_file, accept, &hdr, kw->why, sizeof kw->why) < 0)
+		return -EIO;
 	curl_easy_setopt(kw->h, CURLOPT_URL, url);
 	curl_easy_setopt(kw->h, CURLOPT_HTTPHEADER, hdr);
 	curl_easy_setopt(kw->h, CURLOPT_TIMEOUT, timeout_s);
@@ -463,15 +424,24 @@ struct list_ctx {
 	struct kubewatch *kw;
 	uint64_t dropped;
 	int nomem;
+	size_t whole, slim; /* objects kept, and kept slimmed */
+	struct kube_budget budget;
 };
 
+/* An object of the list: kept while fewer than max are (a kind with
+ * groups: max whole and max slimmed, within the budget's bounds). */
 static void list_item(void *arg, const void *obj)
 {
 	struct list_ctx *x = arg;
-	if (x->kw->b && x->kw->b->n >= x->kw->cfg.max)
+	enum kube_verdict v = kube_budget_take(&x->budget, (void *)obj); /* kw->obj: the list's scratch, ours to slim */
+	size_t *n = v == KUBE_SLIM ? &x->slim : &x->whole;
+	if (v == KUBE_DROP || *n >= x->kw->cfg.max) {
 		x->dropped++;
-	else if (add(x->kw, KUBE_BATCH_LIST, KUBE_ADDED, obj) < 0)
+		return;
+	}
+	if (add(x->kw, KUBE_BATCH_LIST, KUBE_ADDED, obj) < 0)
 		x->nomem = 1;
+	(*n)++;
 }
 
 /* The list's first request: the watch cache's one answer (version 0,
@@ -516,7 +486,7 @@ static int list_page(struct kubewatch *kw, struct list_ctx *x, const char *cont)
 		r = fail(kw, "%s", err);
 	if (kw->len >= TRIM_BYTES)
 		malloc_trim(0); /* a large page's freed tree */
-	if (!r && x->nomem)
+	if (!r && (x->nomem || x->budget.nomem))
 		r = fail(kw, "out of memory");
 	if (!r && pg->rejected) {
 		count(kw, &kw->st.rejected, pg->rejected);
@@ -539,6 +509,8 @@ static int list_whole(struct kubewatch *kw, struct list_ctx *x)
 	kw->b = NULL;
 	x->dropped = 0;
 	x->nomem = 0;
+	x->whole = x->slim = 0;
+	kube_budget_reset(&x->budget);
 	kw->pg.cont[0] = 0;
 	kw->whole = 1;
 	r = list_page(kw, x, NULL);
@@ -551,7 +523,9 @@ static int list_whole(struct kubewatch *kw, struct list_ctx *x)
 static int list(struct kubewatch *kw)
 {
 	struct kube_page *pg = &kw->pg;
-	struct list_ctx x = {kw, 0, 0};
+	struct list_ctx x = {.kw = kw,
+			     .budget = {.k = kw->cfg.kind, .group_max = kw->cfg.group_max, .cost_max = kw->cfg.cost_max,
+					.group_key = kw->cfg.group_key, .cost_key = kw->cfg.cost_key}};
 	char *cont = NULL;
 	size_t pages = 0;
 	int r;
@@ -569,6 +543,7 @@ static int list(struct kubewatch *kw)
 		curl_free(cont);
 		cont = NULL;
 	} while (!r && pg->cont[0]);
+	kube_budget_free(&x.budget);
 	if (r) {
 		kube_batch_free(kw->b);
 		kw->b = NULL;
@@ -687,31 +662,15 @@ static void *run(void *arg)
 
 /* ---- start, stop ----------------------------------------------------- */
 
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static CURLcode curl_init_rc;
-
-static void curl_init(void)
-{
-	curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
-}
-
 static void setup(struct kubewatch *kw)
 {
 	CURL *h = kw->h;
-	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
-	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)CONNECT_MS);
+	kubehttp_setup(h, kw->cfg.ca_file, kw->curl_err);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, kw);
 	curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
 	curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
 	curl_easy_setopt(h, CURLOPT_XFERINFODATA, kw);
-	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, kw->curl_err);
-	curl_easy_setopt(h, CURLOPT_USERAGENT, "procctl-node");
-	curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
-	if (kw->cfg.ca_file[0])
-		curl_easy_setopt(h, CURLOPT_CAINFO, kw->cfg.ca_file);
 }
 
 struct kubewatch *kubewatch_start(const struct kubewatch_cfg *cfg, char *err, size_t errlen)
@@ -721,8 +680,7 @@ struct kubewatch *kubewatch_start(const struct kubewatch_cfg *cfg, char *err, si
 	int r;
 	if (kubewatch_url_check(cfg->url, err, errlen) < 0)
 		return NULL;
-	pthread_once(&curl_once, curl_init);
-	if (curl_init_rc != CURLE_OK || !(kw = calloc(1, sizeof *kw)) || !(kw->obj = malloc(cfg->kind->size))) {
+	if (kubehttp_init() < 0 || !(kw = calloc(1, sizeof *kw)) || !(kw->obj = malloc(cfg->kind->size))) {
 		snprintf(err, errlen, "kubernetes_api: setting up libcurl failed, or out of memory");
 		free(kw);
 		return NULL;

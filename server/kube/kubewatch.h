@@ -60,7 +60,11 @@ struct kubewatch_cfg {
 	char token_file[256];          /* a bearer token ("": none) */
 	char ca_file[256];             /* the CA of the API server's certificate ("": the system's) */
 	uint32_t watch_s;              /* a watch lasts [watch_s, 2 watch_s) (timeoutSeconds) */
-	uint32_t max;                  /* a list keeps at most this many; the others are counted */
+	uint32_t max;                  /* a list keeps at most this many (a kind with group: this many whole,
+					* and this many slimmed); the others are counted */
+	uint32_t group_max;            /* a kind with group: a list keeps this many of a group whole, */
+	size_t cost_max;               /* ... and this cost in all; the others slimmed (kube_budget) */
+	const char *group_key, *cost_key; /* what names them (static strings) */
 	uint32_t page_bytes_max;       /* one page of a list (100 objects; fewer after one over it) */
 	uint32_t event_bytes_max;      /* one watch event: an object (etcd keeps them of 1.5 MiB at most) */
 	int wake_fd;                   /* an eventfd: written when a batch is queued */

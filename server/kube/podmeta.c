@@ -14,19 +14,6 @@
 
 _Static_assert(PODMETA_TEXT_MAX <= 65536, "podmeta's offsets are 16 bits");
 
-static int uid_ok(const char *s, size_t n)
-{
-	size_t i;
-	if (n != 36)
-		return 0;
-	for (i = 0; i < n; i++) {
-		int dash = i == 8 || i == 13 || i == 18 || i == 23;
-		if (dash ? s[i] != '-' : !((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
-			return 0;
-	}
-	return 1;
-}
-
 /* A static pod's UID: the kubelet's hash of its manifest, 32 lowercase
  * hex (its cgroup is named by it). */
 static int hash_ok(const char *s, size_t n)
@@ -42,12 +29,7 @@ static int hash_ok(const char *s, size_t n)
 
 static int static_uid_ok(const char *s, size_t n)
 {
-	return hash_ok(s, n) || uid_ok(s, n);
-}
-
-static int label_ok(const char *s, size_t n)
-{
-	return n <= 63 && !memchr(s, '.', n) && labelsel_subdomain_valid(s, n);
+	return hash_ok(s, n) || kube_uid_ok(s, n);
 }
 
 /* A mirror pod (the API's copy of a static pod) is known by its
@@ -121,7 +103,7 @@ static int containers(const json_t *spec, const char *key, struct podmeta *m, ch
 		const char *s = json_string_value(json_object_get(c, "name"));
 		size_t n = json_string_length(json_object_get(c, "name"));
 		int at;
-		if (!s || memchr(s, 0, n) || !label_ok(s, n))
+		if (!s || memchr(s, 0, n) || !kube_dns_label_ok(s, n))
 			return kube_bad(err, errlen, "spec.%s[%zu].name \"%s\": not a container name", key, i,
 				   s ? node_log_quote(q, sizeof q, s) : "(missing)");
 		if (m->ncontainers == PODMETA_CONTAINERS_MAX || (at = keep(m, s, n)) < 0)
@@ -161,7 +143,7 @@ static int statuses(const json_t *status, const char *key, struct podmeta *m, ch
 		const char *name = json_string_value(jn), *id = json_string_value(ji);
 		size_t nn = json_string_length(jn), ni = json_string_length(ji);
 		int at, nat, iat;
-		if (!name || memchr(name, 0, nn) || !label_ok(name, nn))
+		if (!name || memchr(name, 0, nn) || !kube_dns_label_ok(name, nn))
 			return kube_bad(err, errlen, "status.%s[%zu].name \"%s\": not a container name", key, i,
 				   name ? node_log_quote(q, sizeof q, name) : "(missing)");
 		if (!id || memchr(id, 0, ni) || (at = runtime_id(id, ni)) < 0)
@@ -186,11 +168,6 @@ const char *podmeta_container(const struct podmeta *m, const char *id)
 	return NULL;
 }
 
-static int name_ok(const char *s, size_t n)
-{
-	return labelsel_subdomain_valid(s, n);
-}
-
 int podmeta_parse(const json_t *pod, struct podmeta *m, char *err, size_t errlen)
 {
 	const json_t *md = json_object_get(pod, "metadata"), *spec = json_object_get(pod, "spec"),
@@ -199,9 +176,9 @@ int podmeta_parse(const json_t *pod, struct podmeta *m, char *err, size_t errlen
 	memset(m, 0, offsetof(struct podmeta, text));
 	if (!json_is_object(md))
 		return kube_bad(err, errlen, "a Pod without metadata");
-	if ((r = kube_field(md, "uid", "metadata.uid", uid_ok, m->uid, sizeof m->uid, err, errlen)) < 0 ||
-	    (r = kube_field(md, "namespace", "metadata.namespace", label_ok, m->ns, sizeof m->ns, err, errlen)) < 0 ||
-	    (r = kube_field(md, "name", "metadata.name", name_ok, m->name, sizeof m->name, err, errlen)) < 0 ||
+	if ((r = kube_field(md, "uid", "metadata.uid", kube_uid_ok, m->uid, sizeof m->uid, err, errlen)) < 0 ||
+	    (r = kube_field(md, "namespace", "metadata.namespace", kube_dns_label_ok, m->ns, sizeof m->ns, err, errlen)) < 0 ||
+	    (r = kube_field(md, "name", "metadata.name", kube_dns_name_ok, m->name, sizeof m->name, err, errlen)) < 0 ||
 	    (r = kube_field(md, "resourceVersion", "metadata.resourceVersion", kube_rv_ok, m->rv, sizeof m->rv, err, errlen)) < 0 ||
 	    (r = mirror_uid(md, m->uid, sizeof m->uid, err, errlen)) < 0 || (r = labels(md, m, err, errlen)) < 0)
 		return r;
@@ -258,7 +235,7 @@ static int forget(const char *line, size_t len, void *out)
 	int r;
 	memset(m, 0, offsetof(struct podmeta, text));
 	r = mirror_uid(md, m->uid, sizeof m->uid, err, sizeof err);
-	if (r == 0 && s && uid_ok(s, json_string_length(v)))
+	if (r == 0 && s && kube_uid_ok(s, json_string_length(v)))
 		memcpy(m->uid, s, 37);
 	else if (r == 0)
 		r = -EINVAL;
@@ -269,8 +246,9 @@ static int forget(const char *line, size_t len, void *out)
 	return r;
 }
 
-static int parse(const json_t *obj, void *out, char *err, size_t errlen)
+static int parse(const struct kube_kind *k, const json_t *obj, void *out, char *err, size_t errlen)
 {
+	(void)k;
 	return podmeta_parse(obj, out, err, errlen);
 }
 
@@ -284,4 +262,4 @@ static void *dup(const void *obj)
 	return podmeta_dup(obj);
 }
 
-const struct kube_kind podmeta_kind = {"PodList", "pods", sizeof(struct podmeta), parse, rv, forget, dup};
+const struct kube_kind podmeta_kind = {"PodList", "pods", sizeof(struct podmeta), parse, rv, forget, dup, NULL, NULL, NULL, NULL};
