@@ -528,6 +528,113 @@ static void limits(void **state)
 	desired_free(&s);
 }
 
+/* ---- ProcessConfigs' configs ---- */
+
+/* A pod of namespace ns with the labels, running containers app (C1) and
+ * side (C2). */
+static const struct podmeta *pod_running(const char *ns, const char *labels)
+{
+	static struct podmeta m;
+	struct kube_event ev = {.obj = &m};
+	char line[900], err[512] = "";
+	snprintf(line, sizeof line, "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"p\",\"namespace\":\"%s\","
+		 "\"uid\":\"" P2 "\",\"resourceVersion\":\"1\",\"labels\":{%s}},\"status\":{\"containerStatuses\":["
+		 "{\"name\":\"app\",\"containerID\":\"containerd://" C1 "\"},{\"name\":\"side\",\"containerID\":"
+		 "\"containerd://" C2 "\"}]}}}", ns, labels);
+	if (kube_event_parse(&podmeta_kind, line, strlen(line), &ev, err, sizeof err) < 0)
+		fail_msg("%s", err);
+	return &m;
+}
+
+static const struct desired *kube_set(struct desired_store *s, const char *uid, const char *name, int64_t created,
+				      const char *labels, const char *container, const char *payload)
+{
+	struct desired_kube k = {.created = created};
+	struct selector sel = key(0, C, 1, "", "");
+	struct podsel ps = pods("shop", labels);
+	const struct desired *d = NULL;
+	const char *why = "";
+	snprintf(k.uid, sizeof k.uid, "%s", uid);
+	snprintf(k.ns, sizeof k.ns, "shop");
+	snprintf(k.name, sizeof k.name, "%s", name);
+	snprintf(ps.container, sizeof ps.container, "%s", container);
+	if (desired_kube_set(s, &k, &sel, &ps, payload, strlen(payload), &d, &why) < 0)
+		fail_msg("desired_kube_set %s: %s", name, why);
+	return d;
+}
+
+#define K1 "00000000-0000-4000-8000-000000000001"
+#define K2 "00000000-0000-4000-8000-000000000002"
+#define K3 "00000000-0000-4000-8000-000000000003"
+#define K4 "00000000-0000-4000-8000-000000000004"
+
+/* A ProcessConfig is a label selector's config in its namespace: with a
+ * container first, then more requirements, then the node's own, then the
+ * older object (creationTimestamp, then name). In memory only: the file
+ * never has them, and the API's calls never find or replace them. */
+static void processconfigs(void **state)
+{
+	struct desired_store s, t;
+	struct selector k = key(0, C, 1, "", ""), app = key(7, C, 1, P2, C1), side = key(8, C, 1, P2, C2);
+	const struct desired *d = NULL;
+	struct podsel ps = pods("shop", "app=web");
+	uint64_t rev, changes;
+	char dir[256], err[512] = "";
+	const char *why = "";
+	(void)state;
+
+	subdir(dir, sizeof dir, "processconfigs");
+	assert_int_equal(desired_load(&s, dir, err, sizeof err), 0);
+	set_pod(&s, k, pods("shop", "app=web"), "api-web");
+	set_pod(&s, k, pods("shop", ""), "api-ns");
+	kube_set(&s, K1, "b", 100, "app=web", "", "kube-b");
+	kube_set(&s, K2, "a", 100, "app=web", "", "kube-a");
+	kube_set(&s, K3, "all", 50, "", "", "kube-all");
+	kube_set(&s, K4, "app", 200, "app=web", "app", "kube-app");
+	assert_int_equal(s.n, 2);
+	assert_int_equal(s.kn, 4);
+	assert_int_equal(s.kv[2].level, DESIRED_LABELS); /* an empty selector too */
+
+	payload_is(desired_match(&s, &app, pod_running("shop", "\"app\":\"web\"")), "kube-app"); /* its container */
+	payload_is(desired_match(&s, &side, pod_running("shop", "\"app\":\"web\"")), "api-web"); /* the node's own */
+	payload_is(desired_match(&s, &side, pod_running("shop", "\"app\":\"db\"")), "kube-all"); /* over a namespace's */
+	assert_null(desired_match(&s, &side, pod_running("prod", "\"app\":\"web\""))); /* its namespace alone */
+	assert_null(desired_match(&s, &side, NULL));
+	assert_int_equal(desired_delete(&s, &k, &ps, err, sizeof err), 0);
+	payload_is(desired_match(&s, &side, pod_running("shop", "\"app\":\"web\"")), "kube-a"); /* "a" before "b" */
+	assert_null(desired_find(&s, &k, &ps)); /* the API's calls find none of them */
+
+	/* the same spec again (a status written, a label changed): nothing changes */
+	d = desired_kube_find(&s, K2);
+	rev = d->revision;
+	changes = s.changes;
+	assert_ptr_equal(kube_set(&s, K2, "a", 100, "app=web", "", "kube-a"), d);
+	assert_int_equal(d->revision, rev);
+	assert_int_equal(s.changes, changes);
+	assert_true(kube_set(&s, K2, "a", 100, "app=web", "", "kube-a2")->revision > rev);
+	assert_int_equal(desired_kube_delete(&s, K2), 0);
+	assert_int_equal(desired_kube_delete(&s, K2), -ENOENT);
+	payload_is(desired_match(&s, &side, pod_running("shop", "\"app\":\"web\"")), "kube-b");
+	assert_int_equal(desired_by_pod(&s), 1);
+
+	/* never a pid's, a pod's or a container ID's; always a namespace's */
+	{
+		struct desired_kube kk = {.uid = K1, .ns = "shop", .name = "x"};
+		struct podsel none = nopod;
+		assert_int_equal(desired_kube_set(&s, &kk, &app, &ps, "x", 1, &d, &why), -EINVAL);
+		assert_int_equal(desired_kube_set(&s, &kk, &k, &none, "x", 1, &d, &why), -EINVAL);
+		assert_int_equal(desired_kube_set(&s, &kk, &k, &ps, "x", 0, &d, &why), -EINVAL);
+	}
+
+	/* the file has the API's alone */
+	assert_int_equal(desired_load(&t, dir, err, sizeof err), 0);
+	assert_int_equal(t.n, 1);
+	assert_int_equal(t.kn, 0);
+	payload_is(&t.v[0], "api-ns");
+	desired_free(&t);
+	desired_free(&s);
+}
+
 
 int main(void)
 {
@@ -540,6 +647,7 @@ int main(void)
 		cmocka_unit_test(long_state_dir_refused),
 		cmocka_unit_test(limits),
 		cmocka_unit_test(by_pod),
+		cmocka_unit_test(processconfigs),
 	};
 	return TH_RUN_WITH(tests, desired_th_setup, desired_th_teardown);
 }

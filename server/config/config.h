@@ -93,6 +93,9 @@ struct node_cfg {
 	uint32_t kube_watch_s, kube_pods_max;
 	uint32_t kube_page_bytes_max;  /* a list's page, refused unparsed past it */
 	uint32_t kube_event_bytes_max; /* a watch event, refused unparsed past it */
+	int kube_pconfigs;             /* watch ProcessConfigs (every namespace's) and apply them */
+	uint32_t kube_pconfigs_max, kube_pconfigs_bytes_max; /* ProcessConfigs kept, and their payload bytes */
+	uint32_t kube_pconfigs_ns_max; /* ... applied of one namespace */
 	uint32_t metrics_namespaces; /* per-resource time by namespace, at most this many a resource (0: off) */
 	uint32_t slow_turn_ms;       /* a turn of the loop longer is counted and logged (slow_turn) */
 	uint32_t health_probe_ms;    /* the self-probe's period on the Unix socket (0: off) */

@@ -34,6 +34,10 @@ int node_cfg_check(const struct node_cfg *c, char *err, size_t errlen)
 					      "namespaces and labels come from the Kubernetes API server)", c->desired[i].name);
 			return -EINVAL;
 		}
+	if (c->kube_pconfigs && !c->kube_api[0]) {
+		snprintf(err, errlen, "kubernetes_processconfigs needs kubernetes_api (the objects come from it)");
+		return -EINVAL;
+	}
 	if (c->metrics_namespaces && !c->kube_api[0]) {
 		snprintf(err, errlen, "metrics_namespaces needs kubernetes_api (the pods' namespaces come from the "
 				      "Kubernetes API server)");

@@ -331,6 +331,17 @@ static const struct key global_keys[] = {
 	{"kubernetes_event_bytes_max", set_u32, NUM(struct node_cfg, kube_event_bytes_max, 64 << 10, 16 << 20),
 	 "2097152", "N", "a watch event larger than this is refused before it is parsed, and the watch made "
 	 "again after a backoff (a Pod is 1.5 MiB at most)"},
+	{"kubernetes_processconfigs", set_bool, NUM(struct node_cfg, kube_pconfigs, 0, 1), "false", "BOOL",
+	 "with kubernetes_api: watch the ProcessConfig objects of every namespace (procctl.io/v1alpha1; the "
+	 "CRD is deploy/helm/procctl-node/files/processconfig-crd.yaml) and give each one's config to this "
+	 "node's processes of the pods it selects"},
+	{"kubernetes_processconfigs_max", set_u32, NUM(struct node_cfg, kube_pconfigs_max, 1, 65536), "1024", "N",
+	 "ProcessConfig objects kept (more are counted: procctl_kube_processconfigs_dropped)"},
+	{"kubernetes_processconfigs_bytes_max", set_u32, NUM(struct node_cfg, kube_pconfigs_bytes_max, 1 << 20, 256 << 20),
+	 "33554432", "N", "... and their payloads' bytes, in all: one that would pass it is refused (said on the object)"},
+	{"kubernetes_processconfigs_namespace_max", set_u32, NUM(struct node_cfg, kube_pconfigs_ns_max, 1, 65536), "64", "N",
+	 "... applied of one namespace: one more is refused (said on the object), and the other namespaces' "
+	 "apply"},
 	{"metrics_namespaces", set_u32, NUM(struct node_cfg, metrics_namespaces, 0, 64), "0", "N",
 	 "with kubernetes_api: /metrics has each resource's hold and blocked time by the namespace of the "
 	 "processes' pods, at most N namespaces a resource (the rest as namespace=\"_other\"); 0: off"},

@@ -52,6 +52,8 @@ int desired_conflict(const struct selector *a, const struct podsel *pa, const st
 int desired_by_pod(const struct desired_store *s)
 {
 	size_t i;
+	if (s->kn)
+		return 1;
 	for (i = 0; i < s->n; i++)
 		if (!podsel_empty(&s->v[i].pod))
 			return 1;
@@ -67,9 +69,19 @@ const struct desired *desired_find(const struct desired_store *s, const struct s
 	return NULL;
 }
 
+/* Of two ProcessConfigs' configs, is a's the older object? */
+static int older(const struct desired_kube *a, const struct desired_kube *b)
+{
+	int c;
+	if (a->created != b->created)
+		return a->created < b->created;
+	return (c = strcmp(a->ns, b->ns)) ? c < 0 : strcmp(a->name, b->name) < 0;
+}
+
 /* Does d come before best for a process both match? Label selectors of
- * one precedence: with a namespace, then more requirements, then set
- * first. */
+ * one precedence: with a namespace, then with a container, then more
+ * requirements, then the node's own over a ProcessConfig's, then set
+ * first (the older ProcessConfig). */
 static int beats(const struct desired *d, const struct desired *best)
 {
 	size_t rd, rb;
@@ -79,23 +91,31 @@ static int beats(const struct desired *d, const struct desired *best)
 		return 0;
 	if (!d->pod.ns[0] != !best->pod.ns[0])
 		return d->pod.ns[0] != 0;
+	if (!d->pod.container[0] != !best->pod.container[0])
+		return d->pod.container[0] != 0;
 	if ((rd = podsel_requirements(&d->pod)) != (rb = podsel_requirements(&best->pod)))
 		return rd > rb;
-	return d->created < best->created;
+	if (!d->kube != !best->kube)
+		return !d->kube;
+	return d->kube ? older(d->kube, best->kube) : d->created < best->created;
+}
+
+static const struct desired *best_of(const struct desired *v, size_t n, const struct desired *best,
+				     const struct selector *pk, const struct podmeta *m)
+{
+	size_t i;
+	for (i = 0; i < n; i++)
+		if (selector_match(&v[i].sel, pk) && podsel_match(&v[i].pod, m, pk->container_id) &&
+		    (!best || beats(&v[i], best)))
+			best = &v[i];
+	return best;
 }
 
 const struct desired *desired_match(const struct desired_store *s, const struct selector *k, const struct podmeta *m)
 {
-	const struct desired *best = NULL;
 	struct selector pk = *k;
-	size_t i;
 	pk.always = 0; /* a process key: no event's match-everything */
-	for (i = 0; i < s->n; i++) {
-		const struct desired *d = &s->v[i];
-		if (selector_match(&d->sel, &pk) && podsel_match(&d->pod, m) && (!best || beats(d, best)))
-			best = d;
-	}
-	return best;
+	return best_of(s->kv, s->kn, best_of(s->v, s->n, NULL, &pk, m), &pk, m);
 }
 
 int desired_effective(const struct desired_store *s, const struct desired *d, const struct selector *k,
@@ -124,6 +144,7 @@ static int store_save(const struct desired_store *s, char *err, size_t errlen)
 void desired_free(struct desired_store *s)
 {
 	desired_forget(s);
+	desired_kube_forget(s);
 	if (s->path[0])
 		close(s->dirfd);
 	s->path[0] = 0;

@@ -46,13 +46,23 @@
 
 enum desired_level { DESIRED_CONSUMER, DESIRED_NAMESPACE, DESIRED_LABELS, DESIRED_POD, DESIRED_CONTAINER, DESIRED_PID };
 
+/* The ProcessConfig object (of the Kubernetes API) a config is of. */
+struct desired_kube {
+	char uid[37];
+	char ns[64];
+	char name[254];
+	int64_t created;    /* its creationTimestamp (seconds): the order of ties, alike on every node */
+	int64_t generation; /* its spec's, as the API server counts them */
+};
+
 struct desired {
 	struct selector sel; /* consumer and version always set */
-	struct podsel pod;   /* its pod's namespace and labels (empty: any) */
+	struct podsel pod;   /* its pod's namespace, labels and container name (empty: any) */
 	enum desired_level level;
 	uint64_t revision;
 	uint64_t created;  /* the revision it was first set at (a replace keeps it): the order of ties */
 	char source[32]; /* the config file's [desired NAME] section; "": the API's */
+	struct desired_kube *kube; /* a ProcessConfig's (in kv), else NULL */
 	size_t len;
 	uint8_t *payload;
 };
@@ -62,6 +72,8 @@ struct nodelock;
 struct desired_store {
 	struct desired *v;
 	size_t n, cap;
+	struct desired *kv; /* ProcessConfigs' configs (desired_kube_set): in memory only */
+	size_t kn, kcap;
 	uint64_t revision; /* the last assigned; kept in the file, so it only grows */
 	uint64_t changes;  /* counts the changes of v (sets, deletes, loads): what is cached on it is stale */
 	size_t max_n, max_bytes; /* limits on sets (desired_limits); 0: none */
@@ -140,6 +152,28 @@ int desired_by_pod(const struct desired_store *s);
 
 /* The config of that very selector, or NULL. */
 const struct desired *desired_find(const struct desired_store *s, const struct selector *sel, const struct podsel *pod);
+
+/* ProcessConfigs (the Kubernetes API's objects, kubernetes_processconfigs)
+ * are configs of their own: kept in memory only (the API server keeps
+ * them), never in desired.store, in kv, apart from the API's and the
+ * config file's, which no call above changes or finds. Each is a label
+ * selector's config in its namespace, whatever its selector (an empty
+ * one too); of those of one namespace that match a process, the one
+ * with a container name, then more requirements, then the node's own
+ * (the API's, the file's), then the older ProcessConfig (creationTimestamp,
+ * then namespace and name: every node decides alike) wins.
+ *
+ * Set the config of ProcessConfig k (known by its UID) to sel (consumer
+ * and version), pod (k's namespace, the labels and container) and the
+ * payload: 0 and *out. A new payload or selector takes the next revision;
+ * the same ones keep it (an object changed in its status, or its labels,
+ * changes nothing). -EINVAL (why) a bad selector or payload; -ENOMEM. */
+int desired_kube_set(struct desired_store *s, const struct desired_kube *k, const struct selector *sel,
+		     const struct podsel *pod, const void *payload, size_t len, const struct desired **out,
+		     const char **why);
+/* Forget ProcessConfig uid's config: 0, or -ENOENT. */
+int desired_kube_delete(struct desired_store *s, const char *uid);
+const struct desired *desired_kube_find(const struct desired_store *s, const char *uid);
 
 /* The config process k, of pod m (NULL: none, or not known), should
  * have, or NULL. */

@@ -14,7 +14,9 @@ enum desired_level desired_level_of(const struct selector *k, const struct podse
 /* Add a config of revision rev (and created rev): 0, or -ENOMEM. */
 int desired_append(struct desired_store *s, const struct selector *sel, const struct podsel *pod, const void *payload,
 		   size_t len, uint64_t rev, const char *source);
-/* Forget every config (the store stays open). */
+/* Forget every config (the store stays open): the API's and the file's;
+ * the ProcessConfigs'. */
 void desired_forget(struct desired_store *s);
+void desired_kube_forget(struct desired_store *s);
 
 #endif

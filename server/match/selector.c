@@ -114,19 +114,22 @@ int podsel_from(struct podsel *ps, const char *ns, const char *labels, char *err
 
 int podsel_empty(const struct podsel *ps)
 {
-	return !ps->ns[0] && !ps->labels[0];
+	return !ps->ns[0] && !ps->labels[0] && !ps->container[0];
 }
 
 int podsel_same(const struct podsel *a, const struct podsel *b)
 {
-	return !strcmp(a->ns, b->ns) && !strcmp(a->labels, b->labels);
+	return !strcmp(a->ns, b->ns) && !strcmp(a->labels, b->labels) && !strcmp(a->container, b->container);
 }
 
-int podsel_match(const struct podsel *ps, const struct podmeta *m)
+int podsel_match(const struct podsel *ps, const struct podmeta *m, const char *container_id)
 {
+	const char *cn;
 	if (podsel_empty(ps))
 		return 1;
-	return m && (!ps->ns[0] || !strcmp(ps->ns, m->ns)) && podmeta_match(m, ps->labels);
+	if (!m || (ps->ns[0] && strcmp(ps->ns, m->ns)) || !podmeta_match(m, ps->labels))
+		return 0;
+	return !ps->container[0] || ((cn = podmeta_container(m, container_id)) && !strcmp(cn, ps->container));
 }
 
 size_t podsel_requirements(const struct podsel *ps)

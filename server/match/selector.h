@@ -58,6 +58,7 @@ int selector_from_stored(struct selector *k, int32_t pid, const char *consumer, 
 struct podsel {
 	char ns[PODSEL_NS_MAX + 1];
 	char labels[LABELSEL_MAX + 1];
+	char container[64]; /* the pod's container of that name ("": any; a ProcessConfig's spec.container) */
 };
 
 struct podmeta;
@@ -68,8 +69,9 @@ struct podmeta;
 int podsel_from(struct podsel *ps, const char *ns, const char *labels, char *err, size_t errlen);
 int podsel_empty(const struct podsel *ps);
 int podsel_same(const struct podsel *a, const struct podsel *b);
-/* 1 when the pod m (NULL: not known) is one ps selects. */
-int podsel_match(const struct podsel *ps, const struct podmeta *m);
+/* 1 when the process of container container_id (its ID, "": none) of the
+ * pod m (NULL: not known) is one ps selects. */
+int podsel_match(const struct podsel *ps, const struct podmeta *m, const char *container_id);
 /* How many requirements its label selector has (0: none). */
 size_t podsel_requirements(const struct podsel *ps);
 

@@ -160,20 +160,35 @@ static void forget(struct kubepods *kp)
 	kp->n = 0;
 }
 
+int kube_watch_cfg(struct kubewatch_cfg *kc, const struct node_cfg *cfg, int wake_fd, char *err, size_t errlen)
+{
+	int in_cluster = !strcmp(cfg->kube_api, "in-cluster"), r;
+	memset(kc, 0, sizeof *kc);
+	if (in_cluster && (r = kubewatch_in_cluster_url(kc->url, sizeof kc->url, err, errlen)) < 0)
+		return r;
+	if (!in_cluster)
+		snprintf(kc->url, sizeof kc->url, "%s", cfg->kube_api);
+	if (kubewatch_url_check(kc->url, err, errlen) < 0)
+		return -EINVAL;
+	snprintf(kc->token_file, sizeof kc->token_file, "%s",
+		 cfg->kube_token_file[0] || !in_cluster ? cfg->kube_token_file : SA_DIR "token");
+	snprintf(kc->ca_file, sizeof kc->ca_file, "%s", cfg->kube_ca_file[0] || !in_cluster ? cfg->kube_ca_file : SA_DIR "ca.crt");
+	kc->watch_s = cfg->kube_watch_s;
+	kc->page_bytes_max = cfg->kube_page_bytes_max;
+	kc->event_bytes_max = cfg->kube_event_bytes_max;
+	kc->wake_fd = wake_fd;
+	return 0;
+}
+
 int kubepods_open(struct kubepods *kp, const struct node_cfg *cfg, int wake_fd, char *err, size_t errlen)
 {
 	struct kubewatch_cfg kc;
-	int in_cluster = !strcmp(cfg->kube_api, "in-cluster"), r;
+	int r;
 	memset(kp, 0, sizeof *kp);
 	if (!cfg->kube_api[0])
 		return 0;
-	memset(&kc, 0, sizeof kc);
-	if (in_cluster && (r = kubewatch_in_cluster_url(kc.url, sizeof kc.url, err, errlen)) < 0)
+	if ((r = kube_watch_cfg(&kc, cfg, wake_fd, err, errlen)) < 0)
 		return r;
-	if (!in_cluster)
-		snprintf(kc.url, sizeof kc.url, "%s", cfg->kube_api);
-	if (kubewatch_url_check(kc.url, err, errlen) < 0)
-		return -EINVAL;
 	if (!cfg->kube_node[0] || !labelsel_subdomain_valid(cfg->kube_node, strlen(cfg->kube_node))) {
 		snprintf(err, errlen, "kubernetes_node: the node's name (a DNS subdomain), needed with kubernetes_api");
 		return -EINVAL;
@@ -187,14 +202,7 @@ int kubepods_open(struct kubepods *kp, const struct node_cfg *cfg, int wake_fd, 
 	snprintf(kc.path, sizeof kc.path,
 		 "/api/v1/pods?fieldSelector=spec.nodeName%%3D%s%%2Cstatus.phase%%21%%3DSucceeded%%2Cstatus.phase%%21%%3DFailed",
 		 cfg->kube_node);
-	snprintf(kc.token_file, sizeof kc.token_file, "%s",
-		 cfg->kube_token_file[0] || !in_cluster ? cfg->kube_token_file : SA_DIR "token");
-	snprintf(kc.ca_file, sizeof kc.ca_file, "%s", cfg->kube_ca_file[0] || !in_cluster ? cfg->kube_ca_file : SA_DIR "ca.crt");
-	kc.watch_s = cfg->kube_watch_s;
 	kc.max = cfg->kube_pods_max;
-	kc.page_bytes_max = cfg->kube_page_bytes_max;
-	kc.event_bytes_max = cfg->kube_event_bytes_max;
-	kc.wake_fd = wake_fd;
 	if (!(kp->v = calloc(cfg->kube_pods_max, sizeof kp->v[0]))) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;

@@ -24,6 +24,12 @@ struct kubepods {
 	int synced;           /* the first list was applied */
 };
 
+/* What every watch of the API server takes from cfg (kubernetes_api
+ * on): where, with which token and CA, how long a watch, and its bounds,
+ * waking the loop through wake_fd; the kind, path and max are the
+ * caller's. 0, or -errno and why in err (in-cluster outside a pod, a bad
+ * URL). */
+int kube_watch_cfg(struct kubewatch_cfg *kc, const struct node_cfg *cfg, int wake_fd, char *err, size_t errlen);
 /* Start watching as cfg says (kubernetes_api; off: 0 and nothing
  * started), waking the loop through wake_fd. 0, or -errno and why in err
  * (in-cluster outside a pod, a bad URL, no thread). */

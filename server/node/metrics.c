@@ -352,8 +352,9 @@ static void rollout_lines(struct prom *p, const char *name, const struct desired
  * each). */
 static void rollout(struct prom *p, const struct node *n)
 {
-	struct desired_rollout *r = calloc(n->desired.n ? n->desired.n : 1, sizeof *r), api = {0, 0, 0, 0, 0};
+	struct desired_rollout *r = calloc(n->desired.n ? n->desired.n : 1, sizeof *r), api;
 	size_t i, apis = 0;
+	memset(&api, 0, sizeof api);
 	prom_family(p, GAUGE("procctl_desired_processes", NULL,
 			     "Processes a desired config is the config for, by how far it got to them: applied, rejected, "
 			     "pending, superseded (by a Publish or Clear) or not_owned (not this daemon's to write); "
@@ -408,6 +409,45 @@ static void kube(struct prom *p, const struct node *n)
 	    st.rejected);
 }
 
+/* The cluster's ProcessConfigs (kubernetes_processconfigs; none when off). */
+static void pconfigs(struct prom *p, const struct node *n)
+{
+	struct kubewatch_stats st;
+	struct kubewrite_stats ws;
+	if (!n->pconfigs.kw)
+		return;
+	kubewatch_stats(n->pconfigs.kw, &st);
+	prom_one(p, GAUGE("procctl_kube_processconfigs_synced", NULL,
+			 "1 while the ProcessConfigs are listed and followed; 0 before the first list, and from a failed "
+			 "request until a list or a watch works again."),
+	    st.synced);
+	prom_one(p, GAUGE("procctl_kube_processconfigs", NULL, "ProcessConfig objects whose config is kept (in every namespace)."),
+	    n->desired.kn);
+	prom_one(p, GAUGE("procctl_kube_processconfigs_bytes", NULL, "Their payloads' bytes."), n->pconfigs.bytes);
+	prom_one(p, GAUGE("procctl_kube_processconfigs_dropped", NULL,
+		     "ProcessConfig objects not kept: kubernetes_processconfigs_max were (a later list keeps them when there "
+		     "is room)."),
+	    n->pconfigs.dropped);
+	prom_one(p, COUNTER("procctl_kube_processconfigs_refused_total", NULL,
+			   "ProcessConfig objects (or changes of one) refused: a spec that does not hold, or no room for "
+			   "its payload under kubernetes_processconfigs_bytes_max."),
+	    n->pconfigs.refused);
+	prom_one(p, COUNTER("procctl_kube_processconfigs_lists_total", NULL, "Lists of the ProcessConfigs."), st.lists);
+	prom_one(p, COUNTER("procctl_kube_processconfigs_api_errors_total", NULL,
+			   "Requests for the ProcessConfigs that failed (no connection, an HTTP error, a body that did not "
+			   "parse; 404: the CRD is not installed)."),
+	    st.errors);
+	kubewrite_stats(n->pconfigs.wr, &ws);
+	prom_family(p, COUNTER("procctl_kube_writes_total", NULL,
+			       "Writes to the Kubernetes API (each ProcessConfig's status entry of this node, and Events), by "
+			       "result: sent; retried (429, 5xx, no answer: sent again); failed (another answer: dropped); "
+			       "refused (too many waiting)."));
+	prom_int(p, PROM_LABELS({"result", "sent"}), ws.sent);
+	prom_int(p, PROM_LABELS({"result", "retried"}), ws.retried);
+	prom_int(p, PROM_LABELS({"result", "failed"}), ws.failed);
+	prom_int(p, PROM_LABELS({"result", "refused"}), ws.refused);
+}
+
 void node_render_metrics(struct node *n, struct prom *p)
 {
 	char version[32];
@@ -431,5 +471,6 @@ void node_render_metrics(struct node *n, struct prom *p)
 	    desired_bytes(&n->desired));
 	rollout(p, n);
 	kube(p, n);
+	pconfigs(p, n);
 	prom_one(p, COUNTER("procctl_watch_events_total", NULL, "Events numbered for WatchEvents."), events_last(n->ev));
 }

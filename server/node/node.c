@@ -214,7 +214,8 @@ static int node_build(struct node *n, const struct node_cfg *cfg, const struct n
 	if (loop_open(n, cfg, lock, err, errlen) < 0)
 		return -1;
 	pod_identity_said();
-	if (kubepods_open(&n->kube, cfg, n->efd, err, errlen) < 0 || desired_open(n, cfg, lock, err, errlen) < 0 ||
+	if (kubepods_open(&n->kube, cfg, n->efd, err, errlen) < 0 || pconfigs_open(&n->pconfigs, cfg, n->efd, err, errlen) < 0 ||
+	    desired_open(n, cfg, lock, err, errlen) < 0 ||
 	    registries_open(n, cfg, err, errlen) < 0)
 		return -1;
 	hello_open(n, cfg);
@@ -430,7 +431,9 @@ static int step_writes(struct node *n, struct turn *t, struct turn_left *l)
 static int step_pods(struct node *n, struct turn *t, struct turn_left *l)
 {
 	(void)l;
-	if (kubepods_drain(&n->kube, desired_pod_changed, n))
+	int first = kubepods_drain(&n->kube, desired_pod_changed, n);
+	first |= pconfigs_drain(n);
+	if (first && node_pods_known(n))
 		desired_pods_synced(n);
 	turn_step(t, "pods", "");
 	return 0;
@@ -611,6 +614,7 @@ void node_close(struct node *n, unsigned flags)
 		return;
 	node_release(n, flags);
 	kubepods_close(&n->kube);
+	pconfigs_close(&n->pconfigs);
 	if (n->cfg_ifd >= 0)
 		close(n->cfg_ifd);
 	if (n->lock_ifd >= 0)

@@ -13,6 +13,7 @@
 #include "match/admission.h"
 #include "desired/desired.h"
 #include "kubepods.h"
+#include "pconfigs.h"
 #include "jobq.h"
 #include "node.h"
 #include "sys/podid.h"
@@ -86,6 +87,7 @@ struct proc {
 /* How far a desired config got (rollout.c counts it). */
 struct desired_rollout {
 	uint32_t applied, rejected, pending, superseded, not_owned;
+	uint32_t too_big; /* of those rejected: a region too small for it */
 };
 
 /* What a wait's item writes, when its items write different things: a
@@ -211,6 +213,7 @@ struct node {
 	struct events *ev;
 	struct desired_store desired;
 	struct kubepods kube;   /* the node's pods, as the API server sees them (kubernetes_api) */
+	struct pconfigs pconfigs; /* the cluster's ProcessConfigs (kubernetes_processconfigs) */
 	struct node_stats stats;
 	uint64_t incarnation;
 	struct node_hooks hooks;
@@ -265,6 +268,8 @@ Procctl__V1__DesiredConfig *mk_desired(struct arena *a, const struct desired *d)
  * counted not_owned). Each process's config is found once per change of the
  * store (cached on it). */
 void rollout_count(const struct node *n, struct desired_rollout *out);
+/* The same for the ProcessConfigs' configs, n->desired.kv. */
+void rollout_count_kube(const struct node *n, struct desired_rollout *out);
 /* reply.c: a rollout as the API says it */
 Procctl__V1__DesiredRollout *mk_rollout(struct arena *a, const struct desired_rollout *r);
 
@@ -276,6 +281,10 @@ void proc_wrote(struct node *n, struct proc *p, int64_t g, uint64_t rev);
  * known, or kubernetes_api off), and the desired config p should have. */
 const struct podmeta *proc_pod(const struct node *n, const struct proc *p);
 const struct desired *proc_desired(const struct node *n, const struct proc *p);
+/* 1 when what may choose a process's config by its pod is known: the
+ * node's pods listed (kubernetes_api) and the ProcessConfigs
+ * (kubernetes_processconfigs), or followed not at all. */
+int node_pods_known(const struct node *n);
 void node_emit(struct node *n, const struct selector *k, PbEvent *ev);
 enum node_code selector_from_pb(const PbSelector *s, struct selector *k, const char **why);
 /* A Selector as a filter, with its namespace and label selector: OK,
@@ -292,10 +301,10 @@ uint64_t procs_start_of(const struct node *n, pid_t pid, uint64_t *image);
 
 /* procs.c: the processes' lives (a registry's attach and detach, what
  * their state reads found) and the events they emit. */
-/* The node's pods were listed for the first time: each process of a pod
- * gets its desired config now, as at attach (a config by namespace or
- * labels can only be told then; a successor finds what its predecessor
- * wrote, and keeps it). */
+/* The node's pods were listed for the first time, and the ProcessConfigs
+ * (when followed): each process of a pod gets its desired config now, as
+ * at attach (a config by namespace or labels can only be told then; a
+ * successor finds what its predecessor wrote, and keeps it). */
 void desired_pods_synced(struct node *n);
 void node_on_hello(pid_t pid, void *arg);
 void node_on_exec(pid_t pid, void *arg);
@@ -357,6 +366,10 @@ void wait_start(struct node *n, struct wait *w);
 void node_handle(struct node *n, struct node_job *job);
 
 /* service_desired.c: desired configs (the API's and the config file's) */
+/* Write d (NULL: a clear) to p, when its region is this daemon's to
+ * write and d fits; no one waits for the ack. The generation written, or
+ * 0. */
+int64_t desired_give(struct node *n, struct proc *p, const struct desired *d);
 void desired_from_file(struct node *n, const struct node_cfg *cfg);
 /* The pod uid's namespace or labels changed, or it came or went
  * (kubepods_drain's callback, arg the node; old and new_ its metadata

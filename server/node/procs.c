@@ -22,13 +22,21 @@ static void desired_apply(struct node *n, struct proc *p)
 	const struct desired *d;
 	uint64_t found = procctl_client_config_gen(p->c);
 	int64_t g;
-	if (n->kube.kw && !n->kube.synced && p->key.pod_uid[0] && desired_by_pod(&n->desired)) {
-		p->apply_deferred = 1; /* its pod's namespace and labels may choose its config */
+	d = proc_desired(n, p);
+	if (!node_pods_known(n) && p->key.pod_uid[0] && (desired_by_pod(&n->desired) || n->pconfigs.kw) &&
+	    (!d || d->level <= DESIRED_LABELS)) {
+		p->apply_deferred = 1; /* its pod's namespace and labels may choose its config: one by its pod, container
+					* or pid is above them all */
 		return;
 	}
-	if (!(d = proc_desired(n, p)) || !procctl_registry_owner(p->reg, p->key.consumer) ||
+	if (!d || !procctl_registry_owner(p->reg, p->key.consumer) ||
 	    (p->desired_rev == d->revision && p->desired_gen))
 		return;
+	if (found && d->kube && procctl_client_config_is(p->c, d->payload, d->len)) {
+		p->desired_gen = found; /* a predecessor gave it this ProcessConfig's (numbered anew here) */
+		p->desired_rev = d->revision;
+		return;
+	}
 	if (found && d->revision <= n->rev_at_start) { /* the store said so then: a predecessor's to write */
 		p->desired_gen = found;
 		if (procctl_client_config_is(p->c, d->payload, d->len))

@@ -21,6 +21,7 @@ static void count_one(const struct proc *p, const struct desired *d, struct desi
 		r->superseded++; /* a Publish or Clear, after d was set */
 	} else if (p->too_big_rev == d->revision) {
 		r->rejected++;
+		r->too_big++;
 	} else {
 		r->pending++;
 	}
@@ -48,18 +49,31 @@ static int writes_to(const struct proc *p)
 	return procctl_registry_owner(p->reg, p->key.consumer) && own != PROCCTL_OWN_CONFLICT && own != PROCCTL_OWN_BROKEN;
 }
 
-void rollout_count(const struct node *n, struct desired_rollout *out)
+/* Each process's count, into out[i] for the config it has: the i-th of
+ * the ProcessConfigs' (kube), or of the others. */
+static void count_into(const struct node *n, int kube, struct desired_rollout *out)
 {
+	const struct desired *v = kube ? n->desired.kv : n->desired.v;
 	size_t i;
-	memset(out, 0, sizeof *out * n->desired.n);
+	memset(out, 0, sizeof *out * (kube ? n->desired.kn : n->desired.n));
 	for (i = 0; i < n->nprocs; i++) {
 		struct proc *p = n->procs[i];
 		const struct desired *d = config_of(n, p);
-		if (!d)
+		if (!d || !d->kube != !kube)
 			continue;
 		if (writes_to(p))
-			count_one(p, d, &out[d - n->desired.v]);
+			count_one(p, d, &out[d - v]);
 		else
-			out[d - n->desired.v].not_owned++;
+			out[d - v].not_owned++;
 	}
+}
+
+void rollout_count(const struct node *n, struct desired_rollout *out)
+{
+	count_into(n, 0, out);
+}
+
+void rollout_count_kube(const struct node *n, struct desired_rollout *out)
+{
+	count_into(n, 1, out);
 }

@@ -10,10 +10,7 @@
 #include "node_int.h"
 #include "sys/procstat.h"
 
-/* Write d (NULL: a clear) to p, when its region is this daemon's to
- * write and d fits; no one waits for the ack. The generation written, or
- * 0. */
-static int64_t give(struct node *n, struct proc *p, const struct desired *d)
+int64_t desired_give(struct node *n, struct proc *p, const struct desired *d)
 {
 	int64_t g;
 	if (!procctl_registry_owner(p->reg, p->key.consumer))
@@ -39,7 +36,7 @@ static void desired_push(struct node *n, const struct desired *d)
 		return;
 	for (i = 0; i < c; i++)
 		if (!v[i]->apply_deferred && desired_effective(&n->desired, d, &v[i]->key, proc_pod(n, v[i])))
-			give(n, v[i], d);
+			desired_give(n, v[i], d);
 	free(v);
 }
 
@@ -59,7 +56,7 @@ void desired_pod_changed(void *arg, const char *uid, const struct podmeta *old, 
 			continue;
 		if (!now && (!was || p->desired_rev != was->revision))
 			continue; /* it holds no config of the one that went: a Publish, a Clear */
-		g = give(n, p, now);
+		g = desired_give(n, p, now);
 		node_log(PROCCTL_LOG_INFO, "desired_pod_changed", "pid=%d pod=%s revision=%llu was=%llu generation=%lld",
 			 (int)p->key.pid, uid, (unsigned long long)(now ? now->revision : 0),
 			 (unsigned long long)(was ? was->revision : 0), (long long)g);

@@ -29,6 +29,11 @@ const struct podmeta *proc_pod(const struct node *n, const struct proc *p)
 	return p->key.pod_uid[0] ? kubepods_find(&n->kube, p->key.pod_uid) : NULL;
 }
 
+int node_pods_known(const struct node *n)
+{
+	return (!n->kube.kw || n->kube.synced) && (!n->pconfigs.kw || n->pconfigs.synced);
+}
+
 const struct desired *proc_desired(const struct node *n, const struct proc *p)
 {
 	return desired_match(&n->desired, &p->key, proc_pod(n, p));
@@ -131,7 +136,7 @@ ssize_t procs_matching(struct node *n, const struct selector *f, const struct po
 	if (!v)
 		return -ENOMEM;
 	for (i = 0; i < n->nprocs; i++)
-		if (selector_match(f, &n->procs[i]->key) && (!ps || podsel_match(ps, proc_pod(n, n->procs[i]))))
+		if (selector_match(f, &n->procs[i]->key) && (!ps || podsel_match(ps, proc_pod(n, n->procs[i]), n->procs[i]->key.container_id)))
 			v[c++] = n->procs[i];
 	qsort(v, c, sizeof *v, by_ref);
 	*out = v;
