@@ -6,8 +6,10 @@
 # validated against its Kubernetes schema (validate.mjs), and the config
 # the chart renders, with the flags its DaemonSet passes, accepted by
 # `procctl-node --check-config`, so the chart
-# and the daemon cannot drift apart; values of a wrong type or an unknown
-# key, and a TCP listener without its TLS Secret, refused.
+# and the daemon cannot drift apart; the ProcessConfig CRD the file it is
+# rendered from and a structural schema (structural.mjs); values of a
+# wrong type or an unknown key, a TCP listener without its TLS Secret,
+# and ProcessConfigs without the Kubernetes API, refused.
 # Usage: test/chart/run.sh PROCCTL_NODE
 set -eu
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -49,7 +51,7 @@ for values in "" "$CHART"/ci/*-values.yaml; do
 ' && set -f && "$NODE_BIN" --check-config --config "$W/$name.conf" $(cat "$W/$name.conf.args")) ||
 		fail "$name: procctl-node refuses the config and flags the chart rendered"
 done
-[ "$n" -ge 5 ] || fail "expected the defaults and four ci/*-values.yaml, got $n"
+[ "$n" -ge 6 ] || fail "expected the defaults and five ci/*-values.yaml, got $n"
 
 # A threshold of the values reaches its rule.
 grep -A3 'alert: ProcctlResourceBlocked$' "$W/monitors-values.yaml" | grep -q 'for: 2m$' ||
@@ -126,4 +128,9 @@ refused "a rule threshold that is not a duration" "prometheusRule.thresholds.blo
 	--set prometheusRule.thresholds.blockedFor=soon
 refused "an extra volume mount without its path" "mountPath is required" --set 'extraVolumeMounts[0].name=x'
 refused "an image pull policy that is none" "image.pullPolicy: image.pullPolicy must be one of" --set image.pullPolicy=Sometimes
+refused "ProcessConfigs without the watch of the API" "kubernetes.processConfigs.enabled needs kubernetes.enabled" \
+	--set kubernetes.enabled=false --set kubernetes.processConfigs.enabled=true
+refused "a typo in the ProcessConfigs switch" "Additional property enable " --set kubernetes.processConfigs.enable=true
+refused "a string for the ProcessConfigs switch" "kubernetes.processConfigs.enabled: Invalid type" \
+	--set-string kubernetes.processConfigs.enabled=true
 echo "chart: every check passed"

@@ -4,13 +4,16 @@
 // @kubernetes-models/prometheus-operator for the monitors), and the
 // daemon's config out of the ConfigMap into a file for
 // `procctl-node --check-config` (and the flags it is started with into
-// CONFIG_OUT.args, one a line).
+// CONFIG_OUT.args, one a line). With kubernetes.processConfigs, the
+// ProcessConfig CRD is files/processconfig-crd.yaml as it is, and a
+// structural schema an API server takes (structural.mjs).
 // Usage: node validate.mjs PEERS_DIR RENDERED.yaml CONFIG_OUT [--defaults]
 //   --defaults: also assert what the chart promises with default values.
 import fs from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import assert from 'node:assert/strict';
+import { structuralErrors, selfTest } from './structural.mjs';
 
 const [peers, rendered, confOut, ...flags] = process.argv.slice(2);
 const nm = path.join(peers, 'node_modules');
@@ -82,14 +85,34 @@ if (tcp) {
 }
 // kubernetes.enabled: the daemon watches its node's pods with its service
 // account's token, under a ClusterRole that reads pods and nothing else;
-// off, no RBAC, no token, no flag.
+// off, no RBAC, no token, no flag. kubernetes.processConfigs adds the flag
+// --kubernetes-processconfigs, the CRD, and exactly three rules: read the
+// ProcessConfigs, patch their status, create Events; off, none of them.
 const roles = byKind.ClusterRole || [];
 const bindings = byKind.ClusterRoleBinding || [];
 const kubeFlags = ['--kubernetes-api', 'in-cluster', '--kubernetes-node', '$(NODE_NAME)'];
+const pcFlags = ['--kubernetes-processconfigs', 'true'];
+const pc = c.args.includes(pcFlags[0]);
+const podRule = { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch'] };
+const pcRules = [
+  { apiGroups: ['procctl.io'], resources: ['processconfigs'], verbs: ['get', 'list', 'watch'] },
+  { apiGroups: ['procctl.io'], resources: ['processconfigs/status'], verbs: ['patch'] },
+  { apiGroups: ['events.k8s.io'], resources: ['events'], verbs: ['create'] },
+];
 const sa = (byKind.ServiceAccount || [])[0];
+if (pc) {
+  assert.ok(roles.length, '--kubernetes-processconfigs without the ClusterRole');
+  assert.deepEqual(c.args.slice(6, 8), pcFlags, '--kubernetes-processconfigs true, after the watch of the pods');
+  assert.equal(c.args.filter((a) => a === pcFlags[0]).length, 1);
+}
+for (const r of roles.flatMap((x) => x.rules)) {
+  const touches = (r.apiGroups || []).some((g) => g === 'procctl.io' || g === 'events.k8s.io') ||
+    (r.resources || []).some((x) => x.startsWith('processconfigs') || x === 'events');
+  if (!pc) assert.ok(!touches, `a ProcessConfig rule without kubernetes.processConfigs: ${JSON.stringify(r)}`);
+}
 if (roles.length) {
   assert.equal(roles.length, 1);
-  assert.deepEqual(roles[0].rules, [{ apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch'] }]);
+  assert.deepEqual(roles[0].rules, [podRule, ...(pc ? pcRules : [])]);
   assert.equal(bindings.length, 1);
   assert.deepEqual(bindings[0].roleRef, { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: roles[0].metadata.name });
   assert.deepEqual(bindings[0].subjects, [{ kind: 'ServiceAccount', name: pod.serviceAccountName, namespace: 'procctl' }]);
@@ -103,8 +126,43 @@ if (roles.length) {
   assert.ok(!c.args.includes('--kubernetes-api'));
 }
 if (rendered.endsWith('privileged-values.yaml')) assert.equal(roles.length, 0, 'kubernetes.enabled: false');
+// The CRD: there with the flag alone; files/processconfig-crd.yaml as it
+// is, with the chart's labels and helm.sh/resource-policy: keep (an
+// uninstall must not delete every ProcessConfig of the cluster); a
+// structural schema the API server takes. (Its type, kubernetes-models'
+// apiextensions.k8s.io/v1 CustomResourceDefinition, is checked above with
+// every object's.)
+const crds = byKind.CustomResourceDefinition || [];
+if (pc) {
+  assert.equal(crds.length, 1, 'the ProcessConfig CRD with --kubernetes-processconfigs');
+  const crd = crds[0];
+  const file = yaml.parse(fs.readFileSync(new URL('../../deploy/helm/procctl-node/files/processconfig-crd.yaml',
+    import.meta.url), 'utf8'));
+  assert.ok(!file.metadata.labels && !file.metadata.annotations, 'the file has no labels or annotations (the chart sets them)');
+  const { labels, annotations, ...meta } = crd.metadata;
+  assert.deepEqual({ ...crd, metadata: meta }, file, 'the rendered CRD is not files/processconfig-crd.yaml');
+  assert.deepEqual(annotations, { 'helm.sh/resource-policy': 'keep' });
+  assert.deepEqual(labels, ds.metadata.labels, 'the chart\'s labels');
+  assert.equal(crd.metadata.name, 'processconfigs.procctl.io');
+  // what the daemon asks for: the group, version and resource, and the status subresource it patches
+  assert.equal(crd.spec.group, 'procctl.io');
+  assert.equal(crd.spec.names.plural, 'processconfigs');
+  assert.equal(crd.spec.scope, 'Namespaced');
+  const v1a1 = crd.spec.versions.find((v) => v.name === 'v1alpha1');
+  assert.ok(v1a1?.served && v1a1.storage, 'v1alpha1 served and stored');
+  assert.deepEqual(v1a1.subresources?.status, {});
+  const nodes = v1a1.schema.openAPIV3Schema.properties.status.properties.nodes;
+  assert.equal(nodes['x-kubernetes-list-type'], 'map', 'status.nodes a map list: each node applies its own entry');
+  assert.deepEqual(nodes['x-kubernetes-list-map-keys'], ['node']);
+  assert.deepEqual(structuralErrors(crd), [], 'the CRD is not one an API server takes');
+  assert.deepEqual(selfTest(crd), [], 'structural.mjs misses these mistakes');
+} else {
+  assert.equal(crds.length, 0, 'no CRD without kubernetes.processConfigs');
+}
+if (rendered.endsWith('processconfigs-values.yaml')) assert.ok(pc, 'kubernetes.processConfigs.enabled: true');
 if (flags.includes('--defaults')) {
   assert.equal(roles.length, 1, 'the watch of the node\'s pods is on by default');
+  assert.ok(!pc, 'ProcessConfigs are off by default');
   const sc = c.securityContext;
   assert.equal(pod.hostPID, true);
   assert.equal(sc.privileged, false);
