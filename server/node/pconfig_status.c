@@ -246,7 +246,11 @@ void pconfig_status_tick(struct node *n)
 	struct desired_rollout *kro = calloc(kn, sizeof *kro);
 	uint8_t *unsettled = calloc(kn, 1);
 	struct by_ns x = {0};
-	if (kro && unsettled && by_ns_make(n, &x) == 0) {
+	/* Nothing is said before the node knows its processes (the first scan:
+	 * n->ready, as node_ready reads it; the loop calls this file, not the
+	 * other way) and its pods: a successor would withdraw its
+	 * predecessor's entries. */
+	if (__atomic_load_n(&n->ready, __ATOMIC_ACQUIRE) && node_pods_known(n) && kro && unsettled && by_ns_make(n, &x) == 0) {
 		rollout_count_kube(n, kro); /* each process's config, on it */
 		for (i = 0; i < n->nprocs; i++) {
 			const struct proc *p = n->procs[i];
