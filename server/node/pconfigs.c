@@ -255,6 +255,7 @@ static int keep(struct node *n, const struct pconfig *o, char *err, size_t cap)
 {
 	struct pconfigs *pc = &n->pconfigs;
 	const struct desired *old = desired_kube_find(&n->desired, o->uid), *d;
+	uint64_t rev = old ? old->revision : 0;
 	struct desired_kube k = {.created = o->created, .generation = o->generation};
 	struct selector sel = {.version = o->version};
 	size_t others = pc->bytes - (old ? old->len : 0);
@@ -281,6 +282,8 @@ static int keep(struct node *n, const struct pconfig *o, char *err, size_t cap)
 		return -1;
 	}
 	pc->bytes = others + d->len;
+	if (old && d->revision == rev)
+		return 0; /* the same spec: its status, or its labels, changed */
 	node_log(PROCCTL_LOG_INFO, "processconfig_taken", "namespace=%s name=%s generation=%lld revision=%llu consumer=%s "
 		 "version=%u labels=\"%s\" container=%s bytes=%zu", o->ns, o->name, (long long)o->generation,
 		 (unsigned long long)d->revision, o->consumer, o->version, o->labels, o->container, o->len);
