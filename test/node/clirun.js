@@ -9,13 +9,13 @@ const { spawn } = require('node:child_process');
 const CLI = process.env.PROCCTL_CLI;
 if (!CLI) throw new Error('PROCCTL_CLI is not set (ctest sets it)');
 
-// Run procctl to its end: { code, signal, stdout, stderr }. sock is
-// $PROCCTL_SOCKET; prefix, a command to run it under (nsenter ...). A run
-// that hangs is killed after `timeout` ms and shows as signal SIGKILL.
-function run(args, { sock = '', input = '', env = {}, timeout = 30000, prefix = [] } = {}) {
+// Run argv to its end: { args (argv's after the program), code, signal,
+// stdout, stderr, ms }. A run that hangs is killed after `timeout` ms and
+// shows as signal SIGKILL. env: added to the test's; cwd: where.
+function runProgram(argv, { input = '', env = {}, timeout = 30000, cwd = undefined } = {}) {
   return new Promise((resolve, reject) => {
-    const argv = [...prefix, CLI, ...args];
-    const p = spawn(argv[0], argv.slice(1), { env: { ...process.env, PROCCTL_SOCKET: sock, ...env } });
+    const t0 = Date.now();
+    const p = spawn(argv[0], argv.slice(1), { cwd, env: { ...process.env, ...env } });
     let stdout = '';
     let stderr = '';
     p.stdout.setEncoding('utf8').on('data', (s) => (stdout += s));
@@ -24,11 +24,18 @@ function run(args, { sock = '', input = '', env = {}, timeout = 30000, prefix = 
     p.on('error', reject);
     p.on('close', (code, signal) => {
       clearTimeout(timer);
-      resolve({ args, code, signal, stdout, stderr });
+      resolve({ args: argv.slice(1), code, signal, stdout, stderr, ms: Date.now() - t0 });
     });
     p.stdin.on('error', () => {}); // a run that never reads its stdin
     p.stdin.end(input);
   });
+}
+
+// Run procctl to its end, as runProgram: sock is $PROCCTL_SOCKET; prefix,
+// a command to run it under (nsenter ...).
+async function run(args, { sock = '', input = '', env = {}, timeout = 30000, prefix = [] } = {}) {
+  const r = await runProgram([...prefix, CLI, ...args], { input, env: { PROCCTL_SOCKET: sock, ...env }, timeout });
+  return { ...r, args };
 }
 
 const said = (r) => `procctl ${r.args.join(' ')}: exit ${r.code}${r.signal ? ` (${r.signal}: it hung)` : ''}\n` +
@@ -41,4 +48,4 @@ function exits(r, code) {
   return r;
 }
 
-module.exports = { CLI, run, said, exits };
+module.exports = { CLI, run, runProgram, said, exits };

@@ -17,12 +17,12 @@
 
 const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
-const { spawn } = require('node:child_process');
 const fs = require('node:fs');
 const https = require('node:https');
 const path = require('node:path');
 const YAML = require('yaml');
 const h = require('./harness');
+const { runProgram } = require('./clirun');
 const stand = require('./kubestand');
 
 const REPO = path.join(__dirname, '..', '..');
@@ -73,20 +73,7 @@ after(async () => {
 // scratch directory, else the repository's root with repo): { code,
 // stdout, stderr, ms }.
 function kubectl(args, { cwd = scratch, timeout = 20000 } = {}) {
-  return new Promise((resolve, reject) => {
-    const t0 = Date.now();
-    const p = spawn(KUBECTL, args, { cwd, env: { ...process.env, KUBECONFIG: file('kubeconfig'), HOME: file('home') } });
-    let stdout = '';
-    let stderr = '';
-    p.stdout.setEncoding('utf8').on('data', (s) => (stdout += s));
-    p.stderr.setEncoding('utf8').on('data', (s) => (stderr += s));
-    const timer = setTimeout(() => p.kill('SIGKILL'), timeout);
-    p.on('error', reject);
-    p.on('close', (code, signal) => {
-      clearTimeout(timer);
-      resolve({ args, code, signal, stdout, stderr, ms: Date.now() - t0 });
-    });
-  });
+  return runProgram([KUBECTL, ...args], { cwd, timeout, env: { KUBECONFIG: file('kubeconfig'), HOME: file('home') } });
 }
 const said = (r) => `kubectl ${r.args.join(' ')}: exit ${r.code} ${r.signal || ''}\nstdout: ${r.stdout}\nstderr: ${r.stderr}`;
 // The run, checked to have exited with code.

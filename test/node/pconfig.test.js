@@ -15,9 +15,9 @@ const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
-const { spawn } = require('node:child_process');
 const h = require('./harness');
 const { Cluster } = require('./netns');
+const { runProgram } = require('./clirun');
 
 const scratch = h.scratch('procctl-pconfig-');
 const { file, ca, leaf } = require('./certs').certs(scratch);
@@ -33,18 +33,11 @@ const pods = {};
 
 // Requests to the API from the cluster's network, in order: their
 // { code, body }.
-function kube(reqs) {
-  return new Promise((resolve, reject) => {
-    const argv = [...cluster.prefix(), process.execPath, KUBEREQ, `https://10.77.1.1:${PORT}`, file('token'), file('ca.crt')];
-    const p = spawn(argv[0], argv.slice(1));
-    let out = '';
-    let err = '';
-    p.stdout.on('data', (d) => (out += d));
-    p.stderr.on('data', (d) => (err += d));
-    p.on('error', reject);
-    p.on('close', (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`kubereq: exit ${code}: ${err}`))));
-    p.stdin.end(JSON.stringify(reqs));
-  });
+async function kube(reqs) {
+  const r = await runProgram([...cluster.prefix(), process.execPath, KUBEREQ, `https://10.77.1.1:${PORT}`, file('token'),
+    file('ca.crt')], { input: JSON.stringify(reqs), timeout: 60000 });
+  if (r.code !== 0) throw new Error(`kubereq: exit ${r.code} ${r.signal || ''}: ${r.stderr}`);
+  return JSON.parse(r.stdout);
 }
 
 const objPath = (ns, name = '') => `${GROUP}/namespaces/${ns}/processconfigs${name ? `/${name}` : ''}`;
