@@ -269,6 +269,29 @@ test('a flood of objects in other namespaces takes only its namespaces\' room; t
   await h.until(() => metric('procctl_kube_processconfigs') === 1, { what: 'the flood gone' });
 });
 
+test('an object that churns: its processes end with its last spec, its entry written once a tick at most, not once a change', async () => {
+  const sent = () => metric('procctl_kube_writes_total{result="sent"}');
+  const before = sent();
+  const t0 = Date.now();
+  const reqs = [];
+  for (let i = 0; i < 60; i++) {
+    reqs.push({ method: 'PATCH', path: `${objPath('shop', 'churn')}?fieldManager=kubectl`, type: 'application/apply-patch+yaml',
+      body: { apiVersion: 'procctl.io/v1alpha1', kind: 'ProcessConfig', metadata: { name: 'churn', namespace: 'shop' },
+        spec: { selector: { matchLabels: { app: 'db' } }, consumer: C, schemaVersion: 1,
+          payload: { data: Buffer.from(`churn-${i}`).toString('base64') } } } });
+  }
+  assert.ok((await kube(reqs)).every((r) => r.code === 200 || r.code === 201));
+  await nth(pods['db-a'], /^event=applied gen=\d+ .*payload=churn-59$/, 1, 'db-a ends with the last');
+  await entries('shop', 'churn', { 'node-a': { reason: 'Applied', observedGeneration: 60 } }, 'node-a says the last generation');
+  const s = (Date.now() - t0) / 1000;
+  // A tick a second looks at it (and kubewrite sends a key at most every
+  // 2 s); node-a's other objects did not change.
+  assert.ok(sent() - before <= Math.ceil(s) + 2, `${sent() - before} writes in ${s} s`);
+  const cleared = said(pods['db-a'], /^event=cleared/);
+  await remove('shop', 'churn');
+  await nth(pods['db-a'], /^event=cleared/, cleared + 1, 'churn withdrawn');
+});
+
 test('a daemon restarted finds what it wrote, on the processes and on the object, and writes neither again', async () => {
   await entries('shop', 'web-tuning', { 'node-a': { reason: 'Applied', applied: 1 } }, 'applied before');
   const rv = (await get('shop', 'web-tuning')).metadata.resourceVersion;
