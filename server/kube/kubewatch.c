@@ -19,6 +19,8 @@
 #include "sys/log.h"
 
 #define QUEUE_MAX 1024      /* changes queued for the loop (a list's objects count too) */
+#define QUEUE_COST_MAX (64u << 20) /* ... and their cost (a kind's: a ProcessConfig's payload) */
+#define BATCH_COST_MAX (QUEUE_COST_MAX / 4) /* a batch of events goes to the queue at this cost */
 #define LIMIT 100           /* objects a page of a list, at first */
 #define BATCH_MAX 64        /* changes in one batch of events */
 #define BACKOFF_MIN_MS 1000
@@ -43,6 +45,7 @@ struct kubewatch {
 	int stop;                  /* atomic */
 	struct kube_batch *head, **tail; /* under mu */
 	size_t queued;             /* under mu: changes in the queue */
+	size_t queued_cost;        /* under mu: and their cost */
 	struct kubewatch_stats st; /* under mu */
 
 	/* The thread's own. */
@@ -110,7 +113,7 @@ static void deliver(struct kubewatch *kw, struct kube_batch *b)
 {
 	uint64_t one = 1;
 	pthread_mutex_lock(&kw->mu);
-	while (!kw->stop && kw->queued && kw->queued + b->n > QUEUE_MAX)
+	while (!kw->stop && kw->queued && (kw->queued + b->n > QUEUE_MAX || kw->queued_cost + b->cost > QUEUE_COST_MAX))
 		pthread_cond_wait(&kw->cv, &kw->mu);
 	if (kw->stop) {
 		pthread_mutex_unlock(&kw->mu);
@@ -121,6 +124,7 @@ static void deliver(struct kubewatch *kw, struct kube_batch *b)
 	*kw->tail = b;
 	kw->tail = &b->next;
 	kw->queued += b->n;
+	kw->queued_cost += b->cost;
 	if (b->kind == KUBE_BATCH_LIST)
 		kw->st.lists++, kw->st.synced = 1;
 	pthread_mutex_unlock(&kw->mu);
@@ -136,7 +140,7 @@ struct kube_batch *kubewatch_take(struct kubewatch *kw)
 	b = kw->head;
 	kw->head = NULL;
 	kw->tail = &kw->head;
-	kw->queued = 0;
+	kw->queued = kw->queued_cost = 0;
 	pthread_cond_broadcast(&kw->cv);
 	pthread_mutex_unlock(&kw->mu);
 	return b;
@@ -193,7 +197,12 @@ static int add(struct kubewatch *kw, enum kube_batch_kind kind, enum kube_event_
 	}
 	if (!(b->v[b->n].obj = kw->cfg.kind->dup(obj)))
 		return -ENOMEM;
+	b->cost += kw->cfg.kind->cost ? kw->cfg.kind->cost(obj) : 0;
 	b->v[b->n++].type = type;
+	if (kind == KUBE_BATCH_EVENTS && b->cost >= BATCH_COST_MAX) { /* not a whole batch of large ones held here */
+		deliver(kw, b);
+		kw->b = NULL;
+	}
 	return 0;
 }
 

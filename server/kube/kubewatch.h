@@ -33,9 +33,12 @@
  *          list. The backoff ends when a watch runs again; synced is 0
  *          from a failure until a list or a watch works.
  * Nothing here waits on the loop: the batches queue here, and the loop
- * takes them when wake_fd (its eventfd) says so. The queue is bounded:
- * when the loop lags that far, this thread stops reading (TCP pushes back
- * on the API server) until it catches up. The API server is a peer like
+ * takes them when wake_fd (its eventfd) says so. The queue is bounded
+ * (1,024 changes, and 64 MiB of the kind's cost: ProcessConfigs'
+ * payloads; one batch past them alone; a batch of events goes at 16 MiB):
+ * when the loop lags that far,
+ * this thread stops reading (TCP pushes back on the API server) until it
+ * catches up. The API server is a peer like
  * any: its objects are checked (the kind's parse), its lines and bodies bounded,
  * its errors escaped in the log. The bearer token is read again for each
  * request (a projected token is rotated in place). */
@@ -84,6 +87,7 @@ struct kube_batch {
 	enum kube_batch_kind kind;
 	size_t n, cap;
 	uint64_t dropped; /* LIST: objects past max, not in it */
+	size_t cost;      /* its objects' (the kind's cost: a ProcessConfig's payload bytes) */
 	struct kube_batch *next;
 	struct kube_change v[];
 };

@@ -163,7 +163,9 @@
 //                               (pods, events, customresourcedefinitions,
 //                               and processconfigs while its CRD is served)
 //                               its objects, lists, pages, watches, open,
-//                               expired and writes
+//                               expired and writes, and backlog: the most
+//                               bytes a watch of it has written that its
+//                               client has not read (TCP pushed back)
 // The controls (but /pods, /churn) act on every collection alike.
 // Usage: node kubeapi.js [--without-crd] PORT CERT KEY TOKEN OBJECTS.json
 // [CONTROL_SOCKET] (listens on $KUBEAPI_HOST, default 127.0.0.1)
@@ -604,7 +606,8 @@ function control(req, body) {
     const openBy = {};
     for (const w of db.watches) if (w.coll === PODS) openBy[w.node] = (openBy[w.node] || 0) + 1;
     const collections = Object.fromEntries([PODS, EVENTS, CRDS, CRS].filter(Boolean)
-      .map((c) => [c.name, { ...c.counts, objects: c.items.size, open: open(c) }]));
+      .map((c) => [c.name, { ...c.counts, objects: c.items.size, open: open(c),
+        backlog: Math.max(0, ...[...db.watches].filter((w) => w.coll === c).map((w) => w.backlog())) }]));
     return { ...db.stats, openBy, churned, resourceVersion: String(db.rv), oldest: String(db.oldest), down, events: EVENTS.items.size,
       collections };
   }

@@ -207,6 +207,7 @@ function createStore(rv, onWrite = null) {
     const w = {
       node,
       coll,
+      backlog: () => res.writableLength, // bytes written, not yet taken by the client (TCP pushed back)
       send(e) {
         if (e.coll !== coll) return;
         const now = e.type !== 'DELETED' && passes(e.object);

@@ -26,6 +26,7 @@ const PORT = 6443;
 const C = h.CONSUMER;
 const GROUP = '/apis/procctl.io/v1alpha1';
 const KUBEREQ = path.join(__dirname, 'kubereq.js');
+const THREADSTOP = process.env.THREADSTOP;
 const CRD = path.join(__dirname, '..', '..', 'deploy', 'helm', 'procctl-node', 'files', 'processconfig-crd.yaml');
 
 let cluster, node, nodeB, api, daemon, daemonB, client, optsA;
@@ -290,6 +291,39 @@ test('an object that churns: its processes end with its last spec, its entry wri
   const cleared = said(pods['db-a'], /^event=cleared/);
   await remove('shop', 'churn');
   await nth(pods['db-a'], /^event=cleared/, cleared + 1, 'churn withdrawn');
+});
+
+// The queue between the watch's thread and the loop is bounded in bytes
+// too (64 MiB of payloads): with the loop held still, 100 changes of a
+// 1 MiB object do not pile up 100 MiB in it.
+test('a loop held still while a 1 MiB object changes 100 times: its watch stops reading once 64 MiB wait; then the last applies', async () => {
+  const rss = () => Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${daemon.innerPid()}/status`, 'utf8'))[1]) * 1024;
+  const big = (i) => ({ method: 'PATCH', path: `${objPath('shop', 'big')}?fieldManager=kubectl`, type: 'application/apply-patch+yaml',
+    body: { apiVersion: 'procctl.io/v1alpha1', kind: 'ProcessConfig', metadata: { name: 'big', namespace: 'shop' },
+      spec: { selector: { matchLabels: { app: 'nothing-here' } }, consumer: C, schemaVersion: 1,
+        payload: { data: Buffer.alloc(1 << 20, i).toString('base64') } } } });
+  const base = rss();
+  const stop = new h.Child(THREADSTOP, [String(daemon.innerPid()), 'procctl-node'], { stdio: ['pipe', 'pipe', 'pipe'] });
+  try {
+    await stop.line(/^stopped \d+$/, { out: true });
+    for (let i = 0; i < 100; i += 10) {
+      const answers = await kube(Array.from({ length: 10 }, (_, k) => big(i + k)));
+      assert.ok(answers.every((r) => r.code === 200 || r.code === 201), JSON.stringify(answers.find((r) => r.code > 201)));
+    }
+    // The watch's thread reads until its queue is full, then stops: what
+    // the stand-in writes piles up on its side (TCP pushes back).
+    await h.until(async () => (await api.ctl('GET', '/stats')).collections.processconfigs.backlog > 16 << 20,
+      { what: 'node-a stopped reading the watch', timeout: 30000 });
+    const held = rss() - base;
+    assert.ok(held < 100 << 20, `${held >> 20} MiB more with the loop held: the queue is bounded`);
+  } finally {
+    stop.proc.stdin.end('go\n');
+  }
+  await stop.line(/^released$/, { out: true });
+  await entries('shop', 'big', {}, 'the loop runs again');
+  await h.until(async () => (await get('shop', 'big')).metadata.generation === 100 && metric('procctl_kube_processconfigs_bytes') === 2 + (1 << 20),
+    { what: 'the last of them kept' });
+  await remove('shop', 'big');
 });
 
 test('a daemon restarted finds what it wrote, on the processes and on the object, and writes neither again', async () => {
