@@ -177,16 +177,18 @@ static int put(struct node *n, const char *key, const char *method, const char *
 static int apply_entry(struct node *n, const struct pcrec *r, const struct pconfig_entry *e)
 {
 	char path[KUBEWRITE_PATH_MAX], at[40];
-	json_t *status = json_object();
+	json_t *status = json_object(), *nodes;
 	snprintf(path, sizeof path, "/apis/" API "/namespaces/%s/processconfigs/%s/status?fieldManager=procctl-node%%2F%s&force=true",
 		 r->ns, r->name, n->pconfigs.node);
 	rfc3339(at, sizeof at, 0);
-	if (e)
-		json_object_set_new(status, "nodes",
-				    json_pack("[{s:s, s:I, s:I, s:I, s:I, s:I, s:s, s:s, s:s}]", "node", n->pconfigs.node,
-					      "observedGeneration", (json_int_t)e->generation, "matched", (json_int_t)e->matched,
-					      "applied", (json_int_t)e->applied, "pending", (json_int_t)e->pending, "failed",
-					      (json_int_t)e->failed, "reason", e->reason, "message", e->message, "lastUpdateTime", at));
+	if (e && (!(nodes = json_pack("[{s:s, s:I, s:I, s:I, s:I, s:I, s:s, s:s, s:s}]", "node", n->pconfigs.node,
+				      "observedGeneration", (json_int_t)e->generation, "matched", (json_int_t)e->matched,
+				      "applied", (json_int_t)e->applied, "pending", (json_int_t)e->pending, "failed",
+				      (json_int_t)e->failed, "reason", e->reason, "message", e->message, "lastUpdateTime", at)) ||
+		  json_object_set_new(status, "nodes", nodes) < 0)) {
+		json_decref(status); /* an entry not made is not one withdrawn */
+		return -ENOMEM;
+	}
 	return put(n, r->uid, "PATCH", path, "application/apply-patch+yaml",
 		   json_pack("{s:s, s:s, s:{s:s, s:s}, s:o}", "apiVersion", API, "kind", "ProcessConfig", "metadata", "name",
 			     r->name, "namespace", r->ns, "status", status));
