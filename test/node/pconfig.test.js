@@ -314,16 +314,20 @@ test('a loop held still while a 1 MiB object changes 100 times: its watch stops 
     // the stand-in writes piles up on its side (TCP pushes back).
     await h.until(async () => (await api.ctl('GET', '/stats')).collections.processconfigs.backlog > 16 << 20,
       { what: 'node-a stopped reading the watch', timeout: 30000 });
+    // Its resident set, where it means what it says: ASan's allocator
+    // keeps what is freed in its quarantine (every event's parse).
     const held = rss() - base;
-    assert.ok(held < 100 << 20, `${held >> 20} MiB more with the loop held: the queue is bounded`);
+    if (!process.env.PROCCTL_SANITIZE) assert.ok(held < 100 << 20, `${held >> 20} MiB more with the loop held: the queue is bounded`);
   } finally {
     stop.proc.stdin.end('go\n');
+    await stop.line(/^released$/, { out: true });
   }
-  await stop.line(/^released$/, { out: true });
-  await entries('shop', 'big', {}, 'the loop runs again');
-  await h.until(async () => (await get('shop', 'big')).metadata.generation === 100 && metric('procctl_kube_processconfigs_bytes') === 2 + (1 << 20),
-    { what: 'the last of them kept' });
-  await remove('shop', 'big');
+  try {
+    await h.until(async () => (await get('shop', 'big')).metadata.generation === 100 &&
+      metric('procctl_kube_processconfigs_bytes') === 2 + (1 << 20), { what: 'the last of them kept' });
+  } finally {
+    await remove('shop', 'big');
+  }
 });
 
 test('a daemon restarted finds what it wrote, on the processes and on the object, and writes neither again', async () => {
