@@ -290,7 +290,7 @@ static int hostile_fuse_file(void)
 	for (i = 0; i < SWAPS; i++)
 		if (refused(&e))
 			return 35;
-	for (i = 0; i < 1000 && get(&sh->waiting) < CLOSES_MAX; i++)
+	for (i = 0; i < 6000 && get(&sh->waiting) < CLOSES_MAX; i++) /* 60 s: 10 were not always enough under load */
 		nanosleep(&(struct timespec){0, 10000000}, NULL); /* the closes reach the server */
 	if ((i = open_on_name()) != 1 + SWAPS - CLOSES_MAX) {
 		fprintf(stderr, "%d fds open on the file, wanted %d\n", i, 1 + SWAPS - CLOSES_MAX);
