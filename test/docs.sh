@@ -113,7 +113,9 @@ docs/procctl.1.md)
 # applies it; kubectl's ~/.kube/config points to it with a token; this
 # node's procctl-node runs with the chart's flags, and pod shop/web-0
 # (app=web) runs a process of consumer echo in its kubelet-named cgroup
-# (the cgroups it makes are listed in .walkthrough-cgroups, removed after).
+# (the cgroups it uses are listed in .walkthrough-cgroups, removed after
+# when empty: kubepods.slice too, when another test made it and left
+# while this one was in it; the last to leave removes it).
 docs/kubernetes.md)
 	cat >"$W/doc/00.sh" <<-'EOT'
 	echo "## the premise of the walk-through: a cluster of one node, pod shop/web-0 running a process of consumer echo"
@@ -139,7 +141,8 @@ docs/kubernetes.md)
 	V2=$(findmnt -t cgroup2 -n -o TARGET | head -n 1)
 	CG=$V2/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod$(echo "$POD_UID" | tr - _).slice
 	for d in "$V2/kubepods.slice" "$V2/kubepods.slice/kubepods-besteffort.slice" "$CG" "$CG/cri-containerd-$CID.scope"; do
-		[ -d "$d" ] || { mkdir "$d" && echo "$d" >>.walkthrough-cgroups; }
+		[ -d "$d" ] || mkdir "$d"
+		echo "$d" >>.walkthrough-cgroups
 	done
 	(echo "$BASHPID" >"$CG/cri-containerd-$CID.scope/cgroup.procs" && exec build/examples/echo-client --consumer echo >/dev/null) &
 	build/procctl-node --kubernetes-api https://127.0.0.1:6443 --kubernetes-node node-a --kubernetes-token-file "$K/token" \
