@@ -54,7 +54,7 @@ void rpc_unref(struct rpc *c)
 		grpc_byte_buffer_destroy(c->send_bb);
 	if (c->have_status_msg)
 		grpc_slice_unref(c->status_msg);
-	free(c->first);
+	node_packed_unref(c->first);
 	pthread_mutex_destroy(&c->mu);
 	free(c);
 }
@@ -244,9 +244,24 @@ int grpcsrv_serving(struct grpc_srv *s)
 	return node_ready(s->node) && !__atomic_load_n(&s->shutting_down, __ATOMIC_RELAXED);
 }
 
+static void packed_unref(void *p)
+{
+	node_packed_unref(p);
+}
+
+/* A byte buffer of p's bytes, not copied: it takes our reference. */
+static grpc_byte_buffer *packed_take(struct node_packed *p)
+{
+	grpc_slice s = grpc_slice_new_with_user_data(p->data, p->len, packed_unref, p);
+	grpc_byte_buffer *bb = grpc_raw_byte_buffer_create(&s, 1);
+	grpc_slice_unref(s);
+	return bb;
+}
+
 /* The next message of a stream, if there is one. Under c->mu. */
 static void pump(struct rpc *c)
 {
+	grpc_byte_buffer *bb;
 	grpc_op ops[2];
 	size_t n, len = 0;
 	void *bytes = NULL;
@@ -272,9 +287,9 @@ static void pump(struct rpc *c)
 			return;
 		}
 		protobuf_c_message_pack(&m.base, bytes);
+		bb = pb_take(bytes, len);
 	} else if (c->first) {
-		bytes = c->first;
-		len = c->first_len;
+		bb = packed_take(c->first);
 		c->first = NULL;
 	} else {
 		r = events_next(node_events(c->s->node), &c->cursor, &c->filter, &bytes, &len);
@@ -289,10 +304,11 @@ static void pump(struct rpc *c)
 		}
 		if (r == 0)
 			return;
+		bb = pb_take(bytes, len);
 	}
 	memset(ops, 0, sizeof ops);
 	n = first_ops(c, ops);
-	c->send_bb = pb_take(bytes, len);
+	c->send_bb = bb;
 	ops[n].op = GRPC_OP_SEND_MESSAGE;
 	ops[n++].data.send_message.send_message = c->send_bb;
 	c->sending = 1;
@@ -353,18 +369,13 @@ void rpc_watch(struct rpc *c)
 	pthread_mutex_unlock(&s->wmu);
 }
 
-static void rpc_watch_begin(struct rpc *c, const ProtobufCMessage *first, uint64_t cursor, const struct selector *filter)
+static void rpc_watch_begin(struct rpc *c, struct node_packed *first, uint64_t cursor, const struct selector *filter)
 {
 	pthread_mutex_lock(&c->mu);
 	c->cursor = cursor;
 	c->filter = *filter;
-	if (first) {
-		c->first_len = protobuf_c_message_get_packed_size(first);
-		if ((c->first = malloc(c->first_len ? c->first_len : 1)))
-			protobuf_c_message_pack(first, c->first);
-		else
-			rpc_end_stream(c, NODE_RESOURCE_EXHAUSTED, "out of memory");
-	}
+	if (first)
+		c->first = node_packed_ref(first);
 	pthread_mutex_unlock(&c->mu);
 	rpc_watch(c); /* the loop's reference becomes the list's */
 }
@@ -376,7 +387,7 @@ static void on_job_reply(struct node_job *job, enum node_code code, const char *
 	rpc_reply(job->ctx, code, msg, resp);
 }
 
-static void on_job_watch(struct node_job *job, const ProtobufCMessage *first, uint64_t cursor, const struct selector *filter)
+static void on_job_watch(struct node_job *job, struct node_packed *first, uint64_t cursor, const struct selector *filter)
 {
 	rpc_watch_begin(job->ctx, first, cursor, filter);
 }

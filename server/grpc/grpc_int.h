@@ -70,8 +70,8 @@ struct rpc {
 	int end_pending;
 	enum node_code end_code;
 	char end_msg[160];
-	void *first;               /* the snapshot, sent before the events */
-	size_t first_len;
+	struct node_packed *first; /* the snapshot (shared with the watchers that started with it),
+				    * sent before the events */
 	uint64_t cursor;
 	struct selector filter;
 	int health_sent;           /* the serving status last sent; -1 none */

@@ -154,7 +154,7 @@ static void on_reply(struct node_job *job, enum node_code code, const char *msg,
 	resume(r);
 }
 
-static void on_watch(struct node_job *job, const ProtobufCMessage *first, uint64_t cursor, const struct selector *filter)
+static void on_watch(struct node_job *job, struct node_packed *first, uint64_t cursor, const struct selector *filter)
 {
 	(void)first, (void)cursor, (void)filter;
 	on_reply(job, NODE_UNIMPLEMENTED, "no streams over HTTP", NULL);

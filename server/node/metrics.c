@@ -473,4 +473,9 @@ void node_render_metrics(struct node *n, struct prom *p)
 	kube(p, n);
 	pconfigs(p, n);
 	prom_one(p, COUNTER("procctl_watch_events_total", NULL, "Events numbered for WatchEvents."), events_last(n->ev));
+	prom_family(p, COUNTER("procctl_watch_snapshots_total", NULL,
+			       "WatchEvents' snapshots: built, or shared (the one built for the watch just before, with the "
+			       "same filter and nothing between them)."));
+	prom_int(p, PROM_LABELS({"how", "built"}), n->stats.snapshots_built);
+	prom_int(p, PROM_LABELS({"how", "shared"}), n->stats.snapshots_shared);
 }

@@ -417,6 +417,7 @@ static int step_jobs(struct node *n, struct turn *t, struct turn_left *l)
 		turn_step(t, "job", method_names[m]);
 		t->jobs++;
 	}
+	watch_share_end(n);
 	return 0;
 }
 

@@ -56,6 +56,7 @@ enum node_method {
 };
 
 struct node_job;
+struct node_packed;
 struct prom;
 
 /* Where a job's answer goes. Called on the loop's thread, once per job;
@@ -63,10 +64,24 @@ struct prom;
 struct node_reply_ops {
 	/* resp is NULL unless code is NODE_OK (and for NODE_METRICS). */
 	void (*reply)(struct node_job *job, enum node_code code, const char *msg, const ProtobufCMessage *resp);
-	/* NODE_WATCH_EVENTS only: the stream starts with first (NULL: a
-	 * resume) and goes on with the events after cursor matching filter. */
-	void (*watch)(struct node_job *job, const ProtobufCMessage *first, uint64_t cursor, const struct selector *filter);
+	/* NODE_WATCH_EVENTS only: the stream starts with first, a packed
+	 * WatchEventsResponse that the watchers starting with it share
+	 * (NULL: a resume; the callee takes a reference of its own to keep
+	 * it), and goes on with the events after cursor matching filter. */
+	void (*watch)(struct node_job *job, struct node_packed *first, uint64_t cursor, const struct selector *filter);
 };
+
+/* A message packed once for many readers: len bytes, never changed
+ * after it is made, freed with its last reference (any thread). */
+struct node_packed {
+	unsigned refs; /* atomic */
+	size_t len;
+	uint8_t data[];
+};
+/* m packed, one reference held; NULL when out of memory. */
+struct node_packed *node_packed_new(const ProtobufCMessage *m);
+struct node_packed *node_packed_ref(struct node_packed *p);
+void node_packed_unref(struct node_packed *p); /* NULL: nothing */
 
 /* What a caller may do, for the room it may take (waits): a writer
  * changes things (the Unix socket, mTLS, HTTP with its key), a reader

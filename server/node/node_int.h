@@ -177,6 +177,7 @@ struct node_stats {
 	uint64_t turn_hist[NTURN_BUCKETS + 1]; /* the loop's turns (node.c) */
 	double turn_sum;
 	uint64_t slow_turns; /* over slow_turn_ms */
+	uint64_t snapshots_built, snapshots_shared; /* WatchEvents' (watch.c) */
 };
 
 /* What a registry's on_event gets. */
@@ -211,6 +212,11 @@ struct node {
 	struct timers timers;   /* the state polls, waits' deadlines, arbiters' ticks, config reloads */
 	struct timer t_tick;    /* the arbiters' */
 	struct events *ev;
+	struct {                /* the last snapshot packed, while the next watch may share it (watch.c) */
+		struct node_packed *msg; /* NULL: none */
+		struct selector filter;
+		uint64_t seq;
+	} snap;
 	struct desired_store desired;
 	struct kubepods kube;   /* the node's pods, as the API server sees them (kubernetes_api) */
 	struct pconfigs pconfigs; /* the cluster's ProcessConfigs (kubernetes_processconfigs) */
@@ -364,6 +370,12 @@ void wait_start(struct node *n, struct wait *w);
 
 /* service.c: the NodeService requests */
 void node_handle(struct node *n, struct node_job *job);
+
+/* watch.c: WatchEvents' start */
+void do_watch(struct node *n, struct node_job *job);
+/* The snapshot kept for the next watch goes: before a request that may
+ * change what it holds, and when the turn's requests are done. */
+void watch_share_end(struct node *n);
 
 /* service_desired.c: desired configs (the API's and the config file's) */
 /* Write d (NULL: a clear) to p, when its region is this daemon's to

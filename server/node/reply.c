@@ -2,7 +2,7 @@
 /* reply.c - the API's forms of the loop's things, built in an arena
  * (arena.c): a process (with its arbiters' refusals and its pod), its ack,
  * a desired config and its rollout, a state block (ReadState's answer),
- * a resource kind's name. */
+ * a resource kind's name; a message packed for many readers. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -199,4 +199,27 @@ void state_reply(struct node *n, struct node_job *job, int r)
 		m.data.len = st->data_len;
 	}
 	job_finish_arena(job, &a, &m.base);
+}
+
+struct node_packed *node_packed_new(const ProtobufCMessage *m)
+{
+	size_t len = protobuf_c_message_get_packed_size(m);
+	struct node_packed *p = malloc(sizeof *p + len);
+	if (!p)
+		return NULL;
+	p->refs = 1;
+	p->len = protobuf_c_message_pack(m, p->data);
+	return p;
+}
+
+struct node_packed *node_packed_ref(struct node_packed *p)
+{
+	__atomic_add_fetch(&p->refs, 1, __ATOMIC_RELAXED);
+	return p;
+}
+
+void node_packed_unref(struct node_packed *p)
+{
+	if (p && !__atomic_sub_fetch(&p->refs, 1, __ATOMIC_ACQ_REL))
+		free(p);
 }

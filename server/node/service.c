@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* service.c - the NodeService requests the loop serves (node_handle):
- * listing, reading, publishing, waiting, arbiters, watches, metrics. */
+ * listing, reading, publishing, waiting, arbiters, metrics; a watch's
+ * start is watch.c's. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -266,87 +267,6 @@ static void do_arbiters(struct node *n, struct node_job *job)
 	}
 }
 
-/* "<incarnation hex>.<seq>": 0 and the seq, or -1. */
-static int parse_token(const struct node *n, const char *t, uint64_t *seq)
-{
-	char *end;
-	unsigned long long inc, s;
-	if (strlen(t) < 18 || t[16] != '.')
-		return -1;
-	errno = 0;
-	inc = strtoull(t, &end, 16);
-	if (errno || end != t + 16 || inc != n->incarnation || t[17] < '0' || t[17] > '9')
-		return -1;
-	s = strtoull(t + 17, &end, 10);
-	if (errno || *end)
-		return -1;
-	*seq = s;
-	return 0;
-}
-
-static void do_watch(struct node *n, struct node_job *job)
-{
-	Procctl__V1__WatchEventsRequest *rq = (void *)job->req;
-	struct selector f;
-	struct podsel ps;
-	char err[LABELSEL_MAX + 600];
-	enum node_code code;
-	uint64_t seq;
-	/* Never for a watch, with kubernetes_api or without: refused first. */
-	if (rq->filter && ((rq->filter->namespace_ && *rq->filter->namespace_) ||
-			   (rq->filter->label_selector && *rq->filter->label_selector))) {
-		job_finish(job, NODE_INVALID_ARGUMENT,
-			   "filter.namespace, filter.label_selector: not for WatchEvents (events are matched where pods "
-			   "are not known): filter by pod_uid, or ListProcesses by namespace and labels", NULL);
-		return;
-	}
-	if ((code = filter_from_pb(n, rq->filter, &f, &ps, err, sizeof err))) {
-		job_finish(job, code, err, NULL);
-		return;
-	}
-	if (rq->resume_token[0]) {
-		if (parse_token(n, rq->resume_token, &seq) < 0 || !events_resumable(n->ev, seq)) {
-			job_finish(job, NODE_OUT_OF_RANGE,
-				   "resume_token: unknown, of another daemon incarnation, or too old: watch without "
-				   "one (a snapshot) and relist",
-				   NULL);
-			return;
-		}
-		job->ops->watch(job, NULL, seq, &f);
-	} else {
-		struct arena a = {0};
-		Procctl__V1__Snapshot snap = PROCCTL__V1__SNAPSHOT__INIT;
-		PbEvent ev = PROCCTL__V1__WATCH_EVENTS_RESPONSE__INIT;
-		char token[48];
-		struct proc **v;
-		ssize_t c, i;
-		if ((c = procs_matching(n, &f, NULL, &v)) < 0) {
-			job_finish(job, NODE_RESOURCE_EXHAUSTED, "out of memory", NULL);
-			return;
-		}
-		snap.processes = ar_alloc(&a, sizeof *snap.processes * (size_t)(c ? c : 1));
-		for (i = 0; snap.processes && i < c; i++)
-			snap.processes[snap.n_processes++] = mk_process(&a, v[i]);
-		free(v);
-		if (a.failed) {
-			ar_free(&a);
-			job_finish(job, NODE_RESOURCE_EXHAUSTED, "out of memory", NULL);
-			return;
-		}
-		seq = events_last(n->ev);
-		snprintf(token, sizeof token, "%016llx.%llu", (unsigned long long)n->incarnation,
-			 (unsigned long long)seq);
-		ev.sequence = seq;
-		ev.resume_token = token;
-		ev.event_case = PROCCTL__V1__WATCH_EVENTS_RESPONSE__EVENT_SNAPSHOT;
-		ev.snapshot = &snap;
-		job->ops->watch(job, &ev.base, seq, &f);
-		ar_free(&a);
-	}
-	protobuf_c_message_free_unpacked(job->req, NULL);
-	free(job);
-}
-
 static void do_metrics(struct node *n, struct node_job *job)
 {
 	arbiters_tick(n); /* their totals as of now: a sleeping arbiter's are its last tick's */
@@ -360,6 +280,8 @@ static void do_metrics(struct node *n, struct node_job *job)
 
 void node_handle(struct node *n, struct node_job *job)
 {
+	if (job->method != NODE_WATCH_EVENTS)
+		watch_share_end(n); /* it may change what a snapshot holds */
 	switch (job->method) {
 	case NODE_LIST_PROCESSES:
 		do_list(n, job);

@@ -8,6 +8,9 @@ const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const h = require('./harness');
 
+const THREADSTOP = process.env.THREADSTOP;
+if (!THREADSTOP) throw new Error('THREADSTOP is not set (ctest sets it)');
+
 let d, c;
 
 before(async () => {
@@ -143,6 +146,59 @@ test('1,000 concurrent watchers each get the snapshot and the same next event', 
   const seq = ws[0].events.find((x) => x.event === 'acked').sequence;
   for (const w of ws) assert.equal(w.events.find((x) => x.event === 'acked').sequence, seq);
   for (const w of ws) w.stream.cancel();
+});
+
+test('watchers that start together share one snapshot, built once', async () => {
+  // max_watchers 16: the 17th stream refused on the gRPC side proves
+  // that the 16 before it were taken and their requests queued for the
+  // loop, which is held still meanwhile, so that the loop finds them
+  // queued together (17 streams: within one connection's 32).
+  // Its own consumer: the file's daemon leaves these processes alone.
+  const consumer = `${h.CONSUMER}s`.slice(0, 31);
+  const own = await new h.Daemon({ consumers: consumer, args: ['--max-watchers', '16', '--http-listen', '127.0.0.1:0'] })
+    .ready();
+  const oc = own.client();
+  try {
+    const port = await own.httpPort();
+    const e = await h.echo(consumer);
+    await h.attached(own, e.pid);
+    const built = () => h.metric(port, 'procctl_watch_snapshots_total{how="built"}');
+    const shared = () => h.metric(port, 'procctl_watch_snapshots_total{how="shared"}');
+    const [built0, shared0] = [await built(), await shared()];
+    const stop = new h.Child(THREADSTOP, [String(own.innerPid()), 'procctl-node'], { stdio: ['pipe', 'pipe', 'pipe'] });
+    await stop.line(/^stopped \d+$/, { out: true });
+    let ws;
+    try {
+      ws = Array.from({ length: 16 }, () => h.watch(oc, { filter: { pid: e.pid } }));
+      const extra = h.watch(oc, { filter: { pid: e.pid } });
+      await extra.errored();
+      assert.equal(h.grpc.status[extra.error.code], 'RESOURCE_EXHAUSTED');
+      assert.ok(ws.every((w) => !w.events.length), 'no snapshot while the loop is held');
+    } finally {
+      stop.proc.stdin.end('go\n');
+    }
+    await stop.line(/^released$/, { out: true });
+    await h.until(() => ws.every((w) => w.events.length >= 1 || w.error), { what: '16 snapshots' });
+    const first = JSON.stringify(ws[0].events[0]);
+    assert.equal(ws[0].events[0].event, 'snapshot');
+    assert.ok(ws[0].events[0].snapshot.processes.some((p) => p.ref.pid === e.pid));
+    for (const w of ws) assert.equal(JSON.stringify(w.events[0]), first);
+    const [b, sh] = [(await built()) - built0, (await shared()) - shared0];
+    assert.equal(b + sh, 16);
+    assert.ok(sh >= 1 && b < 16, `built ${b}, shared ${sh}`);
+    for (const w of ws) w.stream.cancel();
+
+    // A write between two watches: the later one sees it, in a snapshot of its own.
+    const r = await h.call(oc, 'Publish', { selector: { pid: e.pid }, payload: Buffer.from('after'), waitMs: 5000 });
+    const later = h.watch(oc, { filter: { pid: e.pid } });
+    const snap = await later.next((x) => x.event === 'snapshot');
+    assert.equal(snap.snapshot.processes.find((p) => p.ref.pid === e.pid).generation, r.results[0].generation);
+    assert.ok(Number(snap.sequence) > Number(ws[0].events[0].sequence));
+    later.stream.cancel();
+  } finally {
+    oc.close();
+    await own.stop();
+  }
 });
 
 test('cancelled watchers are let go: max_watchers is not used up by them', async () => {
