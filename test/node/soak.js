@@ -435,6 +435,8 @@ test(`soak: every attack at once for ${SECONDS} s`, { timeout: (SECONDS + 900) *
     errors: await h.metric(port, 'procctl_kube_api_errors_total'),
     rejected: await h.metric(port, 'procctl_kube_rejected_total'),
   } : null;
+  const snapshots = { built: await h.metric(port, 'procctl_watch_snapshots_total{how="built"}'),
+    shared: await h.metric(port, 'procctl_watch_snapshots_total{how="shared"}') };
   const scans = await h.metric(port, 'procctl_scans_total');
   const scanS = await h.metric(port, 'procctl_scan_seconds_total');
   const m = await h.scrape(port);
@@ -467,7 +469,7 @@ test(`soak: every attack at once for ${SECONDS} s`, { timeout: (SECONDS + 900) *
     resident_kb: { warm: warm.resident_kb, last: last.resident_kb },
     minutes: samples.filter((x, i) => i % 12 === 0).map((x) => ({ rss_kb: x.rss_kb, threads: x.threads,
       heap_in_use_kb: x.heap_in_use_kb, heap_free_kb: x.heap_free_kb })),
-    scans, scan_ms_mean: (scanS / scans) * 1000, loop, gpu_handoffs: gpuHandoffs, grpc_limits: grpcLimits, watches_refused: refused, kube: kubeFigures,
+    scans, scan_ms_mean: (scanS / scans) * 1000, loop, gpu_handoffs: gpuHandoffs, grpc_limits: grpcLimits, watches_refused: refused, watch_snapshots: snapshots, kube: kubeFigures,
     log_lines: lines, log_lines_per_s: lines / SECONDS, driver_errors: errors.length, first_errors: errors.slice(0, 5),
   };
   const text = JSON.stringify(result, null, 2);
