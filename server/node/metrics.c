@@ -387,9 +387,9 @@ static void kube(struct prom *p, const struct node *n)
 		return;
 	kubewatch_stats(n->kube.kw, &st);
 	prom_one(p, GAUGE("procctl_kube_synced", NULL,
-			 "1 while the node's pods are listed and followed; 0 before the first list, and from a failed "
-			 "request to the Kubernetes API until a list or a watch works again."),
-	    st.synced);
+			 "1 while the node's pods are listed and followed; 0 before the first list is in the table, and "
+			 "from a failed request to the Kubernetes API until a list or a watch works again."),
+	    st.synced && n->kube.synced); /* the watch's word, and the loop's: the list may still be on its way */
 	prom_one(p, GAUGE("procctl_kube_pods", NULL, "Pods of this node known from the Kubernetes API."), n->kube.n);
 	prom_one(p, GAUGE("procctl_kube_pods_dropped", NULL,
 		     "Pods of this node not kept: kubernetes_pods_max were (a later list keeps them when there is room)."),
@@ -418,9 +418,9 @@ static void pconfigs(struct prom *p, const struct node *n)
 		return;
 	kubewatch_stats(n->pconfigs.kw, &st);
 	prom_one(p, GAUGE("procctl_kube_processconfigs_synced", NULL,
-			 "1 while the ProcessConfigs are listed and followed; 0 before the first list, and from a failed "
-			 "request until a list or a watch works again."),
-	    st.synced);
+			 "1 while the ProcessConfigs are listed and followed; 0 before the first list is taken in, and "
+			 "from a failed request until a list or a watch works again."),
+	    st.synced && n->pconfigs.synced);
 	prom_one(p, GAUGE("procctl_kube_processconfigs", NULL, "ProcessConfig objects whose config is kept (in every namespace)."),
 	    n->desired.kn);
 	prom_one(p, GAUGE("procctl_kube_processconfigs_bytes", NULL, "Their payloads' bytes."), n->pconfigs.bytes);
