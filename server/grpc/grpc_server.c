@@ -343,11 +343,25 @@ static grpc_server *server_new(const struct node_cfg *cfg)
 	return server;
 }
 
+/* gRPC's one initialisation that is never undone. gRPC 1.51 covers a
+ * write that would block with a backup poller: a closure on its executor
+ * that polls for up to 10 s, and that nothing wakes once the connections
+ * are gone. The last grpc_shutdown joins the executor, so it waited for
+ * that poll to run out: up to 10 s after the I/O thread left, before
+ * NODE.lock was released (after a stop that cut streams with unsent
+ * bytes). gRPC stays up until the process exits instead. */
+static void grpc_hold(void)
+{
+	grpc_init();
+}
+
 /* gRPC started, and s's server made on it with its two queues: the
  * loop's (cq) and the I/O thread's. */
 static void server_open(struct grpc_srv *s)
 {
+	static pthread_once_t held = PTHREAD_ONCE_INIT;
 	gpr_set_log_function(on_grpc_log);
+	pthread_once(&held, grpc_hold);
 	grpc_init();
 	s->server = server_new(s->cfg);
 	s->cq = events_cq();

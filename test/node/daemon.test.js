@@ -7,8 +7,10 @@ const { test } = require('node:test');
 const assert = require('node:assert/strict');
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
+const net = require('node:net');
 const path = require('node:path');
 const h = require('./harness');
+const { unread } = require('./h2raw');
 
 const run = (args) => spawnSync(h.NODE_BIN, args, { encoding: 'utf8', timeout: 10000 });
 const scratch = () => h.scratch('procctl-node-');
@@ -336,6 +338,37 @@ test('a standby serves as soon as the first has handed off, before the first clo
   assert.ok(!e.out.some((l) => /event=cleared|event=lease state=expired/.test(l)), e.out.join('\n'));
   await second.stop();
   await e.kill('SIGKILL');
+});
+
+test('a stop after sends a client never read hands off at once (gRPC kept NODE.lock for its 10 s backup poll)', async () => {
+  const first = await new h.Daemon({ args: ['--http-listen', '127.0.0.1:0'] }).ready();
+  const hp = await first.httpPort();
+  const farm = new h.Child(process.env.FARM, ['--procs', '25', '--regions', '8', '--consumer', h.CONSUMER],
+    { stdio: ['pipe', 'pipe', 'pipe'] });
+  await farm.line(/^ready /, { out: true, timeout: 60000 });
+  const c = first.client();
+  await h.until(async () => (await h.call(c, 'ListProcesses', {})).processes.length === 200,
+    { what: '200 regions attached', timeout: 60000, every: 100 });
+  c.close();
+  // 32 snapshots of 200 regions, about 1 MiB, to a client that reads
+  // none: the daemon's writes to it block. gRPC 1.51 then polls for them
+  // in an executor thread, 10 s at a time, and its last grpc_shutdown
+  // joined that thread: the successor waited those seconds.
+  const sock = net.connect(first.sock);
+  await new Promise((resolve) => sock.on('connect', resolve));
+  unread(sock, 32, '/procctl.v1.NodeService/WatchEvents');
+  await h.until(async () => (await h.metric(hp, 'procctl_grpc_streams')) === 32, { what: '32 watches answered' });
+  const second = new h.Daemon({ dir: first.dir });
+  await second.line(/event=standby/);
+  const exit = first.kill('SIGTERM');
+  // The hand-off takes tens of ms; the poll it waited for took up to 10 s.
+  await second.line(/event=taking_over/, { timeout: 5000 });
+  assert.deepEqual(await exit, { code: 0, sig: null });
+  sock.destroy();
+  await second.ready();
+  await second.stop();
+  farm.proc.stdin.end();
+  await farm.exited;
 });
 
 test('the fd limit is raised to the hard limit; one short of max_regions is said', async () => {

@@ -4,16 +4,20 @@
 // HEADERS frames as it likes, each a stream that never sends its message.
 // What the server answers is counted (SETTINGS, RST_STREAM, GOAWAY). Or
 // as one that heeds them (held): as many such streams as the server's
-// SETTINGS_MAX_CONCURRENT_STREAMS allows, held open.
+// SETTINGS_MAX_CONCURRENT_STREAMS allows, held open. Or as one that asks
+// and never reads (unread).
 'use strict';
 
 const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
 const SETTINGS = 4;
 const HEADERS = 1;
+const DATA = 0;
 const RST_STREAM = 3;
 const PING = 6;
 const GOAWAY = 7;
+const WINDOW_UPDATE = 8;
 const ACK = 1;
+const END_STREAM = 1;
 const END_HEADERS = 4;
 
 function frame(type, flags, id, payload = Buffer.alloc(0)) {
@@ -108,4 +112,25 @@ function held(sock, path) {
   });
 }
 
-module.exports = { flood, held };
+// On a connected socket (net or tls): n calls of path, each with an empty
+// request message, under windows as large as HTTP/2 allows, and nothing
+// of the answers ever read: the server's sends fill the socket and its
+// writes would block (flow control never stops them).
+function unread(sock, n, path) {
+  sock.on('error', () => {});
+  sock.pause();
+  const block = hpack([[':method', 'POST'], [':scheme', 'http'], [':path', path], [':authority', 'procctl'],
+    ['content-type', 'application/grpc'], ['te', 'trailers']]);
+  const win = Buffer.alloc(6);
+  win.writeUInt16BE(4, 0); // SETTINGS_INITIAL_WINDOW_SIZE
+  win.writeUInt32BE(0x7fffffff, 2);
+  const inc = Buffer.alloc(4);
+  inc.writeUInt32BE(0x7fffffff - 65535, 0);
+  const out = [PREFACE, frame(SETTINGS, 0, 0, win), frame(WINDOW_UPDATE, 0, 0, inc)];
+  for (let i = 0, id = 1; i < n; i++, id += 2) {
+    out.push(frame(HEADERS, END_HEADERS, id, block), frame(DATA, END_STREAM, id, Buffer.alloc(5)));
+  }
+  sock.write(Buffer.concat(out));
+}
+
+module.exports = { flood, held, unread };
