@@ -317,6 +317,7 @@ struct turn {
 	int64_t start, mark; /* the turn's start, the step under way's */
 	int64_t worst_ns;    /* the longest step's time, what it was */
 	const char *worst, *detail;
+	char said[160];      /* a detail made up for the longest step */
 	unsigned jobs, fds;
 };
 
@@ -334,23 +335,25 @@ static void turn_start(struct node *n, struct turn *t, unsigned fds)
 	__atomic_store_n(&n->busy_since, t->start, __ATOMIC_RELAXED);
 }
 
-/* The step since the last ended: what, and detail ("" or a name). */
-static void turn_step(struct turn *t, const char *what, const char *detail)
+/* The step since the last ended: what, and detail ("" or a name). 1:
+ * it is the longest so far (the caller may say more in t->said). */
+static int turn_step(struct turn *t, const char *what, const char *detail)
 {
-	int64_t now = now_ns();
-	if (now - t->mark > t->worst_ns) {
-		t->worst_ns = now - t->mark;
-		t->worst = what;
-		t->detail = detail;
-	}
+	int64_t now = now_ns(), ns = now - t->mark;
 	t->mark = now;
+	if (ns <= t->worst_ns)
+		return 0;
+	t->worst_ns = ns;
+	t->worst = what;
+	t->detail = detail;
+	return 1;
 }
 
 /* The loop goes to wait: the turn's time counted, said when slow. */
 static void turn_end(struct node *n, const struct turn *t)
 {
 	int64_t ns = now_ns() - t->start;
-	char q[96];
+	char q[256];
 	__atomic_store_n(&n->busy_since, 0, __ATOMIC_RELAXED);
 	n->stats.turn_hist[prom_bucket(turn_buckets, NTURN_BUCKETS, (double)ns / 1e9)]++;
 	n->stats.turn_sum += (double)ns / 1e9;
@@ -460,12 +463,25 @@ static int step_registries(struct node *n, struct turn *t, struct turn_left *l)
 	size_t i;
 	int err;
 	for (i = 0; i < n->nreg; i++) {
+		const char *consumer = i < n->cfg.nconsumers ? n->cfg.consumers[i] : "";
+		n->on_events = 0;
+		n->on_events_ns = n->on_event_worst_ns = 0;
+		n->on_event_worst = "";
+		n->on_event_worst_pid = 0;
 		if ((err = procctl_registry_dispatch(n->reg[i])) < 0) {
 			node_log(PROCCTL_LOG_ERROR, "registry_failed", "error=%s", strerror(-err));
 			return err;
 		}
 		l->ready &= procctl_registry_first_scan_done(n->reg[i]);
-		turn_step(t, "registry", i < n->cfg.nconsumers ? n->cfg.consumers[i] : "");
+		if (!turn_step(t, "registry", consumer)) /* the library's part, and the daemon's in its events */
+			continue;
+		if (n->on_events)
+			snprintf(t->said, sizeof t->said, "%s: %u events, %.1f ms in their handlers, the slowest %s pid %d: %.1f ms",
+				 consumer, n->on_events, (double)n->on_events_ns / 1e6, n->on_event_worst,
+				 (int)n->on_event_worst_pid, (double)n->on_event_worst_ns / 1e6);
+		else
+			snprintf(t->said, sizeof t->said, "%s: no events", consumer);
+		t->detail = t->said;
 	}
 	return 0;
 }
@@ -483,14 +499,22 @@ static int step_config(struct node *n, struct turn *t, struct turn_left *l)
 
 static int step_timers(struct node *n, struct turn *t, struct turn_left *l)
 {
-	(void)l;
 	/* The timers poll the processes waits expect acks of, tick the
 	 * arbiters, reload the config and end the waits whose time is
 	 * up; the settled and ended waits are answered. */
+	size_t fired;
+	int64_t start;
+	(void)l;
 	waits_sweep(n, 0);
-	timers_run(&n->timers, now_ns());
+	start = now_ns();
+	fired = timers_run(&n->timers, start);
+	start = now_ns() - start; /* the timers' part of the step; the rest is the waits' */
 	waits_sweep(n, 0);
-	turn_step(t, "timers", "");
+	if (turn_step(t, "timers", "") && fired) {
+		snprintf(t->said, sizeof t->said, "%zu fired in %.1f ms, the slowest %s: %.1f ms", fired,
+			 (double)start / 1e6, n->timers.slowest, (double)n->timers.slowest_ns / 1e6);
+		t->detail = t->said;
+	}
 	return 0;
 }
 

@@ -227,6 +227,11 @@ struct node {
 	int kick;             /* events appended or readiness changed since the last kick */
 	int ready;            /* atomic */
 	int64_t busy_since;   /* atomic: the present turn's start; 0 while the loop waits */
+	unsigned on_events;   /* a registry's dispatch: the events it gave node_on_event, */
+	int64_t on_events_ns; /* their time there (the slow-turn line), */
+	const char *on_event_worst; /* and the slowest's: its type, time and pid */
+	int64_t on_event_worst_ns;
+	pid_t on_event_worst_pid;
 	int ready_said;       /* hooks.ready was called */
 	struct timer t_alive; /* hooks.alive's */
 

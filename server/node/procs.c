@@ -285,7 +285,7 @@ void node_on_exec(pid_t pid, void *arg)
 		procctl_registry_exec(n->reg[i], pid);
 }
 
-void node_on_event(const struct procctl_event *e, void *arg)
+static void on_event(const struct procctl_event *e, void *arg)
 {
 	struct node *n = ((struct reg_arg *)arg)->n;
 	struct proc *p;
@@ -327,5 +327,23 @@ void node_on_event(const struct procctl_event *e, void *arg)
 	}
 	case PROCCTL_EV_READY: /* its arbiters, kicked above, may grant now */
 		break;
+	}
+}
+
+/* Every event of a registry: handled, its time counted for the turn's
+ * slow line (node.c's step_registries). */
+void node_on_event(const struct procctl_event *e, void *arg)
+{
+	static const char *const names[] = {"", "attached", "detached", "ownership", "doorbell", "ready"};
+	struct node *n = ((struct reg_arg *)arg)->n;
+	int64_t start = now_ns(), ns;
+	on_event(e, arg);
+	ns = now_ns() - start;
+	n->on_events++;
+	n->on_events_ns += ns;
+	if (ns >= n->on_event_worst_ns) {
+		n->on_event_worst_ns = ns;
+		n->on_event_worst = (unsigned)e->type < sizeof names / sizeof names[0] ? names[e->type] : "?";
+		n->on_event_worst_pid = e->pid;
 	}
 }

@@ -7,6 +7,8 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "procctl_agent.h" /* procctl_now_ns */
+
 static void place(struct timers *ts, size_t i, struct timer *t)
 {
 	ts->heap[i] = t;
@@ -103,11 +105,21 @@ size_t timers_run(struct timers *ts, int64_t now)
 {
 	uint64_t before = ts->seq;
 	size_t fired = 0;
+	int64_t mark = procctl_now_ns();
+	ts->slowest = NULL;
+	ts->slowest_ns = 0;
 	while (ts->n && ts->heap[0]->due <= now && ts->heap[0]->seq < before) {
 		struct timer *t = ts->heap[0];
+		const char *name = t->name; /* t may be freed by its function */
+		int64_t end;
 		timer_disarm(ts, t);
 		t->fn(t, now);
 		fired++;
+		if ((end = procctl_now_ns()) - mark >= ts->slowest_ns) {
+			ts->slowest = name;
+			ts->slowest_ns = end - mark;
+		}
+		mark = end;
 	}
 	return fired;
 }

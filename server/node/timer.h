@@ -19,17 +19,20 @@ typedef void timer_fn(struct timer *t, int64_t now);
 struct timer {
 	int64_t due;
 	timer_fn *fn;
+	const char *name; /* fn's, for the slow-turn line */
 	size_t slot;  /* in the heap; TIMER_IDLE when not armed */
 	uint64_t seq; /* when it was armed, in arms */
 };
 
 #define TIMER_IDLE ((size_t)-1)
-#define TIMER_INIT(f) ((struct timer){.fn = (f), .slot = TIMER_IDLE})
+#define TIMER_INIT(f) ((struct timer){.fn = (f), .name = #f, .slot = TIMER_IDLE})
 
 struct timers {
 	struct timer **heap;
 	size_t n, cap;
 	uint64_t seq; /* arms so far */
+	const char *slowest; /* the last run's slowest function (NULL: none fired) */
+	int64_t slowest_ns;  /* and its time */
 };
 
 /* Arm t for due, or move it there if it is armed. 0, or -ENOMEM (t is
@@ -49,7 +52,7 @@ int64_t timers_next(const struct timers *ts);
  * function runs. A function may arm, disarm or free any timer, itself
  * included; what is armed during the run waits for the next run (and so
  * may what is due after it: timers_next() is then due at once). The
- * count fired. */
+ * count fired; ts->slowest and slowest_ns say which took longest. */
 size_t timers_run(struct timers *ts, int64_t now);
 /* Free the heap (the timers stay where they are, disarmed). */
 void timers_free(struct timers *ts);

@@ -6,7 +6,8 @@
 // the resource and stops when nobody wants it, a real Prometheus server
 // scraping it, 1,000 idle connections that do not stop /metrics, the
 // daemon's own process_* figures against /proc, and a turn of its event
-// loop held at a breakpoint (gdb) counted and logged as slow_turn.
+// loop held at a breakpoint (gdb) in a request, a timer and a registry's event,
+// counted and logged as slow_turn with what held it.
 'use strict';
 
 const { test, before, after } = require('node:test');
@@ -465,17 +466,12 @@ test("the daemon's own figures, as every Prometheus client exports them, agree w
   await h.until(() => h.sockets(pid) <= sockets, { what: 'the daemon to close the 40 connections' });
 });
 
-test('a turn of the loop held at a breakpoint: counted in procctl_loop_slow_turns_total and logged as slow_turn', async (t) => {
-  if (!HAVE_GDB) return t.skip('no gdb');
-  const m0 = await scrape();
-  const slow0 = sample(m0, 'procctl_loop_slow_turns_total');
-  const turns0 = sample(m0, 'procctl_loop_turn_seconds_count');
-  assert.ok(turns0 > 0, 'turns counted');
-  // gdb stops the loop in the next /metrics job (node_render_metrics) for
-  // 800 ms, then lets it go: that turn is over slow_turn_ms (500 here, so
-  // that a loaded machine's own slow turns are rare).
+// gdb stops the loop at the first call of fn after trigger() for 800 ms,
+// then lets it go: that turn is over slow_turn_ms (500 here, so that a
+// loaded machine's own slow turns are rare). The turn's slow_turn line.
+async function heldTurn(fn, trigger) {
   const g = new h.Child('gdb', ['-nx', '-batch', '-iex', 'set debuginfod enabled off', '-p', String(d.pid),
-    '-ex', 'break node_render_metrics', '-ex', 'continue', '-ex', 'shell sleep 0.8', '-ex', 'detach'],
+    '-ex', `break ${fn}`, '-ex', 'continue', '-ex', 'shell sleep 0.8', '-ex', 'detach'],
   { env: { ...process.env, DEBUGINFOD_URLS: '' } });
   kids.push(g);
   await g.line(/^Breakpoint 1 at /, { out: true, timeout: 60000 });
@@ -488,21 +484,59 @@ test('a turn of the loop held at a breakpoint: counted in procctl_loop_slow_turn
     n = slowLines();
     await h.sleep(1100);
   }
-  const mark = d.lines.length; // this test's slow_turn line comes after it
-  const held = await get('/metrics');
-  assert.equal(held.status, 200);
+  const mark = d.lines.length; // the held turn's slow_turn line comes after it
+  await trigger();
   assert.equal((await g.exited).code, 0, g.lines.join('\n'));
+  return h.until(() => d.lines.slice(mark).find((l) => / event=slow_turn .*step_ms=([89]\d\d|\d{4,})\./.test(l)),
+    { what: `the slow_turn line of the turn held in ${fn} (all of them: ${d.lines.filter((l) => /slow_turn/.test(l)).join('; ')})` });
+}
+
+test('a turn of the loop held at a breakpoint: counted in procctl_loop_slow_turns_total and logged as slow_turn', async (t) => {
+  if (!HAVE_GDB) return t.skip('no gdb');
+  const m0 = await scrape();
+  const slow0 = sample(m0, 'procctl_loop_slow_turns_total');
+  const turns0 = sample(m0, 'procctl_loop_turn_seconds_count');
+  assert.ok(turns0 > 0, 'turns counted');
+  // In the next /metrics job (node_render_metrics).
+  const line = await heldTurn('node_render_metrics', async () => assert.equal((await get('/metrics')).status, 200));
   const m = await scrape();
   assert.ok(sample(m, 'procctl_loop_slow_turns_total') >= slow0 + 1);
   assert.ok(sample(m, 'procctl_loop_turn_seconds_count') > turns0);
   const buckets = m.samples.filter((x) => x.name === 'procctl_loop_turn_seconds_bucket');
   const upTo = (le) => buckets.find((x) => x.labels.le === le).value;
   assert.ok(upTo('+Inf') - upTo('0.25') >= 1, 'a turn over 0.25 s in the histogram');
-  const line = await h.until(() => d.lines.slice(mark).find((l) => / event=slow_turn .*detail="metrics"/.test(l)),
-    { what: `the slow_turn line of the held turn (all of them: ${d.lines.filter((l) => /slow_turn/.test(l)).join('; ')})` });
   const f = /ms=([\d.]+) step=job detail="metrics" step_ms=([\d.]+) jobs=(\d+) fds=\d+/.exec(line);
   assert.ok(f, line);
   assert.ok(Number(f[1]) >= 800 && Number(f[2]) >= 800 && Number(f[3]) >= 1, line);
+});
+
+test('a slow turn in the timers names the slowest; one in a registry, its events and the daemon\'s time in them', async (t) => {
+  if (!HAVE_GDB) return t.skip('no gdb');
+  // A wait's deadline (on_deadline): a publish that a stopped process
+  // never acks, waiting 300 ms.
+  const { e } = await h.stoppedEcho(d, c);
+  kids.push(e);
+  let line = await heldTurn('on_deadline', () => h.call(c, 'Publish', { selector: { pid: e.pid },
+    payload: Buffer.from('never acked'), waitMs: 300 }));
+  let f = /step=timers detail="(\d+) fired in ([\d.]+) ms, the slowest on_deadline: ([\d.]+) ms" step_ms=([\d.]+)/
+    .exec(line);
+  assert.ok(f, line);
+  assert.ok(Number(f[1]) >= 1 && Number(f[3]) >= 800, line);
+  assert.ok(Number(f[2]) >= Number(f[3]) && Number(f[4]) >= Number(f[2]), line);
+  // A process attached (on_attached, in the daemon's handler of the
+  // registry's event).
+  let e2;
+  line = await heldTurn('on_attached', async () => {
+    e2 = await h.echo();
+    await h.attached(d, e2.pid);
+  });
+  kids.push(e2);
+  f = new RegExp(`step=registry detail="${h.CONSUMER}: (\\d+) events, ([\\d.]+) ms in their handlers, ` +
+    'the slowest attached pid (\\d+): ([\\d.]+) ms" step_ms=([\\d.]+)').exec(line);
+  assert.ok(f, line);
+  assert.equal(Number(f[3]), e2.pid, line);
+  assert.ok(Number(f[1]) >= 1 && Number(f[4]) >= 800, line);
+  assert.ok(Number(f[2]) >= Number(f[4]) && Number(f[5]) >= Number(f[2]), line);
 });
 
 test('1,000 idle connections: /metrics and /healthz still answer', async () => {
