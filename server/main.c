@@ -165,6 +165,16 @@ static void probe_metrics(struct prom *p, void *arg)
 		 misses);
 }
 
+/* The log's figures, for /metrics. */
+static void log_metrics(struct prom *p, void *arg)
+{
+	(void)arg;
+	prom_one(p, &(const struct prom_family){"procctl_log_lines_dropped_total", PROM_COUNTER, NULL,
+						"Log lines dropped because stderr was not read as fast as they came (each "
+						"time said by a log_lines_dropped line)."},
+		 node_log_dropped());
+}
+
 /* /healthz's report of the gRPC TCP listeners. */
 static int tcp_state(void *arg, struct http_tcp_state *st)
 {
@@ -486,8 +496,9 @@ static int serve_http(struct node_cfg *cfg, struct node *n, struct grpc_srv *srv
 	char q[2100];
 	if (cfg->http_listen[0] &&
 	    httpsrv_start(cfg, n,
-			  (const struct metrics_source[]){{grpc_metrics, srv}, {procself_metrics, NULL}, {probe_metrics, NULL}},
-			  3, &(struct http_liveness){api_alive, n, tcp_state, srv}, http, err, errlen) < 0) {
+			  (const struct metrics_source[]){{grpc_metrics, srv}, {procself_metrics, NULL}, {probe_metrics, NULL},
+							  {log_metrics, NULL}},
+			  4, &(struct http_liveness){api_alive, n, tcp_state, srv}, http, err, errlen) < 0) {
 		node_log(PROCCTL_LOG_ERROR, "start_failed", "error=\"%s\"", node_log_quote(q, sizeof q, err));
 		node_stop(n); /* the loop answers what came meanwhile, then all is undone */
 		return 1;
@@ -658,8 +669,12 @@ int main(int argc, char **argv)
 	procctl_set_log(on_lib_log, NULL);
 	signals_catch();
 
+	if ((r = node_log_start()) < 0) /* lines are then written by their callers */
+		fprintf(stderr, "procctl-node: the log's thread: %s\n", strerror(-r));
 	node_log(PROCCTL_LOG_INFO, "starting", "version=%s pid=%d", PROCCTL_NODE_VERSION, (int)getpid());
 	pinger_init();
 	raise_fd_limit(&cfg);
-	return serve_locked(&cfg, err, sizeof err);
+	r = serve_locked(&cfg, err, sizeof err);
+	node_log_stop();
+	return r;
 }

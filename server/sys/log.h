@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* log.h - procctl-node's log: one structured line per event on stderr,
- * "ts=... level=... event=... k=v ...". Any thread. */
+ * "ts=... level=... event=... k=v ...", written by a thread of its own
+ * once started, so that no caller waits for stderr's reader. Any thread. */
 #ifndef PROCCTL_NODE_LOG_H
 #define PROCCTL_NODE_LOG_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "procctl_agent.h" /* enum procctl_log_level */
 
@@ -26,5 +28,15 @@ int node_log_limit(struct procctl_ratelimit *rl, enum procctl_log_level level, c
 const char *node_log_quote(char *buf, size_t len, const char *s);
 /* Lines above max are dropped (default: info). */
 void node_log_level(enum procctl_log_level max);
+/* The writer thread started: lines are queued from now on, and one that
+ * finds the queue full is dropped (counted, and said by a
+ * log_lines_dropped line once the writer catches up). 0, or -errno: lines
+ * are written by their callers, as before the start. */
+int node_log_start(void);
+/* Every queued line written, the writer stopped; later lines are written
+ * by their callers. */
+void node_log_stop(void);
+/* Lines dropped since the start of the process. */
+uint64_t node_log_dropped(void);
 
 #endif

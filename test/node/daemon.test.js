@@ -371,6 +371,36 @@ test('a stop after sends a client never read hands off at once (gRPC kept NODE.l
   await farm.exited;
 });
 
+test('a stderr that nobody reads holds up nothing: the lines wait, the loop serves, and what did not fit is counted and said', async () => {
+  const d = await new h.Daemon({ args: ['--http-listen', '127.0.0.1:0', '--max-regions', '4096'] }).ready();
+  const hp = await d.httpPort();
+  const c = d.client();
+  // The harness reads no more of its stderr: the pipe fills, and a write
+  // to it blocks (the loop's, of each attach's lines, stopped the loop).
+  // 2,048 regions: about 500 KiB of lines, past the pipe, this side's
+  // buffer and the daemon's 256 KiB.
+  d.proc.stderr.pause();
+  const farm = new h.Child(process.env.FARM, ['--procs', '256', '--regions', '8', '--consumer', h.CONSUMER],
+    { stdio: ['pipe', 'pipe', 'pipe'] });
+  await farm.line(/^ready /, { out: true, timeout: 60000 });
+  await h.until(async () => (await h.call(c, 'ListProcesses', {})).processes.length === 2048,
+    { what: '2,048 regions attached while stderr is not read', timeout: 60000, every: 200 });
+  const dropped = await h.metric(hp, 'procctl_log_lines_dropped_total');
+  assert.ok(dropped > 0, `${dropped} lines dropped`);
+  const before = d.lines.length;
+  d.proc.stderr.resume();
+  const said = await d.line(/ event=log_lines_dropped count=\d+ /, { timeout: 30000 });
+  assert.equal(Number(/count=(\d+)/.exec(said)[1]), dropped, said);
+  // What was queued came out whole and in order, before the count.
+  const ids = d.lines.slice(before).filter((l) => / event=process_identity /.test(l));
+  assert.ok(ids.length > 0 && ids.every((l) => /^ts=\S+ level=info event=process_identity pid=\d+ consumer=/.test(l)),
+    ids.slice(0, 3).join('\n'));
+  farm.proc.stdin.end();
+  await farm.exited;
+  c.close();
+  await d.stop();
+});
+
 test('the fd limit is raised to the hard limit; one short of max_regions is said', async () => {
   const dir = h.scratch('procctl-node-');
   const sock = path.join(dir, 'run', 'node.sock');

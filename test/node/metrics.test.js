@@ -91,6 +91,7 @@ const FAMILIES = {
   process_start_time_seconds: 'gauge',
   process_threads: 'gauge',
   procctl_heap_bytes: 'gauge',
+  procctl_log_lines_dropped_total: 'counter',
 };
 
 const scratch = h.scratch('procctl-metrics-');
