@@ -37,7 +37,8 @@ before(async () => {
 
 after(async () => {
   await h.killAll();
-  if (cluster) assert.deepEqual(await cluster.destroy(), []);
+  // Left: only a kubepods level that another test's pods are still in.
+  if (cluster) for (const d of await cluster.destroy()) assert.match(d, /\/kubepods(\.slice|\.slice\/kubepods-besteffort\.slice)$/);
 });
 
 // A stand-in of objs, and a daemon following it as node-a (more: its

@@ -117,8 +117,10 @@ class Cluster {
     const pod = { name, uid, containers: [] };
     pod.container = (id = crypto.randomBytes(32).toString('hex')) => {
       const cg = path.join(dir, `cri-containerd-${id}.scope`);
-      // Each level this makes is this cluster's to remove (kubepods.slice
-      // too, when the host had none); a level that was there stays.
+      // Each level this makes is this cluster's to remove; so are the
+      // kubepods levels it finds, when it leaves them empty: another test
+      // (a cluster, docs.sh's walk-through) may have made them and left
+      // while this one was in them. Any other level that was there stays.
       let at = cgroup2();
       for (const part of path.relative(at, cg).split(path.sep)) {
         at = path.join(at, part);
@@ -127,6 +129,7 @@ class Cluster {
           this.cgroups.push(at);
         } catch (e) {
           if (e.code !== 'EEXIST') throw e;
+          if (/^kubepods(-besteffort)?\.slice$/.test(part) && !this.cgroups.includes(at)) this.cgroups.push(at);
         }
       }
       pod.containers.push(id);
@@ -139,8 +142,8 @@ class Cluster {
   // the kernel kills the rest), then every cgroup this cluster made is
   // removed, the deepest first: the containers' (EBUSY while their
   // processes are still exiting), the pods', then kubepods.slice and
-  // kubepods-besteffort.slice when it made them (ENOTEMPTY, or EBUSY with
-  // cgroups below it: another cluster's pods are in there still; the last
+  // kubepods-besteffort.slice, whoever made them (ENOTEMPTY, or EBUSY with
+  // cgroups below it: another test's pods are in there still; the last
   // to leave removes them).
   // Its list: what it made and did not remove (empty: nothing left).
   async destroy() {
