@@ -4,9 +4,11 @@
  * the set grows and kept until stop.
  *
  * The doorbell word is never written (SPEC.md 6.5), so each is waited on
- * with the value 0. A watcher's own private word is first in its vector:
+ * with the value 0. A watcher's own private word is last in its vector:
  * touching it makes the watcher collect its slice again (a word added,
- * removed or moved there; stop). A wait has no timeout: an idle watcher
+ * removed or moved there; stop), and the kernel queues a vector's words
+ * in order, so while the own word is queued every word of the slice is
+ * (procctl_doorbells_waiting). A wait has no timeout: an idle watcher
  * sleeps. */
 #define _GNU_SOURCE 1
 #include "doorbell.h"
@@ -75,22 +77,22 @@ static void *watch(void *arg)
 			pthread_mutex_unlock(d->mu);
 			break;
 		}
+		d->woke(d->arg, me->first); /* its first wait too: what rang before it is not heard */
 		gen = __atomic_load_n(&me->changed, __ATOMIC_ACQUIRE);
 		n = d->collect(d->arg, bells, me->first, PROCCTL_BELLS_MAX);
 		pthread_mutex_unlock(d->mu);
 
-		own_word(&w[0], &me->changed, gen);
 		for (i = 0; i < n; i++) {
-			memset(&w[i + 1], 0, sizeof w[i + 1]);
-			w[i + 1].uaddr = (uintptr_t)bells[i].word;
-			w[i + 1].flags = FUTEX_32; /* shared: the process wakes it */
+			memset(&w[i], 0, sizeof w[i]);
+			w[i].uaddr = (uintptr_t)bells[i].word;
+			w[i].flags = FUTEX_32; /* shared: the process wakes it */
 		}
+		own_word(&w[n], &me->changed, gen);
 		r = waitv(w, (unsigned)n + 1u, NULL);
 		err = r < 0 ? errno : 0;
 		pthread_mutex_lock(d->mu);
-		d->woke(d->arg, me->first);
-		if (r > 0)
-			d->rang(d->arg, bells[r - 1].id);
+		if (r >= 0 && (size_t)r < n)
+			d->rang(d->arg, bells[r].id);
 		else if (err == EAGAIN && __atomic_load_n(&me->changed, __ATOMIC_ACQUIRE) == gen)
 			spun = !find_nonzero(me, bells);
 		pthread_mutex_unlock(d->mu);
@@ -98,7 +100,7 @@ static void *watch(void *arg)
 			struct timespec ms = {0, 1000000};
 			nanosleep(&ms, NULL);
 		}
-		/* 0: touched; EFAULT: a word was unmapped after collect (its
+		/* n: touched; EFAULT: a word was unmapped after collect (its
 		 * region detached); EINTR: again. All of them collect again. */
 	}
 	return NULL;
@@ -143,6 +145,21 @@ int procctl_doorbells_start(struct procctl_doorbells *d)
 		return err;
 	d->started = 1;
 	return 0;
+}
+
+/* The own word's waiters, counted by requeueing them onto the word itself:
+ * FUTEX_CMP_REQUEUE to the same word moves and wakes none. -EAGAIN, a
+ * flush between the load and the call, is not waiting: it returns. */
+int procctl_doorbells_waiting(struct procctl_doorbells *d, unsigned k)
+{
+	struct procctl_watcher *w;
+	uint32_t gen;
+	if (k >= __atomic_load_n(&d->nw, __ATOMIC_ACQUIRE))
+		return 0;
+	w = &d->w[k];
+	gen = __atomic_load_n(&w->changed, __ATOMIC_ACQUIRE);
+	return syscall(SYS_futex, &w->changed, FUTEX_CMP_REQUEUE_PRIVATE, 0, (void *)(uintptr_t)INT_MAX, &w->changed,
+		       gen) > 0;
 }
 
 static void wake_watcher(struct procctl_watcher *w)

@@ -22,8 +22,10 @@ struct procctl_bell {
  * slice of PROCCTL_BELLS_MAX, and only it is woken when that slice
  * changes (procctl_doorbells_touch). A futex_waitv return names one word
  * that rang; a ring of another word of the slice between the watcher's
- * wake and its next wait is not heard, so every return is told (woke):
- * the owner treats the slice as rung once the watcher waits again. */
+ * wake and its next wait (or before its first) is not heard, so every
+ * wait is told (woke) before it is queued: the owner treats the slice as
+ * rung once the watcher waits, which procctl_doorbells_waiting tells (a
+ * time does not: a watcher preempted on its way may take any time). */
 struct procctl_doorbells {
 	/* Set by the owner; the callbacks run on the watcher thread with *mu
 	 * held, and every word collect returns stays mapped while *mu is.
@@ -33,7 +35,8 @@ struct procctl_doorbells {
 	pthread_mutex_t *mu;
 	/* The first-th to the (first + max)-th words of the set (fewer at its end). */
 	size_t (*collect)(void *arg, struct procctl_bell *out, size_t first, size_t max);
-	void (*woke)(void *arg, size_t first);   /* the watcher of the slice at first returned from its wait */
+	void (*woke)(void *arg, size_t first);   /* the watcher of the slice at first is to wait (its first, or
+	                                          * again): a ring before that wait is queued is not heard */
 	void (*rang)(void *arg, uint64_t id);    /* id's doorbell rang */
 	void (*nonzero)(void *arg, uint64_t id); /* id's word was written (by its process): not to be watched again */
 	void *arg;
@@ -66,6 +69,11 @@ void procctl_doorbells_touch(struct procctl_doorbells *d, size_t i);
  * change (bench_bells, 8,000 regions gone at once: 285-295 ms, was
  * 440-490). Any thread. */
 void procctl_doorbells_flush(struct procctl_doorbells *d);
+/* 1 if watcher k is in its wait now, every word of its slice queued in
+ * the kernel, so a ring of any of them is heard from now on; else 0 (it
+ * returned and has not waited again yet, a touch is pending, or no such
+ * watcher). Any thread. */
+int procctl_doorbells_waiting(struct procctl_doorbells *d, unsigned k);
 /* Join the watchers; call without *mu held. */
 void procctl_doorbells_stop(struct procctl_doorbells *d);
 

@@ -9,8 +9,9 @@
  * heard regions (bell_set).
  * A watcher learns of one ring a return and hears nothing until it waits
  * again, so a slice whose watcher returned is swept: every region of it
- * gets a DOORBELL event BELL_SETTLE_NS after the return, and at most once
- * per BELL_SWEEP_NS. Either way a process that rings more than BELL_LIMIT
+ * gets a DOORBELL event once the kernel has its watcher's wait queued
+ * again (looked at BELL_SETTLE_NS after the return, and as often until
+ * it is), and at most once per BELL_SWEEP_NS. Either way a process that rings more than BELL_LIMIT
  * times a second is muted for the rest of it, and one that writes its
  * doorbell word is never heard again. The public questions about a
  * client's doorbell (procctl_registry_doorbell_rang, _heard) are here too. */
@@ -334,7 +335,10 @@ static void unmute(procctl_registry_t *r, uint64_t now)
 		procctl_doorbells_grow(&r->bells, n);
 }
 
-/* Slices due a sweep get an event for each of their regions. */
+/* Slices due a sweep whose watcher waits again get an event for each of
+ * their regions; the others are looked at again BELL_SETTLE_NS later. A
+ * ring before the wait was queued is heard by the sweep, one after it by
+ * the wait; a return after the sweep asks for another (bells_woke). */
 static void sweep_slices(procctl_registry_t *r, uint64_t now)
 {
 	unsigned k;
@@ -346,14 +350,19 @@ static void sweep_slices(procctl_registry_t *r, uint64_t now)
 	r->sweep_next = 0;
 	for (k = 0; k < PROCCTL_WATCHERS_MAX; k++) {
 		size_t i = (size_t)k * PROCCTL_BELLS_MAX;
-		if (r->sweep_due[k] && now >= r->sweep_due[k]) {
+		if (!r->sweep_due[k] || now < r->sweep_due[k]) {
+			/* not due */
+		} else if (i >= r->bell_n) {
+			r->sweep_due[k] = 0; /* an empty slice: nothing to sweep */
+		} else if (!procctl_doorbells_waiting(&r->bells, k)) {
+			r->sweep_due[k] = now + BELL_SETTLE_NS;
+		} else {
 			for (; i < r->bell_n && i < (size_t)(k + 1) * PROCCTL_BELLS_MAX; i++) {
 				r->bell_set[i]->bell_rang = 1;
 				event_mark(r, r->bell_set[i]);
 			}
 			r->swept_at[k] = now;
-			/* A return since this sweep's settle: one more after it. */
-			r->sweep_due[k] = r->gap_ns[k] + BELL_SETTLE_NS > now ? now + BELL_SWEEP_NS : 0;
+			r->sweep_due[k] = 0;
 		}
 		if (r->sweep_due[k] && (!r->sweep_next || r->sweep_due[k] < r->sweep_next))
 			r->sweep_next = r->sweep_due[k];
@@ -394,14 +403,14 @@ static size_t bells_collect(void *arg, struct procctl_bell *out, size_t first, s
 }
 
 /* A ring of the slice before its watcher waits again is not heard: the
- * slice is swept once it surely waits (BELL_SETTLE_NS), but not sooner
- * than BELL_SWEEP_NS after its last sweep. */
+ * slice is swept once it waits (sweep_slices), looked at first
+ * BELL_SETTLE_NS from now, but not sooner than BELL_SWEEP_NS after its
+ * last sweep. */
 static void bells_woke(void *arg, size_t first)
 {
 	procctl_registry_t *r = arg;
 	size_t k = first / PROCCTL_BELLS_MAX;
 	uint64_t now = (uint64_t)procctl_now_ns(), due;
-	r->gap_ns[k] = now;
 	if (r->sweep_due[k])
 		return;
 	due = now + BELL_SETTLE_NS;

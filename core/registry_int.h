@@ -74,7 +74,7 @@
 #define DEFAULT_CONSUMERS 256
 #define BELL_WINDOW_NS 1000000000ull
 #define BELL_LIMIT 1000 /* rings a process may make per window */
-#define BELL_SETTLE_NS 20000000ull  /* a watcher back from a wait waits again within this: then its slice is swept */
+#define BELL_SETTLE_NS 20000000ull  /* a returned watcher's wait is looked for this often, its slice swept once it is queued */
 #define BELL_SWEEP_NS 1000000000ull /* a slice is swept at most once in this */
 #define REG_BUCKET_BITS 12   /* 4,096 chains by id, as many by pid: ~2 entries a chain at 10,000 */
 
@@ -175,10 +175,10 @@ struct procctl_registry {
 	struct procctl_doorbells bells; /* PROCCTL_REGISTRY_DOORBELLS without the ring */
 	/* The watchers' words, under mu: the heard entries, dense (watcher k
 	 * waits on bell_set[127k .. 127k + 126]); and per slice its sweep's
-	 * time, its watcher's last return, its last sweep (0: none). */
+	 * time and its last sweep (0: none). */
 	struct entry **bell_set;
 	size_t bell_n, bell_cap;
-	uint64_t sweep_due[PROCCTL_WATCHERS_MAX], gap_ns[PROCCTL_WATCHERS_MAX], swept_at[PROCCTL_WATCHERS_MAX];
+	uint64_t sweep_due[PROCCTL_WATCHERS_MAX], swept_at[PROCCTL_WATCHERS_MAX];
 	uint64_t sweep_next;        /* the first sweep_due */
 	struct entry *bell_events;  /* under mu: entries with a DOORBELL event due */
 	struct procctl_bellring ring;   /* PROCCTL_REGISTRY_DOORBELLS where io_uring has futex waits */
