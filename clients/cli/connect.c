@@ -170,6 +170,10 @@ static int socket_why(const char *path, char *why, size_t len)
 	return 1;
 }
 
+#define BUSY                                                                                          \
+	"; or it had no connection free for one more not yet authenticated, and closed this one as it " \
+	"came (procctl_grpc_connections_refused_total): try again"
+
 /* What TLS's details of an UNAVAILABLE say about the options, or NULL. */
 static const char *tls_hint(const char *details)
 {
@@ -185,13 +189,15 @@ static const char *tls_hint(const char *details)
 	if (strstr(details, "wrong version number"))
 		return "the TLS handshake got no TLS back: a listener without TLS (--plaintext, where the "
 		       "daemon has insecure_tcp), or not the daemon's gRPC port";
+	/* A refused certificate and a connection the daemon had no slot for
+	 * read the same here (a close, no alert): both are said. */
 	if (strstr(details, "Socket closed") || strstr(details, "Connection reset"))
-		return cli_to.plaintext ? "the daemon closed the connection: does it want TLS (no --plaintext)?"
-		       : cli_to.cert    ? "the daemon refused this client certificate during the handshake: it must "
-					  "be of the daemon's tls_client_ca and for client authentication "
-					  "(extendedKeyUsage clientAuth)"
+		return cli_to.plaintext ? "the daemon closed the connection: it wants TLS (no --plaintext)" BUSY
+		       : cli_to.cert    ? "the daemon closed the connection during the handshake: it refused this "
+					  "client certificate, which must be of its tls_client_ca and for client "
+					  "authentication (extendedKeyUsage clientAuth)" BUSY
 					: "the daemon closed the connection during the handshake: it wants a client "
-					  "certificate of its tls_client_ca (--tls-cert, --tls-key)";
+					  "certificate of its tls_client_ca (--tls-cert, --tls-key)" BUSY;
 	return NULL;
 }
 

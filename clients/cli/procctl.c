@@ -47,7 +47,7 @@ ProtobufCMessage *call_for(const char *method, const ProtobufCMessage *req, cons
 
 void say_failure(grpc_status_code st, const char *details)
 {
-	char why[512];
+	char why[1024];
 	if (st == GRPC_STATUS_OK) {
 		fprintf(stderr, "procctl: the response does not parse\n");
 		return;

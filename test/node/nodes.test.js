@@ -215,7 +215,7 @@ test('refused: a daemon whose certificate is not of --tls-ca, a client without a
   const ok = exits(await cli([...to, ...tls(), 'ps', '--consumer', C, '--pod', pods['web-b'].uid]), 0);
   assert.equal(ok.stdout.split('\n').filter(Boolean).length, 1 + pods['web-b'].echoes.length, said(ok));
   for (const [args, why] of [[tls('otherca'), /not of --tls-ca/], [tls('ca', null), /wants a client certificate/],
-    [tls('ca', 'stranger'), /refused this client certificate.*of the daemon's tls_client_ca/],
+    [tls('ca', 'stranger'), /refused this client certificate, which must be of its tls_client_ca/],
     [tls('ca', 'serveronly'), /refused this client certificate.*\(extendedKeyUsage clientAuth\)/]]) {
     const r = exits(await cli([...to, ...args, ...write]), 1);
     assert.match(r.stderr, why, said(r));

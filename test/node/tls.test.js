@@ -7,6 +7,7 @@
 const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
+const net = require('node:net');
 const h = require('./harness');
 const { run, said, exits } = require('./clirun');
 
@@ -149,6 +150,30 @@ test('plain TCP (insecure_tcp): reads served, writes PERMISSION_DENIED', async (
   assert.ok(!e.out.some((l) => /payload=nope/.test(l)));
 });
 
+test('procctl over mTLS from an address whose connections not yet authenticated fill its share: told it may be that, not only its certificate', async () => {
+  // grpc_max_connections_per_peer 8: an address may have one connection
+  // pending (no call begun); its next is closed as it comes.
+  const d = await start(`busy${process.pid}`.slice(0, 31), ['--grpc-listen', '127.0.0.1:0', '--tls-cert', file('server.crt'),
+    '--tls-key', file('server.key'), '--tls-client-ca', file('ca.crt'), '--grpc-max-connections-per-peer', '8']);
+  const port = await d.tcpPort();
+  const cli = ['--server', `127.0.0.1:${port}`, '--tls-ca', file('ca.crt'), '--tls-cert', file('client.crt'),
+    '--tls-key', file('client.key'), '--timeout', '3s', 'health'];
+  const idle = net.connect({ port, host: '127.0.0.1' });
+  idle.on('error', () => {});
+  await new Promise((resolve) => idle.once('connect', resolve));
+  try {
+    const r = exits(await run(cli), 1);
+    assert.match(r.stderr, /^procctl: UNAVAILABLE: 127\.0\.0\.1:\d+: the daemon closed the connection during the handshake: it refused this client certificate, .*; or it had no connection free for one more not yet authenticated, and closed this one as it came \(procctl_grpc_connections_refused_total\): try again \(/, said(r));
+    await d.line(/level=warn event=connection_refused transport=tcp addr=127\.0\.0\.1 limit=pending_per_peer$/);
+  } finally {
+    idle.destroy();
+  }
+  // Once the daemon has seen the idle one go, the same client is served.
+  let last;
+  await h.until(async () => (last = await run(cli)).code === 0, { what: 'served once the idle connection went' });
+  assert.equal(last.stdout, 'SERVING\n');
+});
+
 test('procctl with TLS to a plain TCP listener: what to do, not only what failed', async () => {
   const d = await start(`plain${process.pid}`.slice(0, 31), ['--grpc-listen', '127.0.0.1:0', '--insecure-tcp', 'true']);
   const port = await d.tcpPort();
@@ -195,10 +220,10 @@ test('procctl --server: mTLS to an address its certificate does not carry, check
     [[...to, '--tls-ca', file('otherca.crt'), ...mine, ...name], /the daemon's certificate is not of --tls-ca/],
     [[...to, '--tls-ca', file('ca.crt'), ...name], /it wants a client certificate of its tls_client_ca/],
     [[...to, '--tls-ca', file('ca.crt'), '--tls-cert', file('stranger.crt'), '--tls-key', file('stranger.key'), ...name],
-      /refused this client certificate during the handshake: it must be of the daemon's tls_client_ca/],
+      /refused this client certificate, which must be of its tls_client_ca/],
     [[...to, '--tls-ca', file('ca.crt'), '--tls-cert', file('serveronly.crt'), '--tls-key', file('serveronly.key'), ...name],
-      /refused this client certificate .*for client authentication \(extendedKeyUsage clientAuth\)/],
-    [[...to, '--plaintext'], /closed the connection: does it want TLS \(no --plaintext\)\?/],
+      /refused this client certificate, .*for client authentication \(extendedKeyUsage clientAuth\)/],
+    [[...to, '--plaintext'], /closed the connection: it wants TLS \(no --plaintext\)/],
   ];
   for (const [args, why] of refused) {
     const bad = exits(await run([...args, ...write('refused')]), 1);
