@@ -312,9 +312,10 @@ int node_submit(struct node *n, struct node_job *job)
 /* A turn of the loop, from its wake to its next wait: its time goes to
  * procctl_loop_turn_seconds; one over slow_turn_ms is counted and said,
  * with the step that took longest (a request, a registry's scan, the
- * timers) and how much came at once. */
+ * timers), how much came at once, and how much of it was the loop's CPU. */
 struct turn {
 	int64_t start, mark; /* the turn's start, the step under way's */
+	int64_t cpu;         /* the loop thread's CPU time at the start */
 	int64_t worst_ns;    /* the longest step's time, what it was */
 	const char *worst, *detail;
 	char said[160];      /* a detail made up for the longest step */
@@ -327,10 +328,21 @@ static const char *const method_names[] = {
 };
 _Static_assert(sizeof method_names / sizeof method_names[0] == NODE_CANCEL + 1, "a name for each node_method");
 
+/* This thread's CPU time: a slow turn's cpu_ms tells a loop that worked
+ * from one that waited for a CPU (or was stopped). */
+static int64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) < 0)
+		return 0;
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 /* The loop woke: a turn starts (node_busy_ns counts from it). */
 static void turn_start(struct node *n, struct turn *t, unsigned fds)
 {
 	*t = (struct turn){.fds = fds, .worst = "", .detail = ""};
+	t->cpu = thread_cpu_ns();
 	t->start = t->mark = now_ns();
 	__atomic_store_n(&n->busy_since, t->start, __ATOMIC_RELAXED);
 }
@@ -360,9 +372,10 @@ static void turn_end(struct node *n, const struct turn *t)
 	if (ns <= (int64_t)n->cfg.slow_turn_ms * MS)
 		return;
 	n->stats.slow_turns++;
-	node_log_limited(PROCCTL_LOG_WARN, "slow_turn", "ms=%.1f step=%s detail=\"%s\" step_ms=%.1f jobs=%u fds=%u",
-			 (double)ns / 1e6, t->worst, node_log_quote(q, sizeof q, t->detail), (double)t->worst_ns / 1e6, t->jobs,
-			 t->fds);
+	node_log_limited(PROCCTL_LOG_WARN, "slow_turn",
+			 "ms=%.1f step=%s detail=\"%s\" step_ms=%.1f jobs=%u fds=%u cpu_ms=%.1f", (double)ns / 1e6,
+			 t->worst, node_log_quote(q, sizeof q, t->detail), (double)t->worst_ns / 1e6, t->jobs, t->fds,
+			 (double)(thread_cpu_ns() - t->cpu) / 1e6);
 }
 
 /* Requests a turn serves at most, and once they took this long, no

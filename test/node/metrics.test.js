@@ -506,9 +506,11 @@ test('a turn of the loop held at a breakpoint: counted in procctl_loop_slow_turn
   const buckets = m.samples.filter((x) => x.name === 'procctl_loop_turn_seconds_bucket');
   const upTo = (le) => buckets.find((x) => x.labels.le === le).value;
   assert.ok(upTo('+Inf') - upTo('0.25') >= 1, 'a turn over 0.25 s in the histogram');
-  const f = /ms=([\d.]+) step=job detail="metrics" step_ms=([\d.]+) jobs=(\d+) fds=\d+/.exec(line);
+  const f = /ms=([\d.]+) step=job detail="metrics" step_ms=([\d.]+) jobs=(\d+) fds=\d+ cpu_ms=([\d.]+)$/.exec(line);
   assert.ok(f, line);
   assert.ok(Number(f[1]) >= 800 && Number(f[2]) >= 800 && Number(f[3]) >= 1, line);
+  // Its CPU time: the turn's work (the render), not the 800 ms it was stopped.
+  assert.ok(Number(f[4]) > 0 && Number(f[4]) <= Number(f[1]) - 700, line);
 });
 
 test('a slow turn in the timers names the slowest; one in a registry, its events and the daemon\'s time in them', async (t) => {
