@@ -92,6 +92,12 @@ before(async () => {
   client = daemon.client();
   clientB = daemonB.client();
   for (const p of Object.values(pods)) p.echo = await p.node.echo(C, p.container);
+  // Every pod's process attached by its node's daemon (a test that wants
+  // one left alone saw none at all, node-b's not attached yet).
+  const attached = async (p) => (await h.call(p.node === nodeB ? clientB : client, 'ListProcesses',
+    { filter: { podUid: p.uid } })).processes.length === 1;
+  await h.until(async () => (await Promise.all(Object.values(pods).map(attached))).every(Boolean),
+    { what: 'every pod\'s process attached on its node' });
   await h.until(async () => (await names(pods['batch-1'].uid)).length === 1 && (await names(pods['web-1'].uid)).length === 1,
     { what: 'node-a\'s pods\' processes attached' });
 });
