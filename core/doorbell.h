@@ -70,9 +70,10 @@ void procctl_doorbells_touch(struct procctl_doorbells *d, size_t i);
  * 440-490). Any thread. */
 void procctl_doorbells_flush(struct procctl_doorbells *d);
 /* 1 if watcher k is in its wait now, every word of its slice queued in
- * the kernel, so a ring of any of them is heard from now on; else 0 (it
- * returned and has not waited again yet, a touch is pending, or no such
- * watcher). Any thread. */
+ * the kernel, so a ring of any of them is heard from now on (a word
+ * touched since is not among them until the flush; the watcher's return
+ * then is told); else 0 (not yet waiting, woken by a ring or a flush and
+ * not waiting again yet, or no such watcher). Any thread. */
 int procctl_doorbells_waiting(struct procctl_doorbells *d, unsigned k);
 /* Join the watchers; call without *mu held. */
 void procctl_doorbells_stop(struct procctl_doorbells *d);
