@@ -263,6 +263,28 @@ static int open_on_name(void)
 	return n;
 }
 
+/* This process's threads closing a suspect fd (procctl-close): one whose
+ * FLUSH the server answered may not have returned yet, and holds its
+ * slot until it has. */
+static int closers(void)
+{
+	char path[300], comm[32];
+	struct dirent *de;
+	DIR *d = opendir("/proc/self/task");
+	int n = 0;
+	while (d && (de = readdir(d))) {
+		FILE *f;
+		snprintf(path, sizeof path, "/proc/self/task/%s/comm", de->d_name);
+		if (de->d_name[0] == '.' || !(f = fopen(path, "re")))
+			continue;
+		n += fgets(comm, sizeof comm, f) && !strcmp(comm, "procctl-close\n");
+		fclose(f);
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
 static int hostile_fuse_file(void)
 {
 	struct procctl_scan_entry e;
@@ -284,6 +306,8 @@ static int hostile_fuse_file(void)
 	e.ino = 1;
 	if (refused(&e) || flushed(1))
 		return 34;
+	for (i = 0; i < 6000 && closers(); i++) /* its close returned: its slot free (60 s at most) */
+		nanosleep(&(struct timespec){0, 10000000}, NULL);
 	/* A server that answers no FLUSH: 16 closes wait, and the fds past
 	 * them stay open here. */
 	set(&sh->hold, 1);
