@@ -24,6 +24,7 @@
 #include "log.h"
 #include "opts.h"
 #include "registry_int.h"
+#include "scan.h"
 
 static void arm(int tfd, uint64_t first_ns, uint64_t every_ns)
 {
@@ -237,23 +238,48 @@ static void queue_pid(procctl_registry_t *r, pid_t pid)
 	*slot = pid;
 }
 
+/* The next pid on the notify queue; 0 when it is empty. */
+static pid_t notify_pop(procctl_registry_t *r)
+{
+	pid_t pid = 0, *slot;
+	pthread_mutex_lock(&r->mu);
+	if (r->nq) {
+		pid = r->notify_q[r->nq_head];
+		r->nq_head = (r->nq_head + 1) % NOTIFY_MAX;
+		r->nq--;
+		slot = &r->queued[(unsigned)pid % NOTIFY_SLOTS];
+		if (*slot == pid)
+			*slot = 0;
+		r->stats.targeted_scans++;
+	}
+	pthread_mutex_unlock(&r->mu);
+	return pid;
+}
+
+/* A targeted scan of pid begins: its regions that exec took away go (a
+ * pid that exec'd has a new region), and its fd table is read in steps. */
+static void targeted_begin(procctl_registry_t *r, pid_t pid)
+{
+	struct entry *e, *next;
+	reg_rejected_forget(r, pid);
+	for (e = reg_by_pid(r, pid, NULL); e; e = next) {
+		int a = procctl_client_alive(e->c);
+		next = reg_by_pid(r, pid, e);
+		if (a < 0)
+			detach(r, e, a);
+	}
+	r->pid_it = scan_begin_pid(r->proc_root, pid); /* NULL: gone */
+}
+
+/* Targeted scans, up to NOTIFY_BATCH queued pids and NOTIFY_LINKS fd
+ * links a dispatch: the rest, and the rest of a process with more fds
+ * (its own choice: a million is allowed), at the next. */
 static void drain_notify(procctl_registry_t *r)
 {
-	pid_t q[NOTIFY_BATCH];
-	unsigned n, i;
-	int all;
+	unsigned links = NOTIFY_LINKS, n = 0;
+	int all, more;
 
 	pthread_mutex_lock(&r->mu);
-	for (n = 0; n < NOTIFY_BATCH && r->nq; n++, r->nq--) { /* the rest after other work */
-		pid_t *slot;
-		q[n] = r->notify_q[r->nq_head];
-		r->nq_head = (r->nq_head + 1) % NOTIFY_MAX;
-		slot = &r->queued[(unsigned)q[n] % NOTIFY_SLOTS];
-		if (*slot == q[n])
-			*slot = 0;
-	}
-	if (r->nq)
-		reg_kick(r);
 	all = r->notify_all;
 	/* A full scan asked for (a lock taken, a notify queue overflowed) waits
 	 * until the last one is ten of its durations old: names a process can
@@ -262,23 +288,30 @@ static void drain_notify(procctl_registry_t *r)
 		all = 0;
 	else
 		r->notify_all = 0;
-	r->stats.targeted_scans += n;
 	pthread_mutex_unlock(&r->mu);
 	if (all) {
 		full_scan(r);
 		return;
 	}
-	for (i = 0; i < n; i++) {
-		struct entry *e, *next;
-		reg_rejected_forget(r, q[i]);
-		for (e = reg_by_pid(r, q[i], NULL); e; e = next) { /* a pid that exec'd has a new region */
-			int a = procctl_client_alive(e->c);
-			next = reg_by_pid(r, q[i], e);
-			if (a < 0)
-				detach(r, e, a);
+	while (links && n < NOTIFY_BATCH) {
+		if (!r->pid_it) {
+			pid_t pid = notify_pop(r);
+			if (!pid)
+				break;
+			n++;
+			targeted_begin(r, pid);
+			continue;
 		}
-		procctl_scan_pid(r->proc_root, q[i], r->consumer[0] ? r->consumer : NULL, reg_on_found, r);
+		if (scan_step_links(r->pid_it, r->consumer[0] ? r->consumer : NULL, 1, &links, reg_on_found, r) <= 0) {
+			procctl_scan_end(r->pid_it);
+			r->pid_it = NULL;
+		}
 	}
+	pthread_mutex_lock(&r->mu);
+	more = r->pid_it || r->nq;
+	pthread_mutex_unlock(&r->mu);
+	if (more)
+		reg_kick(r);
 }
 
 /* Every lock record: still ours? Not taken: try. */
@@ -588,6 +621,7 @@ void procctl_registry_close(procctl_registry_t *r, unsigned flags)
 	if (!r)
 		return;
 	procctl_scan_end(r->scan_it);
+	procctl_scan_end(r->pid_it);
 	reg_bells_stop(r);
 	if (r->hb_started) {
 		pthread_mutex_lock(&r->mu);

@@ -13,6 +13,7 @@
 #include "client.h"
 #include "log.h"
 #include "registry_int.h"
+#include "scan.h"
 
 /* A region without its seals yet: its process may be inside procctl_init,
  * so it is probed again on each tick for a while (no notify need come). */
@@ -20,13 +21,14 @@ static void retry_unsealed(procctl_registry_t *r, const struct procctl_scan_entr
 {
 	unsigned i, free_slot = UNSEALED_MAX;
 	for (i = 0; i < UNSEALED_MAX; i++) {
-		if (r->unsealed[i].ticks && r->unsealed[i].pid == s->pid)
+		if (r->unsealed[i].ticks && r->unsealed[i].pid == s->pid && r->unsealed[i].fd == s->fd)
 			return; /* already counting down: a region that never seals stops */
 		if (!r->unsealed[i].ticks && free_slot == UNSEALED_MAX)
 			free_slot = i;
 	}
 	if (free_slot < UNSEALED_MAX) {
 		r->unsealed[free_slot].pid = s->pid;
+		r->unsealed[free_slot].fd = s->fd;
 		r->unsealed[free_slot].ticks = UNSEALED_TICKS;
 		r->unsealed[free_slot].dev = s->dev;
 		r->unsealed[free_slot].ino = s->ino;
@@ -233,9 +235,9 @@ void reg_probe_unsealed(procctl_registry_t *r)
 			continue;
 		}
 		r->reprobing = 1;
-		procctl_scan_pid(r->proc_root, pid, r->consumer[0] ? r->consumer : NULL, reg_on_found, r);
+		scan_fd(r->proc_root, pid, r->unsealed[i].fd, r->consumer[0] ? r->consumer : NULL, reg_on_found, r);
 		r->reprobing = 0;
-		e = reg_by_pid(r, pid, NULL);
+		e = r->unsealed[i].ino ? reg_by_region(r, r->unsealed[i].dev, r->unsealed[i].ino) : reg_by_pid(r, pid, NULL);
 		if (e || reg_rejected_was(r, pid, r->unsealed[i].dev, r->unsealed[i].ino))
 			r->unsealed[i].ticks = 0; /* sealed now: attached, or refused for good */
 	}

@@ -60,8 +60,9 @@
 #define LOCK_RETRY_NS 1000000000ll /* a lock not taken: a holder's close is heard at once (inotify) */
 #define SWEEP_BATCH 64        /* clients an exec sweep looks at a dispatch (one sweep a rescan) */
 #define NOTIFY_BATCH 16       /* notified pids scanned a dispatch (the rest at the next) */
+#define NOTIFY_LINKS 256      /* fd links their scans read a dispatch (~1 ms; the rest at the next) */
 #define FULL_SCAN_SHARE 10    /* asked-for full scans start at most every 10x a scan's time */
-#define SCAN_STEP_PIDS 16     /* processes a full scan looks at in one dispatch (~1 ms) */
+#define SCAN_STEP_PIDS 16     /* processes a full scan looks at in one dispatch, 256 fd links (~1 ms) */
 #define SCAN_LATE_NS 1000000ll /* a loop back to a rescan's next step later than this (and a step): busy */
 #define SCAN_STEP_SHARE 10    /* a paced rescan's next step waits 9x the last one's time: a tenth of the loop */
 #define NOTIFY_MAX 4096   /* pids waiting for a targeted scan (more at once: a full scan) */
@@ -152,6 +153,7 @@ struct procctl_registry {
 	int64_t step_due, step_end;   /* a rescan's next step: not before; the last one's end */
 	int paced;                    /* this rescan's steps wait (full_scan_step) */
 	procctl_scan_iter_t *scan_it; /* a full scan under way */
+	procctl_scan_iter_t *pid_it;  /* a targeted scan under way: a fd table larger than a dispatch's links */
 	uint64_t scan_no;             /* its number (scans_started then) */
 	struct procctl_registry_stats stats;
 
@@ -159,6 +161,7 @@ struct procctl_registry {
 	unsigned nrejected;
 	struct {
 		pid_t pid;
+		int fd;         /* the region's in pid, probed alone */
 		unsigned ticks; /* probes left */
 		dev_t dev;      /* the region */
 		ino_t ino;

@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include "procctl.h"
 #include "client.h"
 #include "procctl_agent.h"
+#include "scan.h"
 
 #ifndef STATX_MNT_ID
 #define PROCCTL_STATX_MNT_ID 0x1000u /* Linux 5.8 */
@@ -65,7 +67,8 @@ int procctl_scan_parse_link(const char *link, size_t len, char consumer[32], uin
 	return 0;
 }
 
-static int is_pid(const char *s, pid_t *pid)
+/* A /proc name that is a number (a pid, or an fd: 0 is one) into *n. */
+static int is_num(const char *s, int *n)
 {
 	long v = 0;
 	if (!*s)
@@ -75,93 +78,141 @@ static int is_pid(const char *s, pid_t *pid)
 			return 0;
 		v = v * 10 + (*s - '0');
 	}
-	*pid = (pid_t)v;
-	return v > 0;
+	*n = (int)v;
+	return 1;
 }
 
-/* The regions among the fds of one process; fddir is <root>/<pid>/fd.
- * *denied: its links could not be read (no ptrace access to it: the
- * directory of a process of one's own uid opens, its links do not). */
-static int scan_fds(int fddir, pid_t pid, const char *consumer, procctl_scan_cb cb, void *arg, int *denied)
+static int is_pid(const char *s, pid_t *pid)
 {
-	DIR *d = fdopendir(fddir);
-	struct dirent *de;
-	int found = 0, r = 0;
-
-	if (!d) {
-		close(fddir);
+	int v;
+	if (!is_num(s, &v) || v <= 0)
 		return 0;
-	}
-	while ((de = readdir(d))) {
-		struct procctl_scan_entry e;
-		char link[300];
-		ssize_t n;
-		pid_t fdnum;
+	*pid = (pid_t)v;
+	return 1;
+}
 
-		/* Only symlinks can be memfds; skip the rest without a syscall. */
-		if ((de->d_type != DT_LNK && de->d_type != DT_UNKNOWN) || !is_pid(de->d_name, &fdnum))
-			continue;
-		n = readlinkat(dirfd(d), de->d_name, link, sizeof link);
-		if (n < 0 && (errno == EACCES || errno == EPERM)) {
-			*denied = 1; /* and so will every other link be */
-			break;
-		}
-		if (n <= 0 || (size_t)n >= sizeof link)
-			continue;
-		memset(&e, 0, sizeof e);
-		if (procctl_scan_parse_link(link, (size_t)n, e.consumer, &e.schema_version) < 0)
-			continue;
-		if (consumer && strcmp(consumer, e.consumer))
-			continue;
-		{
-			/* The identity attach compares against; 0 when unknown (the
-			 * fd closed meanwhile, or not on the memfd mount: a link name
-			 * proves nothing). AT_STATX_DONT_SYNC: a FUSE or NFS file
-			 * named like a memfd answers from cached attributes, never
-			 * from a server that could keep us waiting. */
-			struct statx sx;
-			if (statx(dirfd(d), de->d_name, AT_STATX_DONT_SYNC, STATX_INO | PROCCTL_STATX_MNT_ID, &sx) == 0 &&
-			    (!(sx.stx_mask & PROCCTL_STATX_MNT_ID) || (int64_t)sx.stx_mnt_id == procctl_memfd_mnt_id())) {
-				e.dev = makedev(sx.stx_dev_major, sx.stx_dev_minor);
-				e.ino = (ino_t)sx.stx_ino;
-			}
-		}
-		e.pid = pid;
-		e.fd = (int)fdnum;
-		found++;
-		r = cb(&e, arg);
-		if (r < 0)
-			break;
+/* The fd links a step reads for each process it may look at: a process
+ * with more fds than the step has left is taken up where it stopped. */
+#define LINKS_PER_PID 16
+
+/* The link name (fd fdnum) in the fd directory dirfd of process pid: 1
+ * when it is a region of consumer's (NULL: any) and cb said so, 0 when
+ * not one, or the callback's error. *denied: links may not be read (no
+ * ptrace access to the process: its directory opens, its links do not). */
+static int scan_link(int dirfd, const char *name, int fdnum, pid_t pid, const char *consumer, procctl_scan_cb cb,
+		     void *arg, int *denied)
+{
+	struct procctl_scan_entry e;
+	struct statx sx;
+	char link[300];
+	ssize_t n = readlinkat(dirfd, name, link, sizeof link);
+	int r;
+
+	if (n < 0 && (errno == EACCES || errno == EPERM))
+		*denied = 1; /* and so will every other link be */
+	if (n <= 0 || (size_t)n >= sizeof link)
+		return 0;
+	memset(&e, 0, sizeof e);
+	if (procctl_scan_parse_link(link, (size_t)n, e.consumer, &e.schema_version) < 0 ||
+	    (consumer && strcmp(consumer, e.consumer)))
+		return 0;
+	/* The identity attach compares against; 0 when unknown (the fd closed
+	 * meanwhile, or not on the memfd mount: a link name proves nothing).
+	 * AT_STATX_DONT_SYNC: a FUSE or NFS file named like a memfd answers
+	 * from cached attributes, never from a server that could keep us
+	 * waiting. */
+	if (statx(dirfd, name, AT_STATX_DONT_SYNC, STATX_INO | PROCCTL_STATX_MNT_ID, &sx) == 0 &&
+	    (!(sx.stx_mask & PROCCTL_STATX_MNT_ID) || (int64_t)sx.stx_mnt_id == procctl_memfd_mnt_id())) {
+		e.dev = makedev(sx.stx_dev_major, sx.stx_dev_minor);
+		e.ino = (ino_t)sx.stx_ino;
 	}
-	closedir(d);
-	return r < 0 ? r : found;
+	e.pid = pid;
+	e.fd = fdnum;
+	r = cb(&e, arg);
+	return r < 0 ? r : 1;
+}
+
+/* The regions among the fds of one process from where its fd directory
+ * d stands, reading up to *links links (counted down): 1 when it stopped
+ * with more to read, 0 at the end (or at the first link refused), or the
+ * callback's error. *found counts the regions. */
+static int scan_fds(DIR *d, pid_t pid, const char *consumer, procctl_scan_cb cb, void *arg, unsigned *links,
+		    int *found, int *denied)
+{
+	struct dirent *de;
+
+	while (*links && (de = readdir(d))) {
+		int fdnum, r;
+		/* Only symlinks can be memfds; skip the rest without a syscall. */
+		if ((de->d_type != DT_LNK && de->d_type != DT_UNKNOWN) || !is_num(de->d_name, &fdnum))
+			continue;
+		--*links;
+		r = scan_link(dirfd(d), de->d_name, fdnum, pid, consumer, cb, arg, denied);
+		if (r < 0)
+			return r;
+		if (*denied)
+			return 0;
+		*found += r;
+	}
+	return *links ? 0 : 1;
+}
+
+/* <root>/<pid>/fd, opened at root (a directory fd) for scan_fds: NULL with
+ * errno (ENOENT: gone). */
+static DIR *open_fds(int root, pid_t pid)
+{
+	char path[64];
+	int fd;
+	DIR *d;
+	snprintf(path, sizeof path, "%d/fd", (int)pid);
+	if ((fd = openat(root, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return NULL;
+	if (!(d = fdopendir(fd)))
+		close(fd);
+	return d;
 }
 
 int procctl_scan_pid(const char *proc_root, pid_t pid, const char *consumer, procctl_scan_cb cb, void *arg)
 {
-	char path[64];
-	int root, fddir, n, denied = 0;
+	unsigned links = UINT_MAX;
+	int root, r, found = 0, denied = 0;
+	DIR *d;
 
 	if (!cb || pid <= 0 || (consumer && procctl_name_valid(consumer, PROCCTL_CONSUMER_MAX) < 0))
 		return -EINVAL;
 	root = open(proc_root ? proc_root : "/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (root < 0)
 		return -errno;
-	snprintf(path, sizeof path, "%d/fd", (int)pid);
-	fddir = openat(root, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fddir < 0) {
-		int err = errno == ENOENT ? -ESRCH : -errno;
-		close(root);
-		return err;
-	}
-	n = scan_fds(fddir, pid, consumer, cb, arg, &denied);
+	d = open_fds(root, pid);
+	r = errno == ENOENT ? -ESRCH : -errno;
 	close(root);
-	return n == 0 && denied ? -EACCES : n;
+	if (!d)
+		return r;
+	r = scan_fds(d, pid, consumer, cb, arg, &links, &found, &denied);
+	closedir(d);
+	if (r < 0)
+		return r;
+	return found == 0 && denied ? -EACCES : found;
+}
+
+int scan_fd(const char *proc_root, pid_t pid, int fd, const char *consumer, procctl_scan_cb cb, void *arg)
+{
+	char path[320];
+	int fds, r, denied = 0;
+
+	snprintf(path, sizeof path, "%s/%d/fd", proc_root, (int)pid);
+	if ((fds = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	snprintf(path, sizeof path, "%d", fd);
+	r = scan_link(fds, path, fd, pid, consumer, cb, arg, &denied);
+	close(fds);
+	return r == 0 && denied ? -EACCES : r;
 }
 
 struct procctl_scan_iter {
-	DIR *d;
-	pid_t skip;
+	DIR *d;          /* <root>; NULL: one process's (scan_begin_pid) */
+	DIR *fds;        /* the fd directory of pid under way: a step stopped in it */
+	pid_t skip, pid; /* skip: passed over unread */
 	unsigned denied;
 };
 
@@ -180,38 +231,69 @@ procctl_scan_iter_t *procctl_scan_begin(const char *proc_root, pid_t skip)
 	return it;
 }
 
-int procctl_scan_step(procctl_scan_iter_t *it, const char *consumer, unsigned max_pids, procctl_scan_cb cb, void *arg)
+procctl_scan_iter_t *scan_begin_pid(const char *proc_root, pid_t pid)
 {
-	struct dirent *de;
-	unsigned seen = 0;
-	while (seen < max_pids && (de = readdir(it->d))) {
-		char path[64];
-		pid_t pid;
-		int fddir, r, denied = 0;
+	procctl_scan_iter_t *it = calloc(1, sizeof *it);
+	int root = open(proc_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC), err;
+	if (it && root >= 0 && (it->fds = open_fds(root, pid))) {
+		close(root);
+		it->pid = pid;
+		return it;
+	}
+	err = errno;
+	if (root >= 0)
+		close(root);
+	free(it);
+	errno = err;
+	return NULL;
+}
 
+int scan_step_links(procctl_scan_iter_t *it, const char *consumer, unsigned max_pids, unsigned *links,
+		    procctl_scan_cb cb, void *arg)
+{
+	unsigned seen = 0;
+	for (;;) {
+		struct dirent *de;
+		pid_t pid;
+		if (it->fds) {
+			int r, found = 0, denied = 0;
+			r = scan_fds(it->fds, it->pid, consumer, cb, arg, links, &found, &denied);
+			it->denied += (unsigned)denied;
+			if (r) /* more of this one at the next step, or the callback's error */
+				return r;
+			closedir(it->fds);
+			it->fds = NULL;
+		}
+		if (!it->d)
+			return 0; /* one process's: done */
+		if (seen == max_pids)
+			return 1;
+		if (!(de = readdir(it->d)))
+			return 0;
 		if (!is_pid(de->d_name, &pid))
 			continue;
 		seen++;
 		if (pid == it->skip)
 			continue;
-		snprintf(path, sizeof path, "%d/fd", (int)pid);
-		fddir = openat(dirfd(it->d), path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (fddir < 0) { /* gone, or no ptrace access to it */
+		it->pid = pid;
+		if (!(it->fds = open_fds(dirfd(it->d), pid))) /* gone, or no ptrace access to it */
 			it->denied += errno == EACCES || errno == EPERM;
-			continue;
-		}
-		r = scan_fds(fddir, pid, consumer, cb, arg, &denied);
-		it->denied += (unsigned)denied;
-		if (r < 0)
-			return r;
 	}
-	return seen == max_pids;
+}
+
+int procctl_scan_step(procctl_scan_iter_t *it, const char *consumer, unsigned max_pids, procctl_scan_cb cb, void *arg)
+{
+	unsigned links = max_pids > UINT_MAX / LINKS_PER_PID ? UINT_MAX : max_pids * LINKS_PER_PID;
+	return scan_step_links(it, consumer, max_pids, &links, cb, arg);
 }
 
 void procctl_scan_end(procctl_scan_iter_t *it)
 {
 	if (it) {
-		closedir(it->d);
+		if (it->fds)
+			closedir(it->fds);
+		if (it->d)
+			closedir(it->d);
 		free(it);
 	}
 }

@@ -97,8 +97,11 @@ int procctl_scan(const char *proc_root, const char *consumer, procctl_scan_cb cb
 /* The same walk in steps, for a loop that must not stop for all of /proc
  * at once: begin (NULL with errno), then step until it says 0 (done; 1:
  * more to come; or the callback's error), then end. A step looks at up to
- * max_pids processes; process skip (0: none) is passed over unread (an
- * agent's own fd table, two fds a region it attached, is the largest). */
+ * max_pids processes and reads up to 16 fd links for each: a process with
+ * more fds than a step has left (any process may open a million) is taken
+ * up where it stopped at the next step. Process skip (0: none) is passed
+ * over unread (an agent's own fd table, two fds a region it attached, is
+ * the largest). */
 typedef struct procctl_scan_iter procctl_scan_iter_t;
 procctl_scan_iter_t *procctl_scan_begin(const char *proc_root, pid_t skip);
 int procctl_scan_step(procctl_scan_iter_t *it, const char *consumer, unsigned max_pids, procctl_scan_cb cb, void *arg);

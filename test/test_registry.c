@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -554,12 +555,56 @@ static void consumer_locks_come_and_go(void **state)
 	procctl_registry_close(r, 0);
 }
 
+/* A process may open a million fds: its targeted scan reads 256 fd links
+ * a dispatch (NOTIFY_LINKS) and takes the rest up at the next, so no
+ * dispatch holds the loop for its whole table. Its region, after 4,096
+ * other fds, is attached at the 16th dispatch after its notify or later
+ * (before: at the first). */
+static void large_fd_table_in_steps(void **state)
+{
+	struct evlog log;
+	procctl_registry_t *r;
+	pid_t c;
+	int n = 0;
+	(void)state;
+
+	memset(&log, 0, sizeof log);
+	r = registry(NULL, lockdir, 0, 3600000 * MS, &log);
+	while (!procctl_registry_first_scan_done(r))
+		pump_for(r, 10);
+	c = child(fork());
+	if (c == 0) {
+		struct rlimit rl = {8192, 8192};
+		int fd, k;
+		if (setrlimit(RLIMIT_NOFILE, &rl) < 0 || (fd = fcntl(open("/dev/null", O_WRONLY), F_DUPFD_CLOEXEC, 5000)) < 0)
+			_exit(126);
+		for (k = 1; k < 4099; k++) /* kept by exec: dup2 clears FD_CLOEXEC */
+			if (dup2(fd, k) < 0)
+				_exit(126);
+		execl(ECHO_CLIENT_PATH, "echo-client", (char *)NULL); /* its memfd: the lowest fd free, 4099 */
+		_exit(127);
+	}
+	wait_region(c);
+	assert_int_equal(procctl_registry_notify(r, c), 0);
+	for (; n < 1000 && !log.attached; n++) {
+		struct pollfd p = {procctl_registry_fd(r), POLLIN, 0};
+		poll(&p, 1, 100);
+		assert_int_equal(procctl_registry_dispatch(r), 0);
+	}
+	assert_int_equal(log.attached, 1);
+	assert_int_equal(log.last_pid, c);
+	if (n < 4096 / 256)
+		fail_msg("attached at dispatch %d: its 4,099 fds read in fewer than 16", n);
+	procctl_registry_close(r, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(discovery, setup, teardown),
 		cmocka_unit_test_setup_teardown(first_scan_by_its_own_kicks, setup, teardown),
 		cmocka_unit_test_setup_teardown(notify_burst, setup, teardown),
+		cmocka_unit_test_setup_teardown(large_fd_table_in_steps, setup, teardown),
 		cmocka_unit_test_setup_teardown(siblings_exit, setup, teardown),
 		cmocka_unit_test_setup_teardown(forked_clients, setup, teardown),
 		cmocka_unit_test_setup_teardown(limits_and_unsealed, setup, teardown),
