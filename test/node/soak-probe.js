@@ -2,7 +2,10 @@
 // soak-probe.js - the healthy client of make soak, in a process of its
 // own so the attackers' event loop does not time it: Publish with a wait
 // to one process, one after another, for SECONDS; prints one JSON line:
-// { n, failed, p50, p99, max } in milliseconds.
+// { n, failed, p50, p99, max } in milliseconds. With SOAK_CALLS_OUT, each
+// call's start (seconds on CLOCK_MONOTONIC, perf's -k CLOCK_MONOTONIC
+// clock) and milliseconds go to that file as JSON, to find what a CPU ran
+// during the slow ones (perf sched timehist).
 // Usage: node soak-probe.js ADDR PID SECONDS
 'use strict';
 
@@ -22,6 +25,7 @@ async function main() {
   const [addr, pid, seconds] = process.argv.slice(2);
   const c = new api.NodeService(addr, grpc.credentials.createInsecure());
   const ms = [];
+  const calls = [];
   let failed = 0;
   const end = Date.now() + Number(seconds) * 1000;
   for (let i = 0; Date.now() < end; i++) {
@@ -33,9 +37,11 @@ async function main() {
       failed++;
     }
     ms.push(Number(process.hrtime.bigint() - t0) / 1e6);
+    calls.push([Number(t0) / 1e9, ms[ms.length - 1]]);
     await sleep(20);
   }
   c.close();
+  if (process.env.SOAK_CALLS_OUT) require('fs').writeFileSync(process.env.SOAK_CALLS_OUT, JSON.stringify(calls));
   ms.sort((a, b) => a - b);
   const at = (q) => ms[Math.min(ms.length - 1, Math.floor(q * ms.length))];
   process.stdout.write(`${JSON.stringify({ n: ms.length, failed, p50: at(0.5), p99: at(0.99), max: ms[ms.length - 1] })}\n`);

@@ -63,6 +63,8 @@ const on = (name) => ATTACKS.includes(name);
 // from what the daemon does.
 const SPLIT = process.env.SOAK_SPLIT === '1';
 // SOAK_DAEMON_ARGS: more flags for the daemon (smaller caps fill sooner).
+// SOAK_CALLS_OUT: a file for the loaded probe's every call (soak-probe.js;
+// the unloaded run's, written first, is written over).
 const pin = (pid, cpu) => {
   if (SPLIT) spawnSync('taskset', ['-a', '-cp', String(cpu), String(pid)], { stdio: 'ignore' });
 };
