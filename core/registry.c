@@ -289,11 +289,9 @@ static void drain_notify(procctl_registry_t *r)
 	else
 		r->notify_all = 0;
 	pthread_mutex_unlock(&r->mu);
-	if (all) {
-		full_scan(r);
-		return;
-	}
-	while (links && n < NOTIFY_BATCH) {
+	if (all)
+		full_scan(r); /* the queue's pids are in it too; their scans come after it */
+	while (!all && links && n < NOTIFY_BATCH) {
 		if (!r->pid_it) {
 			pid_t pid = notify_pop(r);
 			if (!pid)
