@@ -183,11 +183,12 @@ int procctl_scan_pid(const char *proc_root, pid_t pid, const char *consumer, pro
 	root = open(proc_root ? proc_root : "/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (root < 0)
 		return -errno;
-	d = open_fds(root, pid);
-	r = errno == ENOENT ? -ESRCH : -errno;
-	close(root);
-	if (!d)
+	if (!(d = open_fds(root, pid))) {
+		r = errno == ENOENT ? -ESRCH : -errno;
+		close(root);
 		return r;
+	}
+	close(root);
 	r = scan_fds(d, pid, consumer, cb, arg, &links, &found, &denied);
 	closedir(d);
 	if (r < 0)
