@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -598,6 +599,53 @@ static void large_fd_table_in_steps(void **state)
 	procctl_registry_close(r, 0);
 }
 
+/* A dispatch that begins a full scan (a rescan asked for) leaves the
+ * pids on the notify queue to the next dispatch, and wakes it: with a
+ * /proc its scan reads in one step (three processes here), nothing else
+ * would wake the loop for them. */
+static void queue_woken_after_full_scan(void **state)
+{
+	struct procctl_registry_opts o;
+	struct procctl_registry_stats before, after;
+	struct pollfd p;
+	struct evlog log;
+	procctl_registry_t *r;
+	char root[64], path[128];
+	int i;
+	(void)state;
+
+	snprintf(root, sizeof root, "/tmp/procctl-proc.XXXXXX");
+	assert_non_null(mkdtemp(root));
+	for (i = 1; i <= 3; i++) {
+		snprintf(path, sizeof path, "%s/%d", root, 100 * i);
+		assert_int_equal(mkdir(path, 0755), 0);
+		strcat(path, "/fd");
+		assert_int_equal(mkdir(path, 0755), 0);
+	}
+	memset(&log, 0, sizeof log);
+	opts(&o, NULL, lockdir, 0, 3600000 * MS, &log);
+	o.proc_root = root;
+	assert_non_null(r = procctl_registry_new(&o));
+	while (!procctl_registry_first_scan_done(r))
+		pump_for(r, 10);
+	procctl_registry_stats(r, &before, sizeof before);
+	assert_int_equal(procctl_registry_notify(r, 100), 0);
+	assert_int_equal(procctl_registry_notify(r, 200), 0);
+	assert_int_equal(procctl_registry_rescan(r), 0);
+	assert_int_equal(procctl_registry_dispatch(r), 0); /* the full scan, whole */
+	procctl_registry_stats(r, &after, sizeof after);
+	assert_int_equal(after.scans, before.scans + 1);
+	p = (struct pollfd){procctl_registry_fd(r), POLLIN, 0};
+	if (poll(&p, 1, 2000) != 1)
+		fail_msg("the queue's two pids left, and no wake for them in 2 s");
+	assert_int_equal(procctl_registry_dispatch(r), 0);
+	procctl_registry_stats(r, &after, sizeof after);
+	assert_int_equal(after.targeted_scans, before.targeted_scans + 2);
+	procctl_registry_close(r, 0);
+	snprintf(path, sizeof path, "rm -rf %s", root);
+	assert_int_equal(system(path), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -605,6 +653,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(first_scan_by_its_own_kicks, setup, teardown),
 		cmocka_unit_test_setup_teardown(notify_burst, setup, teardown),
 		cmocka_unit_test_setup_teardown(large_fd_table_in_steps, setup, teardown),
+		cmocka_unit_test_setup_teardown(queue_woken_after_full_scan, setup, teardown),
 		cmocka_unit_test_setup_teardown(siblings_exit, setup, teardown),
 		cmocka_unit_test_setup_teardown(forked_clients, setup, teardown),
 		cmocka_unit_test_setup_teardown(limits_and_unsealed, setup, teardown),
