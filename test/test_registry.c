@@ -603,6 +603,17 @@ static void large_fd_table_in_steps(void **state)
  * pids on the notify queue to the next dispatch, and wakes it: with a
  * /proc its scan reads in one step (three processes here), nothing else
  * would wake the loop for them. */
+static char proc_root[64]; /* queue_woken_after_full_scan's, removed even when it fails */
+
+static int proc_teardown(void **state)
+{
+	char cmd[96];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", proc_root);
+	if (proc_root[0] && system(cmd) != 0)
+		return -1;
+	return teardown(state);
+}
+
 static void queue_woken_after_full_scan(void **state)
 {
 	struct procctl_registry_opts o;
@@ -610,12 +621,12 @@ static void queue_woken_after_full_scan(void **state)
 	struct pollfd p;
 	struct evlog log;
 	procctl_registry_t *r;
-	char root[64], path[128];
+	char *root = proc_root, path[128];
 	int i;
 	(void)state;
 
-	snprintf(root, sizeof root, "/tmp/procctl-proc.XXXXXX");
-	assert_non_null(mkdtemp(root));
+	snprintf(proc_root, sizeof proc_root, "/tmp/procctl-proc.XXXXXX");
+	assert_non_null(mkdtemp(proc_root));
 	for (i = 1; i <= 3; i++) {
 		snprintf(path, sizeof path, "%s/%d", root, 100 * i);
 		assert_int_equal(mkdir(path, 0755), 0);
@@ -642,8 +653,6 @@ static void queue_woken_after_full_scan(void **state)
 	procctl_registry_stats(r, &after, sizeof after);
 	assert_int_equal(after.targeted_scans, before.targeted_scans + 2);
 	procctl_registry_close(r, 0);
-	snprintf(path, sizeof path, "rm -rf %s", root);
-	assert_int_equal(system(path), 0);
 }
 
 int main(void)
@@ -653,7 +662,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(first_scan_by_its_own_kicks, setup, teardown),
 		cmocka_unit_test_setup_teardown(notify_burst, setup, teardown),
 		cmocka_unit_test_setup_teardown(large_fd_table_in_steps, setup, teardown),
-		cmocka_unit_test_setup_teardown(queue_woken_after_full_scan, setup, teardown),
+		cmocka_unit_test_setup_teardown(queue_woken_after_full_scan, setup, proc_teardown),
 		cmocka_unit_test_setup_teardown(siblings_exit, setup, teardown),
 		cmocka_unit_test_setup_teardown(forked_clients, setup, teardown),
 		cmocka_unit_test_setup_teardown(limits_and_unsealed, setup, teardown),
