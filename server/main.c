@@ -42,6 +42,7 @@
 static struct node *volatile the_node; /* while serving: the signal handler stops it */
 
 static volatile sig_atomic_t stopping;
+static sigset_t wait_mask; /* the main thread's while it sleeps (signals_catch) */
 
 static void on_signal(int sig)
 {
@@ -455,6 +456,7 @@ static struct node *serve_node(struct node_cfg *cfg, const struct nodelock *lock
 		node_log(PROCCTL_LOG_ERROR, "start_failed", "error=\"%s\"", node_log_quote(q, sizeof q, err));
 		return NULL;
 	}
+	node_set_sigmask(n, &wait_mask);
 	the_node = n;
 	if (cl.config && (r = node_watch_config(n, cl.config, rebuild_cfg, NULL)) < 0)
 		node_log(PROCCTL_LOG_WARN, "config_not_watched", "file=%s error=%s reason=\"changes need a restart\"",
@@ -597,18 +599,32 @@ static int one_shot(const struct node_cfg *cfg, char *err, size_t errlen)
 	return -1;
 }
 
-/* SIGTERM and SIGINT stop, SIGHUP reloads, SIGPIPE is ignored. */
+/* SIGTERM and SIGINT stop, SIGHUP reloads, SIGPIPE is ignored. The
+ * three are blocked here, before any thread is made, so that every
+ * thread inherits the block, and let through only where the main thread
+ * sleeps: in the loop's ppoll and the standby's (wait_mask). A handler
+ * run on another thread would interrupt a library's call there (EINTR),
+ * and under ThreadSanitizer waits for that thread to wake: a SIGTERM
+ * taken by a gRPC thread asleep on a futex was never handled. */
 static void signals_catch(void)
 {
 	struct sigaction sa;
+	sigset_t handled;
 	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_signal; /* no SA_RESTART: a standby's flock returns */
+	sa.sa_handler = on_signal;
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	sa.sa_handler = on_hup; /* not the default (exit, with no hand-off): read the config file again */
-	sa.sa_flags = SA_RESTART; /* any thread may take it: no library call of theirs fails with EINTR */
 	sigaction(SIGHUP, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&handled);
+	sigaddset(&handled, SIGTERM);
+	sigaddset(&handled, SIGINT);
+	sigaddset(&handled, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &handled, &wait_mask);
+	sigdelset(&wait_mask, SIGTERM); /* also when the parent left them blocked */
+	sigdelset(&wait_mask, SIGINT);
+	sigdelset(&wait_mask, SIGHUP);
 }
 
 /* NODE.lock taken (standing by while another daemon holds it), then the
@@ -623,7 +639,7 @@ static int serve_locked(struct node_cfg *cfg, char *err, size_t errlen)
 		int lost = 0;
 		notify("STATUS=taking NODE.lock (another procctl-node may hold it)");
 		pinger_start();
-		r = nodelock_take(&lock, cfg->lock_dir, &stopping, err, errlen);
+		r = nodelock_take(&lock, cfg->lock_dir, &stopping, &wait_mask, err, errlen);
 		pinger_stop();
 		if (r != 0) {
 			if (r > 0)

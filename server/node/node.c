@@ -284,6 +284,12 @@ void node_stop(struct node *n)
 	}
 }
 
+void node_set_sigmask(struct node *n, const sigset_t *mask)
+{
+	n->sigmask = *mask;
+	n->has_sigmask = 1;
+}
+
 void node_reload(struct node *n)
 {
 	uint64_t one = 1;
@@ -559,6 +565,7 @@ static int (*const turn_steps[])(struct node *n, struct turn *t, struct turn_lef
 static int turn_wait(struct node *n, struct turn *t, const struct turn_left *l, struct pollfd *pfd)
 {
 	int64_t now, timeout;
+	struct timespec ts;
 	uint64_t v;
 	int nready;
 	/* Asleep until a timer is due or an fd has work: every other
@@ -570,7 +577,9 @@ static int turn_wait(struct node *n, struct turn *t, const struct turn_left *l, 
 		  : timers_next(&n->timers) <= now    ? 0
 						       : (timers_next(&n->timers) - now + MS - 1) / MS;
 	turn_end(n, t);
-	if ((nready = poll(pfd, n->nreg + 3, (int)(timeout > INT_MAX ? INT_MAX : timeout))) < 0 && errno != EINTR)
+	ts = (struct timespec){timeout / 1000, timeout % 1000 * MS};
+	if ((nready = ppoll(pfd, n->nreg + 3, timeout < 0 ? NULL : &ts, n->has_sigmask ? &n->sigmask : NULL)) < 0 &&
+	    errno != EINTR)
 		return -errno;
 	turn_start(n, t, nready > 0 ? (unsigned)nready : 0);
 	if (pfd[n->nreg].revents & POLLIN) {

@@ -9,6 +9,7 @@
 #ifndef PROCCTL_NODE_NODE_H
 #define PROCCTL_NODE_NODE_H
 
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -132,6 +133,13 @@ int node_lock_lost(const struct node *n);
 /* The hooks (before node_run, once the serving side is up: from then on
  * node_serving can say yes). */
 void node_set_hooks(struct node *n, const struct node_hooks *h);
+/* The loop sleeps (ppoll) with its thread's signal mask set to mask, and
+ * only then: a program that blocks the signals it handles everywhere
+ * else has them handled on the loop's thread, while it waits, and never
+ * in a library's thread (whose calls would fail with EINTR, or, under
+ * ThreadSanitizer, hold the handler until that thread next wakes). Not
+ * called: the mask is left as it is. */
+void node_set_sigmask(struct node *n, const sigset_t *mask);
 /* Run until node_stop; then answer every job still held UNAVAILABLE.
  * 0, or -errno when the loop failed. */
 int node_run(struct node *n);

@@ -240,6 +240,8 @@ struct node {
 	int closed;           /* under mu: no more jobs */
 	int efd;              /* eventfd: jobs queued, or stop */
 	volatile int stop;
+	sigset_t sigmask;     /* the loop sleeps with it (has_sigmask; node_set_sigmask) */
+	int has_sigmask;
 	int reload_asked;          /* node_reload (an atomic): read the config file at the next turn */
 
 	struct procctl_state st; /* scratch for state reads (64 KiB of bytes) */

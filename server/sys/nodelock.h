@@ -17,9 +17,11 @@ struct nodelock {
 
 /* Take NODE.lock in dir (which must be one the daemon can trust, else
  * -EPERM ... and err says why), waiting on standby while another daemon
- * holds it. 0 held; 1 *stopping became true while waiting; -errno and
- * err. */
-int nodelock_take(struct nodelock *l, const char *dir, volatile sig_atomic_t *stopping, char *err, size_t errlen);
+ * holds it, with the calling thread's signal mask set to sigmask (NULL:
+ * as it is) while it sleeps. 0 held; 1 *stopping became true while
+ * waiting; -errno and err. */
+int nodelock_take(struct nodelock *l, const char *dir, volatile sig_atomic_t *stopping, const sigset_t *sigmask,
+		  char *err, size_t errlen);
 /* 1 while l's file is still the one at its path. */
 int nodelock_current(const struct nodelock *l);
 /* Drop it and close its fds. */

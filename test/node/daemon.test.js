@@ -263,6 +263,25 @@ test('SIGTERM: unary calls in flight end OK or UNAVAILABLE (which clients retry)
   await e.kill('SIGKILL');
 });
 
+test('signals are taken on the loop\'s thread alone: every other thread blocks SIGTERM, SIGINT and SIGHUP', async () => {
+  // A SIGTERM the kernel gave to a gRPC thread asleep on a futex was
+  // never handled under ThreadSanitizer (its handler waits for that
+  // thread to wake), and elsewhere it broke that thread's call (EINTR).
+  const d = await new h.Daemon({ args: ['--http-listen', '127.0.0.1:0'] }).ready();
+  const handled = (1n << 0n) | (1n << 1n) | (1n << 14n); // SIGHUP, SIGINT, SIGTERM: bit n-1
+  const others = fs.readdirSync(`/proc/${d.pid}/task`).map(Number).filter((t) => t !== d.pid);
+  assert.ok(others.length >= 5, `${others.length} threads besides the loop's`);
+  for (const t of others) {
+    const st = fs.readFileSync(`/proc/${d.pid}/task/${t}/status`, 'utf8');
+    const blocked = BigInt(`0x${/^SigBlk:\s*([0-9a-f]+)$/m.exec(st)[1]}`);
+    assert.equal(blocked & handled, handled, `${/^Name:\s*(.*)$/m.exec(st)[1]} (${t}) blocks ${blocked.toString(16)}`);
+  }
+  process.kill(d.pid, 'SIGHUP'); // handled (not the default: an exit), and serving goes on
+  await d.line(/event=reload_ignored /); // no --config
+  assert.equal(await h.health(d.addr), 'SERVING');
+  await d.stop();
+});
+
 test('--uninstall: the processes revert to their defaults on exit', async () => {
   const d = await new h.Daemon({ args: ['--uninstall'] }).ready();
   const e = await h.echo();
@@ -310,6 +329,32 @@ for (const sig of ['SIGTERM', 'SIGKILL']) {
     await e.kill('SIGKILL');
   });
 }
+
+test('a standby ends at SIGTERM, exit 0, having served nothing', async () => {
+  const first = await new h.Daemon().ready();
+  const second = new h.Daemon({ dir: first.dir });
+  await second.line(/event=standby/);
+  assert.equal((await second.kill('SIGTERM')).code, 0);
+  assert.ok(!second.lines.some((l) => /event=(taking_over|listening)/.test(l)), second.lines.join('\n'));
+  await first.stop();
+});
+
+test('a standby takes over from a holder that unlocks NODE.lock without closing it (no close to be told of)', async () => {
+  const dir = scratch();
+  fs.mkdirSync(path.join(dir, 'locks'), { mode: 0o700 });
+  const holder = new h.Child('sh', ['-c', 'exec 9>>"$1/NODE.lock"; flock 9; echo locked; read x; flock -u 9; echo unlocked; read y',
+    'sh', path.join(dir, 'locks')], { stdio: ['pipe', 'pipe', 'pipe'] });
+  await holder.line(/^locked$/, { out: true });
+  const d = new h.Daemon({ dir });
+  await d.line(/event=standby/);
+  holder.proc.stdin.write('\n');
+  await holder.line(/^unlocked$/, { out: true });
+  await d.line(/event=taking_over/);
+  await d.ready();
+  holder.proc.stdin.end();
+  await holder.exited;
+  await d.stop();
+});
 
 test('a standby serves as soon as the first has handed off, before the first closes its uprobes (slow: one user\'s files once held a successor off for minutes)', async () => {
   const first = await new h.Daemon({ args: ['--http-listen', '127.0.0.1:0'] }).ready();
