@@ -205,16 +205,32 @@ class Child {
     }
   }
 
-  kill(sig = 'SIGTERM') {
+  signal(sig) {
     if (this.exit === null && !this.prefixed) this.proc.kill(sig);
     else if (this.exit === null && this.innerPid()) process.kill(this.innerPid(), sig);
-    return this.exited;
+  }
+
+  // Signal it: its exit ({ code, sig }). Not ended within ms, it is
+  // killed and the promise rejects, naming it with its last lines: a
+  // process that ignores its SIGTERM fails the test that sent it, not
+  // the whole file at its timeout.
+  async kill(sig = 'SIGTERM', { ms = 30000 } = {}) {
+    this.signal(sig);
+    let t;
+    const late = new Promise((resolve) => { t = setTimeout(resolve, ms, 'late'); });
+    const e = await Promise.race([this.exited, late]);
+    clearTimeout(t);
+    if (e !== 'late') return e;
+    this.signal('SIGKILL');
+    await this.exited;
+    throw new Error(`pid ${this.pid} had not exited ${ms} ms after ${sig}:\n${this.lines.slice(-40).join('\n')}`);
   }
 
   // SIGTERM, and SIGKILL if it has not ended within ms.
   async stop(ms = 10000) {
-    const t = setTimeout(() => this.kill('SIGKILL'), ms);
-    await this.kill('SIGTERM');
+    const t = setTimeout(() => this.signal('SIGKILL'), ms);
+    this.signal('SIGTERM');
+    await this.exited;
     clearTimeout(t);
   }
 }
