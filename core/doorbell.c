@@ -12,6 +12,7 @@
  * sleeps. */
 #define _GNU_SOURCE 1
 #include "doorbell.h"
+#include "thread.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -116,7 +117,7 @@ static int grow(struct procctl_doorbells *d, size_t n)
 		d->w[k].d = d;
 		d->w[k].first = (size_t)k * PROCCTL_BELLS_MAX;
 		d->w[k].changed = 0;
-		err = pthread_create(&d->w[k].thread, NULL, watch, &d->w[k]);
+		err = -procctl__thread_start(&d->w[k].thread, NULL, watch, &d->w[k]);
 		if (!err)
 			__atomic_store_n(&d->nw, ++k, __ATOMIC_RELEASE);
 	}

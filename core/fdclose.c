@@ -3,6 +3,7 @@
  * (fdclose.h). */
 #define _GNU_SOURCE 1
 #include "fdclose.h"
+#include "thread.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -104,7 +105,7 @@ void procctl_close_detached(int *fds, size_t n)
 		int ok = 0;
 		if (!pthread_attr_init(&attr)) {
 			ok = !pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED) &&
-			     !pthread_create(&t, &attr, closer, NULL);
+			     !procctl__thread_start(&t, &attr, closer, NULL);
 			pthread_attr_destroy(&attr);
 		}
 		if (ok)
@@ -171,7 +172,7 @@ int procctl_close_suspect(int fd, unsigned max)
 	int ok = 0;
 	if (__atomic_add_fetch(&suspect_closing, 1u, __ATOMIC_RELAXED) <= max && !pthread_attr_init(&attr)) {
 		ok = !pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED) &&
-		     !pthread_create(&t, &attr, suspect_closer, (void *)(intptr_t)fd);
+		     !procctl__thread_start(&t, &attr, suspect_closer, (void *)(intptr_t)fd);
 		pthread_attr_destroy(&attr);
 	}
 	if (!ok) {

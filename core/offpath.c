@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "offpath.h"
+#include "thread.h"
 
 #define MAX_READY 16                 /* workers not stuck in an abandoned job */
 #define MAX_STUCK 4096               /* workers stuck (the default max_regions) */
@@ -113,7 +114,7 @@ static void grow(int more)
 		pthread_attr_init(&a);
 		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
 		pthread_attr_setstacksize(&a, WORKER_STACK);
-		err = pthread_create(&t, &a, worker, NULL);
+		err = procctl__thread_start(&t, &a, worker, NULL);
 		pthread_attr_destroy(&a);
 		if (err)
 			break;

@@ -25,6 +25,7 @@
 #include "opts.h"
 #include "registry_int.h"
 #include "scan.h"
+#include "thread.h"
 
 static void arm(int tfd, uint64_t first_ns, uint64_t every_ns)
 {
@@ -577,7 +578,7 @@ procctl_registry_t *procctl_registry_new(const struct procctl_registry_opts *opt
 		goto fail;
 	arm(r->rescan_fd, r->o.rescan_ns, r->o.rescan_ns);
 	reg_kick(r); /* the first dispatch runs the first scan */
-	if ((err = -pthread_create(&r->hb, NULL, reg_hb_main, r)) < 0)
+	if ((err = procctl__thread_start(&r->hb, NULL, reg_hb_main, r)) < 0)
 		goto fail;
 	r->hb_started = 1;
 	if ((r->o.flags & PROCCTL_REGISTRY_DOORBELLS) && (err = reg_bells_start(r)) < 0)

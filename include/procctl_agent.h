@@ -415,7 +415,8 @@ struct procctl_registry_stats {
  * process; on a busy loop a rescan's steps are paced, each nine times its
  * length after the last, so it takes at most a tenth of the loop). It
  * starts one heartbeat thread, which only stores to mapped memory, and a
- * doorbell watcher per 127 regions (DOORBELLS). Idle, it
+ * doorbell watcher per 127 regions (DOORBELLS); the library's threads
+ * block every signal, so the program's go to its own threads. Idle, it
  * sleeps: its fd is readable for a rescan (rescan_ns), a process that
  * exited, a notify or exec, a lock file that changed, and, only while
  * something waits for time (a region found unsealed, a lock not taken, a

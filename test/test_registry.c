@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fdclose.h"
 #include "regworld.h"
 
 /* Dispatched only when its fd is readable, as an event loop does, a
@@ -655,6 +656,60 @@ static void queue_woken_after_full_scan(void **state)
 	procctl_registry_close(r, 0);
 }
 
+/* The library's threads (heartbeat, doorbell watcher, closer) block
+ * every signal: a program that blocks SIGUSR1 after making its registry
+ * and takes it with sigtimedwait gets it there, where before the
+ * heartbeat thread, made with SIGUSR1 let through, took it and its
+ * default action ended the process. */
+static void own_threads_block_signals(void **state)
+{
+	struct procctl_registry_opts o;
+	struct evlog log;
+	procctl_registry_t *r;
+	sigset_t usr1, old;
+	struct timespec ts = {5, 0};
+	char path[300], line[256];
+	struct dirent *de;
+	DIR *d;
+	int *fds, pfd[2], others = 0;
+	(void)state;
+
+	memset(&log, 0, sizeof log);
+	opts(&o, NULL, lockdir, 0, 3600000 * MS, &log);
+	o.flags |= PROCCTL_REGISTRY_DOORBELLS;
+	assert_non_null(r = procctl_registry_new(&o));
+	assert_int_equal(pipe(pfd), 0);
+	assert_non_null(fds = malloc(2 * sizeof *fds));
+	fds[0] = pfd[0], fds[1] = pfd[1];
+	procctl_close_detached(fds, 2); /* the closer thread */
+	assert_non_null(d = opendir("/proc/self/task"));
+	while ((de = readdir(d))) {
+		unsigned long long blocked = 0;
+		FILE *f;
+		if (de->d_name[0] == '.' || atoi(de->d_name) == (int)syscall(SYS_gettid))
+			continue;
+		snprintf(path, sizeof path, "/proc/self/task/%s/status", de->d_name);
+		if (!(f = fopen(path, "r")))
+			continue; /* the closer, done */
+		while (fgets(line, sizeof line, f))
+			if (sscanf(line, "SigBlk: %llx", &blocked) == 1)
+				break;
+		fclose(f);
+		if ((blocked & (1ull << (SIGTERM - 1))) == 0 || (blocked & (1ull << (SIGUSR1 - 1))) == 0)
+			fail_msg("thread %s blocks only %llx", de->d_name, blocked);
+		others++;
+	}
+	closedir(d);
+	assert_true(others >= 1); /* the heartbeat; the watcher and the closer may have come and gone */
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &usr1, &old);
+	assert_int_equal(kill(getpid(), SIGUSR1), 0);
+	assert_int_equal(sigtimedwait(&usr1, NULL, &ts), SIGUSR1);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	procctl_registry_close(r, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -671,6 +726,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(consumer_locks_come_and_go, setup, teardown),
 		cmocka_unit_test_setup_teardown(heartbeat_follows_clamp, setup, teardown),
 		cmocka_unit_test_setup_teardown(lock_file_replaced, setup, teardown),
+		cmocka_unit_test_setup_teardown(own_threads_block_signals, setup, teardown),
 	};
 	signal(SIGPIPE, SIG_IGN);
 	srand(42);
