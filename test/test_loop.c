@@ -165,10 +165,44 @@ static void metrics_of_a_fixed_state(void **state)
 	has_line(text, "procctl_loop_slow_turns_total 1");
 	has_line(text, "procctl_hello_available 0");
 	has_line(text, "procctl_watch_events_total 0");
+	has_line(text, "procctl_watch_history_bytes 0");
 	has_line(text, "# TYPE procctl_resource_holder gauge");
 	free(text);
 	events_free(n->ev);
 	free(n);
+}
+
+/* The history's memory grows as its slots are written, to cap of them,
+ * and not after: a ring full of events the size of those it drops holds
+ * what it held. */
+static void history_bytes_bounded(void **state)
+{
+	struct events *ev;
+	struct selector k;
+	char bytes[64] = "";
+	size_t one, full;
+	int i;
+	(void)state;
+	memset(&k, 0, sizeof k);
+	assert_non_null(ev = events_new(4));
+	assert_int_equal(events_bytes(ev), 0);
+	assert_true(events_append(ev, &k, bytes, 10) == 1);
+	one = events_bytes(ev);
+	assert_true(one > 10); /* the slot besides the event's allocation */
+	for (i = 2; i <= 4; i++)
+		assert_true(events_append(ev, &k, bytes, 10) == i);
+	full = events_bytes(ev);
+	assert_int_equal(full, 4 * one);
+	for (i = 5; i <= 40; i++)
+		assert_true(events_append(ev, &k, bytes, 10) == i);
+	assert_int_equal(events_bytes(ev), full);
+	assert_true(events_append(ev, &k, bytes, 60) == 41); /* in the place of one of 10 */
+	assert_true(events_bytes(ev) >= full + 50 - 16); /* malloc's rounding: at most 15 bytes more each */
+	for (i = 42; i <= 44; i++)
+		assert_true(events_append(ev, &k, bytes, 10) == i);
+	assert_true(events_append(ev, &k, bytes, 10) == 45); /* the one of 60 dropped */
+	assert_int_equal(events_bytes(ev), full);
+	events_free(ev);
 }
 
 struct answer {
@@ -412,6 +446,7 @@ int main(void)
 		cmocka_unit_test(selectors),
 		cmocka_unit_test(matching_in_pid_order),
 		cmocka_unit_test(metrics_of_a_fixed_state),
+		cmocka_unit_test(history_bytes_bounded),
 		cmocka_unit_test(waits_end_by_their_timers),
 		cmocka_unit_test(waits_bounded_and_cancelled),
 		cmocka_unit_test(waits_keep_room_for_writers_and_root),

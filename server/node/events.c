@@ -3,6 +3,7 @@
 #include "events.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@ struct ev_slot {
 struct events {
 	pthread_mutex_t mu;
 	uint64_t last; /* sequence number of the newest event */
+	size_t bytes;  /* atomic: the slots written (the rest of the array never touched) and their events' allocations */
 	size_t cap;
 	struct ev_slot slot[]; /* event seq lives in slot[seq % cap] */
 };
@@ -70,6 +72,8 @@ int64_t events_append(struct events *ev, const struct selector *k, const void *b
 	seq = (int64_t)++ev->last;
 	s = &ev->slot[(uint64_t)seq % ev->cap];
 	old = s->bytes;
+	__atomic_store_n(&ev->bytes, ev->bytes + (s->seq ? 0 : sizeof *s) + malloc_usable_size(copy) - malloc_usable_size(old),
+			 __ATOMIC_RELAXED); /* written under mu, read by events_bytes without it */
 	s->seq = (uint64_t)seq;
 	s->key = *k;
 	s->bytes = copy;
@@ -77,6 +81,11 @@ int64_t events_append(struct events *ev, const struct selector *k, const void *b
 	pthread_mutex_unlock(&ev->mu);
 	free(old);
 	return seq;
+}
+
+size_t events_bytes(struct events *ev)
+{
+	return __atomic_load_n(&ev->bytes, __ATOMIC_RELAXED); /* a gauge: no lock */
 }
 
 /* The oldest sequence number kept (last + 1 when none is): under mu. */

@@ -24,6 +24,12 @@ void events_free(struct events *ev);
  * event is last + 1: the loop packs it with that number, then appends. */
 uint64_t events_last(struct events *ev);
 
+/* The memory the history holds: the slots written so far (at most cap;
+ * the array's pages are touched as they are) and their packed events'
+ * allocations (malloc_usable_size: malloc's chunk headers not counted).
+ * It grows as the history fills, to cap slots, and not after. */
+size_t events_bytes(struct events *ev);
+
 /* Append an event of len packed bytes (copied): its sequence number, or
  * -ENOMEM (nothing appended). Loop thread only. */
 int64_t events_append(struct events *ev, const struct selector *k, const void *bytes, size_t len);

@@ -473,6 +473,10 @@ void node_render_metrics(struct node *n, struct prom *p)
 	kube(p, n);
 	pconfigs(p, n);
 	prom_one(p, COUNTER("procctl_watch_events_total", NULL, "Events numbered for WatchEvents."), events_last(n->ev));
+	prom_one(p, GAUGE("procctl_watch_history_bytes", "bytes",
+			  "Memory the event history holds (watch_history events at most): the slots written and their "
+			  "packed events' allocations."),
+		 events_bytes(n->ev));
 	prom_family(p, COUNTER("procctl_watch_snapshots_total", NULL,
 			       "WatchEvents' snapshots: built, or shared (the one built for the watch just before, with the "
 			       "same filter and nothing between them)."));

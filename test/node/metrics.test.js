@@ -67,6 +67,7 @@ const FAMILIES = {
   procctl_desired_processes: 'gauge',
   procctl_desired_bytes: 'gauge',
   procctl_watch_events_total: 'counter',
+  procctl_watch_history_bytes: 'gauge',
   procctl_watch_snapshots_total: 'counter',
   procctl_http_responses_total: 'counter',
   procctl_http_body_bytes: 'gauge',
