@@ -97,6 +97,31 @@ function residence(pid) {
   }
   return kb;
 }
+// The daemon's CPU seconds by thread name (what it spends, thread by
+// thread, on the attacks: its CPU is the one the probe's calls wait for).
+const TICK = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout) || 100;
+function threadsCpu(pid) {
+  const by = {};
+  for (const t of fs.readdirSync(`/proc/${pid}/task`)) {
+    let st;
+    try {
+      st = fs.readFileSync(`/proc/${pid}/task/${t}/stat`, 'utf8');
+    } catch {
+      continue; // ended meanwhile
+    }
+    const name = st.slice(st.indexOf('(') + 1, st.lastIndexOf(')')).replace(/[0-9]+$/, '');
+    const f = st.slice(st.lastIndexOf(')') + 2).split(' ');
+    by[name] = (by[name] || 0) + (Number(f[11]) + Number(f[12])) / TICK; // utime, stime
+  }
+  return by;
+}
+const cpuSince = (pid, before, seconds) => {
+  const now = threadsCpu(pid);
+  const by = Object.fromEntries(Object.entries(now).map(([k, v]) => [k, Number((v - (before[k] || 0)).toFixed(2))])
+    .filter(([, v]) => v > 0).sort((a, b) => b[1] - a[1]));
+  const total = Object.values(by).reduce((a, b) => a + b, 0);
+  return { seconds: Number(total.toFixed(1)), share_of_a_cpu: Number((total / seconds).toFixed(3)), by_thread: by };
+};
 const sample = (pid) => ({ t: Date.now(), rss_kb: status(pid, 'VmRSS'), threads: status(pid, 'Threads'),
   fds: fs.readdirSync(`/proc/${pid}/fd`).length, resident_kb: residence(pid) });
 
@@ -420,9 +445,12 @@ test(`soak: every attack at once for ${SECONDS} s`, { timeout: (SECONDS + 900) *
       }
     }, errors),
   ];
+  const cpuBefore = threadsCpu(d.pid);
+  const loadedFrom = Date.now();
   const loaded = probe(d, e.pid, SECONDS);
   await Promise.all(loops.filter(Boolean));
   const during = await loaded;
+  const cpu = cpuSince(d.pid, cpuBefore, (Date.now() - loadedFrom) / 1000);
   samples.push(sample(d.pid));
   raw.close();
   waiter.close();
@@ -468,7 +496,7 @@ test(`soak: every attack at once for ${SECONDS} s`, { timeout: (SECONDS + 900) *
   const peak = (k) => Math.max(...samples.map((s) => s[k]));
   const lines = d.lines.length;
   const result = {
-    seconds: SECONDS, stallers: STALLERS, unloaded, loaded: during, p99_ratio: during.p99 / unloaded.p99,
+    seconds: SECONDS, stallers: STALLERS, unloaded, loaded: during, p99_ratio: during.p99 / unloaded.p99, daemon_cpu: cpu,
     rss_kb: { start: samples[0].rss_kb, warm: warm.rss_kb, last: last.rss_kb, peak: peak('rss_kb'), floor: floors('rss_kb'),
       less_history_floor: floors('rss_less_history_kb'), history: floors('history_kb') },
     heap_kb: { in_use: floors('heap_in_use_kb'), free: floors('heap_free_kb') },
