@@ -109,12 +109,14 @@ static void *cq_thread(void *arg)
 	return NULL;
 }
 
-/* The I/O thread: it polls the connections (the transports run here),
+/* An I/O thread: it polls the connections (the transports run here),
  * and never gets an event of its own. The calls' events go to s->cq,
  * which does no I/O: so cq_thread sees a call while the transport may
  * still be reading more, and can count it on its connection in time
  * (grpc_conns.c shuts down one that opens streams past the limit; with
- * one thread for both, a burst of 30,000 streams was all read first). */
+ * one thread for both, a burst of 30,000 streams was all read first).
+ * IO_THREADS of them poll the one queue: gRPC hands a ready connection
+ * to one poller at a time, and the others go on with the rest. */
 static void *io_thread(void *arg)
 {
 	struct grpc_srv *s = arg;
@@ -300,13 +302,14 @@ static int listen_all(struct grpc_srv *s, grpc_server_credentials *tls, char *er
 	return 0;
 }
 
-/* After the server is destroyed: the I/O thread ends, its queue goes. */
+/* After the server is destroyed: the I/O threads end, their queue goes. */
 static void io_stop(struct grpc_srv *s)
 {
+	size_t i;
 	grpc_completion_queue_shutdown(s->io_cq);
-	if (s->io_started)
-		pthread_join(s->io, NULL);
-	else
+	for (i = 0; i < s->io_started; i++)
+		pthread_join(s->io[i], NULL);
+	if (!s->io_started)
 		while (grpc_completion_queue_next(s->io_cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL).type !=
 		       GRPC_QUEUE_SHUTDOWN)
 			;
@@ -347,7 +350,7 @@ static grpc_server *server_new(const struct node_cfg *cfg)
  * write that would block with a backup poller: a closure on its executor
  * that polls for up to 10 s, and that nothing wakes once the connections
  * are gone. The last grpc_shutdown joins the executor, so it waited for
- * that poll to run out: up to 10 s after the I/O thread left, before
+ * that poll to run out: up to 10 s after the I/O threads left, before
  * NODE.lock was released (after a stop that cut streams with unsent
  * bytes). gRPC stays up until the process exits instead. */
 static void grpc_hold(void)
@@ -356,7 +359,7 @@ static void grpc_hold(void)
 }
 
 /* gRPC started, and s's server made on it with its two queues: the
- * loop's (cq) and the I/O thread's. */
+ * loop's (cq) and the I/O threads'. */
 static void server_open(struct grpc_srv *s)
 {
 	static pthread_once_t held = PTHREAD_ONCE_INIT;
@@ -370,17 +373,19 @@ static void server_open(struct grpc_srv *s)
 	grpc_server_register_completion_queue(s->server, s->io_cq, NULL);
 }
 
-/* The I/O thread, then the methods registered. 0, or -errno and a
- * message in err. */
+/* The I/O threads, then the methods registered. 0, or -errno and a
+ * message in err (the threads started are io_stop's). */
 static int io_start(struct grpc_srv *s, char *err, size_t errlen)
 {
 	size_t i;
 	int r;
-	if ((r = pthread_create(&s->io, NULL, io_thread, s))) {
-		snprintf(err, errlen, "the gRPC I/O thread: %s", strerror(r));
-		return -r;
+	for (i = 0; i < IO_THREADS; i++) {
+		if ((r = pthread_create(&s->io[i], NULL, io_thread, s))) {
+			snprintf(err, errlen, "gRPC's I/O threads: %s", strerror(r));
+			return -r;
+		}
+		s->io_started++;
 	}
-	s->io_started = 1;
 	for (i = 0; i < NMETHODS; i++)
 		s->handle[i] = grpc_server_register_method(s->server, methods[i].path, NULL, GRPC_SRM_PAYLOAD_NONE, 0);
 	return 0;
