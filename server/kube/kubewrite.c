@@ -144,14 +144,13 @@ static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, c
 	return stop;
 }
 
-/* What an answer of code says: its Status's message, else its body. */
-static void answer_why(struct kubewrite *kw, long code, char *why, size_t whylen)
+void kubewrite_why(const char *body, size_t len, long code, char *why, size_t whylen)
 {
-	json_t *st = json_loadb(kw->answer, kw->alen, 0, NULL);
+	json_t *st = json_loadb(body, len, 0, NULL);
 	const char *msg = json_string_value(json_object_get(st, "message"));
 	int n = snprintf(why, whylen, "HTTP %ld: ", code);
 	if (n > 0 && (size_t)n < whylen)
-		snprintf(why + n, whylen - (size_t)n, "%.*s", (int)(whylen - (size_t)n - 1), msg ? msg : kw->answer);
+		snprintf(why + n, whylen - (size_t)n, "%s", msg ? msg : body);
 	json_decref(st);
 }
 
@@ -187,7 +186,7 @@ static long send_one(struct kubewrite *kw, const struct req *r, uint32_t *retry_
 	curl_easy_getinfo(kw->h, CURLINFO_RESPONSE_CODE, &code);
 	if ((code == 429 || code == 503) && curl_easy_getinfo(kw->h, CURLINFO_RETRY_AFTER, &ra) == CURLE_OK && ra > 0)
 		*retry_s = ra > RETRY_AFTER_MAX_S ? RETRY_AFTER_MAX_S : (uint32_t)ra;
-	answer_why(kw, code, why, whylen);
+	kubewrite_why(kw->answer, kw->alen, code, why, whylen);
 	return code;
 }
 

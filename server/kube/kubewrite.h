@@ -51,6 +51,11 @@ struct kubewrite *kubewrite_start(const struct kubewrite_cfg *cfg, char *err, si
 int kubewrite_put(struct kubewrite *kw, const char *key, const char *method, const char *path, const char *ctype,
 		  const char *body, size_t len);
 void kubewrite_stats(struct kubewrite *kw, struct kubewrite_stats *st);
+/* What the API server's answer of code says, for the log: "HTTP code: "
+ * and its Status's message, else the body itself (to its first NUL), cut
+ * to fit whylen (at least 1). body is len bytes of the server's, with a
+ * NUL after them. */
+void kubewrite_why(const char *body, size_t len, long code, char *why, size_t whylen);
 /* Stop the thread (a request in flight is cut within about a second;
  * what waits is not sent), and free kw. NULL: nothing. */
 void kubewrite_stop(struct kubewrite *kw);
