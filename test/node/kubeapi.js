@@ -140,9 +140,11 @@
 //   POST /expire                every open watch gets ERROR 410 and ends
 //   POST /close                 every open watch ends, as at its timeout
 //   POST /cut                   every open watch's connection is cut mid-stream
-//   POST /fail?code=C&count=K[&retry_after=S]
-//                               the next K requests of the API are answered
-//                               C (429, 500, ...), with Retry-After: S
+//   POST /fail?code=C&count=K[&retry_after=S][&path=P][&message=M]
+//                               the next K requests of the API (whose path
+//                               ends with P) are answered C (429, 500,
+//                               ...), with Retry-After: S, their Status's
+//                               message M (a hostile server's text)
 //   POST /restart?down_ms=N     every connection is cut, nothing listens for N ms
 //   POST /slow?ms=N             every answer waits N ms first (0: none)
 //   POST /pad?bytes=N[&small=1] every page of a list carries about N bytes
@@ -224,7 +226,7 @@ let slowMs = 0;
 let churn = null;
 let churned = 0;
 let down = false;
-let failing = null; // /fail's: { code, count, retryAfter }
+let failing = null; // /fail's: { code, count, retryAfter, path, message }
 const copy = (o) => JSON.parse(JSON.stringify(o));
 
 // Pods by UID, their list items bare, their bookmark a Pod's shape with
@@ -464,11 +466,12 @@ function answer(req, res, body) {
   const w = writable(u.pathname);
   if (!w && req.method !== 'GET') return [405, status(405, 'MethodNotAllowed', 'only GET here')];
   if (req.headers.authorization !== `Bearer ${token}`) return [401, status(401, 'Unauthorized', 'Unauthorized')];
-  if (failing && failing.count > 0) {
+  if (failing && failing.count > 0 && u.pathname.endsWith(failing.path)) {
     failing.count -= 1;
     db.stats.failed += 1;
     if (failing.retryAfter !== null) res.setHeader('Retry-After', String(failing.retryAfter));
-    return [failing.code, status(failing.code, REASONS[failing.code] || 'InternalError', `failing on purpose (${failing.code})`)];
+    return [failing.code, status(failing.code, REASONS[failing.code] || 'InternalError',
+      failing.message === null ? `failing on purpose (${failing.code})` : failing.message)];
   }
   const get = req.method === 'GET';
   const watching = ['1', 'true'].includes(u.searchParams.get('watch'));
@@ -644,7 +647,7 @@ function control(req, body) {
   } else if (m === '/fail') {
     const ra = u.searchParams.get('retry_after');
     failing = { code: Number(u.searchParams.get('code')), count: Number(u.searchParams.get('count') || 1),
-      retryAfter: ra === null ? null : ra };
+      retryAfter: ra === null ? null : ra, path: u.searchParams.get('path') || '', message: u.searchParams.get('message') };
   } else if (m === '/restart') {
     down = true;
     api.close();

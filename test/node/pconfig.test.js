@@ -135,6 +135,40 @@ after(async () => {
 const APPLIED_DEBUG = /^event=applied gen=\d+ .*payload=\{"level":"debug"\}$/;
 const APPLIED_V2 = /^event=applied gen=\d+ .*payload=v2$/;
 
+// A hostile API server's answer to a status write: its Status's message is
+// the server's own text (a terminal's escapes, quotes, a newline that
+// would start a forged log line, 3,000 bytes more). The write is dropped
+// (422 is no answer to retry), counted, and said in one line, escaped and
+// cut; the object's next write is sent as any other. First: a line of
+// kube_write_failed is written once a second at most, and the later tests
+// delete objects whose entries are then withdrawn (404: logged).
+test('a status write refused with a hostile message: dropped, counted, logged on one line escaped and cut', async () => {
+  const failed = () => metric('procctl_kube_writes_total{result="failed"}') || 0;
+  const before = failed();
+  const message = `\x1b[2J\x1b]0;owned\x07 "quoted" back\\slash\nlevel=error event=forged ${'x'.repeat(3000)}`;
+  await api.ctl('POST', `/fail?code=422&count=1&path=${encodeURIComponent('/processconfigs/hostile-answer/status')}`
+    + `&message=${encodeURIComponent(message)}`);
+  // Of a consumer none of db-a's processes is: written on it (NoProcesses), given to none.
+  const spec = (v) => ({ selector: { matchLabels: { app: 'db' } }, consumer: 'nobody-here', schemaVersion: 1,
+    payload: { data: Buffer.from(v).toString('base64') } });
+  const uid = (await apply('shop', 'hostile-answer', spec('hostile-1'))).metadata.uid;
+  const line = () => daemon.lines.find((l) => l.includes(' event=kube_write_failed ') && l.includes(`key=${uid} `));
+  await h.until(line, { what: 'the refused write logged' });
+  const l = line();
+  assert.match(l, / level=warn event=kube_write_failed key=\S+ method=PATCH action=dropped error="HTTP 422: \\x1b\[2J\\x1b\]0;owned\\x07 \\"quoted\\" back\\\\slash\\x0alevel=error event=forged x+"( suppressed=\d+)?$/);
+  assert.ok(!/[\x00-\x1f\x7f]/.test(l), 'no control byte of the server\'s reaches the log');
+  assert.ok(l.length < 1000, `cut: ${l.length} bytes`);
+  assert.ok(!daemon.lines.some((x) => /^level=error event=forged/.test(x)), 'no line forged');
+  assert.equal(failed(), before + 1, 'counted as failed');
+  // Not retried: the next change of the object is what writes it again.
+  await apply('shop', 'hostile-answer', spec('hostile-2'));
+  await entries('shop', 'hostile-answer', { 'node-a': { reason: 'NoProcesses', observedGeneration: 2 } },
+    'node-a\'s entry written after');
+  assert.equal(failed(), before + 1);
+  await remove('shop', 'hostile-answer');
+  await h.until(() => metric('procctl_kube_processconfigs') === 0, { what: 'the object gone' });
+});
+
 test('a ProcessConfig reaches the processes of the pods it selects, on both nodes, and each node says so on it', async () => {
   await apply('shop', 'web-tuning', { selector: { matchLabels: { app: 'web' } }, consumer: C, schemaVersion: 1,
     payload: { json: { level: 'debug' } } });
